@@ -1,0 +1,1 @@
+"""stepfork.cli."""

@@ -1,0 +1,1 @@
+"""stepfork.analysis (work in progress)."""

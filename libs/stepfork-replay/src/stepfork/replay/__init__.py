@@ -1,0 +1,1 @@
+"""stepfork.replay (work in progress)."""

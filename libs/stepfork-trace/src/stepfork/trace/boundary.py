@@ -1,0 +1,180 @@
+"""The instrumented boundary: the one interface recording and replay share (docs/architecture.md).
+
+An instrumented call (a ``@trace_tool`` function, ``llm_request``/``allm_request``) is described by a
+:class:`BoundaryCall` and handed, with its body, to the *active handler*: a ``RecordingSession``, a
+``ReplaySession`` (stepfork.replay) or nothing. The active handler lives in a ``contextvars.ContextVar``,
+so asyncio tasks and threads started with ``contextvars.copy_context()`` see it. With no handler the body
+runs untouched: the no-op default, as in OpenTelemetry's API/SDK split.
+
+Threads without the context. A call that escapes the session silently is the worst bug this product can
+have, so the boundary also keeps a process-wide registry of active sessions. A call whose context holds
+no handler while sessions are active in the process is an *orphan*:
+
+- exactly one session active: that session decides (``handle(..., orphan=True)``): a recording session
+  records the call under the run and warns once with :class:`OrphanCallWarning`; a replay session
+  refuses it with a ReplayError before the body runs;
+- more than one: :class:`~stepfork.trace.errors.BoundaryContextError`, because guessing would be wrong.
+
+This module imports nothing heavy (no pydantic): decorated functions cost one ContextVar read when no
+session is active.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+
+from stepfork.trace.errors import BoundaryContextError
+
+T = TypeVar("T")
+
+CallKind = Literal["tool", "llm"]
+
+
+@dataclass(frozen=True, slots=True)
+class BoundaryCall:
+    """One instrumented dependency call, as recording and replay see it.
+
+    Attributes:
+        kind: ``"tool"`` or ``"llm"``.
+        name: the tool name; for an LLM call, the model.
+        input: the call's input as a JSON value (already turned into JSON by ``to_jsonable``, tagged
+            forms included) and *not yet redacted*: each handler redacts before writing or comparing.
+            For tools: the signature-bound arguments with defaults applied, ``self``/``cls`` dropped.
+        provider: the LLM provider (``"openai"``), or None (tools, or unknown provider).
+        model: the LLM model, or None for tools.
+        replay_policy: the per-call policy the call site asked for (``frozen``, ``live``, ``manual``,
+            ``forbidden``, ``derived``; interop/REFERENCE-NOTES.md 1.6).
+        return_type: the tool's return annotation, used by replay to rebuild the recorded output into
+            the declared type (``None`` when there is no annotation).
+        function: the qualified name of the instrumented function (``module:qualname``), for
+            diagnostics only; never imported.
+    """
+
+    kind: CallKind
+    name: str
+    input: Any
+    provider: str | None = None
+    model: str | None = None
+    replay_policy: str = "frozen"
+    return_type: Any = None
+    function: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The name the spec uses for this call: the tool name, ``provider/model``, or ``model``."""
+        if self.kind == "tool":
+            return self.name
+        if self.provider:
+            return f"{self.provider}/{self.model or self.name}"
+        return self.model or self.name
+
+
+@runtime_checkable
+class BoundaryHandler(Protocol):
+    """What a session implements to receive instrumented calls.
+
+    ``handle`` runs (or replaces) a synchronous body; ``ahandle`` an asynchronous one. Both return what the
+    instrumented call returns to the agent, or raise. ``orphan`` is True when the call came from a context
+    without the handler (a thread started without ``copy_context()``); see the module docstring.
+
+    ``is_replay`` tells recording apart from replay without importing stepfork.replay: a recording
+    session opened while a replay handler is active is inert (it writes nothing).
+    """
+
+    is_replay: bool
+
+    def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
+        """Run or replace ``body`` for ``call`` and return its result; may raise."""
+        ...
+
+    async def ahandle(
+        self, call: BoundaryCall, body: Callable[[], Awaitable[T]], *, orphan: bool = False
+    ) -> T:
+        """Await or replace ``body()`` for ``call`` and return its result; may raise."""
+        ...
+
+
+_active_handler: ContextVar[BoundaryHandler | None] = ContextVar("stepfork_active_handler", default=None)
+
+# Sessions active anywhere in this process; read only when a call finds no handler in its context.
+_process_handlers: list[BoundaryHandler] = []
+_process_lock = threading.Lock()
+
+
+def active_handler() -> BoundaryHandler | None:
+    """Return the handler active in the current context, or None. Cheap: one ContextVar read."""
+    return _active_handler.get()
+
+
+def resolve_handler() -> tuple[BoundaryHandler | None, bool]:
+    """Find the handler an instrumented call must go to.
+
+    Returns:
+        ``(handler, orphan)``: the context's handler and False; or, when the context has none but exactly
+        one session is active in the process, that session and True; or ``(None, False)`` when no session
+        is active at all (the body runs untouched).
+
+    Raises:
+        BoundaryContextError: the context has no handler and several sessions are active in the process.
+    """
+    handler = _active_handler.get()
+    if handler is not None:
+        return handler, False
+    if not _process_handlers:
+        return None, False
+    with _process_lock:
+        handlers = list(_process_handlers)
+    if not handlers:
+        return None, False
+    if len(handlers) > 1:
+        raise BoundaryContextError(
+            "an instrumented call arrived from a thread without the session's context while "
+            f"{len(handlers)} Stepfork sessions are active; start the thread with "
+            "contextvars.copy_context().run(...) so the call reaches its session"
+        )
+    return handlers[0], True
+
+
+def activate(handler: BoundaryHandler) -> Token[BoundaryHandler | None]:
+    """Make ``handler`` active in the current context and register it process-wide.
+
+    Returns the token to pass to :func:`deactivate`.
+    """
+    with _process_lock:
+        _process_handlers.append(handler)
+    return _active_handler.set(handler)
+
+
+def deactivate(handler: BoundaryHandler, token: Token[BoundaryHandler | None]) -> None:
+    """Undo :func:`activate`.
+
+    The ContextVar is reset with its token when we are in the context that set it; when the session is
+    closed from another context (an async generator finalized by another task, a known trap), the reset
+    would raise ValueError, so the variable is set back to None there instead: the registry entry is what
+    matters for orphans and it is always removed.
+    """
+    with _process_lock:
+        for index, registered in enumerate(_process_handlers):
+            if registered is handler:
+                del _process_handlers[index]
+                break
+    try:
+        _active_handler.reset(token)
+    except ValueError:
+        if _active_handler.get() is handler:
+            _active_handler.set(None)
+
+
+@contextmanager
+def using_handler(handler: BoundaryHandler) -> Iterator[BoundaryHandler]:
+    """Context manager form of :func:`activate`/:func:`deactivate`; yields ``handler``."""
+    token = activate(handler)
+    try:
+        yield handler
+    finally:
+        deactivate(handler, token)

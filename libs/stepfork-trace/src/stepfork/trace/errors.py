@@ -1,0 +1,87 @@
+"""The TraceError family: typed errors for conversion, canonical JSON, storage, redaction and the boundary.
+
+Every error carries a machine-readable ``code`` (the issue codes of interop/REFERENCE-NOTES.md section 4
+where one applies) so that programs and the CLI branch on data, never on message text.
+"""
+
+from __future__ import annotations
+
+
+class TraceError(Exception):
+    """Base class of every error raised by :mod:`stepfork.trace`.
+
+    Attributes:
+        code: a stable snake_case identifier of the problem (for example ``invalid_json``).
+    """
+
+    code: str = "trace_error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class TraceSerializationError(TraceError, TypeError):
+    """A Python value cannot be turned into JSON (a cycle, an unsupported type, too deep).
+
+    Attributes:
+        path: the JSON path of the offending value, ``$`` for the root (``$.a[0].b``).
+    """
+
+    code = "unserializable_value"
+
+    def __init__(self, message: str, *, path: str = "$", code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.path = path
+
+
+class CanonicalJsonError(TraceError, TypeError):
+    """A value is not plain JSON, so it has no canonical bytes (NaN, a non-str key, a set...).
+
+    Canonical JSON never tags: turn Python values into JSON with ``to_jsonable`` first.
+    """
+
+    code = "not_canonical_json"
+
+
+class TraceStorageError(TraceError, ValueError):
+    """A bundle cannot be read or written.
+
+    Attributes:
+        code: ``missing_file``, ``invalid_json``, ``invalid_manifest``, ``invalid_event``,
+            ``unsupported_schema``, ``unsafe_path``, ``already_exists`` or ``invalid_path``.
+        path: the bundle or file concerned, when known.
+        line: the 1-based line of ``events.jsonl``, when the problem is in one line.
+    """
+
+    code = "invalid_manifest"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message, code=code)
+        self.path = path
+        self.line = line
+
+
+class RedactionError(TraceError, ValueError):
+    """A secret sits in a field that redaction may not rewrite (an id, a timestamp, a status)."""
+
+    code = "redaction_error"
+
+
+class BoundaryContextError(TraceError, RuntimeError):
+    """An instrumented call cannot tell which session it belongs to.
+
+    Raised when a call arrives from a thread that did not copy the context while more than one session
+    is active in the process (docs/concepts.md, "Threads and context").
+    """
+
+    code = "boundary_context"
+
