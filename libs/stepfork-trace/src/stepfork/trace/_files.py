@@ -1,0 +1,337 @@
+"""The files of a bundle directory: safe reads, atomic writes, the exact bytes of each file, and parsing.
+
+Reading opens every file with ``O_NOFOLLOW | O_NONBLOCK`` and checks ``fstat`` on the open descriptor, so a
+symlink, a directory, a FIFO or a device in place of a bundle file is refused without following or blocking,
+and the check cannot race with the read (docs/format.md, "Reading").
+
+Writing goes through a temporary name in the same directory, ``fsync`` of the file, then ``os.replace``
+(docs/architecture.md, "Crash safety"). Pretty files are ``json.dumps(indent=2, ensure_ascii=False)`` plus a
+final ``\\n``, keys in the order given (notes 1.2, 1.7, 2.4); event lines are compact with payload values in
+canonical form (notes 1.3).
+
+Parsing (``parse_manifest``, ``parse_events``, ``parse_redactions``) reads with ``loads_json`` (values
+kept exactly) and refuses, with a code, anything pydantic's lax mode would coerce.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import secrets
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from stepfork.trace.canonical import canonical_json, loads_json
+from stepfork.trace.errors import TraceStorageError
+from stepfork.trace.models import EVENT_ADAPTER, SCHEMA_VERSION, Event, RedactionManifest, TraceManifest
+
+BUNDLE_SUFFIX = ".sftrace"
+MANIFEST_FILE = "manifest.json"
+EVENTS_FILE = "events.jsonl"
+REDACTIONS_FILE = "redactions.json"
+INTEGRITY_FILE = "integrity.json"
+PAYLOAD_FILES = (MANIFEST_FILE, EVENTS_FILE, REDACTIONS_FILE)
+
+# JSON types a field must have before pydantic's lax mode sees it: lax mode would turn "3" or true into 3,
+# or an int into a datetime, which would be a silent repair (docs/format.md, "Reading").
+_EVENT_INTS = ("step", "duration_ms", "prompt_tokens", "completion_tokens", "total_tokens")
+_TOTALS_INTS = ("events", "llm_calls", "tool_calls", "duration_ms")
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+class UnsafeFileError(OSError):
+    """A bundle file exists but is not a regular file reached without a symlink.
+
+    Attributes:
+        symlink: True when the name is a symbolic link, False for a directory, FIFO, socket or device.
+    """
+
+    def __init__(self, path: Path, *, symlink: bool) -> None:
+        what = "a symbolic link" if symlink else "not a regular file"
+        super().__init__(f"{path}: {what} (refused)")
+        self.symlink = symlink
+
+
+def open_regular(path: Path) -> int:
+    """Open ``path`` read-only without following a symlink and return its descriptor.
+
+    Raises:
+        FileNotFoundError: nothing exists at ``path``.
+        UnsafeFileError: ``path`` is a symlink, a directory or any other non-regular file.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError(path, symlink=True) from None
+        if exc.errno == errno.ENOENT:
+            raise FileNotFoundError(str(path)) from None
+        if os.path.islink(path):
+            raise UnsafeFileError(path, symlink=True) from None
+        if os.path.isdir(path):
+            raise UnsafeFileError(path, symlink=False) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafeFileError(path, symlink=False)
+    return fd
+
+
+def read_bundle_file(bundle: Path, name: str, *, unsafe_code: str) -> bytes:
+    """Return the bytes of the required file ``bundle/name``.
+
+    Raises:
+        TraceStorageError: ``missing_file`` when absent or not a regular file (a directory, a FIFO);
+            ``unsafe_code`` (the file's own code, e.g. ``invalid_manifest``) when it is a symlink.
+    """
+    path = bundle / name
+    try:
+        fd = open_regular(path)
+    except FileNotFoundError:
+        raise TraceStorageError(
+            f"missing required file {name}", code="missing_file", path=str(path)
+        ) from None
+    except UnsafeFileError as exc:
+        code = unsafe_code if exc.symlink else "missing_file"
+        raise TraceStorageError(str(exc), code=code, path=str(path)) from None
+    except OSError as exc:
+        raise TraceStorageError(f"cannot read {name}: {exc}", code="missing_file", path=str(path)) from None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def pretty_json(value: Any) -> bytes:
+    """Return ``value`` as 2-space indented JSON, non-ASCII raw, keys in insertion order, final newline.
+
+    Raises ValueError for NaN/Infinity (the models never hold them).
+    """
+    return (json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def event_line(fields: Iterable[tuple[str, Any]]) -> bytes:
+    """Return one events.jsonl line: ``{"k":v,...}\\n`` with keys in the given order (notes 1.3).
+
+    Each value is written in canonical form (sorted nested keys, ``(",", ":")``, raw UTF-8), so the line is
+    compact and its payloads are byte-identical to what their hashes cover.
+
+    Raises:
+        CanonicalJsonError: a value is not plain JSON.
+    """
+    parts = [b'"' + name.encode("ascii") + b'":' + canonical_json(value) for name, value in fields]
+    return b"{" + b",".join(parts) + b"}\n"
+
+
+def temp_name(target: Path, kind: str = "tmp") -> Path:
+    """A hidden sibling name ``.<name>.<kind>-<hex>`` of ``target`` in the same directory."""
+    return target.with_name(f".{target.name}.{kind}-{secrets.token_hex(8)}")
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Create ``path`` (it must not exist), write ``data``, ``fsync`` and close."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file in the same directory, fsync, ``os.replace``."""
+    tmp = temp_name(path)
+    try:
+        write_file(tmp, data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def fsync_dir(path: Path) -> None:
+    """``fsync`` a directory so that renames in it survive a power loss (no-op where unsupported)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def check_target(path: Path, *, overwrite: bool) -> bool:
+    """Check that a bundle may be written at ``path``; return True when a previous bundle must be replaced.
+
+    Raises:
+        TraceStorageError: ``invalid_path`` when the name does not end in ``.sftrace`` or ``path`` exists and
+            is not a plain directory; ``already_exists`` when it is a non-empty directory and not
+            ``overwrite`` (notes 5, "Saving").
+    """
+    if not path.name.endswith(BUNDLE_SUFFIX) or path.name == BUNDLE_SUFFIX:
+        raise TraceStorageError(
+            f"bundle path must end with {BUNDLE_SUFFIX}: {path}", code="invalid_path", path=str(path)
+        )
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise TraceStorageError(
+            f"bundle path exists and is not a directory: {path}", code="invalid_path", path=str(path)
+        )
+    if not path.exists() or not any(path.iterdir()):
+        return False
+    if not overwrite:
+        raise TraceStorageError(
+            f"bundle already exists: {path} (pass overwrite=True)", code="already_exists", path=str(path)
+        )
+    return True
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a directory tree without following symlinks inside it (``shutil.rmtree`` semantics)."""
+    import shutil
+
+    shutil.rmtree(path)
+
+
+# ----------------------------------------------------------------------------------- parsing (load_trace)
+
+
+def _json(data: bytes, path: Path, line: int | None = None) -> Any:
+    where = f"{path.name}:{line}" if line is not None else path.name
+    try:
+        return loads_json(data)
+    except TraceStorageError as exc:
+        raise TraceStorageError(
+            f"{where}: invalid JSON: {exc}", code=exc.code, path=str(path), line=line
+        ) from None
+    except (ValueError, TypeError) as exc:  # any other decoder complaint is still bad JSON
+        raise TraceStorageError(
+            f"{where}: invalid JSON: {exc}", code="invalid_json", path=str(path), line=line
+        ) from None
+
+
+def _check_schema_version(obj: dict[str, Any], path: Path) -> None:
+    if "schema_version" in obj and obj["schema_version"] != SCHEMA_VERSION:
+        raise TraceStorageError(
+            f"{path.name}: unsupported schema version {obj['schema_version']!r} "
+            f"(expected {SCHEMA_VERSION!r})",
+            code="unsupported_schema",
+            path=str(path),
+        )
+
+
+def _wrong_type(obj: dict[str, Any], names: Iterable[str], *, allow_float: bool = False) -> str | None:
+    for name in names:
+        value = obj.get(name)
+        if value is None:
+            continue
+        ok = type(value) is int or (allow_float and type(value) is float)
+        if not ok:
+            return name
+    return None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(part) for part in err["loc"])
+    return f"{loc}: {err['msg']}" if loc else str(err["msg"])
+
+
+def parse_manifest(data: bytes, path: Path) -> TraceManifest:
+    """Parse manifest.json bytes (notes 1.2). Raises TraceStorageError as :func:`load_trace`."""
+    obj = _json(data, path)
+    if not isinstance(obj, dict):
+        raise TraceStorageError(f"{path.name}: not a JSON object", code="invalid_manifest", path=str(path))
+    _check_schema_version(obj, path)
+    totals = obj.get("totals")
+    failure = obj.get("failure")
+    bad = (
+        ("created_at" if not isinstance(obj.get("created_at"), str) else None)
+        or (_wrong_type(totals, _TOTALS_INTS) if isinstance(totals, dict) else None)
+        or (_wrong_type(totals, ("cost_usd",), allow_float=True) if isinstance(totals, dict) else None)
+        or (_wrong_type(failure, ("step",)) if isinstance(failure, dict) else None)
+    )
+    if bad:
+        raise TraceStorageError(
+            f"{path.name}: {bad}: wrong JSON type", code="invalid_manifest", path=str(path)
+        )
+    try:
+        return TraceManifest.model_validate(obj)
+    except ValidationError as exc:
+        raise TraceStorageError(
+            f"{path.name}: invalid manifest: {_first_error(exc)}", code="invalid_manifest", path=str(path)
+        ) from None
+
+
+def parse_redactions(data: bytes, path: Path) -> RedactionManifest:
+    """Parse redactions.json bytes (notes 1.7). Raises TraceStorageError as :func:`load_trace`."""
+    obj = _json(data, path)
+    if not isinstance(obj, dict):
+        raise TraceStorageError(f"{path.name}: not a JSON object", code="invalid_manifest", path=str(path))
+    _check_schema_version(obj, path)
+    try:
+        return RedactionManifest.model_validate(obj)
+    except ValidationError as exc:
+        raise TraceStorageError(
+            f"{path.name}: invalid redactions: {_first_error(exc)}", code="invalid_manifest", path=str(path)
+        ) from None
+
+
+def parse_events(data: bytes, path: Path) -> list[Event]:
+    """Parse events.jsonl bytes: one event per ``\\n``-terminated line, in order (notes 1.3).
+
+    Linear in the size of ``data``. Raises TraceStorageError (``invalid_json`` / ``invalid_event``) with
+    the 1-based ``line``.
+    """
+    if data and not data.endswith(b"\n"):
+        count = data.count(b"\n") + 1
+        raise TraceStorageError(
+            f"{path.name}:{count}: truncated final line (no trailing newline)",
+            code="invalid_json",
+            path=str(path),
+            line=count,
+        )
+    events: list[Event] = []
+    validate = EVENT_ADAPTER.validate_python
+    for number, line in enumerate(data.split(b"\n")[:-1], start=1):
+        if not line.strip():
+            raise TraceStorageError(
+                f"{path.name}:{number}: blank line", code="invalid_json", path=str(path), line=number
+            )
+        obj = _json(line, path, number)
+        if not isinstance(obj, dict):
+            raise TraceStorageError(
+                f"{path.name}:{number}: invalid event: not a JSON object",
+                code="invalid_event",
+                path=str(path),
+                line=number,
+            )
+        bad = (
+            ("timestamp" if not isinstance(obj.get("timestamp", ""), str) else None)
+            or _wrong_type(obj, _EVENT_INTS)
+            or _wrong_type(obj, ("cost_usd",), allow_float=True)
+        )
+        if bad:
+            raise TraceStorageError(
+                f"{path.name}:{number}: invalid event: {bad}: wrong JSON type",
+                code="invalid_event",
+                path=str(path),
+                line=number,
+            )
+        try:
+            events.append(validate(obj))
+        except ValidationError as exc:
+            raise TraceStorageError(
+                f"{path.name}:{number}: invalid event: {_first_error(exc)}",
+                code="invalid_event",
+                path=str(path),
+                line=number,
+            ) from None
+    return events

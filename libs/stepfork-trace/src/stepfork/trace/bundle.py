@@ -1,0 +1,413 @@
+"""``Trace`` and the ``.sftrace`` bundle: loading, saving and the crash-safe incremental writer.
+
+Bytes are those of schema 0.1 (interop/REFERENCE-NOTES.md sections 1-2, restated in docs/format.md):
+manifest.json, redactions.json and integrity.json are pretty JSON in model key order; events.jsonl holds one
+compact object per line, the 12 common fields first, payload values in canonical form. Saving redacts every
+event and the manifest, recomputes the payload hashes and the counts, and writes through a temporary
+directory renamed into place. Loading never repairs, guesses or executes: every problem is a
+``TraceStorageError`` with a code, a path and, for events.jsonl, a 1-based line.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from stepfork.trace import _files
+from stepfork.trace._files import EVENTS_FILE, MANIFEST_FILE, REDACTIONS_FILE
+from stepfork.trace.canonical import fingerprint
+from stepfork.trace.errors import TraceStorageError
+from stepfork.trace.integrity import write_integrity
+from stepfork.trace.models import (
+    HASHED_FIELDS,
+    EnvironmentInfo,
+    Event,
+    EventBase,
+    EventType,
+    FailureInfo,
+    NonEmptyStr,
+    RedactionEntry,
+    RedactionManifest,
+    RunStatus,
+    Timestamp,
+    TraceManifest,
+    TraceTotals,
+    format_timestamp,
+    utc_now,
+)
+from stepfork.trace.redaction import Redactor, redact_event, redact_manifest
+
+MANIFEST_EVENT_ID = "__manifest__"
+WRITE_BUFFER_BYTES = 64 * 1024
+
+
+class Trace(BaseModel):
+    """A whole run in memory: the manifest fields, the events in order, and the known redaction entries.
+
+    ``redactions`` holds the entries of redactions.json (loaded, or found by earlier saves) so that loading
+    and saving a bundle keeps them; saving adds the findings of its own redaction pass.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    run_id: NonEmptyStr
+    agent_name: NonEmptyStr
+    created_at: Timestamp = Field(default_factory=utc_now)
+    status: RunStatus = RunStatus.RUNNING
+    failure: FailureInfo | None = None
+    environment: EnvironmentInfo = Field(default_factory=EnvironmentInfo)
+    totals: TraceTotals = Field(default_factory=TraceTotals)
+    events: list[Event] = Field(default_factory=list)
+    redactions: list[RedactionEntry] = Field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Trace:
+        """Read the bundle at ``path``; see :func:`load_trace`."""
+        return load_trace(path)
+
+    def save(
+        self, path: str | os.PathLike[str], *, overwrite: bool = False, redactor: Redactor | None = None
+    ) -> Path:
+        """Write this trace as a bundle at ``path`` and return the path; see :func:`save_trace`."""
+        return save_trace(self, path, overwrite=overwrite, redactor=redactor)
+
+    def add(self, event: EventBase) -> EventBase:
+        """Append a copy of ``event`` with this run's id and ``step`` = its 0-based index; return the copy.
+
+        Updates ``totals.events``, ``totals.llm_calls`` (llm_request) and ``totals.tool_calls`` (tool_call)
+        (notes 1.5). The caller's event is not changed.
+        """
+        stored = event.model_copy(update={"run_id": self.run_id, "step": len(self.events)})
+        self.events.append(stored)  # type: ignore[arg-type]
+        self.totals = self.totals.model_copy(
+            update={
+                "events": self.totals.events + 1,
+                "llm_calls": self.totals.llm_calls + (stored.type == EventType.LLM_REQUEST),
+                "tool_calls": self.totals.tool_calls + (stored.type == EventType.TOOL_CALL),
+            }
+        )
+        return stored
+
+    @property
+    def manifest(self) -> TraceManifest:
+        """The manifest of this trace as it stands (totals as stored, not recomputed).
+
+        Raises pydantic.ValidationError when ``failure`` is not set exactly when ``status`` is failed.
+        """
+        return TraceManifest(
+            run_id=self.run_id,
+            agent_name=self.agent_name,
+            created_at=self.created_at,
+            status=self.status,
+            failure=self.failure,
+            environment=self.environment,
+            totals=self.totals,
+        )
+
+
+# ----------------------------------------------------------------------------------------------- writing
+
+
+def event_fields(event: EventBase) -> list[tuple[str, Any]]:
+    """The ``(name, JSON value)`` pairs of ``event`` in model order: 12 common fields, then type fields."""
+    fields: list[tuple[str, Any]] = []
+    for name in type(event).model_fields:
+        value = getattr(event, name)
+        if name == "timestamp":
+            value = format_timestamp(value)
+        elif isinstance(value, Enum):
+            value = value.value
+        fields.append((name, value))
+    return fields
+
+
+def serialize_event(event: EventBase) -> bytes:
+    """Return the events.jsonl line of ``event`` as stored, ending in ``\\n`` (no redaction, no hashing).
+
+    Raises CanonicalJsonError when a payload is not plain JSON.
+    """
+    return _files.event_line(event_fields(event))
+
+
+def prepare_event(event: EventBase, redactor: Redactor | None = None) -> tuple[bytes, list[RedactionEntry]]:
+    """Redact ``event``, recompute its hashes and return ``(line, new redaction entries)``.
+
+    New redaction paths are appended to the event's ``redactions`` (existing ones kept, no duplicates);
+    ``input_hash``/``output_hash`` become the fingerprints of the redacted fields of notes 2.2 (H(null)
+    for a null field; null where the type hashes nothing). ``event`` itself is not changed.
+
+    Raises:
+        RedactionError: a secret sits in a protected field (notes 3).
+        CanonicalJsonError: a payload is not plain JSON.
+    """
+    redacted, findings = redact_event(dict(event_fields(event)), redactor)
+    paths = list(event.redactions)
+    entries: list[RedactionEntry] = []
+    for finding in findings:
+        if finding.path not in paths:
+            paths.append(finding.path)
+        entries.append(RedactionEntry(event_id=event.id, path=finding.path, reason=finding.reason))
+    input_field, output_field = HASHED_FIELDS[event.type]
+    redacted["redactions"] = paths
+    redacted["input_hash"] = fingerprint(redacted[input_field]) if input_field else None
+    redacted["output_hash"] = fingerprint(redacted[output_field]) if output_field else None
+    line = _files.event_line((name, redacted[name]) for name in type(event).model_fields)
+    return line, entries
+
+
+def manifest_bytes(
+    manifest: TraceManifest, redactor: Redactor | None = None
+) -> tuple[bytes, list[RedactionEntry]]:
+    """Redact ``manifest`` and return its manifest.json bytes with the redaction entries found.
+
+    Raises RedactionError when a protected manifest field holds a secret (notes 3).
+    """
+    redacted, findings = redact_manifest(manifest.model_dump(mode="json"), redactor)
+    entries = [RedactionEntry(event_id=MANIFEST_EVENT_ID, path=f.path, reason=f.reason) for f in findings]
+    return _files.pretty_json(redacted), entries
+
+
+def redactions_bytes(entries: Iterable[RedactionEntry]) -> bytes:
+    """redactions.json bytes of ``entries``, de-duplicated on (event_id, path, reason), first kept."""
+    seen: set[tuple[str, str, str]] = set()
+    unique: list[RedactionEntry] = []
+    for entry in entries:
+        key = (entry.event_id, entry.path, entry.reason)
+        if key not in seen:
+            seen.add(key)
+            unique.append(entry)
+    return _files.pretty_json(RedactionManifest(entries=unique).model_dump(mode="json"))
+
+
+def _count_totals(trace: Trace) -> TraceTotals:
+    llm = sum(1 for e in trace.events if e.type == EventType.LLM_REQUEST)
+    tools = sum(1 for e in trace.events if e.type == EventType.TOOL_CALL)
+    return trace.totals.model_copy(
+        update={"events": len(trace.events), "llm_calls": llm, "tool_calls": tools}
+    )
+
+
+def save_trace(
+    trace: Trace,
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    redactor: Redactor | None = None,
+) -> Path:
+    """Write ``trace`` as a bundle at ``path`` atomically and return the path (notes 5, "Saving").
+
+    Redacts every event and the manifest, recomputes hashes and totals (events, llm_calls, tool_calls),
+    writes the four files into ``.<name>.tmp-<hex>`` beside the target (integrity.json last), then renames
+    it into place. ``trace`` is not changed. ``redactor``: a ``Redactor`` (None: the default one).
+
+    Raises:
+        TraceStorageError: ``invalid_path`` (no ``.sftrace`` suffix, or the path is a file),
+            ``already_exists`` (a non-empty directory without ``overwrite``), ``invalid_manifest`` (the
+            manifest fields do not validate, e.g. failed without failure).
+        RedactionError, CanonicalJsonError: see :func:`prepare_event`.
+    """
+    target = Path(path)
+    replace = _files.check_target(target, overwrite=overwrite)
+    try:
+        manifest = trace.manifest.model_copy(update={"totals": _count_totals(trace)})
+    except ValidationError as exc:
+        raise TraceStorageError(
+            f"invalid manifest: {exc.errors()[0]['msg']}", code="invalid_manifest", path=str(target)
+        ) from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _files.temp_name(target)
+    tmp.mkdir()
+    old: Path | None = None
+    try:
+        entries = list(trace.redactions)
+        fd = os.open(tmp / EVENTS_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            for event in trace.events:
+                line, found = prepare_event(event, redactor)
+                handle.write(line)
+                entries.extend(found)
+            handle.flush()
+            os.fsync(handle.fileno())
+        data, found = manifest_bytes(manifest, redactor)
+        _files.write_file(tmp / MANIFEST_FILE, data)
+        _files.write_file(tmp / REDACTIONS_FILE, redactions_bytes([*entries, *found]))
+        write_integrity(tmp)
+        _files.fsync_dir(tmp)
+        if replace:
+            old = _files.temp_name(target, "old")
+            os.rename(target, old)
+        elif target.exists():
+            target.rmdir()  # an empty directory
+        os.rename(tmp, target)
+    except BaseException:
+        if old is not None and not target.exists():
+            os.rename(old, target)
+            old = None
+        if tmp.exists():
+            _files.remove_tree(tmp)
+        raise
+    if old is not None:
+        _files.remove_tree(old)
+    _files.fsync_dir(target.parent)
+    return target
+
+
+class BundleWriter:
+    """The crash-safe incremental writer of one recording (docs/architecture.md, "Crash safety").
+
+    Opening creates the bundle directory and writes manifest.json (pass status ``running``) and an empty
+    redactions.json atomically. Event lines are appended to events.jsonl through a buffer of at most
+    ``buffer_bytes`` that :meth:`flush` hands to the OS (the recorder flushes at every call boundary, so a
+    killed process keeps every event up to the last flush). :meth:`finalize` rewrites the manifest and the
+    redactions atomically and writes integrity.json last. All methods are thread-safe.
+
+    The writer does not redact or hash events: give it lines made by :func:`prepare_event`. It does redact
+    the manifests it writes and adds those findings to the redaction entries.
+
+    Raises (constructor): TraceStorageError ``invalid_path`` / ``already_exists`` as :func:`save_trace`;
+    with ``overwrite`` an existing bundle is removed first.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        manifest: TraceManifest,
+        *,
+        overwrite: bool = False,
+        buffer_bytes: int = WRITE_BUFFER_BYTES,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.path = Path(path)
+        if _files.check_target(self.path, overwrite=overwrite):
+            _files.remove_tree(self.path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._buffer = bytearray()
+        self._limit = buffer_bytes
+        self._redactor = redactor
+        self._closed = False
+        self.events_written = 0
+        data, _ = manifest_bytes(manifest, redactor)
+        _files.atomic_write(self.path / MANIFEST_FILE, data)
+        _files.atomic_write(self.path / REDACTIONS_FILE, redactions_bytes([]))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+        self._fd: int | None = os.open(self.path / EVENTS_FILE, flags, 0o644)
+        _files.fsync_dir(self.path)
+
+    def append(self, event_line: bytes) -> None:
+        """Queue one events.jsonl line (exactly one ``\\n``, at the end); write out when the buffer is full.
+
+        Raises ValueError for a malformed line, TraceStorageError ``writer_closed`` after finalize/close.
+        """
+        if not event_line.endswith(b"\n") or b"\n" in event_line[:-1]:
+            raise ValueError("an event line must hold exactly one newline, at its end")
+        with self._lock:
+            self._check_open()
+            self._buffer += event_line
+            self.events_written += 1
+            if len(self._buffer) >= self._limit:
+                self._write_buffer()
+
+    def append_event(self, event: EventBase) -> list[RedactionEntry]:
+        """Redact, hash and queue ``event`` (:func:`prepare_event`); return its new redaction entries."""
+        line, entries = prepare_event(event, self._redactor)
+        self.append(line)
+        return entries
+
+    def flush(self) -> None:
+        """Hand every queued line to the OS (no fsync: survives a killed process, not a power loss)."""
+        with self._lock:
+            self._check_open()
+            self._write_buffer()
+
+    def finalize(self, manifest: TraceManifest, redaction_entries: Sequence[RedactionEntry]) -> Path:
+        """Flush and fsync events.jsonl, rewrite manifest and redactions atomically, write integrity last.
+
+        Returns the bundle path. The manifest is written as given (the caller sets status and totals).
+        Raises TraceStorageError ``writer_closed`` when already finalized or closed.
+        """
+        with self._lock:
+            self._check_open()
+            self._close_events()
+            data, found = manifest_bytes(manifest, self._redactor)
+            _files.atomic_write(self.path / REDACTIONS_FILE, redactions_bytes([*redaction_entries, *found]))
+            _files.atomic_write(self.path / MANIFEST_FILE, data)
+            write_integrity(self.path)
+            _files.fsync_dir(self.path)
+        return self.path
+
+    def close(self) -> None:
+        """Flush, fsync, close events.jsonl; no finalize (leaves a ``running`` bundle). Idempotent."""
+        with self._lock:
+            if not self._closed:
+                self._close_events()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TraceStorageError("bundle writer is closed", code="writer_closed", path=str(self.path))
+
+    def _write_buffer(self) -> None:
+        view = memoryview(self._buffer)
+        while view and self._fd is not None:
+            view = view[os.write(self._fd, view) :]
+        view.release()
+        self._buffer.clear()
+
+    def _close_events(self) -> None:
+        self._write_buffer()
+        self._closed = True
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+
+# ----------------------------------------------------------------------------------------------- reading
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read the bundle directory at ``path`` into a :class:`Trace`, exactly as stored (notes 1, 5).
+
+    Reads manifest.json, events.jsonl and redactions.json (integrity.json is not read; see
+    ``verify_bundle_integrity``). Payload values come back exactly (big ints, floats); totals as written.
+
+    Raises:
+        TraceStorageError: ``missing_file`` (no directory, a required file absent or not a regular file),
+            ``invalid_manifest`` (no ``.sftrace`` suffix, a symlinked manifest/redactions file, a bad
+            manifest or redactions shape, unknown keys), ``invalid_json`` (bad JSON, invalid UTF-8, a blank
+            line, a final line without ``\\n``), ``invalid_event`` (a bad event, unknown keys, a symlinked
+            events.jsonl), ``unsupported_schema`` (schema_version other than "0.1"). ``line`` is set for
+            problems inside events.jsonl.
+    """
+    bundle = Path(path)
+    if not bundle.name.endswith(_files.BUNDLE_SUFFIX):
+        raise TraceStorageError(
+            f"bundle path must end with {_files.BUNDLE_SUFFIX}: {bundle}",
+            code="invalid_manifest",
+            path=str(bundle),
+        )
+    if not bundle.is_dir():
+        raise TraceStorageError(f"bundle not found: {bundle}", code="missing_file", path=str(bundle))
+    raw_manifest = _files.read_bundle_file(bundle, MANIFEST_FILE, unsafe_code="invalid_manifest")
+    raw_events = _files.read_bundle_file(bundle, EVENTS_FILE, unsafe_code="invalid_event")
+    raw_redactions = _files.read_bundle_file(bundle, REDACTIONS_FILE, unsafe_code="invalid_manifest")
+    manifest = _files.parse_manifest(raw_manifest, bundle / MANIFEST_FILE)
+    events = _files.parse_events(raw_events, bundle / EVENTS_FILE)
+    redactions = _files.parse_redactions(raw_redactions, bundle / REDACTIONS_FILE)
+    return Trace.model_construct(
+        run_id=manifest.run_id,
+        agent_name=manifest.agent_name,
+        created_at=manifest.created_at,
+        status=manifest.status,
+        failure=manifest.failure,
+        environment=manifest.environment,
+        totals=manifest.totals,
+        events=events,
+        redactions=redactions.entries,
+    )

@@ -1,0 +1,164 @@
+"""integrity.json: SHA-256 digests of the exact bytes of manifest.json, events.jsonl and redactions.json.
+
+Notes 2.4: the record is ``{"schema_version": "0.1", "algorithm": "sha256", "files": {name: hex}}``,
+pretty-printed, final newline; it covers the three payload files, not itself. Verification gives one
+status (``verified``, ``mismatch``, ``unverified_legacy``) and issues with exactly the notes' codes:
+``integrity_unverified`` (no integrity.json: the legacy case), ``integrity_metadata_invalid``,
+``integrity_algorithm_unsupported``, ``missing_file``, ``integrity_mismatch``.
+
+Files are hashed in chunks (``hashlib.file_digest``), so memory stays bounded whatever the bundle size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from stepfork.trace import _files
+from stepfork.trace._files import INTEGRITY_FILE, PAYLOAD_FILES
+from stepfork.trace.canonical import loads_json
+from stepfork.trace.errors import TraceStorageError
+from stepfork.trace.models import IntegrityRecord, IntegrityStatus
+
+ALGORITHM = "sha256"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class IntegrityIssue:
+    """One integrity problem: ``code`` (notes 2.4), a human message, the file concerned (or None)."""
+
+    code: str
+    message: str
+    file: str | None = None
+
+
+@dataclass(frozen=True)
+class IntegrityResult:
+    """Outcome of :func:`verify_bundle_integrity`.
+
+    Attributes:
+        status: ``verified`` (every digest matches), ``unverified_legacy`` (no integrity.json) or
+            ``mismatch`` (anything else: bad metadata, unsupported algorithm, missing file, differing digest).
+        issues: the problems found, empty when verified.
+        verified_files: names of the payload files whose digest matched.
+    """
+
+    status: IntegrityStatus
+    issues: list[IntegrityIssue] = field(default_factory=list)
+    verified_files: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        """True when the status is ``verified``."""
+        return self.status == IntegrityStatus.VERIFIED
+
+
+def file_sha256(path: Path) -> str:
+    """Lowercase hex SHA-256 of the regular file at ``path``, read in chunks, symlinks refused.
+
+    Raises FileNotFoundError when absent, ``_files.UnsafeFileError`` when not a regular file.
+    """
+    fd = _files.open_regular(path)
+    with os.fdopen(fd, "rb") as handle:
+        return hashlib.file_digest(handle, ALGORITHM).hexdigest()
+
+
+def compute_integrity(path: str | os.PathLike[str]) -> IntegrityRecord:
+    """Return the integrity record of the bundle directory at ``path`` (digests of its three payload files).
+
+    Raises:
+        TraceStorageError: ``missing_file`` when a payload file is absent or not a regular file.
+    """
+    bundle = Path(path)
+    files: dict[str, str] = {}
+    for name in PAYLOAD_FILES:
+        try:
+            files[name] = file_sha256(bundle / name)
+        except OSError as exc:
+            raise TraceStorageError(
+                f"cannot hash {name}: {exc}", code="missing_file", path=str(bundle / name)
+            ) from None
+    return IntegrityRecord(algorithm=ALGORITHM, files=files)
+
+
+def write_integrity(path: str | os.PathLike[str]) -> Path:
+    """Compute and write ``integrity.json`` atomically into the bundle at ``path``; return its path.
+
+    Raises TraceStorageError ``missing_file`` as :func:`compute_integrity`.
+    """
+    bundle = Path(path)
+    record = compute_integrity(bundle)
+    target = bundle / INTEGRITY_FILE
+    _files.atomic_write(target, _files.pretty_json(record.model_dump(mode="json")))
+    return target
+
+
+def _mismatch(code: str, message: str, file: str | None = INTEGRITY_FILE) -> IntegrityResult:
+    return IntegrityResult(IntegrityStatus.MISMATCH, [IntegrityIssue(code, message, file)])
+
+
+def verify_bundle_integrity(path: str | os.PathLike[str]) -> IntegrityResult:
+    """Check the bundle at ``path`` against its integrity.json (notes 2.4). Never raises for bundle content.
+
+    Returns ``unverified_legacy`` with an ``integrity_unverified`` issue when integrity.json is absent;
+    ``mismatch`` with ``integrity_metadata_invalid`` (not a regular file, bad JSON, bad shape, unknown
+    top-level key, a payload digest missing or not 64 lowercase hex), ``integrity_algorithm_unsupported``
+    (not sha256), ``missing_file`` or ``integrity_mismatch`` issues; ``verified`` otherwise. Extra names in
+    ``files`` are ignored.
+    """
+    bundle = Path(path)
+    meta_path = bundle / INTEGRITY_FILE
+    try:
+        fd = _files.open_regular(meta_path)
+    except FileNotFoundError:
+        return IntegrityResult(
+            IntegrityStatus.UNVERIFIED_LEGACY,
+            [IntegrityIssue("integrity_unverified", "bundle has no integrity.json metadata", INTEGRITY_FILE)],
+        )
+    except OSError as exc:
+        return _mismatch("integrity_metadata_invalid", f"integrity.json is unreadable: {exc}")
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
+    try:
+        obj = loads_json(data)
+    except (TraceStorageError, ValueError, TypeError) as exc:
+        return _mismatch("integrity_metadata_invalid", f"integrity.json is not valid JSON: {exc}")
+    if isinstance(obj, dict) and isinstance(obj.get("algorithm"), str) and obj["algorithm"] != ALGORITHM:
+        return _mismatch(
+            "integrity_algorithm_unsupported", f"integrity algorithm {obj['algorithm']!r} is not supported"
+        )
+    try:
+        record = IntegrityRecord.model_validate(obj)
+    except ValidationError as exc:
+        return _mismatch(
+            "integrity_metadata_invalid", f"integrity.json has a bad shape: {exc.errors()[0]['msg']}"
+        )
+    for name in PAYLOAD_FILES:
+        digest = record.files.get(name)
+        if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+            return _mismatch(
+                "integrity_metadata_invalid",
+                f"integrity.json: digest of {name} is missing or not 64 lowercase hex",
+            )
+    issues: list[IntegrityIssue] = []
+    verified: list[str] = []
+    for name in PAYLOAD_FILES:
+        try:
+            actual = file_sha256(bundle / name)
+        except OSError:
+            issues.append(IntegrityIssue("missing_file", f"{name} is missing or not a regular file", name))
+            continue
+        if actual == record.files[name]:
+            verified.append(name)
+        else:
+            issues.append(
+                IntegrityIssue("integrity_mismatch", f"{name} digest does not match integrity.json", name)
+            )
+    status = IntegrityStatus.MISMATCH if issues else IntegrityStatus.VERIFIED
+    return IntegrityResult(status, issues, verified)

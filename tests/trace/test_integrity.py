@@ -1,0 +1,126 @@
+"""integrity.json: digests, statuses and exactly the issue codes of notes 2.4."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from stepfork.trace.bundle import Trace, save_trace
+from stepfork.trace.integrity import compute_integrity, verify_bundle_integrity, write_integrity
+from stepfork.trace.models import IntegrityStatus, RunStart
+
+T0 = datetime(2026, 10, 8, 10, 0, tzinfo=UTC)
+FILES = ("manifest.json", "events.jsonl", "redactions.json")
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    trace = Trace(run_id="r", agent_name="a", created_at=T0)
+    trace.add(RunStart(id="s", run_id="r", timestamp=T0, input={"q": "x"}))
+    return save_trace(trace, tmp_path / "run.sftrace")
+
+
+def codes(path: Path) -> tuple[IntegrityStatus, list[tuple[str, str | None]]]:
+    result = verify_bundle_integrity(path)
+    return result.status, [(issue.code, issue.file) for issue in result.issues]
+
+
+def test_integrity_json_holds_the_sha256_of_the_exact_bytes_of_each_file(bundle: Path) -> None:
+    record = json.loads((bundle / "integrity.json").read_bytes())
+    assert list(record) == ["schema_version", "algorithm", "files"]
+    assert record["algorithm"] == "sha256"
+    assert record["files"] == {
+        name: hashlib.sha256((bundle / name).read_bytes()).hexdigest() for name in FILES
+    }
+    assert (bundle / "integrity.json").read_bytes().endswith(b"}\n")
+    assert compute_integrity(bundle).files == record["files"]
+
+
+def test_an_untouched_bundle_verifies_all_three_files(bundle: Path) -> None:
+    result = verify_bundle_integrity(bundle)
+    assert (result.status, result.issues, sorted(result.verified_files)) == (
+        IntegrityStatus.VERIFIED,
+        [],
+        sorted(FILES),
+    )
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_one_flipped_byte_in_a_file_is_integrity_mismatch_for_that_file(bundle: Path, name: str) -> None:
+    data = bytearray((bundle / name).read_bytes())
+    data[5] ^= 0x01
+    (bundle / name).write_bytes(bytes(data))
+    assert codes(bundle) == (IntegrityStatus.MISMATCH, [("integrity_mismatch", name)])
+    assert name not in verify_bundle_integrity(bundle).verified_files
+
+
+def test_no_integrity_json_is_unverified_legacy(bundle: Path) -> None:
+    (bundle / "integrity.json").unlink()
+    assert codes(bundle) == (IntegrityStatus.UNVERIFIED_LEGACY, [("integrity_unverified", "integrity.json")])
+
+
+def test_a_missing_payload_file_is_missing_file(bundle: Path) -> None:
+    (bundle / "events.jsonl").unlink()
+    assert codes(bundle) == (IntegrityStatus.MISMATCH, [("missing_file", "events.jsonl")])
+
+
+def rewrite(bundle: Path, change: object) -> None:
+    record = json.loads((bundle / "integrity.json").read_bytes())
+    change(record)  # type: ignore[operator]
+    (bundle / "integrity.json").write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: r.__setitem__("extra", 1),
+        lambda r: r["files"].pop("events.jsonl"),
+        lambda r: r["files"].__setitem__("events.jsonl", "ABC"),
+        lambda r: r["files"].__setitem__("manifest.json", r["files"]["manifest.json"].upper()),
+        lambda r: r.__setitem__("files", []),
+        lambda r: r.__setitem__("schema_version", "0.2"),
+    ],
+    ids=["extra-key", "missing-digest", "short-digest", "uppercase-digest", "files-not-object", "schema"],
+)
+def test_bad_metadata_is_integrity_metadata_invalid(bundle: Path, change: object) -> None:
+    rewrite(bundle, change)
+    assert codes(bundle) == (IntegrityStatus.MISMATCH, [("integrity_metadata_invalid", "integrity.json")])
+
+
+def test_extra_names_in_files_are_ignored(bundle: Path) -> None:
+    rewrite(bundle, lambda r: r["files"].__setitem__("notes.txt", "0" * 64))
+    assert codes(bundle) == (IntegrityStatus.VERIFIED, [])
+
+
+def test_another_algorithm_is_integrity_algorithm_unsupported(bundle: Path) -> None:
+    rewrite(bundle, lambda r: r.__setitem__("algorithm", "md5"))
+    assert codes(bundle) == (
+        IntegrityStatus.MISMATCH,
+        [("integrity_algorithm_unsupported", "integrity.json")],
+    )
+
+
+@pytest.mark.parametrize("kind", ["bad-json", "directory", "symlink"])
+def test_an_unreadable_integrity_file_is_integrity_metadata_invalid(
+    bundle: Path, tmp_path: Path, kind: str
+) -> None:
+    meta = bundle / "integrity.json"
+    if kind == "bad-json":
+        meta.write_bytes(b"{")
+    else:
+        target = tmp_path / "elsewhere.json"
+        target.write_bytes(meta.read_bytes())
+        meta.unlink()
+        meta.mkdir() if kind == "directory" else meta.symlink_to(target)
+    assert codes(bundle) == (IntegrityStatus.MISMATCH, [("integrity_metadata_invalid", "integrity.json")])
+
+
+def test_write_integrity_restores_verification_after_an_edit(bundle: Path) -> None:
+    (bundle / "redactions.json").write_bytes(b'{\n  "schema_version": "0.1",\n  "entries": []\n}\n ')
+    assert verify_bundle_integrity(bundle).status == IntegrityStatus.MISMATCH
+    assert write_integrity(bundle) == bundle / "integrity.json"
+    assert verify_bundle_integrity(bundle).status == IntegrityStatus.VERIFIED
