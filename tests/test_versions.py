@@ -36,3 +36,11 @@ def test_installed_version_matches_source():
     import stepfork.trace
 
     assert stepfork.__version__ == stepfork.trace.__version__ == "0.2.0"
+
+
+def test_static_all_lists_every_lazy_export():
+    import stepfork
+    import stepfork.trace
+
+    for module in (stepfork, stepfork.trace):
+        assert set(module.__all__) == {"__version__", *module._EXPORTS}, module.__name__

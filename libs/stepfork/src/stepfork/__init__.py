@@ -41,7 +41,30 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "diff_traces": ("stepfork.analysis", "stepfork-analysis"),
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = [
+    "__version__",
+    "FailureInfo",
+    "LLMOutput",
+    "RecordedDependencyError",
+    "RecordingSession",
+    "ReplayError",
+    "ReplayExhaustedError",
+    "ReplayMismatchError",
+    "ReplayPolicyError",
+    "ReplaySession",
+    "ToolCall",
+    "Trace",
+    "allm_request",
+    "canonical_json",
+    "diff_traces",
+    "fingerprint",
+    "llm_request",
+    "record",
+    "register_secret",
+    "run_regression_case",
+    "trace_tool",
+    "validate_bundle",
+]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from stepfork.analysis import diff_traces
