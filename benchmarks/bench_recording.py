@@ -1,0 +1,224 @@
+"""Per-call recording cost as a ratio to a floor measured in the same run (issue 2, "Benchmark").
+
+Floor: ``hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS))`` of the payload, the least any
+recorder that fingerprints a payload must do. Measured:
+
+- ``recorded call``: a ``@trace_tool`` call taking the payload, recorded in a live session (bind,
+  to_jsonable, redact, canonical bytes, fingerprint, append of ``tool_call`` and ``tool_result``), minus the
+  same call with no session; reported as a ratio to the floor;
+- the stages of the ``tool_call`` event alone, each as a ratio to the floor;
+- the per-call cost of 1,000 and 50,000 calls in one session (must stay flat).
+
+Payloads look like LLM/tool traffic: a few keys and messages whose text makes up most of the size.
+Run: ``hatch run bench:all`` or ``python benchmarks/bench_recording.py``; JSON goes to
+benchmarks/results/recording.json. Timings are the best of several repeats (``timeit``'s rule).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from stepfork.trace.canonical import canonical_json
+from stepfork.trace.eventlog import line_bytes
+from stepfork.trace.instrument import trace_tool
+from stepfork.trace.jsonable import to_jsonable
+from stepfork.trace.recording import record
+from stepfork.trace.redaction import RedactionResult, default_redactor
+
+RESULTS = Path(__file__).resolve().parent / "results" / "recording.json"
+SIZES = {"200B": 200, "2KB": 2 * 1024, "64KB": 64 * 1024}
+REPEATS = 5
+
+
+def make_payload(size: int) -> dict[str, Any]:
+    """A chat-like payload whose orjson encoding is about ``size`` bytes."""
+    words = "the quick brown fox jumps over the lazy dog while the agent books a flight to Oslo".split()  # noqa: SIM905
+    payload: dict[str, Any] = {"model": "gpt-bench", "temperature": 0.2, "user_id": 42, "messages": []}
+    i = 0
+    while len(orjson.dumps(payload)) < size:
+        text = " ".join(words[(i + j) % len(words)] for j in range(40))
+        payload["messages"].append({"role": "user" if i % 2 else "assistant", "content": text, "n": i})
+        i += 1
+    # trim the last message so the size lands close to the target
+    overshoot = len(orjson.dumps(payload)) - size
+    if overshoot > 0 and payload["messages"]:
+        last = payload["messages"][-1]
+        last["content"] = last["content"][: max(1, len(last["content"]) - overshoot)]
+    return payload
+
+
+def best_per_call(fn: Callable[[], Any], number: int) -> float:
+    """Seconds per call: the best of REPEATS runs of ``number`` calls."""
+    best = float("inf")
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def best_interleaved(fns: dict[str, Callable[[], Any]], number: int) -> dict[str, float]:
+    """Seconds per call of each function: the best of REPEATS rounds, each round running all in turn."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(REPEATS):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - start) / number)
+    return best
+
+
+def calls_for(size: int) -> int:
+    return max(50, min(3000, 2_000_000 // max(size, 1)))
+
+
+class _NoRedaction:
+    """Redaction rules that keep everything, to show what the rest of the hot path costs."""
+
+    def redact(self, value: Any, *, base_path: str = "") -> RedactionResult:
+        return RedactionResult(value, [])
+
+
+@trace_tool
+def bench_tool(payload: dict[str, Any], limit: int = 10) -> None:
+    return None
+
+
+def measure_size(label: str, size: int, workdir: Path) -> dict[str, Any]:
+    payload = make_payload(size)
+    number = calls_for(size)
+    digest = orjson.OPT_SORT_KEYS
+    # the undecorated function: what the call costs without Stepfork
+    body = getattr(bench_tool, "__wrapped__")  # noqa: B009
+    timed = {
+        "floor": lambda: hashlib.sha256(orjson.dumps(payload, option=digest)).hexdigest(),
+        "body": lambda: body(payload),
+        "call": lambda: bench_tool(payload),
+    }
+    # Interleaved repeats inside the session, so machine load hits floor and call alike.
+    with record("bench", output=workdir / f"size-{label}.sftrace"):
+        best = best_interleaved(timed, number)
+    # Diagnostic: the same call with redaction rules that find nothing and walk nothing.
+    no_redaction = _NoRedaction()
+    with record("bench", output=workdir / f"size-{label}-raw.sftrace", redactor=no_redaction):  # type: ignore[arg-type]
+        raw = best_interleaved(timed, number)
+    floor = best["floor"]
+    per_call = best["call"] - best["body"]
+    without_redaction = (raw["call"] - raw["body"]) / raw["floor"] * floor
+
+    # The stages of the tool_call event, one by one.
+    arguments = {"payload": payload, "limit": 10}
+    jsonable = to_jsonable(arguments)
+    event = {
+        "id": "evt_" + "0" * 32,
+        "run_id": "run_" + "0" * 32,
+        "parent_id": "evt_" + "1" * 32,
+        "step": 1,
+        "type": "tool_call",
+        "timestamp": "2026-01-01T00:00:00.123456Z",
+        "duration_ms": None,
+        "status": "ok",
+        "replay_policy": "frozen",
+        "input_hash": None,
+        "output_hash": None,
+        "redactions": [],
+        "name": "bench_tool",
+        "input": jsonable,
+    }
+    canon = canonical_json(jsonable, assume_json=True)
+    stages = {
+        "to_jsonable": best_per_call(lambda: to_jsonable(arguments), number),
+        "redact": best_per_call(lambda: default_redactor.redact(jsonable, base_path="/input"), number),
+        "canonical+sha256": best_per_call(
+            lambda: hashlib.sha256(canonical_json(jsonable, assume_json=True)).hexdigest(), number
+        ),
+        "line_bytes": best_per_call(lambda: line_bytes(event, {"input": canon}), number),
+    }
+    return {
+        "payload": label,
+        "payload_bytes": len(orjson.dumps(payload)),
+        "calls": number,
+        "floor_us": floor * 1e6,
+        "recorded_call_us": per_call * 1e6,
+        "ratio": per_call / floor,
+        "ratio_without_redaction": without_redaction / floor,
+        "stages_ratio": {name: value / floor for name, value in stages.items()},
+        "stages_us": {name: value * 1e6 for name, value in stages.items()},
+    }
+
+
+def measure_flat(workdir: Path) -> dict[str, Any]:
+    """Per-call cost at 1,000 and at 50,000 calls in one session, by blocks of 1,000 calls."""
+    payload = make_payload(SIZES["200B"])
+    block, total = 1_000, 50_000
+    blocks: list[float] = []
+    with record("bench-flat", output=workdir / "flat.sftrace"):
+        for _ in range(total // block):
+            start = time.perf_counter()
+            for _ in range(block):
+                bench_tool(payload)
+            blocks.append((time.perf_counter() - start) / block * 1e6)
+    ordered = sorted(blocks)
+    median = ordered[len(ordered) // 2]
+    # first and last five blocks, median of each (one block is at the mercy of the machine's load)
+    first = sorted(blocks[:5])[2]
+    last = sorted(blocks[-5:])[2]
+    return {
+        "payload": "200B",
+        "per_call_us_at_1000": first,
+        "per_call_us_at_50000": last,
+        "median_block_us": median,
+        "ratio_50000_to_1000": last / first,
+    }
+
+
+def main() -> dict[str, Any]:
+    """Run the benchmark, print a table, write benchmarks/results/recording.json; return the figures."""
+    with tempfile.TemporaryDirectory(prefix="stepfork-bench-") as tmp:
+        workdir = Path(tmp)
+        sizes = [measure_size(label, size, workdir) for label, size in SIZES.items()]
+        flat = measure_flat(workdir)
+    results = {
+        "benchmark": "recording",
+        "python": platform.python_version(),
+        "platform": sys.platform,
+        "floor": "hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS))",
+        "target": "recorded call <= 2x floor at 2KB and 64KB",
+        "sizes": sizes,
+        "flat": flat,
+    }
+    print("recording: per-call cost as a ratio to the floor (sha256 of orjson sorted dumps), same run")
+    print(
+        f"{'payload':>8} {'bytes':>7} {'floor us':>9} {'call us':>9} {'ratio':>6} {'no-redact':>9}  "
+        "stages (x floor)"
+    )
+    for row in sizes:
+        stages = "  ".join(f"{k}={v:.2f}" for k, v in row["stages_ratio"].items())
+        print(
+            f"{row['payload']:>8} {row['payload_bytes']:>7} {row['floor_us']:>9.2f} "
+            f"{row['recorded_call_us']:>9.2f} {row['ratio']:>6.2f} {row['ratio_without_redaction']:>9.2f}  "
+            f"{stages}"
+        )
+    print(
+        f"flat (200B): {flat['per_call_us_at_1000']:.2f} us/call at 1,000 calls, "
+        f"{flat['per_call_us_at_50000']:.2f} us/call at 50,000 (ratio {flat['ratio_50000_to_1000']:.2f})"
+    )
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,364 @@
+"""The instrumented boundaries agents call: ``@trace_tool``, ``llm_request``, ``allm_request``.
+
+These know only the boundary protocol (:mod:`stepfork.trace.boundary`), never recording or replay. With no
+active session a decorated function is called untouched after one ContextVar read and one list check; with a
+session the call is described as a :class:`~stepfork.trace.boundary.BoundaryCall` and handed to the
+session's ``handle``/``ahandle`` (docs/architecture.md, "The boundary"; DESIGN.md "Data flow").
+
+Importing this module imports nothing heavy: no pydantic. ``stepfork.trace.jsonable`` is imported on the
+first call that reaches a session, and ``typing.get_type_hints`` runs once per tool, lazily.
+
+Token usage and cost: an ``llm_request`` ``call`` may return :class:`LLMOutput` instead of the bare value.
+The recorder then stores the token counts and ``cost_usd`` on the ``llm_response`` event, and every path
+(no session, recording, replay) hands the caller ``LLMOutput.value``: the agent code sees the same value.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast, overload
+
+from stepfork.trace import boundary as _boundary
+from stepfork.trace.boundary import BoundaryCall
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+# The replay_policy values of schema 0.1 (interop/REFERENCE-NOTES.md 1.6).
+REPLAY_POLICIES = frozenset({"frozen", "live", "manual", "forbidden", "derived"})
+
+# Read directly so the no-session path is one ContextVar read and one list truth test (no call).
+_active = _boundary._active_handler
+_registered = _boundary._process_handlers
+
+_to_jsonable: Callable[..., Any] | None = None
+
+
+def _jsonable(value: Any) -> Any:
+    """``to_jsonable(value)``, importing :mod:`stepfork.trace.jsonable` on first use (keeps import light)."""
+    global _to_jsonable
+    if _to_jsonable is None:
+        from stepfork.trace.jsonable import to_jsonable
+
+        _to_jsonable = to_jsonable
+    return _to_jsonable(value)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMOutput:
+    """What an ``llm_request`` ``call`` may return to report token usage and cost with its value.
+
+    Attributes:
+        value: the model's output; the caller of ``llm_request`` receives exactly this.
+        prompt_tokens, completion_tokens, total_tokens: token counts (ints >= 0) or None when unknown.
+        cost_usd: the call's cost in US dollars (float >= 0) or None.
+
+    The recorder writes these fields on the ``llm_response`` event (REFERENCE-NOTES.md 1.4) and sums
+    ``cost_usd`` into ``totals.cost_usd``.
+    """
+
+    value: Any
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+def _unwrap(result: Any) -> Any:
+    return result.value if isinstance(result, LLMOutput) else result
+
+
+def _check_policy(replay_policy: str) -> str:
+    policy = str(replay_policy)
+    if policy not in REPLAY_POLICIES:
+        raise ValueError(f"replay_policy must be one of {sorted(REPLAY_POLICIES)}, got {replay_policy!r}")
+    return policy
+
+
+class _ToolSpec:
+    """Per-tool data computed once, on the first call that reaches a session (not at decoration)."""
+
+    __slots__ = (
+        "_defaults",
+        "_func",
+        "_hints_done",
+        "_names",
+        "_npos",
+        "_return_type",
+        "_sig",
+        "drop_first",
+        "function",
+        "name",
+        "policy",
+    )
+
+    def __init__(self, func: Callable[..., Any], name: str, policy: str, drop_first: bool | None) -> None:
+        self._func = func
+        self.name = name
+        self.policy = policy
+        self.function = f"{getattr(func, '__module__', '?')}:{getattr(func, '__qualname__', name)}"
+        self._sig: inspect.Signature | bool | None = False  # False: not computed yet; None: unavailable
+        self._return_type: Any = None
+        self._hints_done = False
+        self.drop_first = drop_first
+        self._names: tuple[str, ...] | None = None
+        self._npos = 0
+        self._defaults: dict[str, Any] = {}
+
+    def signature(self) -> inspect.Signature | None:
+        if self._sig is False:
+            try:
+                sig: inspect.Signature | None = inspect.signature(self._func)
+            except (TypeError, ValueError):
+                sig = None
+            params = list(sig.parameters.values()) if sig is not None else []
+            if self.drop_first is None:
+                # A method defined in a class body: its first parameter is self/cls (C9).
+                self.drop_first = bool(params) and params[0].name in ("self", "cls")
+            simple = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            if sig is not None and all(p.kind in simple for p in params):
+                # Fast binding (no *args, **kwargs or positional-only): names, positional count, defaults.
+                self._names = tuple(p.name for p in params)
+                self._npos = sum(p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
+                self._defaults = {p.name: p.default for p in params if p.default is not p.empty}
+            self._sig = sig
+        return cast("inspect.Signature | None", self._sig)
+
+    def return_type(self) -> Any:
+        if not self._hints_done:
+            import typing
+
+            try:
+                self._return_type = typing.get_type_hints(self._func).get("return")
+            except Exception:  # unresolvable forward references: replay returns the JSON form
+                self._return_type = None
+            self._hints_done = True
+        return self._return_type
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        """Bound arguments with defaults applied and self/cls dropped; None when binding fails."""
+        sig = self.signature()
+        if sig is None:
+            return {"args": list(args), "kwargs": kwargs}
+        names = self._names
+        if names is not None and len(args) <= self._npos:
+            fast = self._fast_bind(names, args, kwargs)
+            if fast is not None:
+                return fast
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            return None
+        bound.apply_defaults()
+        arguments = bound.arguments
+        if self.drop_first and arguments:
+            arguments = dict(arguments)
+            del arguments[next(iter(arguments))]
+        return arguments
+
+    def _fast_bind(
+        self, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """What ``sig.bind`` + ``apply_defaults`` give for a simple signature; None: use ``sig.bind``."""
+        given = len(args)
+        if kwargs and any(k not in names or names.index(k) < given for k in kwargs):
+            return None  # unknown or duplicate keyword: sig.bind reports it
+        defaults = self._defaults
+        arguments: dict[str, Any] = {}
+        for index, name in enumerate(names):
+            if index < given:
+                arguments[name] = args[index]
+            elif name in kwargs:
+                arguments[name] = kwargs[name]
+            elif name in defaults:
+                arguments[name] = defaults[name]
+            else:
+                return None  # a missing argument: sig.bind reports it
+        if self.drop_first:
+            del arguments[names[0]]
+        return arguments
+
+    def call(self, arguments: dict[str, Any]) -> BoundaryCall:
+        return BoundaryCall(
+            kind="tool",
+            name=self.name,
+            input=_jsonable(arguments),
+            replay_policy=self.policy,
+            return_type=self.return_type(),
+            function=self.function,
+        )
+
+
+def _wrap(func: Callable[..., Any], name: str | None, policy: str, drop_first: bool | None) -> Any:
+    if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+        raise ValueError(
+            f"trace_tool cannot instrument generator function {func!r}: a streaming tool has "
+            "no single result to record or replay; collect the items and return a list"
+        )
+    default_name = getattr(func, "__name__", None) or type(func).__name__  # partials, callable objects
+    spec = _ToolSpec(func, name or default_name, policy, drop_first)
+
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            handler = _active.get()
+            orphan = False
+            if handler is None:
+                if not _registered:
+                    return await func(*args, **kwargs)
+                handler, orphan = _boundary.resolve_handler()
+                if handler is None:
+                    return await func(*args, **kwargs)
+            arguments = spec.bind(args, kwargs)
+            if arguments is None:
+                return await func(*args, **kwargs)  # raises the undecorated TypeError (C9)
+            return await handler.ahandle(
+                spec.call(arguments), functools.partial(func, *args, **kwargs), orphan=orphan
+            )
+
+        return async_wrapper
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        handler = _active.get()
+        orphan = False
+        if handler is None:
+            if not _registered:
+                return func(*args, **kwargs)
+            handler, orphan = _boundary.resolve_handler()
+            if handler is None:
+                return func(*args, **kwargs)
+        arguments = spec.bind(args, kwargs)
+        if arguments is None:
+            return func(*args, **kwargs)  # raises the undecorated TypeError (C9)
+        return handler.handle(spec.call(arguments), functools.partial(func, *args, **kwargs), orphan=orphan)
+
+    return wrapper
+
+
+@overload
+def trace_tool(func: F, /) -> F: ...
+
+
+@overload
+def trace_tool(*, name: str | None = None, replay_policy: str = "frozen") -> Callable[[F], F]: ...
+
+
+def trace_tool(func: Any = None, /, *, name: str | None = None, replay_policy: str = "frozen") -> Any:
+    """Instrument a tool: ``@trace_tool`` or ``@trace_tool(name="search", replay_policy="live")``.
+
+    Works on functions, async functions, methods, classmethods and staticmethods (above or below the
+    ``@classmethod``/``@staticmethod`` line). ``functools.wraps`` keeps ``inspect.signature`` unchanged (C9).
+
+    Args:
+        func: the function (bare use).
+        name: the tool name recorded in events; defaults to ``func.__name__``.
+        replay_policy: one of ``frozen``, ``live``, ``manual``, ``forbidden``, ``derived``
+            (REFERENCE-NOTES.md 1.6); stored on the events and honoured by replay.
+
+    Returns:
+        The wrapped callable (or a decorator when called with keywords only).
+
+    Raises:
+        ValueError: at decoration, for a generator or async generator function, or an unknown policy.
+
+    At call time: no active session -> the function is called untouched. With a session the arguments are
+    bound to the signature with defaults applied (C12), ``self``/``cls`` dropped; a call that does not bind
+    calls the function so it raises its own TypeError before anything is recorded or replayed (C9); the
+    input is ``to_jsonable(arguments)`` and the return annotation (``typing.get_type_hints``, None when
+    absent or unresolvable) travels as ``BoundaryCall.return_type``. A signature that ``inspect`` cannot
+    read gives the input ``{"args": [...], "kwargs": {...}}`` (REFERENCE-NOTES.md 1.4).
+    """
+    policy = _check_policy(replay_policy)
+
+    def decorate(target: Any) -> Any:
+        if isinstance(target, classmethod):
+            return classmethod(_wrap(target.__func__, name, policy, drop_first=True))
+        if isinstance(target, staticmethod):
+            return staticmethod(_wrap(target.__func__, name, policy, drop_first=False))
+        if not callable(target):
+            raise TypeError(f"trace_tool expects a function, got {type(target).__name__}")
+        return _wrap(target, name, policy, drop_first=None)
+
+    if func is not None:
+        return decorate(func)
+    return decorate
+
+
+def _llm_call(model: str, input: Any, provider: str | None, replay_policy: str) -> BoundaryCall:
+    if not isinstance(model, str) or not model:
+        raise ValueError("llm_request needs a non-empty model name")
+    return BoundaryCall(
+        kind="llm",
+        name=model,
+        input=_jsonable(input),
+        provider=provider,
+        model=model,
+        replay_policy=_check_policy(replay_policy),
+    )
+
+
+def llm_request(
+    *,
+    model: str,
+    input: Any,
+    call: Callable[[], Any],
+    provider: str | None = None,
+    replay_policy: str = "frozen",
+) -> Any:
+    """Make an LLM call through the boundary: ``call()`` runs, is recorded, or is served by replay.
+
+    Args:
+        model: the model name (non-empty); with ``provider`` it identifies the call in replay.
+        input: the request (any value ``to_jsonable`` accepts); recorded on ``llm_request`` after redaction.
+        call: a zero-argument callable doing the real request. It may return :class:`LLMOutput` to report
+            token usage and cost.
+        provider: the provider (``"openai"``) or None.
+        replay_policy: the per-call policy (REFERENCE-NOTES.md 1.6).
+
+    Returns:
+        What ``call()`` returned, or its ``.value`` when it returned an :class:`LLMOutput`; under frozen
+        replay the recorded output (JSON).
+
+    Raises:
+        Whatever ``call()`` raises (recorded, then re-raised untouched); ValueError for an empty model or an
+        unknown policy when a session is active; replay errors from a replay session.
+    """
+    handler = _active.get()
+    orphan = False
+    if handler is None:
+        if not _registered:
+            return _unwrap(call())
+        handler, orphan = _boundary.resolve_handler()
+        if handler is None:
+            return _unwrap(call())
+    boundary_call = _llm_call(model, input, provider, replay_policy)
+    return _unwrap(handler.handle(boundary_call, call, orphan=orphan))
+
+
+async def allm_request(
+    *,
+    model: str,
+    input: Any,
+    call: Callable[[], Awaitable[Any]],
+    provider: str | None = None,
+    replay_policy: str = "frozen",
+) -> Any:
+    """Async :func:`llm_request`: ``call`` returns an awaitable (for example ``lambda: client.create(...)``).
+
+    Same arguments, return value and errors as :func:`llm_request`.
+    """
+    handler = _active.get()
+    orphan = False
+    if handler is None:
+        if not _registered:
+            return _unwrap(await call())
+        handler, orphan = _boundary.resolve_handler()
+        if handler is None:
+            return _unwrap(await call())
+    boundary_call = _llm_call(model, input, provider, replay_policy)
+    return _unwrap(await handler.ahandle(boundary_call, call, orphan=orphan))
