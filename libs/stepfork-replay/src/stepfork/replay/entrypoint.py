@@ -1,0 +1,100 @@
+"""Resolve a trusted ``MODULE:FUNCTION`` entrypoint (spec replay.txt, "CLI": "--entrypoint is a trusted
+MODULE:FUNCTION resolved against the current working directory. Only that callable is imported and run.").
+
+The entrypoint is named by the user, never read from a bundle: a trace is data and nothing named in it is
+ever imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class EntrypointError(ValueError):
+    """An entrypoint cannot be resolved.
+
+    Attributes:
+        code: ``bad_form`` (not ``MODULE:FUNCTION``), ``import_failed`` (the module cannot be imported),
+            ``missing_attribute`` (no such attribute), ``not_callable``.
+        spec: the entrypoint as given.
+    """
+
+    def __init__(self, message: str, *, code: str, spec: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.spec = spec
+
+
+def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None = None) -> Callable[..., Any]:
+    """Import ``MODULE`` and return its attribute ``FUNCTION`` (dotted attributes allowed: ``mod:Cls.run``).
+
+    Args:
+        spec: ``"package.module:function"``.
+        import_root: directory put first on ``sys.path`` (default: the current working directory); it stays
+            there so the agent's own lazy imports keep working.
+
+    Returns:
+        The callable.
+
+    Raises:
+        EntrypointError: with ``code`` ``bad_form`` ("expected the form MODULE:FUNCTION"),
+            ``import_failed`` ("cannot import module ..."), ``missing_attribute`` ("no attribute ..."),
+            ``not_callable``.
+    """
+    module_name, sep, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
+    if (
+        not sep
+        or not module_name
+        or not attribute
+        or not all(part.isidentifier() for part in module_name.split("."))
+        or not all(part.isidentifier() for part in attribute.split("."))
+    ):
+        raise EntrypointError(
+            f"expected the form MODULE:FUNCTION (for example mypkg.agent:run), got {spec!r}",
+            code="bad_form",
+            spec=str(spec),
+        )
+    root = str(Path(import_root if import_root is not None else os.getcwd()).resolve())
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise EntrypointError(
+            f"cannot import module {module_name!r} from {root}: {type(exc).__name__}: {exc}",
+            code="import_failed",
+            spec=spec,
+        ) from exc
+    target: Any = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise EntrypointError(
+                f"module {module_name!r} has no attribute {attribute!r}", code="missing_attribute", spec=spec
+            ) from None
+    if not callable(target):
+        raise EntrypointError(f"{spec!r} is not callable", code="not_callable", spec=spec)
+    return target  # type: ignore[no-any-return]
+
+
+def call_entrypoint(function: Callable[..., Any]) -> Any:
+    """Call ``function()`` with no arguments; an ``async def`` (or a returned awaitable) runs with
+    ``asyncio.run`` (spec replay.txt: the exporter and the CLI accept async entrypoints)."""
+    if inspect.iscoroutinefunction(function):
+        return asyncio.run(function())
+    result = function()
+    if inspect.isawaitable(result):
+        return asyncio.run(_await(result))
+    return result
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

@@ -1,0 +1,159 @@
+"""The ReplayError family (spec replay.txt, "Errors"; interop/REFERENCE-API.md section 2).
+
+```
+ReplayError
+├─ ReplayMismatchError ─ ReplayExhaustedError
+├─ ReplayPolicyError
+└─ RecordedDependencyError
+```
+
+The spec says ``verify_complete()`` raises ReplayMismatchError in one place and ReplayExhaustedError in
+another; ReplayExhaustedError is a subclass of ReplayMismatchError and is what it raises, so both hold.
+
+Every error carries a stable ``code`` and, for divergences, a structured
+:class:`~stepfork.replay.diagnostics.Diagnostic` (index, step, labels, input previews, JSON path of the
+first difference, full SHA-256 fingerprints). Programs and the CLI read those fields, never the prose.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stepfork.replay.diagnostics import Diagnostic
+
+
+class ReplayError(Exception):
+    """Base class of every replay error.
+
+    Attributes:
+        code: a stable snake_case identifier (``orphan_call``, ``not_active``, ``input_diverged``...).
+        diagnostic: the structured description of the call concerned, or None.
+    """
+
+    code: str = "replay_error"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, diagnostic: Diagnostic | None = None
+    ) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.diagnostic = diagnostic
+
+    @property
+    def index(self) -> int | None:
+        """0-based index of the call in the visible recorded call list, when known."""
+        return self.diagnostic.index if self.diagnostic is not None else None
+
+    @property
+    def step(self) -> int | None:
+        """``step`` of the recorded call event in the bundle, when known."""
+        return self.diagnostic.step if self.diagnostic is not None else None
+
+
+class ReplayMismatchError(ReplayError):
+    """The entrypoint diverged from the recording, checked before the dependency body runs.
+
+    Codes: ``kind_mismatch``, ``name_mismatch``, ``model_mismatch``, ``provider_mismatch``,
+    ``input_diverged`` (with ``diagnostic.difference``: the JSON path of the first differing value, C7),
+    ``invalid_input_fingerprint`` / ``invalid_output_fingerprint`` (a stored hash does not match its
+    payload: the bundle is rejected; ``recommendation`` names ``stepfork validate --verify-integrity``),
+    ``missing_result`` (the recorded call has no result), ``output_annotation_mismatch`` (the recorded output
+    no longer fits the tool's return annotation; ``path`` names where), ``diverged_earlier``
+    (verify_complete after a caught divergence).
+    """
+
+    code = "mismatch"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        diagnostic: Diagnostic | None = None,
+        recommendation: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(message, code=code, diagnostic=diagnostic)
+        self.recommendation = recommendation
+        self.path = path
+
+
+class ReplayExhaustedError(ReplayMismatchError):
+    """A call arrived after every recorded call was consumed (``exhausted``), or ``verify_complete()``
+    found recorded calls left unmatched (``incomplete``).
+
+    Attributes:
+        remaining: labels of the unconsumed recorded calls (``incomplete``), in recorded order.
+    """
+
+    code = "exhausted"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        diagnostic: Diagnostic | None = None,
+        remaining: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message, code=code, diagnostic=diagnostic)
+        self.remaining = remaining
+
+
+class ReplayPolicyError(ReplayError):
+    """The mode or the per-call policy forbids the call; raised before the body runs and before the
+    recorded response is consumed.
+
+    Codes: ``forbidden_mode``, ``not_approved`` (manual mode: no ``approve`` callback, or it said no),
+    ``forbidden_policy`` / ``manual_policy`` (the recorded event's replay_policy),
+    ``live_tool_not_authorized`` (live mode, a tool outside ``allow_live_tools``).
+    """
+
+    code = "policy"
+
+
+class RecordedDependencyError(ReplayError):
+    """A dependency that failed during recording, raised again at the same point of the replay (C8).
+
+    Attributes:
+        kind: ``"tool"`` or ``"llm"``.
+        name: the tool name or the LLM label.
+        error_type: the recorded exception type, qualified when the recorder stored it so
+            (``mypkg.errors.RateLimited``).
+        message: the recorded message, sanitized (redacted) again before it is carried.
+        chain: the recorded cause/context chain, outermost first: a tuple of JSON objects as the recorder
+            stored them under ``details["chain"]`` (each at least ``{"type", "message"}``), redacted.
+        details: the recorded error details (redacted JSON) or None.
+
+    ``str()`` is ``recorded {kind} failure for {name!r}: {error_type}: {message}`` (REFERENCE-API.md 2).
+    """
+
+    code = "recorded_failure"
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        name: str,
+        error_type: str,
+        message: str,
+        chain: tuple[Any, ...] = (),
+        details: Any = None,
+        diagnostic: Diagnostic | None = None,
+    ) -> None:
+        super().__init__(
+            f"recorded {kind} failure for {name!r}: {error_type}: {message}", diagnostic=diagnostic
+        )
+        self.kind = kind
+        self.name = name
+        self.error_type = error_type
+        self.message = message
+        self.chain = chain
+        self.details = details
+
+    @property
+    def short_type(self) -> str:
+        """The error type without its module (``RateLimited`` for ``mypkg.errors.RateLimited``)."""
+        return self.error_type.rsplit(".", 1)[-1]

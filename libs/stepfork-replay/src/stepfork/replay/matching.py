@@ -1,0 +1,292 @@
+"""The strict call cursor and the matching of one live call against the next recorded call.
+
+Spec replay.txt, "Matching guarantees": order, kind, tool name, LLM provider and model, the redacted
+canonical JSON input (prompt payloads included), and the stored input/output fingerprints. Every check runs
+before the dependency body; a failure raises :class:`ReplayMismatchError` carrying a
+:class:`~stepfork.replay.diagnostics.Diagnostic`.
+
+Fingerprints: a stored ``input_hash``/``output_hash`` must equal the SHA-256 of the recorded payload's
+canonical bytes, else the bundle is rejected (``invalid_*_fingerprint``, recommending
+``stepfork validate --verify-integrity``). Legacy or hand-built bundles without hashes replay when the full
+input matches; their diagnostics say the fingerprints were computed from the loaded trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from stepfork.replay.diagnostics import Diagnostic, first_difference, model_fingerprint, preview
+from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
+from stepfork.replay.plan import RecordedCall
+from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.canonical import canonical_json
+from stepfork.trace.redaction import redact_json
+
+INTEGRITY_HINT = "run `stepfork validate --verify-integrity` on the bundle"
+
+
+class LiveInput:
+    """The input of a live call, redacted only when needed (redaction is the costly step of the hot path).
+
+    ``raw`` is ``BoundaryCall.input`` (JSON from ``to_jsonable``, not redacted). When its canonical bytes
+    equal the recorded input's, redacting it would give the recorded (already redacted) input again, so the
+    match needs no redaction; :attr:`value` redacts on first use (diagnostics, ``executed_calls``).
+    """
+
+    __slots__ = ("_bytes", "_raw_bytes", "_value", "raw")
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self._value: Any = _UNSET
+        self._raw_bytes: bytes | None = None
+        self._bytes: bytes | None = None
+
+    @property
+    def value(self) -> Any:
+        """The redacted live input (JSON)."""
+        if self._value is _UNSET:
+            self._value = redact_json(self.raw).value
+        return self._value
+
+    @property
+    def raw_bytes(self) -> bytes:
+        """Canonical bytes of the unredacted input (never shown; compared only)."""
+        if self._raw_bytes is None:
+            self._raw_bytes = canonical_json(self.raw, assume_json=True)
+        return self._raw_bytes
+
+    @property
+    def bytes(self) -> bytes:
+        """Canonical bytes of the redacted input."""
+        if self._bytes is None:
+            value = self.value
+            self._bytes = self.raw_bytes if value is self.raw else canonical_json(value, assume_json=True)
+        return self._bytes
+
+
+_UNSET: Any = object()
+
+
+class CallCursor:
+    """One strict cursor over the visible recorded calls, consumed in recorded order.
+
+    Repeated identical calls are served in recorded order (a polling tool returning pending, pending,
+    done). Not thread-safe on its own: the session serializes access.
+
+    Recorded payloads are encoded with ``assume_json=True``: they are plain JSON as ``Trace.load`` reads
+    them (an in-memory ``Trace`` must hold plain JSON payloads too).
+
+    Attributes:
+        calls: the visible recorded calls (index 0..n-1).
+        position: index of the next call to consume.
+    """
+
+    __slots__ = ("_canonical", "calls", "position")
+
+    def __init__(self, calls: list[RecordedCall]) -> None:
+        self.calls = calls
+        self.position = 0
+        self._canonical: dict[int, bytes] = {}
+
+    def peek(self) -> RecordedCall | None:
+        """The next recorded call, or None when every call was consumed."""
+        if self.position < len(self.calls):
+            return self.calls[self.position]
+        return None
+
+    def advance(self) -> None:
+        """Consume the next recorded call."""
+        self.position += 1
+
+    @property
+    def pending(self) -> int:
+        """Number of recorded calls not consumed yet."""
+        return len(self.calls) - self.position
+
+    def remaining_labels(self) -> tuple[str, ...]:
+        """Labels of the unconsumed calls, in recorded order."""
+        return tuple(call.label for call in self.calls[self.position :])
+
+    def recorded_input_bytes(self, call: RecordedCall) -> bytes:
+        """Canonical bytes of the recorded input (computed once per call)."""
+        cached = self._canonical.get(call.index)
+        if cached is None:
+            cached = canonical_json(call.input, assume_json=True)
+            self._canonical[call.index] = cached
+        return cached
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _output_fingerprint(expected: RecordedCall) -> str | None:
+    if expected.output_hash is not None:
+        return expected.output_hash
+    if expected.missing:
+        return None
+    return _sha(canonical_json(expected.output, assume_json=True))
+
+
+def build_diagnostic(
+    expected: RecordedCall | None,
+    call: BoundaryCall,
+    live: LiveInput,
+    *,
+    expected_bytes: bytes | None = None,
+    with_difference: bool = False,
+) -> Diagnostic:
+    """Describe ``call`` (its input ``live``, shown redacted) against ``expected`` (None: past the end)."""
+    live_input = live.value
+    actual_fp = _sha(live.bytes)
+    if expected is None:
+        return Diagnostic(
+            actual_kind=call.kind,
+            actual_label=call.label,
+            actual_input=preview(live_input),
+            actual_input_fingerprint=actual_fp,
+            actual_model_fingerprint=model_fingerprint(call.provider, call.model)
+            if call.kind == "llm"
+            else None,
+            function=call.function,
+        )
+    if expected_bytes is None:
+        expected_bytes = canonical_json(expected.input, assume_json=True)
+    is_llm = expected.kind == "llm" or call.kind == "llm"
+    return Diagnostic(
+        index=expected.index,
+        step=expected.step,
+        expected_kind=expected.kind,
+        actual_kind=call.kind,
+        expected_label=expected.label,
+        actual_label=call.label,
+        expected_input=preview(expected.input),
+        actual_input=preview(live_input),
+        difference=first_difference(expected.input, live_input) if with_difference else None,
+        expected_input_fingerprint=expected.input_hash or _sha(expected_bytes),
+        actual_input_fingerprint=actual_fp,
+        recorded_output_fingerprint=_output_fingerprint(expected),
+        fingerprints_computed=expected.input_hash is None,
+        expected_model_fingerprint=(
+            model_fingerprint(expected.provider, expected.model)
+            if is_llm and expected.kind == "llm"
+            else None
+        ),
+        actual_model_fingerprint=model_fingerprint(call.provider, call.model) if call.kind == "llm" else None,
+        function=call.function,
+    )
+
+
+def _mismatch(code: str, message: str, diagnostic: Diagnostic, **extra: Any) -> ReplayMismatchError:
+    where = f"call #{diagnostic.index} (step {diagnostic.step})"
+    return ReplayMismatchError(f"{where}: {message}", code=code, diagnostic=diagnostic, **extra)
+
+
+def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: LiveInput) -> RecordedCall:
+    """Check that a next recorded call exists and has the live call's kind, name, provider and model.
+
+    Returns:
+        ``expected`` when it matches.
+
+    Raises:
+        ReplayExhaustedError: ``exhausted``, every recorded call was already consumed.
+        ReplayMismatchError: ``kind_mismatch``, ``name_mismatch``, ``model_mismatch``, ``provider_mismatch``.
+    """
+    if expected is None:
+        diagnostic = build_diagnostic(None, call, live)
+        raise ReplayExhaustedError(
+            f"unexpected {call.kind} call {call.label!r}: every recorded call was already consumed "
+            f"(actual input fingerprint {diagnostic.actual_input_fingerprint})",
+            code="exhausted",
+            diagnostic=diagnostic,
+        )
+    if expected.kind != call.kind:
+        raise _mismatch(
+            "kind_mismatch",
+            f"expected {expected.kind} {expected.label!r}, got {call.kind} {call.label!r}",
+            build_diagnostic(expected, call, live),
+        )
+    if call.kind == "tool":
+        if expected.name != call.name:
+            raise _mismatch(
+                "name_mismatch",
+                f"expected tool {expected.name!r}, got tool {call.name!r}",
+                build_diagnostic(expected, call, live),
+            )
+        return expected
+    if expected.model != call.model:
+        raise _mismatch(
+            "model_mismatch",
+            f"expected LLM model {expected.model!r}, got {call.model!r}",
+            build_diagnostic(expected, call, live),
+        )
+    if expected.provider != call.provider:
+        raise _mismatch(
+            "provider_mismatch",
+            f"expected provider {expected.provider!r} for model {expected.model!r}, got {call.provider!r}",
+            build_diagnostic(expected, call, live),
+        )
+    return expected
+
+
+def check_input(
+    cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput, *, compare: bool
+) -> None:
+    """Verify the stored input fingerprint, then (when ``compare``) the redacted live input.
+
+    ``compare`` is False for a hybrid live LLM, whose prompt may change (hybrid-replay.txt).
+
+    Raises:
+        ReplayMismatchError: ``invalid_input_fingerprint`` (stored hash disagrees with the recorded input;
+            ``recommendation`` set) or ``input_diverged`` (``diagnostic.difference`` names the first
+            differing JSON path, C7/C12).
+    """
+    expected_bytes = cursor.recorded_input_bytes(expected)
+    if expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
+        diagnostic = build_diagnostic(expected, call, live, expected_bytes=expected_bytes)
+        raise _mismatch(
+            "invalid_input_fingerprint",
+            f"invalid input fingerprint for recorded {expected.kind} {expected.label!r}: the stored hash "
+            f"does not match the recorded input; the bundle is rejected ({INTEGRITY_HINT})",
+            diagnostic,
+            recommendation=INTEGRITY_HINT,
+        )
+    if not compare or live.raw_bytes == expected_bytes:
+        return
+    if live.bytes != expected_bytes:
+        diagnostic = build_diagnostic(
+            expected, call, live, expected_bytes=expected_bytes, with_difference=True
+        )
+        where = diagnostic.difference.path if diagnostic.difference is not None else "$"
+        raise _mismatch(
+            "input_diverged",
+            f"input diverged for {expected.kind} {expected.label!r} at {where}",
+            diagnostic,
+            path=where,
+        )
+
+
+def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> None:
+    """Check that the recorded call has an outcome and that its stored output fingerprint is valid.
+
+    Raises:
+        ReplayMismatchError: ``missing_result`` or ``invalid_output_fingerprint`` (``recommendation`` set).
+    """
+    if expected.missing:
+        raise _mismatch(
+            "missing_result",
+            f"no captured result for recorded {expected.kind} {expected.label!r}",
+            build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
+        )
+    if (
+        expected.output_hash is not None
+        and _sha(canonical_json(expected.output, assume_json=True)) != expected.output_hash
+    ):
+        raise _mismatch(
+            "invalid_output_fingerprint",
+            f"invalid output fingerprint for recorded {expected.kind} {expected.label!r}: the stored "
+            f"hash does not match the recorded output; the bundle is rejected ({INTEGRITY_HINT})",
+            build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
+            recommendation=INTEGRITY_HINT,
+        )

@@ -1,0 +1,312 @@
+"""``replay_entrypoint``: run a replay and build the report the CLI renders (spec replay.txt, "CLI").
+
+The report separates three questions:
+
+- execution: did the entrypoint complete (``COMPLETED``) or raise (``RAISED`` with type and message)?
+- dependency matching: ``COMPLETE`` (every recorded call matched and consumed), ``DIVERGED`` (a replay
+  error, with its code and diagnostic) or ``INCOMPLETE`` (recorded calls left unconsumed);
+- recorded behaviour: ``MATCHED`` / ``DIVERGED`` (first difference path) against the recorded final output,
+  ``NOT RECORDED`` (no final output recorded), ``REPRODUCED FAILURE`` (the run was recorded as failed and
+  raised the same error type), ``NOT COMPARED`` (the replay diverged, so the output proves nothing),
+  ``UNVERIFIABLE`` (the return value has no JSON form).
+
+Exit codes (spec): 0 the run completed or reproduced the recorded failure; 1 it diverged (matching
+DIVERGED/INCOMPLETE, or behaviour DIVERGED); 2 invalid mode, unreadable trace (a stored fingerprint that does
+not match its payload counts: the bundle is rejected) or unresolvable entrypoint. Errors raised before the
+run (ValueError, TraceStorageError, EntrypointError) are raised, not reported: map them with
+:func:`exit_code_for_error`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stepfork.replay.diagnostics import Diagnostic, display_path, first_difference, preview
+from stepfork.replay.entrypoint import call_entrypoint, resolve_entrypoint
+from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayExhaustedError
+from stepfork.replay.modes import Approver
+from stepfork.replay.results import ExecutedCall
+from stepfork.replay.session import ReplaySession, load_source
+from stepfork.trace.bundle import Trace
+from stepfork.trace.jsonable import to_jsonable
+from stepfork.trace.models import EventType, RunStatus
+from stepfork.trace.redaction import redact_json, redact_text
+
+REJECTING_CODES = frozenset({"invalid_input_fingerprint", "invalid_output_fingerprint"})
+
+
+def _text(message: str) -> str:
+    return redact_text(message)
+
+
+def _qualified(exc: BaseException) -> str:
+    # The recorder's form (stepfork.trace.eventlog.qualified_type_name): ``builtins.ValueError``.
+    cls = type(exc)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionReport:
+    """``status`` ``COMPLETED`` or ``RAISED``; for RAISED the qualified ``error_type`` and the redacted
+    ``error_message`` of what the entrypoint raised."""
+
+    status: str
+    error_type: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MatchingReport:
+    """Dependency matching: ``status`` ``COMPLETE``/``DIVERGED``/``INCOMPLETE``; ``code`` and ``message`` of
+    the replay error (None when complete); ``diagnostic``; ``remaining`` labels; ``matched`` and ``total``
+    visible recorded calls; ``error`` the exception itself (not serialized)."""
+
+    status: str
+    matched: int
+    total: int
+    code: str | None = None
+    message: str | None = None
+    diagnostic: Diagnostic | None = None
+    remaining: tuple[str, ...] = ()
+    error: ReplayError | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BehaviorReport:
+    """Comparison with the recorded run: ``status`` (see module docstring), ``path`` of the first
+    difference (display form: ``answer``, ``items[0]``, ``$`` for the root), previews of ``expected`` and
+    ``actual`` there, ``recorded_failure`` (the manifest's failure type when the run was recorded as
+    failed), and a one-line ``message``."""
+
+    status: str
+    message: str
+    path: str | None = None
+    expected: str | None = None
+    actual: str | None = None
+    recorded_failure: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOutcome:
+    """Everything a replay run established, computed once; the CLI renders it (``to_dict`` for --json).
+
+    Attributes:
+        mode: the replay mode; agent_name, run_id: from the bundle.
+        execution, matching, behavior: the three reports.
+        result: the redacted JSON form of the return value (None when it raised or has no JSON form).
+        calls: the executed calls (redacted inputs), in order.
+        exit_code: 0, 1 or 2 (module docstring).
+    """
+
+    mode: str
+    agent_name: str
+    run_id: str
+    execution: ExecutionReport
+    matching: MatchingReport
+    behavior: BehaviorReport
+    result: Any
+    calls: tuple[ExecutedCall, ...]
+    exit_code: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of every field (diagnostic as ``Diagnostic.to_dict``; the exception omitted)."""
+        matching = self.matching
+        return {
+            "mode": self.mode,
+            "agent_name": self.agent_name,
+            "run_id": self.run_id,
+            "execution": {
+                "status": self.execution.status,
+                "error_type": self.execution.error_type,
+                "error_message": self.execution.error_message,
+            },
+            "matching": {
+                "status": matching.status,
+                "matched": matching.matched,
+                "total": matching.total,
+                "code": matching.code,
+                "message": matching.message,
+                "diagnostic": matching.diagnostic.to_dict() if matching.diagnostic is not None else None,
+                "remaining": list(matching.remaining),
+            },
+            "behavior": {
+                "status": self.behavior.status,
+                "message": self.behavior.message,
+                "path": self.behavior.path,
+                "expected": self.behavior.expected,
+                "actual": self.behavior.actual,
+                "recorded_failure": self.behavior.recorded_failure,
+            },
+            "result": self.result,
+            "calls": [
+                {
+                    "index": call.index,
+                    "step": call.step,
+                    "kind": call.kind,
+                    "label": call.label,
+                    "action": call.action,
+                    "status": call.status.value if call.status is not None else None,
+                    "input": call.input,
+                }
+                for call in self.calls
+            ],
+            "exit_code": self.exit_code,
+        }
+
+
+def exit_code_for_error(error: BaseException) -> int:
+    """The CLI exit code of an error raised before a replay could run: 2 for an invalid mode or option
+    (ValueError), an unreadable trace (TraceError) or an unresolvable entrypoint (EntrypointError); 1 for a
+    replay error; 2 for anything else (the replay could not be attempted)."""
+    if isinstance(error, ReplayError):
+        return 2 if getattr(error, "code", None) in REJECTING_CODES else 1
+    return 2
+
+
+def _matching(session: ReplaySession) -> MatchingReport:
+    total = len(session.calls)
+    matched = len(session.matched)
+    error = session.divergence
+    if error is not None:
+        return MatchingReport(
+            "DIVERGED",
+            matched,
+            total,
+            error.code,
+            _text(str(error)),
+            error.diagnostic,
+            session.summary.remaining,
+            error,
+        )
+    try:
+        session.verify_complete()
+    except ReplayExhaustedError as exc:
+        return MatchingReport(
+            "INCOMPLETE", matched, total, exc.code, _text(str(exc)), exc.diagnostic, exc.remaining, exc
+        )
+    return MatchingReport("COMPLETE", matched, total)
+
+
+def _short(type_name: str) -> str:
+    return type_name.rsplit(".", 1)[-1]
+
+
+def _behavior(
+    trace: Trace, raised: BaseException | None, result: Any, matching: MatchingReport
+) -> tuple[BehaviorReport, Any]:
+    failure = trace.failure
+    run_ends = [event for event in trace.events if event.type == EventType.RUN_END]
+    run_end = run_ends[-1] if run_ends else None
+    recorded_failed = trace.status == RunStatus.FAILED or (
+        run_end is not None and getattr(run_end, "run_status", None) == RunStatus.FAILED
+    )
+    failure_type = failure.type if failure is not None else None
+    if matching.status == "DIVERGED":
+        return BehaviorReport(
+            "NOT COMPARED", "the replay diverged; the output is not compared", recorded_failure=failure_type
+        ), None
+    if raised is not None:
+        raised_types = {_short(_qualified(raised))}
+        if isinstance(raised, RecordedDependencyError):
+            raised_types.add(_short(raised.error_type))
+        if recorded_failed and failure_type is not None and _short(failure_type) in raised_types:
+            return BehaviorReport(
+                "REPRODUCED FAILURE", f"raised {failure_type} as recorded", recorded_failure=failure_type
+            ), None
+        expected = f"failure {failure_type}" if recorded_failed else "completion"
+        return BehaviorReport(
+            "DIVERGED",
+            f"expected {expected}, got {_qualified(raised)}",
+            expected=expected,
+            actual=_qualified(raised),
+            recorded_failure=failure_type,
+        ), None
+    try:
+        actual = redact_json(to_jsonable(result)).value
+    except (TypeError, ValueError) as exc:
+        return BehaviorReport(
+            "UNVERIFIABLE", f"the return value has no JSON form: {exc}", recorded_failure=failure_type
+        ), None
+    if recorded_failed:
+        return BehaviorReport(
+            "DIVERGED",
+            f"expected failure {failure_type}, got completion",
+            expected=f"failure {failure_type}",
+            actual="completion",
+            recorded_failure=failure_type,
+        ), actual
+    recorded_output = getattr(run_end, "output", None) if run_end is not None else None
+    if recorded_output is None:
+        return BehaviorReport("NOT RECORDED", "the trace records no final output"), actual
+    difference = first_difference(recorded_output, actual)
+    if difference is None:
+        return BehaviorReport("MATCHED", "the output matches the recorded output"), actual
+    path = display_path(difference.path)
+    return BehaviorReport(
+        "DIVERGED",
+        f"output differs at '{path}': expected {preview(difference.expected)}, "
+        f"got {preview(difference.actual)}",
+        path=path,
+        expected=preview(difference.expected),
+        actual=preview(difference.actual),
+    ), actual
+
+
+def replay_entrypoint(
+    trace: Trace | str | os.PathLike[str],
+    entrypoint: Callable[..., Any] | str,
+    *,
+    mode: str = "frozen",
+    live_llms: Iterable[str] | None = None,
+    allow_live_tools: Iterable[str] | None = None,
+    approve: Approver | None = None,
+    import_root: str | os.PathLike[str] | None = None,
+) -> ReplayOutcome:
+    """Replay ``entrypoint`` (a callable or ``"MODULE:FUNCTION"``) against ``trace`` and report.
+
+    Raises (before anything runs; map with :func:`exit_code_for_error`):
+        TraceStorageError: the bundle is unreadable.
+        ValueError: an invalid mode or option combination.
+        EntrypointError: the entrypoint cannot be resolved.
+    """
+    loaded = load_source(trace)
+    session = ReplaySession(
+        loaded, mode, live_llms=live_llms, allow_live_tools=allow_live_tools, approve=approve
+    )
+    function = (
+        resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint
+    )
+    raised: BaseException | None = None
+    result: Any = None
+    with session:
+        try:
+            result = call_entrypoint(function)
+        except Exception as exc:
+            raised = exc
+    execution = (
+        ExecutionReport("COMPLETED")
+        if raised is None
+        else ExecutionReport("RAISED", _qualified(raised), _text(str(raised)))
+    )
+    matching = _matching(session)
+    behavior, actual = _behavior(loaded, raised, result, matching)
+    if matching.status == "DIVERGED" and matching.code in REJECTING_CODES:
+        exit_code = 2
+    elif matching.status != "COMPLETE" or behavior.status == "DIVERGED":
+        exit_code = 1
+    else:
+        exit_code = 0
+    return ReplayOutcome(
+        mode=session.mode,
+        agent_name=loaded.agent_name,
+        run_id=loaded.run_id,
+        execution=execution,
+        matching=matching,
+        behavior=behavior,
+        result=actual,
+        calls=session.executed_calls,
+        exit_code=exit_code,
+    )

@@ -1,0 +1,132 @@
+"""``run_regression_case``: the body of every exported pytest regression test (spec hybrid-replay.txt;
+interop/REFERENCE-NOTES.md section 6, "Export"; REFERENCE-API.md ``stepfork.export``).
+
+It loads the bundle, resolves the trusted entrypoint, replays it, verifies that every recorded call was
+consumed, applies the reviewed trajectory expectation and compares the output with the expectation. Every
+failure is an ``AssertionError`` whose message starts with one of the reference's prefixes:
+
+- ``stepfork: trace bundle not found: ...`` / ``stepfork: trace bundle unreadable: ...``
+- ``stepfork: entrypoint failed: ...`` (cannot be resolved, raised, or returned a non-JSON value)
+- ``stepfork replay policy violation: ...`` (a ReplayPolicyError)
+- ``stepfork replay divergence: ...`` (any other replay error, a caught divergence, unconsumed calls)
+- ``behavior mismatch at '<path>': expected <v>, got <v>`` (first difference; values as canonical JSON)
+- the trajectory assertions' own messages (``stepfork.replay.assertions``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from stepfork.replay.assertions import assert_trajectory, validate_trajectory_expectation
+from stepfork.replay.diagnostics import display_path, first_difference, preview
+from stepfork.replay.entrypoint import EntrypointError, call_entrypoint, resolve_entrypoint
+from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayPolicyError
+from stepfork.replay.session import ReplaySession, load_source
+from stepfork.trace.bundle import Trace
+from stepfork.trace.errors import TraceError, TraceStorageError
+from stepfork.trace.jsonable import to_jsonable
+from stepfork.trace.redaction import redact_json, redact_text
+
+
+def _text(message: str) -> str:
+    return redact_text(message)
+
+
+def _replay_failure(error: ReplayError) -> AssertionError:
+    if isinstance(error, ReplayPolicyError):
+        return AssertionError(f"stepfork replay policy violation: {_text(str(error))}")
+    return AssertionError(f"stepfork replay divergence: {_text(str(error))}")
+
+
+def _load(trace: Trace | str | os.PathLike[str]) -> Trace:
+    if not isinstance(trace, Trace) and not Path(trace).exists():
+        raise AssertionError(f"stepfork: trace bundle not found: {trace}")
+    try:
+        return load_source(trace)
+    except (TraceStorageError, TraceError, OSError) as exc:
+        code = getattr(exc, "code", type(exc).__name__)
+        raise AssertionError(
+            f"stepfork: trace bundle unreadable: {trace} ({code}): {_text(str(exc))}"
+        ) from exc
+
+
+def run_regression_case(
+    entrypoint: Callable[..., Any] | str | None = None,
+    trace: Trace | str | os.PathLike[str] | None = None,
+    *,
+    mode: str = "frozen",
+    live_llms: Iterable[str] | None = None,
+    allow_live_tools: Iterable[str] | None = None,
+    expectation: Any = None,
+    trajectory_expectation: Mapping[str, Any] | None = None,
+    has_expectation: bool = True,
+    import_root: str | os.PathLike[str] | None = None,
+    trace_path: str | os.PathLike[str] | None = None,
+) -> Any:
+    """Replay ``entrypoint`` against ``trace`` and check it like a reviewed regression test.
+
+    Args:
+        entrypoint: a callable (sync or ``async def``, run with ``asyncio.run``) or ``"MODULE:FUNCTION"``
+            resolved against ``import_root`` (default: the current directory).
+        trace: a bundle path or a ``Trace``; ``trace_path`` is accepted as the reference's keyword name.
+        mode, live_llms, allow_live_tools: as :class:`ReplaySession`.
+        expectation: the reviewed output (JSON); compared with the redacted JSON form of the return value
+            when ``has_expectation`` is True (``None`` is then a real expectation of ``null``).
+        trajectory_expectation: a reviewed trajectory shape (see ``validate_trajectory_expectation``).
+        has_expectation: False to skip the output comparison.
+
+    Returns:
+        The redacted JSON form of the entrypoint's return value.
+
+    Raises:
+        AssertionError: with the prefixes of the module docstring.
+        ValueError: invalid replay options or a bad trajectory expectation shape (before anything runs).
+    """
+    source = trace if trace is not None else trace_path
+    if source is None or entrypoint is None:
+        raise ValueError("run_regression_case needs an entrypoint and a trace (path or Trace)")
+    if trajectory_expectation is not None:
+        validate_trajectory_expectation(trajectory_expectation)
+    loaded = _load(source)
+    session = ReplaySession(loaded, mode, live_llms=live_llms, allow_live_tools=allow_live_tools)
+    if isinstance(entrypoint, str):
+        try:
+            function = resolve_entrypoint(entrypoint, import_root=import_root)
+        except EntrypointError as exc:
+            raise AssertionError(f"stepfork: entrypoint failed: {exc}") from exc
+    else:
+        function = entrypoint
+    try:
+        with session:
+            result = call_entrypoint(function)
+    except RecordedDependencyError as exc:
+        if session.divergence is not None:
+            raise _replay_failure(session.divergence) from exc
+        raise AssertionError(f"stepfork: entrypoint failed: {_text(str(exc))}") from exc
+    except ReplayError as exc:
+        raise _replay_failure(session.divergence or exc) from exc
+    except Exception as exc:
+        if session.divergence is not None:
+            raise _replay_failure(session.divergence) from exc
+        raise AssertionError(f"stepfork: entrypoint failed: {type(exc).__name__}: {_text(str(exc))}") from exc
+    try:
+        session.verify_complete()
+    except ReplayError as exc:
+        raise _replay_failure(session.divergence or exc) from exc
+    if trajectory_expectation is not None:
+        assert_trajectory(session, trajectory_expectation)
+    try:
+        actual = redact_json(to_jsonable(result)).value
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(f"stepfork: entrypoint returned a non-serializable value: {exc}") from exc
+    if has_expectation:
+        difference = first_difference(expectation, actual)
+        if difference is not None:
+            raise AssertionError(
+                f"behavior mismatch at '{display_path(difference.path)}': "
+                f"expected {preview(difference.expected)}, got {preview(difference.actual)}"
+            )
+    return actual

@@ -1,0 +1,424 @@
+"""ReplaySession: run a trusted entrypoint again with its dependency calls served from a bundle.
+
+Spec replay.txt ("Python API", "Modes", "Matching guarantees", "Errors") and hybrid-replay.txt; the
+order of the checks is interop/REFERENCE-NOTES.md section 6 ("Matching"). The session is a
+:class:`~stepfork.trace.boundary.BoundaryHandler`: ``with``/``async with`` makes it the active handler in
+the context variable, so instrumented tools and ``llm_request`` calls in nested and async code reach it.
+
+Each call, before its body could run:
+
+1. orphan (a thread without the context) -> ReplayError ``orphan_call``;
+2. mode ``forbidden`` -> ReplayPolicyError; ``manual`` -> ``approve(call)`` must say True;
+3. session not active -> ReplayError ``not_active``;
+4. identity (kind, tool name, LLM model and provider) against the cursor's next call;
+5. stored input fingerprint valid; redacted canonical input equal (skipped for a hybrid live LLM);
+6. recorded or call-site policy ``forbidden``/``manual`` (outside manual mode) -> ReplayPolicyError;
+7. the recorded call has an outcome and a valid output fingerprint (skipped for a hybrid live LLM);
+8. live mode: a tool outside ``allow_live_tools`` -> ReplayPolicyError (nothing consumed);
+9. consume; then run the body (live LLM, allowed tool, hybrid live LLM), raise
+   :class:`RecordedDependencyError` (recorded failure), or return the recorded output rebuilt into the
+   tool's return annotation (type-faithful replay, C4).
+
+The first ReplayError other than RecordedDependencyError is kept as :attr:`ReplaySession.divergence`, even
+when the agent catches it; :meth:`verify_complete` and every assertion fail afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from contextvars import Token
+from dataclasses import replace
+from types import TracebackType
+from typing import Any, TypeVar
+
+from stepfork.replay.errors import (
+    RecordedDependencyError,
+    ReplayError,
+    ReplayExhaustedError,
+    ReplayMismatchError,
+    ReplayPolicyError,
+)
+from stepfork.replay.matching import (
+    CallCursor,
+    LiveInput,
+    build_diagnostic,
+    check_identity,
+    check_input,
+    check_outcome,
+)
+from stepfork.replay.modes import Approver, validate_options
+from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
+from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary
+from stepfork.trace import boundary
+from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
+from stepfork.trace.bundle import Trace
+from stepfork.trace.errors import TraceSerializationError
+from stepfork.trace.jsonable import from_jsonable
+from stepfork.trace.models import EventStatus
+from stepfork.trace.redaction import redact_json, redact_text
+
+T = TypeVar("T")
+
+
+def _redacted(value: Any) -> Any:
+    return redact_json(value).value
+
+
+def _sanitize(text: str) -> str:
+    return redact_text(text)
+
+
+def load_source(source: Trace | str | os.PathLike[str]) -> Trace:
+    """A ``Trace`` as is, or ``Trace.load(path)`` (raises TraceStorageError when unreadable)."""
+    if isinstance(source, Trace):
+        return source
+    return Trace.load(source)
+
+
+class ReplaySession:
+    """Replay of one recorded run (spec replay.txt).
+
+    Args:
+        trace: the recorded run (``Trace``); see :meth:`from_trace` for paths.
+        mode: ``frozen`` (default), ``hybrid``, ``live``, ``forbidden`` or ``manual`` (a ``ReplayPolicy``
+            member works too); ``derived`` is reserved and rejected.
+        live_llms: hybrid only: labels of the LLM calls to run again (``provider/model``, or the model when
+            no provider was recorded); each must exist in the trace.
+        allow_live_tools: live only: tool names whose bodies may run (every occurrence); each must exist.
+        approve: manual only: ``approve(call) -> bool`` for each call (``call.input`` redacted). Approved
+            calls are matched and served as in frozen mode.
+
+    Raises:
+        ValueError: an unknown or reserved mode, or an invalid combination (see
+            :func:`stepfork.replay.modes.validate_options`), naming the problem.
+
+    Attributes:
+        trace, mode, hybrid, live_llms, allow_live_tools, approve; ``calls``: the visible recorded calls.
+    """
+
+    is_replay = True
+
+    def __init__(
+        self,
+        trace: Trace,
+        mode: Any = "frozen",
+        *,
+        live_llms: Iterable[str] | None = None,
+        allow_live_tools: Iterable[str] | None = None,
+        approve: Approver | None = None,
+    ) -> None:
+        events = list(trace.events)
+        all_calls = extract_all_calls(events)
+        options = validate_options(
+            all_calls,
+            mode,
+            live_llms=live_llms,
+            allow_live_tools=allow_live_tools,
+            approve=approve,
+        )
+        self.trace = trace
+        self.mode: str = options.mode
+        self.hybrid = options.mode == "hybrid"
+        self.live_llms = options.live_llms
+        self.allow_live_tools = options.allow_live_tools
+        self.approve = options.approve
+        self.calls: list[RecordedCall] = extract_recorded_calls(
+            events, mode=options.mode, live_llms=options.live_llms, all_calls=all_calls
+        )
+        self._cursor = CallCursor(self.calls)
+        self._lock = threading.RLock()
+        self._matched: list[MatchedCall] = []
+        self._executed: list[ExecutedCall] = []
+        self._divergence: ReplayError | None = None
+        self._token: Token[BoundaryHandler | None] | None = None
+        self._entered = False
+        self._active = False
+
+    @classmethod
+    def from_trace(
+        cls,
+        source: Trace | str | os.PathLike[str],
+        mode: Any = "frozen",
+        *,
+        live_llms: Iterable[str] | None = None,
+        allow_live_tools: Iterable[str] | None = None,
+        approve: Approver | None = None,
+    ) -> ReplaySession:
+        """Build a session from a bundle path or an in-memory ``Trace``.
+
+        Raises:
+            TraceStorageError: the bundle cannot be read (missing file, invalid JSON or event...).
+            ValueError: as the constructor.
+        """
+        return cls(
+            load_source(source), mode, live_llms=live_llms, allow_live_tools=allow_live_tools, approve=approve
+        )
+
+    # -- context management ----------------------------------------------------------------------------
+
+    def _enter(self) -> None:
+        if self._entered:
+            raise ReplayError("a ReplaySession cannot be entered twice (re-entered)", code="reentered")
+        self._entered = True
+        self._active = True
+        self._token = boundary.activate(self)
+
+    def _exit(self) -> None:
+        self._active = False
+        if self._token is not None:
+            boundary.deactivate(self, self._token)
+            self._token = None
+
+    def __enter__(self) -> ReplaySession:
+        self._enter()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._exit()  # never suppresses; exiting does not call verify_complete()
+
+    async def __aenter__(self) -> ReplaySession:
+        self._enter()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._exit()
+
+    # -- results ---------------------------------------------------------------------------------------
+
+    @property
+    def matched(self) -> list[MatchedCall]:
+        """The consumed calls, in order (a copy)."""
+        return list(self._matched)
+
+    @property
+    def executed_calls(self) -> tuple[ExecutedCall, ...]:
+        """The calls reached and consumed, in order, with redacted inputs (failed calls included)."""
+        return tuple(self._executed)
+
+    @property
+    def pending(self) -> int:
+        """Number of visible recorded calls not consumed yet."""
+        return self._cursor.pending
+
+    @property
+    def divergence(self) -> ReplayError | None:
+        """The first ReplayError raised other than RecordedDependencyError, even if the agent caught it."""
+        return self._divergence
+
+    @property
+    def summary(self) -> ReplaySummary:
+        """:class:`ReplaySummary` of the session as it stands."""
+        return ReplaySummary(self.mode, tuple(self._matched), self._cursor.remaining_labels())
+
+    def verify_complete(self) -> None:
+        """Check that the replay consumed every visible recorded call and never diverged.
+
+        Raises:
+            ReplayMismatchError: ``diverged_earlier`` when a divergence was raised (even if caught); the
+                original is its ``__cause__`` and its diagnostic is carried.
+            ReplayExhaustedError: ``incomplete`` when recorded calls were left unmatched; ``remaining``
+                lists their labels (the message shows up to 5). A subclass of ReplayMismatchError.
+        """
+        if self._divergence is not None:
+            raise ReplayMismatchError(
+                f"replay diverged earlier: {self._divergence}",
+                code="diverged_earlier",
+                diagnostic=self._divergence.diagnostic,
+            ) from self._divergence
+        remaining = self._cursor.remaining_labels()
+        if remaining:
+            shown = ", ".join(repr(label) for label in remaining[:5])
+            more = f" and {len(remaining) - 5} more" if len(remaining) > 5 else ""
+            nxt = self._cursor.peek()
+            diagnostic = None
+            if nxt is not None:
+                from stepfork.replay.diagnostics import Diagnostic, preview
+
+                diagnostic = Diagnostic(
+                    index=nxt.index,
+                    step=nxt.step,
+                    expected_kind=nxt.kind,
+                    expected_label=nxt.label,
+                    expected_input=preview(nxt.input),
+                    expected_input_fingerprint=nxt.input_hash,
+                    fingerprints_computed=nxt.input_hash is None,
+                )
+            raise ReplayExhaustedError(
+                f"replay ended before consuming {len(remaining)} recorded call(s): {shown}{more}",
+                code="incomplete",
+                diagnostic=diagnostic,
+                remaining=remaining,
+            )
+
+    # -- the boundary handler --------------------------------------------------------------------------
+
+    def _diverge(self, error: ReplayError) -> ReplayError:
+        with self._lock:
+            if self._divergence is None:
+                self._divergence = error
+        return error
+
+    def _decide(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
+        """Run checks 1-9 of the module docstring; return ``(execute, value)``."""
+        try:
+            return self._decide_checked(call, orphan)
+        except RecordedDependencyError:
+            raise
+        except ReplayError as error:
+            self._diverge(error)
+            raise
+
+    def _decide_checked(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
+        if orphan:
+            raise ReplayError(
+                f"{call.kind} call {call.label!r} arrived from a thread without the replay's context; it is "
+                "refused before its body runs. Start threads with contextvars.copy_context().run(...)",
+                code="orphan_call",
+            )
+        live = LiveInput(call.input)
+        mode = self.mode
+        if mode == "forbidden":
+            raise ReplayPolicyError(
+                f"mode 'forbidden' rejects every dependency call ({call.kind} {call.label!r})",
+                code="forbidden_mode",
+                diagnostic=build_diagnostic(None, call, live),
+            )
+        if mode == "manual":
+            if self.approve is None:
+                raise ReplayPolicyError(
+                    f"mode 'manual' needs an approve(call) callback; {call.kind} {call.label!r} not approved",
+                    code="not_approved",
+                    diagnostic=build_diagnostic(None, call, live),
+                )
+            if self.approve(replace(call, input=live.value)) is not True:
+                raise ReplayPolicyError(
+                    f"{call.kind} call {call.label!r} was not approved (manual mode)",
+                    code="not_approved",
+                    diagnostic=build_diagnostic(None, call, live),
+                )
+        if not self._active:
+            raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
+        with self._lock:
+            cursor = self._cursor
+            expected = check_identity(cursor.peek(), call, live)
+            live_llm = self.hybrid and expected.kind == "llm" and expected.label in self.live_llms
+            check_input(cursor, expected, call, live, compare=not live_llm)
+            for where, policy in (("recorded event", expected.policy), ("call site", call.replay_policy)):
+                if policy == "forbidden" or (policy == "manual" and mode != "manual"):
+                    needs = " without approval (mode='manual')" if policy == "manual" else ""
+                    raise ReplayPolicyError(
+                        f"{expected.kind} {expected.label!r}: the {where} has replay_policy {policy!r}, "
+                        f"which forbids replaying it{needs}",
+                        code=f"{policy}_policy",
+                        diagnostic=build_diagnostic(expected, call, live),
+                    )
+            if not live_llm:
+                check_outcome(cursor, expected, call, live)
+            execute = live_llm or (mode == "live" and expected.kind == "llm")
+            if mode == "live" and expected.kind == "tool":
+                if expected.name not in self.allow_live_tools:
+                    raise ReplayPolicyError(
+                        f"live replay of tool {expected.name!r} requires explicit authorization "
+                        "(allow_live_tools); its body did not run and its response was not consumed",
+                        code="live_tool_not_authorized",
+                        diagnostic=build_diagnostic(expected, call, live),
+                    )
+                execute = True
+            cursor.advance()
+            action = "executed" if execute else "substituted"
+            self._matched.append(MatchedCall(expected.index, expected.kind, expected.label, action))
+            self._executed.append(
+                ExecutedCall(
+                    expected.index,
+                    expected.kind,
+                    expected.label,
+                    live,
+                    None if execute else EventStatus(expected.status),
+                    action,
+                    expected.step,
+                )
+            )
+        if execute:
+            return True, None
+        if expected.status == EventStatus.ERROR.value:
+            raise self._recorded_failure(expected, call, live)
+        return False, self._rebuild(expected, call, live)
+
+    def _recorded_failure(self, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> ReplayError:
+        chain = tuple(_redacted(list(expected.error_chain)))
+        return RecordedDependencyError(
+            kind=expected.kind,
+            name=expected.label,
+            error_type=expected.error_type or "UnknownError",
+            message=_sanitize(expected.error_message or expected.error_type or "recorded failure"),
+            chain=chain,
+            details=_redacted(expected.error_details),
+            diagnostic=build_diagnostic(expected, call, live),
+        )
+
+    def _rebuild(self, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> Any:
+        try:
+            return from_jsonable(expected.output, call.return_type)
+        except TraceSerializationError as exc:
+            path = getattr(exc, "path", "$")
+            raise self._diverge(
+                ReplayMismatchError(
+                    f"call #{expected.index} (step {expected.step}): the recorded output of {expected.kind} "
+                    f"{expected.label!r} does not fit its return annotation {call.return_type!r} at {path}: "
+                    f"{exc}",
+                    code="output_annotation_mismatch",
+                    diagnostic=build_diagnostic(expected, call, live),
+                    path=path,
+                )
+            ) from exc
+
+    def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
+        """Serve or run a synchronous call (BoundaryHandler protocol); see the module docstring.
+
+        Returns the recorded output (rebuilt into ``call.return_type``) or the body's result.
+
+        Raises:
+            ReplayMismatchError, ReplayExhaustedError, ReplayPolicyError, ReplayError: before the body runs.
+            RecordedDependencyError: the call failed during recording.
+        """
+        execute, value = self._decide(call, orphan)
+        if execute:
+            return body()
+        return value  # type: ignore[no-any-return]
+
+    async def ahandle(
+        self, call: BoundaryCall, body: Callable[[], Awaitable[T]], *, orphan: bool = False
+    ) -> T:
+        """Asynchronous :meth:`handle`: awaits ``body()`` when the call executes."""
+        execute, value = self._decide(call, orphan)
+        if execute:
+            return await body()
+        return value  # type: ignore[no-any-return]
+
+    # -- the reference's explicit API ------------------------------------------------------------------
+
+    def _decision(self, call: BoundaryCall) -> ReplayDecision:
+        execute, value = self._decide(call, False)
+        return ReplayDecision(execute, value, self._matched[-1])
+
+    def before_tool(self, *, name: str, input: Any) -> ReplayDecision:
+        """Match a tool call given by name and JSON input; return what to do (REFERENCE-API.md)."""
+        return self._decision(BoundaryCall(kind="tool", name=name, input=input))
+
+    def before_llm(self, *, provider: str | None, model: str, input: Any) -> ReplayDecision:
+        """Match an LLM call given by provider, model and JSON input; return what to do."""
+        return self._decision(
+            BoundaryCall(kind="llm", name=model, input=input, provider=provider, model=model)
+        )
+
+
+def active_replay() -> ReplaySession | None:
+    """The ReplaySession active in the current context, or None."""
+    handler = boundary.active_handler()
+    return handler if isinstance(handler, ReplaySession) else None

@@ -1,0 +1,103 @@
+"""Spec replay.txt, "Python API": record then replay round trips, sync and async, path or Trace."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import replay_agents as agents
+
+from stepfork.replay import ReplayError, ReplaySession, active_replay
+from stepfork.trace import Trace
+
+
+@pytest.fixture(autouse=True)
+def _clear_calls() -> None:
+    agents.CALLS.clear()
+
+
+def test_frozen_replay_of_a_path_returns_the_recorded_results_without_running_bodies(recorder) -> None:
+    path = recorder(agents.booking_agent)
+    agents.CALLS.clear()
+    with ReplaySession.from_trace(path) as replay:
+        result = agents.booking_agent()
+        replay.verify_complete()
+    assert result == {"booked": "Paris-B"}
+    assert agents.CALLS == []
+    assert [c.label for c in replay.executed_calls] == ["search_flights", "openai/gpt-test", "book_flight"]
+    assert [c.action for c in replay.executed_calls] == ["substituted"] * 3
+    assert replay.pending == 0
+
+
+def test_from_trace_accepts_an_in_memory_trace(recorder) -> None:
+    trace = Trace.load(recorder(agents.booking_agent))
+    with ReplaySession.from_trace(trace) as replay:
+        assert agents.booking_agent() == {"booked": "Paris-B"}
+    assert replay.trace is trace
+
+
+def test_async_agent_replays_with_async_with(recorder) -> None:
+    path = recorder.run_async(agents.async_booking_agent)
+    agents.CALLS.clear()
+
+    async def main() -> dict:
+        async with ReplaySession.from_trace(path) as replay:
+            result = await agents.async_booking_agent()
+            replay.verify_complete()
+        return result
+
+    assert asyncio.run(main()) == {"booked": "Paris-A"}
+    assert agents.CALLS == []
+
+
+def test_the_active_session_is_visible_in_nested_tasks(recorder) -> None:
+    path = recorder.run_async(agents.async_booking_agent)
+
+    async def main() -> None:
+        async with ReplaySession.from_trace(path) as replay:
+            task = asyncio.create_task(agents.async_booking_agent())
+            await task
+            assert active_replay() is replay
+            replay.verify_complete()
+
+    asyncio.run(main())
+    assert active_replay() is None
+
+
+def test_entering_a_session_twice_raises_replay_error(recorder) -> None:
+    replay = ReplaySession.from_trace(recorder(agents.booking_agent))
+    with replay, pytest.raises(ReplayError) as info, replay:
+        pass
+    assert info.value.code == "reentered"
+
+
+def test_exiting_does_not_verify_completeness(recorder) -> None:
+    path = recorder(agents.booking_agent)
+    with ReplaySession.from_trace(path) as replay:
+        agents.search_flights("Paris")
+    assert replay.pending == 2
+    assert replay.summary.remaining == ("openai/gpt-test", "book_flight")
+
+
+def test_a_call_from_a_thread_without_the_context_is_refused_before_its_body(recorder) -> None:
+    import threading
+
+    path = recorder(agents.booking_agent)
+    agents.CALLS.clear()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            agents.search_flights("Paris")
+        except BaseException as exc:
+            errors.append(exc)
+
+    with ReplaySession.from_trace(path) as replay:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+    assert len(errors) == 1
+    assert isinstance(errors[0], ReplayError)
+    assert errors[0].code == "orphan_call"
+    assert agents.CALLS == []
+    assert replay.divergence is errors[0]
