@@ -40,9 +40,16 @@ class CanonicalJsonError(TraceError, TypeError):
     """A value is not plain JSON, so it has no canonical bytes (NaN, a non-str key, a set...).
 
     Canonical JSON never tags: turn Python values into JSON with ``to_jsonable`` first.
+
+    Attributes:
+        path: the JSON path of the offending value, ``$`` for the root (``$.a[0].b``).
     """
 
     code = "not_canonical_json"
+
+    def __init__(self, message: str, *, path: str = "$", code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.path = path
 
 
 class TraceStorageError(TraceError, ValueError):
@@ -84,4 +91,3 @@ class BoundaryContextError(TraceError, RuntimeError):
     """
 
     code = "boundary_context"
-

@@ -1,0 +1,105 @@
+"""The default rules of :mod:`stepfork.trace.redaction`: sensitive key names and credential patterns.
+
+Sources: interop/REFERENCE-NOTES.md section 3 (the reference list and patterns), section 9 item 9 and
+issue 2 item 4 (what the reference missed). Data only; the redaction module applies them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Final
+
+__all__ = ["PATTERNS", "SCREEN_NEEDLES", "SENSITIVE_KEYS", "normalize_key"]
+
+# Notes 3 (the reference list) plus the keys it missed (notes 9 item 9, issue 2 item 4), normalized.
+SENSITIVE_KEYS: Final = frozenset(
+    {
+        # reference
+        "apikey", "accesstoken", "refreshtoken", "authtoken", "authorization", "password", "passwd",
+        "secret", "clientsecret", "privatekey", "sessiontoken", "bearertoken",
+        # added
+        "token", "xapikey", "apikeys", "apisecret", "secretkey", "secretaccesskey", "awssecretaccesskey",
+        "awssessiontoken", "cookie", "cookies", "setcookie", "proxyauthorization", "xauthtoken",
+        "idtoken", "passwords", "passphrase", "pwd", "privatekeys", "clientkey", "xapitoken",
+    }
+)  # fmt: skip
+
+# Names whose value is a secret in "name=value" text and in URL query strings (regex alternations).
+_ASSIGNED_NAMES: Final = (
+    r"(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)"
+)
+_QUERY_NAMES: Final = (
+    r"(?:key|api[_-]?key|token|access[_-]?token|sig|signature|password|passwd|secret"
+    r"|client[_-]?secret|credential)"
+)
+
+# (name, needles, pattern). A group named "secret" marks the part replaced, else the whole match goes.
+# Every match contains one of the needles once ASCII-lowercased (also in JSON-escaped text), so a payload
+# with none of them is passed over in one C-speed scan; a pattern runs only on strings holding a needle.
+_ASSIGN_NEEDLES: Final = ("password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "api-key")
+_QUERY_NEEDLES: Final = (
+    "key=",
+    "token=",
+    "sig=",
+    "signature=",
+    "password=",
+    "passwd=",
+    "secret=",
+    "credential=",
+)
+PATTERNS: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
+    (
+        "pem_private_key",
+        ("private key",),
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
+    ),
+    ("bearer", ("bearer",), r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"),
+    # base64 of user:pass; the lookahead (a digit, + / =, or an inner capital) spares "Basic information"
+    (
+        "basic_auth",
+        ("basic",),
+        r"(?i:\bbasic)\s+(?P<secret>(?=[A-Za-z0-9+/]*[0-9+/=]|[A-Za-z0-9+/]+[A-Z])[A-Za-z0-9+/]{8,}={0,2})",
+    ),
+    (
+        "authorization",
+        ("authorization",),
+        r"(?i:\b(?:proxy-)?authorization\s*[:=]\s*)(?!(?i:bearer|basic)\s)(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
+    ),
+    ("openai_anthropic", ("sk-",), r"\bsk-[A-Za-z0-9_-]{8,}"),  # sk-..., sk-proj-..., sk-ant-...
+    ("stripe", ("k_live_", "k_test_"), r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{8,}"),
+    ("aws_access_key", ("akia", "asia"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    (
+        "github",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,})",
+    ),
+    ("slack", ("xox",), r"\bxox[abprs]-[A-Za-z0-9-]{8,}"),
+    ("google_api_key", ("aiza",), r"\bAIza[0-9A-Za-z_-]{30,}"),
+    ("jwt", ("eyj",), r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
+    (
+        "url_query_secret",
+        _QUERY_NEEDLES,
+        rf"(?i:[?&;](?:[a-z0-9_.-]*[_.-])?{_QUERY_NAMES}=)(?P<secret>[^&#\s\"'<>]+)",
+    ),
+    (
+        "assignment",
+        _ASSIGN_NEEDLES,
+        rf"""(?i:\b{_ASSIGNED_NAMES}["']?\s*[=:]\s*["']?)(?P<secret>[^\s&#"',;<>]{{3,}})""",
+    ),
+    ("url_password", ("://",), r"(?i:\b[a-z][a-z0-9+.-]*://[^\s/:@\"'<>]*:)(?P<secret>[^\s/@\"'<>]+)(?=@)"),
+)
+# The payload screen needs only the needles that do not contain a shorter one.
+_ALL_NEEDLES: Final = sorted({n for _, needles, _ in PATTERNS for n in needles})
+SCREEN_NEEDLES: Final = tuple(
+    n.encode() for n in _ALL_NEEDLES if not any(m != n and m in n for m in _ALL_NEEDLES)
+)
+
+_BOUNDARY: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_ALNUM: Final = re.compile(r"[^a-z0-9]")
+
+
+@functools.lru_cache(maxsize=4096)
+def normalize_key(key: str) -> str:
+    """Normalize a dict key as notes 3 does: ``apiKey``, ``API-KEY``, ``api_key`` all give ``apikey``."""
+    return _NON_ALNUM.sub("", _BOUNDARY.sub("_", key).lower())

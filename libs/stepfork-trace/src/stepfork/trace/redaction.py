@@ -1,0 +1,404 @@
+"""Secret removal before anything is written or printed (interop/REFERENCE-NOTES.md section 3, CASES C5).
+
+Three rules over JSON values (docs/redaction.md): values under sensitive keys (reason ``sensitive_key``),
+credential shapes inside any string (``credential_pattern``, prefixes such as ``Bearer`` kept) and exact
+registered secrets (``registered_secret``) become ``"[REDACTED]"``. Tagged ``bytes``/``str`` values are
+decoded and scanned too. An already redacted value gives no finding; when nothing changes the same object
+comes back. A payload is first screened in one pass (its JSON text against the rules' needles) so the
+common case, no secret, costs one orjson dump and a walk over the dict keys.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal
+
+import orjson
+
+from stepfork.trace._redaction_rules import PATTERNS, SCREEN_NEEDLES, SENSITIVE_KEYS, normalize_key
+from stepfork.trace.errors import RedactionError
+
+__all__ = [
+    "PATTERNS", "REPLACEMENT", "SENSITIVE_KEYS", "RedactionFinding", "RedactionResult", "Redactor",
+    "default_redactor", "normalize_key", "redact_event", "redact_json", "redact_manifest", "redact_text",
+    "register_secret",
+]  # fmt: skip
+
+REPLACEMENT: Final = "[REDACTED]"
+MIN_SECRET_LENGTH: Final = 4
+_TAG: Final = "$stepfork"
+
+Reason = Literal["sensitive_key", "credential_pattern", "registered_secret"]
+
+_Patterns = tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...]  # (pattern, its needles or None)
+# (payload screen needles or None, secret regex, the same on JSON-escaped bytes, patterns)
+_Rules = tuple[tuple[bytes, ...] | None, re.Pattern[str] | None, re.Pattern[bytes] | None, _Patterns]
+
+
+def _remember(names: frozenset[str], verdicts: dict[Any, bool], key: Any) -> bool:
+    verdict = type(key) is str and normalize_key(key) in names
+    if len(verdicts) > 10_000:  # bounded: keys can be data (ids used as keys)
+        verdicts.clear()
+    verdicts[key] = verdict
+    return verdict
+
+
+def _join(base: str, parts: list[str | int]) -> str:
+    """``base`` followed by one JSON Pointer token per part (RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``)."""
+    tokens = [str(p).replace("~", "~0").replace("/", "~1") for p in parts]
+    return "/".join([base, *tokens]) if tokens else base
+
+
+def _pointer(base: str, key: str | int) -> str:
+    return _join(base, [key])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RedactionFinding:
+    """One redacted value: its JSON Pointer (from the event root, ``/input/api_key``) and the rule."""
+
+    path: str
+    reason: Reason
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RedactionResult:
+    """The redacted value (the input object itself when nothing changed) and what was redacted."""
+
+    value: Any
+    findings: list[RedactionFinding]
+
+
+def _compile(pattern: str | re.Pattern[str]) -> re.Pattern[str]:
+    return pattern if isinstance(pattern, re.Pattern) else re.compile(pattern)
+
+
+def _replace(match: re.Match[str]) -> str:
+    if "secret" in match.re.groupindex and match.start("secret") >= 0:
+        start, end = match.span("secret")
+        whole = match.group(0)
+        base = match.start()
+        return whole[: start - base] + REPLACEMENT + whole[end - base :]
+    return REPLACEMENT
+
+
+class Redactor:
+    """A set of redaction rules: sensitive keys, credential patterns and registered secret values.
+
+    Args:
+        extra_keys: more sensitive key names (normalized like the defaults, so ``"X-Tenant-Key"`` works).
+        extra_patterns: more regexes (str or compiled); a group named ``secret`` limits the replacement.
+        secrets: exact secret values to remove wherever they appear (each at least 4 characters).
+
+    Thread-safe: rules may be added while other threads redact.
+    """
+
+    def __init__(
+        self,
+        *,
+        extra_keys: Iterable[str] = (),
+        extra_patterns: Iterable[str | re.Pattern[str]] = (),
+        secrets: Iterable[str] = (),
+    ) -> None:
+        self._lock = threading.Lock()
+        # (normalized sensitive names, key -> verdict cache); replaced as a whole when a key is added, so a
+        # verdict is always cached next to the names it was computed from.
+        self._keys: tuple[frozenset[str], dict[Any, bool]] = (
+            SENSITIVE_KEYS | {normalize_key(k) for k in extra_keys},
+            {},
+        )
+        self._patterns: list[tuple[re.Pattern[str], tuple[str, ...] | None]] = [
+            (re.compile(p, re.ASCII), needles) for _, needles, p in PATTERNS
+        ]
+        self._patterns += [(_compile(p), None) for p in extra_patterns]
+        self._secrets: set[str] = set()
+        for s in secrets:
+            self._check_secret(s)
+            self._secrets.add(s)
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        # Swapped in as one tuple so a redacting thread never sees half an update. Extra patterns have no
+        # needles, so with any of them every string is matched against every pattern.
+        patterns = tuple(self._patterns)
+        screen = SCREEN_NEEDLES if len(patterns) == len(PATTERNS) else None
+        ordered = sorted(self._secrets, key=len, reverse=True)
+        secret_re = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        escaped = [json.dumps(s, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass") for s in ordered]
+        secret_blob_re = re.compile(b"|".join(map(re.escape, escaped))) if ordered else None
+        self._rules: _Rules = (screen, secret_re, secret_blob_re, patterns)
+
+    @staticmethod
+    def _check_secret(value: str) -> None:
+        if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
+            raise ValueError(f"a registered secret must be a str of at least {MIN_SECRET_LENGTH} characters")
+        if value in REPLACEMENT:
+            raise ValueError("a registered secret cannot be part of the replacement text [REDACTED]")
+
+    def register_secret(self, value: str) -> None:
+        """Redact every occurrence of ``value`` from now on (reason ``registered_secret``).
+
+        Raises ValueError when ``value`` is shorter than 4 characters or part of ``"[REDACTED]"``.
+        """
+        self._check_secret(value)
+        with self._lock:
+            self._secrets.add(value)
+            self._rebuild()
+
+    def add_key(self, name: str) -> None:
+        """Treat dict keys normalizing like ``name`` as sensitive (whole value redacted)."""
+        with self._lock:
+            self._keys = (self._keys[0] | {normalize_key(name)}, {})
+
+    def add_pattern(self, pattern: str | re.Pattern[str]) -> None:
+        """Redact matches of ``pattern`` in every string; a group named ``secret`` limits the replacement."""
+        compiled = _compile(pattern)
+        with self._lock:
+            self._patterns.append((compiled, None))
+            self._rebuild()
+
+    def is_sensitive_key(self, key: str) -> bool:
+        """True when the whole value under ``key`` is redacted."""
+        return normalize_key(key) in self._keys[0]
+
+    # -- text ---------------------------------------------------------------------------------------
+
+    def _redact_str(self, text: str) -> tuple[str, Reason | None]:
+        reason: Reason | None = None
+        _, secret_re, _, patterns = self._rules
+        if secret_re is not None and secret_re.search(text):
+            for _ in range(8):  # a replacement can complete a secret that straddles it; bounded passes
+                text = secret_re.sub(REPLACEMENT, text)
+                if not secret_re.search(text):
+                    break
+            reason = "registered_secret"
+        low = text.lower()
+        for pattern, needles in patterns:
+            if needles is not None and not any(n in low for n in needles):
+                continue
+            new = pattern.sub(_replace, text)
+            if new != text:
+                text = new
+                low = text.lower()
+                reason = reason or "credential_pattern"
+        return text, reason
+
+    def redact_text(self, text: str) -> str:
+        """``text`` with every credential pattern and registered secret replaced (no key rules apply)."""
+        return self._redact_str(text)[0]
+
+    # -- JSON ---------------------------------------------------------------------------------------
+
+    def redact(self, value: Any, *, base_path: str = "") -> RedactionResult:
+        """Apply the three rules to a JSON value (notes 3).
+
+        Args:
+            value: a JSON value, possibly holding tagged forms.
+            base_path: the JSON Pointer of ``value`` (``"/input"``); findings are reported below it.
+
+        Returns:
+            RedactionResult: the redacted value (``value`` itself when nothing changed) and one finding
+            per changed value, in walk order.
+        """
+        findings: list[RedactionFinding] = []
+        out = self._walk(value, base_path, [], findings, self._strings_may_match(value))
+        return RedactionResult(out, findings)
+
+    def _strings_may_match(self, value: Any) -> bool:
+        """Screen the whole payload in one pass; False means no string can match (keys still count)."""
+        screen, _, secret_blob_re, _ = self._rules
+        if screen is None or type(value) not in (dict, list):
+            return True
+        try:
+            blob = orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            return True
+        if b'"$stepfork":"bytes"' in blob or b'"$stepfork":"str"' in blob:
+            return True  # base64 hides the text from the screen
+        if secret_blob_re is not None and secret_blob_re.search(blob):
+            return True
+        low = blob.lower()
+        return any(n in low for n in screen)
+
+    def _walk(
+        self, value: Any, base: str, parts: list[str | int], found: list[RedactionFinding], scan: bool
+    ) -> Any:
+        # ``parts`` is the key stack below ``base``; pointers are built only for findings (hot path).
+        t = type(value)
+        if t is str:
+            if not scan:
+                return value
+            new, reason = self._redact_str(value)
+            if reason is not None and new != value:
+                found.append(RedactionFinding(_join(base, parts), reason))
+                return new
+            return value
+        if t is list:
+            out: list[Any] | None = None
+            for i, item in enumerate(value):
+                ti = type(item)
+                if ti is not dict and ti is not list and (ti is not str or not scan):
+                    continue
+                parts.append(i)
+                new_item = self._walk(item, base, parts, found, scan)
+                parts.pop()
+                if new_item is not item:
+                    if out is None:
+                        out = list(value)
+                    out[i] = new_item
+            return value if out is None else out
+        if t is dict:
+            if _TAG in value:
+                return self._walk_tag(value, _join(base, parts), found)
+            copy: dict[str, Any] | None = None
+            names, verdicts = self._keys
+            for key, item in value.items():
+                sensitive = verdicts.get(key)
+                if sensitive is None:
+                    sensitive = _remember(names, verdicts, key)
+                if sensitive:
+                    if type(item) is str and item == REPLACEMENT:
+                        continue  # already redacted: no new finding
+                    found.append(RedactionFinding(_join(base, [*parts, key]), "sensitive_key"))
+                    new_item = REPLACEMENT
+                else:
+                    ti = type(item)
+                    if ti is not dict and ti is not list and (ti is not str or not scan):
+                        continue
+                    parts.append(key)
+                    new_item = self._walk(item, base, parts, found, scan)
+                    parts.pop()
+                if new_item is not item:
+                    if copy is None:
+                        copy = dict(value)
+                    copy[key] = new_item
+            return value if copy is None else copy
+        return value
+
+    def _walk_tag(self, value: dict[str, Any], path: str, findings: list[RedactionFinding]) -> Any:
+        kind, raw = value.get(_TAG), value.get("value")
+        sub = _pointer(path, "value")
+        if kind in ("bytes", "str") and type(raw) is str:
+            try:
+                data = base64.b64decode(raw, validate=True)
+                text = data.decode("utf-8", "surrogatepass" if kind == "str" else "strict")
+            except (binascii.Error, UnicodeDecodeError):
+                return value  # binary bytes: no text to scan
+            new, reason = self._redact_str(text)
+            if reason is None or new == text:
+                return value
+            findings.append(RedactionFinding(sub, reason))
+            encoded = new.encode("utf-8", "surrogatepass" if kind == "str" else "strict")
+            return {**value, "value": base64.b64encode(encoded).decode("ascii")}
+        if kind == "dict" and type(raw) is list:  # pairs form: a str key still decides sensitivity
+            out: list[Any] | None = None
+            for i, pair in enumerate(raw):
+                is_pair = type(pair) is list and len(pair) == 2 and type(pair[0]) is str
+                if is_pair and self.is_sensitive_key(pair[0]):
+                    if pair[1] == REPLACEMENT and type(pair[1]) is str:
+                        continue
+                    findings.append(RedactionFinding(_pointer(_pointer(sub, i), 1), "sensitive_key"))
+                    new_pair: Any = [pair[0], REPLACEMENT]
+                else:
+                    new_pair = self._walk(pair, _pointer(sub, i), [], findings, True)
+                if new_pair is not pair:
+                    if out is None:
+                        out = list(raw)
+                    out[i] = new_pair
+            return value if out is None else {**value, "value": out}
+        new_raw = self._walk(raw, sub, [], findings, True)
+        return value if new_raw is raw else {**value, "value": new_raw}
+
+
+default_redactor: Final = Redactor()
+"""The process-wide rules used by recording, replay, the CLI, diff and export."""
+
+
+def register_secret(value: str) -> None:
+    """Register ``value`` (at least 4 characters) with :data:`default_redactor`; ValueError otherwise."""
+    default_redactor.register_secret(value)
+
+
+def redact_json(value: Any, *, base_path: str = "") -> RedactionResult:
+    """:meth:`Redactor.redact` with :data:`default_redactor`."""
+    return default_redactor.redact(value, base_path=base_path)
+
+
+def redact_text(text: str) -> str:
+    """:meth:`Redactor.redact_text` with :data:`default_redactor`."""
+    return default_redactor.redact_text(text)
+
+
+def _check_protected(redactor: Redactor, name: str, value: Any, owner: str) -> None:
+    for text in [value] if type(value) is not list else value:
+        if type(text) is str and redactor._redact_str(text)[1] is not None:
+            raise RedactionError(
+                f"protected field {name!r} of {owner} holds a secret; it cannot be rewritten (notes 3)",
+                code="secret_in_protected_field",
+            )
+
+
+def _redact_fields(
+    record: Mapping[str, Any], protected: frozenset[str], redactor: Redactor, owner: str
+) -> tuple[dict[str, Any], list[RedactionFinding]]:
+    findings: list[RedactionFinding] = []
+    changed: dict[str, Any] = {}
+    for name, value in record.items():
+        if name in protected:
+            _check_protected(redactor, name, value, owner)
+            continue
+        new = redactor._walk(value, _pointer("", name), [], findings, redactor._strings_may_match(value))
+        if new is not value:
+            changed[name] = new
+    if not changed:
+        return dict(record) if type(record) is not dict else record, findings
+    return {**record, **changed}, findings
+
+
+def redact_event(
+    event: Mapping[str, Any], redactor: Redactor | None = None
+) -> tuple[dict[str, Any], list[RedactionFinding]]:
+    """Redact one event dict (notes 3): every field except the protected ones (models.PROTECTED_EVENT_FIELDS).
+
+    Args:
+        event: an event as a dict (``model_dump`` output or a parsed events.jsonl line).
+        redactor: the rules; :data:`default_redactor` when None.
+
+    Returns:
+        ``(event, findings)``: the redacted event (the same object when nothing changed) whose
+        ``redactions`` list has the new JSON Pointers appended (each once), and the findings.
+
+    Raises:
+        RedactionError(code="secret_in_protected_field"): a protected string (id, timestamp...) holds one.
+    """
+    from stepfork.trace.models import PROTECTED_EVENT_FIELDS
+
+    rules = redactor or default_redactor
+    owner = f"event {rules.redact_text(str(event.get('id')))!r}"  # the id itself may be the leak
+    out, findings = _redact_fields(event, PROTECTED_EVENT_FIELDS, rules, owner)
+    if findings:
+        existing = list(out.get("redactions") or [])
+        for finding in findings:
+            if finding.path not in existing:
+                existing.append(finding.path)
+        out["redactions"] = existing
+    return out, findings
+
+
+def redact_manifest(
+    manifest: Mapping[str, Any], redactor: Redactor | None = None
+) -> tuple[dict[str, Any], list[RedactionFinding]]:
+    """Redact a manifest dict except models.PROTECTED_MANIFEST_FIELDS; findings belong to ``__manifest__``.
+
+    Returns ``(manifest, findings)`` (the same object when nothing changed); raises RedactionError as
+    :func:`redact_event` does.
+    """
+    from stepfork.trace.models import PROTECTED_MANIFEST_FIELDS
+
+    return _redact_fields(manifest, PROTECTED_MANIFEST_FIELDS, redactor or default_redactor, "the manifest")

@@ -1,0 +1,161 @@
+"""Property tests: planted secrets never survive redaction, redaction is idempotent, other data is untouched.
+
+Secrets are planted at random places in random JSON documents: under random keys, inside longer strings,
+in lists, inside tagged bytes, under sensitive keys, and as registered values glued to other text.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stepfork.trace.canonical import compact_json
+from stepfork.trace.redaction import Redactor
+
+B62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def token(alphabet: str, min_size: int, max_size: int) -> st.SearchStrategy[str]:
+    """Random token text starting with "Z9", which the lowercase background text can never contain."""
+    return st.text(alphabet=alphabet, min_size=max(min_size - 2, 0), max_size=max_size - 2).map(
+        lambda t: "Z9" + t
+    )
+
+
+# (text to plant, the secret part that must disappear)
+credentials: st.SearchStrategy[tuple[str, str]] = st.one_of(
+    token(B62 + "_-", 8, 30).map(lambda t: ("sk-" + t, "sk-" + t)),
+    token(B62, 8, 30).map(lambda t: ("sk-proj-" + t, "sk-proj-" + t)),
+    token(B62, 8, 30).map(lambda t: ("sk-ant-api03-" + t, "sk-ant-api03-" + t)),
+    st.tuples(st.sampled_from(["AKIA", "ASIA"]), token(UPPER_DIGITS, 16, 16)).map(
+        lambda p: (p[0] + p[1],) * 2
+    ),
+    st.tuples(
+        st.sampled_from(["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"]), token(B62, 8, 40)
+    ).map(lambda p: (p[0] + p[1],) * 2),
+    st.tuples(st.sampled_from("abprs"), token(B62 + "-", 8, 30)).map(lambda p: (f"xox{p[0]}-{p[1]}",) * 2),
+    token(B62 + "_-", 35, 35).map(lambda t: ("AIza" + t, "AIza" + t)),
+    st.tuples(st.sampled_from(["sk_live_", "rk_live_"]), token(B62, 8, 30)).map(lambda p: (p[0] + p[1],) * 2),
+    st.tuples(token(B62, 4, 20), token(B62, 4, 20), token(B62, 0, 20)).map(
+        lambda p: (f"eyJ{p[0]}.eyJ{p[1]}.{p[2]}",) * 2
+    ),
+    token(B62 + "._~+/-", 8, 30).map(lambda t: (f"Authorization: Bearer {t}", t)),
+    token(B62, 8, 30).map(lambda t: (f"https://user:{t}@example.com/x", t)),
+    st.tuples(
+        st.sampled_from(["key", "token", "sig", "signature", "access_token", "api_key", "password"]),
+        token(B62 + "%.-", 4, 20),
+    ).map(lambda p: (f"https://h.io/p?a=1&{p[0]}={p[1]}", p[1])),
+    token(B62 + "\n", 10, 60).map(
+        lambda t: (f"-----BEGIN PRIVATE KEY-----\n{t}\n-----END PRIVATE KEY-----", t)
+    ),
+)
+
+# Background text that no rule matches: lowercase words, spaces and some punctuation/unicode.
+safe_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz .,!é\u2028😀", max_size=12)
+redactor_for_keys = Redactor()
+safe_keys = safe_text.filter(lambda k: not redactor_for_keys.is_sensitive_key(k))
+sensitive_keys = st.sampled_from(
+    [
+        "api_key",
+        "apiKey",
+        "X-API-KEY",
+        "token",
+        "Set-Cookie",
+        "client_secret",
+        "aws_secret_access_key",
+        "privateKey",
+        "password",
+        "Authorization",
+    ]
+)
+background = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), safe_text
+    ),
+    lambda c: st.one_of(st.lists(c, max_size=4), st.dictionaries(safe_keys, c, max_size=4)),
+    max_leaves=15,
+)
+
+
+def bytes_tag(text: str) -> dict[str, str]:
+    return {"$stepfork": "bytes", "value": base64.b64encode(text.encode()).decode()}
+
+
+def planted(data: st.DataObject, registered: list[str]) -> tuple[Any, list[str]]:
+    """A document with secrets at random places, and the list of secret strings that must disappear."""
+    must_vanish: list[str] = []
+    doc = data.draw(background)
+    for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
+        kind = data.draw(st.sampled_from(["pattern", "registered", "key"]))
+        if kind == "pattern":
+            text, secret = data.draw(credentials)
+            must_vanish.append(secret)
+            value: Any = f"{data.draw(safe_text)} {text} {data.draw(safe_text)}"
+        elif kind == "registered":
+            secret = data.draw(st.sampled_from(registered))
+            must_vanish.append(secret)
+            value = f"{data.draw(safe_text)}{secret}{data.draw(safe_text)}"  # glued to other text
+        else:
+            secret = "zq" + data.draw(token(B62, 14, 20))
+            must_vanish.append(secret)
+            value = {data.draw(sensitive_keys): data.draw(st.sampled_from([secret, [secret], {"v": secret}]))}
+        wrap = data.draw(st.sampled_from(["plain", "list", "bytes"]))
+        if wrap == "list":
+            value = [value]
+        elif wrap == "bytes" and isinstance(value, str):
+            value = bytes_tag(value)
+        doc = insert(data, doc, value)
+    return doc, must_vanish
+
+
+def insert(data: st.DataObject, doc: Any, value: Any) -> Any:
+    """Put ``value`` at a random place inside ``doc`` (a new container on the way down)."""
+    if isinstance(doc, dict) and doc and "$stepfork" not in doc and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(doc)))
+        return {**doc, key: insert(data, doc[key], value)}
+    if isinstance(doc, list) and doc and data.draw(st.booleans()):
+        i = data.draw(st.integers(min_value=0, max_value=len(doc) - 1))
+        return [*doc[:i], insert(data, doc[i], value), *doc[i + 1 :]]
+    return {"k" + data.draw(safe_text).replace(" ", ""): value, "rest": doc}
+
+
+def visible_text(value: Any) -> str:
+    """Everything a reader of the bundle could see: the JSON text plus the text inside tagged bytes."""
+    parts = [compact_json(value).decode()]
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("$stepfork") == "bytes":
+                parts.append(base64.b64decode(item["value"]).decode("utf-8", "replace"))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return "\n".join(parts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.lists(token(B62, 6, 16), min_size=1, max_size=3))
+def test_no_planted_secret_survives_and_redacting_twice_equals_once(data, registered):
+    redactor = Redactor(secrets=registered)
+    doc, must_vanish = planted(data, registered)
+    once = redactor.redact(doc)
+    seen = visible_text(once.value)
+    for secret in must_vanish:
+        assert secret not in seen
+    twice = redactor.redact(once.value)
+    assert twice.value is once.value
+    assert twice.findings == []
+    assert once.findings  # every plant changes something
+
+
+@settings(max_examples=150, deadline=None)
+@given(background)
+def test_documents_without_secrets_come_back_unchanged_as_the_same_object(doc):
+    result = Redactor(secrets=["registered-but-absent"]).redact(doc)
+    assert result.value is doc
+    assert result.findings == []
