@@ -1,1 +1,62 @@
-"""stepfork.analysis (work in progress)."""
+"""stepfork.analysis: diff, minimize, score, fork, pytest export and the runner with receipts.
+
+Public names are imported lazily (PEP 562) from the module that owns them; add a name with one line in
+``_EXPORTS``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # export (code generation)
+    "generate_pytest_source": "stepfork.analysis.export",
+    "export_pytest_test": "stepfork.analysis.export",
+    "read_exported_constants": "stepfork.analysis.export",
+    "ExportError": "stepfork.analysis.export",
+    "ExportExistsError": "stepfork.analysis.export",
+    "ExportResult": "stepfork.analysis.export",
+    # run + receipts
+    "run_exported_test": "stepfork.analysis.runner",
+    "RunInputError": "stepfork.analysis.runner",
+    "Receipt": "stepfork.analysis.receipt",
+    # diff, score, minimize, fork (issue 5)
+    "diff_traces": "stepfork.analysis.diff",
+    "DiffResult": "stepfork.analysis.diff",
+    "StepDiff": "stepfork.analysis.diff",
+    "TraceSummary": "stepfork.analysis.diff",
+    "BehaviorStep": "stepfork.analysis.behavior",
+    "FieldChange": "stepfork.analysis.behavior",
+    "extract_behavior": "stepfork.analysis.behavior",
+    "first_difference": "stepfork.analysis.behavior",
+    "values_equal": "stepfork.analysis.behavior",
+    "score_test": "stepfork.analysis.score",
+    "ScoreResult": "stepfork.analysis.score",
+    "ScoreError": "stepfork.analysis.score",
+    "minimize_trace": "stepfork.analysis.minimize",
+    "MinimizeResult": "stepfork.analysis.minimize",
+    "MinimizeError": "stepfork.analysis.minimize",
+    "fork": "stepfork.analysis.forking",
+    "ForkResult": "stepfork.analysis.forking",
+    "ForkError": "stepfork.analysis.forking",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use; AttributeError for unknown names."""
+    try:
+        module_name = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'stepfork.analysis' has no attribute {name!r}") from None
+    from importlib import import_module
+
+    value = getattr(import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

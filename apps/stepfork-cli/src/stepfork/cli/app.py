@@ -1,0 +1,117 @@
+"""The ``stepfork`` command: a thin typer app that parses, calls a library function, renders, exits.
+
+Cold start matters (STYLE.md, "A responsive CLI"): ``stepfork --version`` is answered before typer is even
+imported, help is rendered by plain click formatting (``rich_markup_mode=None``, so rich is not imported
+for ``--help``), and every command module imports its library and rich inside the command function.
+
+Adding a command is one module under :mod:`stepfork.cli.commands` that defines ``register(app)`` plus one
+line in :data:`COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    import typer
+
+# command name -> module defining ``register(app: typer.Typer) -> None``; order is the help order.
+COMMANDS: dict[str, str] = {
+    "validate": "stepfork.cli.commands.validate",
+    "inspect": "stepfork.cli.commands.inspect",
+    "replay": "stepfork.cli.commands.replay",
+    "minimize": "stepfork.cli.commands.minimize",
+    "fork": "stepfork.cli.commands.fork",
+    "score": "stepfork.cli.commands.score",
+    "diff": "stepfork.cli.commands.diff",
+    "export": "stepfork.cli.commands.export",
+    "run": "stepfork.cli.commands.run",
+}
+
+_VERSION_FLAGS = ("--version", "-V")
+
+
+def _version() -> str:
+    from stepfork.trace._version import __version__
+
+    return __version__
+
+
+def build_app() -> typer.Typer:
+    """Return the typer application with every command of :data:`COMMANDS` registered."""
+    from importlib import import_module
+
+    import typer
+
+    app = typer.Typer(
+        name="stepfork",
+        help="Record, replay and regression-test LLM agents (.sftrace bundles).",
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        no_args_is_help=True,
+        context_settings={"help_option_names": ["--help"]},
+    )
+
+    @app.callback()
+    def _root(
+        version: bool = typer.Option(
+            False, "--version", "-V", help="Show the Stepfork version and exit.", is_eager=True
+        ),
+        debug: bool = typer.Option(False, "--debug", help="Show a traceback on unexpected errors."),
+    ) -> None:
+        """Stepfork: validate, inspect, replay, export and run .sftrace regression checks."""
+        if version:
+            typer.echo(f"stepfork {_version()}")
+            raise typer.Exit(0)
+
+    for module_name in COMMANDS.values():
+        import_module(module_name).register(app)
+    return app
+
+
+def _debug_requested(args: Sequence[str]) -> bool:
+    """True when ``--debug`` appears before the command name, or STEPFORK_DEBUG=1 is set."""
+    if os.environ.get("STEPFORK_DEBUG") == "1":
+        return True
+    for arg in args:
+        if arg in COMMANDS:
+            return False
+        if arg == "--debug":
+            return True
+    return False
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the CLI on ``argv`` (default ``sys.argv[1:]``) and exit with the command's exit code.
+
+    Exit codes follow spec/cli-reference.txt. An unexpected exception prints one line and exits 1;
+    ``--debug`` (or ``STEPFORK_DEBUG=1``) re-raises it so the traceback shows.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in _VERSION_FLAGS:
+        sys.stdout.write(f"stepfork {_version()}\n")
+        raise SystemExit(0)
+
+    debug = _debug_requested(args)
+    try:
+        import typer.main
+
+        command = typer.main.get_command(build_app())
+        command.main(args=args, prog_name="stepfork", standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        raise SystemExit(130) from None
+    except Exception as exc:
+        if debug:
+            raise
+        sys.stderr.write(f"stepfork: internal error: {type(exc).__name__}: {exc} (rerun with --debug)\n")
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""One module per command; each defines ``register(app)`` (see stepfork.cli.app.COMMANDS)."""

@@ -1,0 +1,38 @@
+"""``stepfork diff BASELINE CANDIDATE [--json]`` (spec/cli-reference.txt "diff").
+
+Exit codes: 0 behaviour equivalent, 1 meaningful behavioural difference, 2 invalid or unreadable input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def diff(
+    baseline: Path = typer.Argument(..., help="Baseline .sftrace directory bundle."),
+    candidate: Path = typer.Argument(..., help="Candidate .sftrace directory bundle."),
+    as_json: bool = typer.Option(False, "--json", help="Emit machine-readable JSON (no Rich markup)."),
+) -> None:
+    """Compare the behavior of two recorded agent runs."""
+    import json
+
+    from stepfork.analysis.diff import diff_traces
+    from stepfork.trace import TraceError
+
+    try:
+        result = diff_traces(baseline, candidate)
+    except (TraceError, OSError) as exc:
+        typer.echo(f"Unreadable bundle: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        typer.echo(str(result))
+    raise typer.Exit(result.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``diff`` command to ``app``."""
+    app.command("diff")(diff)

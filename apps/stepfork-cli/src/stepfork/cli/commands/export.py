@@ -1,0 +1,107 @@
+"""``stepfork export PATH --pytest --entrypoint M:F [...]`` (spec/cli-reference.txt "export").
+
+Exit 0 written; 1 when the destination exists or the write fails; 2 for bad input (non-pytest format,
+missing entrypoint, invalid mode, strict validation failed, bad expectation JSON) (notes section 4 table).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+# ExportError codes that exit 1; every other code is bad input, exit 2.
+_EXIT_1_CODES = frozenset({"already_exists", "write_failed"})
+
+
+def export(
+    path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
+    pytest_format: Annotated[
+        bool, typer.Option("--pytest/--no-pytest", help="Export a pytest test (the only v0.1 format).")
+    ] = False,
+    entrypoint: Annotated[
+        str | None,
+        typer.Option("--entrypoint", help="Trusted local MODULE:FUNCTION the generated test executes."),
+    ] = None,
+    expect_output: Annotated[
+        Path | None,
+        typer.Option("--expect-output", help="JSON file defining the expected regression outcome."),
+    ] = None,
+    expect_trajectory: Annotated[
+        Path | None,
+        typer.Option("--expect-trajectory", help="Reviewed JSON file defining tool and step assertions."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Destination test file. Default ./test_<trace>_regression.py."),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the output file if it already exists.")
+    ] = False,
+    mode: Annotated[str, typer.Option("--mode", help="Replay mode used by the generated test.")] = "frozen",
+    allow_live_tool: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-live-tool", help="Embed authorization for a named tool in a live test. Repeatable."
+        ),
+    ] = None,
+) -> None:
+    """Export an executable pytest regression test from a trace."""
+    from stepfork.analysis.export import (
+        EXPORT_MODES,
+        ExportError,
+        export_pytest_test,
+        load_expectation_file,
+        load_trajectory_file,
+    )
+    from stepfork.cli.output import fail, sanitize
+
+    if not pytest_format:
+        fail("v0.1 supports pytest export only (--pytest).", 2)
+    if not entrypoint:
+        fail("An executable regression test needs --entrypoint MODULE:FUNCTION.", 2)
+    if mode not in EXPORT_MODES:
+        fail(f"Invalid replay mode {mode}.", 2)
+    try:
+        expectation = load_expectation_file(expect_output) if expect_output is not None else None
+        trajectory = load_trajectory_file(expect_trajectory) if expect_trajectory is not None else None
+        result = export_pytest_test(
+            trace_path=path,
+            entrypoint=entrypoint,
+            output_path=output,
+            expectation=expectation,
+            has_expectation=True if expect_output is not None else None,
+            trajectory_expectation=trajectory,
+            mode=mode,
+            allow_live_tools=allow_live_tool or None,
+            overwrite=overwrite,
+        )
+    except ExportError as exc:
+        fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)
+
+    typer.echo(f"Wrote {result.path}")
+    typer.echo(f"Entrypoint: {entrypoint}")
+    typer.echo(f"Mode:       {mode}")
+    if result.has_expectation:
+        typer.echo(f"Expectation: {json.dumps(sanitize(result.expectation), ensure_ascii=False)}")
+    if result.expectation_source == "recorded":
+        typer.echo(
+            "Warning: no --expect-output given; the test asserts the recorded run output, which passes "
+            "against the code that produced the recording. Pass --expect-output to assert the corrected "
+            "behavior.",
+            err=True,
+        )
+    elif result.expectation_source == "none":
+        typer.echo(
+            "Warning: no --expect-output given and the recorded run has no completed output to assert; the "
+            "test checks that the entrypoint replays the recording and returns. Pass --expect-output with "
+            "the corrected behavior.",
+            err=True,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``export`` command to ``app``."""
+    app.command("export")(export)

@@ -1,0 +1,70 @@
+"""``stepfork fork PATH --step N --entrypoint M:F --output OUT [...]`` (issue 5, "fork").
+
+Calls before step N are served from the recording, calls from N on run live (tools only with
+--allow-live-tool); the whole run is recorded into OUT. Exit codes: 0 the forked run completed, 1 the
+entrypoint raised (the failed run is still recorded in OUT), 2 invalid input (unreadable trace, unknown
+step, bad --override, unresolvable entrypoint, OUT exists without --overwrite).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def fork(
+    path: Path = typer.Argument(..., help="Path to the .sftrace bundle to fork."),
+    step: int = typer.Option(..., "--step", help="Fork at this event step (as `inspect` shows it)."),
+    entrypoint: str = typer.Option(..., "--entrypoint", "-e", help="Agent entrypoint as MODULE:FUNCTION."),
+    output: Path = typer.Option(..., "--output", "-o", help="Path of the new .sftrace bundle."),
+    live_llm: list[str] = typer.Option(
+        [], "--live-llm", help="LLM label allowed live after the fork. Repeat."
+    ),
+    allow_live_tool: list[str] = typer.Option(
+        [], "--allow-live-tool", help="Tool whose body may run after the fork. Repeat for each tool."
+    ),
+    override: list[str] = typer.Option(
+        [], "--override", help="STEP=JSONFILE: replace the recorded output of a step before the fork. Repeat."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace OUT if it exists."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Fork a recorded run at a step: frozen before it, live from it, recorded into a new bundle."""
+    import json
+
+    from stepfork.analysis.forking import ForkError
+    from stepfork.analysis.forking import fork as run_fork
+    from stepfork.trace import loads_json
+
+    overrides: dict[int, object] = {}
+    for item in override:
+        key, sep, file = item.partition("=")
+        try:
+            if not sep or not key.strip().lstrip("-").isdigit():
+                raise ValueError("expected STEP=JSONFILE")
+            overrides[int(key)] = loads_json(Path(file).read_bytes())
+        except (OSError, ValueError) as exc:
+            typer.echo(f"Invalid --override {item}: {exc}", err=True)
+            raise typer.Exit(2) from None
+    try:
+        result = run_fork(
+            path,
+            step=step,
+            entrypoint=entrypoint,
+            output=output,
+            live_llms=live_llm,
+            allow_live_tools=allow_live_tool,
+            overrides=overrides,
+            overwrite=overwrite,
+        )
+    except ForkError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if as_json else str(result))
+    raise typer.Exit(result.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``fork`` command to ``app``."""
+    app.command("fork")(fork)

@@ -1,0 +1,140 @@
+"""``stepfork replay PATH --entrypoint M:F [--mode] [--allow-live-tool]... [--verbose]`` (spec "replay").
+
+The library (:func:`stepfork.replay.outcome.replay_entrypoint`) runs the replay and computes the report;
+this module renders it. Exit 0 no divergence (or a reproduced recorded failure), 1 divergence, 2 invalid
+mode, unreadable trace or unresolvable entrypoint. In ``manual`` mode each call is put to the user on the
+terminal; with a standard input that is not a terminal the command refuses before anything runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+CLI_MODES = ("frozen", "live", "forbidden", "manual")
+
+
+def replay(
+    path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
+    entrypoint: Annotated[
+        str | None,
+        typer.Option("--entrypoint", help="Trusted local MODULE:FUNCTION to execute under replay. Required."),
+    ] = None,
+    mode: Annotated[
+        str, typer.Option("--mode", help="Replay mode: frozen, live, forbidden, or manual.")
+    ] = "frozen",
+    allow_live_tool: Annotated[
+        list[str] | None,
+        typer.Option("--allow-live-tool", help="Authorize a named tool to execute in live mode. Repeatable."),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Show full diagnostic fingerprints instead of abbreviated ones.")
+    ] = False,
+) -> None:
+    """Execute a trusted entrypoint with dependencies replayed from a trace."""
+    from stepfork.cli.output import fail, sanitize_text
+
+    if mode not in CLI_MODES:
+        fail(f"Invalid replay mode {mode}.", 2)
+    if not entrypoint:
+        fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
+    approve = None
+    if mode == "manual":
+        if not sys.stdin.isatty():
+            fail("Manual replay mode asks for approval on a terminal; standard input is not a terminal.", 2)
+        approve = _ask
+
+    from stepfork.replay.entrypoint import EntrypointError
+    from stepfork.replay.outcome import replay_entrypoint
+    from stepfork.trace.errors import TraceError
+
+    try:
+        outcome = replay_entrypoint(
+            path, entrypoint, mode=mode, allow_live_tools=allow_live_tool or None, approve=approve
+        )
+    except EntrypointError as exc:
+        fail(f"Unable to resolve entrypoint.\n{_entrypoint_detail(exc)}", 2)
+    except TraceError as exc:
+        fail(f"Unreadable trace {path}: {sanitize_text(str(exc))}", 2)
+    except ValueError as exc:
+        fail(sanitize_text(str(exc)), 2)
+    _render(outcome, path, entrypoint, verbose=verbose)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _entrypoint_detail(exc: Any) -> str:
+    """The spec's detail line for each EntrypointError code (spec "replay", Common errors)."""
+    if exc.code == "bad_form":
+        return f"invalid entrypoint {exc.spec!r}; expected the form MODULE:FUNCTION"
+    if exc.code == "not_callable":
+        return f"entrypoint {exc.spec!r} is not callable"
+    return str(exc)
+
+
+def _ask(call: Any) -> bool:
+    """Manual-mode approval: show the call (redacted input) and ask on the terminal."""
+    from stepfork.cli.output import compact
+
+    label = (
+        call.name
+        if call.kind == "tool"
+        else (f"{call.provider}/{call.model}" if call.provider else call.model)
+    )
+    shown = compact(call.input)
+    if len(shown) > 200:
+        shown = shown[:199] + "…"
+    return typer.confirm(f"Approve {call.kind} {label} with input {shown}?", default=False, err=True)
+
+
+def _render(outcome: Any, path: Path, entrypoint: str, *, verbose: bool) -> None:
+    from stepfork.cli.output import compact, sanitize_text
+
+    lines = [
+        "Stepfork Replay",
+        "",
+        f"{'Trace':<14}{path}",
+        f"{'Agent':<14}{sanitize_text(outcome.agent_name)}",
+        f"{'Entrypoint':<14}{entrypoint}",
+        f"{'Mode':<14}{outcome.mode}",
+        "",
+        "Dependency Calls",
+    ]
+    if not outcome.calls:
+        lines.append("  (none reached)")
+    for call in outcome.calls:
+        extra = ", recorded error" if call.status is not None and str(call.status) == "error" else ""
+        lines.append(f"  {call.index + 1}. {call.kind} {sanitize_text(call.label)} ({call.action}{extra})")
+    matching = outcome.matching
+    lines.append(f"Dependency matching: {matching.status}")
+    if matching.message:
+        lines.append(f"  {sanitize_text(matching.message)}")
+    if matching.diagnostic is not None and matching.status == "DIVERGED":
+        lines.extend("  " + line for line in matching.diagnostic.render(verbose=verbose).splitlines())
+    lines.append("")
+    execution = outcome.execution
+    if execution.status == "RAISED":
+        lines.append(f"Execution: RAISED {execution.error_type}: {execution.error_message}")
+    else:
+        lines.append(f"Execution: {execution.status}")
+    behavior = outcome.behavior
+    lines.append(f"Recorded behavior: {behavior.status}")
+    if behavior.status not in ("MATCHED", "REPRODUCED FAILURE"):
+        lines.append(f"  {sanitize_text(behavior.message)}")
+    lines.append(f"Status: {_status(outcome)}")
+    if execution.status == "COMPLETED" and behavior.status != "UNVERIFIABLE":
+        lines.append(f"Final result: {compact(outcome.result)}")
+    typer.echo("\n".join(lines))
+
+
+def _status(outcome: Any) -> str:
+    if outcome.exit_code == 0:
+        return "REPRODUCED FAILURE" if outcome.behavior.status == "REPRODUCED FAILURE" else "COMPLETED"
+    return "DIVERGED" if outcome.exit_code == 1 else "REJECTED"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``replay`` command to ``app``."""
+    app.command("replay")(replay)

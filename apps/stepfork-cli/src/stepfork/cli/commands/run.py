@@ -1,0 +1,97 @@
+"""``stepfork run TEST [--bundle] [--receipt] [--json] [--pytest-arg]... [--timeout-seconds]`` (spec "run").
+
+Exit 0 passed, 1 failed (a caught regression), 2 could_not_execute (the check never ran).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+_VERDICT_LINES = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "could_not_execute": "COULD NOT EXECUTE",
+}
+
+
+def run(
+    test: Annotated[Path, typer.Argument(help="The pytest file stepfork export wrote.")],
+    bundle: Annotated[
+        Path | None,
+        typer.Option(
+            "--bundle", help="Name the .sftrace bundle instead of reading TRACE_PATH from the test."
+        ),
+    ] = None,
+    receipt: Annotated[
+        Path | None, typer.Option("--receipt", help="Write a JSON receipt of what the runner observed.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the receipt to stdout.")] = False,
+    pytest_arg: Annotated[
+        list[str] | None,
+        typer.Option("--pytest-arg", help="Extra argument for the pytest subprocess. Repeat per argument."),
+    ] = None,
+    timeout_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout-seconds", help="Stop the check after this long and report could_not_execute."
+        ),
+    ] = None,
+) -> None:
+    """Run an exported regression test and write the receipt yourself."""
+    from stepfork.analysis.runner import RunInputError, run_exported_test
+    from stepfork.cli.output import fail
+
+    try:
+        result = run_exported_test(
+            test,
+            bundle=bundle,
+            receipt_path=receipt,
+            pytest_args=pytest_arg or (),
+            timeout_seconds=timeout_seconds,
+        )
+    except RunInputError as exc:
+        fail(str(exc), 2)
+    except OSError as exc:
+        fail(f"cannot write the receipt {receipt}: {exc}", 2)
+    if as_json:
+        typer.echo(result.to_json(), nl=False)
+        raise typer.Exit(result.exit_code)
+
+    counts = result.counts
+
+    def short(value: str | None) -> str:
+        return value[:16] if value else "-"
+
+    rows = [
+        ("Test", result.test),
+        ("Test sha256", short(result.test_sha256)),
+        ("Bundle", result.bundle or "-"),
+        ("Bundle digest", short(result.bundle_digest)),
+        ("pytest exit", "-" if result.exit_status is None else str(result.exit_status)),
+        (
+            "Collected",
+            f"{counts.get('tests', 0)} test(s), {counts.get('failures', 0)} failure(s), "
+            f"{counts.get('errors', 0)} error(s), {counts.get('skipped', 0)} skipped",
+        ),
+    ]
+    for label, value in rows:
+        typer.echo(f"{label:<17}{value}")
+    typer.echo("")
+    typer.echo(f"Verdict: {_VERDICT_LINES[result.verdict]}")
+    if result.verdict == "could_not_execute":
+        typer.echo(f"Reason: {result.reason}")
+        typer.echo(result.detail)
+        typer.echo("The check did not execute, so this run says nothing about the agent's behaviour.")
+    elif result.verdict == "failed":
+        typer.echo(result.detail)
+    if receipt is not None:
+        typer.echo(f"Receipt: {receipt}")
+    raise typer.Exit(result.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``run`` command to ``app``."""
+    app.command("run")(run)

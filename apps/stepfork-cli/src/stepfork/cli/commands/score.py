@@ -1,0 +1,45 @@
+"""``stepfork score TEST [--expect-output] [--bundle] [--json]`` (spec/cli-reference.txt "score").
+
+Reads the exported test with ast only (never imports or runs it). Exit codes: 0 ``claim_pinned``,
+1 ``run_pinned``, 2 cannot answer (no expectation, no recorded run, unreadable test or bundle).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def score(
+    test: Path = typer.Argument(..., help="Exported pytest regression test."),
+    expect_output: Path | None = typer.Option(
+        None, "--expect-output", help="Score this expectation instead of the one the test embeds."
+    ),
+    bundle: Path | None = typer.Option(
+        None, "--bundle", help="Bundle to read the recorded run from. Default: the TRACE_PATH the test names."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the score as JSON."),
+) -> None:
+    """Score an exported expectation against a mutant battery derived from the recorded run."""
+    import json
+
+    from stepfork.analysis.score import ScoreError, score_test
+
+    try:
+        result = score_test(test, expect_output=expect_output, bundle=bundle)
+    except ScoreError as exc:
+        if as_json:
+            typer.echo(json.dumps({"error": exc.code, "message": str(exc), "path": exc.path}))
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        typer.echo(str(result))
+    raise typer.Exit(result.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``score`` command to ``app``."""
+    app.command("score")(score)

@@ -1,0 +1,58 @@
+"""``stepfork validate PATH [--partial] [--verify-integrity]`` (spec/cli-reference.txt "validate").
+
+Exit codes (interop/REFERENCE-NOTES.md section 4 table): 3 for --verify-integrity on a legacy bundle
+(checked first), 2 for an unreadable bundle or unusable integrity metadata, 1 for other issues, 0 valid.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def validate(
+    path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
+    partial: Annotated[
+        bool,
+        typer.Option("--partial", help="Allow incomplete in-progress traces, skipping run_start checks."),
+    ] = False,
+    verify_integrity: Annotated[
+        bool,
+        typer.Option(
+            "--verify-integrity", help="Verify per-event payload hashes and bundle integrity metadata."
+        ),
+    ] = False,
+) -> None:
+    """Validate a .sftrace bundle."""
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.trace.validation import validate_bundle
+
+    result = validate_bundle(path, strict=not partial, verify_integrity=verify_integrity)
+    if verify_integrity and result.legacy:
+        fail("Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))", 3)
+    for check in result.checks:
+        typer.echo(f"{'✓' if check.passed else '✗'} {check.name}")
+    for warning in result.warnings:
+        typer.echo(f"warning: {warning.code}: {sanitize_text(warning.message)}")
+    typer.echo("")
+    if result.valid:
+        typer.echo("Validation passed.")
+        raise typer.Exit(0)
+    count = len(result.issues)
+    typer.echo(f"Validation failed: {count} issues.")  # the spec's wording, whatever N
+    for issue in result.issues:
+        where = [part for part in (issue.location, _step(issue.step), issue.event_id) if part]
+        suffix = f" ({', '.join(where)})" if where else ""
+        typer.echo(f"  {issue.code}: {sanitize_text(issue.message)}{suffix}")
+    raise typer.Exit(2 if result.unreadable else 1)
+
+
+def _step(step: int | None) -> str | None:
+    return None if step is None else f"step {step}"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``validate`` command to ``app``."""
+    app.command("validate")(validate)

@@ -1,0 +1,69 @@
+"""Output helpers shared by the commands: one-line errors with exit codes, sanitizing, rich console.
+
+Everything trace-derived goes through :func:`sanitize` / :func:`sanitize_text` before it is printed
+(secrets appear as ``[REDACTED]``; spec/cli-reference.txt "Error handling").
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+
+
+class CliExit(Exception):
+    """Raised by a command to stop with ``code`` after printing ``message`` (one line, or a few)."""
+
+    def __init__(self, message: str, code: int, *, stream: str = "stderr") -> None:
+        super().__init__(message)
+        self.code = code
+        self.stream = stream
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print ``message`` to stderr and exit with ``code`` (typer.Exit, so no traceback)."""
+    import typer
+
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.stderr.flush()
+    raise typer.Exit(code)
+
+
+def emit_json(value: Any) -> None:
+    """Print a JSON value to stdout, pretty-printed, non-ASCII kept."""
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def sanitize(value: Any) -> Any:
+    """The redacted copy of a JSON value (interop notes section 3: the same redact_json as the bundle)."""
+    from stepfork.trace.redaction import redact_json
+
+    return redact_json(value).value
+
+
+def sanitize_text(text: str) -> str:
+    """``text`` with credential patterns replaced by ``[REDACTED]``."""
+    redacted = sanitize(text)
+    return redacted if isinstance(redacted, str) else "[REDACTED]"
+
+
+def compact(value: Any) -> str:
+    """Compact, sanitized JSON text of a value, for one-line display."""
+    return json.dumps(sanitize(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def abbreviate(fingerprint: str | None, verbose: bool) -> str:
+    """A SHA-256 hex shown as its first 12 characters plus an ellipsis, unless ``verbose`` (spec replay)."""
+    if not fingerprint:
+        return "-"
+    return fingerprint if verbose or len(fingerprint) <= 16 else fingerprint[:12] + "…"
+
+
+def console() -> Console:
+    """A rich console on stdout with markup and highlighting off (trace text is data, not markup)."""
+    from rich.console import Console
+
+    return Console(markup=False, highlight=False, emoji=False, soft_wrap=False)

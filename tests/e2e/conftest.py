@@ -1,0 +1,87 @@
+"""End-to-end helpers: run the real ``stepfork`` executable in a subprocess, as a user types it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = (REPO / ".." / "shared" / "interop" / "reference-bundles").resolve()
+GOLDEN = REFERENCE / "tests" / "golden"
+ENTRYPOINTS = Path(__file__).resolve().parent / "entrypoints"
+QUICKSTART = REPO / "examples" / "quickstart"
+
+
+def stepfork_executable() -> str:
+    """The console script installed beside this interpreter (the hatch env), else the one on PATH."""
+    beside = Path(sys.executable).parent / "stepfork"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("stepfork")
+    if found is None:  # pragma: no cover - the test environment installs stepfork-cli
+        pytest.skip("the stepfork executable is not installed")
+    return found
+
+
+@dataclass
+class Result:
+    """What a command did: exit code, stdout, stderr."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+def cli_env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "120", "NO_COLOR": "1"}
+    env.pop("STEPFORK_DEBUG", None)
+    return env
+
+
+def run_cli(*args: str | os.PathLike[str], cwd: Path | None = None, stdin: str | None = None) -> Result:
+    """Run ``stepfork ARGS`` in ``cwd`` and capture everything (a 120 s guard against hangs)."""
+    done = subprocess.run(
+        [stepfork_executable(), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        input=stdin if stdin is not None else "",
+        env=cli_env(),
+        timeout=120,
+        check=False,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.fixture
+def golden_copy(tmp_path: Path):
+    """Copy a golden reference bundle into tmp_path: ``golden_copy("successful_run") -> Path``."""
+
+    def copy(name: str, dest: str | None = None) -> Path:
+        target = tmp_path / (dest or f"{name}.sftrace")
+        shutil.copytree(GOLDEN / f"{name}.sftrace", target)
+        return target
+
+    return copy
+
+
+@pytest.fixture
+def quickstart(tmp_path: Path) -> Path:
+    """A working copy of examples/quickstart (agent, committed bundle, expected.json) in tmp_path."""
+    work = tmp_path / "quickstart"
+    work.mkdir()
+    for name in ("quickstart.py", "expected.json"):
+        shutil.copy2(QUICKSTART / name, work / name)
+    shutil.copytree(QUICKSTART / "notify.sftrace", work / "notify.sftrace")
+    return work

@@ -1,0 +1,155 @@
+"""``stepfork validate``: every reference bundle gets the notes' verdict; each exit code and message.
+
+Verdicts: interop/REFERENCE-NOTES.md section 4 ("Golden expectations" and the exit-code table); the diff_*
+and example bundles are loaded by the reference's own tests and verify 3/3 (reference-bundles/PROVENANCE.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import REFERENCE, run_cli
+
+# bundle (relative to reference-bundles) -> exit code for: default (strict), --verify-integrity, --partial
+VERDICTS = {
+    "tests/golden/successful_run.sftrace": (0, 0, 0),
+    "tests/golden/failed_tool_run.sftrace": (0, 0, 0),
+    "tests/golden/failed_llm_run.sftrace": (0, 0, 0),
+    "tests/golden/partial_run.sftrace": (1, 1, 0),
+    "tests/golden/legacy_v01.sftrace": (0, 3, 0),
+    "tests/golden/diff_baseline.sftrace": (0, 0, 0),
+    "tests/golden/diff_changed.sftrace": (0, 0, 0),
+    "examples/langgraph_agent/regression/langgraph_failure.sftrace": (0, 0, 0),
+    "examples/real-llm-case-study/traces/incident-triage.sftrace": (0, 0, 0),
+}
+
+
+def test_the_verdict_table_covers_every_reference_bundle() -> None:
+    found = {p.relative_to(REFERENCE).as_posix() for p in REFERENCE.rglob("*.sftrace") if p.is_dir()}
+    assert found == set(VERDICTS)
+
+
+@pytest.mark.parametrize("bundle", sorted(VERDICTS))
+@pytest.mark.parametrize(("column", "options"), [(0, []), (1, ["--verify-integrity"]), (2, ["--partial"])])
+def test_reference_bundles_get_the_notes_verdicts(bundle: str, column: int, options: list[str]) -> None:
+    expected = VERDICTS[bundle][column]
+    result = run_cli("validate", REFERENCE / bundle, *options)
+    assert result.code == expected, result.text
+    if expected == 0:
+        assert "Validation passed." in result.out
+    elif expected == 1:
+        assert "Validation failed: 1 issues." in result.out
+        assert "run_start_count" in result.out
+    else:
+        assert "Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))" in result.err
+
+
+def test_a_valid_bundle_prints_every_check_line_of_the_spec(golden_copy) -> None:
+    result = run_cli("validate", golden_copy("successful_run"), "--verify-integrity")
+    assert result.code == 0
+    for line in (
+        "✓ Manifest structure valid",
+        "✓ Event payloads parse",
+        "✓ Run IDs consistent",
+        "✓ Event count matches",
+        "✓ Strict execution checks",
+        "✓ Integrity verified",
+    ):
+        assert line in result.out.splitlines()
+    assert result.out.rstrip().endswith("Validation passed.")
+
+
+def test_partial_mode_skips_the_strict_check_line(golden_copy) -> None:
+    result = run_cli("validate", golden_copy("partial_run"), "--partial")
+    assert result.code == 0
+    assert "Strict execution checks" not in result.out
+
+
+def _rewrite_events(bundle: Path, edit) -> None:
+    path = bundle / "events.jsonl"
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    edit(lines)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def test_structural_issues_exit_1_with_a_code_per_issue(golden_copy) -> None:
+    bundle = golden_copy("successful_run")
+
+    def duplicate(lines: list[dict]) -> None:
+        lines[2]["id"] = lines[1]["id"]
+
+    _rewrite_events(bundle, duplicate)
+    result = run_cli("validate", bundle)
+    assert result.code == 1, result.text
+    assert "duplicate_event_id" in result.out
+    assert "Validation failed:" in result.out
+
+
+def test_an_event_count_mismatch_is_reported_by_code(golden_copy) -> None:
+    bundle = golden_copy("successful_run")
+    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    manifest["totals"]["events"] = 9
+    (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    result = run_cli("validate", bundle)
+    assert result.code == 1
+    assert "event_count_mismatch" in result.out
+    assert "✗ Event count matches" in result.out
+
+
+def test_a_truncated_events_file_is_unreadable_exit_2(golden_copy) -> None:
+    bundle = golden_copy("successful_run")
+    data = (bundle / "events.jsonl").read_bytes()
+    (bundle / "events.jsonl").write_bytes(data[: len(data) - 40])
+    result = run_cli("validate", bundle)
+    assert result.code == 2, result.text
+    assert "invalid_json" in result.out
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [
+        (lambda b: (b / "manifest.json").unlink(), "missing_file"),
+        (lambda b: (b / "manifest.json").write_text("{not json", encoding="utf-8"), "invalid_json"),
+        (
+            lambda b: (b / "manifest.json").write_text(
+                (b / "manifest.json").read_text(encoding="utf-8").replace('"0.1"', '"9.9"', 1),
+                encoding="utf-8",
+            ),
+            "unsupported_schema",
+        ),
+    ],
+)
+def test_unreadable_bundles_exit_2_with_their_code(golden_copy, damage, code: str) -> None:
+    bundle = golden_copy("successful_run")
+    damage(bundle)
+    result = run_cli("validate", bundle)
+    assert result.code == 2, result.text
+    assert code in result.out
+
+
+def test_a_missing_bundle_exits_2(tmp_path: Path) -> None:
+    result = run_cli("validate", tmp_path / "nowhere.sftrace")
+    assert result.code == 2
+    assert "missing_file" in result.out
+
+
+def test_legacy_with_verify_integrity_is_exit_3_even_when_other_issues_exist(golden_copy) -> None:
+    bundle = golden_copy("legacy_v01")
+    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    manifest["totals"]["events"] = 7
+    (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    assert run_cli("validate", bundle).code == 1
+    assert run_cli("validate", bundle, "--verify-integrity").code == 3
+
+
+def test_a_tampered_payload_fails_integrity_verification(golden_copy) -> None:
+    bundle = golden_copy("successful_run")
+    text = (bundle / "events.jsonl").read_text(encoding="utf-8").replace("Clear and 22C", "Rain and 11C")
+    (bundle / "events.jsonl").write_text(text, encoding="utf-8")
+    result = run_cli("validate", bundle, "--verify-integrity")
+    assert result.code == 1, result.text
+    assert "payload_hash_mismatch" in result.out
+    assert "✗ Integrity verified" in result.out
