@@ -1,0 +1,70 @@
+"""Rendering helpers shared by the analysis result objects (diff, score, minimize, fork).
+
+Each result renders three ways (STYLE.md, "Result objects that render themselves"): ``__str__`` plain text
+for terminals, ``_repr_html_`` for notebooks, ``to_dict()`` for ``--json``. Values shown to a human are
+redacted first (DESIGN.md, "Errors and output": secrets never leave redaction, not in diffs).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+
+class _Absent:
+    """The marker of a key or list item that is not there (printed ``(absent)``, unlike ``null``)."""
+
+    _instance: _Absent | None = None
+
+    def __new__(cls) -> _Absent:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+ABSENT: Any = _Absent()
+"""Singleton standing for "no value here" (an absent key); distinct from ``None`` (JSON null)."""
+
+
+def redacted(value: Any) -> Any:
+    """Return ``value`` (a JSON value) with secrets replaced by ``[REDACTED]`` (stepfork.trace redaction)."""
+    from stepfork.trace import redact_json
+
+    result = redact_json(value)
+    return getattr(result, "value", result)
+
+
+def show_value(value: Any, *, limit: int = 200) -> str:
+    """Return one line of compact JSON for ``value`` (``(absent)`` for :data:`ABSENT`), cut at ``limit``
+    characters."""
+    if value is ABSENT:
+        return "(absent)"
+    try:
+        text = json.dumps(redacted(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+def html_table(caption: str, header: list[str], rows: list[list[str]]) -> str:
+    """Return an HTML table (cells escaped) with a caption; used by the ``_repr_html_`` methods."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return (
+        f"<table><caption>{html.escape(caption)}</caption>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+def pre(text: str) -> str:
+    """Return ``text`` escaped inside a ``<pre>`` block (the plain rendering, for notebooks)."""
+    return f"<pre>{html.escape(text)}</pre>"

@@ -1,0 +1,293 @@
+"""``diff_traces``: compare the behaviour of two recorded runs (spec/cli-reference.txt, "diff"; issue 5).
+
+Steps are aligned by call identity (``(step_type, label)``) with :class:`difflib.SequenceMatcher`, not by
+index, so one inserted call is one added step rather than a cascade of changes (CASES.md C7; the reference
+aligned by index, REFERENCE-NOTES.md section 9 item 12). The final ``run`` steps are always paired.
+Aligned steps are compared field by field; every difference carries its JSON path (``output.price``),
+the expected (baseline) and actual (candidate) value. Null and an absent key are different values.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stepfork.analysis._render import html_table, pre, show_value
+from stepfork.analysis.behavior import (
+    BehaviorStep,
+    ChangeKind,
+    FieldChange,
+    collect_field_changes,
+    extract_behavior,
+)
+
+__all__ = ["DiffResult", "StepDiff", "TraceSummary", "diff_traces"]
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """Which run a side of the diff is: bundle path (or None for an in-memory trace), agent, run id,
+    manifest status and event count."""
+
+    path: str | None
+    agent_name: str
+    run_id: str
+    status: str
+    events: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a JSON-ready dict."""
+        return {
+            "path": self.path,
+            "agent_name": self.agent_name,
+            "run_id": self.run_id,
+            "status": self.status,
+            "events": self.events,
+        }
+
+
+@dataclass(frozen=True)
+class StepDiff:
+    """One aligned step.
+
+    Attributes:
+        index: position in the aligned sequence (0-based).
+        kind: ``added`` (only in the candidate), ``removed`` (only in the baseline), ``changed`` or
+            ``unchanged``.
+        step_type, label: the step's identity (see :class:`BehaviorStep`).
+        fields: for a paired step, each compared field (``input``, ``output``, ``status``...) -> its kind.
+        changes: every leaf difference, with paths prefixed by the field (``output.should_notify``).
+        baseline, candidate: the steps themselves (None on the side where the step is absent).
+    """
+
+    index: int
+    kind: ChangeKind
+    step_type: str
+    label: str
+    fields: dict[str, ChangeKind] = field(default_factory=dict)
+    changes: tuple[FieldChange, ...] = ()
+    baseline: BehaviorStep | None = None
+    candidate: BehaviorStep | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{index, kind, step_type, label, baseline_step, candidate_step, fields, changes, ...}``."""
+        out: dict[str, Any] = {
+            "index": self.index,
+            "kind": self.kind,
+            "step_type": self.step_type,
+            "label": self.label,
+            "baseline_step": self.baseline.step if self.baseline else None,
+            "candidate_step": self.candidate.step if self.candidate else None,
+            "fields": dict(self.fields),
+            "changes": [c.to_dict() for c in self.changes],
+        }
+        if self.kind == "added" and self.candidate is not None:
+            out["candidate"] = self.candidate.payload
+        if self.kind == "removed" and self.baseline is not None:
+            out["baseline"] = self.baseline.payload
+        return out
+
+
+_MARK = {"added": "+", "removed": "-", "changed": "~", "unchanged": " "}
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """The behaviour diff of two runs; ``equivalent`` is True when no step is added, removed or changed.
+
+    Render with ``str()`` (the spec's human output), ``_repr_html_()`` (notebooks) or ``to_dict()``
+    (``--json``). ``exit_code`` is 0 when equivalent, else 1 (spec, "diff").
+    """
+
+    equivalent: bool
+    baseline: TraceSummary
+    candidate: TraceSummary
+    steps: tuple[StepDiff, ...]
+    added: int
+    removed: int
+    changed: int
+    unchanged: int
+
+    @property
+    def exit_code(self) -> int:
+        """0 behaviour equivalent, 1 meaningful behavioural difference (spec, "diff", exit codes)."""
+        return 0 if self.equivalent else 1
+
+    @property
+    def changes(self) -> list[FieldChange]:
+        """Every field change of every step, in step order."""
+        return [c for s in self.steps for c in s.changes]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form: ``{equivalent, result, baseline, candidate, counts, steps}``."""
+        return {
+            "equivalent": self.equivalent,
+            "result": "equivalent" if self.equivalent else "behavior_changed",
+            "baseline": self.baseline.to_dict(),
+            "candidate": self.candidate.to_dict(),
+            "counts": {
+                "total": len(self.steps),
+                "changed": self.changed,
+                "added": self.added,
+                "removed": self.removed,
+                "unchanged": self.unchanged,
+            },
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    def _lines(self) -> list[str]:
+        lines = [
+            f"Baseline:   {self.baseline.path or self.baseline.run_id} ({self.baseline.agent_name}, "
+            f"{self.baseline.status})",
+            f"Candidate:  {self.candidate.path or self.candidate.run_id} ({self.candidate.agent_name}, "
+            f"{self.candidate.status})",
+            "",
+        ]
+        for s in self.steps:
+            if s.kind == "unchanged":
+                continue
+            where = _where(s)
+            lines.append(f"{_MARK[s.kind]} {s.step_type} {s.label}{where}: {s.kind}")
+            if s.kind in ("added", "removed"):
+                step = s.candidate if s.kind == "added" else s.baseline
+                for name, value in (step.payload if step else {}).items():
+                    lines.append(f"    {name}: {show_value(value)}")
+                continue
+            by_field: dict[str, list[FieldChange]] = {}
+            for change in s.changes:
+                by_field.setdefault(change.path.split(".")[0].split("[")[0], []).append(change)
+            for name, kind in s.fields.items():
+                if kind == "unchanged":
+                    lines.append(f"  {name}: unchanged")
+                    continue
+                lines.append(f"  {name}:")
+                for change in by_field.get(name, []):
+                    lines.append(f"    expected: {show_value(change.expected)}")
+                    lines.append(f"    actual:   {show_value(change.actual)}")
+                    lines.append(f"    at:       {change.path}")
+        lines.append("")
+        lines.append(
+            f"Steps: {len(self.steps)} total ({self.changed} changed, {self.added} added, "
+            f"{self.removed} removed, {self.unchanged} unchanged)"
+        )
+        lines.append("")
+        lines.append("Result: EQUIVALENT" if self.equivalent else "Result: BEHAVIOR CHANGED")
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(self._lines())
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for s in self.steps:
+            detail = "; ".join(str(c) for c in s.changes)
+            if s.kind in ("added", "removed"):
+                step = s.candidate if s.kind == "added" else s.baseline
+                detail = show_value(step.payload if step else None)
+            rows.append([s.kind, s.step_type, s.label, detail])
+        result = "EQUIVALENT" if self.equivalent else "BEHAVIOR CHANGED"
+        return html_table(
+            f"Result: {result} ({self.changed} changed, {self.added} added, {self.removed} removed, "
+            f"{self.unchanged} unchanged)",
+            ["kind", "type", "label", "changes"],
+            rows,
+        ) + pre(f"{self.baseline.path} -> {self.candidate.path}")
+
+
+def _where(s: StepDiff) -> str:
+    if s.baseline is not None and s.candidate is not None:
+        if s.baseline.step == s.candidate.step:
+            return f" (step {s.baseline.step})"
+        return f" (step {s.baseline.step} -> {s.candidate.step})"
+    step = s.baseline or s.candidate
+    return f" (step {step.step})" if step is not None else ""
+
+
+def _load(value: Any) -> tuple[Any, str | None]:
+    if isinstance(value, (str, Path)):
+        from stepfork.trace import Trace
+
+        return Trace.load(Path(value)), str(value)
+    return value, None
+
+
+def _summary(trace: Any, path: str | None) -> TraceSummary:
+    status = getattr(trace.status, "value", trace.status)
+    return TraceSummary(path, trace.agent_name, trace.run_id, str(status), len(trace.events))
+
+
+def _compare(index: int, base: BehaviorStep, cand: BehaviorStep) -> StepDiff:
+    fields: dict[str, ChangeKind] = {}
+    changes: list[FieldChange] = []
+    for name in list(dict.fromkeys([*base.payload, *cand.payload])):
+        found: list[FieldChange] = []
+        if name not in cand.payload or name not in base.payload:
+            collect_field_changes(
+                {name: base.payload.get(name)} if name in base.payload else {},
+                {name: cand.payload.get(name)} if name in cand.payload else {},
+                path="",
+                output=found,
+            )
+        else:
+            collect_field_changes(base.payload[name], cand.payload[name], path=name, output=found)
+        fields[name] = "changed" if found else "unchanged"
+        changes.extend(_rooted(c, name) for c in found)
+    kind: ChangeKind = "changed" if changes else "unchanged"
+    return StepDiff(index, kind, base.step_type, base.label, fields, tuple(changes), base, cand)
+
+
+def _rooted(change: FieldChange, name: str) -> FieldChange:
+    # collect_field_changes reports a root-level scalar change as "name" already; "$" only for a bare root.
+    return change if change.path != "$" else FieldChange(name, change.kind, change.expected, change.actual)
+
+
+def align_steps(baseline: list[BehaviorStep], candidate: list[BehaviorStep]) -> list[StepDiff]:
+    """Align two step lists by identity (difflib) and compare paired steps; returns the step diffs.
+
+    The last step of each list (the ``run`` step) is paired unconditionally. A ``replace`` block of the
+    alignment (different identities) is reported as removals followed by additions.
+    """
+    base_calls, cand_calls = baseline[:-1], candidate[:-1]
+    matcher = difflib.SequenceMatcher(
+        a=[s.identity for s in base_calls], b=[s.identity for s in cand_calls], autojunk=False
+    )
+    out: list[StepDiff] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for b, c in zip(base_calls[i1:i2], cand_calls[j1:j2], strict=True):
+                out.append(_compare(len(out), b, c))
+            continue
+        for b in base_calls[i1:i2]:
+            out.append(StepDiff(len(out), "removed", b.step_type, b.label, baseline=b))
+        for c in cand_calls[j1:j2]:
+            out.append(StepDiff(len(out), "added", c.step_type, c.label, candidate=c))
+    out.append(_compare(len(out), baseline[-1], candidate[-1]))
+    return out
+
+
+def diff_traces(baseline: Any, candidate: Any) -> DiffResult:
+    """Compare the behaviour of two runs.
+
+    Args:
+        baseline, candidate: a bundle path (``str`` or ``Path`` of a ``.sftrace`` directory) or a loaded
+            :class:`stepfork.trace.Trace`.
+
+    Returns:
+        A :class:`DiffResult`; ``equivalent`` is True when every aligned step is unchanged.
+
+    Raises:
+        stepfork.trace.TraceStorageError: a path is not a readable bundle (the CLI exits 2).
+    """
+    base_trace, base_path = _load(baseline)
+    cand_trace, cand_path = _load(candidate)
+    steps = align_steps(extract_behavior(base_trace), extract_behavior(cand_trace))
+    counts = {k: sum(1 for s in steps if s.kind == k) for k in ("added", "removed", "changed", "unchanged")}
+    return DiffResult(
+        equivalent=counts["unchanged"] == len(steps),
+        baseline=_summary(base_trace, base_path),
+        candidate=_summary(cand_trace, cand_path),
+        steps=tuple(steps),
+        **counts,
+    )

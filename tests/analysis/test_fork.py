@@ -1,0 +1,96 @@
+"""fork() as a library call (issue 5, "fork"): frozen before the step, live after, lineage in fork.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepfork.analysis import ForkError, diff_traces, fork
+from stepfork.analysis.forking import read_fork_info
+from stepfork.trace import Trace, llm_request, record, trace_tool, verify_bundle_integrity
+
+RAN: list[str] = []
+PRICE = {"value": 320}
+
+
+@trace_tool
+def quote(destination: str) -> dict:
+    RAN.append("quote")
+    return {"price": PRICE["value"]}
+
+
+@trace_tool
+def book(price: int) -> str:
+    RAN.append("book")
+    return f"booked at {price}"
+
+
+def agent() -> dict:
+    offer = quote("Lisbon")
+    decision = llm_request(model="m", input=offer, call=lambda: {"book": offer["price"] < 400})
+    return {"booked": book(offer["price"]) if decision["book"] else None}
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Path:
+    out = tmp_path / "trip.sftrace"
+    with record("trip", output=out) as session:
+        session.set_output(agent())
+    RAN.clear()
+    return out
+
+
+def test_calls_before_the_step_are_frozen_and_later_ones_live(recorded: Path, tmp_path: Path) -> None:
+    PRICE["value"] = 999  # a live quote would now refuse to book
+    try:
+        result = fork(
+            recorded, step=3, entrypoint=agent, output=tmp_path / "f.sftrace", allow_live_tools=["book"]
+        )
+    finally:
+        PRICE["value"] = 320
+    assert RAN == ["book"]  # quote (step 1) was served from the recording
+    assert (result.status, result.frozen_calls, result.live_calls) == ("completed", 1, 2)
+    assert result.result == {"booked": "booked at 320"}
+    assert diff_traces(recorded, result.output).equivalent
+
+
+def test_an_override_replaces_a_recorded_output_and_is_kept_in_the_lineage(
+    recorded: Path, tmp_path: Path
+) -> None:
+    result = fork(
+        recorded, step=3, entrypoint=agent, output=tmp_path / "f.sftrace", overrides={2: {"price": 450}}
+    )
+    assert result.result == {"booked": None}
+    info = read_fork_info(result.output)
+    assert info is not None
+    assert (info["fork_step"], info["overrides"]) == (3, [{"step": 2, "output": {"price": 450}}])
+    assert verify_bundle_integrity(result.output).status == "verified"
+    assert Trace.load(result.output).events[2].output == {"price": 450}
+
+
+def test_a_tool_not_allowed_live_is_refused_before_its_body(recorded: Path, tmp_path: Path) -> None:
+    result = fork(recorded, step=5, entrypoint=agent, output=tmp_path / "f.sftrace")
+    assert result.status == "failed"
+    assert result.exit_code == 1
+    assert "ReplayPolicyError" in (result.error or "")
+    assert "book" not in RAN
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code"),
+    [({"step": 42}, "invalid_step"), ({"step": 3, "overrides": {5: 1}}, "invalid_override")],
+)
+def test_invalid_input_raises_a_coded_error(recorded: Path, tmp_path: Path, kwargs: dict, code: str) -> None:
+    with pytest.raises(ForkError) as info:
+        fork(recorded, entrypoint=agent, output=tmp_path / "f.sftrace", **kwargs)
+    assert info.value.code == code
+
+
+def test_result_renders_three_ways(recorded: Path, tmp_path: Path) -> None:
+    result = fork(
+        recorded, step=3, entrypoint=agent, output=tmp_path / "f.sftrace", overrides={2: {"price": 450}}
+    )
+    assert "Fork step:    3" in str(result)
+    assert "<table>" in result._repr_html_()
+    assert result.to_dict()["overrides"] == [2]

@@ -1,0 +1,138 @@
+"""`stepfork minimize` end to end (spec/cli-reference.txt "minimize"; issue 5): the known minimal subset,
+the report panel, each exit code and error message."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from stepfork.trace import Trace, validate_bundle, verify_bundle_integrity
+
+STEPFORK = str(Path(sys.executable).parent / "stepfork")
+
+# Ten independent fetches; the agent alerts when at least two sources are bad. The recording has sources
+# 3 and 7 bad, so the minimal failing subset (against {"alert": false}) is exactly those two calls.
+FETCH_AGENT = textwrap.dedent(
+    """
+    from stepfork.trace import trace_tool
+
+    BAD = {3, 7}
+
+    @trace_tool
+    def fetch(source: int) -> dict:
+        return {"source": source, "bad": source in BAD, "token": "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2"}
+
+    def run_agent():
+        bad = 0
+        for source in range(10):
+            try:
+                bad += fetch(source)["bad"]
+            except Exception:
+                pass  # a call missing from the bundle fails before its body; the agent carries on
+        return {"alert": bad >= 2}
+
+    def crash_agent():
+        for source in range(10):
+            try:
+                if fetch(source)["bad"] and source == 7:
+                    raise KeyError("bad source 7")
+            except KeyError:
+                raise
+            except Exception:
+                pass
+        return {"alert": False}
+    """
+)
+
+
+def stepfork(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [STEPFORK, *map(str, args)], capture_output=True, text=True, timeout=300, check=False, cwd=cwd
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "fetch_agent.py").write_text(FETCH_AGENT)
+    script = (
+        "import sys\nfrom stepfork.trace import record\nimport fetch_agent\n"
+        "fn = getattr(fetch_agent, sys.argv[2])\n"
+        "try:\n    with record('fetch-agent', output=sys.argv[1]) as s:\n        s.set_output(fn())\n"
+        "except KeyError:\n    pass\n"
+    )
+    for name, fn in (("fetch.sftrace", "run_agent"), ("crash.sftrace", "crash_agent")):
+        subprocess.run([sys.executable, "-c", script, name, fn], cwd=tmp_path, check=True)
+    (tmp_path / "expected.json").write_text(json.dumps({"alert": False}))
+    return tmp_path
+
+
+def _kept_calls(bundle: Path) -> list[int]:
+    trace = Trace.load(bundle)
+    return [e.input["source"] for e in trace.events if e.type == "tool_call"]
+
+
+def test_minimize_keeps_exactly_the_calls_the_output_mismatch_needs(project: Path) -> None:
+    proc = stepfork(
+        "minimize",
+        "fetch.sftrace",
+        "-e",
+        "fetch_agent:run_agent",
+        "--expect-output",
+        "expected.json",
+        "--output",
+        "minimal.sftrace",
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _kept_calls(project / "minimal.sftrace") == [3, 7]
+    assert "Detecting failure signature...\nMinimizing trace..." in proc.stdout
+    assert "│ Original Events     22" in proc.stdout
+    assert "│ Minimized Events    6 " in proc.stdout
+    assert "│ Failure Signature   Output Mismatch" in proc.stdout
+    assert "│ Minimal             Yes" in proc.stdout
+    assert "✓ Minimized trace saved to: minimal.sftrace" in proc.stdout
+    assert validate_bundle(project / "minimal.sftrace", verify_integrity=True).valid
+    assert verify_bundle_integrity(project / "minimal.sftrace").status == "verified"
+    assert "sk-a1B2" not in (project / "minimal.sftrace" / "events.jsonl").read_text()
+
+
+def test_minimize_an_exception_signature_with_the_default_output_path(project: Path) -> None:
+    proc = stepfork("minimize", "crash.sftrace", "-e", "fetch_agent:crash_agent", cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Failure Signature   Exception (KeyError)" in proc.stdout
+    assert _kept_calls(project / "crash-minimized.sftrace") == [7]
+
+
+def test_a_trace_that_replays_cleanly_has_no_failure_to_minimize(project: Path) -> None:
+    proc = stepfork("minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", cwd=project)
+    assert proc.returncode == 1
+    assert (
+        "Failed to detect original failure signature: trace replay completed successfully; "
+        "no failure to minimize"
+    ) in proc.stderr
+
+
+def test_an_unresolvable_entrypoint_exits_2(project: Path) -> None:
+    proc = stepfork("minimize", "fetch.sftrace", "-e", "no_such_module:run", cwd=project)
+    assert proc.returncode == 2
+    assert "cannot resolve entrypoint no_such_module:run" in proc.stderr
+
+
+def test_an_unreadable_trace_exits_2(project: Path) -> None:
+    proc = stepfork("minimize", "missing.sftrace", "-e", "fetch_agent:run_agent", cwd=project)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_existing_output_needs_overwrite(project: Path) -> None:
+    (project / "fetch-minimized.sftrace").mkdir()
+    args = ("minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "--expect-output", "expected.json")
+    proc = stepfork(*args, cwd=project)
+    assert proc.returncode == 2
+    assert "already exists; pass --overwrite to replace it." in proc.stderr
+    assert stepfork(*args, "--overwrite", "--attempts", "2", "--timeout", "60", cwd=project).returncode == 0
