@@ -1,0 +1,67 @@
+"""A pydantic-ai agent recorded and replayed by Stepfork (docs/integrations.md).
+
+The agent runs on pydantic-ai's own test model, ``FunctionModel`` (scripted: a ``get_weather`` tool call,
+then the answer); no network, no key. The model is wrapped once, ``instrument_model(model)``; the tool is
+``@agent.tool_plain`` over ``@trace_tool``.
+
+    python pydantic_ai_agent.py record weather.sftrace
+    stepfork replay weather.sftrace --entrypoint pydantic_ai_agent:run_agent
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from stepfork.integrations.pydantic_ai import instrument_model
+from stepfork.trace import record, trace_tool
+
+QUESTION = "Should I take an umbrella in Paris today?"
+
+
+def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """The model: ask for the weather first, then answer from the tool's result."""
+    if len(messages) == 1:
+        return ModelResponse(parts=[ToolCallPart("get_weather", {"city": "Paris"}, tool_call_id="call_1")])
+    return ModelResponse(parts=[TextPart("Sunny and 21 degrees in Paris: no umbrella needed.")])
+
+
+@trace_tool
+def get_weather(city: str) -> str:
+    """Current weather of a city."""
+    return f"{city}: sunny, 21C"
+
+
+def build_agent() -> Agent[None, str]:
+    """The agent on the instrumented model, with its tool."""
+    agent: Agent[None, str] = Agent(instrument_model(FunctionModel(scripted_model)))
+    agent.tool_plain(get_weather)
+    return agent
+
+
+def run_agent(question: str = QUESTION) -> dict[str, Any]:
+    """Run the agent; return ``{"answer", "requests"}`` (the number of model requests)."""
+    result = build_agent().run_sync(question)
+    requests = sum(1 for m in result.all_messages() if isinstance(m, ModelResponse))
+    return {"answer": result.output, "requests": requests}
+
+
+def record_run(bundle: str) -> dict[str, Any]:
+    """Run the agent under ``stepfork.record`` into ``bundle``; return its result."""
+    with record("pydantic-ai-weather-agent", output=bundle, overwrite=True, run_input=QUESTION) as session:
+        result = run_agent()
+        session.set_output(result)
+    return result
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "record":
+        sys.exit("usage: python pydantic_ai_agent.py record BUNDLE.sftrace")
+    import pydantic_ai_agent  # record through the imported module (tagged values name their class)
+
+    print(json.dumps(pydantic_ai_agent.record_run(sys.argv[2])))

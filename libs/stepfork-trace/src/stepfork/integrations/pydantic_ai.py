@@ -1,0 +1,126 @@
+"""pydantic-ai integration: :class:`StepforkModel` (docs/integrations.md; issue 6).
+
+``Agent(StepforkModel(model))`` (or ``instrument_model(model)``) makes each model request of the agent an
+LLM boundary: provider the wrapped model's ``system`` (``openai``, ``anthropic``, ``function``...), its
+``model_name``, and the input ``{"endpoint": "request", "request": {"messages", "settings", "tools"}}``
+with the messages in pydantic-ai's own JSON form minus the fields that change on every run (``timestamp``,
+``run_id``, ``conversation_id``). Replay returns real ``ModelResponse`` objects, rebuilt with
+``ModelMessagesTypeAdapter``; token usage comes from ``response.usage``. The agent's tools can be
+Stepfork tools: stack ``@agent.tool_plain`` over ``@trace_tool``.
+
+Not instrumented yet: streamed requests (``agent.run_stream``); under an active Stepfork session they raise
+NotImplementedError rather than run unseen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from typing import Any
+
+from stepfork.integrations._common import Endpoint, call_async, require, usage_fields
+from stepfork.trace import boundary
+
+_pai = require("pydantic_ai", "pydantic-ai", "pydantic-ai")
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse  # noqa: E402
+from pydantic_ai.models import Model, ModelRequestParameters  # noqa: E402
+from pydantic_ai.models.wrapper import WrapperModel  # noqa: E402
+from pydantic_ai.settings import ModelSettings  # noqa: E402
+
+__all__ = ["StepforkModel", "instrument_model"]
+
+VOLATILE_KEYS = frozenset({"timestamp", "run_id", "conversation_id"})
+"""Message fields left out of the recorded input: they differ on every run, and the model never sees them."""
+
+
+def _without_volatile(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_volatile(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+    if isinstance(value, list):
+        return [_without_volatile(v) for v in value]
+    return value
+
+
+def _dump_response(response: Any) -> Any:
+    return ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]
+
+
+def _load_response(*, value: Any, type_: Any) -> Any:
+    return ModelMessagesTypeAdapter.validate_python([value])[0]
+
+
+def _usage(wire: Any) -> dict[str, int | None]:
+    return usage_fields(wire.get("usage"), "input_tokens", "output_tokens")
+
+
+def _endpoint(provider: str) -> Endpoint:
+    return Endpoint(
+        provider=provider,
+        endpoint="request",
+        return_type=ModelResponse,
+        chunk_type=None,
+        usage=_usage,
+        stream_usage=lambda chunks: usage_fields(None, "", ""),
+        sdk=("pydantic-ai-slim", str(getattr(_pai, "__version__", "unknown"))),
+        construct=_load_response,
+        dump=_dump_response,
+    )
+
+
+def _plain(value: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Any).dump_python(value, mode="json")
+
+
+class StepforkModel(WrapperModel):
+    """A pydantic-ai model whose requests are Stepfork LLM boundaries; it delegates to the wrapped model.
+
+    Args:
+        wrapped: the real model (an instance or a known model name).
+        provider: the provider recorded (default: the wrapped model's ``system``).
+    """
+
+    def __init__(self, wrapped: Model | str, *, provider: str | None = None) -> None:
+        super().__init__(wrapped)
+        self._stepfork_provider = provider
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Send (record) or serve (replay) one model request; returns the ``ModelResponse``."""
+        provider = self._stepfork_provider or str(self.wrapped.system or "pydantic-ai")
+        request = {
+            "model": self.wrapped.model_name,
+            "messages": _without_volatile(ModelMessagesTypeAdapter.dump_python(messages, mode="json")),
+            "settings": _plain(model_settings),
+            "tools": _plain([asdict(t) for t in model_request_parameters.function_tools]),
+        }
+
+        async def send(**_: Any) -> Any:
+            return await self.wrapped.request(messages, model_settings, model_request_parameters)
+
+        response: ModelResponse = await call_async(_endpoint(provider), request, send)
+        return response
+
+    @asynccontextmanager
+    async def request_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        """Streamed requests: delegated untouched without a session; NotImplementedError with one."""
+        handler, _ = boundary.resolve_handler()
+        if handler is not None:
+            raise NotImplementedError(
+                "stepfork does not instrument streamed pydantic-ai requests yet (agent.run_stream); use "
+                "agent.run so the request is recorded and replayed"
+            )
+        async with self.wrapped.request_stream(*args, **kwargs) as stream:
+            yield stream
+
+
+def instrument_model(model: Model | str, *, provider: str | None = None) -> StepforkModel:
+    """Wrap a pydantic-ai model: ``StepforkModel(model, provider=provider)``."""
+    return StepforkModel(model, provider=provider)

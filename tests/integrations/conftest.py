@@ -1,0 +1,24 @@
+"""Shared pieces of the integration tests: the fake provider APIs of examples/ and the helper module."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parents[1] / "examples"
+# --import-mode=importlib: make the helpers and the example agents importable. Folders without a
+# conftest.py only, so that no other test folder's `from conftest import ...` finds ours.
+for folder in (
+    HERE / "helpers",
+    *(EXAMPLES / name for name in ("openai_agent", "anthropic_agent", "langgraph_agent")),
+):
+    sys.path.insert(0, str(folder))
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    """A fresh bundle path."""
+    return tmp_path / "run.sftrace"
