@@ -136,3 +136,10 @@ def test_an_existing_output_needs_overwrite(project: Path) -> None:
     assert proc.returncode == 2
     assert "already exists; pass --overwrite to replace it." in proc.stderr
     assert stepfork(*args, "--overwrite", "--attempts", "2", "--timeout", "60", cwd=project).returncode == 0
+
+
+def test_the_reserved_derived_mode_is_refused_with_exit_2(project: Path) -> None:
+    proc = stepfork("minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "--mode", "derived", cwd=project)
+    assert proc.returncode == 2
+    assert "replay mode 'derived' is reserved and not supported" in proc.stderr
+    assert not (project / "fetch-minimized.sftrace").exists()

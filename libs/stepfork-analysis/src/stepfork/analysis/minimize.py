@@ -296,6 +296,10 @@ def minimize_trace(
         raise MinimizeError("--attempts must be >= 1 and --timeout > 0", code="invalid_option")
     if mode not in ("frozen", "live", "forbidden", "manual", "derived"):
         raise MinimizeError(f"Invalid replay mode {mode}.", code="invalid_option")
+    if mode == "derived":  # the spec lists it, and says it is reserved: refuse it rather than guess
+        raise MinimizeError(
+            "replay mode 'derived' is reserved and not supported in this version", code="invalid_option"
+        )
     source = Path(path)
     try:
         trace = Trace.load(source)
