@@ -241,11 +241,13 @@ def _wrap(func: Callable[..., Any], name: str | None, policy: str, drop_first: b
 
 
 @overload
-def trace_tool(func: F, /) -> F: ...
+def trace_tool(func: F, /) -> F:
+    """Bare use, ``@trace_tool``: returns the instrumented function."""
 
 
 @overload
-def trace_tool(*, name: str | None = None, replay_policy: str = "frozen") -> Callable[[F], F]: ...
+def trace_tool(*, name: str | None = None, replay_policy: str = "frozen") -> Callable[[F], F]:
+    """Keyword use, ``@trace_tool(name=...)``: returns the decorator."""
 
 
 def trace_tool(func: Any = None, /, *, name: str | None = None, replay_policy: str = "frozen") -> Any:
