@@ -16,11 +16,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import orjson
+
 from stepfork.replay.diagnostics import Diagnostic, first_difference, model_fingerprint, preview
 from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.canonical import canonical_json
+from stepfork.trace.jsonable import take_plain_facts
 from stepfork.trace.redaction import redact_json
 
 INTEGRITY_HINT = "run `stepfork validate --verify-integrity` on the bundle"
@@ -34,13 +37,20 @@ class LiveInput:
     match needs no redaction; :attr:`value` redacts on first use (diagnostics, ``executed_calls``).
     """
 
-    __slots__ = ("_bytes", "_raw_bytes", "_value", "raw")
+    __slots__ = ("_bytes", "_raw_bytes", "_value", "plain_bytes", "raw")
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
         self._value: Any = _UNSET
         self._raw_bytes: bytes | None = None
         self._bytes: bytes | None = None
+        # The boundary's to_jsonable scan of a plain input already encoded it (sorted keys); its bytes are
+        # the canonical bytes unless a float needs the checked path. Taken now, as the call gave it.
+        facts = take_plain_facts(raw, rescan=False)
+        self.plain_bytes: bytes | None = None
+        """The raw canonical bytes when they are orjson's own (no float on the checked path), else None."""
+        if facts is not None and not facts.risky_floats:
+            self._raw_bytes = self.plain_bytes = facts.encoded
 
     @property
     def value(self) -> Any:
@@ -107,6 +117,10 @@ class CallCursor:
     def remaining_labels(self) -> tuple[str, ...]:
         """Labels of the unconsumed calls, in recorded order."""
         return tuple(call.label for call in self.calls[self.position :])
+
+    def remember_input_bytes(self, call: RecordedCall, data: bytes) -> None:
+        """Record ``data`` as the canonical bytes of ``call``'s input (the caller proved they are)."""
+        self._canonical[call.index] = data
 
     def recorded_input_bytes(self, call: RecordedCall) -> bytes:
         """Canonical bytes of the recorded input (computed once per call)."""
@@ -242,6 +256,8 @@ def check_input(
             ``recommendation`` set) or ``input_diverged`` (``diagnostic.difference`` names the first
             differing JSON path, C7/C12).
     """
+    if compare and _same_plain_input(cursor, expected, live):
+        return
     expected_bytes = cursor.recorded_input_bytes(expected)
     if expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
         diagnostic = build_diagnostic(expected, call, live, expected_bytes=expected_bytes)
@@ -265,6 +281,28 @@ def check_input(
             diagnostic,
             path=where,
         )
+
+
+def _same_plain_input(cursor: CallCursor, expected: RecordedCall, live: LiveInput) -> bool:
+    """True when the live input's canonical bytes equal the recorded input's and match its stored hash.
+
+    The fast path of :func:`check_input`, one orjson encoding and one SHA-256: the live bytes are orjson's
+    sorted encoding with no float on the checked path (``LiveInput.plain_bytes``), so when orjson writes
+    the recorded input to the very same bytes, no recorded float is on it either (it would print the same
+    text, which only such floats print) and those bytes are the recorded input's canonical bytes too.
+    False means "not proven here": the full check decides (and builds the diagnostics).
+    """
+    data = live.plain_bytes
+    if data is None:
+        return False
+    try:
+        recorded = orjson.dumps(expected.input, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # an int beyond 64 bits: the checked path
+        return False
+    if recorded != data or (expected.input_hash is not None and _sha(data) != expected.input_hash):
+        return False
+    cursor.remember_input_bytes(expected, data)
+    return True
 
 
 def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> None:

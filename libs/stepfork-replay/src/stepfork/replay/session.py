@@ -52,6 +52,7 @@ from stepfork.replay.modes import Approver, validate_options
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary
 from stepfork.trace import boundary
+from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace
 from stepfork.trace.errors import TraceSerializationError
@@ -110,7 +111,8 @@ class ReplaySession:
         approve: Approver | None = None,
     ) -> None:
         events = list(trace.events)
-        all_calls = extract_all_calls(events)
+        with cyclic_gc_paused():  # one object per call, all long-lived: keep setup linear (see _files)
+            all_calls = extract_all_calls(events)
         options = validate_options(
             all_calls,
             mode,
@@ -124,9 +126,10 @@ class ReplaySession:
         self.live_llms = options.live_llms
         self.allow_live_tools = options.allow_live_tools
         self.approve = options.approve
-        self.calls: list[RecordedCall] = extract_recorded_calls(
-            events, mode=options.mode, live_llms=options.live_llms, all_calls=all_calls
-        )
+        with cyclic_gc_paused():
+            self.calls: list[RecordedCall] = extract_recorded_calls(
+                events, mode=options.mode, live_llms=options.live_llms, all_calls=all_calls
+            )
         self._cursor = CallCursor(self.calls)
         self._lock = threading.RLock()
         self._matched: list[MatchedCall] = []

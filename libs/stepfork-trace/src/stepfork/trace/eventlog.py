@@ -2,9 +2,12 @@
 
 Used by :mod:`stepfork.trace.recording`. Per event (DESIGN.md "Data flow"): build the event as a plain dict
 in schema 0.1 field order (REFERENCE-NOTES.md 1.3-1.4), redact its fields (the rules of ``redact_event``,
-notes 3), fingerprint the
-hashed payload fields of the *redacted* event (notes 2.2, ``HASHED_FIELDS``), then, under one lock, give it
-its step (its position in the file), serialize it and append it to the crash-safe ``BundleWriter``.
+notes 3), fingerprint the hashed payload fields of the *redacted* event (notes 2.2, ``HASHED_FIELDS``),
+then, under one lock, give it its step (its position in the file), serialize it and append it to the
+crash-safe ``BundleWriter``. A plain-JSON payload is encoded once, by the boundary's scan
+(``jsonable.take_plain_facts``): when its dict keys and a one-pass screen of those bytes
+(``Redactor.may_change``) leave nothing to redact, the same bytes are hashed and spliced into the line;
+otherwise the redaction walk runs and the redacted value is encoded (docs/performance.md "Recording").
 
 No pydantic on this path: the line is built from the dict directly, and its bytes equal
 ``serialize_event`` of the same event (tests/trace/test_recording_lines.py checks that). Lines are
@@ -26,6 +29,7 @@ import orjson
 
 from stepfork.trace.bundle import BundleWriter
 from stepfork.trace.canonical import canonical_json
+from stepfork.trace.jsonable import take_plain_facts
 from stepfork.trace.models import HASHED_FIELDS, RedactionEntry
 from stepfork.trace.redaction import RedactionFinding, Redactor, default_redactor
 
@@ -173,24 +177,38 @@ class EventLog:
         # (measured: ~150 us per event with the default rules). Same result as redact_event otherwise.
         rules = self.redactor
         findings: list[RedactionFinding] = []
+        in_field, out_field = _HASHED[type_]
+        payloads: dict[str, bytes] = {}
         for name, value in fields.items():
             if value is None or type(value) in _SCALARS:
                 event[name] = value
                 continue
+            if type(value) is str and rules.is_clean_text(value):  # names, models: cached verdicts
+                event[name] = value
+                continue
+            if name in (in_field, out_field):
+                # Plain JSON (the boundary's scan, reused): encode once; when the keys and the screen over
+                # these very bytes show nothing to redact, they are the hashed and written bytes.
+                facts = take_plain_facts(value)
+                if facts is not None:
+                    data = facts.encoded
+                    if facts.risky_floats:
+                        data = canonical_json(value, assume_json=True)
+                    if not rules.may_change(facts.keys, data):
+                        event[name] = value
+                        payloads[name] = data
+                        continue
             result = rules.redact(value, base_path="/" + name)
             event[name] = result.value
             findings.extend(result.findings)
         if findings:
             event["redactions"] = list(dict.fromkeys(f.path for f in findings))
         # Hash the redacted payloads; their canonical bytes are also what the line holds (notes 1.3, 2.2).
-        in_field, out_field = _HASHED[type_]
-        payloads: dict[str, bytes] = {}
-        if in_field is not None:
-            payloads[in_field] = data = canonical_json(event[in_field], assume_json=True)
-            event["input_hash"] = sha256(data).hexdigest()
-        if out_field is not None:
-            payloads[out_field] = data = canonical_json(event[out_field], assume_json=True)
-            event["output_hash"] = sha256(data).hexdigest()
+        for field, hash_name in ((in_field, "input_hash"), (out_field, "output_hash")):
+            if field is not None:
+                data = payloads.get(field) or canonical_json(event[field], assume_json=True)
+                payloads[field] = data
+                event[hash_name] = sha256(data).hexdigest()
         with self.lock:
             if self.closed:
                 raise RuntimeError("the recording session has finished; no more events can be recorded")

@@ -1,0 +1,60 @@
+"""The fast input match of replay (one orjson encoding + one SHA-256) never accepts what the full check
+would refuse: stored fingerprints are still verified, floats and big ints still follow the byte rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stepfork.replay import ReplayMismatchError, ReplaySession
+from stepfork.trace import RunStart, ToolCall, ToolResult, Trace, fingerprint, trace_tool
+
+
+@trace_tool(name="measure")
+def measure(x: float, n: int) -> dict[str, Any]:
+    return {"x": x, "n": n}
+
+
+def _one_call(recorded_input: dict[str, Any], input_hash: str | None) -> Trace:
+    trace = Trace(run_id="run_fast", agent_name="fast")
+    start = trace.add(RunStart(id="e0", run_id="run_fast"))
+    call = trace.add(
+        ToolCall(
+            id="e1",
+            run_id="run_fast",
+            parent_id=start.id,
+            name="measure",
+            input=recorded_input,
+            input_hash=input_hash,
+        )
+    )
+    trace.add(ToolResult(id="e2", run_id="run_fast", parent_id=call.id, name="measure", output={"ok": 1}))
+    return trace
+
+
+def test_a_live_input_equal_to_an_altered_recorded_input_is_still_rejected_by_its_fingerprint() -> None:
+    # The recorded input was changed after hashing: the live call matches the altered bytes exactly.
+    trace = _one_call({"x": 2.5, "n": 7}, fingerprint({"x": 2.5, "n": 5}))
+    with ReplaySession.from_trace(trace), pytest.raises(ReplayMismatchError) as info:
+        measure(2.5, 7)
+    assert info.value.code == "invalid_input_fingerprint"
+
+
+@pytest.mark.parametrize(("x", "n"), [(1e-05, 1), (1e-07, 2**70), (0.5, -(2**64)), (-0.0, 0), (1e22, 2**63)])
+def test_inputs_with_band_floats_and_big_ints_replay_and_diverge_by_the_byte_rule(x: float, n: int) -> None:
+    trace = _one_call({"x": x, "n": n}, fingerprint({"x": x, "n": n}))
+    with ReplaySession.from_trace(trace) as replay:
+        assert measure(x, n) == {"ok": 1}
+        replay.verify_complete()
+    with ReplaySession.from_trace(trace), pytest.raises(ReplayMismatchError) as info:
+        measure(x, n + 1)
+    assert info.value.code == "input_diverged"
+    assert info.value.diagnostic.expected_input_fingerprint == fingerprint({"x": x, "n": n})
+
+
+def test_an_int_where_a_float_was_recorded_diverges() -> None:
+    trace = _one_call({"x": 1.0, "n": 1}, fingerprint({"x": 1.0, "n": 1}))
+    with ReplaySession.from_trace(trace), pytest.raises(ReplayMismatchError) as info:
+        measure(1, 1)  # type: ignore[arg-type]
+    assert info.value.code == "input_diverged"
