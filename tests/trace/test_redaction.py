@@ -178,8 +178,15 @@ def test_text_in_tagged_bytes_is_scanned_and_re_encoded():
     assert result.findings == [RedactionFinding("/body/value", "credential_pattern")]
 
 
-def test_binary_bytes_that_are_not_utf8_are_left_alone():
+def test_a_secret_inside_bytes_that_are_not_utf8_is_redacted_and_the_other_bytes_kept():
+    # issue 7: the secret campaign found these bytes were skipped whole (tests/reliability)
     value = {"$stepfork": "bytes", "value": base64.b64encode(b"\xff\xfe sk-abcdefghijkl").decode()}
+    out = Redactor().redact(value).value
+    assert base64.b64decode(out["value"]) == b"\xff\xfe [REDACTED]"
+
+
+def test_binary_bytes_without_a_secret_are_left_alone():
+    value = {"$stepfork": "bytes", "value": base64.b64encode(b"\xff\xfe\x00 plain").decode()}
     assert Redactor().redact(value).value is value
 
 

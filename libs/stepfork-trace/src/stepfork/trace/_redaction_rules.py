@@ -88,6 +88,16 @@ PATTERNS: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
         rf"""(?i:\b{_ASSIGNED_NAMES}["']?\s*[=:]\s*["']?)(?P<secret>[^\s&#"',;<>]{{3,}})""",
     ),
     ("url_password", ("://",), r"(?i:\b[a-z][a-z0-9+.-]*://[^\s/:@\"'<>]*:)(?P<secret>[^\s/@\"'<>]+)(?=@)"),
+    # env/config style names holding a sensitive word as one of their segments: AWS_SECRET_ACCESS_KEY=...,
+    # GITHUB_TOKEN=..., db_password_prod: ... (issue 7: "assignment" needs the bare word). A match starts
+    # only at the beginning of a name and the name is matched atomically, so the cost stays linear.
+    (
+        "named_assignment",
+        ("secret", "token", "passw", "pwd", "_key", "-key", "key_", "key-", "credential"),
+        r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*?(?<![A-Za-z0-9])"
+        r"(?i:secret|token|password|passwd|pwd|key|apikey|credentials?)(?![A-Za-z0-9]))"
+        r"(?>[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)+)[\"']?\s*[=:]\s*[\"']?(?P<secret>[^\s&#\"',;<>]{8,})",
+    ),
 )
 # The payload screen needs only the needles that do not contain a shorter one.
 _ALL_NEEDLES: Final = sorted({n for _, needles, _ in PATTERNS for n in needles})
