@@ -138,3 +138,49 @@ def test_forbidden_mode_needs_no_bundle_and_refuses_every_call(tmp_path: Path) -
     assert outcomes["test_unmarked_runs_live"] == "passed"
     recorded = run_pytest(tmp_path, "--stepfork-record", LOOKUP_VALUE="live")
     assert recorded["test_forbidden"] == "passed"  # recording never lifts the forbidden mode
+
+
+ORDERED_AGENT = textwrap.dedent(
+    """
+    import asyncio
+    import os
+    import pytest
+    from stepfork.trace import trace_tool
+
+    STARTED = []
+
+    @trace_tool
+    async def fetch(item: str) -> str:
+        value = os.environ["LOOKUP_VALUE"] + ":" + item  # KeyError when the body runs during replay
+        started = asyncio.Event()
+        STARTED.append(started)
+        if len(STARTED) == 2:  # both calls are in flight: the recording overlaps them
+            for event in STARTED:
+                event.set()
+        await started.wait()
+        return value
+
+    def agent(items):
+        async def main():
+            return list(await asyncio.gather(*(fetch(item) for item in items)))
+        return asyncio.run(main())
+
+    @pytest.mark.stepfork("bundles/fan_out.sftrace", ordering="concurrent")
+    def test_fan_out(stepfork):
+        items = os.environ["ITEMS"].split(",")
+        assert sorted(agent(items)) == ["live:a", "live:b"]
+    """
+)
+
+
+def test_the_marker_passes_the_ordering_to_the_session(tmp_path: Path) -> None:
+    (tmp_path / "test_agent.py").write_text(ORDERED_AGENT)
+    recorded = run_pytest(tmp_path, "--stepfork-record", LOOKUP_VALUE="live", ITEMS="a,b")
+    assert recorded["test_fan_out"] == "passed"
+    # a gather arriving in another order replays only under ordering="concurrent"
+    assert run_pytest(tmp_path, ITEMS="b,a")["test_fan_out"] == "passed"
+    strict = ORDERED_AGENT.replace('ordering="concurrent"', 'ordering="strict"')
+    (tmp_path / "test_agent.py").write_text(strict)
+    outcomes = run_pytest(tmp_path, ITEMS="b,a")
+    assert outcomes["test_fan_out"] == "failed"
+    assert "ReplayMismatchError" in outcomes["test_fan_out.message"]

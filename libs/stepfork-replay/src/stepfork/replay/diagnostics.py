@@ -183,7 +183,8 @@ class Diagnostic:
             return value if verbose else value[:12] + "…"
 
         lines = [
-            f"call #{self.index} (step {self.step})" if self.index is not None else "call past the end",
+            # numbered from 1 as the CLI's call list; the ``index`` field stays 0-based
+            f"call #{self.index + 1} (step {self.step})" if self.index is not None else "call past the end",
             f"  expected: {self.expected_kind} {self.expected_label}  input {self.expected_input}",
             f"  actual:   {self.actual_kind} {self.actual_label}  input {self.actual_input}",
         ]

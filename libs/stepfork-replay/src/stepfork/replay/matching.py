@@ -14,6 +14,7 @@ input matches; their diagnostics say the fingerprints were computed from the loa
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -109,6 +110,20 @@ class CallCursor:
         """Consume the next recorded call."""
         self.position += 1
 
+    def select(
+        self, call: BoundaryCall, live: LiveInput, compares: Callable[[RecordedCall], bool]
+    ) -> RecordedCall | None:
+        """The recorded call to check ``call`` against: the next one in recorded order (None past the end).
+
+        ``live`` and ``compares`` are unused here; the concurrent ordering
+        (:class:`stepfork.replay.ordering.ConcurrentCursor`) chooses among several candidates with them.
+        """
+        return self.peek()
+
+    def consume(self, expected: RecordedCall) -> None:
+        """Consume ``expected``, the call :meth:`select` returned and the checks accepted."""
+        self.position += 1
+
     @property
     def pending(self) -> int:
         """Number of recorded calls not consumed yet."""
@@ -192,9 +207,19 @@ def build_diagnostic(
     )
 
 
-def _mismatch(code: str, message: str, diagnostic: Diagnostic, **extra: Any) -> ReplayMismatchError:
-    where = f"call #{diagnostic.index} (step {diagnostic.step})"
-    return ReplayMismatchError(f"{where}: {message}", code=code, diagnostic=diagnostic, **extra)
+def call_number(index: int | None) -> str:
+    """``call #N``: calls numbered from 1, as the CLI's "Dependency Calls" list (cli-reference.txt,
+    "replay", Common errors); ``index`` is the 0-based index of the structured fields."""
+    return f"call #{index + 1}" if index is not None else "call past the end"
+
+
+def _mismatch(
+    code: str, message: str, diagnostic: Diagnostic, *, context: str | None = None, **extra: Any
+) -> ReplayMismatchError:
+    """``call #N: <message> (<context>)``; the context defaults to the recorded step."""
+    where = context if context is not None else f"step {diagnostic.step}"
+    text = f"{call_number(diagnostic.index)}: {message} ({where})"
+    return ReplayMismatchError(text, code=code, diagnostic=diagnostic, **extra)
 
 
 def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: LiveInput) -> RecordedCall:
@@ -277,8 +302,9 @@ def check_input(
         where = diagnostic.difference.path if diagnostic.difference is not None else "$"
         raise _mismatch(
             "input_diverged",
-            f"input diverged for {expected.kind} {expected.label!r} at {where}",
+            f"input diverged from the recording at {where}",
             diagnostic,
+            context=f"{expected.kind} {expected.label!r}, step {expected.step}",
             path=where,
         )
 

@@ -264,8 +264,11 @@ def replay_entrypoint(
     allow_live_tools: Iterable[str] | None = None,
     approve: Approver | None = None,
     import_root: str | os.PathLike[str] | None = None,
+    ordering: str = "strict",
 ) -> ReplayOutcome:
     """Replay ``entrypoint`` (a callable or ``"MODULE:FUNCTION"``) against ``trace`` and report.
+
+    ``mode``, ``live_llms``, ``allow_live_tools``, ``approve``, ``ordering``: as :class:`ReplaySession`.
 
     Raises (before anything runs; map with :func:`exit_code_for_error`):
         TraceStorageError: the bundle is unreadable.
@@ -274,7 +277,12 @@ def replay_entrypoint(
     """
     loaded = load_source(trace)
     session = ReplaySession(
-        loaded, mode, live_llms=live_llms, allow_live_tools=allow_live_tools, approve=approve
+        loaded,
+        mode,
+        live_llms=live_llms,
+        allow_live_tools=allow_live_tools,
+        approve=approve,
+        ordering=ordering,
     )
     function = (
         resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint

@@ -61,6 +61,7 @@ class RecordedCall:
         error_details: the recorded ``details`` of the error event, or None.
         position: 0-based line of the call event in ``events.jsonl``.
         end_position: line of its outcome event, or None when missing.
+        parent_id: ``parent_id`` of the call event (None for a hand-built root-level call).
     """
 
     index: int
@@ -84,6 +85,7 @@ class RecordedCall:
     error_details: Any = None
     position: int = 0
     end_position: int | None = None
+    parent_id: str | None = None
 
 
 def _value(enum_or_str: Any) -> str:
@@ -214,6 +216,7 @@ def extract_all_calls(events: Sequence[Any]) -> list[RecordedCall]:
                 error_details=details,
                 position=position,
                 end_position=result_pos,
+                parent_id=event.parent_id,
             )
         )
     return calls
@@ -278,3 +281,32 @@ def extract_recorded_calls(
         return not (mode == "hybrid" and call.kind == "llm" and call.label in live)
 
     return visible_calls(events, calls, hides)
+
+
+def concurrent_groups(calls: Sequence[RecordedCall]) -> list[tuple[int, int]]:
+    """Split the visible plan ``calls`` into runs of calls recorded concurrently (issue 6, "Concurrency").
+
+    Calls are concurrent when they are siblings (same ``parent_id``) whose ``[call, result]`` intervals
+    overlap in ``events.jsonl``: a call joins the current group when it has the group's parent and starts
+    before the latest outcome of the group (a call without outcome never ends). Any other call, a
+    non-sibling included, starts a new group, so sequential calls stay one per group, in recorded order.
+
+    Returns:
+        ``[start, stop)`` ranges of indices into ``calls``, consecutive, covering every call.
+    """
+    groups: list[tuple[int, int]] = []
+    start = 0
+    parent: str | None = None
+    reach = -1  # largest outcome position in the current group
+    horizon = (calls[-1].position + 1) if calls else 0
+    for index, call in enumerate(calls):
+        end = call.end_position if call.end_position is not None else horizon
+        if index > start and call.parent_id == parent and call.position < reach:
+            reach = max(reach, end)
+            continue
+        if index > start:
+            groups.append((start, index))
+        start, parent, reach = index, call.parent_id, end
+    if calls:
+        groups.append((start, len(calls)))
+    return groups

@@ -34,7 +34,7 @@ T = TypeVar("T")
 
 MARKER = "stepfork"
 RECORD_OPTION = "--stepfork-record"
-_REPLAY_OPTIONS = frozenset({"live_llms", "allow_live_tools", "approve"})
+_REPLAY_OPTIONS = frozenset({"live_llms", "allow_live_tools", "approve", "ordering"})
 
 
 class StepforkBundleMissingError(FileNotFoundError):

@@ -65,6 +65,7 @@ def run_regression_case(
     has_expectation: bool = True,
     import_root: str | os.PathLike[str] | None = None,
     trace_path: str | os.PathLike[str] | None = None,
+    ordering: str = "strict",
 ) -> Any:
     """Replay ``entrypoint`` against ``trace`` and check it like a reviewed regression test.
 
@@ -72,7 +73,7 @@ def run_regression_case(
         entrypoint: a callable (sync or ``async def``, run with ``asyncio.run``) or ``"MODULE:FUNCTION"``
             resolved against ``import_root`` (default: the current directory).
         trace: a bundle path or a ``Trace``; ``trace_path`` is accepted as the reference's keyword name.
-        mode, live_llms, allow_live_tools: as :class:`ReplaySession`.
+        mode, live_llms, allow_live_tools, ordering: as :class:`ReplaySession`.
         expectation: the reviewed output (JSON); compared with the redacted JSON form of the return value
             when ``has_expectation`` is True (``None`` is then a real expectation of ``null``).
         trajectory_expectation: a reviewed trajectory shape (see ``validate_trajectory_expectation``).
@@ -91,7 +92,9 @@ def run_regression_case(
     if trajectory_expectation is not None:
         validate_trajectory_expectation(trajectory_expectation)
     loaded = _load(source)
-    session = ReplaySession(loaded, mode, live_llms=live_llms, allow_live_tools=allow_live_tools)
+    session = ReplaySession(
+        loaded, mode, live_llms=live_llms, allow_live_tools=allow_live_tools, ordering=ordering
+    )
     if isinstance(entrypoint, str):
         try:
             function = resolve_entrypoint(entrypoint, import_root=import_root)

@@ -10,7 +10,8 @@ Each call, before its body could run:
 1. orphan (a thread without the context) -> ReplayError ``orphan_call``;
 2. mode ``forbidden`` -> ReplayPolicyError; ``manual`` -> ``approve(call)`` must say True;
 3. session not active -> ReplayError ``not_active``;
-4. identity (kind, tool name, LLM model and provider) against the cursor's next call;
+4. identity (kind, tool name, LLM model and provider) against the cursor's choice: the next recorded
+   call (ordering ``strict``), or the member of the current concurrent group that matches (``concurrent``);
 5. stored input fingerprint valid; redacted canonical input equal (skipped for a hybrid live LLM);
 6. recorded or call-site policy ``forbidden``/``manual`` (outside manual mode) -> ReplayPolicyError;
 7. the recorded call has an outcome and a valid output fingerprint (skipped for a hybrid live LLM);
@@ -49,6 +50,7 @@ from stepfork.replay.matching import (
     check_outcome,
 )
 from stepfork.replay.modes import Approver, validate_options
+from stepfork.replay.ordering import ConcurrentCursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary
 from stepfork.trace import boundary
@@ -90,13 +92,17 @@ class ReplaySession:
         allow_live_tools: live only: tool names whose bodies may run (every occurrence); each must exist.
         approve: manual only: ``approve(call) -> bool`` for each call (``call.input`` redacted). Approved
             calls are matched and served as in frozen mode.
+        ordering: ``"strict"`` (default): one cursor, recorded order; ``"concurrent"``: concurrent sibling
+            calls (an ``asyncio.gather``) match by identity in any order (see :mod:`stepfork.replay.ordering`,
+            issue 6 "Concurrency").
 
     Raises:
-        ValueError: an unknown or reserved mode, or an invalid combination (see
+        ValueError: an unknown or reserved mode, an unknown ordering, or an invalid combination (see
             :func:`stepfork.replay.modes.validate_options`), naming the problem.
 
     Attributes:
-        trace, mode, hybrid, live_llms, allow_live_tools, approve; ``calls``: the visible recorded calls.
+        trace, mode, hybrid, live_llms, allow_live_tools, approve, ordering; ``calls``: the visible recorded
+        calls.
     """
 
     is_replay = True
@@ -109,7 +115,9 @@ class ReplaySession:
         live_llms: Iterable[str] | None = None,
         allow_live_tools: Iterable[str] | None = None,
         approve: Approver | None = None,
+        ordering: str = "strict",
     ) -> None:
+        self.ordering = normalize_ordering(ordering)
         events = list(trace.events)
         with cyclic_gc_paused():  # one object per call, all long-lived: keep setup linear (see _files)
             all_calls = extract_all_calls(events)
@@ -130,7 +138,7 @@ class ReplaySession:
             self.calls: list[RecordedCall] = extract_recorded_calls(
                 events, mode=options.mode, live_llms=options.live_llms, all_calls=all_calls
             )
-        self._cursor = CallCursor(self.calls)
+        self._cursor = CallCursor(self.calls) if self.ordering == "strict" else ConcurrentCursor(self.calls)
         self._lock = threading.RLock()
         self._matched: list[MatchedCall] = []
         self._executed: list[ExecutedCall] = []
@@ -148,6 +156,7 @@ class ReplaySession:
         live_llms: Iterable[str] | None = None,
         allow_live_tools: Iterable[str] | None = None,
         approve: Approver | None = None,
+        ordering: str = "strict",
     ) -> ReplaySession:
         """Build a session from a bundle path or an in-memory ``Trace``.
 
@@ -156,7 +165,12 @@ class ReplaySession:
             ValueError: as the constructor.
         """
         return cls(
-            load_source(source), mode, live_llms=live_llms, allow_live_tools=allow_live_tools, approve=approve
+            load_source(source),
+            mode,
+            live_llms=live_llms,
+            allow_live_tools=allow_live_tools,
+            approve=approve,
+            ordering=ordering,
         )
 
     # -- context management ----------------------------------------------------------------------------
@@ -253,7 +267,7 @@ class ReplaySession:
                     fingerprints_computed=nxt.input_hash is None,
                 )
             raise ReplayExhaustedError(
-                f"replay ended before consuming {len(remaining)} recorded call(s): {shown}{more}",
+                f"replay ended before consuming {len(remaining)} recorded dependency call(s): {shown}{more}",
                 code="incomplete",
                 diagnostic=diagnostic,
                 remaining=remaining,
@@ -266,6 +280,10 @@ class ReplaySession:
             if self._divergence is None:
                 self._divergence = error
         return error
+
+    def _compares(self, expected: RecordedCall) -> bool:
+        """False for a hybrid live LLM, whose input may change (hybrid-replay.txt); True otherwise."""
+        return not (self.hybrid and expected.kind == "llm" and expected.label in self.live_llms)
 
     def _decide(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
         """Run checks 1-9 of the module docstring; return ``(execute, value)``."""
@@ -309,8 +327,8 @@ class ReplaySession:
             raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
         with self._lock:
             cursor = self._cursor
-            expected = check_identity(cursor.peek(), call, live)
-            live_llm = self.hybrid and expected.kind == "llm" and expected.label in self.live_llms
+            expected = check_identity(cursor.select(call, live, self._compares), call, live)
+            live_llm = not self._compares(expected)
             check_input(cursor, expected, call, live, compare=not live_llm)
             for where, policy in (("recorded event", expected.policy), ("call site", call.replay_policy)):
                 if policy == "forbidden" or (policy == "manual" and mode != "manual"):
@@ -333,7 +351,7 @@ class ReplaySession:
                         diagnostic=build_diagnostic(expected, call, live),
                     )
                 execute = True
-            cursor.advance()
+            cursor.consume(expected)
             action = "executed" if execute else "substituted"
             self._matched.append(MatchedCall(expected.index, expected.kind, expected.label, action))
             self._executed.append(
@@ -372,9 +390,9 @@ class ReplaySession:
             path = getattr(exc, "path", "$")
             raise self._diverge(
                 ReplayMismatchError(
-                    f"call #{expected.index} (step {expected.step}): the recorded output of {expected.kind} "
-                    f"{expected.label!r} does not fit its return annotation {call.return_type!r} at {path}: "
-                    f"{exc}",
+                    f"call #{expected.index + 1}: the recorded output of {expected.kind} "
+                    f"{expected.label!r} does not fit its return annotation {call.return_type!r} at {path} "
+                    f"(step {expected.step}): {exc}",
                     code="output_annotation_mismatch",
                     diagnostic=build_diagnostic(expected, call, live),
                     path=path,

@@ -1,0 +1,150 @@
+"""Orderings of a replay: which recorded call a live call is checked against (issue 6, "Concurrency").
+
+| ordering | a live call is checked against |
+|---|---|
+| ``strict`` (default) | the next recorded call, one cursor (replay.txt, "Matching guarantees") |
+| ``concurrent`` | any unconsumed call of the current *concurrent group* with the same identity |
+
+A concurrent group (:func:`stepfork.replay.plan.concurrent_groups`) is a run of sibling calls (same recorded
+parent) whose ``[call, result]`` intervals overlap: an ``asyncio.gather`` fan-out. Within the current group
+a live call takes the earliest unconsumed member with its identity (kind, tool name or LLM provider and
+model, redacted canonical input), so repeated identical calls are still served in recorded order; groups
+are consumed one after the other, so calls recorded sequentially keep their order. A call that matches no
+member is checked against the closest one (same kind and name, else the earliest unconsumed) and fails
+with the usual ReplayMismatchError and diagnostics, before its body runs.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from stepfork.replay.matching import CallCursor, LiveInput
+from stepfork.replay.plan import RecordedCall, concurrent_groups
+from stepfork.trace.boundary import BoundaryCall
+
+ORDERINGS = ("strict", "concurrent")
+"""The supported orderings; ``strict`` is the default (issue 6: the strict cursor stays the default)."""
+
+
+def normalize_ordering(ordering: Any) -> str:
+    """Return ``ordering`` as one of :data:`ORDERINGS`.
+
+    Raises:
+        ValueError: an unknown ordering, naming the valid ones.
+    """
+    if ordering not in ORDERINGS:
+        raise ValueError(f"unknown replay ordering {ordering!r}; expected one of " + ", ".join(ORDERINGS))
+    return str(ordering)
+
+
+def _identity(kind: str, name: str | None, provider: str | None, model: str | None) -> tuple[Any, ...]:
+    # what check_identity compares: the tool name; the LLM's provider and model
+    return (kind, name) if kind == "tool" else (kind, provider, model)
+
+
+class ConcurrentCursor(CallCursor):
+    """The ``concurrent`` ordering over the visible recorded calls (see the module docstring).
+
+    Not thread-safe on its own: the session serializes access. Each call is indexed once, when its group
+    becomes current; the recorded canonical input bytes are computed only for groups of two or more.
+    """
+
+    __slots__ = ("_by_identity", "_by_input", "_consumed", "_count", "_first", "_group", "_groups")
+
+    def __init__(self, calls: list[RecordedCall]) -> None:
+        super().__init__(calls)
+        self._groups = concurrent_groups(calls)
+        self._group = -1
+        self._consumed = bytearray(len(calls))
+        self._count = 0
+        self._first = 0  # every call before it is consumed
+        self._by_identity: dict[tuple[Any, ...], deque[int]] = {}
+        self._by_input: dict[tuple[Any, ...], deque[int]] = {}
+
+    def _sync(self) -> bool:
+        """Move past consumed calls and into the group of the earliest unconsumed one; False when done."""
+        while self._first < len(self.calls) and self._consumed[self._first]:
+            self._first += 1
+        if self._first >= len(self.calls):
+            return False
+        while self._group < 0 or self._groups[self._group][1] <= self._first:
+            self._group += 1
+            self._index_group()
+        return True
+
+    def _index_group(self) -> None:
+        start, stop = self._groups[self._group]
+        self._by_identity = {}
+        self._by_input = {}
+        if stop - start < 2:
+            return
+        for index in range(start, stop):
+            recorded = self.calls[index]
+            key = _identity(recorded.kind, recorded.name, recorded.provider, recorded.model)
+            self._by_identity.setdefault(key, deque()).append(index)
+            data = self.recorded_input_bytes(recorded)
+            self._by_input.setdefault((*key, data), deque()).append(index)
+
+    def _head(self, indices: deque[int] | None) -> RecordedCall | None:
+        """The earliest unconsumed call of ``indices`` (consumed ones are dropped lazily)."""
+        if indices is None:
+            return None
+        while indices and self._consumed[indices[0]]:
+            indices.popleft()
+        return self.calls[indices[0]] if indices else None
+
+    def peek(self) -> RecordedCall | None:
+        """The earliest unconsumed recorded call, or None when every call was consumed."""
+        return self.calls[self._first] if self._sync() else None
+
+    def select(
+        self, call: BoundaryCall, live: LiveInput, compares: Callable[[RecordedCall], bool]
+    ) -> RecordedCall | None:
+        """The recorded call to check ``call`` against (None when every call was consumed).
+
+        The earliest unconsumed member of the current group with ``call``'s identity and input (raw
+        canonical bytes first, then redacted); failing that, the earliest with its kind and name (its
+        input is not compared when ``compares`` says False: a hybrid live LLM), else the earliest
+        unconsumed member, so the checks that follow raise the right mismatch.
+        """
+        if not self._sync():
+            return None
+        start, stop = self._groups[self._group]
+        if stop - start < 2:
+            return self.calls[self._first]
+        key = _identity(call.kind, call.name, call.provider, call.model)
+        nearest = self._head(self._by_identity.get(key))
+        if nearest is None:
+            return self.calls[self._first]
+        if not compares(nearest):
+            return nearest
+        found = self._head(self._by_input.get((*key, live.raw_bytes)))
+        if found is None and live.bytes != live.raw_bytes:  # a secret in the live input: compare redacted
+            found = self._head(self._by_input.get((*key, live.bytes)))
+        return found if found is not None else nearest
+
+    def consume(self, expected: RecordedCall) -> None:
+        """Mark ``expected`` (a member of the current group) consumed."""
+        if not self._consumed[expected.index]:
+            self._consumed[expected.index] = 1
+            self._count += 1
+
+    def advance(self) -> None:
+        """Consume the earliest unconsumed call (what :meth:`peek` returns)."""
+        head = self.peek()
+        if head is not None:
+            self.consume(head)
+
+    @property
+    def pending(self) -> int:
+        """Number of recorded calls not consumed yet."""
+        return len(self.calls) - self._count
+
+    def remaining_labels(self) -> tuple[str, ...]:
+        """Labels of the unconsumed calls, in recorded order."""
+        consumed = self._consumed
+        return tuple(
+            self.calls[index].label for index in range(self._first, len(self.calls)) if not consumed[index]
+        )
