@@ -139,7 +139,9 @@ def test_an_existing_output_needs_overwrite(project: Path) -> None:
 
 
 def test_the_reserved_derived_mode_is_refused_with_exit_2(project: Path) -> None:
-    proc = stepfork("minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "--mode", "derived", cwd=project)
+    proc = stepfork(
+        "minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "--mode", "derived", cwd=project
+    )
     assert proc.returncode == 2
     assert "replay mode 'derived' is reserved and not supported" in proc.stderr
     assert not (project / "fetch-minimized.sftrace").exists()
