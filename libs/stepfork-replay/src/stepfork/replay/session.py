@@ -7,7 +7,9 @@ the context variable, so instrumented tools and ``llm_request`` calls in nested 
 
 Each call, before its body could run:
 
-1. orphan (a thread without the context) -> ReplayError ``orphan_call``;
+1. orphan (a thread started without the context, while this is the only session in the process): served
+   like any call, through the same checks, with an :class:`OrphanCallWarning` once per session, as the
+   recorder does, so a run recorded from a thread pool replays (docs/decisions.md);
 2. mode ``forbidden`` -> ReplayPolicyError; ``manual`` -> ``approve(call)`` must say True;
 3. session not active -> ReplayError ``not_active``;
 4. identity (kind, tool name, LLM model and provider) against the cursor's choice: the next recorded
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import Token
 from dataclasses import replace
@@ -60,6 +63,7 @@ from stepfork.trace.bundle import Trace
 from stepfork.trace.errors import TraceSerializationError
 from stepfork.trace.jsonable import from_jsonable
 from stepfork.trace.models import EventStatus
+from stepfork.trace.recording import OrphanCallWarning
 from stepfork.trace.redaction import redact_json, redact_text
 
 T = TypeVar("T")
@@ -143,6 +147,7 @@ class ReplaySession:
         self._matched: list[MatchedCall] = []
         self._executed: list[ExecutedCall] = []
         self._divergence: ReplayError | None = None
+        self._orphan_warned = False
         self._token: Token[BoundaryHandler | None] | None = None
         self._entered = False
         self._active = False
@@ -296,11 +301,16 @@ class ReplaySession:
             raise
 
     def _decide_checked(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
-        if orphan:
-            raise ReplayError(
-                f"{call.kind} call {call.label!r} arrived from a thread without the replay's context; it is "
-                "refused before its body runs. Start threads with contextvars.copy_context().run(...)",
-                code="orphan_call",
+        if orphan and not self._orphan_warned:
+            # The strict (or concurrent) cursor still checks the call's identity and input, so a call
+            # that does not belong to this run diverges before its body runs.
+            self._orphan_warned = True
+            warnings.warn(
+                f"{call.kind} call {call.label!r} arrived from a thread without the replay's context; "
+                "it is served by the only active replay session. Start threads with "
+                "contextvars.copy_context().run(...) so calls reach their session explicitly",
+                OrphanCallWarning,
+                stacklevel=4,
             )
         live = LiveInput(call.input)
         mode = self.mode

@@ -12,7 +12,7 @@ no handler while sessions are active in the process is an *orphan*:
 
 - exactly one session active: that session decides (``handle(..., orphan=True)``): a recording session
   records the call under the run and warns once with :class:`OrphanCallWarning`; a replay session
-  refuses it with a ReplayError before the body runs;
+  serves it through the usual checks, also warning once;
 - more than one: :class:`~stepfork.trace.errors.BoundaryContextError`, because guessing would be wrong.
 
 This module imports nothing heavy (no pydantic): decorated functions cost one ContextVar read when no
