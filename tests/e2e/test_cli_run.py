@@ -143,3 +143,12 @@ def test_pytest_args_reach_the_child(quickstart: Path) -> None:
     receipt = json.loads(result.out)
     assert receipt["reason"] == "no_tests_collected"
     assert receipt["command"][-2:] == ["-k", "no_such_test"]
+
+
+def test_a_timeout_that_is_not_positive_is_bad_input_exit_2(quickstart: Path) -> None:
+    _export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+    for value in ("0", "-1"):
+        result = run_cli("run", "test_fixed.py", "--timeout-seconds", value, cwd=quickstart)
+        assert result.code == 2, result.text
+        assert "--timeout-seconds must be a positive number of seconds" in result.err
+        assert "Traceback" not in result.text

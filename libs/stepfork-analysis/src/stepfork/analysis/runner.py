@@ -31,14 +31,14 @@ __all__ = ["RunInputError", "run_exported_test", "resolve_entrypoint_location"]
 
 
 class RunInputError(ValueError):
-    """The test file itself cannot be read (missing, not a file, not UTF-8), so there is nothing to run.
+    """Nothing to run: the test file cannot be read (missing, not a file, not UTF-8) or an option is invalid.
 
     Attributes:
-        code: ``test_missing`` or ``test_unreadable``.
-        path: the test path as given.
+        code: ``test_missing``, ``test_unreadable`` or ``invalid_timeout``.
+        path: the test path as given (empty for an invalid option).
     """
 
-    def __init__(self, message: str, *, code: str, path: str) -> None:
+    def __init__(self, message: str, *, code: str, path: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.path = path
@@ -154,9 +154,15 @@ def run_exported_test(
         timeout_seconds: stop the child (its whole process group) after this long: could_not_execute.
 
     Raises:
-        RunInputError: the test file is missing or unreadable (nothing to classify).
+        RunInputError: the test file is missing or unreadable (nothing to classify), or
+            ``timeout_seconds`` is not a positive number of seconds (``invalid_timeout``).
         OSError: the receipt cannot be written.
     """
+    if timeout_seconds is not None and not timeout_seconds > 0:  # also refuses NaN
+        raise RunInputError(
+            f"--timeout-seconds must be a positive number of seconds, not {timeout_seconds}",
+            code="invalid_timeout",
+        )
     test_path = Path(test)
     if not test_path.is_file():
         raise RunInputError(f"test file not found: {test_path}", code="test_missing", path=str(test_path))
