@@ -63,7 +63,7 @@ def test_help_does_not_import_rich_or_the_libraries() -> None:
         "import sys\n"
         "from stepfork.cli.app import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in sys.modules if m.split('.')[0] in ('rich', 'pydantic') or "
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('rich', 'pydantic', 'typer', 'click') or "
         "m.startswith(('stepfork.replay', 'stepfork.analysis'))]\n"
         "sys.stderr.write(repr(sorted(heavy)))\n"
     )
@@ -71,6 +71,21 @@ def test_help_does_not_import_rich_or_the_libraries() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), check=False
     )
     assert done.stderr.strip() == "[]"
+
+
+def test_the_help_snapshot_is_what_typer_renders_today() -> None:
+    # `stepfork --help` prints a snapshot so it need not import typer; it must never drift from the app.
+    rendered = subprocess.run(
+        [stepfork_executable(), "--help"],
+        capture_output=True,
+        text=True,
+        env={**cli_env(), "STEPFORK_RENDER_HELP": "1"},
+        check=False,
+    )
+    assert rendered.returncode == 0
+    fast = run_cli("--help")
+    assert fast.code == 0
+    assert fast.out == rendered.stdout, "stale snapshot: run python scripts/update_cli_help.py"
 
 
 def test_help_lists_the_global_options_and_the_commands() -> None:

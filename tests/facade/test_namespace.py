@@ -12,11 +12,25 @@ def test_only_the_facade_ships_the_namespace_init():
     assert inits == ["libs/stepfork/src/stepfork/__init__.py"]
 
 
-def test_namespace_init_extends_path_first():
-    text = (ROOT / "libs/stepfork/src/stepfork/__init__.py").read_text(encoding="utf-8")
-    docstring_end = text.index('"""', 3) + 3
-    first_statement = text[docstring_end:].strip().splitlines()[0]
-    assert first_statement == '__path__ = __import__("pkgutil").extend_path(__path__, __name__)'
+def test_the_namespace_holds_every_installed_member_portion():
+    import stepfork
+
+    portions = {Path(p).resolve() for p in stepfork.__path__}
+    for member in ("libs/stepfork", "libs/stepfork-trace", "libs/stepfork-replay", "libs/stepfork-analysis"):
+        assert (ROOT / member / "src" / "stepfork").resolve() in portions, member
+    assert (ROOT / "apps/stepfork-cli/src/stepfork").resolve() in portions
+    assert len(stepfork.__path__) == len(set(stepfork.__path__)), "a portion is listed twice"
+
+
+def test_import_stepfork_does_not_import_pkgutil_or_typing():
+    # `stepfork --version` imports the facade; pkgutil and typing would double its start-up time
+    script = (
+        "import sys\nbefore = set(sys.modules)\nimport stepfork\n"
+        "print(sorted(m for m in ('pkgutil', 'typing', 're') if m in set(sys.modules) - before))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
 
 
 def test_facade_exports_resolve_lazily_and_unknown_names_fail():

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (and re) before --version answers
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
     import typer
 
 # command name -> module defining ``register(app: typer.Typer) -> None``; order is the help order.
@@ -72,6 +73,26 @@ def build_app() -> typer.Typer:
     return app
 
 
+def render_top_level_help() -> str:
+    """Render ``stepfork --help`` with typer/click at 80 columns (click's own maximum width).
+
+    The result is kept in :mod:`stepfork.cli._help` so ``stepfork --help`` can print it without importing
+    typer (5.6x the interpreter's start-up on its own; docs/performance.md). ``python
+    scripts/update_cli_help.py`` rewrites that snapshot; tests/e2e/test_cli_global.py fails when it is stale.
+    """
+    import contextlib
+    import io
+
+    import typer.main
+
+    command = typer.main.get_command(build_app())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        # the very code path `stepfork --help` takes (click caps the width at 80 columns)
+        command.main(args=["--help"], prog_name="stepfork", standalone_mode=False)
+    return out.getvalue()
+
+
 def _debug_requested(args: Sequence[str]) -> bool:
     """True when ``--debug`` appears before the command name, or STEPFORK_DEBUG=1 is set."""
     if os.environ.get("STEPFORK_DEBUG") == "1":
@@ -93,6 +114,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in _VERSION_FLAGS:
         sys.stdout.write(f"stepfork {_version()}\n")
+        raise SystemExit(0)
+    if args == ["--help"] and not os.environ.get("STEPFORK_RENDER_HELP"):
+        from stepfork.cli._help import TOP_LEVEL_HELP  # the snapshot of render_top_level_help()
+
+        sys.stdout.write(TOP_LEVEL_HELP)
         raise SystemExit(0)
 
     debug = _debug_requested(args)

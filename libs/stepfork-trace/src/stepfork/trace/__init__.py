@@ -11,9 +11,9 @@ Main entry points: :func:`record` / :class:`RecordingSession` (record a run into
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from stepfork.trace._version import __version__
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: `stepfork --version` reads this package
 
 _EXPORTS: dict[str, str] = {
     # boundary
@@ -174,6 +174,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from stepfork.trace.boundary import BoundaryCall, BoundaryHandler, active_handler
     from stepfork.trace.bundle import BundleWriter, Trace, load_trace, save_trace
     from stepfork.trace.canonical import CANONICAL_JSON_PROFILE, canonical_json, fingerprint, loads_json
