@@ -13,6 +13,7 @@ import json
 import runpy
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def fetch_account(user: str) -> dict[str, Any]:
 
 
 @stepfork.trace_tool
-def fetch_untyped(user: str):  # type: ignore[no-untyped-def]  # no annotation: decoded JSON as is
+def fetch_untyped(user: str):  # type: ignore[no-untyped-def]  # no return annotation: JSON as decoded
     CALLS.append("fetch_untyped")
     return {"zeta": user, "alpha": 2}
 
@@ -148,7 +149,7 @@ AGENT_SOURCE = '''
 
 
 @pytest.fixture
-def agent_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+def agent_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, str]]:
     name = "sf_tagged_agent"
     source = tmp_path / f"{name}.py"
     source.write_text(textwrap.dedent(AGENT_SOURCE), encoding="utf-8")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stepfork.trace.bundle import Trace, load_trace, save_trace, serialize_event
-from stepfork.trace.canonical import canonical_json, fingerprint
+from stepfork.trace.canonical import compact_json, fingerprint
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.integrity import verify_bundle_integrity
 from stepfork.trace.models import (
@@ -98,7 +98,7 @@ def test_manifest_is_pretty_in_model_key_order_with_raw_unicode(tmp_path: Path) 
     assert (path / "redactions.json").read_bytes() == EMPTY_REDACTIONS
 
 
-def test_event_lines_are_compact_common_fields_first_payload_keys_sorted(tmp_path: Path) -> None:
+def test_event_lines_are_compact_common_fields_first_payload_keys_in_recorded_order(tmp_path: Path) -> None:
     path = save_trace(make_trace(), tmp_path / "run.sftrace")
     lines = (path / "events.jsonl").read_bytes().split(b"\n")
     assert lines[-1] == b""
@@ -109,7 +109,8 @@ def test_event_lines_are_compact_common_fields_first_payload_keys_sorted(tmp_pat
         b'"timestamp":"2026-10-08T10:00:00Z","duration_ms":null,"status":"ok",'
         b'"replay_policy":"frozen","input_hash":"'
     )
-    assert request.endswith(b'"redactions":[],"provider":null,"model":"m","input":{"a":2,"b":1}}')
+    assert request.endswith(b'"redactions":[],"provider":null,"model":"m","input":{"b":1,"a":2}}')
+    assert load_trace(path).events[1].input_hash == fingerprint({"a": 2, "b": 1})  # hash: sorted bytes
 
 
 def test_save_recomputes_hashes_of_the_stored_payloads_including_null(tmp_path: Path) -> None:
@@ -260,7 +261,7 @@ def test_serialize_event_is_one_line_equal_to_the_saved_line_of_a_clean_event(tm
     lines = (path / "events.jsonl").read_bytes().splitlines(keepends=True)
     assert [serialize_event(e) for e in saved.events] == lines
     assert serialize_event(saved.events[4]).endswith(
-        b'"output":' + canonical_json({"z": 1, "a": [1, 2]}) + b"}\n"
+        b'"output":' + compact_json({"z": 1, "a": [1, 2]}) + b"}\n"
     )
 
 

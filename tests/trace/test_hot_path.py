@@ -68,8 +68,8 @@ def test_plain_json_comes_back_as_is_with_its_keys_and_canonical_bytes(value: di
     [
         ({"a": [1, (2, 3)]}, {"a": [1, {"$stepfork": "tuple", "value": [2, 3]}]}),
         ({"a": {"b": float("nan")}}, {"a": {"b": {"$stepfork": "float", "value": "nan"}}}),
-        ([{"x": Level.LOW}], [{"x": {"$stepfork": "enum", "value": 1, "type": f"{__name__}.Level"}}]),
-        ({"c": Colour.RED}, {"c": {"$stepfork": "enum", "value": "red", "type": f"{__name__}.Colour"}}),
+        ([{"x": Level.LOW}], [{"x": {"$stepfork": "enum", "value": 1, "type": "Level"}}]),
+        ({"c": Colour.RED}, {"c": {"$stepfork": "enum", "value": "red", "type": "Colour"}}),
         ({"s": Name("n")}, {"s": "n"}),
         ({"k": {Name("b"): 1}}, {"k": {"$stepfork": "dict", "value": [["b", 1]]}}),
         ({"k": {1: 2}}, {"k": {"$stepfork": "dict", "value": [[1, 2]]}}),

@@ -53,8 +53,8 @@ BOOKING = Booking(
         (dt.timedelta(days=-1, seconds=5, microseconds=7), {"$stepfork": "timedelta", "value": [-1, 5, 7]}),
         (Decimal("1.10"), {"$stepfork": "decimal", "value": "1.10"}),
         (uuid.UUID(int=1), {"$stepfork": "uuid", "value": "00000000-0000-0000-0000-000000000001"}),
-        (Status.CONFIRMED, {"$stepfork": "enum", "value": "confirmed", "type": f"{__name__}.Status"}),
-        (Priority.HIGH, {"$stepfork": "enum", "value": 1, "type": f"{__name__}.Priority"}),
+        (Status.CONFIRMED, {"$stepfork": "enum", "value": "confirmed", "type": "Status"}),
+        (Priority.HIGH, {"$stepfork": "enum", "value": 1, "type": "Priority"}),
         ({3, 1, "a"}, {"$stepfork": "set", "value": ["a", 1, 3]}),
         (frozenset({2}), {"$stepfork": "frozenset", "value": [2]}),
         ((1, [2]), {"$stepfork": "tuple", "value": [1, [2]]}),
@@ -62,7 +62,7 @@ BOOKING = Booking(
             Point(1, b"a"),
             {
                 "$stepfork": "dataclass",
-                "type": f"{__name__}.Point",
+                "type": "Point",
                 "value": {"x": 1, "label": {"$stepfork": "bytes", "value": "YQ=="}},
             },
         ),
@@ -86,7 +86,7 @@ def test_set_members_are_sorted_by_their_canonical_bytes():
 def test_a_pydantic_model_is_tagged_with_its_python_dump():
     encoded = to_jsonable(BOOKING)
     assert encoded["$stepfork"] == "model"
-    assert encoded["type"] == f"{__name__}.Booking"
+    assert encoded["type"] == "Booking"  # qualname only: the module depends on how the agent was started
     assert encoded["value"]["price"] == {"$stepfork": "decimal", "value": "10.50"}
 
 

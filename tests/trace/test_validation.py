@@ -266,3 +266,16 @@ def test_to_dict_is_json_ready() -> None:
     assert data["issues"][0]["code"] == "invalid_parent"
     assert data["integrity"] is None
     assert data["checks"][2] == {"name": "Run IDs consistent", "passed": False}
+
+
+def test_a_file_given_as_the_bundle_is_named_as_such_not_as_missing(tmp_path: Path) -> None:
+    from stepfork.trace import validate_bundle
+
+    afile = tmp_path / "afile.sftrace"
+    afile.write_text("hi")
+    result = validate_bundle(afile)
+    assert result.unreadable
+    assert [issue.code for issue in result.issues] == ["missing_file"]
+    assert "exists but is not a .sftrace directory" in result.issues[0].message
+    gone = validate_bundle(tmp_path / "gone.sftrace")
+    assert gone.issues[0].message.startswith("bundle not found")

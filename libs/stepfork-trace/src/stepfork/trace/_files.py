@@ -6,8 +6,8 @@ and the check cannot race with the read (docs/format.md, "Reading").
 
 Writing goes through a temporary name in the same directory, ``fsync`` of the file, then ``os.replace``
 (docs/architecture.md, "Crash safety"). Pretty files are ``json.dumps(indent=2, ensure_ascii=False)`` plus a
-final ``\\n``, keys in the order given (notes 1.2, 1.7, 2.4); event lines are compact with payload values in
-canonical form (notes 1.3).
+final ``\\n``, keys in the order given (notes 1.2, 1.7, 2.4); event lines are compact, payload keys in
+their recorded order (notes 1.3, docs/format.md).
 
 Parsing (``parse_manifest``, ``parse_events``, ``parse_redactions``) reads with ``loads_json`` (values
 kept exactly) and refuses, with a code, anything pydantic's lax mode would coerce.
@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from stepfork.trace.canonical import canonical_json, loads_json
+from stepfork.trace.canonical import compact_json, loads_json
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.models import EVENT_ADAPTER, SCHEMA_VERSION, Event, RedactionManifest, TraceManifest
 
@@ -119,13 +119,14 @@ def pretty_json(value: Any) -> bytes:
 def event_line(fields: Iterable[tuple[str, Any]]) -> bytes:
     """Return one events.jsonl line: ``{"k":v,...}\\n`` with keys in the given order (notes 1.3).
 
-    Each value is written in canonical form (sorted nested keys, ``(",", ":")``, raw UTF-8), so the line is
-    compact and its payloads are byte-identical to what their hashes cover.
+    Each value is written as ``compact_json`` writes it: the canonical encoding (``(",", ":")``, raw
+    UTF-8, Python float text) with nested keys in their own order, so a payload reads back exactly as it
+    was recorded; its hash covers its canonical (sorted) bytes, never this text (notes 2.2).
 
     Raises:
         CanonicalJsonError: a value is not plain JSON.
     """
-    parts = [b'"' + name.encode("ascii") + b'":' + canonical_json(value) for name, value in fields]
+    parts = [b'"' + name.encode("ascii") + b'":' + compact_json(value) for name, value in fields]
     return b"{" + b",".join(parts) + b"}\n"
 
 
@@ -372,3 +373,10 @@ def _parse_lines(data: bytes, path: Path) -> list[Event]:
                 line=number,
             ) from None
     return events
+
+
+def not_a_bundle(path: Path) -> str:
+    """The one-line reason ``path`` is not a bundle directory: absent, or something other than a directory."""
+    if path.exists() or path.is_symlink():
+        return f"not a bundle directory: {path} exists but is not a .sftrace directory"
+    return f"bundle not found: {path}"

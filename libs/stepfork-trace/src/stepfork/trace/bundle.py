@@ -2,17 +2,18 @@
 
 Bytes are those of schema 0.1 (interop/REFERENCE-NOTES.md sections 1-2, restated in docs/format.md):
 manifest.json, redactions.json and integrity.json are pretty JSON in model key order; events.jsonl holds one
-compact object per line, the 12 common fields first, payload values in canonical form. Saving redacts every
-event and the manifest, recomputes the payload hashes and the counts, and writes through a temporary
-directory renamed into place. Loading never repairs, guesses or executes: every problem is a
-``TraceStorageError`` with a code, a path and, for events.jsonl, a 1-based line.
+compact object per line, the 12 common fields first, payload keys in their recorded order (hashes cover
+the canonical, sorted bytes). Saving redacts every event and the manifest, recomputes the payload hashes
+and the counts, and writes through a temporary directory renamed into place. Loading never repairs,
+guesses or executes: every problem is a ``TraceStorageError`` with a code, a path and, for events.jsonl,
+a 1-based line.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,9 @@ def event_fields(event: EventBase) -> list[tuple[str, Any]]:
 
 def serialize_event(event: EventBase) -> bytes:
     """Return the events.jsonl line of ``event`` as stored, ending in ``\\n`` (no redaction, no hashing).
+
+    Payload dicts keep their key order (``_files.event_line``), so a loaded bundle re-serializes to its
+    own bytes.
 
     Raises CanonicalJsonError when a payload is not plain JSON.
     """
@@ -284,9 +288,7 @@ class BundleWriter:
         redactor: Redactor | None = None,
     ) -> None:
         self.path = Path(path)
-        if _files.check_target(self.path, overwrite=overwrite):
-            _files.remove_tree(self.path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        replace = _files.check_target(self.path, overwrite=overwrite)
         self._lock = threading.Lock()
         self._buffer = bytearray()
         self._limit = buffer_bytes
@@ -294,11 +296,30 @@ class BundleWriter:
         self._closed = False
         self.events_written = 0
         data, _ = manifest_bytes(manifest, redactor)
-        _files.atomic_write(self.path / MANIFEST_FILE, data)
-        _files.atomic_write(self.path / REDACTIONS_FILE, redactions_bytes([]))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-        self._fd: int | None = os.open(self.path / EVENTS_FILE, flags, 0o644)
-        _files.fsync_dir(self.path)
+        # The three files are made in a hidden staging directory renamed into place, so a process killed
+        # while opening leaves either no bundle or a whole one, never a directory missing a required file.
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        staging = _files.temp_name(self.path, "open")
+        staging.mkdir()
+        self._fd: int | None = None
+        try:
+            _files.write_file(staging / REDACTIONS_FILE, redactions_bytes([]))
+            _files.write_file(staging / MANIFEST_FILE, data)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+            self._fd = os.open(staging / EVENTS_FILE, flags, 0o644)
+            _files.fsync_dir(staging)
+            if replace:
+                _files.remove_tree(self.path)
+            elif self.path.exists():
+                self.path.rmdir()  # an empty directory (check_target allows it)
+            os.rename(staging, self.path)  # the open descriptor follows the renamed directory
+        except BaseException:
+            if self._fd is not None:
+                os.close(self._fd)
+            if staging.exists():
+                _files.remove_tree(staging)
+            raise
+        _files.fsync_dir(self.path.parent)
 
     def append(self, event_line: bytes) -> None:
         """Queue one events.jsonl line (exactly one ``\\n``, at the end); write out when the buffer is full.
@@ -326,9 +347,16 @@ class BundleWriter:
             self._check_open()
             self._write_buffer()
 
-    def finalize(self, manifest: TraceManifest, redaction_entries: Sequence[RedactionEntry]) -> Path:
+    def finalize(
+        self,
+        manifest: TraceManifest,
+        redaction_entries: Sequence[RedactionEntry],
+        extra_files: Mapping[str, bytes] | None = None,
+    ) -> Path:
         """Flush and fsync events.jsonl, rewrite manifest and redactions atomically, write integrity last.
 
+        ``extra_files`` maps extension file names (``sdk-versions.json``; already redacted bytes) to their
+        content: each is written atomically and listed in integrity.json (DESIGN.md "Bundle I/O").
         Returns the bundle path. The manifest is written as given (the caller sets status and totals).
         Raises TraceStorageError ``writer_closed`` when already finalized or closed.
         """
@@ -336,9 +364,12 @@ class BundleWriter:
             self._check_open()
             self._close_events()
             data, found = manifest_bytes(manifest, self._redactor)
+            extras = dict(extra_files or {})
+            for name, content in extras.items():
+                _files.atomic_write(self.path / name, content)
             _files.atomic_write(self.path / REDACTIONS_FILE, redactions_bytes([*redaction_entries, *found]))
             _files.atomic_write(self.path / MANIFEST_FILE, data)
-            write_integrity(self.path)
+            write_integrity(self.path, tuple(extras))
             _files.fsync_dir(self.path)
         return self.path
 
@@ -385,6 +416,17 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
             events.jsonl), ``unsupported_schema`` (schema_version other than "0.1"). ``line`` is set for
             problems inside events.jsonl.
     """
+    return read_trace(path)[0]
+
+
+def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> tuple[Trace, int | None]:
+    """:func:`load_trace`, and for partial validation the one case a crash legitimately leaves behind.
+
+    With ``torn_tail_ok`` and a manifest still ``running``, a final events.jsonl line without ``\\n`` (a
+    write cut by SIGKILL: the kernel may stop a write part-way) is left out of the returned trace, and its
+    1-based line number is returned second (else None). Nothing is changed on disk. Raises as
+    :func:`load_trace`.
+    """
     bundle = Path(path)
     if not bundle.name.endswith(_files.BUNDLE_SUFFIX):
         raise TraceStorageError(
@@ -393,14 +435,19 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
             path=str(bundle),
         )
     if not bundle.is_dir():
-        raise TraceStorageError(f"bundle not found: {bundle}", code="missing_file", path=str(bundle))
+        raise TraceStorageError(_files.not_a_bundle(bundle), code="missing_file", path=str(bundle))
     raw_manifest = _files.read_bundle_file(bundle, MANIFEST_FILE, unsafe_code="invalid_manifest")
     raw_events = _files.read_bundle_file(bundle, EVENTS_FILE, unsafe_code="invalid_event")
     raw_redactions = _files.read_bundle_file(bundle, REDACTIONS_FILE, unsafe_code="invalid_manifest")
     manifest = _files.parse_manifest(raw_manifest, bundle / MANIFEST_FILE)
+    torn: int | None = None
+    cut = bool(raw_events) and not raw_events.endswith(b"\n")
+    if torn_tail_ok and cut and manifest.status == RunStatus.RUNNING:
+        torn = raw_events.count(b"\n") + 1
+        raw_events = raw_events[: raw_events.rfind(b"\n") + 1]
     events = _files.parse_events(raw_events, bundle / EVENTS_FILE)
     redactions = _files.parse_redactions(raw_redactions, bundle / REDACTIONS_FILE)
-    return Trace.model_construct(
+    trace = Trace.model_construct(
         run_id=manifest.run_id,
         agent_name=manifest.agent_name,
         created_at=manifest.created_at,
@@ -411,3 +458,4 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         events=events,
         redactions=redactions.entries,
     )
+    return trace, torn

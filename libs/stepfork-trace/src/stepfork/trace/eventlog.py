@@ -4,10 +4,13 @@ Used by :mod:`stepfork.trace.recording`. Per event (DESIGN.md "Data flow"): buil
 in schema 0.1 field order (REFERENCE-NOTES.md 1.3-1.4), redact its fields (the rules of ``redact_event``,
 notes 3), fingerprint the hashed payload fields of the *redacted* event (notes 2.2, ``HASHED_FIELDS``),
 then, under one lock, give it its step (its position in the file), serialize it and append it to the
-crash-safe ``BundleWriter``. A plain-JSON payload is encoded once, by the boundary's scan
+crash-safe ``BundleWriter``. A plain-JSON payload's canonical (sorted) bytes come from the boundary's scan
 (``jsonable.take_plain_facts``): when its dict keys and a one-pass screen of those bytes
-(``Redactor.may_change``) leave nothing to redact, the same bytes are hashed and spliced into the line;
-otherwise the redaction walk runs and the redacted value is encoded (docs/performance.md "Recording").
+(``Redactor.may_change``) leave nothing to redact, those bytes are hashed, and the line gets the value in
+its recorded key order (one more orjson encoding, skipped when it holds under two distinct keys);
+otherwise the redaction walk runs and the redacted value is encoded both ways (docs/performance.md
+"Recording"). Key order is kept so that a replayed value is the recorded one, ``json.dumps`` of it
+included; hashes cover the sorted bytes, so they do not depend on it (notes 2.2, docs/format.md).
 
 No pydantic on this path: the line is built from the dict directly, and its bytes equal
 ``serialize_event`` of the same event (tests/trace/test_recording_lines.py checks that). Lines are
@@ -28,7 +31,7 @@ from typing import Any
 import orjson
 
 from stepfork.trace.bundle import BundleWriter
-from stepfork.trace.canonical import canonical_json
+from stepfork.trace.canonical import canonical_json, compact_json
 from stepfork.trace.jsonable import take_plain_facts
 from stepfork.trace.models import HASHED_FIELDS, RedactionEntry
 from stepfork.trace.redaction import RedactionFinding, Redactor, default_redactor
@@ -178,7 +181,8 @@ class EventLog:
         rules = self.redactor
         findings: list[RedactionFinding] = []
         in_field, out_field = _HASHED[type_]
-        payloads: dict[str, bytes] = {}
+        hashed: dict[str, bytes] = {}  # canonical (sorted) bytes of a payload: what its hash covers
+        lines: dict[str, bytes] = {}  # its compact bytes in recorded key order: what the line holds
         for name, value in fields.items():
             if value is None or type(value) in _SCALARS:
                 event[name] = value
@@ -187,34 +191,48 @@ class EventLog:
                 event[name] = value
                 continue
             if name in (in_field, out_field):
-                # Plain JSON (the boundary's scan, reused): encode once; when the keys and the screen over
-                # these very bytes show nothing to redact, they are the hashed and written bytes.
+                # Plain JSON (the boundary's scan, reused): its sorted encoding is hashed; when the keys and
+                # the screen over these very bytes show nothing to redact, the value is written unchanged.
                 facts = take_plain_facts(value)
                 if facts is not None:
                     data = facts.encoded
                     if facts.risky_floats:
                         data = canonical_json(value, assume_json=True)
-                    if not rules.may_change(facts.keys, data):
+                    keys = facts.keys
+                    if not rules.may_change(keys, data):
                         event[name] = value
-                        payloads[name] = data
+                        hashed[name] = data
+                        # The line keeps the recorded key order; with at most one distinct key no dict
+                        # can be out of order, so the sorted bytes are those bytes too. orjson wrote this
+                        # value already, so only a float in its risky band needs the checked encoder.
+                        if len(keys) > 1:
+                            if facts.risky_floats:
+                                data = compact_json(value, assume_json=True)
+                            else:
+                                data = orjson.dumps(value)
+                        lines[name] = data
                         continue
             result = rules.redact(value, base_path="/" + name)
             event[name] = result.value
             findings.extend(result.findings)
         if findings:
             event["redactions"] = list(dict.fromkeys(f.path for f in findings))
-        # Hash the redacted payloads; their canonical bytes are also what the line holds (notes 1.3, 2.2).
+        # Hash the canonical bytes of the redacted payloads (notes 2.2: the parsed value, not the line text);
+        # the line keeps their key order (docs/format.md).
         for field, hash_name in ((in_field, "input_hash"), (out_field, "output_hash")):
             if field is not None:
-                data = payloads.get(field) or canonical_json(event[field], assume_json=True)
-                payloads[field] = data
-                event[hash_name] = sha256(data).hexdigest()
+                canonical = hashed.get(field)
+                if canonical is None:
+                    payload = event[field]
+                    canonical = canonical_json(payload, assume_json=True)
+                    lines[field] = compact_json(payload, assume_json=True)
+                event[hash_name] = sha256(canonical).hexdigest()
         with self.lock:
             if self.closed:
                 raise RuntimeError("the recording session has finished; no more events can be recorded")
             step = self.count
             event["step"] = step
-            self.writer.append(line_bytes(event, payloads))
+            self.writer.append(line_bytes(event, lines))
             if flush:
                 self.writer.flush()
             self.count = step + 1
@@ -244,7 +262,7 @@ def _slow_line(event: dict[str, Any], payloads: dict[str, bytes]) -> bytes:
     parts = []
     for name, value in event.items():
         data = payloads.get(name)
-        parts.append(b'"' + name.encode() + b'":' + (data if data is not None else canonical_json(value)))
+        parts.append(b'"' + name.encode() + b'":' + (data if data is not None else compact_json(value)))
     return b"{" + b",".join(parts) + b"}\n"
 
 
@@ -252,10 +270,11 @@ def line_bytes(event: dict[str, Any], payloads: dict[str, bytes] | None = None) 
     """The ``events.jsonl`` line of an event dict: the same bytes as ``bundle.serialize_event``.
 
     ``event`` holds the 12 common fields first, then the type's fields in model order (notes 1.3);
-    ``payloads`` maps field names to their already computed canonical bytes, spliced in as
-    ``orjson.Fragment`` (not re-encoded). Every value is in canonical form (``_files.event_line``): orjson
-    writes the rest (ids, names, messages, ints, null) with the rule's bytes, except floats and values it
-    refuses (big ints, lone surrogates), which go through ``canonical_json``.
+    ``payloads`` maps field names to their already computed line bytes (compact JSON, recorded key order:
+    ``canonical.compact_json``), spliced in as ``orjson.Fragment`` (not re-encoded). Every other value is
+    written as ``compact_json`` writes it (``_files.event_line``): orjson writes ids, names, messages, ints
+    and null with those bytes, except floats and values it refuses (big ints, lone surrogates), which go
+    through ``compact_json``'s checked path.
 
     Raises CanonicalJsonError when a value is not plain JSON.
     """

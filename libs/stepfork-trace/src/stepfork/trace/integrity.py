@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,15 +70,16 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, ALGORITHM).hexdigest()
 
 
-def compute_integrity(path: str | os.PathLike[str]) -> IntegrityRecord:
-    """Return the integrity record of the bundle directory at ``path`` (digests of its three payload files).
+def compute_integrity(path: str | os.PathLike[str], extra_files: Sequence[str] = ()) -> IntegrityRecord:
+    """Return the integrity record of the bundle directory at ``path`` (digests of its three payload files,
+    then of ``extra_files``: extension files such as ``sdk-versions.json``, DESIGN.md "Bundle I/O").
 
     Raises:
-        TraceStorageError: ``missing_file`` when a payload file is absent or not a regular file.
+        TraceStorageError: ``missing_file`` when a listed file is absent or not a regular file.
     """
     bundle = Path(path)
     files: dict[str, str] = {}
-    for name in PAYLOAD_FILES:
+    for name in (*PAYLOAD_FILES, *extra_files):
         try:
             files[name] = file_sha256(bundle / name)
         except OSError as exc:
@@ -87,13 +89,14 @@ def compute_integrity(path: str | os.PathLike[str]) -> IntegrityRecord:
     return IntegrityRecord(algorithm=ALGORITHM, files=files)
 
 
-def write_integrity(path: str | os.PathLike[str]) -> Path:
+def write_integrity(path: str | os.PathLike[str], extra_files: Sequence[str] = ()) -> Path:
     """Compute and write ``integrity.json`` atomically into the bundle at ``path``; return its path.
 
-    Raises TraceStorageError ``missing_file`` as :func:`compute_integrity`.
+    ``extra_files`` are listed after the payload files. Raises TraceStorageError ``missing_file`` as
+    :func:`compute_integrity`.
     """
     bundle = Path(path)
-    record = compute_integrity(bundle)
+    record = compute_integrity(bundle, extra_files)
     target = bundle / INTEGRITY_FILE
     _files.atomic_write(target, _files.pretty_json(record.model_dump(mode="json")))
     return target

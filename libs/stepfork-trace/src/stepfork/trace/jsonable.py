@@ -60,6 +60,16 @@ def _qualname(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _type_label(cls: type) -> str:
+    """The informational ``"type"`` of an enum/dataclass/model tag: ``cls.__qualname__``, no module.
+
+    The tag is part of the hashed payload, and a module name depends on how the program was started
+    (``__main__.Report`` under ``python agent.py``, ``agent.Report`` when imported), so it would make a
+    replay diverge for no reason (docs/values.md "Tagged forms").
+    """
+    return cls.__qualname__
+
+
 def _tag(kind: str, value: Any, **extra: Any) -> dict[str, Any]:
     return {TAG: kind, "value": value, **extra}
 
@@ -151,7 +161,7 @@ def _conv(value: Any, depth: int, active: set[int]) -> Any:
     if depth >= MAX_DEPTH:
         raise _Fail(f"nesting deeper than MAX_DEPTH={MAX_DEPTH}", "too_deep")
     if isinstance(value, enum.Enum):  # before int/str: IntEnum and StrEnum members keep their class
-        return _tag("enum", _child(value.value, "value", depth + 1, active), type=_qualname(t))
+        return _tag("enum", _child(value.value, "value", depth + 1, active), type=_type_label(t))
     if isinstance(value, (dict, list, tuple, set, frozenset)) or (
         dataclasses.is_dataclass(value) and not isinstance(value, type)
     ):
@@ -190,7 +200,7 @@ def _conv(value: Any, depth: int, active: set[int]) -> Any:
         active.add(ident)
         try:
             dumped = value.model_dump(mode="python")
-            return _tag("model", _child(dumped, "value", depth + 1, active), type=_qualname(t))
+            return _tag("model", _child(dumped, "value", depth + 1, active), type=_type_label(t))
         finally:
             active.discard(ident)
     raise _Fail(f"{_qualname(t)} has no JSON form (see docs/values.md)", "unsupported_type")
@@ -210,7 +220,7 @@ def _conv_container(value: Any, t: type, depth: int, active: set[int]) -> Any:
     fields = {
         f.name: _child(getattr(value, f.name), f.name, depth, active) for f in dataclasses.fields(value)
     }
-    return _tag("dataclass", fields, type=_qualname(t))
+    return _tag("dataclass", fields, type=_type_label(t))
 
 
 # ------------------------------------------------------------------------------- plain-JSON fast path

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import (
     AfterValidator,
@@ -25,9 +25,9 @@ from pydantic import (
     model_validator,
 )
 
-SCHEMA_VERSION = "0.1"
-BUNDLE_FORMAT = "stepfork"
-REDACTION_REPLACEMENT = "[REDACTED]"
+SCHEMA_VERSION: Final = "0.1"
+BUNDLE_FORMAT: Final = "stepfork"
+REDACTION_REPLACEMENT: Final = "[REDACTED]"
 
 JsonValue: TypeAlias = Any
 """A JSON value: None, bool, int (any size), finite float, str, list of JSON values, or dict with str keys."""

@@ -6,8 +6,11 @@ accepted: ``step_mismatch``, ``run_end_position``, ``unpaired_call``, ``unpaired
 ``status_mismatch``, ``failure_step``; ``totals_mismatch`` is structural like ``event_count_mismatch``.
 The rules, their modes and the golden verdicts are listed in docs/format.md ("Validation").
 
-A finding that must not fail validation is a warning (``ValidationResult.warnings``): today only a manifest
-left at ``running`` beside a terminal run_end, as in the reference's diff_* golden bundles.
+A finding that must not fail validation is a warning (``ValidationResult.warnings``): a manifest left at
+``running`` beside a terminal run_end, as in the reference's diff_* golden bundles; and, in partial mode
+only, ``torn_final_line``: a ``running`` bundle whose last events.jsonl line was cut by a crash (SIGKILL
+can stop a write part-way; every flushed event is on complete lines before it). Strict mode and
+``load_trace`` still refuse that line with ``invalid_json``; nothing is repaired on disk.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from stepfork.trace import _files
-from stepfork.trace.bundle import Trace, load_trace
+from stepfork.trace.bundle import Trace, read_trace
 from stepfork.trace.canonical import fingerprint
 from stepfork.trace.errors import TraceError, TraceStorageError
 from stepfork.trace.integrity import verify_bundle_integrity
@@ -38,6 +41,9 @@ UNREADABLE_CODES = frozenset(
     }
 )
 """Codes that make ``stepfork validate`` exit 2 (notes 4, exit codes)."""
+
+TORN_FINAL_LINE = "torn_final_line"
+"""Warning (partial mode, manifest ``running``): events.jsonl ends in a line a killed recorder was writing."""
 
 STRICT_CODES = frozenset(
     {
@@ -406,7 +412,7 @@ def validate_bundle(
         checks = [ValidationCheck(CHECK_MANIFEST, False)]
         return ValidationResult(issues=missing, integrity=status, checks=checks)
     try:
-        trace = load_trace(bundle)
+        trace, torn = read_trace(bundle, torn_tail_ok=not strict)
     except TraceStorageError as exc:
         name = Path(exc.path).name if exc.path else None
         location = f"{name}:{exc.line}" if name and exc.line else name
@@ -420,6 +426,9 @@ def validate_bundle(
         return ValidationResult(issues=[issue, *integrity_issues], integrity=status, checks=checks)
     result = validate_trace(trace, strict=strict, verify_payload_hashes=verify_integrity)
     issues = [*result.issues, *integrity_issues]
+    if torn is not None:  # partial mode, running bundle: a write cut by a crash, not a damaged bundle
+        message = f"events.jsonl:{torn}: final line cut by a crash (no trailing newline); not read"
+        result.warnings.append(ValidationIssue(TORN_FINAL_LINE, message, location=f"events.jsonl:{torn}"))
     return ValidationResult(
         issues=issues,
         warnings=result.warnings,
@@ -430,7 +439,7 @@ def validate_bundle(
 
 def _missing_files(bundle: Path) -> list[ValidationIssue]:
     if not bundle.is_dir():
-        return [ValidationIssue("missing_file", f"bundle not found: {bundle}", location=str(bundle))]
+        return [ValidationIssue("missing_file", _files.not_a_bundle(bundle), location=str(bundle))]
     return [
         ValidationIssue("missing_file", f"missing required file {name}", location=name)
         for name in _files.PAYLOAD_FILES
