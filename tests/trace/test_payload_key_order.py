@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import stepfork
+import stepfork.trace as stepfork  # the trace tests run with stepfork-trace alone (.ci/run)
 from stepfork.trace import Trace, trace_tool
 from stepfork.trace.bundle import serialize_event
 from stepfork.trace.canonical import canonical_json, compact_json, fingerprint, loads_json
