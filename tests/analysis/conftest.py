@@ -10,16 +10,6 @@ import pytest
 
 from stepfork.trace import llm_request, record, trace_tool
 
-GOLDEN = (
-    Path(__file__).resolve().parents[2]
-    / ".."
-    / "shared"
-    / "interop"
-    / "reference-bundles"
-    / "tests"
-    / "golden"
-)
-
 
 @trace_tool
 def lookup_order(order_id: str) -> dict[str, Any]:

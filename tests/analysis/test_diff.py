@@ -10,15 +10,7 @@ from stepfork.analysis import DiffResult, diff_traces, first_difference, values_
 from stepfork.analysis._render import ABSENT
 from stepfork.trace import Trace, TraceStorageError
 
-GOLDEN = (
-    Path(__file__).resolve().parents[2]
-    / ".."
-    / "shared"
-    / "interop"
-    / "reference-bundles"
-    / "tests"
-    / "golden"
-)
+from ..conftest import GOLDEN
 
 
 def test_golden_pair_shows_the_price_change_at_its_path() -> None:

@@ -10,15 +10,7 @@ import pytest
 from stepfork.analysis import ScoreError, export_pytest_test, score_test
 from stepfork.analysis.score import build_battery
 
-GOLDEN = (
-    Path(__file__).resolve().parents[2]
-    / ".."
-    / "shared"
-    / "interop"
-    / "reference-bundles"
-    / "tests"
-    / "golden"
-)
+from ..conftest import GOLDEN
 
 
 def _export(bundle: Path, tmp_path: Path, expectation=None) -> Path:

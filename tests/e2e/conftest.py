@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import GOLDEN, REFERENCE
+
+__all__ = ["GOLDEN", "REFERENCE"]
+
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = (REPO / ".." / "shared" / "interop" / "reference-bundles").resolve()
-GOLDEN = REFERENCE / "tests" / "golden"
 ENTRYPOINTS = Path(__file__).resolve().parent / "entrypoints"
 QUICKSTART = REPO / "examples" / "quickstart"
 
@@ -62,18 +64,6 @@ def run_cli(*args: str | os.PathLike[str], cwd: Path | None = None, stdin: str |
         check=False,
     )
     return Result(done.returncode, done.stdout, done.stderr)
-
-
-@pytest.fixture
-def golden_copy(tmp_path: Path):
-    """Copy a golden reference bundle into tmp_path: ``golden_copy("successful_run") -> Path``."""
-
-    def copy(name: str, dest: str | None = None) -> Path:
-        target = tmp_path / (dest or f"{name}.sftrace")
-        shutil.copytree(GOLDEN / f"{name}.sftrace", target)
-        return target
-
-    return copy
 
 
 @pytest.fixture

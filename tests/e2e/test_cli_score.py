@@ -14,15 +14,8 @@ import pytest
 
 from stepfork.trace import record, trace_tool
 
-GOLDEN = (
-    Path(__file__).resolve().parents[2]
-    / ".."
-    / "shared"
-    / "interop"
-    / "reference-bundles"
-    / "tests"
-    / "golden"
-)
+from ..conftest import GOLDEN
+
 STEPFORK = str(Path(sys.executable).parent / "stepfork")
 
 

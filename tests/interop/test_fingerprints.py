@@ -15,7 +15,8 @@ import pytest
 from stepfork.trace.canonical import canonical_json, fingerprint, loads_json
 from stepfork.trace.models import HASHED_FIELDS
 
-REFERENCE = Path(__file__).resolve().parents[2] / ".." / "shared" / "interop" / "reference-bundles"
+from ..conftest import REFERENCE
+
 BUNDLES = sorted(REFERENCE.rglob("*.sftrace"))
 EXPECTED_EVENTS = 52  # notes 2.2: "All 52 sample events recompute correctly"
 

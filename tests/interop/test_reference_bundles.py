@@ -20,8 +20,8 @@ from stepfork.trace.integrity import verify_bundle_integrity
 from stepfork.trace.models import HASHED_FIELDS, IntegrityStatus
 from stepfork.trace.validation import validate_bundle
 
-REFERENCE = Path(__file__).resolve().parents[2] / ".." / "shared" / "interop" / "reference-bundles"
-GOLDEN = REFERENCE / "tests" / "golden"
+from ..conftest import GOLDEN, REFERENCE
+
 BUNDLES = {
     "successful_run": GOLDEN / "successful_run.sftrace",
     "failed_tool_run": GOLDEN / "failed_tool_run.sftrace",

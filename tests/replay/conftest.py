@@ -13,18 +13,11 @@ import pytest
 
 from stepfork.trace import record
 
+from ..conftest import GOLDEN
+
 # --import-mode=importlib: make the helper modules of this folder importable (replay_agents).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-GOLDEN = (
-    Path(__file__).resolve().parents[2]
-    / ".."
-    / "shared"
-    / "interop"
-    / "reference-bundles"
-    / "tests"
-    / "golden"
-)
 
 _counter = itertools.count()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import golden
 
 from stepfork.replay import (
     RecordedDependencyError,
@@ -20,6 +19,8 @@ from stepfork.replay import (
     replay_entrypoint,
 )
 from stepfork.trace import Trace, fingerprint, llm_request, trace_tool
+
+from .conftest import golden
 
 RAN: list[str] = []
 

@@ -99,11 +99,16 @@ def test_a_call_from_a_thread_without_the_context_is_served_with_a_warning_and_s
 
     # The only replay session in the process serves the orphan call through the same checks as any call
     # (docs/decisions.md): the recorded output comes back, the body never runs, and a warning says so.
-    with pytest.warns(OrphanCallWarning, match="without the replay's context"):
-        with ReplaySession.from_trace(path) as replay:
-            thread = threading.Thread(target=worker, args=("Paris",))
-            thread.start()
-            thread.join()
+    def in_a_bare_thread(city: str) -> None:
+        thread = threading.Thread(target=worker, args=(city,))
+        thread.start()
+        thread.join()
+
+    with (
+        ReplaySession.from_trace(path) as replay,
+        pytest.warns(OrphanCallWarning, match="without the replay's context"),
+    ):
+        in_a_bare_thread("Paris")
     assert errors == []
     assert len(results) == 1
     assert agents.CALLS == []
@@ -111,11 +116,8 @@ def test_a_call_from_a_thread_without_the_context_is_served_with_a_warning_and_s
     assert replay.matched[0].label == "search_flights"
 
     # An orphan call that does not match the recording still diverges before its body runs.
-    with ReplaySession.from_trace(path) as replay:
-        with pytest.warns(OrphanCallWarning):
-            thread = threading.Thread(target=worker, args=("Rome",))
-            thread.start()
-            thread.join()
+    with ReplaySession.from_trace(path) as replay, pytest.warns(OrphanCallWarning):
+        in_a_bare_thread("Rome")
     assert len(errors) == 1
     assert isinstance(errors[0], ReplayMismatchError)
     assert agents.CALLS == []

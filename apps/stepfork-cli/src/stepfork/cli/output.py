@@ -32,6 +32,18 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
+def exit_with_result(result: Any, *, as_json: bool) -> NoReturn:
+    """Print a command's result and exit with its ``exit_code`` (typer.Exit).
+
+    ``result`` has ``to_dict()`` (printed as indented JSON, non-ASCII kept, when ``as_json``), ``__str__``
+    (the human text otherwise) and ``exit_code: int`` (the exit codes of spec/cli-reference.txt).
+    """
+    import typer
+
+    typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if as_json else str(result))
+    raise typer.Exit(result.exit_code)
+
+
 def emit_json(value: Any) -> None:
     """Print a JSON value to stdout, pretty-printed, non-ASCII kept."""
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")

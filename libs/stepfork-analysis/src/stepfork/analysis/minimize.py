@@ -97,23 +97,17 @@ def replay_signature(
 ) -> Signature:
     """Replay ``bundle`` through ``entrypoint`` in this process and return its :class:`Signature`.
 
-    Uses the public replay API (``ReplaySession``, ``resolve_entrypoint``, ``call_entrypoint``) rather than
+    Uses the public replay API (``ReplaySession``, ``resolve_entrypoint``, ``run_in_session``) rather than
     ``replay_entrypoint``, because a candidate with removed calls diverges and its output must still be
     compared with ``expected``. Order: exception raised, output mismatch, divergence, else ``none``.
     """
     from stepfork.analysis.behavior import first_difference
-    from stepfork.replay import ReplayError, ReplaySession, call_entrypoint, resolve_entrypoint
+    from stepfork.replay import ReplayError, ReplaySession, resolve_entrypoint, run_in_session
     from stepfork.trace import Trace, redact_json, to_jsonable
 
     session = ReplaySession(Trace.load(bundle), mode)
     function = resolve_entrypoint(entrypoint, import_root=import_root)
-    raised: BaseException | None = None
-    result: Any = None
-    with session:
-        try:
-            result = call_entrypoint(function)
-        except Exception as exc:
-            raised = exc
+    result, raised = run_in_session(session, function)
     if raised is not None:
         cls = type(raised)
         qualified = (

@@ -15,7 +15,7 @@ from stepfork.replay.diagnostics import (
     first_difference,
     model_fingerprint,
 )
-from stepfork.replay.entrypoint import EntrypointError, call_entrypoint, resolve_entrypoint
+from stepfork.replay.entrypoint import EntrypointError, call_entrypoint, resolve_entrypoint, run_in_session
 from stepfork.replay.errors import (
     RecordedDependencyError,
     ReplayError,
@@ -66,5 +66,6 @@ __all__ = [
     "model_fingerprint",
     "replay_entrypoint",
     "resolve_entrypoint",
+    "run_in_session",
     "run_regression_case",
 ]

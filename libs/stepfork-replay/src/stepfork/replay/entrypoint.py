@@ -13,6 +13,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,23 @@ def call_entrypoint(function: Callable[..., Any]) -> Any:
     if inspect.isawaitable(result):
         return asyncio.run(_await(result))
     return result
+
+
+def run_in_session(
+    session: AbstractContextManager[Any], function: Callable[..., Any]
+) -> tuple[Any, Exception | None]:
+    """Call ``function`` (as :func:`call_entrypoint`) inside ``session`` (a ``ReplaySession``) and return
+    ``(result, None)``, or ``(None, exc)`` when it raised an ``Exception``.
+
+    The exception is caught inside the ``with`` so the session closes as after a normal return: a replay
+    report (spec replay.txt, "CLI") judges an entrypoint that raised; it does not abort. BaseExceptions
+    (KeyboardInterrupt, SystemExit) propagate.
+    """
+    with session:
+        try:
+            return call_entrypoint(function), None
+        except Exception as exc:
+            return None, exc
 
 
 async def _await(awaitable: Any) -> Any:

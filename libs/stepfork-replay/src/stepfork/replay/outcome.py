@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepfork.replay.diagnostics import Diagnostic, display_path, first_difference, preview
-from stepfork.replay.entrypoint import call_entrypoint, resolve_entrypoint
+from stepfork.replay.entrypoint import resolve_entrypoint, run_in_session
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayExhaustedError
 from stepfork.replay.modes import Approver
 from stepfork.replay.results import ExecutedCall
@@ -287,13 +287,7 @@ def replay_entrypoint(
     function = (
         resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint
     )
-    raised: BaseException | None = None
-    result: Any = None
-    with session:
-        try:
-            result = call_entrypoint(function)
-        except Exception as exc:
-            raised = exc
+    result, raised = run_in_session(session, function)
     execution = (
         ExecutionReport("COMPLETED")
         if raised is None

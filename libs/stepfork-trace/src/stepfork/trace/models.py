@@ -233,21 +233,13 @@ HASHED_FIELDS: dict[EventType, tuple[str | None, str | None]] = {
     EventType.RUN_END: (None, "output"),
 }
 
+# The fields every event has, in schema order (notes 1.3): the rest of an event is its type's payload.
+COMMON_EVENT_FIELDS: tuple[str, ...] = tuple(EventBase.model_fields)
+
 # Fields redaction never rewrites (notes section 3, "Protected fields").
 PROTECTED_EVENT_FIELDS = frozenset(
     {
-        "id",
-        "run_id",
-        "parent_id",
-        "step",
-        "type",
-        "timestamp",
-        "duration_ms",
-        "status",
-        "replay_policy",
-        "input_hash",
-        "output_hash",
-        "redactions",
+        *COMMON_EVENT_FIELDS,
         "prompt_tokens",
         "completion_tokens",
         "total_tokens",

@@ -16,9 +16,8 @@ def diff(
     as_json: bool = typer.Option(False, "--json", help="Emit machine-readable JSON (no Rich markup)."),
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
-    import json
-
     from stepfork.analysis.diff import diff_traces
+    from stepfork.cli.output import exit_with_result
     from stepfork.trace import TraceError
 
     try:
@@ -26,11 +25,7 @@ def diff(
     except (TraceError, OSError) as exc:
         typer.echo(f"Unreadable bundle: {exc}", err=True)
         raise typer.Exit(2) from None
-    if as_json:
-        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
-    else:
-        typer.echo(str(result))
-    raise typer.Exit(result.exit_code)
+    exit_with_result(result, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -31,10 +31,9 @@ def fork(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Fork a recorded run at a step: frozen before it, live from it, recorded into a new bundle."""
-    import json
-
     from stepfork.analysis.forking import ForkError
     from stepfork.analysis.forking import fork as run_fork
+    from stepfork.cli.output import exit_with_result
     from stepfork.trace import loads_json
 
     overrides: dict[int, object] = {}
@@ -61,8 +60,7 @@ def fork(
     except ForkError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
-    typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if as_json else str(result))
-    raise typer.Exit(result.exit_code)
+    exit_with_result(result, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -25,6 +25,7 @@ def score(
     import json
 
     from stepfork.analysis.score import ScoreError, score_test
+    from stepfork.cli.output import exit_with_result
 
     try:
         result = score_test(test, expect_output=expect_output, bundle=bundle)
@@ -33,11 +34,7 @@ def score(
             typer.echo(json.dumps({"error": exc.code, "message": str(exc), "path": exc.path}))
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
-    if as_json:
-        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
-    else:
-        typer.echo(str(result))
-    raise typer.Exit(result.exit_code)
+    exit_with_result(result, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,22 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from stepfork.cli.output import sanitize, sanitize_text
-
-# Fields every event has (notes 1.3); the rest are the type's payload, shown as details.
-COMMON_FIELDS = (
-    "id",
-    "run_id",
-    "parent_id",
-    "step",
-    "type",
-    "timestamp",
-    "duration_ms",
-    "status",
-    "replay_policy",
-    "input_hash",
-    "output_hash",
-    "redactions",
-)
+from stepfork.trace.models import COMMON_EVENT_FIELDS
 
 
 def event_label(event: Any) -> str:
@@ -60,7 +45,7 @@ def event_details(event: Any) -> dict[str, Any]:
     return {
         key: value
         for key, value in data.items()
-        if key not in COMMON_FIELDS
+        if key not in COMMON_EVENT_FIELDS
         and key not in LABEL_FIELDS
         and not (key in USAGE_FIELDS and value is None)
     }
