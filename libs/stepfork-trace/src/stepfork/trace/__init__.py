@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from stepfork.trace._version import __version__
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: `stepfork --version` reads this package
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`stepfork --version` reads us)
 
 _EXPORTS: dict[str, str] = {
     # boundary
