@@ -331,3 +331,18 @@ def test_a_replayed_stream_read_after_close_is_a_divergence(bundle: Path) -> Non
         with pytest.raises(ReplayMismatchError) as info:
             next(stream)
     assert info.value.code == "stream_closed"
+
+
+def test_a_rebuild_failure_names_the_recorded_sdk_version_too(bundle: Path) -> None:
+    request = {
+        "endpoint": "chat.completions.create",
+        "request": {"model": "gpt-4o-mini", "messages": MESSAGES},
+    }
+    with record("bad", output=bundle) as session:
+        session.add_metadata("sdk-versions", {"openai": "0.0.1-recorded"})
+        llm_request(model="gpt-4o-mini", provider="openai", input=request, call=lambda: "not a completion")
+    with ReplaySession.from_trace(bundle) as replay, pytest.raises(ReplayMismatchError) as info:
+        sync_client(FakeOpenAI().transport()).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    assert replay.metadata("sdk-versions") == {"openai": "0.0.1-recorded"}
+    assert f"openai {openai.__version__} (installed)" in str(info.value)
+    assert "recorded with openai 0.0.1-recorded" in str(info.value)

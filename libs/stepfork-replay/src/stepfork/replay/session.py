@@ -34,6 +34,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import Token
 from dataclasses import replace
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -59,8 +60,8 @@ from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, R
 from stepfork.trace import boundary
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
-from stepfork.trace.bundle import Trace
-from stepfork.trace.errors import TraceSerializationError
+from stepfork.trace.bundle import Trace, read_extension
+from stepfork.trace.errors import TraceError, TraceSerializationError
 from stepfork.trace.jsonable import from_jsonable
 from stepfork.trace.models import EventStatus
 from stepfork.trace.recording import OrphanCallWarning
@@ -148,6 +149,7 @@ class ReplaySession:
         self._executed: list[ExecutedCall] = []
         self._divergence: ReplayError | None = None
         self._orphan_warned = False
+        self.bundle_path: Path | None = None  # set by from_trace(path); see metadata()
         self._token: Token[BoundaryHandler | None] | None = None
         self._entered = False
         self._active = False
@@ -169,7 +171,7 @@ class ReplaySession:
             TraceStorageError: the bundle cannot be read (missing file, invalid JSON or event...).
             ValueError: as the constructor.
         """
-        return cls(
+        session = cls(
             load_source(source),
             mode,
             live_llms=live_llms,
@@ -177,6 +179,23 @@ class ReplaySession:
             approve=approve,
             ordering=ordering,
         )
+        if not isinstance(source, Trace):
+            session.bundle_path = Path(source)
+        return session
+
+    def metadata(self, name: str) -> Any:
+        """The bundle's extension file ``<name>.json`` (``sdk-versions``, ``fork``) as JSON, or None.
+
+        None as well for a session built from an in-memory ``Trace`` or when the file is absent or
+        unreadable: extension files inform diagnostics (an SDK that cannot rebuild a recorded object names
+        the version recorded), they never decide a replay.
+        """
+        if self.bundle_path is None:
+            return None
+        try:
+            return read_extension(self.bundle_path, name)
+        except (TraceError, ValueError):
+            return None
 
     # -- context management ----------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ builds ``BoundaryCall(kind="llm", name=model, model=model, provider=..., input=t
   own object back (not the JSON), so recording changes nothing it sees.
 - Replay: the session serves the recorded wire JSON and :meth:`Endpoint.rebuild` builds the SDK's own type
   from it the way the SDK did when the response arrived; a failure is ``ReplayMismatchError``
-  ``sdk_rebuild_failed`` naming the installed SDK version (the recorded ones are in ``sdk-versions.json``).
+  ``sdk_rebuild_failed`` naming the installed SDK version and the one recorded (``sdk-versions.json``).
 - Streams (``stream=True``): see :mod:`stepfork.integrations._streams`.
 """
 
@@ -119,8 +119,8 @@ class Endpoint:
         """Rebuild recorded wire JSON into the SDK type ``type_`` (response or chunk).
 
         Raises:
-            ReplayMismatchError: code ``sdk_rebuild_failed``, naming the installed SDK version, when the
-                SDK cannot build the object (the recorded versions are in ``sdk-versions.json``).
+            ReplayMismatchError: code ``sdk_rebuild_failed``, naming the installed SDK version and the
+                recorded one (the bundle's ``sdk-versions.json``), when the SDK cannot build the object.
         """
         from stepfork.trace.errors import TraceSerializationError
         from stepfork.trace.jsonable import from_jsonable
@@ -136,8 +136,7 @@ class Endpoint:
             name, version = self.sdk
             raise ReplayMismatchError(
                 f"{call.label}: {name} {version} (installed) cannot rebuild the recorded {what} of "
-                f"{self.endpoint}: {exc}; the SDK versions of the recording are in the bundle's "
-                f"{SDK_VERSIONS}.json",
+                f"{self.endpoint}, recorded with {name} {recorded_sdk_version(name)}: {exc}",
                 code="sdk_rebuild_failed",
             ) from exc
 
@@ -149,6 +148,17 @@ class Endpoint:
     def wire(self, obj: Any) -> Any:
         """The wire JSON of a response or chunk (``dump``, else :func:`wire_json`)."""
         return self.dump(obj) if self.dump is not None else wire_json(obj)
+
+
+def recorded_sdk_version(name: str) -> str:
+    """The version of SDK ``name`` the active replay's bundle recorded (its ``sdk-versions.json``).
+
+    Returns ``"(version not recorded)"`` when the session has no bundle path or the file lacks the SDK.
+    """
+    metadata = getattr(boundary.active_handler(), "metadata", None)
+    versions = metadata(SDK_VERSIONS) if callable(metadata) else None
+    version = versions.get(name) if isinstance(versions, dict) else None
+    return version if isinstance(version, str) else "(version not recorded)"
 
 
 def usage_fields(usage: Any, prompt: str, completion: str, total: str | None = None) -> dict[str, int | None]:

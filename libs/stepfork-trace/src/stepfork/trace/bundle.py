@@ -459,3 +459,35 @@ def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> t
         redactions=redactions.entries,
     )
     return trace, torn
+
+
+_CORE_FILES = frozenset({MANIFEST_FILE, EVENTS_FILE, REDACTIONS_FILE, "integrity.json"})
+
+
+def read_extension(path: str | os.PathLike[str], name: str) -> Any:
+    """The JSON of the extension file ``<name>.json`` of a bundle (``sdk-versions``, ``fork``), or None.
+
+    Extension files are extra files a writer lists in integrity.json (DESIGN.md "Bundle I/O"); schema 0.1
+    readers ignore them. Read with the same rules as the core files: a regular file inside the bundle, never
+    a symlink, JSON read without changing a value (canonical.loads_json).
+
+    Returns:
+        the parsed JSON value, or None when the bundle has no such file.
+
+    Raises:
+        ValueError: ``name`` is not a plain extension name (letters, digits, ``._-``; not a core file).
+        TraceStorageError: the file is a symlink (``unsafe_path``), not a regular file, or not JSON
+            (``invalid_json``).
+    """
+    from stepfork.trace.canonical import loads_json
+
+    file_name = f"{name}.json"
+    if not name or not all(c.isalnum() or c in "._-" for c in name) or file_name in _CORE_FILES:
+        raise ValueError(f"not an extension file name: {name!r}")
+    try:
+        data = _files.read_bundle_file(Path(path), file_name, unsafe_code="unsafe_path")
+    except TraceStorageError as exc:
+        if exc.code == "missing_file" and not os.path.lexists(Path(path) / file_name):
+            return None
+        raise
+    return loads_json(data)
