@@ -91,9 +91,12 @@ def test_bad_metadata_is_integrity_metadata_invalid(bundle: Path, change: object
     assert codes(bundle) == (IntegrityStatus.MISMATCH, [("integrity_metadata_invalid", "integrity.json")])
 
 
-def test_extra_names_in_files_are_ignored(bundle: Path) -> None:
+def test_extra_names_in_files_are_verified_like_the_payload_files(bundle: Path) -> None:
+    # issue 7: the reference ignored extra names, so a changed extension file passed verification
     rewrite(bundle, lambda r: r["files"].__setitem__("notes.txt", "0" * 64))
-    assert codes(bundle) == (IntegrityStatus.VERIFIED, [])
+    assert codes(bundle) == (IntegrityStatus.MISMATCH, [("missing_file", "notes.txt")])
+    (bundle / "notes.txt").write_text("notes\n")
+    assert codes(bundle) == (IntegrityStatus.MISMATCH, [("integrity_mismatch", "notes.txt")])
 
 
 def test_another_algorithm_is_integrity_algorithm_unsupported(bundle: Path) -> None:

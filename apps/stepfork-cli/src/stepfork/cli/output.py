@@ -7,6 +7,7 @@ Everything trace-derived goes through :func:`sanitize` / :func:`sanitize_text` b
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -56,15 +57,31 @@ def sanitize(value: Any) -> Any:
     return redact_json(value).value
 
 
+# Characters a terminal acts on instead of showing: C0 controls but tab, DEL, C1 controls, line and
+# paragraph separators, bidi embeddings, overrides and isolates. Trace text is data, so these are shown
+# escaped (issue 7: a tool name holding ESC or CR could restyle or overwrite what the user reads).
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with terminal control characters written as escapes (``\\x1b``, ``\\n``, ``\\u202e``)."""
+    return _CONTROL.sub(_escape, text)
+
+
 def sanitize_text(text: str) -> str:
-    """``text`` with credential patterns replaced by ``[REDACTED]``."""
+    """``text`` with credential patterns replaced by ``[REDACTED]`` and control characters escaped."""
     redacted = sanitize(text)
-    return redacted if isinstance(redacted, str) else "[REDACTED]"
+    return escape_controls(redacted) if isinstance(redacted, str) else "[REDACTED]"
 
 
 def compact(value: Any) -> str:
-    """Compact, sanitized JSON text of a value, for one-line display."""
-    return json.dumps(sanitize(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    """Compact, sanitized JSON text of a value, for one-line display (control characters escaped)."""
+    text = json.dumps(sanitize(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return escape_controls(text)
 
 
 def abbreviate(fingerprint: str | None, verbose: bool) -> str:

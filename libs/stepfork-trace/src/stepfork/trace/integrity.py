@@ -28,6 +28,9 @@ from stepfork.trace.models import IntegrityRecord, IntegrityStatus
 
 ALGORITHM = "sha256"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+# An extension file listed in integrity.json: a plain, visible file name of the bundle directory, so that a
+# listed name can never reach outside it (issue 7).
+_EXTENSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -111,9 +114,9 @@ def verify_bundle_integrity(path: str | os.PathLike[str]) -> IntegrityResult:
 
     Returns ``unverified_legacy`` with an ``integrity_unverified`` issue when integrity.json is absent;
     ``mismatch`` with ``integrity_metadata_invalid`` (not a regular file, bad JSON, bad shape, unknown
-    top-level key, a payload digest missing or not 64 lowercase hex), ``integrity_algorithm_unsupported``
-    (not sha256), ``missing_file`` or ``integrity_mismatch`` issues; ``verified`` otherwise. Extra names in
-    ``files`` are ignored.
+    top-level key, a payload digest missing or not 64 lowercase hex, a listed extension name that is not a
+    plain file name of the bundle), ``integrity_algorithm_unsupported`` (not sha256), ``missing_file`` or
+    ``integrity_mismatch`` issues (payload and listed extension files alike); ``verified`` otherwise.
     """
     bundle = Path(path)
     meta_path = bundle / INTEGRITY_FILE
@@ -142,7 +145,16 @@ def verify_bundle_integrity(path: str | os.PathLike[str]) -> IntegrityResult:
         return _mismatch(
             "integrity_metadata_invalid", f"integrity.json has a bad shape: {exc.errors()[0]['msg']}"
         )
-    for name in PAYLOAD_FILES:
+    # Extension files listed beside the payload files are verified too (DESIGN.md "Bundle I/O"): a changed
+    # sdk-versions.json must not pass. The reference ignored extra names; it never wrote any.
+    extensions = [name for name in record.files if name not in PAYLOAD_FILES]
+    for name in extensions:
+        if not _EXTENSION_NAME.fullmatch(name) or name == INTEGRITY_FILE:
+            return _mismatch(
+                "integrity_metadata_invalid",
+                f"integrity.json lists {name!r}, which is not a plain file name inside the bundle",
+            )
+    for name in (*PAYLOAD_FILES, *extensions):
         digest = record.files.get(name)
         if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
             return _mismatch(
@@ -151,7 +163,7 @@ def verify_bundle_integrity(path: str | os.PathLike[str]) -> IntegrityResult:
             )
     issues: list[IntegrityIssue] = []
     verified: list[str] = []
-    for name in PAYLOAD_FILES:
+    for name in (*PAYLOAD_FILES, *extensions):
         try:
             actual = file_sha256(bundle / name)
         except OSError:

@@ -56,7 +56,7 @@ def export(
         load_expectation_file,
         load_trajectory_file,
     )
-    from stepfork.cli.output import fail, sanitize
+    from stepfork.cli.output import escape_controls, fail, sanitize
 
     if not pytest_format:
         fail("v0.1 supports pytest export only (--pytest).", 2)
@@ -85,7 +85,8 @@ def export(
     typer.echo(f"Entrypoint: {entrypoint}")
     typer.echo(f"Mode:       {mode}")
     if result.has_expectation:
-        typer.echo(f"Expectation: {json.dumps(sanitize(result.expectation), ensure_ascii=False)}")
+        shown = escape_controls(json.dumps(sanitize(result.expectation), ensure_ascii=False))
+        typer.echo(f"Expectation: {shown}")
     if result.expectation_source == "recorded":
         typer.echo(
             "Warning: no --expect-output given; the test asserts the recorded run output, which passes "

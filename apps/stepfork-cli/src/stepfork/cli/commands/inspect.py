@@ -66,7 +66,7 @@ def _render(head: dict[str, object], rows: list[dict[str, object]], *, show_deta
     from rich.table import Table
     from rich.text import Text
 
-    from stepfork.cli.output import console
+    from stepfork.cli.output import console, escape_controls
 
     out = console()
     duration = "-" if head["duration_ms"] is None else f"{head['duration_ms']} ms"
@@ -103,7 +103,8 @@ def _render(head: dict[str, object], rows: list[dict[str, object]], *, show_deta
     for row in rows:
         cells = [str(row["step"]), str(row["type"]), str(row["label"]), str(row["status"])]
         if show_details:
-            cells.append(json.dumps(row["details"], ensure_ascii=False, separators=(",", ":")))
+            details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
+            cells.append(escape_controls(details))
         table.add_row(*(Text(cell) for cell in cells))
     out.print(table)
 
