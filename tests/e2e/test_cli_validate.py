@@ -153,3 +153,36 @@ def test_a_tampered_payload_fails_integrity_verification(golden_copy) -> None:
     assert result.code == 1, result.text
     assert "payload_hash_mismatch" in result.out
     assert "✗ Integrity verified" in result.out
+
+
+KILLED_AGENT = """
+import os, signal
+from stepfork.trace import record, trace_tool
+
+@trace_tool
+def lookup(i):
+    return i
+
+record("killed", output="killed.sftrace").__enter__()
+lookup(1)
+lookup(2)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_recording_says_it_never_finished_in_every_mode(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "killed.py").write_text(KILLED_AGENT)
+    done = subprocess.run([sys.executable, "killed.py"], cwd=tmp_path, check=False)
+    assert done.returncode == -9
+    strict = run_cli("validate", "killed.sftrace", cwd=tmp_path)
+    assert strict.code == 1
+    assert "warning: run_incomplete: the run never finished" in strict.out
+    assert "validate it with --partial" in strict.out
+    integrity = run_cli("validate", "killed.sftrace", "--verify-integrity", cwd=tmp_path)
+    assert integrity.code == 3
+    assert "UNVERIFIED (unfinished recording: status running" in integrity.err
+    assert "legacy" not in integrity.err
+    assert run_cli("validate", "killed.sftrace", "--partial", cwd=tmp_path).code == 0

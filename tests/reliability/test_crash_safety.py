@@ -194,7 +194,10 @@ def test_a_final_line_cut_by_a_crash_is_a_partial_mode_warning_and_nothing_is_re
 
     partial = validate_bundle(running_bundle, strict=False)
     assert partial.valid, partial.codes
-    assert [(w.code, w.location) for w in partial.warnings] == [("torn_final_line", "events.jsonl:8")]
+    assert [(w.code, w.location) for w in partial.warnings] == [
+        ("run_incomplete", None),
+        ("torn_final_line", "events.jsonl:8"),
+    ]
     strict = validate_bundle(running_bundle, strict=True)
     assert strict.codes == ["invalid_json"]
     with pytest.raises(TraceStorageError) as info:

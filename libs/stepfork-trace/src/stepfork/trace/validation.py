@@ -7,7 +7,8 @@ accepted: ``step_mismatch``, ``run_end_position``, ``unpaired_call``, ``unpaired
 The rules, their modes and the golden verdicts are listed in docs/format.md ("Validation").
 
 A finding that must not fail validation is a warning (``ValidationResult.warnings``): a manifest left at
-``running`` beside a terminal run_end, as in the reference's diff_* golden bundles; and, in partial mode
+``running`` beside a terminal run_end, as in the reference's diff_* golden bundles; ``run_incomplete``, a
+recording that is still going or was killed (running, totals never written, no run_end); and, in partial mode
 only, ``torn_final_line``: a ``running`` bundle whose last events.jsonl line was cut by a crash (SIGKILL
 can stop a write part-way; every flushed event is on complete lines before it). Strict mode and
 ``load_trace`` still refuse that line with ``invalid_json``; nothing is repaired on disk.
@@ -44,6 +45,9 @@ UNREADABLE_CODES = frozenset(
 
 TORN_FINAL_LINE = "torn_final_line"
 """Warning (partial mode, manifest ``running``): events.jsonl ends in a line a killed recorder was writing."""
+
+RUN_INCOMPLETE = "run_incomplete"
+"""Warning (both modes): a ``running`` manifest whose totals were never written and no run_end."""
 
 STRICT_CODES = frozenset(
     {
@@ -108,12 +112,15 @@ class ValidationResult:
         integrity: the bundle integrity status when it was verified, else None.
         checks: the checks that ran, in the order the CLI prints them; strict checks appear only in strict
             mode, the integrity check only when requested.
+        incomplete: the manifest says ``running`` and there is no run_end: a recording still going or
+            interrupted (then a missing integrity.json is expected, not a legacy bundle).
     """
 
     issues: list[ValidationIssue] = field(default_factory=list)
     warnings: list[ValidationIssue] = field(default_factory=list)
     integrity: IntegrityStatus | None = None
     checks: list[ValidationCheck] = field(default_factory=list)
+    incomplete: bool = False
 
     @property
     def valid(self) -> bool:
@@ -136,11 +143,12 @@ class ValidationResult:
         return [issue.code for issue in self.issues]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: valid, unreadable, legacy, integrity, issues, warnings, checks."""
+        """A JSON-ready dict: valid, unreadable, legacy, incomplete, integrity, issues, warnings, checks."""
         return {
             "valid": self.valid,
             "unreadable": self.unreadable,
             "legacy": self.legacy,
+            "incomplete": self.incomplete,
             "integrity": None if self.integrity is None else self.integrity.value,
             "issues": [asdict(issue) for issue in self.issues],
             "warnings": [asdict(issue) for issue in self.warnings],
@@ -188,10 +196,26 @@ def validate_trace(
         _status_warning(trace, events, warnings)
     if verify_payload_hashes:
         issues += _payload_hashes(events)
+    # The recorder writes totals only when the run ends: a running manifest whose totals disagree with the
+    # events is a recording still going or killed (a legacy writer's running bundle has its totals).
+    incomplete = (
+        trace.status == RunStatus.RUNNING
+        and trace.totals.events != len(events)
+        and not any(event.type == EventType.RUN_END for event in events)
+    )
+    if incomplete:
+        warnings.append(
+            _issue(
+                RUN_INCOMPLETE,
+                "the run never finished: its recording is still going or was interrupted (manifest status "
+                "running, totals never written); validate it with --partial",
+            )
+        )
     return ValidationResult(
         issues=issues,
         warnings=warnings,
         checks=_checks(issues, strict=strict, integrity=verify_payload_hashes),
+        incomplete=incomplete,
     )
 
 
@@ -434,6 +458,7 @@ def validate_bundle(
         warnings=result.warnings,
         integrity=status,
         checks=_checks(issues, strict=strict, integrity=verify_integrity),
+        incomplete=result.incomplete,
     )
 
 

@@ -31,6 +31,12 @@ def validate(
 
     result = validate_bundle(path, strict=not partial, verify_integrity=verify_integrity)
     if verify_integrity and result.legacy:
+        if result.incomplete:  # a recording still going or killed: integrity.json is written last
+            fail(
+                "Bundle has no integrity.json metadata. (UNVERIFIED (unfinished recording: status "
+                "running; integrity.json is written when the run ends))",
+                3,
+            )
         fail("Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))", 3)
     for check in result.checks:
         typer.echo(f"{'✓' if check.passed else '✗'} {check.name}")
