@@ -87,6 +87,8 @@ def test_key_normalization_follows_the_reference_rule():
         ("sk-ant-api03-abcdefghijklmnop", R),
         ("id AKIAIOSFODNN7EXAMPLE.", f"id {R}."),
         ("ASIAABCDEFGHIJKLMNOP", R),
+        ("aws AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", f"aws {R} {R}"),
+        ("AWS creds wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY.", f"AWS creds {R}."),
         ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", R),
         ("gho_abcdefgh1234 ghu_abcdefgh1234 ghs_abcdefgh1234 ghr_abcdefgh1234", f"{R} {R} {R} {R}"),
         ("github_pat_11ABCDEFG0123456789_abcdefghijk", R),
@@ -105,6 +107,7 @@ def test_key_normalization_follows_the_reference_rule():
     ],
 )
 def test_credential_patterns_are_replaced_whatever_the_key_keeping_prefixes(text, expected):
+    # one finding per string, whatever the number of matches (notes 3)
     result = Redactor().redact({"note": text})
     assert result.value == {"note": expected}
     assert result.findings == [RedactionFinding("/note", "credential_pattern")]
@@ -293,3 +296,8 @@ def test_redact_manifest_leaves_protected_fields_and_scans_the_rest():
 )
 def test_secret_assignments_inside_free_text_are_replaced(text, expected):
     assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize("text", ["our aws bill is 40 dollars", "aws " + "x" * 41, "no context " + "a" * 40])
+def test_a_40_character_token_needs_aws_context_to_be_an_aws_secret(text):
+    assert Redactor().redact({"note": text}).value == {"note": text}

@@ -69,6 +69,13 @@ PATTERNS: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
     ("openai_anthropic", ("sk-",), r"\bsk-[A-Za-z0-9_-]{8,}"),  # sk-..., sk-proj-..., sk-ant-...
     ("stripe", ("k_live_", "k_test_"), r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{8,}"),
     ("aws_access_key", ("akia", "asia"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    # An AWS secret access key is 40 characters of base64 with no prefix of its own: redact such a token
+    # when "aws" stands at most 30 characters before it ("aws AKIA... <secret>", "AWS key: <secret>").
+    (
+        "aws_secret_key",
+        ("aws",),
+        r"(?i:\baws)[^\n]{0,30}?(?<![A-Za-z0-9/+])(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    ),
     (
         "github",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
