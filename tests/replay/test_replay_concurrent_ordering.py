@@ -141,6 +141,27 @@ def test_concurrent_ordering_keeps_the_order_of_sequential_calls(recorder) -> No
     assert info.value.index == 0
 
 
+def test_unordered_ordering_replays_sequential_siblings_in_another_order(recorder) -> None:
+    # what free-running threads look like in a recording: short sibling calls that never overlap
+    async def sequential(items: list[str]) -> list[str]:
+        return [await fetch_now(item) for item in items]
+
+    path = recorder.run_async(lambda: sequential(["a", "b", "c"]), name="sequential")
+    calls = extract_recorded_calls(Trace.load(path))
+    assert concurrent_groups(calls, overlap=False) == [(0, 3)]
+
+    async def main(items: list[str]) -> tuple[list[str], ReplaySession]:
+        async with ReplaySession.from_trace(path, ordering="unordered") as session:
+            return await sequential(items), session
+
+    result, session = asyncio.run(main(["c", "a", "b"]))
+    session.verify_complete()
+    assert result == ["c-now", "a-now", "b-now"]  # each call got its own recorded output
+    with pytest.raises(ReplayMismatchError) as info:
+        asyncio.run(main(["c", "d", "b"]))  # a call that was never recorded still diverges
+    assert info.value.code == "input_diverged"
+
+
 def test_concurrent_ordering_rejects_a_call_matching_no_member_of_the_group(recorder) -> None:
     path, _ = record_fan_out(recorder, ["a", "b", "c"], [0, 1, 2])
 
@@ -187,5 +208,5 @@ def test_run_regression_case_accepts_the_concurrent_ordering(recorder) -> None:
 
 def test_an_unknown_ordering_is_a_value_error_naming_the_valid_ones(recorder) -> None:
     path, _ = record_fan_out(recorder, ["a"], [0])
-    with pytest.raises(ValueError, match="strict, concurrent"):
+    with pytest.raises(ValueError, match="strict, concurrent, unordered"):
         ReplaySession.from_trace(path, ordering="any")

@@ -4,6 +4,7 @@
 |---|---|
 | ``strict`` (default) | the next recorded call, one cursor (replay.txt, "Matching guarantees") |
 | ``concurrent`` | any unconsumed call of the current *concurrent group* with the same identity |
+| ``unordered`` | any unconsumed call of the current run of *siblings* (same parent) with the same identity |
 
 A concurrent group (:func:`stepfork.replay.plan.concurrent_groups`) is a run of sibling calls (same recorded
 parent) whose ``[call, result]`` intervals overlap: an ``asyncio.gather`` fan-out. Within the current group
@@ -12,6 +13,10 @@ model, redacted canonical input), so repeated identical calls are still served i
 are consumed one after the other, so calls recorded sequentially keep their order. A call that matches no
 member is checked against the closest one (same kind and name, else the earliest unconsumed) and fails
 with the usual ReplayMismatchError and diagnostics, before its body runs.
+
+``unordered`` groups every run of consecutive siblings, overlapping or not: threads that run free and make
+short calls record them one after the other without overlap, and replay them in another order. It proves
+which calls were made with which inputs, not their order among siblings.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from stepfork.replay.matching import CallCursor, LiveInput
 from stepfork.replay.plan import RecordedCall, concurrent_groups
 from stepfork.trace.boundary import BoundaryCall
 
-ORDERINGS = ("strict", "concurrent")
+ORDERINGS = ("strict", "concurrent", "unordered")
 """The supported orderings; ``strict`` is the default (issue 6: the strict cursor stays the default)."""
 
 
@@ -45,7 +50,9 @@ def _identity(kind: str, name: str | None, provider: str | None, model: str | No
 
 
 class ConcurrentCursor(CallCursor):
-    """The ``concurrent`` ordering over the visible recorded calls (see the module docstring).
+    """The ``concurrent`` (``overlap=True``) or ``unordered`` ordering over the visible recorded calls.
+
+    See the module docstring.
 
     Not thread-safe on its own: the session serializes access. Each call is indexed once, when its group
     becomes current; the recorded canonical input bytes are computed only for groups of two or more.
@@ -53,9 +60,9 @@ class ConcurrentCursor(CallCursor):
 
     __slots__ = ("_by_identity", "_by_input", "_consumed", "_count", "_first", "_group", "_groups")
 
-    def __init__(self, calls: list[RecordedCall]) -> None:
+    def __init__(self, calls: list[RecordedCall], *, overlap: bool = True) -> None:
         super().__init__(calls)
-        self._groups = concurrent_groups(calls)
+        self._groups = concurrent_groups(calls, overlap=overlap)
         self._group = -1
         self._consumed = bytearray(len(calls))
         self._count = 0

@@ -283,13 +283,15 @@ def extract_recorded_calls(
     return visible_calls(events, calls, hides)
 
 
-def concurrent_groups(calls: Sequence[RecordedCall]) -> list[tuple[int, int]]:
+def concurrent_groups(calls: Sequence[RecordedCall], *, overlap: bool = True) -> list[tuple[int, int]]:
     """Split the visible plan ``calls`` into runs of calls recorded concurrently (issue 6, "Concurrency").
 
     Calls are concurrent when they are siblings (same ``parent_id``) whose ``[call, result]`` intervals
     overlap in ``events.jsonl``: a call joins the current group when it has the group's parent and starts
     before the latest outcome of the group (a call without outcome never ends). Any other call, a
     non-sibling included, starts a new group, so sequential calls stay one per group, in recorded order.
+    With ``overlap=False`` (ordering ``unordered``) every run of consecutive siblings is one group, whether
+    or not their intervals overlap: free-running threads whose short calls never overlapped.
 
     Returns:
         ``[start, stop)`` ranges of indices into ``calls``, consecutive, covering every call.
@@ -301,7 +303,7 @@ def concurrent_groups(calls: Sequence[RecordedCall]) -> list[tuple[int, int]]:
     horizon = (calls[-1].position + 1) if calls else 0
     for index, call in enumerate(calls):
         end = call.end_position if call.end_position is not None else horizon
-        if index > start and call.parent_id == parent and call.position < reach:
+        if index > start and call.parent_id == parent and (not overlap or call.position < reach):
             reach = max(reach, end)
             continue
         if index > start:

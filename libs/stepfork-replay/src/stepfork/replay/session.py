@@ -98,8 +98,9 @@ class ReplaySession:
         approve: manual only: ``approve(call) -> bool`` for each call (``call.input`` redacted). Approved
             calls are matched and served as in frozen mode.
         ordering: ``"strict"`` (default): one cursor, recorded order; ``"concurrent"``: concurrent sibling
-            calls (an ``asyncio.gather``) match by identity in any order (see :mod:`stepfork.replay.ordering`,
-            issue 6 "Concurrency").
+            calls (an ``asyncio.gather``) match by identity in any order; ``"unordered"``: so do all
+            consecutive sibling calls, overlapping or not (free-running threads). See
+            :mod:`stepfork.replay.ordering`, issue 6 "Concurrency".
 
     Raises:
         ValueError: an unknown or reserved mode, an unknown ordering, or an invalid combination (see
@@ -143,7 +144,11 @@ class ReplaySession:
             self.calls: list[RecordedCall] = extract_recorded_calls(
                 events, mode=options.mode, live_llms=options.live_llms, all_calls=all_calls
             )
-        self._cursor = CallCursor(self.calls) if self.ordering == "strict" else ConcurrentCursor(self.calls)
+        self._cursor = (
+            CallCursor(self.calls)
+            if self.ordering == "strict"
+            else ConcurrentCursor(self.calls, overlap=self.ordering == "concurrent")
+        )
         self._lock = threading.RLock()
         self._matched: list[MatchedCall] = []
         self._executed: list[ExecutedCall] = []
