@@ -87,6 +87,17 @@ def test_invalid_input_raises_a_coded_error(recorded: Path, tmp_path: Path, kwar
     assert info.value.code == code
 
 
+def test_a_bundle_with_no_events_is_an_invalid_step_not_an_internal_error(
+    recorded: Path, tmp_path: Path
+) -> None:
+    # found by the reliability soak: events.jsonl truncated to nothing still loads (0 events)
+    (recorded / "events.jsonl").write_bytes(b"")
+    with pytest.raises(ForkError) as info:
+        fork(recorded, step=0, entrypoint=agent, output=tmp_path / "f.sftrace")
+    assert info.value.code == "invalid_step"
+    assert "it has no events" in str(info.value)
+
+
 def test_result_renders_three_ways(recorded: Path, tmp_path: Path) -> None:
     result = fork(
         recorded, step=3, entrypoint=agent, output=tmp_path / "f.sftrace", overrides={2: {"price": 450}}

@@ -258,9 +258,8 @@ def fork(
         raise ForkError(f"unreadable trace: {exc}", code="unreadable_trace") from None
     steps = {e.step for e in trace.events}
     if step not in steps:
-        raise ForkError(
-            f"step {step} is not a step of {source} (steps {min(steps)}..{max(steps)})", code="invalid_step"
-        )
+        known = f"steps {min(steps)}..{max(steps)}" if steps else "it has no events"
+        raise ForkError(f"step {step} is not a step of {source} ({known})", code="invalid_step")
     target = Path(output)
     if target.exists() and not overwrite:
         raise ForkError(f"{target} already exists; pass --overwrite to replace it.", code="already_exists")
