@@ -98,6 +98,27 @@ def test_a_bundle_with_no_events_is_an_invalid_step_not_an_internal_error(
     assert "it has no events" in str(info.value)
 
 
+def test_a_run_that_cannot_be_recorded_is_a_coded_error_not_an_internal_one(
+    recorded: Path, tmp_path: Path
+) -> None:
+    # found by the reliability soak: a run_start input nested deeper than to_jsonable allows (a damaged
+    # bundle) stops the forked recording before it writes a bundle
+    import json
+
+    events = (recorded / "events.jsonl").read_text().splitlines()
+    first = json.loads(events[0])
+    deep: object = 1
+    for _ in range(200):
+        deep = [deep]
+    first["input"] = deep
+    events[0] = json.dumps(first)
+    (recorded / "events.jsonl").write_text("\n".join(events) + "\n")
+    (recorded / "integrity.json").unlink()  # the damage changed the bytes; no integrity claim remains
+    with pytest.raises(ForkError) as info:
+        fork(recorded, step=3, entrypoint=agent, output=tmp_path / "f.sftrace")
+    assert info.value.code == "record_failed"
+
+
 def test_result_renders_three_ways(recorded: Path, tmp_path: Path) -> None:
     result = fork(
         recorded, step=3, entrypoint=agent, output=tmp_path / "f.sftrace", overrides={2: {"price": 450}}

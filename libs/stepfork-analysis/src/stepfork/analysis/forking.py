@@ -32,7 +32,8 @@ T = TypeVar("T")
 
 class ForkError(Exception):
     """The fork cannot run (exit 2): ``code`` is ``unreadable_trace``, ``invalid_step``,
-    ``invalid_override``, ``bad_entrypoint``, ``already_exists`` or ``invalid_option``."""
+    ``invalid_override``, ``bad_entrypoint``, ``already_exists``, ``invalid_option`` or ``record_failed``
+    (the forked run could not be recorded at all)."""
 
     def __init__(self, message: str, *, code: str) -> None:
         super().__init__(message)
@@ -303,6 +304,10 @@ def fork(
             recorder.set_output(result)
     except Exception as exc:
         error = redact_json(f"{type(exc).__name__}: {exc}").value
+    if not (target / "integrity.json").is_file():
+        # the recording never produced a bundle (the run input of a damaged bundle cannot be recorded,
+        # say): there is no forked run to describe (found by the reliability soak)
+        raise ForkError(f"the forked run could not be recorded: {error}", code="record_failed")
     _write_fork_file(
         target,
         {
