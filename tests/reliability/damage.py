@@ -25,8 +25,9 @@ Model = dict[str, "bytes | str"]
 
 @dataclass(frozen=True)
 class Damage:
-    """One named operation on a bundle model (its ``name`` is what the campaign counts)."""
+    """One operation on a bundle model: the campaign counts ``kind``; a failure shows ``name``."""
 
+    kind: str
     name: str
     apply: Callable[[Model], None]
 
@@ -46,6 +47,21 @@ def _edit_lines(model: Model, name: str, edit: Callable[[list[bytes]], None]) ->
     lines = data.split(b"\n")
     edit(lines)
     model[name] = b"\n".join(lines)
+
+
+def _set_value(model: Model, name: str, line: int, key: str, raw: bytes) -> None:
+    """Replace ``key``'s value with ``raw``: in events.jsonl on line ``line`` (0-based), else in the file."""
+    if name == "events.jsonl":
+
+        def edit(lines: list[bytes]) -> None:
+            if line < len(lines):
+                lines[line] = _replace_value(lines[line], key, raw, 0)
+
+        _edit_lines(model, name, edit)
+    else:
+        data = _file(model, name)
+        if data is not None:
+            model[name] = _replace_value(data, key, raw, 0)
 
 
 def _replace_value(data: bytes, key: str, raw: bytes, occurrence: int) -> bytes:
@@ -128,7 +144,7 @@ def truncate(draw: st.DrawFn) -> Damage:
         if data is not None:
             model[name] = data[: int(len(data) * frac)]
 
-    return Damage(f"truncate {name}", op)
+    return Damage("truncate", f"truncate {name}", op)
 
 
 @st.composite
@@ -143,7 +159,7 @@ def flip(draw: st.DrawFn) -> Damage:
             at = int(len(data) * frac)
             model[name] = data[:at] + bytes([data[at] ^ mask]) + data[at + 1 :]
 
-    return Damage(f"flip a byte of {name}", op)
+    return Damage("flip", f"flip a byte of {name}", op)
 
 
 @st.composite
@@ -152,46 +168,38 @@ def wrong_type(draw: st.DrawFn) -> Damage:
     key = draw(keys)
     raw = draw(json_values | hostile_numbers)
     line = draw(st.integers(0, 12))
-
-    def op(model: Model) -> None:
-        if name == "events.jsonl":
-
-            def edit(lines: list[bytes]) -> None:
-                if line < len(lines):
-                    lines[line] = _replace_value(lines[line], key, raw, 0)
-
-            _edit_lines(model, name, edit)
-        else:
-            data = _file(model, name)
-            if data is not None:
-                model[name] = _replace_value(data, key, raw, 0)
-
-    return Damage(f"wrong JSON value for {key} in {name}", op)
+    return Damage(
+        "wrong type",
+        f"wrong JSON value for {key} in {name}",
+        lambda model: _set_value(model, name, line, key, raw),
+    )
 
 
 @st.composite
 def remove(draw: st.DrawFn) -> Damage:
     name = draw(files)
-    return Damage(f"remove {name}", lambda model: model.pop(name, None))
+    return Damage("remove", f"remove {name}", lambda model: model.pop(name, None))
 
 
 @st.composite
 def extra_file(draw: st.DrawFn) -> Damage:
     name = draw(st.sampled_from(["extra.json", "__init__.py", "conftest.py", "events.jsonl.bak", ".hidden"]))
     content = draw(st.sampled_from([b"", b"import os; os._exit(9)\n", b'{"x": 1}\n']))
-    return Damage(f"extra file {name}", lambda model: model.__setitem__(name, content))
+    return Damage("extra file", f"extra file {name}", lambda model: model.__setitem__(name, content))
 
 
 @st.composite
 def directory_in_place(draw: st.DrawFn) -> Damage:
     name = draw(files)
-    return Damage(f"directory in place of {name}", lambda model: model.__setitem__(name, DIR))
+    return Damage("directory", f"directory in place of {name}", lambda model: model.__setitem__(name, DIR))
 
 
 @st.composite
 def symlink_out(draw: st.DrawFn) -> Damage:
     name = draw(files)
-    return Damage(f"symlink out of the bundle for {name}", lambda model: model.__setitem__(name, SYMLINK))
+    return Damage(
+        "symlink", f"symlink out of the bundle for {name}", lambda model: model.__setitem__(name, SYMLINK)
+    )
 
 
 @st.composite
@@ -201,15 +209,11 @@ def deep_nesting(draw: st.DrawFn) -> Damage:
     kind = draw(st.sampled_from(["list", "dict"]))
     nested = b"[" * depth + b"]" * depth if kind == "list" else b'{"a":' * depth + b"1" + b"}" * depth
     line = draw(st.integers(0, 8))
-
-    def op(model: Model) -> None:
-        def edit(lines: list[bytes]) -> None:
-            if line < len(lines):
-                lines[line] = _replace_value(lines[line], key, nested, 0)
-
-        _edit_lines(model, "events.jsonl", edit)
-
-    return Damage(f"{depth}-deep {kind} in {key}", op)
+    return Damage(
+        "deep nesting",
+        f"{depth}-deep {kind} in {key}",
+        lambda model: _set_value(model, "events.jsonl", line, key, nested),
+    )
 
 
 @st.composite
@@ -225,21 +229,11 @@ def bad_text(draw: st.DrawFn) -> Damage:
         st.sampled_from(["id", "name", "agent_name", "run_id", "message", "input", "output", "timestamp"])
     )
     line = draw(st.integers(0, 8))
-
-    def op(model: Model) -> None:
-        if name == "events.jsonl":
-
-            def edit(lines: list[bytes]) -> None:
-                if line < len(lines):
-                    lines[line] = _replace_value(lines[line], key, raw, 0)
-
-            _edit_lines(model, name, edit)
-        else:
-            data = _file(model, name)
-            if data is not None:
-                model[name] = _replace_value(data, key, raw, 0)
-
-    return Damage(f"invalid text {raw!r} for {key} in {name}", op)
+    return Damage(
+        "invalid text",
+        f"invalid text {raw!r} for {key} in {name}",
+        lambda model: _set_value(model, name, line, key, raw),
+    )
 
 
 @st.composite
@@ -262,7 +256,7 @@ def duplicate_key(draw: st.DrawFn) -> Damage:
             if data and data.startswith(b"{"):
                 model[name] = b"{" + insert + data[1:]
 
-    return Damage(f"duplicate key {key} in {name}", op)
+    return Damage("duplicate key", f"duplicate key {key} in {name}", op)
 
 
 @st.composite
@@ -291,7 +285,7 @@ def line_shuffle(draw: st.DrawFn) -> Damage:
 
         _edit_lines(model, "events.jsonl", edit)
 
-    return Damage(f"{kind} events.jsonl line", op)
+    return Damage("line edit", f"{kind} events.jsonl line", op)
 
 
 @st.composite
@@ -301,13 +295,17 @@ def huge_line(draw: st.DrawFn, megabytes: int) -> Damage:
     blob = b'"' + b"A" * (megabytes * 2**20) + (b'"' if closed else b"")
 
     def op(model: Model) -> None:
-        def edit(lines: list[bytes]) -> None:
-            if line < len(lines):
-                lines[line] = _replace_value(lines[line], "output", blob, 0) if closed else lines[line] + blob
+        if closed:
+            _set_value(model, "events.jsonl", line, "output", blob)
+        else:
+            _edit_lines(model, "events.jsonl", lambda lines: _append(lines, line, blob))
 
-        _edit_lines(model, "events.jsonl", edit)
+    return Damage("huge line", f"{megabytes} MB {'string' if closed else 'unterminated string'} line", op)
 
-    return Damage(f"{megabytes} MB {'string' if closed else 'unterminated string'} line", op)
+
+def _append(lines: list[bytes], line: int, blob: bytes) -> None:
+    if line < len(lines):
+        lines[line] += blob
 
 
 def damages(huge_mb: int) -> st.SearchStrategy[list[Damage]]:
