@@ -1,4 +1,5 @@
-"""What every test folder shares: where the reference bundles are, and copies of the golden ones.
+"""What every test folder shares: where the reference bundles are, copies of the golden ones, and the
+hypothesis profile.
 
 Test folders import the paths as ``from ..conftest import GOLDEN`` (``--import-mode=importlib`` names this
 module ``tests.conftest``); the ``golden_copy`` fixture is visible to every test below ``tests/``.
@@ -6,11 +7,19 @@ module ``tests.conftest``); the ``golden_copy`` fixture is visible to every test
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# In CI (CI set) property tests draw the same examples every run, so a verdict never depends on luck; on a
+# laptop they explore anew each run. A failure found locally is printed with its reproducing blob.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 # The repo's parent holds shared/: the bundles an earlier implementation wrote (interop/REFERENCE-NOTES.md).
 REFERENCE = (

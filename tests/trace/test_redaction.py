@@ -160,6 +160,26 @@ def test_registered_secrets_are_removed_as_exact_substrings_anywhere():
     assert [f.reason for f in result.findings] == ["registered_secret", "registered_secret"]
 
 
+@pytest.mark.parametrize(
+    ("secrets", "text", "expected"),
+    [
+        # a registered secret inside a JWT: replacing it first used to break the JWT pattern's match
+        (["Z90000000"], "eyJZ9000000.eyJZ90000000.Z9", R),
+        (["Z90000000"], "see eyJZ9000000.eyJZ90000000.Z9 now", f"see {R} now"),
+        # a registered secret that overlaps a key pattern's match: one region, one replacement
+        (["wxyz-1234"], "sk-proj-abcdefghijwxyz-1234 ok", f"{R} ok"),
+        # overlapping occurrences of one secret are all covered
+        (["abab"], "xababababx", f"x{R}x"),
+    ],
+)
+def test_overlapping_matches_of_different_rules_are_replaced_as_one_region(secrets, text, expected):
+    redactor = Redactor(secrets=secrets)
+    result = redactor.redact({"k": text})
+    assert result.value == {"k": expected}
+    assert [f.reason for f in result.findings] == ["registered_secret"]
+    assert redactor.redact(result.value).findings == []
+
+
 @pytest.mark.parametrize("bad", ["abc", "", "REDA", "[REDACTED]"])
 def test_registering_a_secret_too_short_or_inside_the_replacement_is_refused(bad):
     with pytest.raises(ValueError):

@@ -5,7 +5,7 @@ in schema 0.1 field order (REFERENCE-NOTES.md 1.3-1.4), redact its fields (the r
 notes 3), fingerprint the hashed payload fields of the *redacted* event (notes 2.2, ``HASHED_FIELDS``),
 then, under one lock, give it its step (its position in the file), serialize it and append it to the
 crash-safe ``BundleWriter``. A plain-JSON payload's canonical (sorted) bytes come from the boundary's scan
-(``jsonable.take_plain_facts``): when its dict keys and a one-pass screen of those bytes
+(``plainjson.take_plain_facts``): when its dict keys and a one-pass screen of those bytes
 (``Redactor.may_change``) leave nothing to redact, those bytes are hashed, and the line gets the value in
 its recorded key order (one more orjson encoding, skipped when it holds under two distinct keys);
 otherwise the redaction walk runs and the redacted value is encoded both ways (docs/performance.md
@@ -32,8 +32,8 @@ import orjson
 
 from stepfork.trace.bundle import BundleWriter
 from stepfork.trace.canonical import canonical_json, compact_json
-from stepfork.trace.jsonable import take_plain_facts
 from stepfork.trace.models import HASHED_FIELDS, RedactionEntry
+from stepfork.trace.plainjson import take_plain_facts
 from stepfork.trace.redaction import RedactionFinding, Redactor, default_redactor
 
 # Each event type's hashed fields, keyed by the plain string type (no enum hashing on the hot path).

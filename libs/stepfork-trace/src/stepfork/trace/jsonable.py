@@ -6,7 +6,9 @@ tags and, given a type annotation, validates the result into that type with pyda
 Nothing read from a bundle is ever imported: ``enum``, ``dataclass`` and ``model`` tags decode to their
 JSON value unless an annotation names the class.
 
-Containers are rebuilt only when a child changes, so plain JSON comes back as the very same object.
+Containers are rebuilt only when a child changes, so plain JSON comes back as the very same object. A
+value that is plain JSON already skips the walk: :mod:`stepfork.trace.plainjson` proves it in one scan
+(``MAX_DEPTH``, ``TAG``, ``PlainFacts`` and ``take_plain_facts`` live there and are re-exported here).
 """
 
 from __future__ import annotations
@@ -16,31 +18,21 @@ import dataclasses
 import datetime as dt
 import enum
 import functools
-import gc
 import inspect
-import itertools
 import math
-import operator
 import re
-import threading
 import uuid
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
 from stepfork.trace.canonical import canonical_json, json_path_child
 from stepfork.trace.errors import TraceSerializationError
+from stepfork.trace.plainjson import MAX_DEPTH, TAG, PlainFacts, remember_plain, take_plain_facts
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import TypeAdapter
 
 __all__ = ["MAX_DEPTH", "TAG", "PlainFacts", "from_jsonable", "take_plain_facts", "to_jsonable"]
-
-TAG: Final = "$stepfork"
-MAX_DEPTH: Final = 128
-"""Deepest Python nesting to_jsonable accepts. A tag adds up to 3 JSON levels (the dict pairs form), so
-128 keeps every converted value under canonical.MAX_JSON_DEPTH (512) with room for the event around it."""
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _NON_FINITE: Final = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -223,116 +215,6 @@ def _conv_container(value: Any, t: type, depth: int, active: set[int]) -> Any:
     return _tag("dataclass", fields, type=_type_label(t))
 
 
-# ------------------------------------------------------------------------------- plain-JSON fast path
-
-_PLAIN_TYPES: Final = frozenset({dict, list, str, int, float, bool, type(None)})
-_MAX_SCAN: Final = 1 << 20  # references visited before giving up (a DAG sharing a list blows up)
-_FLOAT_SAFE_MIN: Final = 1e-4  # canonical.py: orjson and repr() agree on floats outside [1e-9, 1e-4)
-_last_facts = threading.local()
-_TAG_KEY: Final = b'"$stepfork":'
-
-
-class PlainFacts:
-    """What one scan of a plain-JSON value found.
-
-    Attributes:
-        risky_floats: a non-zero float with ``|x| < 1e-4`` is in it (orjson's text may differ there).
-        encoded: ``orjson.dumps(value, option=OPT_SORT_KEYS)``; the canonical bytes when not
-            ``risky_floats`` (canonical.py: orjson writes the rule's bytes for every other plain value).
-        keys: its distinct dict keys (all ``str``), collected on first access (replay never needs them).
-    """
-
-    __slots__ = ("_dicts", "_keys", "encoded", "risky_floats")
-
-    def __init__(self, dicts: list[list[dict[str, Any]]], risky_floats: bool, encoded: bytes) -> None:
-        self._dicts = dicts
-        self._keys: set[str] | None = None
-        self.risky_floats = risky_floats
-        self.encoded = encoded
-
-    @property
-    def keys(self) -> set[str]:
-        """The distinct keys of every dict in the value."""
-        if self._keys is None:
-            keys: set[str] = set()
-            for group in self._dicts:
-                keys.update(*group)  # iterating a dict gives its keys
-            self._keys = keys
-        return self._keys
-
-
-def _of_type(level: list[Any], types: set[type], wanted: type) -> Any:
-    if len(types) == 1:
-        return level
-    if len(level) <= 32:  # a comprehension is cheaper than setting up the C pipeline below
-        return [x for x in level if type(x) is wanted]
-    return itertools.compress(level, map(operator.is_, map(type, level), itertools.repeat(wanted)))
-
-
-def _scan_plain(value: Any) -> PlainFacts | None:
-    """Facts about ``value`` when to_jsonable would return it unchanged, else None (use the walk).
-
-    Breadth-first over the nesting levels with C-level primitives (``gc.get_referents`` yields the
-    items of lists and the values of dicts; ``map(type)``, ``set``) so the Python cost is per level, not
-    per value. Sound: every object is checked to be an exact JSON type; floats finite; no container at
-    depth ``MAX_DEPTH`` (to_jsonable's ``too_deep``); orjson must encode the value, which it refuses for
-    non-str keys, lone surrogates (keys and strings) and ints beyond 64 bits (those take the walk); and
-    ``"$stepfork":`` must not occur in the encoding (no such key). A cycle never ends the levels, so it
-    hits the depth or size cap and the walk reports it.
-    """
-    if type(value) is not dict and type(value) is not list:
-        return None
-    level: list[Any] = [value]
-    dicts: list[Any] = []
-    risky = False
-    seen = 0
-    for depth in range(MAX_DEPTH + 1):
-        types = set(map(type, level))
-        if not types <= _PLAIN_TYPES:
-            return None
-        if float in types:
-            for x in _of_type(level, types, float):
-                if not _FLOAT_SAFE_MIN <= abs(x) < math.inf:
-                    if x - x != 0.0:  # NaN or infinite: tagged by the walk
-                        return None
-                    risky = risky or x != 0.0
-        if dict in types:
-            found = _of_type(level, types, dict)
-            dicts.append(found if type(found) is list else list(found))
-        elif list not in types:
-            break  # only scalars: the value ends here
-        if depth == MAX_DEPTH:
-            return None  # a container at MAX_DEPTH: the walk raises too_deep (or a cycle)
-        level = gc.get_referents(*level)
-        seen += len(level)
-        if seen > _MAX_SCAN:
-            return None
-    try:
-        encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return None
-    if _TAG_KEY in encoded:
-        return None  # a "$stepfork" key: the pairs form (a quote in a string is escaped, never this)
-    return PlainFacts(dicts, risky, encoded)
-
-
-def take_plain_facts(value: Any, *, rescan: bool = True) -> PlainFacts | None:
-    """The facts of the last :func:`to_jsonable` call in this thread when it returned ``value`` itself
-    (plain JSON), consumed; else a fresh scan of ``value`` (None when it is not plain JSON), or None
-    without scanning when ``rescan`` is False.
-
-    Lets the recorder and replay reuse the boundary's scan (DESIGN.md "Data flow": one walk) for
-    redaction (the dict keys) and canonical bytes (``encoded``) without walking or encoding again.
-    """
-    last = getattr(_last_facts, "entry", None)
-    if last is not None:
-        _last_facts.entry = None
-        if last[0] is value:
-            facts: PlainFacts = last[1]
-            return facts
-    return _scan_plain(value) if rescan else None
-
-
 def to_jsonable(value: Any, *, path: str = "$") -> Any:
     """Turn a Python value into JSON, tagging what JSON cannot hold (docs/architecture.md "Tagged forms").
 
@@ -349,9 +231,7 @@ def to_jsonable(value: Any, *, path: str = "$") -> Any:
         TraceSerializationError: ``code`` is ``cycle``, ``unsupported_type`` or ``too_deep`` (nesting deeper
             than MAX_DEPTH); ``path`` names the value (``$.a[0].b``; ``<key i>`` marks a dict key).
     """
-    facts = _scan_plain(value)
-    if facts is not None:  # plain JSON: returned as is, the facts kept for the recorder
-        _last_facts.entry = (value, facts)
+    if remember_plain(value):  # plain JSON: returned as is, its facts kept for the recorder
         return value
     try:
         return _conv(value, 0, set())

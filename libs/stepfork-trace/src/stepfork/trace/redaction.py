@@ -7,6 +7,10 @@ decoded and scanned too. An already redacted value gives no finding; when nothin
 comes back. A payload is first screened in one pass (its JSON text against the rules' needles, one
 multi-literal search in pydantic-core's Rust regex) so the common case, no secret, costs that search and
 a look at the dict keys; the recorder runs it over the canonical bytes it writes (:meth:`may_change`).
+
+This module owns the key rule and the walk over JSON values (pointers, tagged forms, keys that are
+secrets); what happens inside one string, and the payload screen, is :mod:`stepfork.trace._redaction_text`
+(``REPLACEMENT`` and ``MIN_SECRET_LENGTH`` live there and are re-exported here).
 """
 
 from __future__ import annotations
@@ -14,16 +18,14 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
-import functools
-import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
-import orjson
-
-from stepfork.trace._redaction_rules import PATTERNS, SCREEN_NEEDLES, SENSITIVE_KEYS, normalize_key
+from stepfork.trace._redaction_rules import PATTERNS, SENSITIVE_KEYS, normalize_key
+from stepfork.trace._redaction_text import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
+from stepfork.trace._redaction_text import REPLACEMENT, Reason, TextRules, check_secret
 from stepfork.trace.errors import RedactionError
 
 __all__ = [
@@ -32,54 +34,7 @@ __all__ = [
     "register_secret",
 ]  # fmt: skip
 
-REPLACEMENT: Final = "[REDACTED]"
-MIN_SECRET_LENGTH: Final = 4
 _TAG: Final = "$stepfork"
-
-Reason = Literal["sensitive_key", "credential_pattern", "registered_secret"]
-
-_Patterns = tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...]  # (pattern, its needles or None)
-# (payload screen needles or None, secret regex, the same on JSON-escaped bytes, patterns, short-text cache)
-_Rules = tuple[
-    tuple[bytes, ...] | None,
-    re.Pattern[str] | None,
-    re.Pattern[bytes] | None,
-    _Patterns,
-    dict[str, tuple[str, Reason | None]],
-]
-_SHORT_TEXT: Final = 128  # texts up to this length (tool and model names, roles) have cached verdicts
-
-
-@functools.cache
-def _literal_screen() -> Callable[[str], bool] | None:
-    """A C-speed test "does the text hold any screen needle": pydantic-core's Rust regex (a literal
-    alternation is searched with SIMD multi-literal search), built once; None when unavailable.
-
-    Measured (benchmarks/bench_recording.py payloads): 64 KB in about 40 us, where testing the 31
-    needles one ``in`` at a time takes about 1 ms and Python's ``re`` alternation 2 ms. The pattern is
-    the needles joined by ``|``: they hold no regex metacharacter (checked), so it matches exactly when
-    one of them occurs (pydantic's ``pattern`` searches, it does not anchor).
-    """
-    if not all(re.fullmatch(rb"[a-z0-9_=:/ -]+", n) for n in SCREEN_NEEDLES):
-        return None
-    try:
-        from pydantic_core import SchemaValidator, ValidationError, core_schema
-
-        pattern = "|".join(n.decode("ascii") for n in SCREEN_NEEDLES)
-        validator = SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
-    except Exception:  # an older pydantic-core: the per-needle test
-        return None
-
-    def holds_needle(text: str) -> bool:
-        try:
-            validator.validate_python(text)
-        except ValidationError:
-            return False
-        return True
-
-    if holds_needle("nothing to see") or not holds_needle(f"x {SCREEN_NEEDLES[-1].decode()} y"):
-        return None  # not the search semantics relied on
-    return holds_needle
 
 
 def _remember(names: frozenset[str], verdicts: dict[Any, bool], key: Any) -> bool:
@@ -100,6 +55,10 @@ def _pointer(base: str, key: str | int) -> str:
     return _join(base, [key])
 
 
+def _compile(pattern: str | re.Pattern[str]) -> re.Pattern[str]:
+    return pattern if isinstance(pattern, re.Pattern) else re.compile(pattern)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RedactionFinding:
     """One redacted value: its JSON Pointer (from the event root, ``/input/api_key``) and the rule."""
@@ -114,19 +73,6 @@ class RedactionResult:
 
     value: Any
     findings: list[RedactionFinding]
-
-
-def _compile(pattern: str | re.Pattern[str]) -> re.Pattern[str]:
-    return pattern if isinstance(pattern, re.Pattern) else re.compile(pattern)
-
-
-def _replace(match: re.Match[str]) -> str:
-    if "secret" in match.re.groupindex and match.start("secret") >= 0:
-        start, end = match.span("secret")
-        whole = match.group(0)
-        base = match.start()
-        return whole[: start - base] + REPLACEMENT + whole[end - base :]
-    return REPLACEMENT
 
 
 class Redactor:
@@ -154,41 +100,25 @@ class Redactor:
             SENSITIVE_KEYS | {normalize_key(k) for k in extra_keys},
             {},
         )
-        self._patterns: list[tuple[re.Pattern[str], tuple[str, ...] | None]] = [
-            (re.compile(p, re.ASCII), needles) for _, needles, p in PATTERNS
-        ]
-        self._patterns += [(_compile(p), None) for p in extra_patterns]
+        # The user's patterns (the defaults live in the text rules) and secrets: the text rules are
+        # rebuilt from them on every addition.
+        self._extra_patterns: list[re.Pattern[str]] = [_compile(p) for p in extra_patterns]
         self._secrets: set[str] = set()
         for s in secrets:
-            self._check_secret(s)
+            check_secret(s)
             self._secrets.add(s)
         self._rebuild()
 
     def _rebuild(self) -> None:
-        # Swapped in as one tuple so a redacting thread never sees half an update. Extra patterns have no
-        # needles, so with any of them every string is matched against every pattern.
-        patterns = tuple(self._patterns)
-        screen = SCREEN_NEEDLES if len(patterns) == len(PATTERNS) else None
-        ordered = sorted(self._secrets, key=len, reverse=True)
-        secret_re = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        escaped = [json.dumps(s, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass") for s in ordered]
-        secret_blob_re = re.compile(b"|".join(map(re.escape, escaped))) if ordered else None
-        # The cache belongs to these rules: a new rule set starts a new, empty cache.
-        self._rules: _Rules = (screen, secret_re, secret_blob_re, patterns, {})
-
-    @staticmethod
-    def _check_secret(value: str) -> None:
-        if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
-            raise ValueError(f"a registered secret must be a str of at least {MIN_SECRET_LENGTH} characters")
-        if value in REPLACEMENT:
-            raise ValueError("a registered secret cannot be part of the replacement text [REDACTED]")
+        # Swapped in as one object so a redacting thread never sees half an update.
+        self._text = TextRules(self._extra_patterns, self._secrets)
 
     def register_secret(self, value: str) -> None:
         """Redact every occurrence of ``value`` from now on (reason ``registered_secret``).
 
         Raises ValueError when ``value`` is shorter than 4 characters or part of ``"[REDACTED]"``.
         """
-        self._check_secret(value)
+        check_secret(value)
         with self._lock:
             self._secrets.add(value)
             self._rebuild()
@@ -202,7 +132,7 @@ class Redactor:
         """Redact matches of ``pattern`` in every string; a group named ``secret`` limits the replacement."""
         compiled = _compile(pattern)
         with self._lock:
-            self._patterns.append((compiled, None))
+            self._extra_patterns.append(compiled)
             self._rebuild()
 
     def is_sensitive_key(self, key: str) -> bool:
@@ -211,50 +141,16 @@ class Redactor:
 
     # -- text ---------------------------------------------------------------------------------------
 
-    def _redact_str(self, text: str) -> tuple[str, Reason | None]:
-        rules = self._rules
-        if len(text) > _SHORT_TEXT:
-            return self._redact_str_rules(text, rules)
-        cache = rules[4]
-        known = cache.get(text)
-        if known is None:
-            known = self._redact_str_rules(text, rules)
-            if len(cache) > 10_000:  # bounded: texts are data
-                cache.clear()
-            cache[text] = known
-        return known
-
-    @staticmethod
-    def _redact_str_rules(text: str, rules: _Rules) -> tuple[str, Reason | None]:
-        reason: Reason | None = None
-        _, secret_re, _, patterns, _ = rules
-        if secret_re is not None and secret_re.search(text):
-            for _ in range(8):  # a replacement can complete a secret that straddles it; bounded passes
-                text = secret_re.sub(REPLACEMENT, text)
-                if not secret_re.search(text):
-                    break
-            reason = "registered_secret"
-        low = text.lower()
-        for pattern, needles in patterns:
-            if needles is not None and not any(map(low.__contains__, needles)):
-                continue
-            new = pattern.sub(_replace, text)
-            if new != text:
-                text = new
-                low = text.lower()
-                reason = reason or "credential_pattern"
-        return text, reason
-
     def is_clean_text(self, text: str) -> bool:
         """True when no rule changes ``text`` (:meth:`redact` of a str would return it unchanged).
 
         Short texts (tool and model names) are answered from a cache kept with the rules.
         """
-        return self._redact_str(text)[1] is None
+        return self._text.redact(text)[1] is None
 
     def redact_text(self, text: str) -> str:
         """``text`` with every credential pattern and registered secret replaced (no key rules apply)."""
-        return self._redact_str(text)[0]
+        return self._text.redact(text)[0]
 
     # -- JSON ---------------------------------------------------------------------------------------
 
@@ -270,14 +166,14 @@ class Redactor:
             per changed value, in walk order.
         """
         findings: list[RedactionFinding] = []
-        out = self._walk(value, base_path, [], findings, self._strings_may_match(value))
+        out = self._walk(value, base_path, [], findings, self._text.strings_may_match(value))
         return RedactionResult(out, findings)
 
     def may_change(self, keys: Iterable[Any], encoded: bytes) -> bool:
         """False when :meth:`redact` is sure to return a plain-JSON value unchanged, from two facts.
 
         Args:
-            keys: every dict key in the value (``jsonable.PlainFacts.keys``; the value has no tags).
+            keys: every dict key in the value (``plainjson.PlainFacts.keys``; the value has no tags).
             encoded: its JSON text as orjson or the canonical rule writes it (any key order).
 
         Returns True when a key is sensitive or a string may match (the one-pass screen of
@@ -290,34 +186,7 @@ class Redactor:
                 sensitive = _remember(names, verdicts, key)
             if sensitive:
                 return True
-        return self._blob_may_match(encoded)
-
-    def _blob_may_match(self, blob: bytes) -> bool:
-        screen, _, secret_blob_re, _, _ = self._rules
-        if screen is None:
-            return True
-        if b'"$stepfork":"bytes"' in blob or b'"$stepfork":"str"' in blob:
-            return True  # base64 hides the text from the screen
-        if secret_blob_re is not None and secret_blob_re.search(blob):
-            return True
-        low = blob.lower()
-        holds_needle = _literal_screen()
-        if holds_needle is not None:
-            try:
-                return holds_needle(low.decode("utf-8"))
-            except UnicodeDecodeError:  # not JSON text from orjson or the rule: test needle by needle
-                pass
-        return any(map(low.__contains__, screen))
-
-    def _strings_may_match(self, value: Any) -> bool:
-        """Screen the whole payload in one pass; False means no string can match (keys still count)."""
-        if self._rules[0] is None or type(value) not in (dict, list):
-            return True
-        try:
-            blob = orjson.dumps(value)
-        except orjson.JSONEncodeError:
-            return True
-        return self._blob_may_match(blob)
+        return self._text.blob_may_match(encoded)
 
     def _walk(
         self, value: Any, base: str, parts: list[str | int], found: list[RedactionFinding], scan: bool
@@ -327,7 +196,7 @@ class Redactor:
         if t is str:
             if not scan:
                 return value
-            new, reason = self._redact_str(value)
+            new, reason = self._text.redact(value)
             if reason is not None and new != value:
                 found.append(RedactionFinding(_join(base, parts), reason))
                 return new
@@ -354,7 +223,7 @@ class Redactor:
             names, verdicts = self._keys
             for key, item in value.items():
                 if scan and type(key) is str:  # a secret used as a key is a secret too (issue 7)
-                    new_key, key_reason = self._redact_str(key)
+                    new_key, key_reason = self._text.redact(key)
                     if key_reason is not None and new_key != key:
                         renamed.append((key, new_key, key_reason))
                 sensitive = verdicts.get(key)
@@ -414,7 +283,7 @@ class Redactor:
                 text = data.decode("utf-8", errors)
             except (binascii.Error, UnicodeDecodeError):
                 return value  # not base64 (a damaged tag): nothing to scan
-            new, reason = self._redact_str(text)
+            new, reason = self._text.redact(text)
             if reason is None or new == text:
                 return value
             findings.append(RedactionFinding(sub, reason))
@@ -461,7 +330,7 @@ def redact_text(text: str) -> str:
 
 def _check_protected(redactor: Redactor, name: str, value: Any, owner: str) -> None:
     for text in [value] if type(value) is not list else value:
-        if type(text) is str and redactor._redact_str(text)[1] is not None:
+        if type(text) is str and redactor._text.redact(text)[1] is not None:
             raise RedactionError(
                 f"protected field {name!r} of {owner} holds a secret; it cannot be rewritten (notes 3)",
                 code="secret_in_protected_field",
@@ -477,7 +346,7 @@ def _redact_fields(
         if name in protected:
             _check_protected(redactor, name, value, owner)
             continue
-        new = redactor._walk(value, _pointer("", name), [], findings, redactor._strings_may_match(value))
+        new = redactor._walk(value, _pointer("", name), [], findings, redactor._text.strings_may_match(value))
         if new is not value:
             changed[name] = new
     if not changed:

@@ -1,0 +1,210 @@
+"""The text rules of :mod:`stepfork.trace.redaction`, compiled: what happens to one string, and the screen.
+
+:class:`TextRules` is one immutable snapshot of the rules that apply inside strings (docs/redaction.md):
+exact registered secrets (reason ``registered_secret``) and credential patterns (``credential_pattern``,
+the defaults of :mod:`stepfork.trace._redaction_rules` plus the user's), each match becoming
+``"[REDACTED]"``. It also screens a whole payload's JSON text in one pass against the patterns' needles
+(one multi-literal search in pydantic-core's Rust regex), so the common case, no secret, skips the walk.
+Key rules and the walk over JSON values stay in the redaction module; a ``Redactor`` swaps in a new
+snapshot whenever a rule is added, so a redacting thread never sees half an update.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Literal
+
+import orjson
+
+from stepfork.trace._redaction_rules import PATTERNS, SCREEN_NEEDLES
+
+__all__ = ["DEFAULT_PATTERNS", "MIN_SECRET_LENGTH", "REPLACEMENT", "Reason", "TextRules", "check_secret"]
+
+REPLACEMENT: Final = "[REDACTED]"
+MIN_SECRET_LENGTH: Final = 4
+
+Reason = Literal["sensitive_key", "credential_pattern", "registered_secret"]
+
+_Patterns = tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...]  # (pattern, its needles or None)
+DEFAULT_PATTERNS: Final[_Patterns] = tuple((re.compile(p, re.ASCII), needles) for _, needles, p in PATTERNS)
+"""The default credential patterns (``_redaction_rules.PATTERNS``), compiled, each with its needles."""
+
+_SHORT_TEXT: Final = 128  # texts up to this length (tool and model names, roles) have cached verdicts
+
+
+@functools.cache
+def _literal_screen() -> Callable[[str], bool] | None:
+    """A C-speed test "does the text hold any screen needle": pydantic-core's Rust regex (a literal
+    alternation is searched with SIMD multi-literal search), built once; None when unavailable.
+
+    Measured (benchmarks/bench_recording.py payloads): 64 KB in about 40 us, where testing the 31
+    needles one ``in`` at a time takes about 1 ms and Python's ``re`` alternation 2 ms. The pattern is
+    the needles joined by ``|``: they hold no regex metacharacter (checked), so it matches exactly when
+    one of them occurs (pydantic's ``pattern`` searches, it does not anchor).
+    """
+    if not all(re.fullmatch(rb"[a-z0-9_=:/ -]+", n) for n in SCREEN_NEEDLES):
+        return None
+    try:
+        from pydantic_core import SchemaValidator, ValidationError, core_schema
+
+        pattern = "|".join(n.decode("ascii") for n in SCREEN_NEEDLES)
+        validator = SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
+    except Exception:  # an older pydantic-core: the per-needle test
+        return None
+
+    def holds_needle(text: str) -> bool:
+        try:
+            validator.validate_python(text)
+        except ValidationError:
+            return False
+        return True
+
+    if holds_needle("nothing to see") or not holds_needle(f"x {SCREEN_NEEDLES[-1].decode()} y"):
+        return None  # not the search semantics relied on
+    return holds_needle
+
+
+def check_secret(value: str) -> None:
+    """Accept ``value`` as a registered secret or raise ValueError: it must be a str of at least
+    MIN_SECRET_LENGTH (4) characters and not part of ``"[REDACTED]"`` (redacting would never end)."""
+    if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
+        raise ValueError(f"a registered secret must be a str of at least {MIN_SECRET_LENGTH} characters")
+    if value in REPLACEMENT:
+        raise ValueError("a registered secret cannot be part of the replacement text [REDACTED]")
+
+
+def _span(match: re.Match[str]) -> tuple[int, int]:
+    """The part of a pattern match to replace: its ``secret`` group when it took part, else all of it."""
+    if "secret" in match.re.groupindex and match.start("secret") >= 0:
+        return match.span("secret")
+    return match.span()
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each union of overlapping ``spans`` replaced by one REPLACEMENT."""
+    spans.sort()
+    parts: list[str] = []
+    done = 0
+    start, end = spans[0]
+    for next_start, next_end in spans[1:]:
+        if next_start < end:  # overlapping: one region
+            end = max(end, next_end)
+            continue
+        parts += (text[done:start], REPLACEMENT)
+        done = end
+        start, end = next_start, next_end
+    parts += (text[done:start], REPLACEMENT, text[end:])
+    return "".join(parts)
+
+
+class TextRules:
+    """The string rules of one ``Redactor`` state, compiled; immutable but for a bounded verdict cache.
+
+    Args:
+        extra_patterns: the user's compiled patterns, after the defaults (a group named ``secret``
+            limits the replacement). They have no needles, so with any of them the payload screen is off
+            and every string is matched against every pattern.
+        secrets: registered secret values, already checked with :func:`check_secret`.
+    """
+
+    __slots__ = ("_cache", "_patterns", "_screen", "_secret_blob_re", "_secret_re")
+
+    def __init__(self, extra_patterns: Iterable[re.Pattern[str]], secrets: Iterable[str]) -> None:
+        extras = tuple((p, None) for p in extra_patterns)
+        self._patterns: _Patterns = DEFAULT_PATTERNS + extras
+        self._screen: tuple[bytes, ...] | None = None if extras else SCREEN_NEEDLES
+        # Longest first, so a secret that contains another is replaced whole.
+        ordered = sorted(secrets, key=len, reverse=True)
+        # A lookahead finds every occurrence, overlapping ones too (``abab`` twice in ``ababab``).
+        alternatives = "|".join(map(re.escape, ordered))
+        self._secret_re = re.compile(f"(?=({alternatives}))") if ordered else None
+        # The same secrets as they appear inside JSON text (escaped), for the payload screen.
+        escaped = [json.dumps(s, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass") for s in ordered]
+        self._secret_blob_re = re.compile(b"|".join(map(re.escape, escaped))) if ordered else None
+        # The cache belongs to these rules: a new rule set starts a new, empty cache.
+        self._cache: dict[str, tuple[str, Reason | None]] = {}
+
+    def redact(self, text: str) -> tuple[str, Reason | None]:
+        """``(new_text, reason)``: ``text`` with every registered secret and pattern match replaced, and
+        ``registered_secret`` / ``credential_pattern`` (the first rule that changed it) or None when no
+        rule matched (``new_text`` is then ``text``). Short texts are answered from the cache."""
+        if len(text) > _SHORT_TEXT:
+            return self._apply(text)
+        cache = self._cache
+        known = cache.get(text)
+        if known is None:
+            known = self._apply(text)
+            if len(cache) > 10_000:  # bounded: texts are data
+                cache.clear()
+            cache[text] = known
+        return known
+
+    def _apply(self, text: str) -> tuple[str, Reason | None]:
+        # Every rule is matched against the same text and the union of the matches is replaced at once:
+        # replacing one rule's match first could cut another secret so that its rule no longer matches
+        # and part of it stayed visible (a registered secret inside a JWT). A replacement can complete a
+        # match across its edge, so this repeats until nothing changes (bounded: text is data).
+        reason: Reason | None = None
+        for _ in range(8):
+            spans, registered = self._spans(text)
+            if not spans:
+                break
+            new = _replace_spans(text, spans)
+            if new == text:
+                break
+            text = new
+            if registered:
+                reason = "registered_secret"
+            reason = reason or "credential_pattern"
+        return text, reason
+
+    def _spans(self, text: str) -> tuple[list[tuple[int, int]], bool]:
+        """The ``(start, end)`` of every match of every rule in ``text``, and whether a registered secret
+        matched."""
+        spans: list[tuple[int, int]] = []
+        if self._secret_re is not None:
+            spans += [(m.start(), m.end(1)) for m in self._secret_re.finditer(text)]
+        registered = bool(spans)
+        low = text.lower()
+        for pattern, needles in self._patterns:
+            if needles is not None and not any(map(low.__contains__, needles)):
+                continue
+            spans += [span for span in map(_span, pattern.finditer(text)) if span[0] < span[1]]
+        return spans, registered
+
+    def blob_may_match(self, blob: bytes) -> bool:
+        """False when no string inside the JSON text ``blob`` (any key order, UTF-8) can match a rule.
+
+        True when a needle, a registered secret (as JSON escapes it) or a tagged ``bytes``/``str`` value
+        (base64 hides its text) occurs, or when the screen is off (extra patterns): the walk decides then.
+        """
+        screen = self._screen
+        if screen is None:
+            return True
+        if b'"$stepfork":"bytes"' in blob or b'"$stepfork":"str"' in blob:
+            return True  # base64 hides the text from the screen
+        if self._secret_blob_re is not None and self._secret_blob_re.search(blob):
+            return True
+        low = blob.lower()
+        holds_needle = _literal_screen()
+        if holds_needle is not None:
+            try:
+                return holds_needle(low.decode("utf-8"))
+            except UnicodeDecodeError:  # not JSON text from orjson or the rule: test needle by needle
+                pass
+        return any(map(low.__contains__, screen))
+
+    def strings_may_match(self, value: Any) -> bool:
+        """Screen a whole JSON ``value`` in one pass (:meth:`blob_may_match` over its orjson text); False
+        means no string in it can match (dict keys still count); True for a scalar or when orjson
+        refuses the value."""
+        if self._screen is None or type(value) not in (dict, list):
+            return True
+        try:
+            blob = orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            return True
+        return self.blob_may_match(blob)

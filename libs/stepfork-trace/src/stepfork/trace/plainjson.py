@@ -1,0 +1,156 @@
+"""The plain-JSON fast path of :func:`stepfork.trace.jsonable.to_jsonable`: prove a value needs no tag.
+
+Most payloads are already plain JSON (exact dict/list/str/int/float/bool/None, finite floats, str keys).
+:func:`scan_plain` proves that level by level with C-level primitives instead of walking value by value,
+and encodes the value once with orjson; the facts it finds (:class:`PlainFacts`: the sorted bytes, the
+dict keys, whether a float is in orjson's risky band) are kept per thread so that the recorder and replay
+reuse them (:func:`take_plain_facts`) for redaction and canonical bytes (DESIGN.md "Data flow": one walk;
+docs/performance.md "One scan instead of the tagging walk").
+
+This module owns the two limits the tagging walk shares with the scan: the tag key :data:`TAG` and the
+nesting limit :data:`MAX_DEPTH` (both re-exported by :mod:`stepfork.trace.jsonable`, their documented home).
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import math
+import operator
+import threading
+from typing import Any, Final
+
+import orjson
+
+__all__ = ["MAX_DEPTH", "TAG", "PlainFacts", "remember_plain", "scan_plain", "take_plain_facts"]
+
+TAG: Final = "$stepfork"
+"""The key that marks a tagged form ``{"$stepfork": KIND, "value": ...}`` (docs/values.md)."""
+MAX_DEPTH: Final = 128
+"""Deepest Python nesting to_jsonable accepts. A tag adds up to 3 JSON levels (the dict pairs form), so
+128 keeps every converted value under canonical.MAX_JSON_DEPTH (512) with room for the event around it."""
+
+_PLAIN_TYPES: Final = frozenset({dict, list, str, int, float, bool, type(None)})
+_MAX_SCAN: Final = 1 << 20  # references visited before giving up (a DAG sharing a list blows up)
+_FLOAT_SAFE_MIN: Final = 1e-4  # canonical.py: orjson and repr() agree on floats outside [1e-9, 1e-4)
+_last_facts = threading.local()
+_TAG_KEY: Final = f'"{TAG}":'.encode()
+
+
+class PlainFacts:
+    """What one scan of a plain-JSON value found.
+
+    Attributes:
+        risky_floats: a non-zero float with ``|x| < 1e-4`` is in it (orjson's text may differ there).
+        encoded: ``orjson.dumps(value, option=OPT_SORT_KEYS)``; the canonical bytes when not
+            ``risky_floats`` (canonical.py: orjson writes the rule's bytes for every other plain value).
+        keys: its distinct dict keys (all ``str``), collected on first access (replay never needs them).
+    """
+
+    __slots__ = ("_dicts", "_keys", "encoded", "risky_floats")
+
+    def __init__(self, dicts: list[list[dict[str, Any]]], risky_floats: bool, encoded: bytes) -> None:
+        self._dicts = dicts
+        self._keys: set[str] | None = None
+        self.risky_floats = risky_floats
+        self.encoded = encoded
+
+    @property
+    def keys(self) -> set[str]:
+        """The distinct keys of every dict in the value."""
+        if self._keys is None:
+            keys: set[str] = set()
+            for group in self._dicts:
+                keys.update(*group)  # iterating a dict gives its keys
+            self._keys = keys
+        return self._keys
+
+
+def _of_type(level: list[Any], types: set[type], wanted: type) -> Any:
+    if len(types) == 1:
+        return level
+    if len(level) <= 32:  # a comprehension is cheaper than setting up the C pipeline below
+        return [x for x in level if type(x) is wanted]
+    return itertools.compress(level, map(operator.is_, map(type, level), itertools.repeat(wanted)))
+
+
+def scan_plain(value: Any) -> PlainFacts | None:
+    """Facts about ``value`` when to_jsonable would return it unchanged, else None (use the walk).
+
+    Args:
+        value: any Python value; only an exact ``dict`` or ``list`` can be proved plain.
+
+    Returns:
+        PlainFacts, or None when ``value`` is not provably plain JSON (the tagging walk then decides, and
+        reports a cycle, ``too_deep`` or an unsupported type). Never raises.
+
+    Breadth-first over the nesting levels with C-level primitives (``gc.get_referents`` yields the
+    items of lists and the values of dicts; ``map(type)``, ``set``) so the Python cost is per level, not
+    per value. Sound: every object is checked to be an exact JSON type; floats finite; no container at
+    depth ``MAX_DEPTH`` (to_jsonable's ``too_deep``); orjson must encode the value, which it refuses for
+    non-str keys, lone surrogates (keys and strings) and ints beyond 64 bits (those take the walk); and
+    ``"$stepfork":`` must not occur in the encoding (no such key). A cycle never ends the levels, so it
+    hits the depth or size cap and the walk reports it.
+    """
+    if type(value) is not dict and type(value) is not list:
+        return None
+    level: list[Any] = [value]
+    dicts: list[Any] = []
+    risky = False
+    seen = 0
+    for depth in range(MAX_DEPTH + 1):
+        types = set(map(type, level))
+        if not types <= _PLAIN_TYPES:
+            return None
+        if float in types:
+            for x in _of_type(level, types, float):
+                if not _FLOAT_SAFE_MIN <= abs(x) < math.inf:
+                    if x - x != 0.0:  # NaN or infinite: tagged by the walk
+                        return None
+                    risky = risky or x != 0.0
+        if dict in types:
+            found = _of_type(level, types, dict)
+            dicts.append(found if type(found) is list else list(found))
+        elif list not in types:
+            break  # only scalars: the value ends here
+        if depth == MAX_DEPTH:
+            return None  # a container at MAX_DEPTH: the walk raises too_deep (or a cycle)
+        level = gc.get_referents(*level)
+        seen += len(level)
+        if seen > _MAX_SCAN:
+            return None
+    try:
+        encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return None
+    if _TAG_KEY in encoded:
+        return None  # a "$stepfork" key: the pairs form (a quote in a string is escaped, never this)
+    return PlainFacts(dicts, risky, encoded)
+
+
+def remember_plain(value: Any) -> bool:
+    """Scan ``value`` (:func:`scan_plain`); when it is plain JSON keep its facts for this thread's next
+    :func:`take_plain_facts` and return True, else return False (nothing kept). Never raises."""
+    facts = scan_plain(value)
+    if facts is None:
+        return False
+    _last_facts.entry = (value, facts)
+    return True
+
+
+def take_plain_facts(value: Any, *, rescan: bool = True) -> PlainFacts | None:
+    """The facts of this thread's last ``to_jsonable`` call when it returned ``value`` itself (plain
+    JSON), consumed; else a fresh scan of ``value`` (None when it is not plain JSON), or None without
+    scanning when ``rescan`` is False.
+
+    Lets the recorder and replay reuse the boundary's scan (DESIGN.md "Data flow": one walk) for
+    redaction (the dict keys) and canonical bytes (``encoded``) without walking or encoding again.
+    Never raises.
+    """
+    last = getattr(_last_facts, "entry", None)
+    if last is not None:
+        _last_facts.entry = None
+        if last[0] is value:
+            facts: PlainFacts = last[1]
+            return facts
+    return scan_plain(value) if rescan else None
