@@ -184,3 +184,48 @@ def test_the_marker_passes_the_ordering_to_the_session(tmp_path: Path) -> None:
     outcomes = run_pytest(tmp_path, ITEMS="b,a")
     assert outcomes["test_fan_out"] == "failed"
     assert "ReplayMismatchError" in outcomes["test_fan_out.message"]
+
+
+RAISE_AS_AGENT = textwrap.dedent(
+    """
+    import pytest
+    from stepfork.trace import trace_tool
+
+    class RateLimited(Exception):
+        def __init__(self, message, retry_after):
+            super().__init__(message)
+            self.retry_after = retry_after
+
+    @trace_tool
+    def quote(symbol: str) -> dict:
+        try:
+            raise TimeoutError("upstream timed out")
+        except TimeoutError as exc:
+            raise RateLimited("slow", retry_after=3) from exc
+
+    def agent():
+        try:
+            return quote("ACME")
+        except RateLimited as exc:
+            return {"status": "degraded", "why": str(exc)}
+
+    @pytest.mark.stepfork("bundles/with.sftrace", raise_as={"RateLimited": RateLimited})
+    def test_with_raise_as(stepfork):
+        assert agent() == {"status": "degraded", "why": "slow"}
+
+    @pytest.mark.stepfork("bundles/without.sftrace")
+    def test_without_raise_as(stepfork):
+        assert agent() == {"status": "degraded", "why": "slow"}
+    """
+)
+
+
+def test_the_marker_passes_raise_as_so_the_agents_except_path_runs(tmp_path: Path) -> None:
+    (tmp_path / "test_agent.py").write_text(RAISE_AS_AGENT)
+    recorded = run_pytest(tmp_path, "--stepfork-record")
+    assert (recorded["test_with_raise_as"], recorded["test_without_raise_as"]) == ("passed", "passed")
+    replayed = run_pytest(tmp_path)
+    assert replayed["test_with_raise_as"] == "passed"
+    # without the mapping the recorded failure is a RecordedDependencyError the agent does not catch
+    assert replayed["test_without_raise_as"] == "failed"
+    assert "RecordedDependencyError" in replayed["test_without_raise_as.message"]

@@ -1,8 +1,9 @@
 """stepfork.replay: run a trusted entrypoint again with its dependency calls served from a bundle.
 
 Spec: replay.txt and hybrid-replay.txt (docs/replay.md). Main names: :class:`ReplaySession` (frozen,
-hybrid, live, forbidden, manual), the ReplayError family, :func:`run_regression_case` (exported pytest
-tests), :func:`replay_entrypoint` (the CLI's replay report), :func:`resolve_entrypoint`. Trajectory
+hybrid, live, forbidden, manual; ``raise_as`` raises recorded failures as the user's own exception
+classes), the ReplayError family, :func:`run_regression_case` (exported pytest tests),
+:func:`replay_entrypoint` (the CLI's replay report), :func:`resolve_entrypoint`. Trajectory
 assertions live in :mod:`stepfork.replay.assertions` (re-exported as ``stepfork.assertions``).
 """
 
@@ -33,6 +34,7 @@ from stepfork.replay.outcome import (
     replay_entrypoint,
 )
 from stepfork.replay.plan import RecordedCall, extract_recorded_calls
+from stepfork.replay.raise_as import RaiseAsTarget, RaiseAsWarning
 from stepfork.replay.regression import run_regression_case
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary
 from stepfork.replay.session import ReplaySession, active_replay
@@ -48,6 +50,8 @@ __all__ = [
     "JsonDifference",
     "MatchedCall",
     "MatchingReport",
+    "RaiseAsTarget",
+    "RaiseAsWarning",
     "RecordedCall",
     "RecordedDependencyError",
     "ReplayDecision",

@@ -128,6 +128,9 @@ class RecordedDependencyError(ReplayError):
         details: the recorded error details (redacted JSON) or None.
 
     ``str()`` is ``recorded {kind} failure for {name!r}: {error_type}: {message}`` (REFERENCE-API.md 2).
+    With ``ReplaySession(raise_as=...)`` the instance raised may also be of the user's class for
+    ``error_type`` (stepfork.replay.raise_as); its ``str()`` is then ``message`` alone, as the user's class
+    would print it, and :func:`recorded_failure_text` gives the sentence.
     """
 
     code = "recorded_failure"
@@ -143,9 +146,7 @@ class RecordedDependencyError(ReplayError):
         details: Any = None,
         diagnostic: Diagnostic | None = None,
     ) -> None:
-        super().__init__(
-            f"recorded {kind} failure for {name!r}: {error_type}: {message}", diagnostic=diagnostic
-        )
+        super().__init__(recorded_failure_text(kind, name, error_type, message), diagnostic=diagnostic)
         self.kind = kind
         self.name = name
         self.error_type = error_type
@@ -157,3 +158,9 @@ class RecordedDependencyError(ReplayError):
     def short_type(self) -> str:
         """The error type without its module (``RateLimited`` for ``mypkg.errors.RateLimited``)."""
         return self.error_type.rsplit(".", 1)[-1]
+
+
+def recorded_failure_text(kind: str, name: str, error_type: str, message: str) -> str:
+    """The sentence ``recorded {kind} failure for {name!r}: {error_type}: {message}`` (REFERENCE-API.md 2):
+    ``str()`` of a RecordedDependencyError, kept for reports when ``raise_as`` makes ``str()`` the message."""
+    return f"recorded {kind} failure for {name!r}: {error_type}: {message}"

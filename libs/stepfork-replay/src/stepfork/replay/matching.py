@@ -354,3 +354,34 @@ def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall
             build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
             recommendation=INTEGRITY_HINT,
         )
+
+
+def incomplete_error(remaining: tuple[str, ...], next_call: RecordedCall | None) -> ReplayExhaustedError:
+    """The ``incomplete`` error of ``verify_complete()``: recorded calls were left unmatched.
+
+    Args:
+        remaining: labels of the unconsumed calls, in recorded order (the message shows up to 5).
+        next_call: the first of them, described by the diagnostic (None: no diagnostic).
+
+    Returns:
+        ReplayExhaustedError ``incomplete`` with ``remaining`` (the spec's "replay ended before consuming").
+    """
+    shown = ", ".join(repr(label) for label in remaining[:5])
+    more = f" and {len(remaining) - 5} more" if len(remaining) > 5 else ""
+    diagnostic = None
+    if next_call is not None:
+        diagnostic = Diagnostic(
+            index=next_call.index,
+            step=next_call.step,
+            expected_kind=next_call.kind,
+            expected_label=next_call.label,
+            expected_input=preview(next_call.input),
+            expected_input_fingerprint=next_call.input_hash,
+            fingerprints_computed=next_call.input_hash is None,
+        )
+    return ReplayExhaustedError(
+        f"replay ended before consuming {len(remaining)} recorded dependency call(s): {shown}{more}",
+        code="incomplete",
+        diagnostic=diagnostic,
+        remaining=remaining,
+    )

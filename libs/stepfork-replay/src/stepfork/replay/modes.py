@@ -9,14 +9,19 @@ interop/REFERENCE-NOTES.md section 6, "Constructor rules").
 | ``forbidden`` | refuse every dependency call |
 | ``manual`` | each call needs ``approve(call) -> True``; approved calls are matched and served frozen |
 | ``derived`` | reserved, not supported: rejected with ValueError, never a silent frozen run |
+
+The policy checks of a replayed call live here too (checks 2, 6 and 8 of :mod:`stepfork.replay.session`):
+:func:`check_mode`, :func:`check_call_policy`, :func:`check_live_tool`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from stepfork.replay.errors import ReplayPolicyError
+from stepfork.replay.matching import LiveInput, build_diagnostic
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
 
@@ -114,3 +119,68 @@ def validate_options(
             f"allow_live_tools {unknown_tools} not found in trace; recorded tools: {sorted(tool_names)}"
         )
     return ModeOptions(text, llms, tools, approve)
+
+
+def check_mode(mode: str, approve: Approver | None, call: BoundaryCall, live: LiveInput) -> None:
+    """Check 2 of a replayed call (stepfork.replay.session), before any matching: the mode's own refusal.
+
+    Raises:
+        ReplayPolicyError: ``forbidden_mode`` in mode ``forbidden``; ``not_approved`` in mode ``manual``
+            without an ``approve`` callback or when ``approve(call)`` (``call.input`` redacted) is not True.
+    """
+    if mode == "forbidden":
+        raise ReplayPolicyError(
+            f"mode 'forbidden' rejects every dependency call ({call.kind} {call.label!r})",
+            code="forbidden_mode",
+            diagnostic=build_diagnostic(None, call, live),
+        )
+    if mode != "manual":
+        return
+    if approve is None:
+        raise ReplayPolicyError(
+            f"mode 'manual' needs an approve(call) callback; {call.kind} {call.label!r} not approved",
+            code="not_approved",
+            diagnostic=build_diagnostic(None, call, live),
+        )
+    if approve(replace(call, input=live.value)) is not True:
+        raise ReplayPolicyError(
+            f"{call.kind} call {call.label!r} was not approved (manual mode)",
+            code="not_approved",
+            diagnostic=build_diagnostic(None, call, live),
+        )
+
+
+def check_call_policy(mode: str, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> None:
+    """Check 6: the recorded event's and the call site's ``replay_policy``.
+
+    Raises:
+        ReplayPolicyError: ``forbidden_policy`` for ``forbidden``; ``manual_policy`` for ``manual`` outside
+            mode ``manual``. ``live``/``derived`` stored on an event read as frozen.
+    """
+    for where, policy in (("recorded event", expected.policy), ("call site", call.replay_policy)):
+        if policy == "forbidden" or (policy == "manual" and mode != "manual"):
+            needs = " without approval (mode='manual')" if policy == "manual" else ""
+            raise ReplayPolicyError(
+                f"{expected.kind} {expected.label!r}: the {where} has replay_policy {policy!r}, "
+                f"which forbids replaying it{needs}",
+                code=f"{policy}_policy",
+                diagnostic=build_diagnostic(expected, call, live),
+            )
+
+
+def check_live_tool(
+    allow_live_tools: frozenset[str], expected: RecordedCall, call: BoundaryCall, live: LiveInput
+) -> None:
+    """Check 8, live mode: a tool runs only when named in ``allow_live_tools`` (spec replay.txt "Modes").
+
+    Raises:
+        ReplayPolicyError: ``live_tool_not_authorized``, before the body runs and before the recorded
+            response is consumed.
+    """
+    if expected.name not in allow_live_tools:
+        raise ReplayPolicyError(
+            f"live replay of tool {expected.name!r} requires explicit authorization "
+            "(allow_live_tools); its body did not run and its response was not consumed",
+            code="live_tool_not_authorized",
+            diagnostic=build_diagnostic(expected, call, live),
+        )

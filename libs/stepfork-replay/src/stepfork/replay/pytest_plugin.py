@@ -11,6 +11,10 @@ Rules (issue 6, "pytest plugin"): a missing bundle in a replay mode is an error 
 (completeness is checked only when the body passed). Stepfork sees only instrumented calls: an
 uninstrumented HTTP request inside the test body is neither recorded nor refused.
 
+Other keyword options go to the ReplaySession: ``live_llms``, ``allow_live_tools``, ``approve``,
+``ordering`` and ``raise_as`` (``raise_as={"app.errors.RateLimited": RateLimited}``: a recorded failure of
+that type is raised as the test's own class, so the agent's ``except`` path runs; ignored when recording).
+
 The ``stepfork`` fixture gives the test the active session (``ReplaySession``, ``RecordingSession`` or
 the forbidding handler), or None when the test has no marker.
 """
@@ -34,7 +38,7 @@ T = TypeVar("T")
 
 MARKER = "stepfork"
 RECORD_OPTION = "--stepfork-record"
-_REPLAY_OPTIONS = frozenset({"live_llms", "allow_live_tools", "approve", "ordering"})
+_REPLAY_OPTIONS = frozenset({"live_llms", "allow_live_tools", "approve", "ordering", "raise_as"})
 
 
 class StepforkBundleMissingError(FileNotFoundError):

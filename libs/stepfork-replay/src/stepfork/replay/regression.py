@@ -18,12 +18,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from stepfork.replay.assertions import assert_trajectory, validate_trajectory_expectation
 from stepfork.replay.diagnostics import display_path, first_difference, preview
 from stepfork.replay.entrypoint import EntrypointError, call_entrypoint, resolve_entrypoint
-from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayPolicyError
+from stepfork.replay.errors import (
+    RecordedDependencyError,
+    ReplayError,
+    ReplayPolicyError,
+    recorded_failure_text,
+)
+from stepfork.replay.raise_as import RaiseAsTarget
 from stepfork.replay.session import ReplaySession, load_source
 from stepfork.trace.bundle import Trace
 from stepfork.trace.errors import TraceError, TraceStorageError
@@ -53,6 +59,19 @@ def _load(trace: Trace | str | os.PathLike[str]) -> Trace:
         ) from exc
 
 
+def _resolve_class(
+    key: str, value: RaiseAsTarget | str, import_root: str | os.PathLike[str] | None
+) -> RaiseAsTarget:
+    """A ``raise_as`` value; a ``"MODULE:CLASS"`` string is resolved as the entrypoint is (trusted: the
+    user wrote it, the bundle did not)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return resolve_entrypoint(value, import_root=import_root)
+    except EntrypointError as exc:
+        raise ValueError(f"raise_as[{key!r}]: {exc}") from exc
+
+
 def run_regression_case(
     entrypoint: Callable[..., Any] | str | None = None,
     trace: Trace | str | os.PathLike[str] | None = None,
@@ -66,6 +85,7 @@ def run_regression_case(
     import_root: str | os.PathLike[str] | None = None,
     trace_path: str | os.PathLike[str] | None = None,
     ordering: str = "strict",
+    raise_as: Mapping[str, RaiseAsTarget | str] | None = None,
 ) -> Any:
     """Replay ``entrypoint`` against ``trace`` and check it like a reviewed regression test.
 
@@ -74,6 +94,10 @@ def run_regression_case(
             resolved against ``import_root`` (default: the current directory).
         trace: a bundle path or a ``Trace``; ``trace_path`` is accepted as the reference's keyword name.
         mode, live_llms, allow_live_tools, ordering: as :class:`ReplaySession`.
+        raise_as: as :class:`ReplaySession` (the entrypoint's own ``except`` clauses catch recorded
+            failures; see stepfork.replay.raise_as); a value may also be a ``"MODULE:CLASS"`` string,
+            resolved like the entrypoint against ``import_root``, so an exported test can hold the mapping
+            as a literal constant.
         expectation: the reviewed output (JSON); compared with the redacted JSON form of the return value
             when ``has_expectation`` is True (``None`` is then a real expectation of ``null``).
         trajectory_expectation: a reviewed trajectory shape (see ``validate_trajectory_expectation``).
@@ -84,7 +108,8 @@ def run_regression_case(
 
     Raises:
         AssertionError: with the prefixes of the module docstring.
-        ValueError: invalid replay options or a bad trajectory expectation shape (before anything runs).
+        ValueError: invalid replay options (a ``raise_as`` string that cannot be resolved included) or a
+            bad trajectory expectation shape (before the entrypoint runs).
     """
     source = trace if trace is not None else trace_path
     if source is None or entrypoint is None:
@@ -92,8 +117,16 @@ def run_regression_case(
     if trajectory_expectation is not None:
         validate_trajectory_expectation(trajectory_expectation)
     loaded = _load(source)
+    classes = raise_as  # anything but a mapping is refused by ReplaySession
+    if isinstance(raise_as, Mapping):
+        classes = {key: _resolve_class(key, value, import_root) for key, value in raise_as.items()}
     session = ReplaySession(
-        loaded, mode, live_llms=live_llms, allow_live_tools=allow_live_tools, ordering=ordering
+        loaded,
+        mode,
+        live_llms=live_llms,
+        allow_live_tools=allow_live_tools,
+        ordering=ordering,
+        raise_as=cast("Mapping[str, RaiseAsTarget] | None", classes),
     )
     if isinstance(entrypoint, str):
         try:
@@ -108,7 +141,9 @@ def run_regression_case(
     except RecordedDependencyError as exc:
         if session.divergence is not None:
             raise _replay_failure(session.divergence) from exc
-        raise AssertionError(f"stepfork: entrypoint failed: {_text(str(exc))}") from exc
+        # the reference's sentence, also when raise_as made str(exc) the bare recorded message
+        text = recorded_failure_text(exc.kind, exc.name, exc.error_type, exc.message)
+        raise AssertionError(f"stepfork: entrypoint failed: {_text(text)}") from exc
     except ReplayError as exc:
         raise _replay_failure(session.divergence or exc) from exc
     except Exception as exc:

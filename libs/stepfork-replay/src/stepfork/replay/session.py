@@ -19,8 +19,10 @@ Each call, before its body could run:
 7. the recorded call has an outcome and a valid output fingerprint (skipped for a hybrid live LLM);
 8. live mode: a tool outside ``allow_live_tools`` -> ReplayPolicyError (nothing consumed);
 9. consume; then run the body (live LLM, allowed tool, hybrid live LLM), raise
-   :class:`RecordedDependencyError` (recorded failure), or return the recorded output rebuilt into the
-   tool's return annotation (type-faithful replay, C4).
+   :class:`RecordedDependencyError` (recorded failure; with ``raise_as``, the user's own class for its
+   type), or return the recorded output rebuilt into the tool's return annotation (type-faithful replay,
+   C4). That last part is :mod:`stepfork.replay.serving`; checks 2, 6 and 8 are in
+   :mod:`stepfork.replay.modes`, 4, 5 and 7 in :mod:`stepfork.replay.matching`.
 
 The first ReplayError other than RecordedDependencyError is kept as :attr:`ReplaySession.divergence`, even
 when the agent catches it; :meth:`verify_complete` and every assertion fail afterwards.
@@ -31,51 +33,36 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import Token
-from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
-from stepfork.replay.errors import (
-    RecordedDependencyError,
-    ReplayError,
-    ReplayExhaustedError,
-    ReplayMismatchError,
-    ReplayPolicyError,
-)
+from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
 from stepfork.replay.matching import (
     CallCursor,
     LiveInput,
-    build_diagnostic,
     check_identity,
     check_input,
     check_outcome,
+    incomplete_error,
 )
-from stepfork.replay.modes import Approver, validate_options
+from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
 from stepfork.replay.ordering import ConcurrentCursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
+from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary
+from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace, read_extension
-from stepfork.trace.errors import TraceError, TraceSerializationError
-from stepfork.trace.jsonable import from_jsonable
+from stepfork.trace.errors import TraceError
 from stepfork.trace.models import EventStatus
 from stepfork.trace.recording import OrphanCallWarning
-from stepfork.trace.redaction import redact_json, redact_text
 
 T = TypeVar("T")
-
-
-def _redacted(value: Any) -> Any:
-    return redact_json(value).value
-
-
-def _sanitize(text: str) -> str:
-    return redact_text(text)
 
 
 def load_source(source: Trace | str | os.PathLike[str]) -> Trace:
@@ -101,14 +88,19 @@ class ReplaySession:
             calls (an ``asyncio.gather``) match by identity in any order; ``"unordered"``: so do all
             consecutive sibling calls, overlapping or not (free-running threads). See
             :mod:`stepfork.replay.ordering`, issue 6 "Concurrency".
+        raise_as: ``{recorded error type: exception class or factory}``: raise a recorded failure of that
+            type as the user's own class, so the agent's ``except RateLimited:`` runs; a class gives an
+            instance of both it and RecordedDependencyError. Keys are qualified or short type names; rules
+            and fallbacks in :mod:`stepfork.replay.raise_as`. Nothing named by the bundle is imported.
 
     Raises:
         ValueError: an unknown or reserved mode, an unknown ordering, or an invalid combination (see
-            :func:`stepfork.replay.modes.validate_options`), naming the problem.
+            :func:`stepfork.replay.modes.validate_options`), or an invalid ``raise_as`` (see
+            :class:`stepfork.replay.raise_as.RaiseAs`), naming the problem.
 
     Attributes:
-        trace, mode, hybrid, live_llms, allow_live_tools, approve, ordering; ``calls``: the visible recorded
-        calls.
+        trace, mode, hybrid, live_llms, allow_live_tools, approve, ordering, raise_as (read-only mapping);
+        ``calls``: the visible recorded calls.
     """
 
     is_replay = True
@@ -122,6 +114,7 @@ class ReplaySession:
         allow_live_tools: Iterable[str] | None = None,
         approve: Approver | None = None,
         ordering: str = "strict",
+        raise_as: Mapping[str, RaiseAsTarget] | None = None,
     ) -> None:
         self.ordering = normalize_ordering(ordering)
         events = list(trace.events)
@@ -144,6 +137,9 @@ class ReplaySession:
             self.calls: list[RecordedCall] = extract_recorded_calls(
                 events, mode=options.mode, live_llms=options.live_llms, all_calls=all_calls
             )
+        recorded_types = {c.error_type or "UnknownError" for c in self.calls if c.status == "error"}
+        self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
+        self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
         self._cursor = (
             CallCursor(self.calls)
             if self.ordering == "strict"
@@ -169,6 +165,7 @@ class ReplaySession:
         allow_live_tools: Iterable[str] | None = None,
         approve: Approver | None = None,
         ordering: str = "strict",
+        raise_as: Mapping[str, RaiseAsTarget] | None = None,
     ) -> ReplaySession:
         """Build a session from a bundle path or an in-memory ``Trace``.
 
@@ -183,6 +180,7 @@ class ReplaySession:
             allow_live_tools=allow_live_tools,
             approve=approve,
             ordering=ordering,
+            raise_as=raise_as,
         )
         if not isinstance(source, Trace):
             session.bundle_path = Path(source)
@@ -279,28 +277,7 @@ class ReplaySession:
             ) from self._divergence
         remaining = self._cursor.remaining_labels()
         if remaining:
-            shown = ", ".join(repr(label) for label in remaining[:5])
-            more = f" and {len(remaining) - 5} more" if len(remaining) > 5 else ""
-            nxt = self._cursor.peek()
-            diagnostic = None
-            if nxt is not None:
-                from stepfork.replay.diagnostics import Diagnostic, preview
-
-                diagnostic = Diagnostic(
-                    index=nxt.index,
-                    step=nxt.step,
-                    expected_kind=nxt.kind,
-                    expected_label=nxt.label,
-                    expected_input=preview(nxt.input),
-                    expected_input_fingerprint=nxt.input_hash,
-                    fingerprints_computed=nxt.input_hash is None,
-                )
-            raise ReplayExhaustedError(
-                f"replay ended before consuming {len(remaining)} recorded dependency call(s): {shown}{more}",
-                code="incomplete",
-                diagnostic=diagnostic,
-                remaining=remaining,
-            )
+            raise incomplete_error(remaining, self._cursor.peek())
 
     # -- the boundary handler --------------------------------------------------------------------------
 
@@ -338,25 +315,7 @@ class ReplaySession:
             )
         live = LiveInput(call.input)
         mode = self.mode
-        if mode == "forbidden":
-            raise ReplayPolicyError(
-                f"mode 'forbidden' rejects every dependency call ({call.kind} {call.label!r})",
-                code="forbidden_mode",
-                diagnostic=build_diagnostic(None, call, live),
-            )
-        if mode == "manual":
-            if self.approve is None:
-                raise ReplayPolicyError(
-                    f"mode 'manual' needs an approve(call) callback; {call.kind} {call.label!r} not approved",
-                    code="not_approved",
-                    diagnostic=build_diagnostic(None, call, live),
-                )
-            if self.approve(replace(call, input=live.value)) is not True:
-                raise ReplayPolicyError(
-                    f"{call.kind} call {call.label!r} was not approved (manual mode)",
-                    code="not_approved",
-                    diagnostic=build_diagnostic(None, call, live),
-                )
+        check_mode(mode, self.approve, call, live)
         if not self._active:
             raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
         with self._lock:
@@ -364,26 +323,12 @@ class ReplaySession:
             expected = check_identity(cursor.select(call, live, self._compares), call, live)
             live_llm = not self._compares(expected)
             check_input(cursor, expected, call, live, compare=not live_llm)
-            for where, policy in (("recorded event", expected.policy), ("call site", call.replay_policy)):
-                if policy == "forbidden" or (policy == "manual" and mode != "manual"):
-                    needs = " without approval (mode='manual')" if policy == "manual" else ""
-                    raise ReplayPolicyError(
-                        f"{expected.kind} {expected.label!r}: the {where} has replay_policy {policy!r}, "
-                        f"which forbids replaying it{needs}",
-                        code=f"{policy}_policy",
-                        diagnostic=build_diagnostic(expected, call, live),
-                    )
+            check_call_policy(mode, expected, call, live)
             if not live_llm:
                 check_outcome(cursor, expected, call, live)
             execute = live_llm or (mode == "live" and expected.kind == "llm")
             if mode == "live" and expected.kind == "tool":
-                if expected.name not in self.allow_live_tools:
-                    raise ReplayPolicyError(
-                        f"live replay of tool {expected.name!r} requires explicit authorization "
-                        "(allow_live_tools); its body did not run and its response was not consumed",
-                        code="live_tool_not_authorized",
-                        diagnostic=build_diagnostic(expected, call, live),
-                    )
+                check_live_tool(self.allow_live_tools, expected, call, live)
                 execute = True
             cursor.consume(expected)
             action = "executed" if execute else "substituted"
@@ -402,36 +347,8 @@ class ReplaySession:
         if execute:
             return True, None
         if expected.status == EventStatus.ERROR.value:
-            raise self._recorded_failure(expected, call, live)
-        return False, self._rebuild(expected, call, live)
-
-    def _recorded_failure(self, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> ReplayError:
-        chain = tuple(_redacted(list(expected.error_chain)))
-        return RecordedDependencyError(
-            kind=expected.kind,
-            name=expected.label,
-            error_type=expected.error_type or "UnknownError",
-            message=_sanitize(expected.error_message or expected.error_type or "recorded failure"),
-            chain=chain,
-            details=_redacted(expected.error_details),
-            diagnostic=build_diagnostic(expected, call, live),
-        )
-
-    def _rebuild(self, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> Any:
-        try:
-            return from_jsonable(expected.output, call.return_type)
-        except TraceSerializationError as exc:
-            path = getattr(exc, "path", "$")
-            raise self._diverge(
-                ReplayMismatchError(
-                    f"call #{expected.index + 1}: the recorded output of {expected.kind} "
-                    f"{expected.label!r} does not fit its return annotation {call.return_type!r} at {path} "
-                    f"(step {expected.step}): {exc}",
-                    code="output_annotation_mismatch",
-                    diagnostic=build_diagnostic(expected, call, live),
-                    path=path,
-                )
-            ) from exc
+            raise recorded_failure(expected, call, live, self._raise_as)
+        return False, rebuild_output(expected, call, live)  # a mismatch diverges in _decide
 
     def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
         """Serve or run a synchronous call (BoundaryHandler protocol); see the module docstring.
@@ -440,7 +357,8 @@ class ReplaySession:
 
         Raises:
             ReplayMismatchError, ReplayExhaustedError, ReplayPolicyError, ReplayError: before the body runs.
-            RecordedDependencyError: the call failed during recording.
+            RecordedDependencyError: the call failed during recording (with ``raise_as``, possibly the
+                user's own exception class instead; see the class docstring).
         """
         execute, value = self._decide(call, orphan)
         if execute:

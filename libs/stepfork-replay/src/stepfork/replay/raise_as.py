@@ -1,0 +1,237 @@
+"""``raise_as``: raise a recorded failure as the user's own exception class (C8; opt-in, default off).
+
+A recorded failure names its type only as text: ``app.errors.RateLimited`` (Stepfork's recorder qualifies
+it) or ``ToolTimeout`` (the reference's bundles store short names). Replay never imports a class a bundle
+names: a trace is data (spec replay.txt: "Trace bundles are treated as data"), and only the entrypoint the
+user names is imported. So by default a recorded failure is raised as
+:class:`~stepfork.replay.errors.RecordedDependencyError`, which an agent's ``except RateLimited:`` never
+catches. With ``raise_as={"app.errors.RateLimited": RateLimited}`` the user hands replay, in their own
+code, the classes their ``except`` clauses expect; the bundle's text only selects among them, as a
+Temporal failure converter selects by the failure's type string.
+
+Which entry applies to a recorded type ``T`` (docs/decisions.md; the rule of the replay report's
+REPRODUCED FAILURE, which compares the qualified name or its last component):
+
+1. the key equal to ``T``;
+2. else a key whose last dotted component equals ``T``'s, when one of the two is unqualified (no dot): a key
+   ``RateLimited`` covers ``app.errors.RateLimited``; a key ``app.errors.ToolTimeout`` covers a reference
+   bundle's ``ToolTimeout``. Two qualified names in different modules never match (another class).
+
+What is raised for a matched entry (docs/replay.md, "Raising recorded failures as your own exceptions"):
+
+- a class ``C``: an instance of a subclass of ``(C, RecordedDependencyError)`` made here and named like
+  ``C`` (same ``__module__``/``__qualname__``), so ``except C`` and ``except RecordedDependencyError`` both
+  catch it. ``C.__init__`` and a ``__new__`` written in Python do not run (their arguments were not
+  recorded); the builtin base's ``__new__`` builds the instance. ``str()`` is the recorded message
+  (sanitized), ``args == (message,)``; the recorded fields (kind, name, error_type, message, chain,
+  details, diagnostic) are instance attributes, except where ``C`` has a read-only property of that name;
+- when ``C`` cannot be combined (its ``__init_subclass__`` refuses subclasses, or the builtin
+  constructor needs more than a message, as ``ExceptionGroup``'s): ``C(message)`` with the
+  RecordedDependencyError as ``__cause__`` (so only ``except C`` catches it), and a
+  :class:`RaiseAsWarning`;
+- a factory ``f(error) -> BaseException`` (any other callable): its exception, with the
+  RecordedDependencyError as ``__cause__``;
+- when none of that yields an exception (``C(message)`` or the factory raises, or the factory returns
+  something else): the RecordedDependencyError itself, as without ``raise_as``, with a note saying why and
+  a RaiseAsWarning. Replay never crashes on a mapping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from types import FunctionType
+from typing import Any, TypeAlias, cast
+
+from stepfork.replay.errors import RecordedDependencyError, recorded_failure_text
+
+RaiseAsTarget: TypeAlias = type[BaseException] | Callable[[RecordedDependencyError], BaseException]
+"""An exception class, or a factory taking the RecordedDependencyError and returning the exception."""
+
+_FIELDS = ("kind", "name", "error_type", "message", "chain", "details", "diagnostic")
+
+
+class RaiseAsWarning(UserWarning):
+    """A ``raise_as`` entry could not be applied as asked; the message says what was raised instead."""
+
+
+def short_type(type_name: str) -> str:
+    """The last dotted component of a type name (``RateLimited`` for ``app.errors.RateLimited``)."""
+    return type_name.rsplit(".", 1)[-1]
+
+
+def _covers(key: str, recorded: str) -> bool:
+    if "." in key and "." in recorded:
+        return False  # both qualified and not equal: another module, another class
+    return short_type(key) == short_type(recorded)
+
+
+def _recorded_str(self: BaseException) -> str:
+    return str(self.args[0]) if self.args else ""
+
+
+def _recorded_repr(self: BaseException) -> str:
+    return f"{type(self).__name__}({_recorded_str(self)!r})"
+
+
+def _builtin_new(cls: type) -> Callable[..., Any]:
+    """The first ``__new__`` along the MRO that is not written in Python (BaseException's, OSError's...)."""
+    for klass in cls.__mro__:
+        new = vars(klass).get("__new__")
+        if new is not None and not isinstance(getattr(new, "__func__", new), FunctionType):
+            return cast("Callable[..., Any]", new)
+    return BaseException.__new__  # not reached: BaseException defines __new__
+
+
+class _Entry:
+    """One ``raise_as`` entry: the user's key and target, and the combined class when there is one."""
+
+    __slots__ = ("combined", "key", "problem", "target")
+
+    def __init__(self, key: str, target: RaiseAsTarget) -> None:
+        self.key = key
+        self.target = target
+        self.combined: type[RecordedDependencyError] | None = None
+        self.problem: str | None = None
+        if isinstance(target, type):
+            try:
+                self.combined = _combine(target)
+            except Exception as exc:  # the user's class refused: fall back, never crash (module docstring)
+                self.problem = f"{type(exc).__name__}: {exc}"
+
+    def describe(self) -> str:
+        target = self.target
+        name = target.__qualname__ if isinstance(target, type) else getattr(target, "__qualname__", "factory")
+        return f"raise_as[{self.key!r}] ({name})"
+
+
+def _combine(cls: type[BaseException]) -> type[RecordedDependencyError]:
+    if issubclass(cls, RecordedDependencyError):
+        return cls
+    namespace = {
+        "__module__": cls.__module__,
+        "__qualname__": cls.__qualname__,
+        "__doc__": cls.__doc__,
+        "__str__": _recorded_str,
+        "__repr__": _recorded_repr,
+    }
+    return cast(
+        "type[RecordedDependencyError]", type(cls.__name__, (cls, RecordedDependencyError), namespace)
+    )
+
+
+class RaiseAs:
+    """A validated ``raise_as`` mapping, resolved against the recorded failure types of one trace.
+
+    Args:
+        mapping: ``{recorded type name: exception class or factory}``; keys qualified
+            (``app.errors.RateLimited``) or short (``RateLimited``), see the module docstring.
+        recorded_types: the error types recorded in the trace (to resolve each once, and to find
+            ambiguities before the run).
+
+    Raises:
+        ValueError: ``mapping`` is not a mapping, a key is not a non-empty string, a value is neither an
+            exception class nor a callable, or a recorded type is covered by two keys by its last component
+            alone (``a.X`` and ``b.X`` for a recorded ``X``).
+    """
+
+    def __init__(self, mapping: Mapping[str, RaiseAsTarget], recorded_types: Iterable[str]) -> None:
+        if not isinstance(mapping, Mapping):
+            raise ValueError(
+                f"raise_as must be a mapping of type names to exception classes, not {mapping!r}"
+            )
+        self._entries: dict[str, _Entry] = {}
+        for key, target in mapping.items():
+            if not isinstance(key, str) or not key.strip():
+                raise ValueError(f"raise_as keys must be recorded type names, got {key!r}")
+            if isinstance(target, type) and not issubclass(target, BaseException):
+                raise ValueError(f"raise_as[{key!r}] must be an exception class or a factory, not {target!r}")
+            if not callable(target):
+                raise ValueError(f"raise_as[{key!r}] must be an exception class or a factory, not {target!r}")
+            entry = _Entry(key, target)
+            if entry.problem is not None:
+                warnings.warn(
+                    f"{entry.describe()} cannot be combined with RecordedDependencyError "
+                    f"({entry.problem}); its recorded failures are raised as {target.__qualname__}(message) "
+                    "with the RecordedDependencyError as __cause__. Give a factory to build it yourself",
+                    RaiseAsWarning,
+                    stacklevel=3,
+                )
+            self._entries[key] = entry
+        self._resolved: dict[str, _Entry | None] = {}
+        for recorded in set(recorded_types):
+            self._resolved[recorded] = self._resolve(recorded)
+
+    def _resolve(self, recorded: str) -> _Entry | None:
+        exact = self._entries.get(recorded)
+        if exact is not None:
+            return exact
+        covering = [entry for key, entry in self._entries.items() if _covers(key, recorded)]
+        if len(covering) > 1:
+            keys = sorted(entry.key for entry in covering)
+            raise ValueError(f"raise_as keys {keys} all match the recorded error type {recorded!r}; keep one")
+        return covering[0] if covering else None
+
+    def convert(self, error: RecordedDependencyError) -> BaseException:
+        """The exception to raise for ``error`` (the module docstring's rules); ``error`` when no entry
+        matches its ``error_type``. Never raises for a type among ``recorded_types`` (ambiguities were
+        refused then); a failing entry gives ``error`` with a note and a RaiseAsWarning.
+        """
+        recorded = error.error_type
+        entry = self._resolved[recorded] if recorded in self._resolved else self._resolve(recorded)
+        if entry is None:
+            return error
+        if entry.combined is not None:
+            try:
+                return _instantiate(entry.combined, error)
+            except Exception as exc:
+                entry.problem = f"{type(exc).__name__}: {exc}"
+                entry.combined = None  # same failure next time: take the fallback directly
+        target = entry.target
+        if isinstance(target, type):
+            try:
+                raised: object = target(error.message)
+            except Exception as exc:
+                return _unconverted(
+                    error, entry, f"{target.__qualname__}(message) raised {type(exc).__name__}"
+                )
+            warnings.warn(
+                f"{entry.describe()} cannot be combined with RecordedDependencyError ({entry.problem}); "
+                f"raised {target.__qualname__}(message) with the RecordedDependencyError as __cause__",
+                RaiseAsWarning,
+                stacklevel=2,
+            )
+        else:
+            try:
+                raised = target(error)
+            except Exception as exc:
+                return _unconverted(error, entry, f"the factory raised {type(exc).__name__}: {exc}")
+        if raised is error:
+            return error
+        if not isinstance(raised, BaseException):
+            return _unconverted(error, entry, f"it returned {type(raised).__name__}, not an exception")
+        raised.__cause__ = error
+        return raised
+
+
+def _instantiate(combined: type[RecordedDependencyError], error: RecordedDependencyError) -> BaseException:
+    instance = cast("RecordedDependencyError", _builtin_new(combined)(combined, error.message))
+    for field in _FIELDS:
+        # AttributeError: the user's class has a read-only property of that name; it keeps its own
+        with contextlib.suppress(AttributeError):
+            setattr(instance, field, getattr(error, field))
+    instance.args = (error.message,)
+    instance.add_note(
+        "stepfork replay: "
+        + recorded_failure_text(error.kind, error.name, error.error_type, error.message)
+        + " (raised through raise_as; also a RecordedDependencyError)"
+    )
+    return instance
+
+
+def _unconverted(error: RecordedDependencyError, entry: _Entry, reason: str) -> RecordedDependencyError:
+    message = f"{entry.describe()} could not build the exception ({reason}); raised RecordedDependencyError"
+    error.add_note(f"stepfork replay: {message}")
+    warnings.warn(message, RaiseAsWarning, stacklevel=2)
+    return error
