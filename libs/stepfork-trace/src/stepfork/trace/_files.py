@@ -9,8 +9,9 @@ Writing goes through a temporary name in the same directory, ``fsync`` of the fi
 final ``\\n``, keys in the order given (notes 1.2, 1.7, 2.4); event lines are compact, payload keys in
 their recorded order (notes 1.3, docs/format.md).
 
-Parsing (``parse_manifest``, ``parse_events``, ``parse_redactions``) reads with ``loads_json`` (values
-kept exactly) and refuses, with a code, anything pydantic's lax mode would coerce.
+Parsing (``parse_manifest``, ``parse_event_line``, ``parse_redactions``) reads with ``loads_json`` (values
+kept exactly) and refuses, with a code, anything pydantic's lax mode would coerce; events.jsonl is streamed
+line by line by ``stepfork.trace.reading``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import stat
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -86,7 +87,13 @@ def open_regular(path: Path) -> int:
 
 
 def read_bundle_file(bundle: Path, name: str, *, unsafe_code: str) -> bytes:
-    """Return the bytes of the required file ``bundle/name``.
+    """Return the bytes of the required file ``bundle/name``; raises as :func:`open_bundle_file`."""
+    with open_bundle_file(bundle, name, unsafe_code=unsafe_code) as handle:
+        return handle.read()
+
+
+def open_bundle_file(bundle: Path, name: str, *, unsafe_code: str) -> BinaryIO:
+    """Open the required file ``bundle/name`` for reading in binary mode; the caller closes the handle.
 
     Raises:
         TraceStorageError: ``missing_file`` when absent or not a regular file (a directory, a FIFO);
@@ -104,8 +111,7 @@ def read_bundle_file(bundle: Path, name: str, *, unsafe_code: str) -> bytes:
         raise TraceStorageError(str(exc), code=code, path=str(path)) from None
     except OSError as exc:
         raise TraceStorageError(f"cannot read {name}: {exc}", code="missing_file", path=str(path)) from None
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    return os.fdopen(fd, "rb")
 
 
 def pretty_json(value: Any) -> bytes:
@@ -317,62 +323,50 @@ def cyclic_gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def parse_events(data: bytes, path: Path) -> list[Event]:
-    """Parse events.jsonl bytes: one event per ``\\n``-terminated line, in order (notes 1.3).
+def parse_event_line(line: bytes, number: int, path: Path) -> Event:
+    """Parse one events.jsonl line (its bytes without the ``\\n``) into its event model (notes 1.3).
 
-    Linear in the size of ``data``. Raises TraceStorageError (``invalid_json`` / ``invalid_event``) with
-    the 1-based ``line``.
+    The one parser of event lines, shared by the loader and the streaming validator (``reading``).
+    ``number`` is the 1-based line number, ``path`` the events.jsonl path (both for messages only).
+
+    Raises:
+        TraceStorageError: ``invalid_json`` (a blank line, bad JSON or UTF-8, a value loads_json refuses)
+            or ``invalid_event`` (not an object, a field of the wrong JSON type, a model error), with
+            ``line`` = ``number``.
     """
-    if data and not data.endswith(b"\n"):
-        count = data.count(b"\n") + 1
+    if not line.strip():
         raise TraceStorageError(
-            f"{path.name}:{count}: truncated final line (no trailing newline)",
-            code="invalid_json",
+            f"{path.name}:{number}: blank line", code="invalid_json", path=str(path), line=number
+        )
+    obj = _json(line, path, number)
+    if not isinstance(obj, dict):
+        raise TraceStorageError(
+            f"{path.name}:{number}: invalid event: not a JSON object",
+            code="invalid_event",
             path=str(path),
-            line=count,
+            line=number,
         )
-    with cyclic_gc_paused():
-        return _parse_lines(data, path)
-
-
-def _parse_lines(data: bytes, path: Path) -> list[Event]:
-    events: list[Event] = []
-    validate = EVENT_ADAPTER.validate_python
-    for number, line in enumerate(data.split(b"\n")[:-1], start=1):
-        if not line.strip():
-            raise TraceStorageError(
-                f"{path.name}:{number}: blank line", code="invalid_json", path=str(path), line=number
-            )
-        obj = _json(line, path, number)
-        if not isinstance(obj, dict):
-            raise TraceStorageError(
-                f"{path.name}:{number}: invalid event: not a JSON object",
-                code="invalid_event",
-                path=str(path),
-                line=number,
-            )
-        bad = (
-            ("timestamp" if not isinstance(obj.get("timestamp", ""), str) else None)
-            or _wrong_type(obj, _EVENT_INTS)
-            or _wrong_type(obj, ("cost_usd",), allow_float=True)
+    bad = (
+        ("timestamp" if not isinstance(obj.get("timestamp", ""), str) else None)
+        or _wrong_type(obj, _EVENT_INTS)
+        or _wrong_type(obj, ("cost_usd",), allow_float=True)
+    )
+    if bad:
+        raise TraceStorageError(
+            f"{path.name}:{number}: invalid event: {bad}: wrong JSON type",
+            code="invalid_event",
+            path=str(path),
+            line=number,
         )
-        if bad:
-            raise TraceStorageError(
-                f"{path.name}:{number}: invalid event: {bad}: wrong JSON type",
-                code="invalid_event",
-                path=str(path),
-                line=number,
-            )
-        try:
-            events.append(validate(obj))
-        except ValidationError as exc:
-            raise TraceStorageError(
-                f"{path.name}:{number}: invalid event: {_first_error(exc)}",
-                code="invalid_event",
-                path=str(path),
-                line=number,
-            ) from None
-    return events
+    try:
+        return EVENT_ADAPTER.validate_python(obj)
+    except ValidationError as exc:
+        raise TraceStorageError(
+            f"{path.name}:{number}: invalid event: {_first_error(exc)}",
+            code="invalid_event",
+            path=str(path),
+            line=number,
+        ) from None
 
 
 def not_a_bundle(path: Path) -> str:

@@ -6,7 +6,8 @@ compact object per line, the 12 common fields first, payload keys in their recor
 the canonical, sorted bytes). Saving redacts every event and the manifest, recomputes the payload hashes
 and the counts, and writes through a temporary directory renamed into place. Loading never repairs,
 guesses or executes: every problem is a ``TraceStorageError`` with a code, a path and, for events.jsonl,
-a 1-based line.
+a 1-based line. The read side (``load_trace``, ``read_trace``, ``read_extension``) lives in
+``stepfork.trace.reading`` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ from stepfork.trace.models import (
     format_timestamp,
     utc_now,
 )
+from stepfork.trace.reading import load_trace as load_trace
+from stepfork.trace.reading import read_extension as read_extension
+from stepfork.trace.reading import read_trace as read_trace
 from stepfork.trace.redaction import Redactor, redact_event, redact_manifest
 
 MANIFEST_EVENT_ID = "__manifest__"
@@ -397,97 +401,3 @@ class BundleWriter:
             os.fsync(self._fd)
             os.close(self._fd)
             self._fd = None
-
-
-# ----------------------------------------------------------------------------------------------- reading
-
-
-def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read the bundle directory at ``path`` into a :class:`Trace`, exactly as stored (notes 1, 5).
-
-    Reads manifest.json, events.jsonl and redactions.json (integrity.json is not read; see
-    ``verify_bundle_integrity``). Payload values come back exactly (big ints, floats); totals as written.
-
-    Raises:
-        TraceStorageError: ``missing_file`` (no directory, a required file absent or not a regular file),
-            ``invalid_manifest`` (no ``.sftrace`` suffix, a symlinked manifest/redactions file, a bad
-            manifest or redactions shape, unknown keys), ``invalid_json`` (bad JSON, invalid UTF-8, a blank
-            line, a final line without ``\\n``), ``invalid_event`` (a bad event, unknown keys, a symlinked
-            events.jsonl), ``unsupported_schema`` (schema_version other than "0.1"). ``line`` is set for
-            problems inside events.jsonl.
-    """
-    return read_trace(path)[0]
-
-
-def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> tuple[Trace, int | None]:
-    """:func:`load_trace`, and for partial validation the one case a crash legitimately leaves behind.
-
-    With ``torn_tail_ok`` and a manifest still ``running``, a final events.jsonl line without ``\\n`` (a
-    write cut by SIGKILL: the kernel may stop a write part-way) is left out of the returned trace, and its
-    1-based line number is returned second (else None). Nothing is changed on disk. Raises as
-    :func:`load_trace`.
-    """
-    bundle = Path(path)
-    if not bundle.name.endswith(_files.BUNDLE_SUFFIX):
-        raise TraceStorageError(
-            f"bundle path must end with {_files.BUNDLE_SUFFIX}: {bundle}",
-            code="invalid_manifest",
-            path=str(bundle),
-        )
-    if not bundle.is_dir():
-        raise TraceStorageError(_files.not_a_bundle(bundle), code="missing_file", path=str(bundle))
-    raw_manifest = _files.read_bundle_file(bundle, MANIFEST_FILE, unsafe_code="invalid_manifest")
-    raw_events = _files.read_bundle_file(bundle, EVENTS_FILE, unsafe_code="invalid_event")
-    raw_redactions = _files.read_bundle_file(bundle, REDACTIONS_FILE, unsafe_code="invalid_manifest")
-    manifest = _files.parse_manifest(raw_manifest, bundle / MANIFEST_FILE)
-    torn: int | None = None
-    cut = bool(raw_events) and not raw_events.endswith(b"\n")
-    if torn_tail_ok and cut and manifest.status == RunStatus.RUNNING:
-        torn = raw_events.count(b"\n") + 1
-        raw_events = raw_events[: raw_events.rfind(b"\n") + 1]
-    events = _files.parse_events(raw_events, bundle / EVENTS_FILE)
-    redactions = _files.parse_redactions(raw_redactions, bundle / REDACTIONS_FILE)
-    trace = Trace.model_construct(
-        run_id=manifest.run_id,
-        agent_name=manifest.agent_name,
-        created_at=manifest.created_at,
-        status=manifest.status,
-        failure=manifest.failure,
-        environment=manifest.environment,
-        totals=manifest.totals,
-        events=events,
-        redactions=redactions.entries,
-    )
-    return trace, torn
-
-
-_CORE_FILES = frozenset({MANIFEST_FILE, EVENTS_FILE, REDACTIONS_FILE, "integrity.json"})
-
-
-def read_extension(path: str | os.PathLike[str], name: str) -> Any:
-    """The JSON of the extension file ``<name>.json`` of a bundle (``sdk-versions``, ``fork``), or None.
-
-    Extension files are extra files a writer lists in integrity.json (DESIGN.md "Bundle I/O"); schema 0.1
-    readers ignore them. Read with the same rules as the core files: a regular file inside the bundle, never
-    a symlink, JSON read without changing a value (canonical.loads_json).
-
-    Returns:
-        the parsed JSON value, or None when the bundle has no such file.
-
-    Raises:
-        ValueError: ``name`` is not a plain extension name (letters, digits, ``._-``; not a core file).
-        TraceStorageError: the file is a symlink (``unsafe_path``), not a regular file, or not JSON
-            (``invalid_json``).
-    """
-    from stepfork.trace.canonical import loads_json
-
-    file_name = f"{name}.json"
-    if not name or not all(c.isalnum() or c in "._-" for c in name) or file_name in _CORE_FILES:
-        raise ValueError(f"not an extension file name: {name!r}")
-    try:
-        data = _files.read_bundle_file(Path(path), file_name, unsafe_code="unsafe_path")
-    except TraceStorageError as exc:
-        if exc.code == "missing_file" and not os.path.lexists(Path(path) / file_name):
-            return None
-        raise
-    return loads_json(data)

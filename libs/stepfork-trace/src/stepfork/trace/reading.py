@@ -1,0 +1,233 @@
+"""Reading a bundle: ``load_trace`` / ``read_trace``, events.jsonl streamed line by line, extension files.
+
+Bundles are read as stored (interop/REFERENCE-NOTES.md sections 1 and 5, docs/format.md "Reading"):
+nothing is repaired, guessed or executed, and every problem is a ``TraceStorageError`` with a code, a path
+and, for events.jsonl, a 1-based line. :func:`open_bundle` opens the three payload files in the loader's
+order (so every caller reports the same first problem) and :class:`EventStream` parses events.jsonl one
+line at a time, so a caller that keeps only part of each event (``validate_bundle``) holds one line's
+payloads at a time instead of the whole trace. ``bundle.py`` re-exports the public names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from stepfork.trace import _files
+from stepfork.trace._files import EVENTS_FILE, INTEGRITY_FILE, MANIFEST_FILE, REDACTIONS_FILE
+from stepfork.trace.canonical import loads_json
+from stepfork.trace.errors import TraceStorageError
+from stepfork.trace.models import Event, RedactionManifest, RunStatus, TraceManifest
+
+if TYPE_CHECKING:
+    from stepfork.trace.bundle import Trace
+
+_CHUNK = 1 << 20  # bytes read at a time when only the newlines are counted
+
+
+class EventStream:
+    """The events of one events.jsonl, parsed in order one line at a time; iterate it once.
+
+    Each line is parsed by ``_files.parse_event_line`` as it is read, so memory holds one line and its
+    event, not the file. Reading stops at the size the file had when iteration began (a recorder may still
+    be appending). A final line without ``\\n`` is refused before any line is parsed, exactly as a loader
+    holding the whole file would, unless ``torn_ok``: then it is left out and its 1-based number is
+    :attr:`torn` once iteration ends (a write cut by SIGKILL; nothing on disk changes).
+
+    Attributes:
+        torn: the number of the left-out final line, or None; set when iteration ends.
+
+    Raises (while iterating):
+        TraceStorageError: ``invalid_json`` for a final line without ``\\n`` (unless ``torn_ok``), and
+            whatever ``_files.parse_event_line`` raises for a line, each with ``line`` set.
+    """
+
+    def __init__(self, handle: BinaryIO, path: Path, *, torn_ok: bool) -> None:
+        self._handle = handle
+        self._path = path
+        self._torn_ok = torn_ok
+        self.torn: int | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        handle, path, parse = self._handle, self._path, _files.parse_event_line
+        size = os.fstat(handle.fileno()).st_size
+        if size and not self._torn_ok and not self._ends_with_newline(size):
+            raise self._truncated(self._count_newlines(size) + 1)
+        remaining, number = size, 0
+        while remaining > 0:
+            line = handle.readline(remaining)
+            if not line:  # the file shrank while it was read: what was read is all there is
+                break
+            remaining -= len(line)
+            number += 1
+            if not line.endswith(b"\n"):
+                if not self._torn_ok:
+                    raise self._truncated(number)
+                self.torn = number
+                break
+            line = line[:-1]
+            event = parse(line, number, path)
+            del line  # hold the parsed values only, not their text too, while the caller uses them
+            yield event
+            del event
+
+    def _ends_with_newline(self, size: int) -> bool:
+        self._handle.seek(size - 1)
+        last = self._handle.read(1)
+        self._handle.seek(0)
+        return last == b"\n"
+
+    def _count_newlines(self, size: int) -> int:
+        count, remaining = 0, size
+        while remaining > 0:
+            chunk = self._handle.read(min(_CHUNK, remaining))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            remaining -= len(chunk)
+        self._handle.seek(0)
+        return count
+
+    def _truncated(self, line: int) -> TraceStorageError:
+        return TraceStorageError(
+            f"{self._path.name}:{line}: truncated final line (no trailing newline)",
+            code="invalid_json",
+            path=str(self._path),
+            line=line,
+        )
+
+
+@dataclass
+class OpenBundle:
+    """A bundle whose three payload files are open: the parsed manifest, events.jsonl, redactions bytes.
+
+    Made by :func:`open_bundle`; valid only inside its ``with`` block.
+    """
+
+    path: Path
+    manifest: TraceManifest
+    events_file: BinaryIO
+    raw_redactions: bytes
+
+    def events(self, *, torn_tail_ok: bool = False) -> EventStream:
+        """The events of events.jsonl, streamed (see :class:`EventStream`).
+
+        ``torn_tail_ok``: leave out a final line without ``\\n`` when the manifest is still ``running``
+        (partial validation); otherwise such a line is refused with ``invalid_json``.
+        """
+        torn_ok = torn_tail_ok and self.manifest.status == RunStatus.RUNNING
+        return EventStream(self.events_file, self.path / EVENTS_FILE, torn_ok=torn_ok)
+
+    def redactions(self) -> RedactionManifest:
+        """Parse redactions.json. Raises TraceStorageError as :func:`load_trace`."""
+        return _files.parse_redactions(self.raw_redactions, self.path / REDACTIONS_FILE)
+
+
+@contextlib.contextmanager
+def open_bundle(path: str | os.PathLike[str]) -> Iterator[OpenBundle]:
+    """Open the bundle at ``path``: read manifest.json, open events.jsonl, read redactions.json, parse the
+    manifest, in that order (the first problem found is the one every reader reports); close on exit.
+
+    Each file is a regular file inside the bundle, never reached through a symlink (``_files.open_regular``).
+
+    Raises:
+        TraceStorageError: ``invalid_manifest`` (no ``.sftrace`` suffix, a symlinked manifest.json or
+            redactions.json, a bad manifest), ``missing_file`` (no directory, a file absent or not regular),
+            ``invalid_event`` (a symlinked events.jsonl), ``invalid_json``, ``unsupported_schema``.
+    """
+    bundle = Path(path)
+    if not bundle.name.endswith(_files.BUNDLE_SUFFIX):
+        raise TraceStorageError(
+            f"bundle path must end with {_files.BUNDLE_SUFFIX}: {bundle}",
+            code="invalid_manifest",
+            path=str(bundle),
+        )
+    if not bundle.is_dir():
+        raise TraceStorageError(_files.not_a_bundle(bundle), code="missing_file", path=str(bundle))
+    raw_manifest = _files.read_bundle_file(bundle, MANIFEST_FILE, unsafe_code="invalid_manifest")
+    with _files.open_bundle_file(bundle, EVENTS_FILE, unsafe_code="invalid_event") as events_file:
+        raw_redactions = _files.read_bundle_file(bundle, REDACTIONS_FILE, unsafe_code="invalid_manifest")
+        manifest = _files.parse_manifest(raw_manifest, bundle / MANIFEST_FILE)
+        del raw_manifest
+        yield OpenBundle(bundle, manifest, events_file, raw_redactions)
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read the bundle directory at ``path`` into a :class:`Trace`, exactly as stored (notes 1, 5).
+
+    Reads manifest.json, events.jsonl and redactions.json (integrity.json is not read; see
+    ``verify_bundle_integrity``). Payload values come back exactly (big ints, floats); totals as written.
+
+    Raises:
+        TraceStorageError: ``missing_file`` (no directory, a required file absent or not a regular file),
+            ``invalid_manifest`` (no ``.sftrace`` suffix, a symlinked manifest/redactions file, a bad
+            manifest or redactions shape, unknown keys), ``invalid_json`` (bad JSON, invalid UTF-8, a blank
+            line, a final line without ``\\n``), ``invalid_event`` (a bad event, unknown keys, a symlinked
+            events.jsonl), ``unsupported_schema`` (schema_version other than "0.1"). ``line`` is set for
+            problems inside events.jsonl.
+    """
+    return read_trace(path)[0]
+
+
+def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> tuple[Trace, int | None]:
+    """:func:`load_trace`, and for partial validation the one case a crash legitimately leaves behind.
+
+    With ``torn_tail_ok`` and a manifest still ``running``, a final events.jsonl line without ``\\n`` (a
+    write cut by SIGKILL: the kernel may stop a write part-way) is left out of the returned trace, and its
+    1-based line number is returned second (else None). Nothing is changed on disk. Raises as
+    :func:`load_trace`.
+    """
+    from stepfork.trace.bundle import Trace  # bundle re-exports this module: import it when first used
+
+    with open_bundle(path) as opened:
+        stream = opened.events(torn_tail_ok=torn_tail_ok)
+        with _files.cyclic_gc_paused():
+            events = list(stream)
+        redactions = opened.redactions()
+    manifest = opened.manifest
+    trace = Trace.model_construct(
+        run_id=manifest.run_id,
+        agent_name=manifest.agent_name,
+        created_at=manifest.created_at,
+        status=manifest.status,
+        failure=manifest.failure,
+        environment=manifest.environment,
+        totals=manifest.totals,
+        events=events,
+        redactions=redactions.entries,
+    )
+    return trace, stream.torn
+
+
+_CORE_FILES = frozenset({MANIFEST_FILE, EVENTS_FILE, REDACTIONS_FILE, INTEGRITY_FILE})
+
+
+def read_extension(path: str | os.PathLike[str], name: str) -> Any:
+    """The JSON of the extension file ``<name>.json`` of a bundle (``sdk-versions``, ``fork``), or None.
+
+    Extension files are extra files a writer lists in integrity.json (DESIGN.md "Bundle I/O"); schema 0.1
+    readers ignore them. Read with the same rules as the core files: a regular file inside the bundle, never
+    a symlink, JSON read without changing a value (canonical.loads_json).
+
+    Returns:
+        the parsed JSON value, or None when the bundle has no such file.
+
+    Raises:
+        ValueError: ``name`` is not a plain extension name (letters, digits, ``._-``; not a core file).
+        TraceStorageError: the file is a symlink (``unsafe_path``), not a regular file, or not JSON
+            (``invalid_json``).
+    """
+    file_name = f"{name}.json"
+    if not name or not all(c.isalnum() or c in "._-" for c in name) or file_name in _CORE_FILES:
+        raise ValueError(f"not an extension file name: {name!r}")
+    try:
+        data = _files.read_bundle_file(Path(path), file_name, unsafe_code="unsafe_path")
+    except TraceStorageError as exc:
+        if exc.code == "missing_file" and not os.path.lexists(Path(path) / file_name):
+            return None
+        raise
+    return loads_json(data)
