@@ -4,9 +4,12 @@ the report panel, each exit code and error message."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -145,3 +148,68 @@ def test_the_reserved_derived_mode_is_refused_with_exit_2(project: Path) -> None
     assert proc.returncode == 2
     assert "replay mode 'derived' is reserved and not supported" in proc.stderr
     assert not (project / "fetch-minimized.sftrace").exists()
+
+
+# Without call 5 the agent logs "PID PPID" and hangs; with a timeout of 600 s only an interrupt ends it.
+HANG_AGENT = textwrap.dedent(
+    """
+    import os, time
+    from stepfork.trace import trace_tool
+
+    @trace_tool
+    def fetch(source: int) -> dict:
+        return {"source": source, "bad": source in (3, 7)}
+
+    def run_agent():
+        bad = 0
+        for source in range(10):
+            try:
+                bad += fetch(source)["bad"]
+            except Exception:
+                if source == 5:
+                    with open("hanging.log", "a") as f:
+                        f.write(f"{os.getpid()} {os.getppid()}\\n")
+                    time.sleep(3600)
+        return {"alert": bad >= 2}
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process is POSIX")
+def test_ctrl_c_stops_minimize_and_leaves_no_process_behind(tmp_path: Path) -> None:
+    (tmp_path / "hang_agent.py").write_text(HANG_AGENT)
+    script = (
+        "from stepfork.trace import record\nimport hang_agent\n"
+        "with record('hang-agent', output='hang.sftrace') as s:\n    s.set_output(hang_agent.run_agent())\n"
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True)
+    (tmp_path / "expected.json").write_text(json.dumps({"alert": False}))
+    args = ["minimize", "hang.sftrace", "-e", "hang_agent:run_agent", "--expect-output", "expected.json"]
+    cli = subprocess.Popen(
+        [STEPFORK, *args, "--timeout", "600"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    log = tmp_path / "hanging.log"
+    deadline = time.monotonic() + 120
+    while not (log.exists() and log.read_text().endswith("\n")):  # wait for an attempt to hang
+        assert cli.poll() is None, cli.communicate()
+        assert time.monotonic() < deadline, "no attempt reached the hang"
+        time.sleep(0.05)
+    cli.send_signal(signal.SIGINT)
+    _, err = cli.communicate(timeout=60)
+    assert cli.returncode != 0
+    assert "Traceback" not in err
+    pids = {int(p) for line in log.read_text().splitlines() for p in line.split()} - {cli.pid}
+    assert [pid for pid in pids if _alive(pid)] == []  # the hanging attempts and the zygote are gone
+    assert not (tmp_path / "hang-minimized.sftrace").exists()

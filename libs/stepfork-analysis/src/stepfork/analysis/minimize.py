@@ -1,15 +1,17 @@
 """``minimize_trace``: shrink a failing trace to a 1-minimal set of recorded calls (spec "minimize").
 
-1. The failure signature is detected by replaying the original bundle (in a subprocess): the qualified
+1. The failure signature is detected by replaying the original bundle (in its own process): the qualified
    type of an exception the entrypoint raised; else, with ``expect_output``, ``output_mismatch`` at the
    first differing path; else a replay divergence (its code). No signature: nothing to minimize.
 2. Units are the recorded calls (``stepfork.replay.extract_recorded_calls``), each with its outcome
    event and the error events under them, so a call is never split from its result; a call nested (by
    time) in another has it as parent, so a child is never kept without its parent (:mod:`.ddmin`).
 3. Each candidate is a valid bundle: the kept events unchanged (payloads, hashes, redactions), parents
-   re-pointed to the nearest kept ancestor, written with ``Trace.save``. It is replayed in a subprocess
-   with the timeout; candidates of one search step run in parallel on the available cores; with
-   ``attempts > 1`` a candidate reproduces when any attempt shows the signature (intermittent failures).
+   re-pointed to the nearest kept ancestor, written with ``Trace.save``. It is replayed in its own process
+   with the timeout: a child forked by a zygote that imported stepfork and the entrypoint once, or, where
+   that is not possible, a fresh Python per attempt (:mod:`._attempts`); candidates of one search step run
+   in parallel on the available cores; with ``attempts > 1`` a candidate reproduces when any attempt
+   shows the signature (intermittent failures).
    Removed calls are absent from the bundle, so the agent meets a replay error at them: a candidate
    reproduces when it shows the *same signature*, whatever else diverged (only a ``divergence``
    signature is compared on divergences).
@@ -18,10 +20,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -215,44 +214,6 @@ class MinimizeResult:
         return html_table(f"Minimization Report: {self.output}", ["", ""], [list(r) for r in self.rows()])
 
 
-def _replay_in_subprocess(
-    bundle: Path,
-    entrypoint: str,
-    mode: str,
-    import_root: str,
-    expected: Any,
-    has_expected: bool,
-    timeout: float,
-) -> Signature:
-    payload = json.dumps(
-        {
-            "bundle": str(bundle),
-            "entrypoint": entrypoint,
-            "mode": mode,
-            "import_root": import_root,
-            "expected": expected,
-            "has_expected": has_expected,
-        }
-    )
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "stepfork.analysis._minimize_worker"],
-            input=payload,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            cwd=import_root,
-        )
-    except subprocess.TimeoutExpired:
-        return Signature("timeout")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("STEPFORK-SIGNATURE ")]
-    if not lines:
-        return Signature("crash", (proc.stderr.strip().splitlines() or ["no output"])[-1][:200])
-    data = json.loads(lines[-1].removeprefix("STEPFORK-SIGNATURE "))
-    return Signature(data["kind"], data.get("detail"))
-
-
 def minimize_trace(
     path: str | os.PathLike[str],
     entrypoint: str,
@@ -283,6 +244,7 @@ def minimize_trace(
     Raises:
         MinimizeError: see :attr:`MinimizeError.code`; ``exit_code`` is the spec's.
     """
+    from stepfork.analysis._attempts import AttemptRunner
     from stepfork.replay import EntrypointError, resolve_entrypoint
     from stepfork.trace import Trace, TraceError, loads_json
 
@@ -325,15 +287,21 @@ def minimize_trace(
     units = extract_units(trace)
     replays = 0
     lock = threading.Lock()
-    with tempfile.TemporaryDirectory(prefix="stepfork-minimize-") as tmp:
+    attempts_runner = AttemptRunner(
+        entrypoint=entrypoint,
+        mode=mode,
+        import_root=root,
+        expected=expected,
+        has_expected=expect_output is not None,
+        timeout=timeout,
+    )
+    with tempfile.TemporaryDirectory(prefix="stepfork-minimize-") as tmp, attempts_runner:
         counter = iter(range(10**9))
 
         def run(keep: frozenset[int]) -> Signature:
             bundle = Path(tmp) / f"candidate-{next(counter)}.sftrace"
             candidate(trace, units, keep).save(bundle)
-            return _replay_in_subprocess(
-                bundle, entrypoint, mode, root, expected, expect_output is not None, timeout
-            )
+            return attempts_runner.run(bundle)
 
         def repeat(keep: frozenset[int], want: Signature | None) -> Signature:
             nonlocal replays
@@ -371,8 +339,11 @@ def minimize_trace(
                 parents=units.parents,
                 workers=max(1, workers or os.cpu_count() or 1),
             )
+        except BaseException:
+            attempts_runner.close()  # kills the attempts in flight, so the pool's threads return at once
+            raise
         finally:
-            pool.shutdown()
+            pool.shutdown(cancel_futures=True)
         keep = frozenset(found.units)
         if progress:
             progress("verify", replays)

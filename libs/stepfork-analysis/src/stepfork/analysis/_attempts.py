@@ -1,0 +1,251 @@
+"""Where ``minimize`` runs a replay attempt: a child forked by the zygote (:mod:`._zygote`) where the platform
+can fork, else a fresh ``python -m stepfork.analysis._minimize_worker`` per attempt (the fallback, also taken
+when the zygote cannot start, refuses to fork, or breaks). Both give the same :class:`Signature` for the
+same candidate, so the minimized bundle, the replay count and 1-minimality do not depend on the path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from stepfork.analysis.minimize import Signature
+
+# Tests and the benchmark set this to force the subprocess path; it is not a user setting.
+FORCE_SUBPROCESS_ENV = "_STEPFORK_MINIMIZE_SUBPROCESS"
+_GRACE = 60.0  # seconds past an attempt's timeout before the zygote itself counts as stuck
+_STOP_WAIT = 5.0  # seconds the zygote gets to kill and reap its children when closed
+
+
+def _bounded(seconds: float) -> float | None:
+    """``seconds`` as a wait for threading (None, no limit, beyond what a lock's timeout accepts)."""
+    return None if seconds >= threading.TIMEOUT_MAX else seconds
+
+
+class AttemptsClosed(RuntimeError):
+    """An attempt was asked for, or was running, when the runner was closed (minimize was interrupted)."""
+
+
+class _ZygoteBroken(Exception):
+    """The zygote went away or stopped answering; the attempt runs in a subprocess instead."""
+
+
+def replay_in_subprocess(bundle: Path, config: dict[str, Any]) -> Signature:
+    """Replay ``bundle`` in a fresh ``python -m stepfork.analysis._minimize_worker`` and return its signature.
+
+    Args:
+        bundle: the candidate bundle; config: ``entrypoint``, ``mode``, ``import_root`` (also the working
+            directory), ``expected``, ``has_expected``, ``timeout`` (seconds, the whole process).
+
+    Returns:
+        the worker's signature; ``Signature("timeout")`` when it ran out of time (it is killed);
+        ``Signature("crash", <last stderr line, 200 chars>)`` when it printed none.
+    """
+    payload = json.dumps({**config, "bundle": str(bundle)})
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "stepfork.analysis._minimize_worker"],
+            input=payload,
+            capture_output=True,
+            text=True,
+            timeout=config["timeout"],
+            check=False,
+            cwd=config["import_root"],
+        )
+    except subprocess.TimeoutExpired:
+        return Signature("timeout")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("STEPFORK-SIGNATURE ")]
+    if not lines:
+        return Signature("crash", (proc.stderr.strip().splitlines() or ["no output"])[-1][:200])
+    data = json.loads(lines[-1].removeprefix("STEPFORK-SIGNATURE "))
+    return Signature(data["kind"], data.get("detail"))
+
+
+class _ZygoteClient:
+    """The minimizer's end of one zygote: sends jobs, and a reader thread routes answers to their futures."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[int, Future[Signature]] = {}
+        self._ready: Future[bool] = Future()
+        self._ids = itertools.count()
+        self._broken = False
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "stepfork.analysis._zygote"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=config["import_root"],
+            start_new_session=True,  # a terminal's Ctrl-C reaches the minimizer, which stops the zygote
+        )
+        self._reader = threading.Thread(target=self._read, name="stepfork-zygote-reader", daemon=True)
+        self._reader.start()
+        with contextlib.suppress(OSError):  # it died at once: the reader sees EOF, readiness becomes False
+            self._write(config)
+
+    def _write(self, message: dict[str, Any]) -> None:
+        stdin = self._proc.stdin
+        assert stdin is not None
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+
+    def _read(self) -> None:
+        stdout = self._proc.stdout
+        assert stdout is not None
+        try:
+            for raw in stdout:
+                message = json.loads(raw)
+                if "ready" in message:
+                    self._ready.set_result(bool(message["ready"]))
+                    continue
+                with self._lock:
+                    future = self._pending.pop(int(message["id"]), None)
+                if future is not None:
+                    future.set_result(Signature(str(message["kind"]), message.get("detail")))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a closed or garbled pipe: the zygote is broken, handled below
+        finally:
+            self._fail()
+
+    def _fail(self) -> None:
+        with self._lock:
+            self._broken = True
+            pending, self._pending = list(self._pending.values()), {}
+        if not self._ready.done():
+            self._ready.set_result(False)
+        for future in pending:
+            future.set_exception(_ZygoteBroken())
+
+    def wait_ready(self, timeout: float) -> bool:
+        """True when the zygote has imported everything and may fork; False if it refused, died or took
+        longer than ``timeout`` seconds (one attempt's budget: a subprocess would not have done better)."""
+        try:
+            return self._ready.result(timeout=_bounded(timeout))
+        except TimeoutError:
+            return False
+
+    def run(self, bundle: Path, wait: float) -> Signature:
+        """Replay ``bundle`` in a forked child; raise :class:`_ZygoteBroken` when no answer can come."""
+        future: Future[Signature] = Future()
+        with self._lock:
+            if self._broken:
+                raise _ZygoteBroken()
+            job = next(self._ids)
+            self._pending[job] = future
+            try:
+                self._write({"id": job, "bundle": str(bundle)})
+            except OSError:
+                del self._pending[job]
+                raise _ZygoteBroken() from None
+        try:
+            return future.result(timeout=_bounded(wait))
+        except TimeoutError:
+            self.close()  # the zygote enforces the timeout itself; no answer means it is stuck
+            raise _ZygoteBroken() from None
+
+    def close(self) -> None:
+        """Stop the zygote (it kills and reaps its children first) and reap it; idempotent."""
+        with self._lock:
+            self._broken = True
+            if self._proc.stdin is not None:
+                with contextlib.suppress(OSError):  # end of input is the zygote's shutdown signal
+                    self._proc.stdin.close()
+        for stop in (None, self._proc.terminate, self._proc.kill):
+            if stop is not None:
+                stop()
+            try:
+                self._proc.wait(timeout=_STOP_WAIT)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self._reader.join()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        self._fail()
+
+
+class AttemptRunner:
+    """Runs the replay attempts of one ``minimize`` call; use it as a context manager (closing it stops the
+    zygote and every attempt still running).
+
+    Args:
+        entrypoint, mode, import_root, expected, has_expected: as ``replay_signature`` takes them.
+        timeout: seconds per attempt; an attempt running longer is killed and gives ``Signature("timeout")``.
+    """
+
+    def __init__(
+        self,
+        *,
+        entrypoint: str,
+        mode: str,
+        import_root: str,
+        expected: Any,
+        has_expected: bool,
+        timeout: float,
+    ) -> None:
+        self.config: dict[str, Any] = {
+            "entrypoint": entrypoint,
+            "mode": mode,
+            "import_root": import_root,
+            "expected": expected,
+            "has_expected": has_expected,
+            "timeout": timeout,
+        }
+        self._zygote: _ZygoteClient | None = None
+        self._ready: bool | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __enter__(self) -> AttemptRunner:
+        forkable = hasattr(os, "fork") and sys.platform.startswith(("linux", "darwin"))
+        if forkable and not os.environ.get(FORCE_SUBPROCESS_ENV):
+            try:
+                self._zygote = _ZygoteClient(self.config)
+            except OSError:
+                self._zygote = None
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _usable_zygote(self) -> _ZygoteClient | None:
+        with self._lock:
+            if self._zygote is not None and self._ready is None:
+                self._ready = self._zygote.wait_ready(self.config["timeout"])
+                if not self._ready:
+                    self._zygote.close()
+            return self._zygote if self._ready else None
+
+    def run(self, bundle: Path) -> Signature:
+        """Replay the candidate ``bundle`` once and return its :class:`Signature`.
+
+        Raises:
+            AttemptsClosed: the runner was closed before or during the attempt.
+        """
+        if self._closed:
+            raise AttemptsClosed("minimize was interrupted")
+        zygote = self._usable_zygote()
+        if zygote is not None:
+            try:
+                return zygote.run(bundle, self.config["timeout"] + _GRACE)
+            except _ZygoteBroken:
+                if self._closed:
+                    raise AttemptsClosed("minimize was interrupted") from None
+        return replay_in_subprocess(bundle, self.config)
+
+    def close(self) -> None:
+        """Stop the zygote, killing the attempts it runs; later :meth:`run` calls raise. Idempotent."""
+        self._closed = True
+        if self._zygote is not None:
+            self._zygote.close()

@@ -1,0 +1,274 @@
+"""The zygote of ``minimize``: one long-lived process, run as ``python -m stepfork.analysis._zygote``, that
+imports stepfork and the user's entrypoint once and then ``os.fork()``s a fresh child per replay attempt.
+
+Starting Python and importing stepfork, pydantic and the agent costs about 0.3 s per attempt; a fork costs
+a few milliseconds. Isolation is kept: every attempt runs in its own process, a copy of the zygote taken
+before any attempt ran, so module state an agent mutates, a hang or a crash never reaches the next attempt,
+the zygote or the minimizer. The model is multiprocessing's forkserver (a server that preloads modules and
+forks per request); that module is not used itself because its server is one per interpreter, keeps one
+preload list and lives until the interpreter exits, while each ``minimize`` needs its own entrypoint and
+import root and must leave no process behind. The client is :mod:`stepfork.analysis._attempts`.
+
+Only the entrypoint the user named is imported here; the bundle is read by the children, as data. No thread
+is started in this process (forking a threaded process can copy a held lock): when importing the entrypoint
+started one, the zygote answers ``ready: false`` and the client falls back to a subprocess per attempt.
+
+Protocol: JSON lines on the zygote's original stdin/stdout, moved to private descriptors at start so that
+nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``)::
+
+    in   {"entrypoint", "mode", "import_root", "expected", "has_expected", "timeout"}  first line
+    out  {"ready": true} | {"ready": false, "reason": "..."}                           once
+    in   {"id": N, "bundle": PATH}                                                      per attempt
+    out  {"id": N, "kind": "...", "detail": ...}                                        each, any order
+
+End of input (or SIGTERM) shuts the zygote down after killing and reaping every running child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import selectors
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any, NoReturn
+
+_STDERR_TAIL = 65536  # bytes read back from a child's stderr to find its last line
+_MAX_WAIT = 3600.0  # seconds per poll() at most: poll takes a C int of milliseconds; the loop waits again
+
+
+@dataclass
+class _Child:
+    """One running attempt: its pid, the read end of its result pipe, its stderr file and deadline."""
+
+    job: int
+    pid: int
+    result_fd: int
+    stderr: IO[bytes]
+    deadline: float
+    output: bytearray = field(default_factory=bytearray)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL the child's process group (the agent's own subprocesses too), else the child alone."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        with contextlib.suppress(OSError):  # already gone; waitpid still reaps it
+            os.kill(pid, signal.SIGKILL)
+
+
+def _reap(pid: int) -> None:
+    """Kill ``pid`` (see :func:`_kill`) and wait for it, so that no zombie is left."""
+    _kill(pid)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def _last_stderr_line(stream: IO[bytes]) -> str:
+    """The last non-blank line of a child's stderr (its first 200 characters; ``no output`` when there is
+    none), as the subprocess path reports it; reads only as much of the end of the file as that needs."""
+    size = stream.seek(0, os.SEEK_END)
+    tail = _STDERR_TAIL
+    while True:
+        start = max(0, size - tail)
+        stream.seek(start)
+        lines = stream.read().decode("utf-8", "replace").strip().splitlines()
+        if start == 0 or len(lines) > 1:  # the last line is whole: a line break precedes it
+            return (lines or ["no output"])[-1][:200]
+        tail *= 4
+
+
+def _run_attempt(
+    config: dict[str, Any], bundle: str, result_fd: int, stderr_fd: int, owned: list[int]
+) -> NoReturn:
+    """The child's whole life: isolate, replay ``bundle``, write the signature line, ``os._exit``.
+
+    Never returns into the zygote's loop: every path ends in ``os._exit`` (no atexit handlers, no flushing
+    of buffers copied from the zygote), as the forked children of multiprocessing do.
+    """
+    code = 1
+    try:
+        with contextlib.suppress(OSError):  # own process group: a kill reaches the agent's subprocesses
+            os.setpgid(0, 0)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for fd in owned:  # the protocol and other attempts' descriptors are the zygote's alone
+            os.close(fd)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)  # agent prints go nowhere, as the worker's unread stdout did
+        os.dup2(stderr_fd, 2)
+        os.close(devnull)
+        from stepfork.analysis._minimize_worker import signature_of
+
+        sig = signature_of(config, bundle)
+        for thread in threading.enumerate():  # as interpreter shutdown would: wait for non-daemon threads
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
+        _write_all(result_fd, json.dumps({"kind": sig.kind, "detail": sig.detail}).encode() + b"\n")
+        code = 0
+    except SystemExit as exc:  # what the interpreter prints for an uncaught SystemExit
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        sys.excepthook(*sys.exc_info())  # the traceback's last line is the crash detail, as in a subprocess
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):  # a broken stream must not stop the exit
+                stream.flush()
+        os._exit(code)
+
+
+class _Zygote:
+    """The zygote's loop: reads jobs, forks children, enforces deadlines, reports signatures."""
+
+    def __init__(self, config: dict[str, Any], proto_in: int, proto_out: int) -> None:
+        self.config = config
+        self.timeout = float(config["timeout"])
+        self.proto_in = proto_in
+        self.proto_out = proto_out
+        self.children: dict[int, _Child] = {}  # result_fd -> child
+        self.selector = selectors.PollSelector()  # no descriptor of its own for children to inherit
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one protocol line to the client."""
+        _write_all(self.proto_out, json.dumps(message).encode() + b"\n")
+
+    def spawn(self, job: int, bundle: str) -> None:
+        """Fork a child replaying ``bundle``; register its result pipe and deadline."""
+        read_fd, write_fd = os.pipe()
+        # A file, not a pipe: a chatty agent never blocks on it. Closed in finish().
+        stderr = tempfile.TemporaryFile()  # noqa: SIM115
+        owned = [self.proto_in, self.proto_out, read_fd]
+        for child in self.children.values():
+            owned += [child.result_fd, child.stderr.fileno()]
+        sys.stdout.flush()
+        sys.stderr.flush()  # nothing buffered here may be written again by the child
+        pid = os.fork()
+        if pid == 0:
+            _run_attempt(self.config, bundle, write_fd, stderr.fileno(), owned)
+        with contextlib.suppress(OSError):  # also here: the group exists before any kill, whoever runs first
+            os.setpgid(pid, pid)
+        os.close(write_fd)
+        child = _Child(job, pid, read_fd, stderr, time.monotonic() + self.timeout)
+        self.children[read_fd] = child
+        self.selector.register(read_fd, selectors.EVENT_READ, child)
+
+    def finish(self, child: _Child, *, timed_out: bool) -> None:
+        """Kill (a no-op when it exited) and reap ``child``, then report its signature."""
+        self.selector.unregister(child.result_fd)
+        del self.children[child.result_fd]
+        _reap(child.pid)
+        os.close(child.result_fd)
+        message: dict[str, Any] = {"id": child.job, "kind": "timeout", "detail": None}
+        if not timed_out:
+            try:
+                data = json.loads(bytes(child.output))
+                message.update(kind=str(data["kind"]), detail=data.get("detail"))
+            except (ValueError, KeyError, TypeError):  # no signature: the child died first
+                message.update(kind="crash", detail=_last_stderr_line(child.stderr))
+        child.stderr.close()
+        self.send(message)
+
+    def serve(self, pending: bytes = b"") -> None:
+        """Run jobs (``pending``: input already read) until end of input; always kill and reap the children
+        left."""
+        self.selector.register(self.proto_in, selectors.EVENT_READ, None)
+        try:
+            while True:
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    job = json.loads(line)
+                    self.spawn(int(job["id"]), str(job["bundle"]))
+                deadlines = [c.deadline for c in self.children.values()]
+                wait = min(_MAX_WAIT, max(0.0, min(deadlines) - time.monotonic())) if deadlines else None
+                for key, _ in self.selector.select(wait):
+                    child = key.data
+                    if child is None:
+                        data = os.read(self.proto_in, 65536)
+                        if not data:
+                            return
+                        pending += data
+                        continue
+                    data = os.read(child.result_fd, 65536)
+                    if data:
+                        child.output += data
+                    else:
+                        self.finish(child, timed_out=False)
+                now = time.monotonic()
+                for child in [c for c in self.children.values() if c.deadline <= now]:
+                    self.finish(child, timed_out=True)
+        finally:
+            for child in self.children.values():
+                _reap(child.pid)
+
+
+def _read_line(fd: int) -> tuple[bytes, bytes]:
+    """Read up to the first newline of ``fd``; return ``(line, what was read after it)``.
+
+    Raises:
+        EOFError: the input ended first (the client went away).
+    """
+    data = b""
+    while b"\n" not in data:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            raise EOFError("the client closed the zygote's input")
+        data += chunk
+    line, _, rest = data.partition(b"\n")
+    return line, rest
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(1)  # unwinds through serve()'s finally, which kills the children
+
+
+def main() -> None:
+    """Import stepfork and the entrypoint named in the first input line, report readiness, serve jobs."""
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # an import-time print of the agent goes to stderr, never into the protocol
+    os.close(devnull)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the client decides when the zygote stops
+    signal.signal(signal.SIGTERM, _terminate)
+    line, rest = _read_line(proto_in)
+    config = json.loads(line)
+    zygote = _Zygote(config, proto_in, proto_out)
+
+    import stepfork.analysis._minimize_worker
+    import stepfork.analysis.behavior
+    import stepfork.analysis.minimize
+    import stepfork.replay
+    import stepfork.trace  # noqa: F401 - preloaded for every child
+    from stepfork.replay import resolve_entrypoint
+
+    with contextlib.suppress(Exception):  # a child resolves again and reports the setup error as before
+        resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
+    if threading.active_count() > 1:
+        started = threading.active_count() - 1
+        zygote.send({"ready": False, "reason": f"importing the entrypoint started {started} thread(s)"})
+        return
+    gc.collect()
+    gc.freeze()  # keep preloaded objects out of the children's collections: fewer copied pages
+    zygote.send({"ready": True})
+    zygote.serve(rest)
+
+
+if __name__ == "__main__":
+    main()
