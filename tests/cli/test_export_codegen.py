@@ -108,6 +108,45 @@ def test_hostile_entrypoint_and_bundle_name_stay_data(
     assert not (tmp_path / "PWNED").exists()
 
 
+@pytest.mark.parametrize("value", HOSTILE)
+def test_hostile_raise_as_type_names_stay_data(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    raise_as = {value: "app.errors:RateLimited", "RateLimited": "app.errors:Outer.RateLimited"}
+    _, output = _generate(tmp_path, raise_as=raise_as)
+    assert read_exported_constants(output.read_text(encoding="utf-8"))["RAISE_AS"] == raise_as
+    seen = _import_and_call(output, monkeypatch)
+    assert seen["raise_as"] == raise_as
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_without_raise_as_the_test_passes_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    source, output = _generate(tmp_path)
+    assert "RAISE_AS = None" in source.splitlines()
+    assert _import_and_call(output, monkeypatch)["raise_as"] is None
+
+
+@pytest.mark.parametrize(
+    "raise_as",
+    [
+        {"RateLimited": "app.errors.RateLimited"},  # no ':'
+        {"RateLimited": "app errors:RateLimited"},
+        {"RateLimited": "os:system('touch PWNED')"},
+        *({"RateLimited": value} for value in HOSTILE),
+        {"": "app.errors:RateLimited"},
+        {"RateLimited": 3},
+        ["RateLimited"],
+    ],
+)
+def test_a_raise_as_value_that_is_not_module_class_is_refused(raise_as: Any, tmp_path: Path) -> None:
+    with pytest.raises(ExportError) as caught:
+        _generate(tmp_path, raise_as=raise_as)
+    assert caught.value.code == "invalid_option"
+    assert not (tmp_path / "PWNED").exists()
+
+
 def test_every_module_level_constant_is_a_literal_except_the_two_path_shapes(tmp_path: Path) -> None:
     source, _ = _generate(tmp_path, expectation=[1, 2.5, None, "x"], trajectory_expectation={"max_steps": 3})
     tree = ast.parse(source)

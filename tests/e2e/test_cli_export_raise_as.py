@@ -1,59 +1,41 @@
-"""An exported test of an agent that catches its own exception around a tool that failed while recording
-(C8): it fails as exported, because the agent's ``except`` does not catch a RecordedDependencyError. It
-passes after the edit docs/replay.md documents (a literal ``RAISE_AS`` constant passed to
-``run_regression_case``). ``stepfork run`` and ``stepfork score`` drive it as a user would."""
+"""``stepfork export --raise-as TYPE=MODULE:CLASS`` (C8): the exported test of an agent that catches its own
+exception around a tool that failed while recording passes under ``stepfork run``; without the option it
+fails, because the agent's ``except`` does not catch a RecordedDependencyError. The mapping is a literal
+``RAISE_AS`` constant that ``stepfork run`` and ``stepfork score`` read with ast; a hand edit of that
+constant works too. ``stepfork run`` pre-checks the classes it names like the entrypoint.
+"""
 
 from __future__ import annotations
 
+import ast
 import json
-import subprocess
-import sys
-import textwrap
+import shutil
 from pathlib import Path
 
-from .conftest import cli_env, run_cli
+import pytest
 
-AGENT = """
-from stepfork.trace import trace_tool
+from stepfork.analysis.exported import read_exported_constants
 
+from .conftest import GOLDEN, run_cli
+from .raise_as_support import EXPECTED, copy_recorded, record_agent
 
-class RateLimited(Exception):
-    def __init__(self, message, retry_after):
-        super().__init__(message)
-        self.retry_after = retry_after
+RAISE_AS = "rl_agent.RateLimited=rl_agent:RateLimited"
 
 
-@trace_tool
-def quote(symbol: str) -> dict:
-    try:
-        raise TimeoutError("upstream timed out")
-    except TimeoutError as exc:
-        raise RateLimited("slow", retry_after=3) from exc
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return record_agent(tmp_path_factory.mktemp("rl") / "recorded")
 
 
-def run():
-    try:
-        return quote("ACME")
-    except RateLimited as exc:
-        return {"status": "degraded", "why": str(exc)}
-"""
-
-RECORD = """
-from stepfork.trace import record
-import rl_agent
-
-with record("rl", output="rl.sftrace") as session:
-    session.set_output(rl_agent.run())
-"""
+@pytest.fixture
+def work(recorded: Path, tmp_path: Path) -> Path:
+    copy_recorded(recorded, tmp_path / "work")
+    (tmp_path / "work" / "expected.json").write_text(json.dumps(EXPECTED), encoding="utf-8")
+    return tmp_path / "work"
 
 
-def test_an_exported_test_passes_once_raise_as_names_the_agents_exception(tmp_path: Path) -> None:
-    (tmp_path / "rl_agent.py").write_text(textwrap.dedent(AGENT))
-    subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(RECORD)], cwd=tmp_path, env=cli_env(), check=True, timeout=120
-    )
-    (tmp_path / "expected.json").write_text(json.dumps({"status": "degraded", "why": "slow"}))
-    exported = run_cli(
+def export(work: Path, output: str, *extra: str):
+    return run_cli(
         "export",
         "rl.sftrace",
         "--pytest",
@@ -62,27 +44,131 @@ def test_an_exported_test_passes_once_raise_as_names_the_agents_exception(tmp_pa
         "--expect-output",
         "expected.json",
         "--output",
-        "test_rl.py",
+        output,
+        *extra,
+        cwd=work,
+    )
+
+
+def test_with_raise_as_the_exported_test_passes_and_without_it_fails(work: Path) -> None:
+    with_option = export(work, "test_with.py", "--raise-as", RAISE_AS)
+    assert with_option.code == 0, with_option.text
+    assert "Raise as:   rl_agent.RateLimited=rl_agent:RateLimited" in with_option.out.splitlines()
+    assert with_option.err == ""
+    without = export(work, "test_without.py")
+    assert without.code == 0, without.text
+
+    source = (work / "test_with.py").read_text(encoding="utf-8")
+    assert read_exported_constants(source)["RAISE_AS"] == {"rl_agent.RateLimited": "rl_agent:RateLimited"}
+    assert read_exported_constants((work / "test_without.py").read_text())["RAISE_AS"] is None
+    call = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call) and n.keywords)
+    assert {k.arg: ast.unparse(k.value) for k in call.keywords}["raise_as"] == "RAISE_AS"
+
+    passed = run_cli("run", "test_with.py", "--json", cwd=work)
+    assert passed.code == 0, passed.text
+    assert json.loads(passed.out)["verdict"] == "passed"
+    failed = run_cli("run", "test_without.py", cwd=work)
+    assert failed.code == 1, failed.text
+    assert "recorded tool failure for 'quote': rl_agent.RateLimited: slow" in failed.text
+
+    # score reads the literals only: the mapping changes nothing it judges
+    scores = [run_cli("score", name, cwd=work) for name in ("test_with.py", "test_without.py")]
+    assert scores[0].code == scores[1].code == 1, scores[0].text
+    assert scores[0].out.replace("test_with.py", "T") == scores[1].out.replace("test_without.py", "T")
+
+
+def test_a_short_type_name_covers_the_qualified_recorded_type(work: Path) -> None:
+    assert export(work, "test_short.py", "--raise-as", "RateLimited=rl_agent:RateLimited").code == 0
+    assert run_cli("run", "test_short.py", cwd=work).code == 0
+
+
+def test_a_hand_edited_raise_as_constant_is_honoured(work: Path) -> None:
+    assert export(work, "test_edit.py").code == 0
+    test = work / "test_edit.py"
+    source = test.read_text(encoding="utf-8")
+    edited = source.replace("RAISE_AS = None", "RAISE_AS = {'RateLimited': 'rl_agent:RateLimited'}", 1)
+    assert edited != source
+    test.write_text(edited, encoding="utf-8")
+    result = run_cli("run", "test_edit.py", cwd=work)
+    assert result.code == 0, result.text
+    assert "Verdict: PASSED" in result.out
+
+
+def test_a_raise_as_class_the_tree_cannot_resolve_is_could_not_execute(work: Path) -> None:
+    assert export(work, "test_gone.py", "--raise-as", RAISE_AS).code == 0
+    source = (work / "rl_agent.py").read_text(encoding="utf-8")
+    (work / "rl_agent.py").write_text(source.replace("class RateLimited(", "class Throttled("), "utf-8")
+    result = run_cli("run", "test_gone.py", "--json", cwd=work)
+    assert result.code == 2, result.text
+    receipt = json.loads(result.out)
+    assert (receipt["verdict"], receipt["reason"], receipt["exit_status"]) == (
+        "could_not_execute",
+        "raise_as_unresolvable",
+        None,
+    )
+    assert "'rl_agent.RateLimited'" in receipt["detail"]
+    assert "has no attribute 'RateLimited'" in receipt["detail"]
+
+
+def test_a_type_matching_no_recorded_failure_is_written_with_a_warning(work: Path) -> None:
+    result = export(work, "test_typo.py", "--raise-as", "RateLimit=rl_agent:RateLimited")
+    assert result.code == 0, result.text
+    assert result.err.strip().splitlines() == [
+        "Warning: --raise-as RateLimit matches no recorded failure that this test's replay serves; "
+        "it is written all the same."
+    ]
+    constants = read_exported_constants((work / "test_typo.py").read_text(encoding="utf-8"))
+    assert constants["RAISE_AS"] == {"RateLimit": "rl_agent:RateLimited"}
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("rl_agent.RateLimited", "no '='"),
+        ("=rl_agent:RateLimited", "TYPE must be"),
+        ("RateLimited=rl_agent", "MODULE must be"),
+        ("RateLimited=:RateLimited", "MODULE must be"),
+        ("RateLimited=rl_agent:", "CLASS must be"),
+        ("RateLimited=rl_agent:RateLimited()", "CLASS must be"),
+        ("Rate Limited=rl_agent:RateLimited", "TYPE must be"),
+    ],
+)
+def test_a_malformed_raise_as_value_is_one_line_exit_2(work: Path, value: str, fragment: str) -> None:
+    result = export(work, "test_bad.py", "--raise-as", value)
+    assert result.code == 2, result.text
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith(f"Invalid --raise-as {value!r}: {fragment}")
+    assert "expected TYPE=MODULE:CLASS" in lines[0]
+    assert not (work / "test_bad.py").exists()
+
+
+def test_two_keys_covering_one_recorded_type_are_refused(tmp_path: Path) -> None:
+    # the reference's bundles record short types (ToolTimeout): a.ToolTimeout and b.ToolTimeout both cover it
+    shutil.copytree(GOLDEN / "failed_tool_run.sftrace", tmp_path / "f.sftrace")
+    result = run_cli(
+        "export",
+        "f.sftrace",
+        "--pytest",
+        "--entrypoint",
+        "agent:run",
+        "--raise-as",
+        "a.ToolTimeout=a:ToolTimeout",
+        "--raise-as",
+        "b.ToolTimeout=b:ToolTimeout",
         cwd=tmp_path,
     )
-    assert exported.code == 0, exported.text
-    score_before = run_cli("score", "test_rl.py", cwd=tmp_path)
+    assert result.code == 2, result.text
+    assert result.err.strip().splitlines() == [
+        "--raise-as: raise_as keys ['a.ToolTimeout', 'b.ToolTimeout'] all match the recorded error type "
+        "'ToolTimeout'; keep one"
+    ]
+    assert not list(tmp_path.glob("test_*.py"))
 
-    as_exported = run_cli("run", "test_rl.py", cwd=tmp_path)
-    assert as_exported.code == 1, as_exported.text
-    assert "recorded tool failure for 'quote': rl_agent.RateLimited: slow" in as_exported.text
 
-    test = tmp_path / "test_rl.py"
-    source = test.read_text()
-    source = source.replace(
-        "\n\ndef test_", "\nRAISE_AS = {'rl_agent.RateLimited': 'rl_agent:RateLimited'}\n\n\ndef test_", 1
-    )
-    source = source.replace("        mode=MODE,\n", "        mode=MODE,\n        raise_as=RAISE_AS,\n", 1)
-    assert "raise_as=RAISE_AS" in source
-    test.write_text(source)
-
-    edited = run_cli("run", "test_rl.py", cwd=tmp_path)
-    assert edited.code == 0, edited.text
-    assert "Verdict: PASSED" in edited.out
-    score_after = run_cli("score", "test_rl.py", cwd=tmp_path)
-    assert (score_after.code, score_after.out) == (score_before.code, score_before.out)
+def test_the_same_type_twice_is_refused(work: Path) -> None:
+    result = export(work, "test_twice.py", "--raise-as", RAISE_AS, "--raise-as", RAISE_AS)
+    assert result.code == 2
+    assert result.err.strip().splitlines() == [
+        "--raise-as names the error type 'rl_agent.RateLimited' twice; give each TYPE once."
+    ]

@@ -233,3 +233,32 @@ def test_no_command_prints_a_terminal_control_character_taken_from_a_bundle(host
     outcomes, _ = run_cli_batch(jobs, cwd=hostile_root)
     shown = {" ".join(o.argv[:2]): sorted(set(_CONTROL.findall(o.text))) for o in outcomes}
     assert not {k: v for k, v in shown.items() if v}
+
+
+def test_hostile_raise_as_types_and_classes_are_refused_in_one_line(hostile_root: Path) -> None:
+    """``--raise-as TYPE=MODULE:CLASS`` (export and replay): a hostile TYPE, MODULE or CLASS is refused
+    before any bundle is read or module imported, in one line with no control character, and nothing is
+    written or executed. Hostile type names that reach the library stay data (tests/cli)."""
+    root = hostile_root / "raise_as"
+    root.mkdir()
+    ep = "hostile_agent:run_agent"
+    values = [f"{h}=hostile_agent:run_agent" for h in HOSTILE]  # hostile TYPE
+    values += [f"ValueError=hostile_agent:{h}" for h in HOSTILE]  # hostile CLASS
+    values += [f"ValueError={h}:ValueError" for h in HOSTILE]  # hostile MODULE
+    jobs: list[list[str]] = []
+    for i, value in enumerate(values):
+        jobs.append(["export", "../plain.sftrace", "--pytest", "--entrypoint", ep, "--output", f"t{i}.py"])
+        jobs[-1] += ["--raise-as", value]
+        jobs.append(["replay", "../plain.sftrace", "--entrypoint", ep, "--raise-as", value])
+    outcomes, _ = run_cli_batch(jobs, cwd=root)
+    problems = [f"{o.argv[0]}: {one_clear_failure(o)}" for o in outcomes if one_clear_failure(o)]
+    assert not problems, problems
+    wrong = [(o.argv[-1], o.code, o.text[-200:]) for o in outcomes if o.code != 2]
+    assert not wrong, wrong
+    assert all(len(o.err.strip().splitlines()) == 1 and o.out == "" for o in outcomes), [
+        o.err for o in outcomes if len(o.err.strip().splitlines()) != 1
+    ]
+    assert all(o.err.startswith("Invalid --raise-as ") for o in outcomes)
+    assert not [o.err for o in outcomes if _CONTROL.findall(o.err)]
+    assert not list(root.iterdir()), "a refused export wrote a file"
+    assert not list(hostile_root.parent.rglob("PWNED-*")), "a hostile string was executed"

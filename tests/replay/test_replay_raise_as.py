@@ -463,3 +463,40 @@ def test_run_regression_case_resolves_module_class_strings_against_the_import_ro
             import_root=tmp_path,
             raise_as={"RateLimited": "raise_as_agent_str:Missing"},
         )
+
+
+def test_replay_entrypoint_imports_module_class_strings_and_reports_unmatched_keys(
+    recorder, tmp_path: Path, monkeypatch
+) -> None:
+    """The CLI's replay report (``stepfork replay --raise-as``): strings resolved like the entrypoint; a key
+    matching no recorded failure is reported, not refused; an unresolvable string is a RaiseAsClassError
+    (an EntrypointError) naming its key, raised before the entrypoint runs."""
+    from stepfork.replay import EntrypointError, replay_entrypoint
+    from stepfork.replay.raise_as import RaiseAsClassError
+
+    (tmp_path / "raise_as_agent_report.py").write_text(textwrap.dedent(REGRESSION_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import raise_as_agent_report
+
+    path = recorder(raise_as_agent_report.run)
+    target = "raise_as_agent_report:RateLimited"
+    mapping = {"RateLimited": target, "Typo": target}
+    outcome = replay_entrypoint(path, "raise_as_agent_report:run", import_root=tmp_path, raise_as=mapping)
+    assert (outcome.exit_code, outcome.execution.status) == (0, "COMPLETED")
+    assert outcome.behavior.status == "MATCHED"
+    assert outcome.raise_as_unmatched == ("Typo",)
+    assert outcome.to_dict()["raise_as_unmatched"] == ["Typo"]
+    without = replay_entrypoint(path, "raise_as_agent_report:run", import_root=tmp_path)
+    assert (without.exit_code, without.behavior.status, without.raise_as_unmatched) == (1, "DIVERGED", ())
+
+    with pytest.raises(RaiseAsClassError) as info:
+        replay_entrypoint(
+            path,
+            "raise_as_agent_report:run",
+            import_root=tmp_path,
+            raise_as={"RateLimited": "raise_as_agent_report:Missing"},
+        )
+    assert isinstance(info.value, EntrypointError)
+    assert (info.value.key, info.value.code) == ("RateLimited", "missing_attribute")
+    assert info.value.detail == "module 'raise_as_agent_report' has no attribute 'Missing'"
+    assert str(info.value) == f"raise_as['RateLimited']: {info.value.detail}"

@@ -7,6 +7,10 @@ strings) in module-level constants, and a fixed test body that calls
 quotes, newlines, triple quotes, braces or code stays data. Rules: spec/cli-reference.txt "export";
 interop/REFERENCE-NOTES.md section 6 "Export".
 
+``RAISE_AS`` (``None``, or ``{"<recorded error type>": "MODULE:CLASS"}`` from ``--raise-as``) is a literal
+too; the test passes it to ``run_regression_case(raise_as=...)``, which imports the classes it names like
+the entrypoint (docs/replay.md, "Raising recorded failures as your own exceptions").
+
 The two path constants are the only expressions, of exactly one shape each, so that ``stepfork run`` and
 ``stepfork score`` can read them without importing the test::
 
@@ -21,12 +25,24 @@ import ast
 import os
 import pprint
 import re
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stepfork.analysis.exported import CONSTANT_NAMES, HERE_EXPRESSION, read_exported_constants
+from stepfork.analysis._export_files import (
+    ExportError,
+    ExportExistsError,
+    ExportResult,
+    load_expectation_file,
+    load_trajectory_file,
+    write_atomically,
+)
+from stepfork.analysis.exported import (
+    CONSTANT_NAMES,
+    HERE_EXPRESSION,
+    check_raise_as,
+    read_exported_constants,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - re-exported lazily by __getattr__ below
     from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
@@ -67,71 +83,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(import_module(_REPLAY_NAMES[name]), name)
     raise AttributeError(f"module 'stepfork.analysis.export' has no attribute {name!r}")
-
-
-class ExportError(ValueError):
-    """Export cannot produce a test.
-
-    Attributes:
-        code: ``invalid_mode``, ``invalid_option``, ``invalid_trace``, ``invalid_expectation``,
-            ``invalid_trajectory``, ``missing_entrypoint``, ``unsafe_source``, ``write_failed`` or
-            ``already_exists``. The CLI maps ``already_exists``/``write_failed`` to exit 1, the rest to 2
-            (interop/REFERENCE-NOTES.md section 4 table).
-        path: the file concerned, when one is.
-    """
-
-    def __init__(self, message: str, *, code: str, path: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.path = path
-
-
-class ExportExistsError(ExportError):
-    """The destination exists and ``overwrite`` was not given (message: ``<path> already exists; ...``)."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(
-            f"{path} already exists; pass --overwrite to replace it.", code="already_exists", path=str(path)
-        )
-
-
-class ExportResult:
-    """What :func:`export_pytest_test` wrote; it also behaves as the written :class:`~pathlib.Path`.
-
-    Attributes:
-        path: the written test file.
-        expectation: the (redacted) expectation embedded, or None when there is none.
-        has_expectation: whether the test asserts an output.
-        expectation_source: ``"file"`` (--expect-output), ``"recorded"`` (the recorded run output), or
-            ``"none"`` (the recorded run has no completed output; only replay conformance is checked).
-    """
-
-    def __init__(self, path: Path, expectation: Any, has_expectation: bool, expectation_source: str) -> None:
-        self.path = path
-        self.expectation = expectation
-        self.has_expectation = has_expectation
-        self.expectation_source = expectation_source
-
-    # The reference's export_pytest_test returns the written Path (interop/REFERENCE-API.md); the result
-    # stands in for it: os.fspath(), str(), == and Path attributes (read_text, name...) go to ``path``.
-    def __fspath__(self) -> str:
-        return os.fspath(self.path)
-
-    def __str__(self) -> str:
-        return str(self.path)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, ExportResult):
-            return self.path == other.path
-        return self.path == other
-
-    def __hash__(self) -> int:
-        return hash(self.path)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "path":
-            raise AttributeError(name)
-        return getattr(self.path, name)
 
 
 def default_output_path(trace_path: str | os.PathLike[str]) -> Path:
@@ -175,6 +126,7 @@ def generate_pytest_source(
     allow_live_tools: Iterable[str] | None = None,
     import_root: str | os.PathLike[str] | None = None,
     expectation_source: str | None = None,
+    raise_as: Mapping[str, str] | None = None,
 ) -> str:
     """Return the source of a pytest module that replays ``trace_path`` through ``entrypoint``.
 
@@ -183,12 +135,14 @@ def generate_pytest_source(
     without an expectation) is embedded as EXPECTATION_SOURCE so that ``stepfork score`` can tell a
     reviewed expectation from a copy of the recorded run (spec "score": "no expectation to score").
     ``expectation`` and ``trajectory_expectation`` are JSON values embedded as literals (the caller
-    redacts them; :func:`export_pytest_test` does). Sets are written as sorted lists.
+    redacts them; :func:`export_pytest_test` does). Sets are written as sorted lists. ``raise_as``
+    (``{recorded error type: "MODULE:CLASS"}``) is embedded as the RAISE_AS literal, keys sorted.
 
     Raises:
         ExportError: ``invalid_mode`` for a mode outside :data:`EXPORT_MODES`; ``invalid_option`` when
             ``allow_live_tools`` is given without mode live or ``live_llms`` without mode hybrid (the
-            "only valid" rule of interop/REFERENCE-API.md); ``missing_entrypoint`` for an empty
+            "only valid" rule of interop/REFERENCE-API.md), or ``raise_as`` is not of the shape
+            :func:`~stepfork.analysis.exported.check_raise_as` accepts; ``missing_entrypoint`` for an empty
             entrypoint; ``unsafe_source`` when the generated module fails the literal check.
     """
     if mode not in EXPORT_MODES:
@@ -204,6 +158,7 @@ def generate_pytest_source(
     if live and mode != "hybrid":
         raise ExportError("live_llms is only valid with mode hybrid.", code="invalid_option")
 
+    classes = _checked_raise_as(raise_as)
     if expectation_source is None:
         expectation_source = "file" if has_expectation else "none"
     if expectation_source not in ("file", "recorded", "none"):
@@ -223,6 +178,7 @@ def generate_pytest_source(
         "HAS_EXPECTATION": _literal(bool(has_expectation), "HAS_EXPECTATION"),
         "EXPECTATION_SOURCE": _literal(expectation_source, "EXPECTATION_SOURCE"),
         "TRAJECTORY_EXPECTATION": _literal(trajectory_expectation, "TRAJECTORY_EXPECTATION"),
+        "RAISE_AS": _literal(dict(sorted(classes.items())) if classes else None, "RAISE_AS"),
     }
     constants = "\n".join(f"{name} = {source}" for name, source in values.items())
     source = f'''"""Stepfork regression test, generated by `stepfork export`.
@@ -251,53 +207,14 @@ def test_stepfork_regression_{stem}() -> None:
         mode=MODE,
         live_llms=set(LIVE_LLMS) if LIVE_LLMS else None,
         allow_live_tools=set(ALLOW_LIVE_TOOLS) if ALLOW_LIVE_TOOLS else None,
+        raise_as=RAISE_AS,
     )
 '''
     try:
-        read_exported_constants(source)
+        check_raise_as(read_exported_constants(source).get("RAISE_AS"))
     except ValueError as exc:
         raise ExportError(f"generated test failed the literal check: {exc}", code="unsafe_source") from exc
     return source
-
-
-def load_expectation_file(path: str | os.PathLike[str]) -> Any:
-    """Read an ``--expect-output`` JSON file and return its value, redacted (interop notes section 3).
-
-    Raises:
-        ExportError: ``invalid_expectation`` with ``--expect-output is not valid JSON: <detail>.`` when
-            the file cannot be read or parsed.
-    """
-    from stepfork.trace.canonical import loads_json
-    from stepfork.trace.redaction import redact_json
-
-    try:
-        value = loads_json(Path(path).read_bytes())
-    except (OSError, ValueError) as exc:
-        raise ExportError(
-            f"--expect-output is not valid JSON: {exc}.", code="invalid_expectation", path=str(path)
-        ) from exc
-    return redact_json(value).value
-
-
-def load_trajectory_file(path: str | os.PathLike[str]) -> Any:
-    """Read and check an ``--expect-trajectory`` JSON file (the shape of ``assert_trajectory``).
-
-    Raises:
-        ExportError: ``invalid_trajectory`` with ``Invalid --expect-trajectory: <detail>`` when the file
-            is unreadable, not JSON, or of an unsupported shape.
-    """
-    from stepfork.replay.assertions import validate_trajectory_expectation
-    from stepfork.trace.canonical import loads_json
-    from stepfork.trace.redaction import redact_json
-
-    try:
-        value = loads_json(Path(path).read_bytes())
-        validate_trajectory_expectation(value)
-    except (OSError, ValueError, TypeError) as exc:
-        raise ExportError(
-            f"Invalid --expect-trajectory: {exc}", code="invalid_trajectory", path=str(path)
-        ) from exc
-    return redact_json(value).value
 
 
 def _recorded_output(trace: Any) -> tuple[bool, Any]:
@@ -321,19 +238,24 @@ def export_pytest_test(
     allow_live_tools: Iterable[str] | None = None,
     import_root: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    raise_as: Mapping[str, str] | None = None,
 ) -> ExportResult:
     """Validate the bundle strictly, generate the test and write it atomically.
 
     ``has_expectation=None`` means "decide": with an ``expectation`` it is asserted; without one the
     recorded run output (redacted) is asserted, or nothing when the run has no completed output.
     ``import_root`` defaults to the working directory (where ``--entrypoint`` resolves).
+    ``raise_as``: ``{recorded error type: "MODULE:CLASS"}`` written as RAISE_AS (nothing is imported
+    here); keys are matched against the failures the replay serves by stepfork.replay.raise_as's rules:
+    an ambiguous pair is refused, a key matching nothing is reported in ``raise_as_unmatched``.
 
     Returns:
         an :class:`ExportResult` (``expectation_source`` says which expectation was embedded).
 
     Raises:
         ExportError: ``invalid_trace`` when the bundle is unreadable or fails strict validation, the
-            codes of :func:`generate_pytest_source`, ``write_failed`` on an OS error.
+            codes of :func:`generate_pytest_source` (``invalid_option`` also for two ``raise_as`` keys
+            matching one recorded type), ``write_failed`` on an OS error.
         ExportExistsError: the destination exists and ``overwrite`` is false (never overwritten).
     """
     from stepfork.trace.bundle import Trace
@@ -358,6 +280,7 @@ def export_pytest_test(
             f"--allow-live-tool names a tool the trace never calls: {', '.join(unknown)}.",
             code="invalid_option",
         )
+    unmatched = _raise_as_unmatched(raise_as, trace, mode, live_llms)
 
     source_kind = "file"
     if has_expectation is None:
@@ -385,36 +308,33 @@ def export_pytest_test(
         allow_live_tools=allow_live_tools,
         import_root=Path.cwd() if import_root is None else import_root,
         expectation_source=source_kind,
+        raise_as=raise_as,
     )
-    _write_atomically(destination, source, overwrite=overwrite)
-    return ExportResult(destination, expectation, bool(has_expectation), source_kind)
+    write_atomically(destination, source, overwrite=overwrite)
+    return ExportResult(destination, expectation, bool(has_expectation), source_kind, unmatched)
 
 
-def _write_atomically(destination: Path, source: str, *, overwrite: bool) -> None:
-    """Write via a temp file in the same directory; ``os.link`` refuses an existing file when not
-    overwriting (no check-then-write race), ``os.replace`` replaces it when overwriting."""
-    if destination.exists() and not overwrite:
-        raise ExportExistsError(destination)
-    directory = destination.parent if str(destination.parent) else Path(".")
+def _raise_as_unmatched(
+    raise_as: Mapping[str, str] | None, trace: Any, mode: str, live_llms: Iterable[str] | None
+) -> tuple[str, ...]:
+    """The ``raise_as`` keys matching no failure the test's replay serves (the session's own rule, so
+    the test cannot fail on a mapping this accepted); ExportError ``invalid_option`` when ambiguous."""
+    classes = _checked_raise_as(raise_as)
+    if not classes:
+        return ()
+    from stepfork.replay.plan import extract_recorded_calls
+    from stepfork.replay.raise_as import recorded_error_types, unmatched_keys
+
+    calls = extract_recorded_calls(trace, mode=mode, live_llms=live_llms or ())
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise ExportError(f"cannot write {destination}: {exc}", code="write_failed") from exc
-    tmp = Path(tmp_name)
+        return unmatched_keys(classes, recorded_error_types(calls))
+    except ValueError as exc:
+        raise ExportError(f"--raise-as: {exc}", code="invalid_option") from None
+
+
+def _checked_raise_as(raise_as: Mapping[str, str] | None) -> dict[str, str] | None:
+    """``raise_as`` as a dict of the RAISE_AS shape; ExportError ``invalid_option`` otherwise."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(source)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if overwrite:
-            os.replace(tmp, destination)
-        else:
-            try:
-                os.link(tmp, destination)
-            except FileExistsError:
-                raise ExportExistsError(destination) from None
-    except OSError as exc:
-        raise ExportError(f"cannot write {destination}: {exc}", code="write_failed") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
+        return check_raise_as(None if raise_as is None else dict(raise_as))
+    except (ValueError, TypeError) as exc:
+        raise ExportError(f"invalid raise_as: {exc}", code="invalid_option") from None

@@ -4,6 +4,9 @@ Module-level constants are literals (``ast.literal_eval``) except the two paths,
 shape each (see :mod:`stepfork.analysis.export`): ``TRACE_PATH = HERE / '<relative path>'`` and
 ``IMPORT_ROOT = HERE / '<relative path>'`` or ``None``, with ``HERE = Path(__file__).resolve().parent``.
 Used by the exporter to check what it generated and by the runner before it launches pytest.
+
+``RAISE_AS`` (``None`` or ``{"<recorded error type>": "MODULE:CLASS"}``) is read like the other literals;
+:func:`check_raise_as` is the shape both the exporter and the runner require of it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-__all__ = ["CONSTANT_NAMES", "HERE_EXPRESSION", "read_exported_constants"]
+__all__ = ["CONSTANT_NAMES", "HERE_EXPRESSION", "check_raise_as", "is_import_path", "read_exported_constants"]
 
 CONSTANT_NAMES = (
     "TRACE_PATH",
@@ -24,6 +27,7 @@ CONSTANT_NAMES = (
     "HAS_EXPECTATION",
     "EXPECTATION_SOURCE",
     "TRAJECTORY_EXPECTATION",
+    "RAISE_AS",
 )
 _PATH_CONSTANTS = ("TRACE_PATH", "IMPORT_ROOT")
 HERE_EXPRESSION = "Path(__file__).resolve().parent"
@@ -76,3 +80,40 @@ def _read_path_expression(name: str, value: ast.expr, filename: str, line: int) 
     ):
         return value.right.value
     raise ValueError(f"{filename}:{line}: cannot read the path from the {name} expression")
+
+
+def is_import_path(text: object) -> bool:
+    """True when ``text`` is ``MODULE:ATTRIBUTE`` with a dotted module path and a dotted attribute path
+    of Python identifiers (``app.errors:RateLimited``, ``app:Outer.Inner``): the form
+    :func:`stepfork.replay.entrypoint.resolve_entrypoint` accepts (it refuses others as ``bad_form``)."""
+    if not isinstance(text, str):
+        return False
+    module, sep, attribute = text.partition(":")
+    return bool(
+        sep
+        and all(part.isidentifier() for part in module.split("."))
+        and all(part.isidentifier() for part in attribute.split("."))
+    )
+
+
+def check_raise_as(value: object) -> dict[str, str] | None:
+    """Return ``value`` as the ``RAISE_AS`` mapping of an exported test, or None for None.
+
+    The shape: a dict of non-empty strings (recorded error types, qualified or short; the bundle's text,
+    kept as data) to ``"MODULE:CLASS"`` strings (:func:`is_import_path`; the classes the test imports,
+    named by the user). The classes are not imported here.
+
+    Raises:
+        ValueError: any other shape, naming the first offending entry.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        kind = type(value).__name__
+        raise ValueError(f"RAISE_AS must be None or a dict of 'TYPE': 'MODULE:CLASS', not {kind}")
+    for key, target in value.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"RAISE_AS keys must be recorded error type names, got {key!r}")
+        if not is_import_path(target):
+            raise ValueError(f"RAISE_AS[{key!r}] must be a 'MODULE:CLASS' string, got {target!r}")
+    return dict(value)

@@ -16,7 +16,8 @@ from typing import Any
 
 RECEIPT_VERSION = 1
 VERDICTS = ("passed", "failed", "could_not_execute")
-# Why a check could not execute (spec "run"; entrypoint_unresolvable and timeout go beyond the spec).
+# Why a check could not execute (spec "run"; entrypoint_unresolvable, raise_as_unresolvable and timeout
+# go beyond the spec).
 REASONS = (
     "bundle_missing",
     "bundle_unreadable",
@@ -26,6 +27,7 @@ REASONS = (
     "pytest_error",
     "report_missing",
     "entrypoint_unresolvable",
+    "raise_as_unresolvable",
     "timeout",
 )
 EXIT_CODES = {"passed": 0, "failed": 1, "could_not_execute": 2}

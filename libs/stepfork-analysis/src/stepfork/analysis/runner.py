@@ -5,7 +5,8 @@ The verdict is ``passed``, ``failed`` (the check ran and disagreed: a caught reg
 not separate. Before launching, the runner resolves what it can name from the test's literals, read with
 :mod:`ast` and never imported: the bundle (TRACE_PATH or ``--bundle``) and, beyond the spec, the
 ENTRYPOINT module and attribute, found with :class:`importlib.machinery.PathFinder` against IMPORT_ROOT and
-``sys.path`` without executing any module. The receipt is written by the runner after the child exits.
+``sys.path`` without executing any module, and likewise each class RAISE_AS names. The receipt is written
+by the runner after the child exits.
 """
 
 from __future__ import annotations
@@ -235,9 +236,10 @@ def _classify(
     base["bundle_digest"] = bundle_digest(bundle_path)
 
     entrypoint = constants.get("ENTRYPOINT")
+    root = constants.get("IMPORT_ROOT")
+    import_root = None if root is None else here / root
     if isinstance(entrypoint, str):
-        root = constants.get("IMPORT_ROOT")
-        problem = resolve_entrypoint_location(entrypoint, None if root is None else here / root)
+        problem = resolve_entrypoint_location(entrypoint, import_root)
         if problem is not None:
             return _stop(
                 base,
@@ -245,9 +247,33 @@ def _classify(
                 f"the entrypoint this test runs cannot be resolved: {problem}; the check cannot run, "
                 "so this is not a regression",
             )
+    problem = _raise_as_problem(constants.get("RAISE_AS"), import_root)
+    if problem is not None:
+        return _stop(
+            base,
+            "raise_as_unresolvable",
+            f"{problem}; the check cannot run, so this is not a regression",
+        )
     if importlib.util.find_spec("pytest") is None:
         return _stop(base, "pytest_unavailable", f"pytest is not installed for {sys.executable}")
     return _launch(test_path, base, pytest_args, timeout_seconds)
+
+
+def _raise_as_problem(raise_as: Any, import_root: Path | None) -> str | None:
+    """Why the test's RAISE_AS literal cannot be used (its shape, or a class that cannot be located
+    without importing anything, as ENTRYPOINT is), or None. A test without RAISE_AS has no problem."""
+    from stepfork.analysis.exported import check_raise_as
+
+    try:
+        classes = check_raise_as(raise_as)
+    except ValueError as exc:
+        return f"the test's {exc}"
+    for key, target in (classes or {}).items():
+        problem = resolve_entrypoint_location(target, import_root)
+        if problem is not None:
+            problem = problem.replace("invalid entrypoint", "invalid class")
+            return f"the class RAISE_AS names for {key!r} cannot be resolved: {problem}"
+    return None
 
 
 def _launch(

@@ -20,7 +20,7 @@ run (ValueError, TraceStorageError, EntrypointError) are raised, not reported: m
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from stepfork.replay.diagnostics import Diagnostic, display_path, first_differen
 from stepfork.replay.entrypoint import resolve_entrypoint, run_in_session
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayExhaustedError
 from stepfork.replay.modes import Approver
+from stepfork.replay.raise_as import RaiseAsTarget, recorded_error_types, resolve_raise_as, unmatched_keys
 from stepfork.replay.results import ExecutedCall
 from stepfork.replay.session import ReplaySession, load_source
 from stepfork.trace.bundle import Trace
@@ -99,6 +100,8 @@ class ReplayOutcome:
         result: the redacted JSON form of the return value (None when it raised or has no JSON form).
         calls: the executed calls (redacted inputs), in order.
         exit_code: 0, 1 or 2 (module docstring).
+        raise_as_unmatched: the ``raise_as`` keys that apply to no failure this replay can serve (allowed,
+            so one mapping serves many bundles; for one bundle often a typo), in the order given.
     """
 
     mode: str
@@ -110,6 +113,7 @@ class ReplayOutcome:
     result: Any
     calls: tuple[ExecutedCall, ...]
     exit_code: int
+    raise_as_unmatched: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field (diagnostic as ``Diagnostic.to_dict``; the exception omitted)."""
@@ -154,6 +158,7 @@ class ReplayOutcome:
                 for call in self.calls
             ],
             "exit_code": self.exit_code,
+            "raise_as_unmatched": list(self.raise_as_unmatched),
         }
 
 
@@ -265,17 +270,24 @@ def replay_entrypoint(
     approve: Approver | None = None,
     import_root: str | os.PathLike[str] | None = None,
     ordering: str = "strict",
+    raise_as: Mapping[str, RaiseAsTarget | str] | None = None,
 ) -> ReplayOutcome:
     """Replay ``entrypoint`` (a callable or ``"MODULE:FUNCTION"``) against ``trace`` and report.
 
     ``mode``, ``live_llms``, ``allow_live_tools``, ``approve``, ``ordering``: as :class:`ReplaySession`.
+    ``raise_as``: as :class:`ReplaySession`; a value may also be a ``"MODULE:CLASS"`` string, imported
+    like the entrypoint against ``import_root`` (trusted: the caller names it, never the bundle). It
+    changes which exception the entrypoint sees, not how the report judges what it then does
+    (docs/decisions.md).
 
     Raises (before anything runs; map with :func:`exit_code_for_error`):
         TraceStorageError: the bundle is unreadable.
-        ValueError: an invalid mode or option combination.
+        ValueError: an invalid mode, option combination or ``raise_as`` mapping.
+        RaiseAsClassError: a ``raise_as`` string cannot be resolved (an EntrypointError; check it first).
         EntrypointError: the entrypoint cannot be resolved.
     """
     loaded = load_source(trace)
+    classes = resolve_raise_as(raise_as, import_root=import_root)
     session = ReplaySession(
         loaded,
         mode,
@@ -283,7 +295,9 @@ def replay_entrypoint(
         allow_live_tools=allow_live_tools,
         approve=approve,
         ordering=ordering,
+        raise_as=classes,
     )
+    unmatched = unmatched_keys(classes, recorded_error_types(session.calls)) if classes else ()
     function = (
         resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint
     )
@@ -311,4 +325,5 @@ def replay_entrypoint(
         result=actual,
         calls=session.executed_calls,
         exit_code=exit_code,
+        raise_as_unmatched=unmatched,
     )

@@ -39,11 +39,13 @@ What is raised for a matched entry (docs/replay.md, "Raising recorded failures a
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from types import FunctionType
 from typing import Any, TypeAlias, cast
 
+from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
 from stepfork.replay.errors import RecordedDependencyError, recorded_failure_text
 
 RaiseAsTarget: TypeAlias = type[BaseException] | Callable[[RecordedDependencyError], BaseException]
@@ -56,6 +58,52 @@ class RaiseAsWarning(UserWarning):
     """A ``raise_as`` entry could not be applied as asked; the message says what was raised instead."""
 
 
+class RaiseAsClassError(EntrypointError):
+    """A ``raise_as`` value ``"MODULE:CLASS"`` cannot be resolved (an EntrypointError, so a ValueError).
+
+    Attributes:
+        key: the recorded type name the value was given for.
+        detail: the resolver's own message (``cannot import module ...``, ``module ... has no attribute
+            ...``); ``str()`` is ``raise_as['<key>']: <detail>``.
+        code, spec: as :class:`~stepfork.replay.entrypoint.EntrypointError` (``spec`` is the value).
+    """
+
+    def __init__(self, key: str, error: EntrypointError) -> None:
+        super().__init__(f"raise_as[{key!r}]: {error}", code=error.code, spec=error.spec)
+        self.key = key
+        self.detail = str(error)
+
+
+def resolve_raise_as(
+    mapping: Mapping[str, RaiseAsTarget | str] | None,
+    *,
+    import_root: str | os.PathLike[str] | None = None,
+) -> Mapping[str, RaiseAsTarget] | None:
+    """``mapping`` with each ``"MODULE:CLASS"`` string value imported like an entrypoint.
+
+    The strings are trusted: the user wrote them (an option, a literal in their test), never the bundle.
+    ``import_root`` as :func:`~stepfork.replay.entrypoint.resolve_entrypoint` (default: the working
+    directory). Other values are kept; ``None``, or anything but a mapping, is returned unchanged for
+    :class:`RaiseAs` to accept or refuse.
+
+    Raises:
+        RaiseAsClassError: a string that is not ``MODULE:CLASS``, names a module that cannot be imported,
+            an attribute that does not exist, or something not callable.
+    """
+    if not isinstance(mapping, Mapping):
+        return mapping
+    resolved: dict[str, RaiseAsTarget] = {}
+    for key, value in mapping.items():
+        target: Any = value
+        if isinstance(value, str):
+            try:
+                target = resolve_entrypoint(value, import_root=import_root)
+            except EntrypointError as exc:
+                raise RaiseAsClassError(str(key), exc) from exc
+        resolved[key] = target
+    return resolved
+
+
 def short_type(type_name: str) -> str:
     """The last dotted component of a type name (``RateLimited`` for ``app.errors.RateLimited``)."""
     return type_name.rsplit(".", 1)[-1]
@@ -65,6 +113,44 @@ def _covers(key: str, recorded: str) -> bool:
     if "." in key and "." in recorded:
         return False  # both qualified and not equal: another module, another class
     return short_type(key) == short_type(recorded)
+
+
+def matching_key(keys: Iterable[str], recorded: str) -> str | None:
+    """The key of ``keys`` (``raise_as`` keys) that applies to the recorded type ``recorded``, or None.
+
+    The module docstring's rules: the equal key, else the one key covering ``recorded`` by its last
+    dotted component when one of the two names is unqualified.
+
+    Raises:
+        ValueError: two keys or more cover ``recorded`` by last component alone (``a.X`` and ``b.X`` for
+            a recorded ``X``): which one the user meant is unknown.
+    """
+    candidates = list(keys)
+    if recorded in candidates:
+        return recorded
+    covering = sorted(key for key in candidates if _covers(key, recorded))
+    if len(covering) > 1:
+        raise ValueError(f"raise_as keys {covering} all match the recorded error type {recorded!r}; keep one")
+    return covering[0] if covering else None
+
+
+def recorded_error_types(calls: Iterable[Any]) -> frozenset[str]:
+    """The error types of the failed calls among ``calls`` (:class:`~stepfork.replay.plan.RecordedCall`,
+    the visible plan of a session): the names ``raise_as`` keys are matched against; a failure recorded
+    without a type counts as ``UnknownError``."""
+    return frozenset(call.error_type or "UnknownError" for call in calls if call.status == "error")
+
+
+def unmatched_keys(keys: Iterable[str], recorded_types: Iterable[str]) -> tuple[str, ...]:
+    """The keys of ``keys`` that apply to none of ``recorded_types`` (in the order given): allowed, so
+    one mapping can serve many bundles, but for one bundle often a typo worth a warning.
+
+    Raises:
+        ValueError: as :func:`matching_key`, for an ambiguous recorded type.
+    """
+    candidates = list(keys)
+    used = {matching_key(candidates, recorded) for recorded in recorded_types}
+    return tuple(key for key in candidates if key not in used)
 
 
 def _recorded_str(self: BaseException) -> str:
@@ -164,14 +250,8 @@ class RaiseAs:
             self._resolved[recorded] = self._resolve(recorded)
 
     def _resolve(self, recorded: str) -> _Entry | None:
-        exact = self._entries.get(recorded)
-        if exact is not None:
-            return exact
-        covering = [entry for key, entry in self._entries.items() if _covers(key, recorded)]
-        if len(covering) > 1:
-            keys = sorted(entry.key for entry in covering)
-            raise ValueError(f"raise_as keys {keys} all match the recorded error type {recorded!r}; keep one")
-        return covering[0] if covering else None
+        key = matching_key(self._entries, recorded)
+        return None if key is None else self._entries[key]
 
     def convert(self, error: RecordedDependencyError) -> BaseException:
         """The exception to raise for ``error`` (the module docstring's rules); ``error`` when no entry

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from stepfork.replay.assertions import assert_trajectory, validate_trajectory_expectation
 from stepfork.replay.diagnostics import display_path, first_difference, preview
@@ -29,7 +29,7 @@ from stepfork.replay.errors import (
     ReplayPolicyError,
     recorded_failure_text,
 )
-from stepfork.replay.raise_as import RaiseAsTarget
+from stepfork.replay.raise_as import RaiseAsTarget, resolve_raise_as
 from stepfork.replay.session import ReplaySession, load_source
 from stepfork.trace.bundle import Trace
 from stepfork.trace.errors import TraceError, TraceStorageError
@@ -57,19 +57,6 @@ def _load(trace: Trace | str | os.PathLike[str]) -> Trace:
         raise AssertionError(
             f"stepfork: trace bundle unreadable: {trace} ({code}): {_text(str(exc))}"
         ) from exc
-
-
-def _resolve_class(
-    key: str, value: RaiseAsTarget | str, import_root: str | os.PathLike[str] | None
-) -> RaiseAsTarget:
-    """A ``raise_as`` value; a ``"MODULE:CLASS"`` string is resolved as the entrypoint is (trusted: the
-    user wrote it, the bundle did not)."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return resolve_entrypoint(value, import_root=import_root)
-    except EntrypointError as exc:
-        raise ValueError(f"raise_as[{key!r}]: {exc}") from exc
 
 
 def run_regression_case(
@@ -108,7 +95,8 @@ def run_regression_case(
 
     Raises:
         AssertionError: with the prefixes of the module docstring.
-        ValueError: invalid replay options (a ``raise_as`` string that cannot be resolved included) or a
+        ValueError: invalid replay options (a ``raise_as`` string that cannot be resolved included: a
+            :class:`~stepfork.replay.raise_as.RaiseAsClassError`) or a
             bad trajectory expectation shape (before the entrypoint runs).
     """
     source = trace if trace is not None else trace_path
@@ -117,16 +105,14 @@ def run_regression_case(
     if trajectory_expectation is not None:
         validate_trajectory_expectation(trajectory_expectation)
     loaded = _load(source)
-    classes = raise_as  # anything but a mapping is refused by ReplaySession
-    if isinstance(raise_as, Mapping):
-        classes = {key: _resolve_class(key, value, import_root) for key, value in raise_as.items()}
     session = ReplaySession(
         loaded,
         mode,
         live_llms=live_llms,
         allow_live_tools=allow_live_tools,
         ordering=ordering,
-        raise_as=cast("Mapping[str, RaiseAsTarget] | None", classes),
+        # "MODULE:CLASS" strings are imported like the entrypoint (trusted: the user wrote them)
+        raise_as=resolve_raise_as(raise_as, import_root=import_root),
     )
     if isinstance(entrypoint, str):
         try:

@@ -51,7 +51,7 @@ from stepfork.replay.matching import (
 from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
 from stepfork.replay.ordering import ConcurrentCursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
-from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget
+from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary
 from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary
@@ -137,7 +137,7 @@ class ReplaySession:
             self.calls: list[RecordedCall] = extract_recorded_calls(
                 events, mode=options.mode, live_llms=options.live_llms, all_calls=all_calls
             )
-        recorded_types = {c.error_type or "UnknownError" for c in self.calls if c.status == "error"}
+        recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
         self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
         self._cursor = (

@@ -1,7 +1,8 @@
 """``stepfork export PATH --pytest --entrypoint M:F [...]`` (spec/cli-reference.txt "export").
 
 Exit 0 written; 1 when the destination exists or the write fails; 2 for bad input (non-pytest format,
-missing entrypoint, invalid mode, strict validation failed, bad expectation JSON) (notes section 4 table).
+missing entrypoint, invalid mode, strict validation failed, bad expectation JSON, a ``--raise-as`` value
+that is not ``TYPE=MODULE:CLASS`` or two matching one recorded type) (notes section 4 table).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from stepfork.cli.options import RAISE_AS_HELP
 
 # ExportError codes that exit 1; every other code is bad input, exit 2.
 _EXIT_1_CODES = frozenset({"already_exists", "write_failed"})
@@ -47,6 +50,10 @@ def export(
             "--allow-live-tool", help="Embed authorization for a named tool in a live test. Repeatable."
         ),
     ] = None,
+    raise_as: Annotated[
+        list[str] | None,
+        typer.Option("--raise-as", metavar="TYPE=MODULE:CLASS", help=RAISE_AS_HELP),
+    ] = None,
 ) -> None:
     """Export an executable pytest regression test from a trace."""
     from stepfork.analysis.export import (
@@ -56,6 +63,7 @@ def export(
         load_expectation_file,
         load_trajectory_file,
     )
+    from stepfork.cli.options import describe_raise_as, parse_raise_as
     from stepfork.cli.output import escape_controls, fail, sanitize
 
     if not pytest_format:
@@ -64,6 +72,7 @@ def export(
         fail("An executable regression test needs --entrypoint MODULE:FUNCTION.", 2)
     if mode not in EXPORT_MODES:
         fail(f"Invalid replay mode {mode}.", 2)
+    classes = parse_raise_as(raise_as)
     try:
         expectation = load_expectation_file(expect_output) if expect_output is not None else None
         trajectory = load_trajectory_file(expect_trajectory) if expect_trajectory is not None else None
@@ -77,6 +86,7 @@ def export(
             mode=mode,
             allow_live_tools=allow_live_tool or None,
             overwrite=overwrite,
+            raise_as=classes,
         )
     except ExportError as exc:
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)
@@ -84,9 +94,17 @@ def export(
     typer.echo(f"Wrote {result.path}")
     typer.echo(f"Entrypoint: {entrypoint}")
     typer.echo(f"Mode:       {mode}")
+    if classes:
+        typer.echo(f"Raise as:   {describe_raise_as(classes)}")
     if result.has_expectation:
         shown = escape_controls(json.dumps(sanitize(result.expectation), ensure_ascii=False))
         typer.echo(f"Expectation: {shown}")
+    for key in result.raise_as_unmatched:
+        typer.echo(
+            f"Warning: --raise-as {key} matches no recorded failure that this test's replay serves; "
+            "it is written all the same.",
+            err=True,
+        )
     if result.expectation_source == "recorded":
         typer.echo(
             "Warning: no --expect-output given; the test asserts the recorded run output, which passes "

@@ -1,18 +1,25 @@
-"""``stepfork replay PATH --entrypoint M:F [--mode] [--allow-live-tool]... [--verbose]`` (spec "replay").
+"""``stepfork replay PATH --entrypoint M:F [--mode] [--allow-live-tool]... [--raise-as]... [--verbose]``
+(spec "replay").
 
 The library (:func:`stepfork.replay.outcome.replay_entrypoint`) runs the replay and computes the report;
 this module renders it. Exit 0 no divergence (or a reproduced recorded failure), 1 divergence, 2 invalid
-mode, unreadable trace or unresolvable entrypoint. In ``manual`` mode each call is put to the user on the
-terminal; with a standard input that is not a terminal the command refuses before anything runs.
+mode, unreadable trace, unresolvable entrypoint or ``--raise-as`` class. In ``manual`` mode each call is
+put to the user on the terminal; with a standard input that is not a terminal the command refuses before
+anything runs. ``--raise-as`` classes are imported like the entrypoint (named by the user, never by the
+bundle); the report judges what the entrypoint then does by the usual rules (docs/decisions.md).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from stepfork.cli.options import RAISE_AS_HELP
 
 CLI_MODES = ("frozen", "live", "forbidden", "manual")
 
@@ -30,17 +37,23 @@ def replay(
         list[str] | None,
         typer.Option("--allow-live-tool", help="Authorize a named tool to execute in live mode. Repeatable."),
     ] = None,
+    raise_as: Annotated[
+        list[str] | None,
+        typer.Option("--raise-as", metavar="TYPE=MODULE:CLASS", help=RAISE_AS_HELP),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Show full diagnostic fingerprints instead of abbreviated ones.")
     ] = False,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
+    from stepfork.cli.options import parse_raise_as
     from stepfork.cli.output import fail, sanitize_text
 
     if mode not in CLI_MODES:
         fail(f"Invalid replay mode {mode}.", 2)
     if not entrypoint:
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
+    classes = parse_raise_as(raise_as)
     approve = None
     if mode == "manual":
         if not sys.stdin.isatty():
@@ -49,29 +62,66 @@ def replay(
 
     from stepfork.replay.entrypoint import EntrypointError
     from stepfork.replay.outcome import replay_entrypoint
+    from stepfork.replay.raise_as import RaiseAsClassError
     from stepfork.trace.errors import TraceError
 
     try:
-        outcome = replay_entrypoint(
-            path, entrypoint, mode=mode, allow_live_tools=allow_live_tool or None, approve=approve
-        )
+        with _raise_as_warnings_as_lines():
+            outcome = replay_entrypoint(
+                path,
+                entrypoint,
+                mode=mode,
+                allow_live_tools=allow_live_tool or None,
+                approve=approve,
+                raise_as=classes,
+            )
+    except RaiseAsClassError as exc:
+        fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
     except EntrypointError as exc:
         fail(f"Unable to resolve entrypoint.\n{_entrypoint_detail(exc)}", 2)
     except TraceError as exc:
         fail(f"Unreadable trace {path}: {sanitize_text(str(exc))}", 2)
     except ValueError as exc:
         fail(sanitize_text(str(exc)), 2)
-    _render(outcome, path, entrypoint, verbose=verbose)
+    for key in outcome.raise_as_unmatched:
+        typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
+    _render(outcome, path, entrypoint, classes, verbose=verbose)
     raise typer.Exit(outcome.exit_code)
 
 
-def _entrypoint_detail(exc: Any) -> str:
-    """The spec's detail line for each EntrypointError code (spec "replay", Common errors)."""
+def _entrypoint_detail(exc: Any, what: str = "entrypoint") -> str:
+    """The spec's detail line for each EntrypointError code (spec "replay", Common errors); with
+    ``what="class"``, the same lines for a ``--raise-as`` class (a RaiseAsClassError, whose ``detail`` is
+    the resolver's message without the ``raise_as['TYPE']:`` prefix)."""
+    form = "MODULE:CLASS" if what == "class" else "MODULE:FUNCTION"
     if exc.code == "bad_form":
-        return f"invalid entrypoint {exc.spec!r}; expected the form MODULE:FUNCTION"
+        return f"invalid {what} {exc.spec!r}; expected the form {form}"
     if exc.code == "not_callable":
-        return f"entrypoint {exc.spec!r} is not callable"
-    return str(exc)
+        return f"{what} {exc.spec!r} is not callable"
+    return str(getattr(exc, "detail", exc))
+
+
+@contextmanager
+def _raise_as_warnings_as_lines() -> Iterator[None]:
+    """Print each RaiseAsWarning (a ``--raise-as`` class that could not be applied as asked) as one
+    ``Warning:`` line on stderr instead of Python's two-line warning; other warnings are untouched."""
+    import warnings
+
+    from stepfork.cli.output import sanitize_text
+    from stepfork.replay.raise_as import RaiseAsWarning
+
+    shown = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, RaiseAsWarning):
+            typer.echo(f"Warning: {sanitize_text(str(message))}", err=True)
+        else:
+            shown(message, category, *args, **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", RaiseAsWarning)
+        warnings.showwarning = show
+        yield
 
 
 def _ask(call: Any) -> bool:
@@ -89,7 +139,10 @@ def _ask(call: Any) -> bool:
     return typer.confirm(f"Approve {call.kind} {label} with input {shown}?", default=False, err=True)
 
 
-def _render(outcome: Any, path: Path, entrypoint: str, *, verbose: bool) -> None:
+def _render(
+    outcome: Any, path: Path, entrypoint: str, classes: dict[str, str] | None, *, verbose: bool
+) -> None:
+    from stepfork.cli.options import describe_raise_as
     from stepfork.cli.output import compact, sanitize_text
 
     lines = [
@@ -99,9 +152,10 @@ def _render(outcome: Any, path: Path, entrypoint: str, *, verbose: bool) -> None
         f"{'Agent':<14}{sanitize_text(outcome.agent_name)}",
         f"{'Entrypoint':<14}{entrypoint}",
         f"{'Mode':<14}{outcome.mode}",
-        "",
-        "Dependency Calls",
     ]
+    if classes:
+        lines.append(f"{'Raise as':<14}{describe_raise_as(classes)}")
+    lines += ["", "Dependency Calls"]
     if not outcome.calls:
         lines.append("  (none reached)")
     for call in outcome.calls:

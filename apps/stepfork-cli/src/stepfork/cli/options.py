@@ -1,0 +1,68 @@
+"""Parsing of options shared by several commands: ``--raise-as TYPE=MODULE:CLASS`` (replay, export).
+
+A bad value is refused here, before any bundle is read or any module imported, with one line on stderr and
+exit 2, as the commands refuse other bad options (spec/cli-reference.txt, exit code conventions).
+"""
+
+from __future__ import annotations
+
+RAISE_AS_HELP = (
+    "Raise a recorded failure of error type TYPE (qualified or short) as your exception class "
+    "MODULE:CLASS, imported like the entrypoint, so your agent's except clause runs. Repeatable."
+)
+
+_FORM = "expected TYPE=MODULE:CLASS, for example app.errors.RateLimited=app.errors:RateLimited"
+
+
+def _dotted(text: str, *, allow_locals: bool = False) -> bool:
+    """True when every dot-separated part of ``text`` is a Python identifier (or ``<locals>``, the part a
+    class defined inside a function has in its recorded qualified name)."""
+    return all(part.isidentifier() or (allow_locals and part == "<locals>") for part in text.split("."))
+
+
+def _problem(value: str) -> str | None:
+    """Why ``value`` is not ``TYPE=MODULE:CLASS``, or None."""
+    error_type, equals, target = value.partition("=")
+    if not equals:
+        return "no '=' between TYPE and MODULE:CLASS"
+    if not error_type or not _dotted(error_type, allow_locals=True):
+        return "TYPE must be a recorded error type name (dotted identifiers)"
+    module, colon, attribute = target.partition(":")
+    if not colon or not module or not _dotted(module):
+        return "MODULE must be a dotted module path, followed by ':'"
+    if not attribute or not _dotted(attribute):
+        return "CLASS must be a class name (or dotted attribute path) in MODULE"
+    return None
+
+
+def parse_raise_as(values: list[str] | None) -> dict[str, str] | None:
+    """Parse the repeated ``--raise-as TYPE=MODULE:CLASS`` values into ``{TYPE: "MODULE:CLASS"}``.
+
+    Args:
+        values: the option's values as typed (None or empty when not given).
+
+    Returns:
+        The mapping in the order given, or None when the option was not given.
+
+    Raises:
+        typer.Exit: (2), after printing one line, for a value of another shape or a TYPE given twice.
+    """
+    if not values:
+        return None
+    from stepfork.cli.output import fail, sanitize_text
+
+    mapping: dict[str, str] = {}
+    for value in values:
+        problem = _problem(value)
+        if problem is not None:
+            fail(f"Invalid --raise-as {sanitize_text(repr(value))}: {problem}; {_FORM}.", 2)
+        error_type, _, target = value.partition("=")
+        if error_type in mapping:
+            fail(f"--raise-as names the error type {error_type!r} twice; give each TYPE once.", 2)
+        mapping[error_type] = target
+    return mapping
+
+
+def describe_raise_as(mapping: dict[str, str]) -> str:
+    """``TYPE=MODULE:CLASS, ...`` for a report header (the values were validated: no control text)."""
+    return ", ".join(f"{error_type}={target}" for error_type, target in mapping.items())

@@ -1,0 +1,167 @@
+"""The files around a pytest export: its errors and result, the reviewed JSON inputs it reads
+(``--expect-output``, ``--expect-trajectory``) and the atomic write of the generated test.
+
+Split from :mod:`stepfork.analysis.export` (code generation) to keep modules small; everything public here
+is re-exported there, which stays the import path (spec "export"; interop/REFERENCE-NOTES.md section 6).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ExportError",
+    "ExportExistsError",
+    "ExportResult",
+    "load_expectation_file",
+    "load_trajectory_file",
+    "write_atomically",
+]
+
+
+class ExportError(ValueError):
+    """Export cannot produce a test.
+
+    Attributes:
+        code: ``invalid_mode``, ``invalid_option``, ``invalid_trace``, ``invalid_expectation``,
+            ``invalid_trajectory``, ``missing_entrypoint``, ``unsafe_source``, ``write_failed`` or
+            ``already_exists``. The CLI maps ``already_exists``/``write_failed`` to exit 1, the rest to 2
+            (interop/REFERENCE-NOTES.md section 4 table).
+        path: the file concerned, when one is.
+    """
+
+    def __init__(self, message: str, *, code: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.path = path
+
+
+class ExportExistsError(ExportError):
+    """The destination exists and ``overwrite`` was not given (message: ``<path> already exists; ...``)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"{path} already exists; pass --overwrite to replace it.", code="already_exists", path=str(path)
+        )
+
+
+class ExportResult:
+    """What :func:`export_pytest_test` wrote; it also behaves as the written :class:`~pathlib.Path`.
+
+    Attributes:
+        path: the written test file.
+        expectation: the (redacted) expectation embedded, or None when there is none.
+        has_expectation: whether the test asserts an output.
+        expectation_source: ``"file"`` (--expect-output), ``"recorded"`` (the recorded run output), or
+            ``"none"`` (the recorded run has no completed output; only replay conformance is checked).
+        raise_as_unmatched: the ``raise_as`` keys that match no failure the replay serves (written all
+            the same: a mapping may serve many bundles; for one bundle often a typo).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        expectation: Any,
+        has_expectation: bool,
+        expectation_source: str,
+        raise_as_unmatched: tuple[str, ...] = (),
+    ) -> None:
+        self.path = path
+        self.expectation = expectation
+        self.has_expectation = has_expectation
+        self.expectation_source = expectation_source
+        self.raise_as_unmatched = raise_as_unmatched
+
+    # The reference's export_pytest_test returns the written Path (interop/REFERENCE-API.md); the result
+    # stands in for it: os.fspath(), str(), == and Path attributes (read_text, name...) go to ``path``.
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ExportResult):
+            return self.path == other.path
+        return self.path == other
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "path":
+            raise AttributeError(name)
+        return getattr(self.path, name)
+
+
+def load_expectation_file(path: str | os.PathLike[str]) -> Any:
+    """Read an ``--expect-output`` JSON file and return its value, redacted (interop notes section 3).
+
+    Raises:
+        ExportError: ``invalid_expectation`` with ``--expect-output is not valid JSON: <detail>.`` when
+            the file cannot be read or parsed.
+    """
+    from stepfork.trace.canonical import loads_json
+    from stepfork.trace.redaction import redact_json
+
+    try:
+        value = loads_json(Path(path).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise ExportError(
+            f"--expect-output is not valid JSON: {exc}.", code="invalid_expectation", path=str(path)
+        ) from exc
+    return redact_json(value).value
+
+
+def load_trajectory_file(path: str | os.PathLike[str]) -> Any:
+    """Read and check an ``--expect-trajectory`` JSON file (the shape of ``assert_trajectory``).
+
+    Raises:
+        ExportError: ``invalid_trajectory`` with ``Invalid --expect-trajectory: <detail>`` when the file
+            is unreadable, not JSON, or of an unsupported shape.
+    """
+    from stepfork.replay.assertions import validate_trajectory_expectation
+    from stepfork.trace.canonical import loads_json
+    from stepfork.trace.redaction import redact_json
+
+    try:
+        value = loads_json(Path(path).read_bytes())
+        validate_trajectory_expectation(value)
+    except (OSError, ValueError, TypeError) as exc:
+        raise ExportError(
+            f"Invalid --expect-trajectory: {exc}", code="invalid_trajectory", path=str(path)
+        ) from exc
+    return redact_json(value).value
+
+
+def write_atomically(destination: Path, source: str, *, overwrite: bool) -> None:
+    """Write via a temp file in the same directory; ``os.link`` refuses an existing file when not
+    overwriting (no check-then-write race), ``os.replace`` replaces it when overwriting."""
+    if destination.exists() and not overwrite:
+        raise ExportExistsError(destination)
+    directory = destination.parent if str(destination.parent) else Path(".")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise ExportError(f"cannot write {destination}: {exc}", code="write_failed") from exc
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(source)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if overwrite:
+            os.replace(tmp, destination)
+        else:
+            try:
+                os.link(tmp, destination)
+            except FileExistsError:
+                raise ExportExistsError(destination) from None
+    except OSError as exc:
+        raise ExportError(f"cannot write {destination}: {exc}", code="write_failed") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
