@@ -58,3 +58,21 @@ def test_an_int_where_a_float_was_recorded_diverges() -> None:
     with ReplaySession.from_trace(trace), pytest.raises(ReplayMismatchError) as info:
         measure(1, 1)  # type: ignore[arg-type]
     assert info.value.code == "input_diverged"
+
+
+def test_a_diagnostic_built_after_the_call_was_consumed_still_fingerprints_the_live_input() -> None:
+    # The recorded output {"ok": 1} does not fit list[int]: the error is built after the call was consumed
+    # and its cached live bytes released, so the fingerprint is computed again, to the same value.
+    @trace_tool(name="measure")
+    def measure_as_list(x: float, n: int) -> list[int]:
+        return []
+
+    live_input = {"x": 2.5, "n": 7}
+    trace = _one_call(live_input, fingerprint(live_input))
+    with ReplaySession.from_trace(trace) as replay, pytest.raises(ReplayMismatchError) as info:
+        measure_as_list(2.5, 7)
+    assert info.value.code == "output_annotation_mismatch"
+    diagnostic = info.value.diagnostic
+    assert diagnostic.actual_input_fingerprint == diagnostic.expected_input_fingerprint
+    assert diagnostic.actual_input_fingerprint == fingerprint(live_input)
+    assert replay.executed_calls[0].input == live_input

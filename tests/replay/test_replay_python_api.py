@@ -122,3 +122,30 @@ def test_a_call_from_a_thread_without_the_context_is_served_with_a_warning_and_s
     assert isinstance(errors[0], ReplayMismatchError)
     assert agents.CALLS == []
     assert replay.divergence is errors[0]
+
+
+def test_consumed_call_records_are_built_on_read_and_stay_the_same_objects_as_the_run_goes_on(
+    recorder,
+) -> None:
+    path = recorder(agents.booking_agent)
+    agents.CALLS.clear()
+    with ReplaySession.from_trace(path) as replay:
+        assert (replay.matched, replay.executed_calls, replay.summary.matched) == ([], (), ())
+        flights = agents.search_flights("Paris")
+        first_matched, first_executed = replay.matched[0], replay.executed_calls[0]
+        choice = agents.pick(flights)
+        agents.book_flight(choice["pick"])
+        replay.verify_complete()
+    assert [(m.index, m.label, m.action) for m in replay.matched] == [
+        (0, "search_flights", "substituted"),
+        (1, "openai/gpt-test", "substituted"),
+        (2, "book_flight", "substituted"),
+    ]
+    assert replay.matched[0] is first_matched
+    assert replay.executed_calls[0] is first_executed
+    assert replay.summary.matched == tuple(replay.matched)
+    assert [(c.input, c.status, c.step) for c in replay.executed_calls][::2] == [
+        ({"city": "Paris", "limit": 10}, "ok", replay.calls[0].step),
+        ({"flight": "Paris-B"}, "ok", replay.calls[2].step),
+    ]
+    assert agents.CALLS == []

@@ -308,3 +308,38 @@ def test_partials_and_callable_objects_can_be_tools() -> None:
         ("score", {"text": "abc", "scale": 1}),
         ("partial", {"b": 5}),
     ]
+
+
+def test_boundary_call_is_a_frozen_dataclass_built_by_position_or_keyword() -> None:
+    import dataclasses
+
+    by_position = BoundaryCall("llm", "gpt", {"q": 1}, "openai", "gpt", "live", dict, "m:f")
+    by_keyword = BoundaryCall(
+        kind="llm",
+        name="gpt",
+        input={"q": 1},
+        provider="openai",
+        model="gpt",
+        replay_policy="live",
+        return_type=dict,
+        function="m:f",
+    )
+    assert by_position == by_keyword
+    assert [f.name for f in dataclasses.fields(BoundaryCall)] == [
+        "kind",
+        "name",
+        "input",
+        "provider",
+        "model",
+        "replay_policy",
+        "return_type",
+        "function",
+    ]
+    defaults = BoundaryCall("tool", "search", [])
+    assert (defaults.provider, defaults.model, defaults.replay_policy) == (None, None, "frozen")
+    assert (defaults.return_type, defaults.function, defaults.label) == (None, None, "search")
+    assert dataclasses.replace(defaults, input=[1]).input == [1]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        defaults.name = "other"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        BoundaryCall("tool", "search")  # type: ignore[call-arg]

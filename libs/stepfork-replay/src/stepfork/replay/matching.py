@@ -23,7 +23,7 @@ from stepfork.replay.diagnostics import Diagnostic, first_difference, model_fing
 from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
-from stepfork.trace.canonical import canonical_json
+from stepfork.trace.canonical import canonical_json, fingerprint
 from stepfork.trace.jsonable import take_plain_facts
 from stepfork.trace.redaction import redact_json
 
@@ -52,6 +52,15 @@ class LiveInput:
         """The raw canonical bytes when they are orjson's own (no float on the checked path), else None."""
         if facts is not None and not facts.risky_floats:
             self._raw_bytes = self.plain_bytes = facts.encoded
+
+    def release_bytes(self) -> None:
+        """Forget the cached canonical bytes; they are computed again if asked for.
+
+        For a consumed call, whose LiveInput the session keeps (``executed_calls``) only for :attr:`value`:
+        2 KB of bytes kept alive per call cost more than all the session's own per-call work (fresh
+        memory instead of the block just freed; docs/performance.md, "Replay").
+        """
+        self._raw_bytes = self._bytes = self.plain_bytes = None
 
     @property
     def value(self) -> Any:
@@ -123,6 +132,7 @@ class CallCursor:
     def consume(self, expected: RecordedCall) -> None:
         """Consume ``expected``, the call :meth:`select` returned and the checks accepted."""
         self.position += 1
+        self._canonical.pop(expected.index, None)  # no check reads a consumed call's input bytes again
 
     @property
     def pending(self) -> int:
@@ -133,12 +143,8 @@ class CallCursor:
         """Labels of the unconsumed calls, in recorded order."""
         return tuple(call.label for call in self.calls[self.position :])
 
-    def remember_input_bytes(self, call: RecordedCall, data: bytes) -> None:
-        """Record ``data`` as the canonical bytes of ``call``'s input (the caller proved they are)."""
-        self._canonical[call.index] = data
-
     def recorded_input_bytes(self, call: RecordedCall) -> bytes:
-        """Canonical bytes of the recorded input (computed once per call)."""
+        """Canonical bytes of the recorded input (computed once per call, kept until it is consumed)."""
         cached = self._canonical.get(call.index)
         if cached is None:
             cached = canonical_json(call.input, assume_json=True)
@@ -281,7 +287,7 @@ def check_input(
             ``recommendation`` set) or ``input_diverged`` (``diagnostic.difference`` names the first
             differing JSON path, C7/C12).
     """
-    if compare and _same_plain_input(cursor, expected, live):
+    if compare and _same_plain_input(expected, live):
         return
     expected_bytes = cursor.recorded_input_bytes(expected)
     if expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
@@ -309,7 +315,7 @@ def check_input(
         )
 
 
-def _same_plain_input(cursor: CallCursor, expected: RecordedCall, live: LiveInput) -> bool:
+def _same_plain_input(expected: RecordedCall, live: LiveInput) -> bool:
     """True when the live input's canonical bytes equal the recorded input's and match its stored hash.
 
     The fast path of :func:`check_input`, one orjson encoding and one SHA-256: the live bytes are orjson's
@@ -325,10 +331,9 @@ def _same_plain_input(cursor: CallCursor, expected: RecordedCall, live: LiveInpu
         recorded = orjson.dumps(expected.input, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:  # an int beyond 64 bits: the checked path
         return False
-    if recorded != data or (expected.input_hash is not None and _sha(data) != expected.input_hash):
-        return False
-    cursor.remember_input_bytes(expected, data)
-    return True
+    # Not cached in the cursor (2 KB per call kept alive, see LiveInput.release_bytes): only a failing later
+    # check needs them, and computes them again.
+    return recorded == data and (expected.input_hash is None or _sha(data) == expected.input_hash)
 
 
 def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> None:
@@ -343,9 +348,8 @@ def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall
             f"no captured result for recorded {expected.kind} {expected.label!r}",
             build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
         )
-    if (
-        expected.output_hash is not None
-        and _sha(canonical_json(expected.output, assume_json=True)) != expected.output_hash
+    if expected.output_hash is not None and fingerprint(expected.output, assume_json=True) != (
+        expected.output_hash
     ):
         raise _mismatch(
             "invalid_output_fingerprint",

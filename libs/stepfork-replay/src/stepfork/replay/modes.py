@@ -157,6 +157,8 @@ def check_call_policy(mode: str, expected: RecordedCall, call: BoundaryCall, liv
         ReplayPolicyError: ``forbidden_policy`` for ``forbidden``; ``manual_policy`` for ``manual`` outside
             mode ``manual``. ``live``/``derived`` stored on an event read as frozen.
     """
+    if expected.policy == "frozen" and call.replay_policy == "frozen":
+        return  # the common case, without building the loop below
     for where, policy in (("recorded event", expected.policy), ("call site", call.replay_policy)):
         if policy == "forbidden" or (policy == "manual" and mode != "manual"):
             needs = " without approval (mode='manual')" if policy == "manual" else ""

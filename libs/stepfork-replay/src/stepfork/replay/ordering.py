@@ -137,6 +137,7 @@ class ConcurrentCursor(CallCursor):
         if not self._consumed[expected.index]:
             self._consumed[expected.index] = 1
             self._count += 1
+            self._canonical.pop(expected.index, None)  # as CallCursor.consume
 
     def advance(self) -> None:
         """Consume the earliest unconsumed call (what :meth:`peek` returns)."""

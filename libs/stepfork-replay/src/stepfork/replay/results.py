@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stepfork.replay.matching import LiveInput
+from stepfork.replay.plan import RecordedCall
 from stepfork.trace.models import EventStatus
 
 
@@ -106,3 +107,66 @@ class ReplaySummary:
     mode: str
     matched: tuple[MatchedCall, ...]
     remaining: tuple[str, ...]
+
+
+class ServedCalls:
+    """The calls a session consumed, in order; their MatchedCall/ExecutedCall records are built on read.
+
+    A consumed call costs three list appends of objects that already exist (the recorded call, the
+    :class:`LiveInput`, the action): building two records and an ``EventStatus`` per call was about a
+    tenth of a replayed call's cost, and each record was one more long-lived object for the cyclic GC to
+    walk (docs/performance.md, "Replay"). The records are built once, on the first read that needs them,
+    and kept, so every read returns the same objects. Not thread-safe on its own: the session serializes
+    :meth:`add` and the reads.
+    """
+
+    __slots__ = ("_actions", "_calls", "_executed", "_inputs", "_matched")
+
+    def __init__(self) -> None:
+        self._calls: list[RecordedCall] = []
+        self._inputs: list[LiveInput] = []
+        self._actions: list[str] = []
+        self._matched: list[MatchedCall] = []
+        self._executed: list[ExecutedCall] = []
+
+    def add(self, expected: RecordedCall, live: LiveInput, action: str) -> None:
+        """Record that ``expected`` was consumed by a live call with input ``live``; ``action`` is
+        ``"executed"`` (the body ran) or ``"substituted"`` (the recorded outcome was served).
+
+        Only ``live.value`` is read from now on, so its cached bytes are released (recomputed on demand).
+        """
+        live.release_bytes()
+        self._calls.append(expected)
+        self._inputs.append(live)
+        self._actions.append(action)
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def _build(self) -> None:
+        """Build the records of the calls added since the last read."""
+        for position in range(len(self._matched), len(self._calls)):
+            expected, action = self._calls[position], self._actions[position]
+            executed = action == "executed"
+            self._matched.append(MatchedCall(expected.index, expected.kind, expected.label, action))
+            self._executed.append(
+                ExecutedCall(
+                    expected.index,
+                    expected.kind,
+                    expected.label,
+                    self._inputs[position],
+                    None if executed else EventStatus(expected.status),
+                    action,
+                    expected.step,
+                )
+            )
+
+    def matched(self) -> list[MatchedCall]:
+        """The :class:`MatchedCall` of every consumed call, in order (the cached list: copy it)."""
+        self._build()
+        return self._matched
+
+    def executed(self) -> list[ExecutedCall]:
+        """The :class:`ExecutedCall` of every consumed call, in order (the cached list: copy it)."""
+        self._build()
+        return self._executed

@@ -52,14 +52,13 @@ from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, 
 from stepfork.replay.ordering import ConcurrentCursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
-from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary
+from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
 from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace, read_extension
 from stepfork.trace.errors import TraceError
-from stepfork.trace.models import EventStatus
 from stepfork.trace.recording import OrphanCallWarning
 
 T = TypeVar("T")
@@ -146,8 +145,7 @@ class ReplaySession:
             else ConcurrentCursor(self.calls, overlap=self.ordering == "concurrent")
         )
         self._lock = threading.RLock()
-        self._matched: list[MatchedCall] = []
-        self._executed: list[ExecutedCall] = []
+        self._served = ServedCalls()  # records built on read (see ServedCalls)
         self._divergence: ReplayError | None = None
         self._orphan_warned = False
         self.bundle_path: Path | None = None  # set by from_trace(path); see metadata()
@@ -238,12 +236,14 @@ class ReplaySession:
     @property
     def matched(self) -> list[MatchedCall]:
         """The consumed calls, in order (a copy)."""
-        return list(self._matched)
+        with self._lock:
+            return list(self._served.matched())
 
     @property
     def executed_calls(self) -> tuple[ExecutedCall, ...]:
         """The calls reached and consumed, in order, with redacted inputs (failed calls included)."""
-        return tuple(self._executed)
+        with self._lock:
+            return tuple(self._served.executed())
 
     @property
     def pending(self) -> int:
@@ -258,7 +258,9 @@ class ReplaySession:
     @property
     def summary(self) -> ReplaySummary:
         """:class:`ReplaySummary` of the session as it stands."""
-        return ReplaySummary(self.mode, tuple(self._matched), self._cursor.remaining_labels())
+        with self._lock:
+            matched = tuple(self._served.matched())
+        return ReplaySummary(self.mode, matched, self._cursor.remaining_labels())
 
     def verify_complete(self) -> None:
         """Check that the replay consumed every visible recorded call and never diverged.
@@ -321,7 +323,8 @@ class ReplaySession:
         with self._lock:
             cursor = self._cursor
             expected = check_identity(cursor.select(call, live, self._compares), call, live)
-            live_llm = not self._compares(expected)
+            # not self._compares(expected), inlined: this runs once per replayed call
+            live_llm = self.hybrid and expected.kind == "llm" and expected.label in self.live_llms
             check_input(cursor, expected, call, live, compare=not live_llm)
             check_call_policy(mode, expected, call, live)
             if not live_llm:
@@ -331,22 +334,10 @@ class ReplaySession:
                 check_live_tool(self.allow_live_tools, expected, call, live)
                 execute = True
             cursor.consume(expected)
-            action = "executed" if execute else "substituted"
-            self._matched.append(MatchedCall(expected.index, expected.kind, expected.label, action))
-            self._executed.append(
-                ExecutedCall(
-                    expected.index,
-                    expected.kind,
-                    expected.label,
-                    live,
-                    None if execute else EventStatus(expected.status),
-                    action,
-                    expected.step,
-                )
-            )
+            self._served.add(expected, live, "executed" if execute else "substituted")
         if execute:
             return True, None
-        if expected.status == EventStatus.ERROR.value:
+        if expected.status == "error":  # EventStatus.ERROR.value
             raise recorded_failure(expected, call, live, self._raise_as)
         return False, rebuild_output(expected, call, live)  # a mismatch diverges in _decide
 
@@ -378,7 +369,8 @@ class ReplaySession:
 
     def _decision(self, call: BoundaryCall) -> ReplayDecision:
         execute, value = self._decide(call, False)
-        return ReplayDecision(execute, value, self._matched[-1])
+        with self._lock:
+            return ReplayDecision(execute, value, self._served.matched()[-1])
 
     def before_tool(self, *, name: str, input: Any) -> ReplayDecision:
         """Match a tool call given by name and JSON input; return what to do (REFERENCE-API.md)."""

@@ -35,7 +35,7 @@ T = TypeVar("T")
 CallKind = Literal["tool", "llm"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class BoundaryCall:
     """One instrumented dependency call, as recording and replay see it.
 
@@ -64,6 +64,30 @@ class BoundaryCall:
     return_type: Any = None
     function: str | None = None
 
+    def __init__(
+        self,
+        kind: CallKind,
+        name: str,
+        input: Any,
+        provider: str | None = None,
+        model: str | None = None,
+        replay_policy: str = "frozen",
+        return_type: Any = None,
+        function: str | None = None,
+    ) -> None:
+        """Set the fields (see the class docstring); a missing ``kind``, ``name`` or ``input`` raises
+        TypeError, as the generated dataclass ``__init__`` does, and the instance is frozen after."""
+        # The generated frozen __init__ with the slots' own setters: one BoundaryCall is built per
+        # instrumented call, and the generated one (object.__setattr__ looked up per field) cost twice this.
+        _set_kind(self, kind)
+        _set_name(self, name)
+        _set_input(self, input)
+        _set_provider(self, provider)
+        _set_model(self, model)
+        _set_replay_policy(self, replay_policy)
+        _set_return_type(self, return_type)
+        _set_function(self, function)
+
     @property
     def label(self) -> str:
         """The name the spec uses for this call: the tool name, ``provider/model``, or ``model``."""
@@ -72,6 +96,15 @@ class BoundaryCall:
         if self.provider:
             return f"{self.provider}/{self.model or self.name}"
         return self.model or self.name
+
+
+_slot: Any = BoundaryCall.__dict__  # the slot descriptors of the fields (set once, by __init__)
+_set_kind, _set_name, _set_input, _set_provider = (
+    _slot[n].__set__ for n in ("kind", "name", "input", "provider")
+)
+_set_model, _set_replay_policy, _set_return_type, _set_function = (
+    _slot[n].__set__ for n in ("model", "replay_policy", "return_type", "function")
+)
 
 
 @runtime_checkable

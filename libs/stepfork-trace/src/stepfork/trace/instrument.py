@@ -140,7 +140,9 @@ class _ToolSpec:
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
         """Bound arguments with defaults applied and self/cls dropped; None when binding fails."""
-        sig = self.signature()
+        sig = self._sig
+        if isinstance(sig, bool):  # False: not computed yet
+            sig = self.signature()
         if sig is None:
             return {"args": list(args), "kwargs": kwargs}
         names = self._names
@@ -164,10 +166,19 @@ class _ToolSpec:
     ) -> dict[str, Any] | None:
         """What ``sig.bind`` + ``apply_defaults`` give for a simple signature; None: use ``sig.bind``."""
         given = len(args)
-        if kwargs and any(k not in names or names.index(k) < given for k in kwargs):
-            return None  # unknown or duplicate keyword: sig.bind reports it
         defaults = self._defaults
-        arguments: dict[str, Any] = {}
+        if not kwargs:  # positional only, the common case: the same dict, built without the loop below
+            arguments = dict(zip(names, args, strict=False))  # len(args) <= len(names)
+            for name in names[given:]:
+                if name not in defaults:
+                    return None  # a missing argument: sig.bind reports it
+                arguments[name] = defaults[name]
+            if self.drop_first:
+                del arguments[names[0]]
+            return arguments
+        if any(k not in names or names.index(k) < given for k in kwargs):
+            return None  # unknown or duplicate keyword: sig.bind reports it
+        arguments = {}
         for index, name in enumerate(names):
             if index < given:
                 arguments[name] = args[index]
@@ -182,13 +193,10 @@ class _ToolSpec:
         return arguments
 
     def call(self, arguments: dict[str, Any]) -> BoundaryCall:
+        return_type = self._return_type if self._hints_done else self.return_type()
+        # positional: BoundaryCall(kind, name, input, provider, model, replay_policy, return_type, function)
         return BoundaryCall(
-            kind="tool",
-            name=self.name,
-            input=_jsonable(arguments),
-            replay_policy=self.policy,
-            return_type=self.return_type(),
-            function=self.function,
+            "tool", self.name, _jsonable(arguments), None, None, self.policy, return_type, self.function
         )
 
 
