@@ -131,11 +131,14 @@ def test_consumed_call_records_are_built_on_read_and_stay_the_same_objects_as_th
     agents.CALLS.clear()
     with ReplaySession.from_trace(path) as replay:
         assert (replay.matched, replay.executed_calls, replay.summary.matched) == ([], (), ())
+        assert (replay.consumed, replay.last_consumed_index) == (0, None)
         flights = agents.search_flights("Paris")
         first_matched, first_executed = replay.matched[0], replay.executed_calls[0]
         choice = agents.pick(flights)
+        assert (replay.consumed, replay.last_consumed_index) == (2, 1)
         agents.book_flight(choice["pick"])
         replay.verify_complete()
+    assert (replay.consumed, replay.last_consumed_index) == (3, 2)
     assert [(m.index, m.label, m.action) for m in replay.matched] == [
         (0, "search_flights", "substituted"),
         (1, "openai/gpt-test", "substituted"),

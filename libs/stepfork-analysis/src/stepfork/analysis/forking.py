@@ -123,10 +123,11 @@ class _ForkHandler:
         self.live_calls = 0
 
     def _frozen_now(self) -> bool:
-        return len(self.session.matched) < self.frozen_count
+        return bool(self.session.consumed < self.frozen_count)
 
     def _override(self, call: Any) -> tuple[bool, Any]:
-        index = self.session.matched[-1].index if self.session.matched else -1
+        last = self.session.last_consumed_index
+        index = -1 if last is None else last
         if index in self.overrides:
             from stepfork.trace import from_jsonable
 

@@ -143,6 +143,10 @@ class ServedCalls:
     def __len__(self) -> int:
         return len(self._calls)
 
+    def last_index(self) -> int | None:
+        """The recorded index of the last call served, or None before the first."""
+        return self._calls[-1].index if self._calls else None
+
     def _build(self) -> None:
         """Build the records of the calls added since the last read."""
         for position in range(len(self._matched), len(self._calls)):

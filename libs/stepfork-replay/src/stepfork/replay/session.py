@@ -240,6 +240,17 @@ class ReplaySession:
             return list(self._served.matched())
 
     @property
+    def consumed(self) -> int:
+        """Number of recorded calls consumed so far: ``len(matched)`` without building the records."""
+        return len(self._served)
+
+    @property
+    def last_consumed_index(self) -> int | None:
+        """The recorded index of the last consumed call (``matched[-1].index``), or None before the first."""
+        with self._lock:
+            return self._served.last_index()
+
+    @property
     def executed_calls(self) -> tuple[ExecutedCall, ...]:
         """The calls reached and consumed, in order, with redacted inputs (failed calls included)."""
         with self._lock:
