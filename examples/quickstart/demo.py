@@ -5,6 +5,10 @@ validate and inspect the bundle, replay it against the buggy and the fixed code,
 with the corrected expectation, and run that test against both. Everything is written into one working
 directory (a fresh temporary directory, or ``--output-dir``); the source tree is never touched.
 
+``--output-dir DIR`` must be new, empty, or a directory an earlier run of this demo made (it holds the
+marker file ``.stepfork-demo``): the demo then replaces its own files there and nothing else. Any other
+non-empty directory is refused with one line and exit 2, so a file of yours is never overwritten.
+
     hatch run demo                      # or: python examples/quickstart/demo.py --output-dir /tmp/sf-demo
 """
 
@@ -20,6 +24,44 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BUNDLE = "notify.sftrace"
+MARKER = ".stepfork-demo"
+# Everything a run writes into its working directory: what a re-run into the same directory replaces.
+DEMO_FILES = (
+    "quickstart.py",
+    "expected.json",
+    BUNDLE,
+    "test_notify_buggy.py",
+    "test_notify_fixed.py",
+    "receipts",
+)
+
+
+def prepare_workdir(workdir: Path) -> str | None:
+    """Make ``workdir`` ready for a run: create it, or clear the files a previous demo run wrote there.
+
+    Returns None when ready, else why ``workdir`` is refused: it is not a directory, or it is a non-empty
+    directory without the demo's marker (someone else's files, never touched).
+    """
+    if workdir.exists() and not workdir.is_dir():
+        return f"{workdir} exists and is not a directory"
+    if workdir.is_dir() and any(workdir.iterdir()):
+        if not (workdir / MARKER).is_file():
+            return (
+                f"{workdir} is not empty and was not made by this demo; "
+                "give a new or empty directory (or omit --output-dir for a temporary one)"
+            )
+        for name in DEMO_FILES:  # only the demo's own files; anything else there is left alone
+            path = workdir / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / MARKER).write_text(
+        "Made by examples/quickstart/demo.py; a re-run into this directory replaces the demo's files.\n",
+        encoding="utf-8",
+    )
+    return None
 
 
 def stepfork_command() -> list[str]:
@@ -70,8 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output-dir", type=Path, help="where to write (default: a new temp directory)")
     options = parser.parse_args(argv)
-    workdir = options.output_dir or Path(tempfile.mkdtemp(prefix="stepfork-demo-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = (options.output_dir or Path(tempfile.mkdtemp(prefix="stepfork-demo-"))).resolve()
+    refused = prepare_workdir(workdir)
+    if refused is not None:
+        print(f"demo: {refused}", file=sys.stderr)
+        return 2
     for name in ("quickstart.py", "expected.json"):
         shutil.copy2(HERE / name, workdir / name)
 

@@ -38,6 +38,18 @@ class Sealed(Exception):
         raise TypeError("Sealed takes no subclasses")
 
 
+class Cancelled(BaseException):
+    pass
+
+
+def interrupt_factory(error):
+    return KeyboardInterrupt(error.message)
+
+
+def cancelled_factory(error):
+    return Cancelled(error.message)
+
+
 @trace_tool
 def quote(symbol: str) -> dict:
     try:

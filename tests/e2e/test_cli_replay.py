@@ -6,6 +6,7 @@ runs of the reference replay through small entrypoints (tests/e2e/entrypoints/go
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -170,3 +171,39 @@ def test_the_quickstart_bug_reproduces_and_the_fix_diverges(quickstart: Path) ->
     fixed = run_cli("replay", "notify.sftrace", "--entrypoint", "quickstart:run_agent_fixed", cwd=quickstart)
     assert fixed.code == 1, fixed.text
     assert _field(fixed.out, "Recorded behavior") == "DIVERGED"
+
+
+def test_a_completed_run_shows_its_final_result_when_the_calls_diverged(golden_copy) -> None:
+    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_other_city_recovers")
+    assert result.code == 1, result.text
+    assert _field(result.out, "Dependency matching") == "DIVERGED"
+    assert _field(result.out, "Execution") == "COMPLETED"
+    assert _field(result.out, "Recorded behavior") == "NOT COMPARED"
+    # the value the entrypoint returned, redacted as every value printed from a run, never `null`
+    assert _field(result.out, "Final result") == '{"answer":"fallback","key":"[REDACTED]"}'
+    assert "sk-live-0123456789abcdef" not in result.text
+
+
+def test_a_call_past_the_end_of_the_recording_is_described_in_words(golden_copy) -> None:
+    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_asks_again")
+    assert result.code == 1, result.text
+    assert _field(result.out, "Dependency matching") == "DIVERGED"
+    assert "    expected: no further call (the recording ended)" in result.out
+    assert '    actual:   tool weather_lookup  input {"city":"Pokhara"}' in result.out
+    assert "None" not in result.out
+
+
+def test_an_entrypoint_calling_sys_exit_is_reported_not_obeyed(golden_copy) -> None:
+    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_exits")
+    assert result.code == 1, result.text  # not the agent's 3: the report judges the run
+    assert _field(result.out, "Execution") == "RAISED builtins.SystemExit: 3"
+    assert _field(result.out, "Recorded behavior") == "DIVERGED"
+    assert "Traceback" not in result.text
+
+
+@pytest.mark.skipif(os.name != "posix", reason="sends itself SIGINT")
+def test_ctrl_c_prints_interrupted_and_exits_130(golden_copy) -> None:
+    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_interrupted")
+    assert result.code == 130, result.text
+    assert result.err == "Interrupted.\n"
+    assert result.out == ""

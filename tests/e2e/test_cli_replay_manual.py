@@ -5,9 +5,12 @@ Standard input is a pseudo-terminal here; the answers are typed into it before t
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
+import select
 import subprocess
+import termios
 from pathlib import Path
 
 import pytest
@@ -57,3 +60,70 @@ def test_refusing_a_call_stops_the_replay_as_a_divergence(golden_copy) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Dependency matching: DIVERGED" in done.stdout
     assert "weather_lookup" not in done.stderr
+
+
+def _read_until(fd: int, marker: bytes) -> bytes:
+    """Read the terminal's output until ``marker`` appears (a 60 s guard, not a timing assumption)."""
+    seen = b""
+    while marker not in seen:
+        ready, _, _ = select.select([fd], [], [], 60)
+        assert ready, f"no {marker!r} on the terminal; got {seen!r}"
+        seen += os.read(fd, 4096)
+    return seen
+
+
+def _drain(fd: int) -> bytes:
+    seen = b""
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        seen += data
+    return seen
+
+
+def _controlling_terminal() -> None:
+    # a session of its own with the pseudo-terminal as controlling terminal, so ^C typed there is SIGINT
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def test_ctrl_c_at_the_approval_prompt_prints_interrupted_and_exits_130(golden_copy) -> None:
+    master, slave = pty.openpty()
+    try:
+        child = subprocess.Popen(
+            [
+                stepfork_executable(),
+                "replay",
+                str(golden_copy("successful_run")),
+                "--entrypoint",
+                "golden_agents:weather_agent",
+                "--mode",
+                "manual",
+            ],
+            cwd=ENTRYPOINTS,
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            env=cli_env(),
+            preexec_fn=_controlling_terminal,
+        )
+        os.close(slave)
+        slave = -1
+        terminal = _read_until(master, b"[y/N]:")
+        os.write(master, b"\x03")  # Ctrl-C, as typed
+        assert child.wait(timeout=120) == 130
+        terminal += _drain(master)
+        assert child.stdout is not None
+        child.stdout.close()
+    finally:
+        if slave != -1:
+            os.close(slave)
+        os.close(master)
+    text = terminal.decode()
+    assert "Interrupted." in text
+    assert "Aborted!" not in text
+    assert "Traceback" not in text

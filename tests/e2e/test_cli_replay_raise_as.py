@@ -198,6 +198,34 @@ def test_a_class_that_cannot_be_combined_warns_in_one_line_each(work: Path) -> N
     assert result.code == 1, result.text  # the recording completed; this run raised
     assert _field(result.out, "Execution") == "RAISED rl_agent.Sealed: slow"
     lines = result.err.strip().splitlines()
-    assert lines, result.text
-    assert all(line.startswith("Warning: raise_as['RateLimited'] (Sealed)") for line in lines), lines
+    assert len(lines) == 1, result.err  # one line for the class, not one more at the raise
+    assert lines[0].startswith("Warning: raise_as['RateLimited'] (Sealed) cannot be combined"), lines
     assert "warnings.warn" not in result.err
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["builtins:BaseException", "builtins:KeyboardInterrupt", "builtins:SystemExit", "rl_agent:Cancelled"],
+)
+def test_a_class_that_is_not_an_exception_subclass_is_one_line_exit_2(work: Path, target: str) -> None:
+    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", f"RateLimited={target}")
+    assert result.code == 2, result.text
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    name = target.split(":")[1]
+    assert lines[0].startswith(f"raise_as['RateLimited'] must be an Exception subclass, not {name}"), lines
+    assert result.out == ""
+
+
+@pytest.mark.parametrize("factory", ["rl_agent:interrupt_factory", "rl_agent:cancelled_factory"])
+def test_a_factory_returning_a_base_exception_warns_once_and_raises_the_plain_error(
+    work: Path, factory: str
+) -> None:
+    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", f"RateLimited={factory}")
+    assert result.code == 1, result.text  # the agent's except clause did not run: a divergence
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert "could not build the exception" in lines[0]
+    assert "a BaseException that is not an Exception); raised RecordedDependencyError" in lines[0]
+    assert _field(result.out, "Execution").startswith("RAISED stepfork.replay.errors.RecordedDependencyError")
+    assert "Traceback" not in result.text

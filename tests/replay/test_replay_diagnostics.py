@@ -70,3 +70,32 @@ def test_previews_are_canonical_and_bounded() -> None:
     long = preview("x" * 1000)
     assert len(long) == 200
     assert long.endswith("...")
+
+
+def test_a_call_past_the_end_renders_words_not_none() -> None:
+    from stepfork.replay import Diagnostic
+
+    text = Diagnostic(
+        actual_kind="tool", actual_label="noise", actual_input='{"i":0}', actual_input_fingerprint="e" * 64
+    ).render()
+    assert "None" not in text
+    assert text.splitlines()[:3] == [
+        "call past the end of the recording",
+        "  expected: no further call (the recording ended)",
+        '  actual:   tool noise  input {"i":0}',
+    ]
+    assert "input sha256: actual eeeeeeeeeeee…" in text
+
+
+def test_a_replay_that_stopped_early_renders_the_missing_actual_call_in_words() -> None:
+    from stepfork.replay import Diagnostic
+
+    text = Diagnostic(
+        index=1, step=3, expected_kind="tool", expected_label="lookup", expected_input='{"k":"beta"}'
+    ).render(verbose=True)
+    assert "None" not in text
+    assert text.splitlines()[:3] == [
+        "call #2 (step 3)",
+        '  expected: tool lookup  input {"k":"beta"}',
+        "  actual:   no further call (the run ended)",
+    ]

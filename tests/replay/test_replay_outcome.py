@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -112,3 +113,51 @@ def test_secrets_in_the_result_are_redacted(recorder) -> None:
     secret = "sk-live0123456789abcdefghijKLMN"
     outcome = replay_entrypoint(recorder(agents.booking_agent), lambda: {"token": f"Bearer {secret}"})
     assert secret not in json.dumps(outcome.to_dict())
+
+
+def _recovering_agent(result: object):
+    """An agent that calls with another city, catches the divergence, and completes with ``result``."""
+
+    def agent() -> object:
+        with contextlib.suppress(Exception):
+            agents.booking_agent("Rome")
+        return result
+
+    return agent
+
+
+def test_a_completed_entrypoint_keeps_its_result_when_the_replay_diverged(recorder) -> None:
+    secret = "sk-live0123456789abcdefghijKLMN"
+    path = recorder(agents.booking_agent)
+    outcome = replay_entrypoint(path, _recovering_agent({"decision": "refund", "token": secret}))
+    assert (outcome.execution.status, outcome.matching.status) == ("COMPLETED", "DIVERGED")
+    assert outcome.behavior.status == "NOT COMPARED"
+    # the actual value is shown, redacted like every other value, never a null that reads as "returned None"
+    assert outcome.result == {"decision": "refund", "token": "[REDACTED]"}
+    assert outcome.result_error is None
+    assert outcome.to_dict()["result"] == outcome.result
+    assert outcome.exit_code == 1
+
+
+def test_a_diverged_result_without_a_json_form_says_why_instead_of_null(recorder) -> None:
+    outcome = replay_entrypoint(recorder(agents.booking_agent), _recovering_agent(object()))
+    assert outcome.behavior.status == "NOT COMPARED"
+    assert outcome.result is None
+    assert outcome.result_error
+    assert outcome.to_dict()["result_error"] == outcome.result_error
+
+
+class Stop(BaseException):
+    """A BaseException that is not an Exception, raised by the agent itself."""
+
+
+@pytest.mark.parametrize("raised", [SystemExit(3), Stop("halt")], ids=["sys-exit", "own-base-exception"])
+def test_an_entrypoint_raising_a_base_exception_is_reported_as_raised(recorder, raised) -> None:
+    def agent() -> None:
+        agents.booking_agent()
+        raise raised
+
+    outcome = replay_entrypoint(recorder(agents.booking_agent), agent)
+    assert outcome.execution.status == "RAISED"
+    assert outcome.execution.error_type == f"{type(raised).__module__}.{type(raised).__qualname__}"
+    assert (outcome.behavior.status, outcome.exit_code) == ("DIVERGED", 1)

@@ -245,14 +245,15 @@ def test_a_class_that_refuses_subclasses_is_raised_itself_with_the_recording_as_
         return "unreachable"
 
     with replay:
-        with pytest.warns(RaiseAsWarning, match=r"raised FinalError\(message\)"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RaiseAsWarning)  # said once, at construction, not again per raise
             text = caught()
         replay.verify_complete()
     assert text.startswith("slow down")
     assert SECRET not in text
 
     with (
-        pytest.warns(RaiseAsWarning),  # at construction, then at the raise
+        pytest.warns(RaiseAsWarning),  # at construction
         ReplaySession.from_trace(bundle, raise_as={"RateLimited": FinalError}),
         pytest.raises(FinalError) as info,
     ):
@@ -284,7 +285,7 @@ def test_a_class_that_cannot_be_built_from_the_message_gives_the_plain_error_wit
 def test_a_factory_builds_the_users_exception_with_the_recording_as_its_cause(bundle: Path) -> None:
     seen: list[RecordedDependencyError] = []
 
-    def factory(error: RecordedDependencyError) -> BaseException:
+    def factory(error: RecordedDependencyError) -> Exception:
         seen.append(error)
         return RateLimited(error.message, retry_after=3)
 
@@ -309,6 +310,68 @@ def test_a_factory_that_returns_no_exception_gives_the_plain_error(bundle: Path)
             fetch_rates("EUR")
         replay.verify_complete()
     assert type(info.value) is RecordedDependencyError
+
+
+class Cancelled(BaseException):  # a BaseException that is not an Exception, like asyncio.CancelledError
+    pass
+
+
+@pytest.mark.parametrize("cls", [BaseException, KeyboardInterrupt, SystemExit, GeneratorExit, Cancelled])
+def test_a_class_that_is_not_an_exception_subclass_is_refused_before_the_run(bundle: Path, cls: type) -> None:
+    refused = rf"raise_as\['RateLimited'\] must be an Exception subclass, not {cls.__name__}"
+    with pytest.raises(ValueError, match=refused):
+        ReplaySession.from_trace(bundle, raise_as={"RateLimited": cls})
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [lambda error: KeyboardInterrupt(error.message), lambda error: Cancelled(error.message)],
+    ids=["keyboard-interrupt", "own-base-exception"],
+)
+def test_a_factory_returning_a_base_exception_gives_the_plain_error(bundle: Path, factory: Any) -> None:
+    with ReplaySession.from_trace(bundle, raise_as={"RateLimited": factory}) as replay:
+        with (
+            pytest.warns(RaiseAsWarning, match="a BaseException that is not an Exception"),
+            pytest.raises(RecordedDependencyError) as info,
+        ):
+            fetch_rates("EUR")
+        replay.verify_complete()
+    assert type(info.value) is RecordedDependencyError
+    assert any("not an Exception" in note for note in info.value.__notes__)
+
+
+def test_a_factory_raising_system_exit_gives_the_plain_error(bundle: Path) -> None:
+    def factory(error: RecordedDependencyError) -> Exception:
+        raise SystemExit(4)
+
+    with ReplaySession.from_trace(bundle, raise_as={"RateLimited": factory}) as replay:
+        with (
+            pytest.warns(RaiseAsWarning, match="the factory raised SystemExit"),
+            pytest.raises(RecordedDependencyError),
+        ):
+            fetch_rates("EUR")
+        replay.verify_complete()
+
+
+def test_a_failing_entry_warns_once_however_often_its_failure_is_raised(recorder) -> None:
+    def twice() -> list[str]:
+        caught = []
+        for _ in range(2):
+            try:
+                fetch_rates("EUR")
+            except Exception as exc:  # RateLimited while recording, the fallback under replay
+                caught.append(type(exc).__name__)
+        return caught
+
+    path = recorder(twice)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")  # as the CLI shows them: every warning emitted is printed
+        with ReplaySession.from_trace(path, raise_as={"RateLimited": lambda error: 42}) as replay:
+            assert twice() == ["RecordedDependencyError", "RecordedDependencyError"]
+            replay.verify_complete()
+    messages = [str(w.message) for w in shown if w.category is RaiseAsWarning]
+    assert len(messages) == 1, messages
+    assert "could not build the exception (it returned int, not an exception)" in messages[0]
 
 
 def test_async_tools_raise_the_users_class_too(recorder) -> None:

@@ -51,3 +51,18 @@ def test_a_keyboard_interrupt_propagates_through_the_session() -> None:
     with pytest.raises(KeyboardInterrupt):
         run_in_session(_session(exits), agent)
     assert exits == ["KeyboardInterrupt"]
+
+
+class Halt(BaseException):
+    """An agent's own BaseException that is not an Exception."""
+
+
+@pytest.mark.parametrize("raised", [SystemExit(0), Halt("stop")], ids=["sys-exit", "own-base-exception"])
+def test_other_base_exceptions_are_returned_and_the_session_closes_cleanly(raised: BaseException) -> None:
+    exits: list[str] = []
+
+    def agent() -> None:
+        raise raised
+
+    assert run_in_session(_session(exits), agent) == (None, raised)
+    assert exits == ["clean"]

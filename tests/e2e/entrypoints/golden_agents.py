@@ -79,6 +79,44 @@ def draft_agent() -> Any:
     )
 
 
+def weather_agent_other_city_recovers() -> dict[str, str]:
+    """successful_run, but asks about another city, catches the divergence and completes anyway."""
+    try:
+        weather_agent_other_city()
+    except Exception:
+        return {"answer": "fallback", "key": "sk-live-0123456789abcdef"}
+    return {"answer": "unreachable"}
+
+
+def weather_agent_asks_again() -> dict[str, str]:
+    """successful_run, then one more tool call the recording does not have (a call past the end)."""
+    result = weather_agent()
+    weather_lookup("Pokhara")
+    return result
+
+
+def weather_agent_exits() -> None:
+    """successful_run, then ``sys.exit(3)``: the entrypoint raises SystemExit."""
+    import sys
+
+    weather_agent()
+    sys.exit(3)
+
+
+def weather_agent_interrupted() -> dict[str, str]:
+    """successful_run, interrupted by a real SIGINT (Ctrl-C) after the first call."""
+    import os
+    import signal
+
+    llm_request(
+        model="gpt-test",
+        input={"messages": [{"content": "Find Kathmandu weather", "role": "user"}]},
+        call=_offline,
+    )
+    os.kill(os.getpid(), signal.SIGINT)
+    return weather_agent()
+
+
 async def async_weather_agent() -> dict[str, str]:
     """successful_run through an ``async def`` entrypoint (run with asyncio.run by the CLI)."""
     return weather_agent()

@@ -15,7 +15,8 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (and re) before --version answers
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
     import typer
 
@@ -70,7 +71,28 @@ def build_app() -> typer.Typer:
 
     for module_name in COMMANDS.values():
         import_module(module_name).register(app)
+    for info in app.registered_commands:
+        if info.callback is not None:
+            info.callback = _interruptible(info.callback)
     return app
+
+
+def _interruptible(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """``callback`` (a command function) printing ``Interrupted.`` on stderr and exiting 130 (the shell's
+    128 + SIGINT) on Ctrl-C. typer turns a KeyboardInterrupt into a silent exit 130 before :func:`main`
+    could see it, so the command itself must say it. ``functools.wraps`` keeps the signature typer reads."""
+    import functools
+
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return callback(*args, **kwargs)
+        except KeyboardInterrupt:
+            sys.stderr.write("Interrupted.\n")
+            sys.stderr.flush()
+            raise SystemExit(130) from None
+
+    return run
 
 
 def render_top_level_help() -> str:
@@ -108,8 +130,9 @@ def _debug_requested(args: Sequence[str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``) and exit with the command's exit code.
 
-    Exit codes follow spec/cli-reference.txt. An unexpected exception prints one line and exits 1;
-    ``--debug`` (or ``STEPFORK_DEBUG=1``) re-raises it so the traceback shows.
+    Exit codes follow spec/cli-reference.txt, plus 130 after Ctrl-C (``Interrupted.`` on stderr; the
+    shell's convention, 128 + SIGINT). An unexpected exception prints one line and exits 1; ``--debug`` (or
+    ``STEPFORK_DEBUG=1``) re-raises it so the traceback shows.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in _VERSION_FLAGS:

@@ -175,29 +175,39 @@ class Diagnostic:
         return data
 
     def render(self, *, verbose: bool = False) -> str:
-        """Multi-line human text; fingerprints abbreviated to 12 hex digits unless ``verbose``."""
+        """Multi-line human text; fingerprints abbreviated to 12 hex digits unless ``verbose``.
+
+        A side without a call says so in words: ``expected: no further call (the recording ended)`` for a
+        call past the end, ``actual: no further call (the run ended)`` for a replay that stopped early;
+        an absent field is left out, never printed as ``None``.
+        """
 
         def fp(value: str | None) -> str:
             if value is None:
                 return "-"
             return value if verbose else value[:12] + "…"
 
-        lines = [
-            # numbered from 1 as the CLI's call list; the ``index`` field stays 0-based
-            f"call #{self.index + 1} (step {self.step})" if self.index is not None else "call past the end",
-            f"  expected: {self.expected_kind} {self.expected_label}  input {self.expected_input}",
-            f"  actual:   {self.actual_kind} {self.actual_label}  input {self.actual_input}",
-        ]
+        if self.index is None:
+            header = "call past the end of the recording"
+        else:  # numbered from 1 as the CLI's call list; the ``index`` field stays 0-based
+            header = f"call #{self.index + 1}" + (f" (step {self.step})" if self.step is not None else "")
+        ended = "the recording ended"
+        expected = _call_text(self.expected_kind, self.expected_label, self.expected_input, ended)
+        actual = _call_text(self.actual_kind, self.actual_label, self.actual_input, "the run ended")
+        lines = [header, f"  expected: {expected}", f"  actual:   {actual}"]
         if self.difference is not None:
             d = self.difference
             lines.append(
                 f"  first difference at {d.path}: expected {preview(d.expected)}, got {preview(d.actual)}"
             )
         computed = " (computed from the loaded trace)" if self.fingerprints_computed else ""
-        lines.append(
-            f"  input sha256: expected {fp(self.expected_input_fingerprint)}{computed}, "
-            f"actual {fp(self.actual_input_fingerprint)}"
-        )
+        shas = []  # a side without a call has no fingerprint to show
+        if self.expected_kind is not None or self.expected_input_fingerprint is not None:
+            shas.append(f"expected {fp(self.expected_input_fingerprint)}{computed}")
+        if self.actual_kind is not None or self.actual_input_fingerprint is not None:
+            shas.append(f"actual {fp(self.actual_input_fingerprint)}")
+        if shas:
+            lines.append("  input sha256: " + ", ".join(shas))
         if self.recorded_output_fingerprint is not None:
             lines.append(f"  recorded output sha256: {fp(self.recorded_output_fingerprint)}")
         if self.expected_model_fingerprint or self.actual_model_fingerprint:
@@ -206,3 +216,12 @@ class Diagnostic:
                 f"actual {fp(self.actual_model_fingerprint)}"
             )
         return "\n".join(lines)
+
+
+def _call_text(kind: str | None, label: str | None, shown_input: str | None, ended: str) -> str:
+    """``kind label  input PREVIEW`` for one side of a diagnostic, leaving out absent fields, or
+    ``no further call (ENDED)`` when that side has no call at all."""
+    if kind is None and label is None:
+        return f"no further call ({ended})"
+    text = " ".join(part for part in (kind, label) if part)
+    return text if shown_input is None else f"{text}  input {shown_input}"

@@ -99,18 +99,26 @@ def call_entrypoint(function: Callable[..., Any]) -> Any:
 
 def run_in_session(
     session: AbstractContextManager[Any], function: Callable[..., Any]
-) -> tuple[Any, Exception | None]:
+) -> tuple[Any, BaseException | None]:
     """Call ``function`` (as :func:`call_entrypoint`) inside ``session`` (a ``ReplaySession``) and return
-    ``(result, None)``, or ``(None, exc)`` when it raised an ``Exception``.
+    ``(result, None)``, or ``(None, exc)`` when it raised anything but ``KeyboardInterrupt``.
 
     The exception is caught inside the ``with`` so the session closes as after a normal return: a replay
-    report (spec replay.txt, "CLI") judges an entrypoint that raised; it does not abort. BaseExceptions
-    (KeyboardInterrupt, SystemExit) propagate.
+    report (spec replay.txt, "CLI") judges an entrypoint that raised; it does not abort. That includes
+    BaseExceptions that are not Exceptions (``SystemExit`` from an agent's ``sys.exit()``,
+    ``asyncio.CancelledError``, a class of the agent's own), which would otherwise end the caller with a
+    traceback or a silent exit status (docs/decisions.md). ``KeyboardInterrupt`` propagates: it is the
+    user's Ctrl-C, and the session sees it.
+
+    Raises:
+        KeyboardInterrupt: raised by ``function`` (or delivered while it ran).
     """
     with session:
         try:
             return call_entrypoint(function), None
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
             return None, exc
 
 

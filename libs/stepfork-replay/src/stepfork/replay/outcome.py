@@ -97,7 +97,11 @@ class ReplayOutcome:
     Attributes:
         mode: the replay mode; agent_name, run_id: from the bundle.
         execution, matching, behavior: the three reports.
-        result: the redacted JSON form of the return value (None when it raised or has no JSON form).
+        result: the redacted JSON form of the return value whenever the entrypoint completed, also when
+            the replay diverged and the behaviour is NOT COMPARED (None when it raised or the value has no
+            JSON form).
+        result_error: why a completed entrypoint's return value has no JSON form (then ``result`` is
+            None), else None.
         calls: the executed calls (redacted inputs), in order.
         exit_code: 0, 1 or 2 (module docstring).
         raise_as_unmatched: the ``raise_as`` keys that apply to no failure this replay can serve (allowed,
@@ -114,6 +118,7 @@ class ReplayOutcome:
     calls: tuple[ExecutedCall, ...]
     exit_code: int
     raise_as_unmatched: tuple[str, ...] = ()
+    result_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field (diagnostic as ``Diagnostic.to_dict``; the exception omitted)."""
@@ -145,6 +150,7 @@ class ReplayOutcome:
                 "recorded_failure": self.behavior.recorded_failure,
             },
             "result": self.result,
+            "result_error": self.result_error,
             "calls": [
                 {
                     "index": call.index,
@@ -199,9 +205,23 @@ def _short(type_name: str) -> str:
     return type_name.rsplit(".", 1)[-1]
 
 
+def _json_result(result: Any) -> tuple[Any, str | None]:
+    """The redacted JSON form of a return value and None, or None and why it has no JSON form."""
+    try:
+        return redact_json(to_jsonable(result)).value, None
+    except (TypeError, ValueError) as exc:
+        return None, str(exc)
+
+
 def _behavior(
-    trace: Trace, raised: BaseException | None, result: Any, matching: MatchingReport
-) -> tuple[BehaviorReport, Any]:
+    trace: Trace,
+    raised: BaseException | None,
+    actual: Any,
+    result_error: str | None,
+    matching: MatchingReport,
+) -> BehaviorReport:
+    """The comparison with the recorded run; ``actual`` and ``result_error`` as :func:`_json_result` of
+    the return value (both None when the entrypoint raised)."""
     failure = trace.failure
     run_ends = [event for event in trace.events if event.type == EventType.RUN_END]
     run_end = run_ends[-1] if run_ends else None
@@ -212,7 +232,7 @@ def _behavior(
     if matching.status == "DIVERGED":
         return BehaviorReport(
             "NOT COMPARED", "the replay diverged; the output is not compared", recorded_failure=failure_type
-        ), None
+        )
     if raised is not None:
         raised_types = {_short(_qualified(raised))}
         if isinstance(raised, RecordedDependencyError):
@@ -220,7 +240,7 @@ def _behavior(
         if recorded_failed and failure_type is not None and _short(failure_type) in raised_types:
             return BehaviorReport(
                 "REPRODUCED FAILURE", f"raised {failure_type} as recorded", recorded_failure=failure_type
-            ), None
+            )
         expected = f"failure {failure_type}" if recorded_failed else "completion"
         return BehaviorReport(
             "DIVERGED",
@@ -228,13 +248,10 @@ def _behavior(
             expected=expected,
             actual=_qualified(raised),
             recorded_failure=failure_type,
-        ), None
-    try:
-        actual = redact_json(to_jsonable(result)).value
-    except (TypeError, ValueError) as exc:
-        return BehaviorReport(
-            "UNVERIFIABLE", f"the return value has no JSON form: {exc}", recorded_failure=failure_type
-        ), None
+        )
+    if result_error is not None:
+        why = f"the return value has no JSON form: {result_error}"
+        return BehaviorReport("UNVERIFIABLE", why, recorded_failure=failure_type)
     if recorded_failed:
         return BehaviorReport(
             "DIVERGED",
@@ -242,13 +259,13 @@ def _behavior(
             expected=f"failure {failure_type}",
             actual="completion",
             recorded_failure=failure_type,
-        ), actual
+        )
     recorded_output = getattr(run_end, "output", None) if run_end is not None else None
     if recorded_output is None:
-        return BehaviorReport("NOT RECORDED", "the trace records no final output"), actual
+        return BehaviorReport("NOT RECORDED", "the trace records no final output")
     difference = first_difference(recorded_output, actual)
     if difference is None:
-        return BehaviorReport("MATCHED", "the output matches the recorded output"), actual
+        return BehaviorReport("MATCHED", "the output matches the recorded output")
     path = display_path(difference.path)
     return BehaviorReport(
         "DIVERGED",
@@ -257,7 +274,7 @@ def _behavior(
         path=path,
         expected=preview(difference.expected),
         actual=preview(difference.actual),
-    ), actual
+    )
 
 
 def replay_entrypoint(
@@ -308,7 +325,9 @@ def replay_entrypoint(
         else ExecutionReport("RAISED", _qualified(raised), _text(str(raised)))
     )
     matching = _matching(session)
-    behavior, actual = _behavior(loaded, raised, result, matching)
+    # the actual result is shown whenever the entrypoint completed, compared or not
+    actual, result_error = _json_result(result) if raised is None else (None, None)
+    behavior = _behavior(loaded, raised, actual, result_error, matching)
     if matching.status == "DIVERGED" and matching.code in REJECTING_CODES:
         exit_code = 2
     elif matching.status != "COMPLETE" or behavior.status == "DIVERGED":
@@ -326,4 +345,5 @@ def replay_entrypoint(
         calls=session.executed_calls,
         exit_code=exit_code,
         raise_as_unmatched=unmatched,
+        result_error=result_error,
     )

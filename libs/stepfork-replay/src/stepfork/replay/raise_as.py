@@ -29,11 +29,18 @@ What is raised for a matched entry (docs/replay.md, "Raising recorded failures a
   constructor needs more than a message, as ``ExceptionGroup``'s): ``C(message)`` with the
   RecordedDependencyError as ``__cause__`` (so only ``except C`` catches it), and a
   :class:`RaiseAsWarning`;
-- a factory ``f(error) -> BaseException`` (any other callable): its exception, with the
+- a factory ``f(error) -> Exception`` (any other callable): its exception, with the
   RecordedDependencyError as ``__cause__``;
-- when none of that yields an exception (``C(message)`` or the factory raises, or the factory returns
-  something else): the RecordedDependencyError itself, as without ``raise_as``, with a note saying why and
-  a RaiseAsWarning. Replay never crashes on a mapping.
+- when none of that yields an ``Exception`` (``C(message)`` or the factory raises, or the factory returns
+  something else, a ``KeyboardInterrupt`` or another BaseException that is not an Exception included):
+  the RecordedDependencyError itself, as without ``raise_as``, with a note saying why and a
+  RaiseAsWarning. Replay never crashes on a mapping.
+
+A class must be an ``Exception`` subclass: a BaseException that is not an Exception (KeyboardInterrupt,
+SystemExit, asyncio.CancelledError, ``BaseException`` itself) is refused when the mapping is built
+(ValueError). Raised into the agent it would not reach its ``except`` clauses but stop the replay, and look
+like the user's own Ctrl-C or exit (docs/decisions.md). Each entry that cannot be applied as asked gives one
+RaiseAsWarning per distinct reason, not one per raise.
 """
 
 from __future__ import annotations
@@ -48,8 +55,9 @@ from typing import Any, TypeAlias, cast
 from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
 from stepfork.replay.errors import RecordedDependencyError, recorded_failure_text
 
-RaiseAsTarget: TypeAlias = type[BaseException] | Callable[[RecordedDependencyError], BaseException]
-"""An exception class, or a factory taking the RecordedDependencyError and returning the exception."""
+RaiseAsTarget: TypeAlias = type[Exception] | Callable[[RecordedDependencyError], Exception]
+"""An ``Exception`` subclass, or a factory taking the RecordedDependencyError and returning the exception
+to raise (what is not an ``Exception`` is not raised at run time either, see the module docstring)."""
 
 _FIELDS = ("kind", "name", "error_type", "message", "chain", "details", "diagnostic")
 
@@ -173,23 +181,32 @@ def _builtin_new(cls: type) -> Callable[..., Any]:
 class _Entry:
     """One ``raise_as`` entry: the user's key and target, and the combined class when there is one."""
 
-    __slots__ = ("combined", "key", "problem", "target")
+    __slots__ = ("combined", "key", "problem", "target", "warned")
 
     def __init__(self, key: str, target: RaiseAsTarget) -> None:
         self.key = key
         self.target = target
         self.combined: type[RecordedDependencyError] | None = None
         self.problem: str | None = None
+        self.warned: set[str] = set()  # one warning per reason, not one per raise (module docstring)
         if isinstance(target, type):
             try:
                 self.combined = _combine(target)
-            except Exception as exc:  # the user's class refused: fall back, never crash (module docstring)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # the user's class refused: fall back, never crash
                 self.problem = f"{type(exc).__name__}: {exc}"
 
     def describe(self) -> str:
         target = self.target
         name = target.__qualname__ if isinstance(target, type) else getattr(target, "__qualname__", "factory")
         return f"raise_as[{self.key!r}] ({name})"
+
+    def warn(self, reason: str, message: str) -> None:
+        """Emit ``message`` as a RaiseAsWarning unless this entry already warned for ``reason``."""
+        if reason not in self.warned:
+            self.warned.add(reason)
+            warnings.warn(message, RaiseAsWarning, stacklevel=4)
 
 
 def _combine(cls: type[BaseException]) -> type[RecordedDependencyError]:
@@ -218,8 +235,9 @@ class RaiseAs:
 
     Raises:
         ValueError: ``mapping`` is not a mapping, a key is not a non-empty string, a value is neither an
-            exception class nor a callable, or a recorded type is covered by two keys by its last component
-            alone (``a.X`` and ``b.X`` for a recorded ``X``).
+            exception class nor a callable, a class is not an ``Exception`` subclass (``KeyboardInterrupt``,
+            ``SystemExit``, ``BaseException``: see the module docstring), or a recorded type is covered by
+            two keys by its last component alone (``a.X`` and ``b.X`` for a recorded ``X``).
     """
 
     def __init__(self, mapping: Mapping[str, RaiseAsTarget], recorded_types: Iterable[str]) -> None:
@@ -233,16 +251,21 @@ class RaiseAs:
                 raise ValueError(f"raise_as keys must be recorded type names, got {key!r}")
             if isinstance(target, type) and not issubclass(target, BaseException):
                 raise ValueError(f"raise_as[{key!r}] must be an exception class or a factory, not {target!r}")
+            if isinstance(target, type) and not issubclass(target, Exception):
+                raise ValueError(
+                    f"raise_as[{key!r}] must be an Exception subclass, not {target.__qualname__}: a "
+                    "BaseException that is not an Exception would stop the replay instead of reaching "
+                    "the agent's except clauses"
+                )
             if not callable(target):
                 raise ValueError(f"raise_as[{key!r}] must be an exception class or a factory, not {target!r}")
             entry = _Entry(key, target)
             if entry.problem is not None:
-                warnings.warn(
+                entry.warn(
+                    "fallback",
                     f"{entry.describe()} cannot be combined with RecordedDependencyError "
                     f"({entry.problem}); its recorded failures are raised as {target.__qualname__}(message) "
                     "with the RecordedDependencyError as __cause__. Give a factory to build it yourself",
-                    RaiseAsWarning,
-                    stacklevel=3,
                 )
             self._entries[key] = entry
         self._resolved: dict[str, _Entry | None] = {}
@@ -256,7 +279,8 @@ class RaiseAs:
     def convert(self, error: RecordedDependencyError) -> BaseException:
         """The exception to raise for ``error`` (the module docstring's rules); ``error`` when no entry
         matches its ``error_type``. Never raises for a type among ``recorded_types`` (ambiguities were
-        refused then); a failing entry gives ``error`` with a note and a RaiseAsWarning.
+        refused then) but a KeyboardInterrupt (the user's Ctrl-C while the user's class or factory ran);
+        a failing entry gives ``error`` with a note and a RaiseAsWarning.
         """
         recorded = error.error_type
         entry = self._resolved[recorded] if recorded in self._resolved else self._resolve(recorded)
@@ -265,31 +289,41 @@ class RaiseAs:
         if entry.combined is not None:
             try:
                 return _instantiate(entry.combined, error)
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
                 entry.problem = f"{type(exc).__name__}: {exc}"
                 entry.combined = None  # same failure next time: take the fallback directly
         target = entry.target
         if isinstance(target, type):
             try:
                 raised: object = target(error.message)
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise  # the user's Ctrl-C, not the class's failure
+            except BaseException as exc:
                 return _unconverted(
                     error, entry, f"{target.__qualname__}(message) raised {type(exc).__name__}"
                 )
-            warnings.warn(
-                f"{entry.describe()} cannot be combined with RecordedDependencyError ({entry.problem}); "
-                f"raised {target.__qualname__}(message) with the RecordedDependencyError as __cause__",
-                RaiseAsWarning,
-                stacklevel=2,
-            )
+            if isinstance(raised, Exception):
+                entry.warn(
+                    "fallback",
+                    f"{entry.describe()} cannot be combined with RecordedDependencyError ({entry.problem}); "
+                    f"raised {target.__qualname__}(message) with the RecordedDependencyError as __cause__",
+                )
         else:
             try:
                 raised = target(error)
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
                 return _unconverted(error, entry, f"the factory raised {type(exc).__name__}: {exc}")
         if raised is error:
             return error
-        if not isinstance(raised, BaseException):
+        if isinstance(raised, BaseException) and not isinstance(raised, Exception):
+            return _unconverted(
+                error, entry, f"it returned {type(raised).__name__}, a BaseException that is not an Exception"
+            )
+        if not isinstance(raised, Exception):
             return _unconverted(error, entry, f"it returned {type(raised).__name__}, not an exception")
         raised.__cause__ = error
         return raised
@@ -313,5 +347,5 @@ def _instantiate(combined: type[RecordedDependencyError], error: RecordedDepende
 def _unconverted(error: RecordedDependencyError, entry: _Entry, reason: str) -> RecordedDependencyError:
     message = f"{entry.describe()} could not build the exception ({reason}); raised RecordedDependencyError"
     error.add_note(f"stepfork replay: {message}")
-    warnings.warn(message, RaiseAsWarning, stacklevel=2)
+    entry.warn(reason, message)
     return error

@@ -3,10 +3,12 @@
 
 The library (:func:`stepfork.replay.outcome.replay_entrypoint`) runs the replay and computes the report;
 this module renders it. Exit 0 no divergence (or a reproduced recorded failure), 1 divergence, 2 invalid
-mode, unreadable trace, unresolvable entrypoint or ``--raise-as`` class. In ``manual`` mode each call is
-put to the user on the terminal; with a standard input that is not a terminal the command refuses before
-anything runs. ``--raise-as`` classes are imported like the entrypoint (named by the user, never by the
-bundle); the report judges what the entrypoint then does by the usual rules (docs/decisions.md).
+mode, unreadable trace, unresolvable entrypoint or ``--raise-as`` class (one that is not an ``Exception``
+subclass included), 130 Ctrl-C (``Interrupted.``, printed by :mod:`stepfork.cli.app`). In ``manual`` mode
+each call is put to the user on the terminal; with a standard input that is not a terminal the command
+refuses before anything runs. ``--raise-as`` classes are imported like the entrypoint (named by the user,
+never by the bundle); the report judges what the entrypoint then does by the usual rules
+(docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -136,7 +138,14 @@ def _ask(call: Any) -> bool:
     shown = compact(call.input)
     if len(shown) > 200:
         shown = shown[:199] + "…"
-    return typer.confirm(f"Approve {call.kind} {label} with input {shown}?", default=False, err=True)
+    try:
+        return typer.confirm(f"Approve {call.kind} {label} with input {shown}?", default=False, err=True)
+    except typer.Abort as exc:
+        # click turns Ctrl-C at a prompt into Abort ("Aborted!", exit 1): give it back its meaning, so
+        # the CLI prints "Interrupted." and exits 130 as for a Ctrl-C anywhere else
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        raise
 
 
 def _render(
@@ -178,8 +187,13 @@ def _render(
     if behavior.status not in ("MATCHED", "REPRODUCED FAILURE"):
         lines.append(f"  {sanitize_text(behavior.message)}")
     lines.append(f"Status: {_status(outcome)}")
-    if execution.status == "COMPLETED" and behavior.status != "UNVERIFIABLE":
-        lines.append(f"Final result: {compact(outcome.result)}")
+    if execution.status == "COMPLETED":
+        # shown whenever the entrypoint completed, also when the replay diverged (NOT COMPARED)
+        if outcome.result_error is None:
+            lines.append(f"Final result: {compact(outcome.result)}")
+        elif behavior.status != "UNVERIFIABLE":  # UNVERIFIABLE's own line already says why
+            why = sanitize_text(outcome.result_error)
+            lines.append(f"Final result: not shown, it has no JSON form: {why}")
     typer.echo("\n".join(lines))
 
 
