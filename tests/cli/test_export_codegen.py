@@ -95,17 +95,23 @@ def test_hostile_tool_names_in_trajectory_and_allowlist_stay_data(
     assert not (tmp_path / "PWNED").exists()
 
 
-def test_hostile_entrypoint_and_bundle_name_stay_data(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_hostile_bundle_name_stays_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    entry = "agent:run'); __import__('pathlib').Path('PWNED').touch(); ('"
     bundle = tmp_path / "we'ird\"\nname.sftrace"
-    _, output = _generate(tmp_path, entrypoint=entry, trace_path=bundle)
+    _, output = _generate(tmp_path, trace_path=bundle)
     seen = _import_and_call(output, monkeypatch)
-    assert seen["entrypoint"] == entry
+    assert seen["entrypoint"] == "agent:run"
     assert Path(seen["trace_path"]) == bundle.resolve()
     assert not (tmp_path / "PWNED").exists()
+
+
+@pytest.mark.parametrize("value", [f"agent:run{v}" for v in HOSTILE])
+def test_a_hostile_entrypoint_is_refused_before_any_source_is_generated(value: str, tmp_path: Path) -> None:
+    # not MODULE:FUNCTION, so replay would refuse it: the exporter refuses it too (and writes nothing)
+    with pytest.raises(ExportError) as caught:
+        _generate(tmp_path, entrypoint=value)
+    assert caught.value.code == "invalid_entrypoint"
+    assert not (tmp_path / "test_case_regression.py").exists()
 
 
 @pytest.mark.parametrize("value", HOSTILE)

@@ -8,9 +8,10 @@ is re-exported there, which stays the import path (spec "export"; interop/REFERE
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from stepfork.analysis._atomic import write_text_atomically
 
 __all__ = [
     "ExportError",
@@ -27,9 +28,10 @@ class ExportError(ValueError):
 
     Attributes:
         code: ``invalid_mode``, ``invalid_option``, ``invalid_trace``, ``invalid_expectation``,
-            ``invalid_trajectory``, ``missing_entrypoint``, ``unsafe_source``, ``write_failed`` or
-            ``already_exists``. The CLI maps ``already_exists``/``write_failed`` to exit 1, the rest to 2
-            (interop/REFERENCE-NOTES.md section 4 table).
+            ``invalid_trajectory``, ``missing_entrypoint``, ``invalid_entrypoint`` (not
+            ``MODULE:FUNCTION``), ``unsafe_source``, ``write_failed`` or ``already_exists``. The CLI
+            maps ``already_exists``/``write_failed`` to exit 1, the rest to 2 (interop/REFERENCE-NOTES.md
+            section 4 table).
         path: the file concerned, when one is.
     """
 
@@ -138,30 +140,21 @@ def load_trajectory_file(path: str | os.PathLike[str]) -> Any:
 
 
 def write_atomically(destination: Path, source: str, *, overwrite: bool) -> None:
-    """Write via a temp file in the same directory; ``os.link`` refuses an existing file when not
-    overwriting (no check-then-write race), ``os.replace`` replaces it when overwriting."""
+    """Write the generated test ``source`` to ``destination`` atomically (:mod:`._atomic`: temp file in
+    the same directory; a new file gets ``0o666 & ~umask``, a replaced one keeps its mode).
+
+    Without ``overwrite`` an existing file is never replaced (``os.link`` refuses it, no check-then-write
+    race); with it, ``os.replace`` replaces it.
+
+    Raises:
+        ExportExistsError: ``destination`` exists and ``overwrite`` is false.
+        ExportError: ``write_failed`` on any other OS error (directory, permissions, disk).
+    """
     if destination.exists() and not overwrite:
         raise ExportExistsError(destination)
-    directory = destination.parent if str(destination.parent) else Path(".")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=directory)
+        write_text_atomically(destination, source, replace=overwrite)
+    except FileExistsError:
+        raise ExportExistsError(destination) from None
     except OSError as exc:
         raise ExportError(f"cannot write {destination}: {exc}", code="write_failed") from exc
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(source)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if overwrite:
-            os.replace(tmp, destination)
-        else:
-            try:
-                os.link(tmp, destination)
-            except FileExistsError:
-                raise ExportExistsError(destination) from None
-    except OSError as exc:
-        raise ExportError(f"cannot write {destination}: {exc}", code="write_failed") from exc
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -41,6 +41,7 @@ from stepfork.analysis.exported import (
     CONSTANT_NAMES,
     HERE_EXPRESSION,
     check_raise_as,
+    entrypoint_form_problem,
     read_exported_constants,
 )
 
@@ -63,6 +64,16 @@ __all__ = [
     "resolve_entrypoint",
     "run_regression_case",
 ]
+
+# Validation codes of integrity verification; integrity_unverified (a legacy bundle) is not a problem.
+_INTEGRITY_CODES = frozenset(
+    {
+        "integrity_mismatch",
+        "payload_hash_mismatch",
+        "integrity_metadata_invalid",
+        "integrity_algorithm_unsupported",
+    }
+)
 
 # Modes a generated test may use (spec/replay.txt "Modes"; hybrid is Python-API only but valid in a test).
 EXPORT_MODES = ("frozen", "live", "forbidden", "manual", "hybrid")
@@ -143,14 +154,13 @@ def generate_pytest_source(
             ``allow_live_tools`` is given without mode live or ``live_llms`` without mode hybrid (the
             "only valid" rule of interop/REFERENCE-API.md), or ``raise_as`` is not of the shape
             :func:`~stepfork.analysis.exported.check_raise_as` accepts; ``missing_entrypoint`` for an empty
-            entrypoint; ``unsafe_source`` when the generated module fails the literal check.
+            entrypoint; ``invalid_entrypoint`` for one without the ``MODULE:FUNCTION`` form that replay
+            requires (:func:`~stepfork.analysis.exported.entrypoint_form_problem`; nothing is imported);
+            ``unsafe_source`` when the generated module fails the literal check.
     """
     if mode not in EXPORT_MODES:
         raise ExportError(f"Invalid replay mode {mode}.", code="invalid_mode")
-    if not entrypoint:
-        raise ExportError(
-            "An executable regression test needs --entrypoint MODULE:FUNCTION.", code="missing_entrypoint"
-        )
+    _check_entrypoint(entrypoint)
     live = sorted(set(live_llms)) if live_llms else None
     tools = sorted(set(allow_live_tools)) if allow_live_tools else None
     if tools and mode != "live":
@@ -217,6 +227,42 @@ def test_stepfork_regression_{stem}() -> None:
     return source
 
 
+def _check_entrypoint(entrypoint: str) -> None:
+    """ExportError ``missing_entrypoint`` (empty) or ``invalid_entrypoint`` (not ``MODULE:FUNCTION``, the
+    message replay prints for it): a test naming such an entrypoint could never run."""
+    if not entrypoint:
+        raise ExportError(
+            "An executable regression test needs --entrypoint MODULE:FUNCTION.", code="missing_entrypoint"
+        )
+    problem = entrypoint_form_problem(entrypoint)
+    if problem is not None:
+        raise ExportError(problem, code="invalid_entrypoint")
+
+
+def _check_bundle(trace_file: Path) -> None:
+    """ExportError ``invalid_trace`` unless the bundle passes strict validation and, when it carries
+    integrity.json or stored payload hashes, integrity verification: replay rejects a tampered bundle,
+    so a test of one could never pass (docs/decisions.md). A legacy bundle without them is accepted."""
+    from stepfork.trace.validation import validate_bundle
+
+    result = validate_bundle(trace_file, strict=True, verify_integrity=True)
+    codes = sorted({issue.code for issue in result.issues} - {"integrity_unverified"})
+    if not codes:
+        return
+    if set(codes) <= _INTEGRITY_CODES:
+        raise ExportError(
+            f"Export requires a bundle that passes integrity verification ({', '.join(codes)}); "
+            f"check it with stepfork validate {trace_file} --verify-integrity.",
+            code="invalid_trace",
+            path=str(trace_file),
+        )
+    raise ExportError(
+        f"Export requires a bundle that passes strict validation ({', '.join(codes)}).",
+        code="invalid_trace",
+        path=str(trace_file),
+    )
+
+
 def _recorded_output(trace: Any) -> tuple[bool, Any]:
     """(found, output) of the last completed run_end in ``trace`` (interop notes section 6 "Export")."""
     for event in reversed(trace.events):
@@ -253,25 +299,20 @@ def export_pytest_test(
         an :class:`ExportResult` (``expectation_source`` says which expectation was embedded).
 
     Raises:
-        ExportError: ``invalid_trace`` when the bundle is unreadable or fails strict validation, the
-            codes of :func:`generate_pytest_source` (``invalid_option`` also for two ``raise_as`` keys
+        ExportError: ``invalid_trace`` when the bundle is unreadable, fails strict validation or
+            integrity verification (integrity.json digests, stored payload hashes; a legacy bundle
+            without them passes), checked after the entrypoint's form; the codes of
+            :func:`generate_pytest_source` (``invalid_option`` also for two ``raise_as`` keys
             matching one recorded type), ``write_failed`` on an OS error.
         ExportExistsError: the destination exists and ``overwrite`` is false (never overwritten).
     """
     from stepfork.trace.bundle import Trace
     from stepfork.trace.models import ToolCall
     from stepfork.trace.redaction import redact_json
-    from stepfork.trace.validation import validate_bundle
 
+    _check_entrypoint(entrypoint)
     trace_file = Path(trace_path)
-    result = validate_bundle(trace_file, strict=True)
-    if not result.valid:
-        codes = ", ".join(sorted({issue.code for issue in result.issues}))
-        raise ExportError(
-            f"Export requires a bundle that passes strict validation ({codes}).",
-            code="invalid_trace",
-            path=str(trace_file),
-        )
+    _check_bundle(trace_file)
     trace = Trace.load(trace_file)
     tool_names = {e.name for e in trace.events if isinstance(e, ToolCall)}
     unknown = sorted(set(allow_live_tools or ()) - tool_names)

@@ -14,7 +14,14 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-__all__ = ["CONSTANT_NAMES", "HERE_EXPRESSION", "check_raise_as", "is_import_path", "read_exported_constants"]
+__all__ = [
+    "CONSTANT_NAMES",
+    "HERE_EXPRESSION",
+    "check_raise_as",
+    "entrypoint_form_problem",
+    "is_import_path",
+    "read_exported_constants",
+]
 
 CONSTANT_NAMES = (
     "TRACE_PATH",
@@ -94,6 +101,19 @@ def is_import_path(text: object) -> bool:
         and all(part.isidentifier() for part in module.split("."))
         and all(part.isidentifier() for part in attribute.split("."))
     )
+
+
+def entrypoint_form_problem(text: object) -> str | None:
+    """None when ``text`` has the ``MODULE:FUNCTION`` form (:func:`is_import_path`), else the one line
+    ``stepfork replay`` prints under "Unable to resolve entrypoint." for it (spec cli-reference.txt
+    "replay", Common errors): ``invalid entrypoint '<text>'; expected the form MODULE:FUNCTION``.
+
+    The one form check of ``export`` (before a test is written) and ``run`` (before a test is launched),
+    so that neither accepts an entrypoint that replay refuses; nothing is imported. Never raises.
+    """
+    if is_import_path(text):
+        return None
+    return f"invalid entrypoint {text!r}; expected the form MODULE:FUNCTION"
 
 
 def check_raise_as(value: object) -> dict[str, str] | None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from stepfork.analysis._atomic import write_text_atomically
 
 RECEIPT_VERSION = 1
 VERDICTS = ("passed", "failed", "could_not_execute")
@@ -31,6 +32,7 @@ REASONS = (
     "timeout",
 )
 EXIT_CODES = {"passed": 0, "failed": 1, "could_not_execute": 2}
+_MAX_RECEIPT_BYTES = 1 << 20  # a receipt is under 2 KiB: a bigger file is not one, unread
 _BUNDLE_FILES = ("manifest.json", "events.jsonl", "redactions.json", "integrity.json")
 
 
@@ -95,24 +97,89 @@ class Receipt:
         """The receipt as pretty-printed JSON text with a final newline."""
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
-    def write(self, path: str | os.PathLike[str]) -> Path:
-        """Write the receipt atomically (temp file in the same directory + ``os.replace``); return the path.
+    def write(self, path: str | os.PathLike[str], *, replace: bool = True) -> Path:
+        """Write the receipt atomically (temp file in the same directory, then rename); return the path.
+
+        Missing parent directories are created. A new file gets mode ``0o666 & ~umask``; a replaced file
+        keeps its permission bits (receipts are redacted: nothing in them needs 0600). With
+        ``replace=False`` an existing file is refused instead (``FileExistsError``). This writes
+        wherever it is told: :func:`receipt_target_problem` is the check ``stepfork run`` makes first.
 
         Raises:
-            OSError: the directory cannot be created or written.
+            OSError: the directory cannot be created or written; ``FileExistsError`` as above.
         """
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(self.to_json())
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        write_text_atomically(target, self.to_json(), replace=replace)
         return target
+
+
+def is_receipt_file(path: Path) -> bool:
+    """True when ``path`` is a regular file holding a receipt: a JSON object (at most 1 MiB) whose
+    ``receipt_version`` is an integer and ``verdict`` one of :data:`VERDICTS`. Never raises.
+
+    What ``stepfork run --receipt`` may replace without ``--overwrite`` (docs/decisions.md).
+    """
+    try:
+        if not path.is_file() or path.stat().st_size > _MAX_RECEIPT_BYTES:
+            return False
+        value = json.loads(path.read_bytes())  # json only: the file is data, never executed
+    except (OSError, ValueError, RecursionError):
+        return False
+    if not isinstance(value, dict):
+        return False
+    version = value.get("receipt_version")
+    return isinstance(version, int) and not isinstance(version, bool) and value.get("verdict") in VERDICTS
+
+
+def receipt_target_problem(
+    path: str | os.PathLike[str], *, test: Path, bundle: Path | None, overwrite: bool
+) -> str | None:
+    """Why ``stepfork run`` must not write its receipt at ``path``, or None when it may.
+
+    Checked before the test runs, so that a refusal wastes no run and writes nothing. Refused always:
+    ``path`` names the test file (also through a symlink or hard link), or is or lies inside ``bundle``
+    (the bundle the check reads; None when unknown), or is a directory or another non-regular file
+    (device, FIFO), or has a parent that is not a directory, or cannot be resolved. Refused unless
+    ``overwrite``: ``path`` exists and is not a receipt (:func:`is_receipt_file`). A missing file, or an
+    earlier receipt (re-running CI), is fine. Rule: docs/decisions.md, "`run --receipt` over an existing
+    file".
+
+    Returns:
+        one line, ``refusing to write the receipt to <path>: <why>``, or None.
+    """
+    target = Path(path)
+    where = f"refusing to write the receipt to {target}"
+    try:
+        resolved = target.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        return f"{where}: the path cannot be resolved ({exc})"
+    if resolved == test.resolve() or _same_file(target, test):
+        return f"{where}: it is the test file"
+    if bundle is not None:
+        inside = bundle.resolve()
+        if resolved == inside:
+            return f"{where}: it is the bundle the check reads"
+        if inside in resolved.parents:
+            return f"{where}: it is inside the bundle the check reads"
+    if target.is_dir():
+        return f"{where}: it is a directory"
+    if target.exists() and not target.is_file():  # a device or FIFO: never replace its directory entry
+        return f"{where}: it is not a regular file"
+    for parent in target.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                return f"{where}: {parent} is not a directory"
+            break
+    if not overwrite and (target.exists() or target.is_symlink()) and not is_receipt_file(target):
+        return f"{where}: it exists and is not a Stepfork receipt; pass --overwrite to replace it"
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def sha256_file(path: Path) -> str:

@@ -3,16 +3,15 @@
 The verdict is ``passed``, ``failed`` (the check ran and disagreed: a caught regression) or
 ``could_not_execute`` (the check never ran or could not be built), which pytest's exit status alone does
 not separate. Before launching, the runner resolves what it can name from the test's literals, read with
-:mod:`ast` and never imported: the bundle (TRACE_PATH or ``--bundle``) and, beyond the spec, the
-ENTRYPOINT module and attribute, found with :class:`importlib.machinery.PathFinder` against IMPORT_ROOT and
-``sys.path`` without executing any module, and likewise each class RAISE_AS names. The receipt is written
-by the runner after the child exits.
+:mod:`ast` and never imported: the bundle (TRACE_PATH or ``--bundle``; it must also pass integrity
+verification, since replay rejects a tampered bundle) and, beyond the spec, the ENTRYPOINT module and
+attribute, found with :class:`importlib.machinery.PathFinder` against IMPORT_ROOT and ``sys.path`` without
+executing any module (:mod:`._locate`), and likewise each class RAISE_AS names. The receipt is written by
+the runner after the child exits, at a path checked before the launch (:mod:`.receipt`).
 """
 
 from __future__ import annotations
 
-import ast
-import importlib.machinery
 import importlib.util
 import os
 import signal
@@ -26,17 +25,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from stepfork.analysis._locate import resolve_entrypoint_location
 from stepfork.analysis.receipt import Receipt, bundle_digest, sha256_file
 
 __all__ = ["RunInputError", "run_exported_test", "resolve_entrypoint_location"]
+
+# Validation codes meaning the bundle was changed after it was written (integrity_unverified, a legacy
+# bundle, is not one: replay accepts those).
+_TAMPER_CODES = frozenset({"integrity_mismatch", "payload_hash_mismatch"})
 
 
 class RunInputError(ValueError):
     """Nothing to run: the test file cannot be read (missing, not a file, not UTF-8) or an option is invalid.
 
     Attributes:
-        code: ``test_missing``, ``test_unreadable`` or ``invalid_timeout``.
-        path: the test path as given (empty for an invalid option).
+        code: ``test_missing``, ``test_unreadable``, ``invalid_timeout``, ``invalid_option``
+            (``overwrite`` without a receipt path) or ``receipt_refused`` (see
+            :func:`~stepfork.analysis.receipt.receipt_target_problem`).
+        path: the test path as given, the receipt path for ``receipt_refused``, empty for an option.
     """
 
     def __init__(self, message: str, *, code: str, path: str = "") -> None:
@@ -53,70 +59,6 @@ def _version() -> str:
     from stepfork.trace._version import __version__
 
     return __version__
-
-
-def resolve_entrypoint_location(entrypoint: str, import_root: Path | None) -> str | None:
-    """Check that ``MODULE:FUNCTION`` can be found without importing anything; return a problem or None.
-
-    The module is located with ``PathFinder`` over ``[import_root, *sys.path]`` one dotted part at a time
-    (packages are not executed). When the module is a ``.py`` source, the attribute (its first part for
-    ``mod:Cls.run``) must be bound at its top level (def, class, assignment, import, also inside if/try/
-    with/for blocks); a module defining ``__getattr__`` or using ``import *`` gets the benefit of the
-    doubt. Returns None when found, else the problem in the words of spec "replay" (Common errors).
-    """
-    module_name, sep, attribute = entrypoint.partition(":")
-    if not sep or not module_name or not all(part.isidentifier() for part in attribute.split(".")):
-        return f"invalid entrypoint {entrypoint!r}; expected the form MODULE:FUNCTION"
-    search: list[str] = ([str(import_root)] if import_root is not None else []) + [p or "." for p in sys.path]
-    spec = None
-    for part in module_name.split("."):
-        if not part.isidentifier():
-            return f"invalid entrypoint {entrypoint!r}; expected the form MODULE:FUNCTION"
-        spec = importlib.machinery.PathFinder.find_spec(part, search)
-        if spec is None:
-            return f"cannot import module {module_name!r}"
-        search = list(spec.submodule_search_locations or [])
-    if spec is None:  # pragma: no cover - guarded by the partition above
-        return f"cannot import module {module_name!r}"
-    origin = spec.origin
-    if origin and origin.endswith(".py") and os.path.isfile(origin):
-        try:
-            tree = ast.parse(Path(origin).read_bytes(), filename=origin)
-        except (SyntaxError, ValueError):
-            return f"cannot import module {module_name!r} (syntax error in {origin})"
-        if not _binds(tree, attribute.split(".")[0]):
-            return f"module {module_name!r} has no attribute {attribute!r}"
-    return None
-
-
-def _binds(tree: ast.Module, name: str) -> bool:
-    """True when module-level code (including if/try/with/for blocks, not function bodies) binds ``name``,
-    or defines ``__getattr__`` or star-imports (then the attribute may exist: benefit of the doubt)."""
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            if node.name in (name, "__getattr__"):
-                return True
-            continue
-        targets: list[ast.AST] = []
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            if any(a.name == "*" or (a.asname or a.name.split(".")[0]) == name for a in node.names):
-                return True
-        elif isinstance(node, ast.Assign):
-            targets = list(node.targets)
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
-            targets = [node.target]
-        elif isinstance(node, ast.With | ast.AsyncWith):
-            targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
-        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
-            return True
-        stack.extend(
-            child
-            for child in ast.iter_child_nodes(node)
-            if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)
-        )
-    return False
 
 
 def _junit_counts(report: Path) -> tuple[dict[str, int], str]:
@@ -144,26 +86,38 @@ def run_exported_test(
     receipt_path: str | os.PathLike[str] | None = None,
     pytest_args: Sequence[str] = (),
     timeout_seconds: float | None = None,
+    overwrite: bool = False,
 ) -> Receipt:
     """Run ``test`` with ``sys.executable -m pytest`` and return (and optionally write) its receipt.
 
     Args:
         test: the pytest file ``stepfork export`` wrote.
         bundle: the bundle to pre-check instead of the test's TRACE_PATH (resolved against the test's dir).
-        receipt_path: where to write the receipt JSON (atomically, after the child exits).
+        receipt_path: where to write the receipt JSON (atomically, after the child exits). Checked before
+            anything runs by :func:`~stepfork.analysis.receipt.receipt_target_problem`: an earlier receipt
+            there is replaced; the test file, the bundle, a directory, or (without ``overwrite``) any
+            other existing file is refused.
         pytest_args: extra arguments appended to the pytest command line.
         timeout_seconds: stop the child (its whole process group) after this long: could_not_execute.
+        overwrite: allow ``receipt_path`` to replace an existing file that is not a receipt.
 
     Raises:
-        RunInputError: the test file is missing or unreadable (nothing to classify), or
-            ``timeout_seconds`` is not a positive number of seconds (``invalid_timeout``).
-        OSError: the receipt cannot be written.
+        RunInputError: the test file is missing or unreadable (nothing to classify), ``timeout_seconds``
+            is not a positive number of seconds (``invalid_timeout``), ``overwrite`` without
+            ``receipt_path`` (``invalid_option``), or the receipt path is refused (``receipt_refused``);
+            each before pytest is launched.
+        OSError: the receipt cannot be written (``FileExistsError`` when a file appeared at a path that
+            was free when checked).
     """
+    from stepfork.analysis.receipt import receipt_target_problem
+
     if timeout_seconds is not None and not timeout_seconds > 0:  # also refuses NaN
         raise RunInputError(
             f"--timeout-seconds must be a positive number of seconds, not {timeout_seconds}",
             code="invalid_timeout",
         )
+    if overwrite and receipt_path is None:
+        raise RunInputError("--overwrite is only valid with --receipt.", code="invalid_option")
     test_path = Path(test)
     if not test_path.is_file():
         raise RunInputError(f"test file not found: {test_path}", code="test_missing", path=str(test_path))
@@ -173,6 +127,16 @@ def run_exported_test(
         raise RunInputError(
             f"cannot read test file {test_path}: {exc}", code="test_unreadable", path=str(test_path)
         ) from exc
+    constants, unreadable = _read_constants(test_path, source)
+    bundle_path = _bundle_path(test_path, constants, bundle)
+    replace = False
+    if receipt_path is not None:
+        problem = receipt_target_problem(
+            receipt_path, test=test_path, bundle=bundle_path, overwrite=overwrite
+        )
+        if problem is not None:
+            raise RunInputError(problem, code="receipt_refused", path=str(receipt_path))
+        replace = os.path.lexists(receipt_path)
     base: dict[str, Any] = {
         "test": str(test),
         "test_sha256": sha256_file(test_path),
@@ -180,10 +144,30 @@ def run_exported_test(
         "bundle_digest": None,
         "stepfork_version": _version(),
     }
-    receipt = _classify(test_path, source, base, bundle, pytest_args, timeout_seconds)
+    receipt = _classify(test_path, constants, unreadable, base, bundle_path, pytest_args, timeout_seconds)
     if receipt_path is not None:
-        receipt.write(receipt_path)
+        receipt.write(receipt_path, replace=replace)
     return receipt
+
+
+def _read_constants(test_path: Path, source: str) -> tuple[dict[str, Any], str | None]:
+    """The test's constants read with ast (never imported), and why they could not be read (or None)."""
+    from stepfork.analysis.exported import read_exported_constants
+
+    try:
+        return read_exported_constants(source, filename=str(test_path)), None
+    except (ValueError, SyntaxError) as exc:
+        return {}, str(exc)
+
+
+def _bundle_path(
+    test_path: Path, constants: dict[str, Any], bundle: str | os.PathLike[str] | None
+) -> Path | None:
+    """The bundle the check reads: ``bundle`` as given, else TRACE_PATH beside the test, else None."""
+    if bundle is not None:
+        return Path(bundle)
+    named = constants.get("TRACE_PATH")
+    return None if not isinstance(named, str) else test_path.resolve().parent / named
 
 
 def _stop(base: dict[str, Any], reason: str, detail: str, **extra: Any) -> Receipt:
@@ -197,29 +181,20 @@ def _zero() -> dict[str, int]:
 
 def _classify(
     test_path: Path,
-    source: str,
+    constants: dict[str, Any],
+    unreadable: str | None,
     base: dict[str, Any],
-    bundle: str | os.PathLike[str] | None,
+    bundle_path: Path | None,
     pytest_args: Sequence[str],
     timeout_seconds: float | None,
 ) -> Receipt:
-    from stepfork.analysis.exported import read_exported_constants
-
     here = test_path.resolve().parent
-    try:
-        constants = read_exported_constants(source, filename=str(test_path))
-    except (ValueError, SyntaxError) as exc:
-        constants = {}
-        if bundle is None:
-            return _stop(base, "check_error", f"cannot read the test's constants: {exc}")
-    if bundle is None:
-        named = constants.get("TRACE_PATH")
-        if named is None:
-            return _stop(base, "bundle_missing", "the test names no TRACE_PATH; pass --bundle")
-        base["bundle"] = named
-        bundle_path = here / named
-    else:
-        bundle_path = Path(bundle)
+    if bundle_path is None:
+        if unreadable is not None:
+            return _stop(base, "check_error", f"cannot read the test's constants: {unreadable}")
+        return _stop(base, "bundle_missing", "the test names no TRACE_PATH; pass --bundle")
+    if base["bundle"] is None:
+        base["bundle"] = constants.get("TRACE_PATH")
     if not bundle_path.is_dir():
         return _stop(
             base,
@@ -227,12 +202,9 @@ def _classify(
             f"the bundle this test names is not there: {base['bundle']}; the check cannot run, "
             "so this is not a regression",
         )
-    from stepfork.trace.validation import validate_bundle
-
-    verdict = validate_bundle(bundle_path, strict=False)
-    if verdict.unreadable:
-        codes = ", ".join(sorted({issue.code for issue in verdict.issues}))
-        return _stop(base, "bundle_unreadable", f"the bundle cannot be read ({codes}): {base['bundle']}")
+    problem = _bundle_problem(bundle_path, base["bundle"])
+    if problem is not None:
+        return _stop(base, "bundle_unreadable", problem)
     base["bundle_digest"] = bundle_digest(bundle_path)
 
     entrypoint = constants.get("ENTRYPOINT")
@@ -257,6 +229,25 @@ def _classify(
     if importlib.util.find_spec("pytest") is None:
         return _stop(base, "pytest_unavailable", f"pytest is not installed for {sys.executable}")
     return _launch(test_path, base, pytest_args, timeout_seconds)
+
+
+def _bundle_problem(bundle_path: Path, name: str) -> str | None:
+    """Why the replay would reject the bundle before the check could run, or None: it cannot be read,
+    or it fails integrity verification (integrity.json digests, stored payload hashes). A legacy bundle
+    without integrity.json or without hashes passes, as replay accepts it (spec replay.txt)."""
+    from stepfork.trace.validation import validate_bundle
+
+    verdict = validate_bundle(bundle_path, strict=False, verify_integrity=True)
+    if verdict.unreadable:
+        codes = ", ".join(sorted({issue.code for issue in verdict.issues}))
+        return f"the bundle cannot be read ({codes}): {name}"
+    tampered = sorted({issue.code for issue in verdict.issues if issue.code in _TAMPER_CODES})
+    if tampered:
+        return (
+            f"the bundle fails integrity verification ({', '.join(tampered)}): {name}; replay rejects it "
+            "(see stepfork validate --verify-integrity), so the check cannot run and this is not a regression"
+        )
+    return None
 
 
 def _raise_as_problem(raise_as: Any, import_root: Path | None) -> str | None:

@@ -1,8 +1,9 @@
 """``stepfork export PATH --pytest --entrypoint M:F [...]`` (spec/cli-reference.txt "export").
 
 Exit 0 written; 1 when the destination exists or the write fails; 2 for bad input (non-pytest format,
-missing entrypoint, invalid mode, strict validation failed, bad expectation JSON, a ``--raise-as`` value
-that is not ``TYPE=MODULE:CLASS`` or two matching one recorded type) (notes section 4 table).
+missing entrypoint or one that is not ``MODULE:FUNCTION`` (replay's two lines), invalid mode, strict
+validation or integrity verification failed, bad expectation JSON, a ``--raise-as`` value that is not
+``TYPE=MODULE:CLASS`` or two matching one recorded type) (notes section 4 table).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def export(
         load_expectation_file,
         load_trajectory_file,
     )
+    from stepfork.analysis.exported import entrypoint_form_problem
     from stepfork.cli.options import describe_raise_as, parse_raise_as
     from stepfork.cli.output import escape_controls, fail, sanitize
 
@@ -70,6 +72,9 @@ def export(
         fail("v0.1 supports pytest export only (--pytest).", 2)
     if not entrypoint:
         fail("An executable regression test needs --entrypoint MODULE:FUNCTION.", 2)
+    problem = entrypoint_form_problem(entrypoint)
+    if problem is not None:  # replay's two lines for the same entrypoint (spec "replay", Common errors)
+        fail(f"Unable to resolve entrypoint.\n{problem}", 2)
     if mode not in EXPORT_MODES:
         fail(f"Invalid replay mode {mode}.", 2)
     classes = parse_raise_as(raise_as)

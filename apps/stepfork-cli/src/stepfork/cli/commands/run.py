@@ -1,6 +1,10 @@
-"""``stepfork run TEST [--bundle] [--receipt] [--json] [--pytest-arg]... [--timeout-seconds]`` (spec "run").
+"""``stepfork run TEST [--bundle] [--receipt [--overwrite]] [--json] [--pytest-arg]... [--timeout-seconds]``
+(spec "run").
 
-Exit 0 passed, 1 failed (a caught regression), 2 could_not_execute (the check never ran).
+Exit 0 passed, 1 failed (a caught regression), 2 could_not_execute (the check never ran), and 2 with one
+line, before anything runs, for bad input: a missing test, a bad option, or a refused ``--receipt`` path
+(the test file, inside the bundle, or an existing file that is not a receipt without ``--overwrite``;
+docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -28,6 +32,14 @@ def run(
     receipt: Annotated[
         Path | None, typer.Option("--receipt", help="Write a JSON receipt of what the runner observed.")
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Let --receipt replace an existing file that is not a Stepfork receipt "
+            "(an earlier receipt is always replaced).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the receipt to stdout.")] = False,
     pytest_arg: Annotated[
         list[str] | None,
@@ -51,6 +63,7 @@ def run(
             receipt_path=receipt,
             pytest_args=pytest_arg or (),
             timeout_seconds=timeout_seconds,
+            overwrite=overwrite,
         )
     except RunInputError as exc:
         fail(str(exc), 2)
