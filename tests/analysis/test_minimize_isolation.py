@@ -24,9 +24,12 @@ from stepfork.trace import Trace
 
 FORCE_SUBPROCESS = "_STEPFORK_MINIMIZE_SUBPROCESS"  # internal switch of stepfork.analysis._attempts
 
-# Ten fetches; the agent alerts when two sources are bad; sources 3 and 7 are. Against {"alert": false}
-# the minimal failing subset is those two calls. ``{name}_missing(source)`` runs where a call is missing
-# from the candidate (the replay error), ``{name}_start()`` at the start of every attempt.
+# Ten fetches; the agent alerts when two sources are bad; sources 3 and 7 are. Each fetch made a nested
+# ``audit`` call while recording, which a frozen replay never makes (the fetch's body does not run).
+# Against {"alert": false} the minimal failing subset is fetches 3 and 7 (the agent catches the replay
+# error of every other fetch); with ``clean_replay`` it is the ten fetches without the audits, since a
+# fetch the agent still makes would diverge. ``missing(source)`` runs where a fetch is missing from the
+# candidate (the replay error the agent catches), ``start()`` at the start of every attempt.
 AGENT = """
 import os, signal, sys, time
 from stepfork.trace import trace_tool
@@ -34,7 +37,12 @@ from stepfork.trace import trace_tool
 BAD = {{3, 7}}
 
 @trace_tool
+def audit(source: int) -> int:
+    return source
+
+@trace_tool
 def fetch(source: int) -> dict:
+    audit(source)
     return {{"source": source, "bad": source in BAD}}
 
 def log(what=""):
@@ -54,6 +62,16 @@ def run_agent():
             missing(source)
     return {{"alert": bad >= 2}}
 """
+
+
+def fetches(*sources: int) -> list[tuple[str, int]]:
+    return [("fetch", source) for source in sources]
+
+
+def fetch_steps(*sources: int) -> list[int]:
+    """Steps of those fetch calls in the recording: run_start, then fetch, audit, audit result, result."""
+    return [1 + 4 * source for source in sources]
+
 
 DEFAULTS = "def start():\n    pass\n\ndef missing(source):\n    pass\n"
 
@@ -85,8 +103,8 @@ def minimize(project: Path, module: str, **options: object) -> MinimizeResult:
     )
 
 
-def kept_sources(result: MinimizeResult) -> list[int]:
-    return [e.input["source"] for e in Trace.load(result.output).events if e.type == "tool_call"]
+def kept_calls(result: MinimizeResult) -> list[tuple[str, int]]:
+    return [(e.name, e.input["source"]) for e in Trace.load(result.output).events if e.type == "tool_call"]
 
 
 def attempts(project: Path) -> list[list[str]]:
@@ -139,7 +157,7 @@ def test_module_state_an_attempt_mutates_never_reaches_the_next_attempt(tmp_path
     """
     project = make_project(tmp_path, f"counter_agent_{path}", body)
     result = minimize(project, f"counter_agent_{path}")
-    assert kept_sources(result) == [3, 7]
+    assert kept_calls(result) == fetches(3, 7)
     assert result.minimal
     assert (result.signature.kind, result.signature.detail) == ("output_mismatch", "alert")
     log = attempts(project)
@@ -152,15 +170,30 @@ def test_module_state_an_attempt_mutates_never_reaches_the_next_attempt(tmp_path
     assert_nothing_left(project)
 
 
-def test_both_paths_give_the_same_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project = make_project(tmp_path, "same_agent")
+@pytest.mark.parametrize(
+    ("clean_replay", "kept", "clean"),
+    [(False, fetch_steps(3, 7), False), (True, fetch_steps(*range(10)), True)],
+    ids=["default", "clean-replay"],
+)
+def test_both_paths_give_the_same_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_replay: bool, kept: list[int], clean: bool
+) -> None:
+    project = make_project(tmp_path, f"same_agent_{clean_replay}")
     monkeypatch.delenv(FORCE_SUBPROCESS, raising=False)
-    forked = minimize(project, "same_agent").to_dict()
+    forked = minimize(project, f"same_agent_{clean_replay}", clean_replay=clean_replay).to_dict()
     monkeypatch.setenv(FORCE_SUBPROCESS, "1")
-    spawned = minimize(project, "same_agent").to_dict()
+    spawned = minimize(project, f"same_agent_{clean_replay}", clean_replay=clean_replay).to_dict()
     assert forked == spawned
-    assert forked["kept_steps"] == [7, 15]  # the calls fetching sources 3 and 7
+    assert forked["kept_steps"] == kept
     assert forked["minimal"]
+    # the fetches of sources 0-2, 4-6, 8 and 9 are removed yet still made: one divergence each
+    assert forked["clean_replay"] == {
+        "required": clean_replay,
+        "clean": clean,
+        "matching": "COMPLETE" if clean else "DIVERGED",
+        "removed_calls_made": 0 if clean else 8,
+        "unconsumed": 0,
+    }
 
 
 @pytest.fixture
@@ -173,7 +206,7 @@ def zygote(monkeypatch: pytest.MonkeyPatch) -> str:
 def test_a_hanging_attempt_is_killed_at_the_timeout_and_later_attempts_run(
     tmp_path: Path, zygote: str
 ) -> None:
-    # Without call 5 the agent hangs: those candidates time out, do not reproduce, so call 5 is kept.
+    # Without fetch 5 the agent hangs: those candidates time out, do not reproduce, so fetch 5 is kept.
     body = """
     def start():
         pass
@@ -185,7 +218,7 @@ def test_a_hanging_attempt_is_killed_at_the_timeout_and_later_attempts_run(
     """
     project = make_project(tmp_path, "hang_agent", body)
     result = minimize(project, "hang_agent", timeout=3.0)
-    assert kept_sources(result) == [3, 5, 7]
+    assert kept_calls(result) == fetches(3, 5, 7)
     assert result.minimal
     log = attempts(project)
     hung = [i for i, (_, _, what) in enumerate(log) if what == "hang"]
@@ -195,7 +228,7 @@ def test_a_hanging_attempt_is_killed_at_the_timeout_and_later_attempts_run(
 
 
 def test_a_hard_crash_in_an_attempt_is_a_crash_signature(tmp_path: Path, zygote: str) -> None:
-    # Without call 5 the agent's process is killed (as a segfault would end it): crash, not reproduced.
+    # Without fetch 5 the agent's process is killed (as a segfault would end it): crash, not reproduced.
     body = """
     def start():
         pass
@@ -206,7 +239,8 @@ def test_a_hard_crash_in_an_attempt_is_a_crash_signature(tmp_path: Path, zygote:
     """
     project = make_project(tmp_path, "kill_agent", body)
     result = minimize(project, "kill_agent")
-    assert kept_sources(result) == [3, 5, 7]
+    assert kept_calls(result) == fetches(3, 5, 7)
+    assert result.minimal
     assert_nothing_left(project)
 
 
@@ -220,9 +254,8 @@ def test_a_hard_crash_in_an_attempt_is_a_crash_signature(tmp_path: Path, zygote:
         ),
         ("sigkill", "os.kill(os.getpid(), signal.SIGKILL)", "no output"),
         ("interrupt", "raise KeyboardInterrupt", "KeyboardInterrupt"),
-        ("sysexit", "sys.exit('agent gave up')", "agent gave up"),
     ],
-    ids=["os._exit", "SIGKILL", "KeyboardInterrupt", "SystemExit"],
+    ids=["os._exit", "SIGKILL", "KeyboardInterrupt"],
 )
 def test_an_original_replay_that_crashes_reports_its_last_stderr_line(
     tmp_path: Path, path: str, name: str, crash: str, line: str
@@ -263,7 +296,7 @@ def test_an_entrypoint_whose_import_starts_a_thread_falls_back_to_a_subprocess_p
     """
     project = make_project(tmp_path, "thread_agent", body)
     result = minimize(project, "thread_agent")
-    assert kept_sources(result) == [3, 7]
+    assert kept_calls(result) == fetches(3, 7)
     assert {int(ppid) for _, ppid, _ in attempts(project)} == {os.getpid()}
     assert_nothing_left(project)
 
@@ -271,7 +304,7 @@ def test_an_entrypoint_whose_import_starts_a_thread_falls_back_to_a_subprocess_p
 def test_an_interrupted_minimize_stops_the_zygote_and_the_attempts_in_flight(
     tmp_path: Path, zygote: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Without call 5 the attempt sends Ctrl-C's signal to this process and hangs: minimize must raise
+    # Without fetch 5 the attempt sends Ctrl-C's signal to this process and hangs: minimize must raise
     # KeyboardInterrupt at once, killing that attempt and the zygote.
     monkeypatch.setenv("MINIMIZE_TEST_PID", str(os.getpid()))
     body = """

@@ -1,5 +1,7 @@
 """`stepfork minimize` end to end (spec/cli-reference.txt "minimize"; issue 5): the known minimal subset,
-the report panel, each exit code and error message."""
+the report panel, each exit code and error message. By default the same failure suffices and the report
+says whether the bundle replays cleanly; with --clean-replay a minimized bundle replays as its original
+does (docs/minimize.md "What counts as the same failure"); refused modes and outputs exit 2."""
 
 from __future__ import annotations
 
@@ -18,16 +20,25 @@ from stepfork.trace import Trace, validate_bundle, verify_bundle_integrity
 
 STEPFORK = str(Path(sys.executable).parent / "stepfork")
 
-# Ten independent fetches; the agent alerts when at least two sources are bad. The recording has sources
-# 3 and 7 bad, so the minimal failing subset (against {"alert": false}) is exactly those two calls.
+# Ten independent fetches; the agent alerts when at least two sources are bad (sources 3 and 7 are). Each
+# fetch made a nested ``audit`` call while recording; a frozen replay serves the fetch without running its
+# body, so it never makes that call. By default the minimal bundle is fetches 3 and 7 (the agent catches
+# the replay error of every other fetch); with --clean-replay it is the ten fetches without the audits,
+# since a removed fetch the agent still makes is a replay divergence, even when the agent catches it.
 FETCH_AGENT = textwrap.dedent(
     """
-    from stepfork.trace import trace_tool
+    import os
+    from stepfork.trace import llm_request, trace_tool
 
     BAD = {3, 7}
 
     @trace_tool
+    def audit(source: int) -> int:
+        return source
+
+    @trace_tool
     def fetch(source: int) -> dict:
+        audit(source)
         return {"source": source, "bad": source in BAD, "token": "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2"}
 
     def run_agent():
@@ -36,7 +47,7 @@ FETCH_AGENT = textwrap.dedent(
             try:
                 bad += fetch(source)["bad"]
             except Exception:
-                pass  # a call missing from the bundle fails before its body; the agent carries on
+                pass  # a replay error caught here still makes the replay diverge
         return {"alert": bad >= 2}
 
     def crash_agent():
@@ -49,6 +60,24 @@ FETCH_AGENT = textwrap.dedent(
             except Exception:
                 pass
         return {"alert": False}
+
+    def drift_agent():
+        # asks for source 100 where source 0 was recorded, catches the divergence, completes
+        for source in range(10):
+            try:
+                fetch(100 if source == 0 else source)
+            except Exception:
+                pass
+        return {"alert": False}
+
+    def llm_agent():
+        answers = [
+            llm_request(model="m-1", provider="local", input={"n": n}, call=lambda n=n: {"n": n})["n"]
+            for n in range(3)
+        ]
+        if answers[-1] == 2:
+            raise ValueError("the model said 2")
+        return answers
     """
 )
 
@@ -66,20 +95,27 @@ def project(tmp_path: Path) -> Path:
         "import sys\nfrom stepfork.trace import record\nimport fetch_agent\n"
         "fn = getattr(fetch_agent, sys.argv[2])\n"
         "try:\n    with record('fetch-agent', output=sys.argv[1]) as s:\n        s.set_output(fn())\n"
-        "except KeyError:\n    pass\n"
+        "except (KeyError, ValueError):\n    pass\n"
     )
-    for name, fn in (("fetch.sftrace", "run_agent"), ("crash.sftrace", "crash_agent")):
+    recordings = {"fetch.sftrace": "run_agent", "crash.sftrace": "crash_agent", "llm.sftrace": "llm_agent"}
+    for name, fn in recordings.items():
         subprocess.run([sys.executable, "-c", script, name, fn], cwd=tmp_path, check=True)
     (tmp_path / "expected.json").write_text(json.dumps({"alert": False}))
     return tmp_path
 
 
-def _kept_calls(bundle: Path) -> list[int]:
+def _kept_calls(bundle: Path) -> list[tuple[str, int]]:
     trace = Trace.load(bundle)
-    return [e.input["source"] for e in trace.events if e.type == "tool_call"]
+    return [(e.name, e.input["source"]) for e in trace.events if e.type == "tool_call"]
 
 
-def test_minimize_keeps_exactly_the_calls_the_output_mismatch_needs(project: Path) -> None:
+def _bytes(bundle: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(bundle.iterdir())}
+
+
+def test_minimize_keeps_the_calls_the_failure_needs_and_says_the_bundle_does_not_replay_cleanly(
+    project: Path,
+) -> None:
     proc = stepfork(
         "minimize",
         "fetch.sftrace",
@@ -92,23 +128,239 @@ def test_minimize_keeps_exactly_the_calls_the_output_mismatch_needs(project: Pat
         cwd=project,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert _kept_calls(project / "minimal.sftrace") == [3, 7]
+    assert _kept_calls(project / "minimal.sftrace") == [("fetch", 3), ("fetch", 7)]
     assert "Detecting failure signature...\nMinimizing trace..." in proc.stdout
-    assert "│ Original Events     22" in proc.stdout
-    assert "│ Minimized Events    6 " in proc.stdout
-    assert "│ Failure Signature   Output Mismatch" in proc.stdout
-    assert "│ Minimal             Yes" in proc.stdout
+    rows = [
+        "│ Original Events     42 ",
+        "│ Minimized Events    6 ",
+        "│ Reduction           85.7% ",
+        "│ Replay Attempts     ",
+        "│ Failure Signature   Output Mismatch ",
+        "│ Minimal             Yes ",
+        "│ Clean Replay        No (8 removed calls are still made; `stepfork replay` reports DIVERGED) ",
+    ]
+    panel = [line for line in proc.stdout.splitlines() if line.startswith("│")]
+    assert [line[: len(row)] for line, row in zip(panel, rows, strict=True)] == rows
     assert "✓ Minimized trace saved to: minimal.sftrace" in proc.stdout
     assert validate_bundle(project / "minimal.sftrace", verify_integrity=True).valid
     assert verify_bundle_integrity(project / "minimal.sftrace").status == "verified"
     assert "sk-a1B2" not in (project / "minimal.sftrace" / "events.jsonl").read_text()
+    # what the report said: the fetches the agent still makes are missing, so the replay diverges
+    replayed = stepfork("replay", "minimal.sftrace", "--entrypoint", "fetch_agent:run_agent", cwd=project)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "Dependency matching: DIVERGED" in replayed.stdout
 
 
-def test_minimize_an_exception_signature_with_the_default_output_path(project: Path) -> None:
+def test_clean_replay_keeps_every_call_the_replay_makes_and_drops_those_it_never_makes(
+    project: Path,
+) -> None:
+    proc = stepfork(
+        "minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "--expect-output", "expected.json",
+        "--output", "minimal.sftrace", "--clean-replay", cwd=project,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _kept_calls(project / "minimal.sftrace") == [("fetch", source) for source in range(10)]
+    assert "│ Minimized Events    22 " in proc.stdout
+    assert "│ Clean Replay        Yes " in proc.stdout
+    # the minimized bundle replays as the original does: every call matched, the recorded output
+    replayed = stepfork("replay", "minimal.sftrace", "--entrypoint", "fetch_agent:run_agent", cwd=project)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "Dependency matching: COMPLETE" in replayed.stdout
+
+
+def test_an_exception_the_agent_raises_after_catching_replay_errors_is_minimized_to_what_it_needs(
+    project: Path,
+) -> None:
+    # crash_agent catches every other error and raises KeyError at source 7: fetch 7 alone reproduces it
     proc = stepfork("minimize", "crash.sftrace", "-e", "fetch_agent:crash_agent", cwd=project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Failure Signature   Exception (KeyError)" in proc.stdout
-    assert _kept_calls(project / "crash-minimized.sftrace") == [7]
+    assert "Clean Replay        No (7 removed calls are still made;" in proc.stdout
+    assert _kept_calls(project / "crash-minimized.sftrace") == [("fetch", 7)]
+
+
+def test_with_clean_replay_an_exception_after_caught_replay_errors_reproduces_under_replay(
+    project: Path,
+) -> None:
+    # a candidate without fetch 0 raised the same KeyError, but its replay diverged: not kept as the same
+    proc = stepfork(
+        "minimize", "crash.sftrace", "-e", "fetch_agent:crash_agent", "--clean-replay", cwd=project
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Failure Signature   Exception (KeyError)" in proc.stdout
+    assert _kept_calls(project / "crash-minimized.sftrace") == [("fetch", source) for source in range(8)]
+    replayed = stepfork(
+        "replay", "crash-minimized.sftrace", "--entrypoint", "fetch_agent:crash_agent", cwd=project
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "Dependency matching: COMPLETE" in replayed.stdout
+    assert "Status: REPRODUCED FAILURE" in replayed.stdout
+
+
+# The spec's example, shaped like the quickstart (a straight-line agent, an output mismatch against
+# --expect-output), with an agent that falls back when a call fails: the order lookup decides the
+# carrier, so without it the first mismatching path changes; the history and the model's reply do not
+# matter to the failure (the bug reads a field the model no longer sends), so they go.
+NOTIFY_AGENT = textwrap.dedent(
+    """
+    from stepfork.trace import llm_request, trace_tool
+
+    @trace_tool
+    def order_status(order_id: str) -> dict:
+        return {"order_id": order_id, "status": "shipped", "carrier": "FedEx"}
+
+    @trace_tool
+    def order_history(order_id: str) -> list:
+        return ["created", "paid", "shipped"]
+
+    def run_agent(order_id="ORD-1001"):
+        try:
+            order = order_status(order_id)
+        except Exception:
+            order = {"order_id": order_id, "status": "unknown", "carrier": None}
+        try:
+            history = order_history(order_id)
+        except Exception:
+            history = []
+        try:
+            reply = llm_request(
+                model="local-notify-1", provider="local", input={"order": order, "history": history},
+                call=lambda: {"action": "notify"},
+            )
+        except Exception:
+            reply = {"action": "wait"}
+        return {
+            "order_id": order_id,
+            "should_notify": bool(reply.get("should_notify", False)),
+            "carrier": order["carrier"],
+        }
+    """
+)
+
+
+@pytest.fixture
+def notify(tmp_path: Path) -> Path:
+    (tmp_path / "notify_agent.py").write_text(NOTIFY_AGENT)
+    script = (
+        "from stepfork.trace import record\nimport notify_agent\n"
+        "with record('notify-agent', output='failure.sftrace') as s:\n"
+        "    s.set_output(notify_agent.run_agent())\n"
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True)
+    expected = {"order_id": "ORD-1001", "should_notify": True, "carrier": "FedEx"}
+    (tmp_path / "expected.json").write_text(json.dumps(expected))
+    return tmp_path
+
+
+def test_the_spec_example_shrinks_a_straight_line_agent_to_the_call_its_output_mismatch_needs(
+    notify: Path,
+) -> None:
+    args = ("minimize", "failure.sftrace", "--entrypoint", "notify_agent:run_agent")
+    proc = stepfork(*args, "--expect-output", "expected.json", "--output", "minimal.sftrace", cwd=notify)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Events:          8\n" in proc.stdout
+    for row in (
+        "│ Original Events     8 ",
+        "│ Minimized Events    4 ",
+        "│ Reduction           50.0% ",
+        "│ Failure Signature   Output Mismatch ",
+        "│ Minimal             Yes ",
+        "│ Clean Replay        No (2 removed calls are still made; `stepfork replay` reports DIVERGED) ",
+    ):
+        assert row in proc.stdout
+    assert [e.name for e in Trace.load(notify / "minimal.sftrace").events if e.type == "tool_call"] == [
+        "order_status"
+    ]
+    # --json: the same result, the clean-replay verdict included, and nothing else on stdout
+    expect = ("--expect-output", "expected.json")
+    proc = stepfork(*args, *expect, "-o", "minimal.sftrace", "--overwrite", "--json", cwd=notify)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert (data["original_events"], data["minimized_events"], data["minimal"]) == (8, 4, True)
+    assert data["signature"] == {"kind": "output_mismatch", "detail": "should_notify", "divergence": None}
+    assert data["clean_replay"] == {
+        "required": False,
+        "clean": False,
+        "matching": "DIVERGED",
+        "removed_calls_made": 2,
+        "unconsumed": 0,
+    }
+    # --clean-replay: nothing can go, since the agent makes every call
+    proc = stepfork(*args, *expect, "-o", "clean.sftrace", "--clean-replay", "--json", cwd=notify)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert (data["minimized_events"], data["clean_replay"]["clean"], data["clean_replay"]["required"]) == (
+        8,
+        True,
+        True,
+    )
+
+
+# The newcomer's agent (module state an attempt must not leak; one lookup the failure needs, eight calls
+# it catches the errors of): by default minimize keeps the lookup alone, and says that bundle replays as
+# DIVERGED; with --clean-replay the bundle replays as REPRODUCED FAILURE, as the original does.
+STATEFUL_AGENT = textwrap.dedent(
+    """
+    from stepfork import trace_tool
+
+    COUNTER = 0
+    CACHE = {}
+
+    @trace_tool
+    def lookup(k: str) -> dict:
+        return {"k": k, "v": len(k)}
+
+    @trace_tool
+    def noise(i: int) -> int:
+        return i
+
+    def run():
+        global COUNTER
+        COUNTER += 1
+        if COUNTER > 1 or CACHE:
+            return {"leaked": COUNTER}
+        CACHE["x"] = 1
+        a = lookup("x")
+        for i in range(8):
+            try: noise(i)
+            except Exception: pass
+        if a["v"] == 1:
+            raise ValueError("bug hit")
+        return {"ok": True}
+    """
+)
+
+
+@pytest.fixture
+def stateful(tmp_path: Path) -> Path:
+    (tmp_path / "stateful.py").write_text(STATEFUL_AGENT)
+    script = (
+        "from stepfork import record\nimport stateful\n"
+        "try:\n    with record('st', output='st2.sftrace'):\n        stateful.run()\n"
+        "except ValueError:\n    pass\n"
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def test_the_newcomer_case_default_and_clean_replay(stateful: Path) -> None:
+    args = ("minimize", "st2.sftrace", "-e", "stateful:run")
+    proc = stepfork(*args, "-o", "st2-min.sftrace", cwd=stateful)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "│ Original Events     21 " in proc.stdout  # as the newcomer's (with the run's error event)
+    assert "│ Minimized Events    5 " in proc.stdout
+    assert "│ Clean Replay        No (8 removed calls are still made; `stepfork" in proc.stdout
+    replayed = stepfork("replay", "st2-min.sftrace", "--entrypoint", "stateful:run", cwd=stateful)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "Status: DIVERGED" in replayed.stdout
+
+    proc = stepfork(*args, "-o", "st2-clean.sftrace", "--clean-replay", cwd=stateful)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "│ Minimized Events    21 " in proc.stdout
+    assert "│ Clean Replay        Yes " in proc.stdout
+    replayed = stepfork("replay", "st2-clean.sftrace", "--entrypoint", "stateful:run", cwd=stateful)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "Status: REPRODUCED FAILURE" in replayed.stdout
 
 
 def test_a_trace_that_replays_cleanly_has_no_failure_to_minimize(project: Path) -> None:
@@ -118,6 +370,94 @@ def test_a_trace_that_replays_cleanly_has_no_failure_to_minimize(project: Path) 
         "Failed to detect original failure signature: trace replay completed successfully; "
         "no failure to minimize"
     ) in proc.stderr
+
+
+def test_a_replay_that_only_diverges_has_no_failure_to_minimize(project: Path) -> None:
+    proc = stepfork("minimize", "fetch.sftrace", "-e", "fetch_agent:drift_agent", cwd=project)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "Failed to detect original failure signature: the replay diverged from the recording (input_diverged)"
+    ) in proc.stderr
+    assert not (project / "fetch-minimized.sftrace").exists()
+
+
+def test_a_stepfork_replay_error_is_never_the_failure_signature(quickstart: Path) -> None:
+    # live mode refuses the quickstart's tool (minimize has no --allow-live-tool): ReplayPolicyError
+    proc = stepfork(
+        "minimize", "notify.sftrace", "-e", "quickstart:run_agent", "--mode", "live", "-o", "m.sftrace",
+        cwd=quickstart,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "Failed to detect original failure signature: the replay raised a Stepfork replay error "
+        "(live_tool_not_authorized), not a failure of the agent"
+    ) in proc.stderr
+    assert not (quickstart / "m.sftrace").exists()
+
+
+def test_live_mode_minimizes_a_failure_the_live_llm_calls_reproduce(project: Path) -> None:
+    proc = stepfork("minimize", "llm.sftrace", "-e", "fetch_agent:llm_agent", "--mode", "live", cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Failure Signature   Exception (ValueError)" in proc.stdout
+    replayed = stepfork(
+        "replay", "llm-minimized.sftrace", "--entrypoint", "fetch_agent:llm_agent", "--mode", "live",
+        cwd=project,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "Status: REPRODUCED FAILURE" in replayed.stdout
+
+
+@pytest.mark.parametrize(
+    ("mode", "line"),
+    [
+        ("forbidden", "replay mode 'forbidden' refuses every dependency call"),
+        ("manual", "replay mode 'manual' needs your approval of every call"),
+        ("derived", "replay mode 'derived' is reserved and not supported"),
+    ],
+)
+def test_modes_that_cannot_show_a_failure_of_the_agent_are_refused_with_exit_2(
+    project: Path, mode: str, line: str
+) -> None:
+    proc = stepfork(
+        "minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "--expect-output", "expected.json",
+        "--mode", mode, cwd=project,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]  # one line
+    assert line in proc.stderr
+    assert "Detecting failure signature" not in proc.stdout
+    assert not (project / "fetch-minimized.sftrace").exists()
+    args = ("minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "-m", mode, "--json")
+    as_json = stepfork(*args, cwd=project)
+    assert as_json.returncode == 2
+    assert json.loads(as_json.stdout)["error"] == "invalid_option"
+    assert line in json.loads(as_json.stdout)["message"]
+
+
+@pytest.mark.parametrize(
+    ("output", "line"),
+    [
+        ("fetch.sftrace", "overlaps the input bundle fetch.sftrace"),
+        ("nowhere/../fetch.sftrace", "overlaps the input bundle fetch.sftrace"),
+        ("link.sftrace", "overlaps the input bundle fetch.sftrace"),
+        ("fetch.sftrace/inner.sftrace", "overlaps the input bundle fetch.sftrace"),
+        ("minimal.json", "--output must be a .sftrace bundle path: minimal.json"),
+    ],
+    ids=["same", "dotdot", "symlink", "inside", "suffix"],
+)
+def test_an_output_that_would_write_over_the_input_is_refused_before_any_replay(
+    project: Path, output: str, line: str
+) -> None:
+    (project / "link.sftrace").symlink_to("fetch.sftrace")
+    before = _bytes(project / "fetch.sftrace")
+    proc = stepfork(
+        "minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "--expect-output", "expected.json",
+        "--output", output, "--overwrite", cwd=project,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert line in proc.stderr
+    assert "Detecting failure signature" not in proc.stdout
+    assert _bytes(project / "fetch.sftrace") == before
 
 
 def test_an_unresolvable_entrypoint_exits_2(project: Path) -> None:
@@ -139,15 +479,6 @@ def test_an_existing_output_needs_overwrite(project: Path) -> None:
     assert proc.returncode == 2
     assert "already exists; pass --overwrite to replace it." in proc.stderr
     assert stepfork(*args, "--overwrite", "--attempts", "2", "--timeout", "60", cwd=project).returncode == 0
-
-
-def test_the_reserved_derived_mode_is_refused_with_exit_2(project: Path) -> None:
-    proc = stepfork(
-        "minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "--mode", "derived", cwd=project
-    )
-    assert proc.returncode == 2
-    assert "replay mode 'derived' is reserved and not supported" in proc.stderr
-    assert not (project / "fetch-minimized.sftrace").exists()
 
 
 # Without call 5 the agent logs "PID PPID" and hangs; with a timeout of 600 s only an interrupt ends it.

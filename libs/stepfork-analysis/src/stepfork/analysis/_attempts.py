@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from stepfork.analysis.minimize import Signature
+from stepfork.analysis._signature import Signature
 
 # Tests and the benchmark set this to force the subprocess path; it is not a user setting.
 FORCE_SUBPROCESS_ENV = "_STEPFORK_MINIMIZE_SUBPROCESS"
@@ -48,7 +48,8 @@ def replay_in_subprocess(bundle: Path, config: dict[str, Any]) -> Signature:
 
     Returns:
         the worker's signature; ``Signature("timeout")`` when it ran out of time (it is killed);
-        ``Signature("crash", <last stderr line, 200 chars>)`` when it printed none.
+        ``Signature("crash", <last stderr line, 200 chars>)`` when it printed none, and
+        ``Signature("crash", "malformed signature line")`` when its line does not parse.
     """
     payload = json.dumps({**config, "bundle": str(bundle)})
     try:
@@ -66,8 +67,10 @@ def replay_in_subprocess(bundle: Path, config: dict[str, Any]) -> Signature:
     lines = [line for line in proc.stdout.splitlines() if line.startswith("STEPFORK-SIGNATURE ")]
     if not lines:
         return Signature("crash", (proc.stderr.strip().splitlines() or ["no output"])[-1][:200])
-    data = json.loads(lines[-1].removeprefix("STEPFORK-SIGNATURE "))
-    return Signature(data["kind"], data.get("detail"))
+    try:
+        return Signature.from_json(json.loads(lines[-1].removeprefix("STEPFORK-SIGNATURE ")))
+    except ValueError:  # a line the agent printed to look like ours (JSONDecodeError is a ValueError)
+        return Signature("crash", "malformed signature line")
 
 
 class _ZygoteClient:
@@ -110,7 +113,7 @@ class _ZygoteClient:
                 with self._lock:
                     future = self._pending.pop(int(message["id"]), None)
                 if future is not None:
-                    future.set_result(Signature(str(message["kind"]), message.get("detail")))
+                    future.set_result(Signature.from_json(message))
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a closed or garbled pipe: the zygote is broken, handled below
         finally:

@@ -1,7 +1,7 @@
 """One replay attempt of ``minimize``, run as ``python -m stepfork.analysis._minimize_worker``.
 
 Reads ``{bundle, entrypoint, mode, import_root, expected, has_expected}`` as JSON on stdin, replays, and
-prints one line ``STEPFORK-SIGNATURE {"kind": ..., "detail": ...}`` on stdout. A separate process per
+prints one line ``STEPFORK-SIGNATURE <Signature.to_json()>`` on stdout. A separate process per
 attempt keeps a hanging or crashing agent (and its imports) away from the minimizer (issue 5). This is the
 fallback of the zygote (:mod:`._zygote`), whose forked children call :func:`signature_of` too, so both paths
 give the same signature for the same candidate.
@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from stepfork.analysis.minimize import Signature
+    from stepfork.analysis._signature import Signature
 
 
 def signature_of(job: dict[str, Any], bundle: str) -> Signature:
@@ -25,7 +25,7 @@ def signature_of(job: dict[str, Any], bundle: str) -> Signature:
     ``Signature("setup_error", <exception type name>)``: it never matches a real failure. Exceptions of the
     entrypoint itself are the ``exception`` signature (``replay_signature``); BaseExceptions propagate.
     """
-    from stepfork.analysis.minimize import Signature, replay_signature
+    from stepfork.analysis._signature import Signature, replay_signature
 
     try:
         return replay_signature(
@@ -44,7 +44,7 @@ def main() -> None:
     """Replay the candidate named on stdin and print its failure signature."""
     job = json.loads(sys.stdin.read())
     sig = signature_of(job, job["bundle"])
-    sys.stdout.write("STEPFORK-SIGNATURE " + json.dumps({"kind": sig.kind, "detail": sig.detail}) + "\n")
+    sys.stdout.write("STEPFORK-SIGNATURE " + json.dumps(sig.to_json()) + "\n")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
     in   {"entrypoint", "mode", "import_root", "expected", "has_expected", "timeout"}  first line
     out  {"ready": true} | {"ready": false, "reason": "..."}                           once
     in   {"id": N, "bundle": PATH}                                                      per attempt
-    out  {"id": N, "kind": "...", "detail": ...}                                        each, any order
+    out  {"id": N, "kind": "...", "detail": ..., ...}  (Signature.to_json() + id)     each, any order
 
 End of input (or SIGTERM) shuts the zygote down after killing and reaping every running child.
 """
@@ -118,7 +118,7 @@ def _run_attempt(
         for thread in threading.enumerate():  # as interpreter shutdown would: wait for non-daemon threads
             if thread is not threading.current_thread() and not thread.daemon:
                 thread.join()
-        _write_all(result_fd, json.dumps({"kind": sig.kind, "detail": sig.detail}).encode() + b"\n")
+        _write_all(result_fd, json.dumps(sig.to_json()).encode() + b"\n")
         code = 0
     except SystemExit as exc:  # what the interpreter prints for an uncaught SystemExit
         if exc.code is None or isinstance(exc.code, int):
@@ -175,13 +175,16 @@ class _Zygote:
         del self.children[child.result_fd]
         _reap(child.pid)
         os.close(child.result_fd)
-        message: dict[str, Any] = {"id": child.job, "kind": "timeout", "detail": None}
+        message: dict[str, Any] = {"kind": "timeout", "detail": None}
         if not timed_out:
             try:
                 data = json.loads(bytes(child.output))
-                message.update(kind=str(data["kind"]), detail=data.get("detail"))
-            except (ValueError, KeyError, TypeError):  # no signature: the child died first
-                message.update(kind="crash", detail=_last_stderr_line(child.stderr))
+                if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
+                    raise TypeError("not a signature")
+                message = data  # every field of Signature.to_json(), passed on unchanged
+            except (ValueError, TypeError):  # no signature: the child died first
+                message = {"kind": "crash", "detail": _last_stderr_line(child.stderr)}
+        message["id"] = child.job
         child.stderr.close()
         self.send(message)
 
@@ -251,7 +254,9 @@ def main() -> None:
     config = json.loads(line)
     zygote = _Zygote(config, proto_in, proto_out)
 
+    import stepfork.analysis._divergences
     import stepfork.analysis._minimize_worker
+    import stepfork.analysis._signature
     import stepfork.analysis.behavior
     import stepfork.analysis.minimize
     import stepfork.replay

@@ -1,8 +1,10 @@
 """``minimize_trace``: shrink a failing trace to a 1-minimal set of recorded calls (spec "minimize").
 
-1. The failure signature is detected by replaying the original bundle (in its own process): the qualified
-   type of an exception the entrypoint raised; else, with ``expect_output``, ``output_mismatch`` at the
-   first differing path; else a replay divergence (its code). No signature: nothing to minimize.
+1. The failure signature is detected by replaying the original bundle (in its own process,
+   :mod:`._signature`): the qualified type of an exception the entrypoint raised, or, with
+   ``expect_output``, ``output_mismatch`` at the first differing path; beside it, how the replay went (its
+   divergences, the calls left unconsumed). A Stepfork replay error (policy, mismatch, divergence) is
+   never a failure: without an exception or a mismatch of the agent's own there is nothing to minimize.
 2. Units are the recorded calls (``stepfork.replay.extract_recorded_calls``), each with its outcome
    event and the error events under them, so a call is never split from its result; a call nested (by
    time) in another has it as parent, so a child is never kept without its parent (:mod:`.ddmin`).
@@ -12,10 +14,15 @@
    that is not possible, a fresh Python per attempt (:mod:`._attempts`); candidates of one search step run
    in parallel on the available cores; with ``attempts > 1`` a candidate reproduces when any attempt
    shows the signature (intermittent failures).
-   Removed calls are absent from the bundle, so the agent meets a replay error at them: a candidate
-   reproduces when it shows the *same signature*, whatever else diverged (only a ``divergence``
-   signature is compared on divergences).
-4. :func:`.ddmin.dd_prefix` searches (memoized); the result is re-verified and saved.
+   By default (the spec: "the smallest set of events that preserves the original failure") a candidate
+   reproduces when it shows the same failure, whatever divergences its removed calls cause: a removed
+   call the agent still makes fails at its call site with a replay error the agent may handle. With
+   ``clean_replay`` it must also replay as the original did (no divergence but the original's, no call
+   left unconsumed unless the original left some), so the saved bundle replays as the original does.
+4. Default: :func:`.ddmin.dd_prefix` searches all calls (memoized). ``clean_replay``: every call the agent
+   makes must stay, so the calls the original replay consumed are tested first, and when they reproduce
+   only the 1-minimality pass is left; otherwise ``dd_prefix``. The result is replayed once more, must
+   reproduce the same way, and is saved; that last replay says whether the bundle replays cleanly.
 """
 
 from __future__ import annotations
@@ -25,20 +32,25 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stepfork.analysis._render import html_table
+from stepfork.analysis._minimize_result import MinimizeResult
+from stepfork.analysis._signature import Signature, replay_signature
 from stepfork.analysis._subset import candidate, extract_units
-from stepfork.analysis.ddmin import MemoOracle, dd_prefix
+from stepfork.analysis.ddmin import MemoOracle, _one_minimal, closure, dd_prefix
 
 __all__ = ["MinimizeError", "MinimizeResult", "Signature", "minimize_trace", "replay_signature"]
 
-_SIGNATURE_NAMES = {
-    "exception": "Exception",
-    "output_mismatch": "Output Mismatch",
-    "divergence": "Divergence",
+MODES = ("frozen", "live")
+"""Replay modes ``minimize`` accepts (docs/decisions.md); the spec's other modes are refused below."""
+
+_REFUSED_MODES = {
+    "forbidden": "replay mode 'forbidden' refuses every dependency call, so no replay can show a failure "
+    "of the agent; minimize accepts --mode frozen or live",
+    "manual": "replay mode 'manual' needs your approval of every call, and minimize replays candidates "
+    "unattended; minimize accepts --mode frozen or live",
+    "derived": "replay mode 'derived' is reserved and not supported in this version",
 }
 
 
@@ -46,8 +58,10 @@ class MinimizeError(Exception):
     """Minimization cannot run or did not succeed.
 
     Attributes:
-        code: ``unreadable_trace``, ``bad_entrypoint``, ``invalid_option``, ``invalid_expectation``,
-            ``already_exists`` (exit 2); ``no_failure``, ``not_reproduced``, ``replay_failed`` (exit 1).
+        code: ``unreadable_trace``, ``bad_entrypoint``, ``invalid_option`` (also a refused mode, and an
+            output that is not a ``.sftrace`` path or overlaps the input), ``invalid_expectation``,
+            ``already_exists`` (exit 2); ``no_failure`` (the original replay shows no failure of the
+            agent), ``not_reproduced``, ``replay_failed`` (exit 1).
         exit_code: 2 or 1 as the spec's exit codes say.
     """
 
@@ -72,146 +86,71 @@ class MinimizeError(Exception):
         )
 
 
-@dataclass(frozen=True)
-class Signature:
-    """How a replay failed: ``kind`` (``exception``, ``output_mismatch``, ``divergence``, ``none``,
-    ``timeout``, ``crash``) and ``detail`` (exception type, differing path, divergence code)."""
-
-    kind: str
-    detail: str | None = None
-
-    def __str__(self) -> str:
-        name = _SIGNATURE_NAMES.get(self.kind, self.kind.replace("_", " ").title())
-        return f"{name} ({self.detail})" if self.detail and self.kind != "output_mismatch" else name
+def _reproduces(original: Signature, candidate: Signature, *, clean_replay: bool) -> bool:
+    """The same failure of the agent; with ``clean_replay``, also a replay that went as the original's."""
+    return original.same_failure(candidate) and (not clean_replay or original.replays_like(candidate))
 
 
-def replay_signature(
-    bundle: str | os.PathLike[str],
-    entrypoint: str,
-    *,
-    mode: str = "frozen",
-    import_root: str | None = None,
-    expected: Any = None,
-    has_expected: bool = False,
-) -> Signature:
-    """Replay ``bundle`` through ``entrypoint`` in this process and return its :class:`Signature`.
+def _check_mode(mode: str) -> None:
+    """Raise ``MinimizeError(code="invalid_option")`` unless ``mode`` is one of :data:`MODES`."""
+    if mode in _REFUSED_MODES:
+        raise MinimizeError(_REFUSED_MODES[mode], code="invalid_option")
+    if mode not in MODES:
+        raise MinimizeError(f"Invalid replay mode {mode}.", code="invalid_option")
 
-    Uses the public replay API (``ReplaySession``, ``resolve_entrypoint``, ``run_in_session``) rather than
-    ``replay_entrypoint``, because a candidate with removed calls diverges and its output must still be
-    compared with ``expected``. Order: exception raised, output mismatch, divergence, else ``none``.
+
+def _target(source: Path, output: str | os.PathLike[str] | None, overwrite: bool) -> Path:
+    """Where the minimized bundle goes, checked before any replay (so a bad path never wastes a search).
+
+    Raises:
+        MinimizeError: ``invalid_option`` when the path is not a ``.sftrace`` directory path, or is the
+            input bundle, inside it or around it (resolved: ``..`` and symlinks followed), even with
+            ``overwrite``; ``already_exists`` when it exists and ``overwrite`` is False.
     """
-    from stepfork.analysis.behavior import first_difference
-    from stepfork.replay import ReplayError, ReplaySession, resolve_entrypoint, run_in_session
-    from stepfork.trace import Trace, redact_json, to_jsonable
-
-    session = ReplaySession(Trace.load(bundle), mode)
-    function = resolve_entrypoint(entrypoint, import_root=import_root)
-    result, raised = run_in_session(session, function)
-    if raised is not None:
-        cls = type(raised)
-        qualified = (
-            cls.__qualname__
-            if cls.__module__ in ("builtins", "__main__")
-            else f"{cls.__module__}.{cls.__qualname__}"
+    target = (
+        Path(output)
+        if output is not None
+        else source.with_name(source.name.removesuffix(".sftrace") + "-minimized.sftrace")
+    )
+    if not target.name.endswith(".sftrace") or target.name == ".sftrace":
+        raise MinimizeError(f"--output must be a .sftrace bundle path: {target}", code="invalid_option")
+    here, there = source.resolve(), target.resolve()
+    if there == here or there.is_relative_to(here) or here.is_relative_to(there):
+        raise MinimizeError(
+            f"--output {target} overlaps the input bundle {source} (the same directory, inside it or "
+            "containing it); minimize never writes over its input, even with --overwrite.",
+            code="invalid_option",
         )
-        return Signature("exception", qualified)
-    if has_expected:
-        try:
-            actual = redact_json(to_jsonable(result)).value
-        except (TypeError, ValueError):
-            return Signature("output_mismatch", "$")
-        diff = first_difference(expected, actual)
-        if diff is not None:
-            return Signature("output_mismatch", diff[0])
-    if session.divergence is not None:
-        return Signature("divergence", getattr(session.divergence, "code", None))
-    try:
-        session.verify_complete()
-    except ReplayError as exc:
-        return Signature("divergence", getattr(exc, "code", None))
-    return Signature("none")
-
-
-def _reproduces(original: Signature, candidate: Signature) -> bool:
-    return candidate == original
-
-
-@dataclass(frozen=True)
-class MinimizeResult:
-    """What minimization found; ``str()`` is the spec's report panel, ``to_dict()`` the JSON form.
-
-    Attributes:
-        original, output: bundle paths; agent_name, entrypoint, mode: as given.
-        original_events, minimized_events: event counts; replay_attempts: replays run (detection,
-            search and verification; each ``--attempts`` repeat counts).
-        signature: the failure; minimal: True when the result is 1-minimal; kept_steps: the original
-            ``step`` of            each kept call; removed_calls: how many calls were removed.
-    """
-
-    original: str
-    output: str
-    agent_name: str
-    entrypoint: str
-    mode: str
-    original_events: int
-    minimized_events: int
-    replay_attempts: int
-    signature: Signature
-    minimal: bool
-    kept_steps: tuple[int, ...] = field(default=())
-    removed_calls: int = 0
-
-    @property
-    def reduction(self) -> float:
-        """Share of events removed, in percent (0.0-100.0)."""
-        return 0.0 if not self.original_events else 100.0 * (1 - self.minimized_events / self.original_events)
-
-    def rows(self) -> list[tuple[str, str]]:
-        """The report panel's rows, in the spec's order."""
-        return [
-            ("Original Events", str(self.original_events)),
-            ("Minimized Events", str(self.minimized_events)),
-            ("Reduction", f"{self.reduction:.1f}%"),
-            ("Replay Attempts", str(self.replay_attempts)),
-            ("Failure Signature", str(self.signature)),
-            ("Minimal", "Yes" if self.minimal else "No"),
-        ]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form: paths, counts, reduction, signature ``{kind, detail}``, minimal, kept steps."""
-        return {
-            "original": self.original,
-            "output": self.output,
-            "agent_name": self.agent_name,
-            "entrypoint": self.entrypoint,
-            "mode": self.mode,
-            "original_events": self.original_events,
-            "minimized_events": self.minimized_events,
-            "reduction": round(self.reduction, 1),
-            "replay_attempts": self.replay_attempts,
-            "signature": {"kind": self.signature.kind, "detail": self.signature.detail},
-            "minimal": self.minimal,
-            "kept_steps": list(self.kept_steps),
-            "removed_calls": self.removed_calls,
-        }
-
-    def __str__(self) -> str:
-        width = max(len(v) for _, v in self.rows())
-        body = [f"│ {k:<19} {v:<{width}} │" for k, v in self.rows()]
-        inner = len(body[0]) - 2
-        title = "─ Minimization Report "
-        return "\n".join(
-            [
-                f"╭{title}{'─' * (inner - len(title))}╮",
-                *body,
-                f"╰{'─' * inner}╯",
-                "",
-                f"✓ Minimized trace saved to: {self.output}",
-            ]
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise MinimizeError(f"--output {target} exists and is not a bundle directory", code="invalid_option")
+    if target.exists() and not overwrite:
+        raise MinimizeError(
+            f"{target} already exists; pass --overwrite to replace it.", code="already_exists"
         )
+    return target
 
-    def _repr_html_(self) -> str:
-        return html_table(f"Minimization Report: {self.output}", ["", ""], [list(r) for r in self.rows()])
+
+def _no_failure(signature: Signature, timeout: float) -> MinimizeError:
+    """The error for an original replay that shows no failure of the agent (the spec's sentence first)."""
+    if signature.kind == "none" and signature.divergence is None:
+        reason = "trace replay completed successfully; no failure to minimize"
+    elif signature.kind == "none":
+        reason = (
+            f"the replay diverged from the recording ({signature.divergence}); a replay divergence "
+            "is not a failure to minimize (stepfork replay shows where)"
+        )
+    elif signature.kind == "replay_error":
+        reason = (
+            f"the replay raised a Stepfork replay error ({signature.detail}), not a failure of the agent "
+            "(stepfork replay shows where)"
+        )
+    elif signature.kind == "timeout":
+        reason = f"the replay timed out after {timeout}s"
+    elif signature.kind == "crash":
+        reason = f"the replay process failed: {signature.detail}"
+    else:
+        reason = f"the replay could not start ({signature.kind}: {signature.detail})"
+    return MinimizeError(f"Failed to detect original failure signature: {reason}", code="no_failure")
 
 
 def minimize_trace(
@@ -227,22 +166,29 @@ def minimize_trace(
     workers: int | None = None,
     import_root: str | os.PathLike[str] | None = None,
     progress: Callable[[str, int], None] | None = None,
+    clean_replay: bool = False,
 ) -> MinimizeResult:
     """Minimize the failing bundle ``path`` replayed through ``entrypoint`` (``MODULE:FUNCTION``).
 
     Args:
         expect_output: JSON file with the expected output; a different output is the failure.
-        mode: replay mode of every attempt; output: default ``<path stem>-minimized.sftrace`` beside it.
+        mode: replay mode of every attempt, ``frozen`` or ``live`` (:data:`MODES`); output: a ``.sftrace``
+            path, default ``<path stem>-minimized.sftrace`` beside it, never the input itself.
         timeout: seconds per replay attempt; attempts: repeats per subset (>= 1).
         workers: parallel replays (default: the available cores); import_root: where the entrypoint
             resolves (default: the working directory).
         progress: called as ``progress(stage, replays_so_far)`` with stage ``detect``, ``search``, ``verify``.
+        clean_replay: count a candidate only when its replay also went as the original's did (no
+            divergence but the original's), so the saved bundle replays as the original does; default
+            False: the same failure suffices, as the spec says (docs/minimize.md, docs/decisions.md).
 
     Returns:
-        a :class:`MinimizeResult` (the minimized bundle is saved at ``result.output``).
+        a :class:`MinimizeResult` (the minimized bundle is saved at ``result.output``); its
+        ``replays_cleanly`` and ``Clean Replay`` row say how the saved bundle replays.
 
     Raises:
-        MinimizeError: see :attr:`MinimizeError.code`; ``exit_code`` is the spec's.
+        MinimizeError: see :attr:`MinimizeError.code`; ``exit_code`` is the spec's. Options, mode and
+            output are checked before any replay.
     """
     from stepfork.analysis._attempts import AttemptRunner
     from stepfork.replay import EntrypointError, resolve_entrypoint
@@ -250,17 +196,13 @@ def minimize_trace(
 
     if attempts < 1 or timeout <= 0:
         raise MinimizeError("--attempts must be >= 1 and --timeout > 0", code="invalid_option")
-    if mode not in ("frozen", "live", "forbidden", "manual", "derived"):
-        raise MinimizeError(f"Invalid replay mode {mode}.", code="invalid_option")
-    if mode == "derived":  # the spec lists it, and says it is reserved: refuse it rather than guess
-        raise MinimizeError(
-            "replay mode 'derived' is reserved and not supported in this version", code="invalid_option"
-        )
+    _check_mode(mode)
     source = Path(path)
     try:
         trace = Trace.load(source)
     except (TraceError, OSError) as exc:
         raise MinimizeError(f"unreadable trace: {exc}", code="unreadable_trace") from None
+    target = _target(source, output, overwrite)
     root = str(Path(import_root if import_root is not None else os.getcwd()).resolve())
     try:
         resolve_entrypoint(entrypoint, import_root=root)
@@ -274,19 +216,12 @@ def minimize_trace(
             raise MinimizeError(
                 f"--expect-output is not valid JSON: {exc}.", code="invalid_expectation"
             ) from None
-    target = (
-        Path(output)
-        if output is not None
-        else source.with_name(source.name.removesuffix(".sftrace") + "-minimized.sftrace")
-    )
-    if target.exists() and not overwrite:
-        raise MinimizeError(
-            f"{target} already exists; pass --overwrite to replace it.", code="already_exists"
-        )
 
     units = extract_units(trace)
+    unit_of = {trace.events[p].id: u for u, positions in units.events_of.items() for p in positions}
     replays = 0
     lock = threading.Lock()
+    width = max(1, workers or os.cpu_count() or 1)
     attempts_runner = AttemptRunner(
         entrypoint=entrypoint,
         mode=mode,
@@ -310,7 +245,7 @@ def minimize_trace(
                 with lock:
                     replays += 1
                 sig = run(keep)
-                if want is None or _reproduces(want, sig):
+                if want is None or _reproduces(want, sig, clean_replay=clean_replay):
                     return sig
             return sig
 
@@ -318,41 +253,48 @@ def minimize_trace(
             progress("detect", replays)
         everything = frozenset(units.ids)
         original = repeat(everything, None)
-        if original.kind in ("none", "timeout", "crash"):
-            reason = {
-                "none": "trace replay completed successfully; no failure to minimize",
-                "timeout": f"the replay timed out after {timeout}s",
-                "crash": f"the replay process failed: {original.detail}",
-            }[original.kind]
-            raise MinimizeError(f"Failed to detect original failure signature: {reason}", code="no_failure")
-        pool = ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1))
+        if not original.is_failure:
+            raise _no_failure(original, timeout)
+        pool = ThreadPoolExecutor(max_workers=width)
 
         def oracle(subsets: Sequence[frozenset[int]]) -> list[bool]:
             if progress:
                 progress("search", replays)
-            return [_reproduces(original, s) for s in pool.map(lambda k: repeat(k, original), subsets)]
+            answers = pool.map(lambda k: repeat(k, original), subsets)
+            return [_reproduces(original, s, clean_replay=clean_replay) for s in answers]
 
+        memo = MemoOracle(oracle, units.parents)
+        memo.cache[everything] = True
+        # For a clean replay every call the agent makes must stay (a removed one diverges), so the calls
+        # the original replay consumed are the natural answer: test them first, then prove 1-minimality.
+        # By default a removed call may fail where it is made, so that answer is rarely minimal: search.
+        reached = closure((unit_of[i] for i in original.reached if i in unit_of), units.parents)
         try:
-            found = dd_prefix(
-                units.ids,
-                MemoOracle(oracle, units.parents),
-                parents=units.parents,
-                workers=max(1, workers or os.cpu_count() or 1),
-            )
+            if clean_replay and memo.one(reached):
+                keep, minimal = frozenset(_one_minimal(sorted(reached), memo, units.parents)), True
+            else:
+                found = dd_prefix(units.ids, memo, parents=units.parents, workers=width)
+                keep, minimal = frozenset(found.units), found.minimal
         except BaseException:
             attempts_runner.close()  # kills the attempts in flight, so the pool's threads return at once
             raise
         finally:
             pool.shutdown(cancel_futures=True)
-        keep = frozenset(found.units)
         if progress:
             progress("verify", replays)
-        if not _reproduces(original, repeat(keep, original)):
+        final = repeat(keep, original)
+        if not _reproduces(original, final, clean_replay=clean_replay):
+            left = f", {final.pending} recorded calls left unconsumed" if final.pending else ""
             raise MinimizeError(
-                "Minimized trace does not reproduce the original failure", code="not_reproduced"
+                f"Minimized trace does not reproduce the original failure (its replay: {final}{left})",
+                code="not_reproduced",
             )
     minimized = candidate(trace, units, keep)
-    minimized.save(target, overwrite=overwrite)
+    try:
+        minimized.save(target, overwrite=overwrite)
+    except TraceError as exc:  # the target changed while minimize ran
+        code = "already_exists" if getattr(exc, "code", None) == "already_exists" else "invalid_option"
+        raise MinimizeError(f"cannot save {target}: {exc}", code=code) from None
     return MinimizeResult(
         original=str(source),
         output=str(target),
@@ -363,7 +305,9 @@ def minimize_trace(
         minimized_events=len(minimized.events),
         replay_attempts=replays,
         signature=original,
-        minimal=found.minimal,
+        minimal=minimal,
         kept_steps=tuple(units.steps[u] for u in sorted(keep)),
         removed_calls=len(units.ids) - len(keep),
+        clean_replay=clean_replay,
+        replay=final,
     )

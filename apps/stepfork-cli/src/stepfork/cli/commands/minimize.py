@@ -1,12 +1,15 @@
 """``stepfork minimize PATH --entrypoint M:F [...]`` (spec/cli-reference.txt "minimize").
 
-Exit codes: 0 a valid minimal trace was saved; 1 no failure detected or minimization error; 2 invalid input,
-unreadable trace or unresolvable entrypoint. The progress display (rich) lives here, never in the library.
+Exit codes: 0 a valid minimal trace was saved; 1 no failure detected or minimization error; 2 invalid input
+(a refused mode, an --output that is the input bundle), unreadable trace or unresolvable entrypoint. The
+progress display (rich) lives here, never in the library. ``--json`` prints only the result (or
+``{"error", "message"}``) on stdout; ``--clean-replay`` is ``minimize_trace(clean_replay=True)``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -18,7 +21,10 @@ def minimize(
         None, "--expect-output", help="JSON file with expected output for comparison."
     ),
     mode: str = typer.Option(
-        "frozen", "--mode", "-m", help="Replay mode: frozen, live, forbidden, manual, derived."
+        "frozen",
+        "--mode",
+        "-m",
+        help="Replay mode: frozen or live (forbidden, manual and derived are refused: docs/minimize.md).",
     ),
     output: Path | None = typer.Option(
         None,
@@ -31,25 +37,42 @@ def minimize(
     attempts: int = typer.Option(
         1, "--attempts", help="Number of attempts per subset test (for nondeterminism)."
     ),
+    clean_replay: bool = typer.Option(
+        False,
+        "--clean-replay",
+        help="Keep every call the agent still makes, so the minimized bundle replays without divergence "
+        "(as the original does). Default: the same failure suffices.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Minimize a failing trace to the smallest reproducible subset."""
+    import json
     import sys
 
     from stepfork.analysis.minimize import MinimizeError, minimize_trace
 
-    typer.echo("Stepfork Minimize\n")
-    typer.echo(f"Original trace:  {path}")
+    def say(text: str) -> None:
+        if not as_json:  # stdout holds the JSON document alone
+            typer.echo(text)
+
+    def fail(code: str, message: str, exit_code: int) -> NoReturn:
+        if as_json:
+            typer.echo(json.dumps({"error": code, "message": message}, ensure_ascii=False))
+        typer.echo(message, err=True)
+        raise typer.Exit(exit_code) from None
+
+    say("Stepfork Minimize\n")
+    say(f"Original trace:  {path}")
     try:
         from stepfork.trace import Trace
 
         trace = Trace.load(path)
-        typer.echo(f"Agent:           {trace.agent_name}")
-        typer.echo(f"Events:          {len(trace.events)}")
+        say(f"Agent:           {trace.agent_name}")
+        say(f"Events:          {len(trace.events)}")
     except Exception as exc:
-        typer.echo(f"Unreadable trace: {exc}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(f"Entrypoint:      {entrypoint}")
-    typer.echo(f"Mode:            {mode}\n")
+        fail("unreadable_trace", f"Unreadable trace: {exc}", 2)
+    say(f"Entrypoint:      {entrypoint}")
+    say(f"Mode:            {mode}\n")
 
     status = None
     if sys.stderr.isatty():
@@ -63,9 +86,9 @@ def minimize(
         if stage not in seen:
             seen.add(stage)
             if stage == "detect":
-                typer.echo("Detecting failure signature...")
+                say("Detecting failure signature...")
             elif stage == "search":
-                typer.echo("Minimizing trace...")
+                say("Minimizing trace...")
         if status is not None:
             status.update(f"{stage}: {replays} replay(s)")
 
@@ -80,16 +103,19 @@ def minimize(
             timeout=timeout,
             attempts=attempts,
             progress=progress,
+            clean_replay=clean_replay,
         )
     except MinimizeError as exc:
         if status is not None:
             status.stop()
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(exc.exit_code) from None
+        fail(exc.code, str(exc), exc.exit_code)
     if status is not None:
         status.stop()
-    typer.echo("")
-    typer.echo(str(result))
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        typer.echo("")
+        typer.echo(str(result))
     raise typer.Exit(0)
 
 
