@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,3 +41,18 @@ def golden_copy(tmp_path: Path) -> Callable[..., Path]:
         return target
 
     return copy
+
+
+@contextmanager
+def umask(mask: int) -> Iterator[None]:
+    """Set this process's umask (inherited by the child processes it starts) to ``mask``; restore it after."""
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def file_mode(path: Path) -> int:
+    """The permission bits of ``path`` (``0o644``)."""
+    return stat.S_IMODE(path.stat().st_mode)

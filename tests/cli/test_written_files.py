@@ -7,8 +7,6 @@ The CLI behaviour is in tests/e2e/test_cli_export_inputs.py and tests/e2e/test_c
 from __future__ import annotations
 
 import json
-import os
-import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,20 +22,16 @@ from stepfork.analysis.receipt import Receipt, is_receipt_file
 from stepfork.analysis.runner import RunInputError, run_exported_test
 from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
 
+from ..conftest import file_mode, umask
+
 BASE = {"exit_status": None, "bundle": None, "bundle_digest": None, "test": "t.py", "test_sha256": None}
 
 
 @pytest.fixture
 def umask_027() -> Iterator[None]:
-    old = os.umask(0o027)
-    try:
+    """A known umask for this process and its children, restored afterwards."""
+    with umask(0o027):
         yield
-    finally:
-        os.umask(old)
-
-
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
 
 
 def _replay_says_bad_form(text: str) -> bool:
@@ -85,22 +79,22 @@ def test_export_writes_new_files_with_the_umask_and_keeps_a_replaced_mode(
 ) -> None:
     bundle = golden_copy("successful_run")
     export_pytest_test(trace_path=bundle, entrypoint="agent:run", output_path=tmp_path / "new.py")
-    assert _mode(tmp_path / "new.py") == 0o640
+    assert file_mode(tmp_path / "new.py") == 0o640
     old = tmp_path / "old.py"
     old.write_text("# mine\n", encoding="utf-8")
     old.chmod(0o604)
     export_pytest_test(trace_path=bundle, entrypoint="agent:run", output_path=old, overwrite=True)
-    assert _mode(old) == 0o604
+    assert file_mode(old) == 0o604
 
 
 @pytest.mark.usefixtures("umask_027")
 def test_a_receipt_is_written_with_the_umask_and_replacing_keeps_the_mode(tmp_path: Path) -> None:
     receipt = Receipt(verdict="passed", reason=None, **BASE)
     receipt.write(tmp_path / "deep" / "r.json")
-    assert _mode(tmp_path / "deep" / "r.json") == 0o640
+    assert file_mode(tmp_path / "deep" / "r.json") == 0o640
     (tmp_path / "deep" / "r.json").chmod(0o600)
     receipt.write(tmp_path / "deep" / "r.json")
-    assert _mode(tmp_path / "deep" / "r.json") == 0o600
+    assert file_mode(tmp_path / "deep" / "r.json") == 0o600
     with pytest.raises(FileExistsError):
         receipt.write(tmp_path / "deep" / "r.json", replace=False)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import file_mode, umask
 from .conftest import GOLDEN, run_cli
 
 MALFORMED = [
@@ -36,16 +37,9 @@ MALFORMED = [
 
 @pytest.fixture
 def umask_022() -> Iterator[None]:
-    """A known umask for the child processes (inherited), restored afterwards."""
-    old = os.umask(0o022)
-    try:
+    """A known umask for this process and its children, restored afterwards."""
+    with umask(0o022):
         yield
-    finally:
-        os.umask(old)
-
-
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
 
 
 @pytest.mark.parametrize("entrypoint", MALFORMED)
@@ -139,7 +133,7 @@ def test_a_new_test_file_gets_the_umask_mode_not_0600(quickstart: Path) -> None:
         cwd=quickstart,
     )
     assert result.code == 0, result.text
-    assert _mode(quickstart / "new" / "t.py") == 0o644
+    assert file_mode(quickstart / "new" / "t.py") == 0o644
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o755])
@@ -160,7 +154,7 @@ def test_overwrite_keeps_the_mode_of_the_replaced_file(quickstart: Path, mode: i
     )
     assert result.code == 0, result.text
     assert "run_regression_case" in target.read_text(encoding="utf-8")
-    assert _mode(target) == mode
+    assert file_mode(target) == mode
 
 
 def test_overwrite_never_replaces_something_that_is_not_a_regular_file(quickstart: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import file_mode, umask
 from .conftest import run_cli
 
 MARKER = "pytest-was-launched"
@@ -47,16 +48,9 @@ def work(quickstart: Path) -> Path:
 
 @pytest.fixture
 def umask_022() -> Iterator[None]:
-    """A known umask for the child processes (inherited), restored afterwards."""
-    old = os.umask(0o022)
-    try:
+    """A known umask for this process and its children, restored afterwards."""
+    with umask(0o022):
         yield
-    finally:
-        os.umask(old)
-
-
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -82,7 +76,7 @@ def test_an_existing_file_that_is_not_a_receipt_is_refused_before_the_test_runs(
     )
     assert result.out == ""
     assert keep.read_text(encoding="utf-8") == "important = 1\n"
-    assert _mode(keep) == 0o644
+    assert file_mode(keep) == 0o644
     assert not (work / MARKER).exists()
 
 
@@ -162,7 +156,7 @@ def test_an_earlier_receipt_is_replaced_without_overwrite_keeping_its_mode(work:
     second = run_cli("run", "test_fixed.py", "--receipt", "r/x.json", cwd=work)
     assert second.code == 0, second.text
     assert json.loads(receipt.read_text(encoding="utf-8"))["verdict"] == "passed"
-    assert _mode(receipt) == 0o640
+    assert file_mode(receipt) == 0o640
 
 
 def test_overwrite_replaces_a_file_that_is_not_a_receipt_and_keeps_its_mode(work: Path) -> None:
@@ -174,7 +168,7 @@ def test_overwrite_replaces_a_file_that_is_not_a_receipt_and_keeps_its_mode(work
     )
     assert result.code == 2, result.text
     assert json.loads(notes.read_text(encoding="utf-8"))["receipt_version"] == 1
-    assert _mode(notes) == 0o664
+    assert file_mode(notes) == 0o664
 
 
 def test_overwrite_without_receipt_is_bad_input(work: Path) -> None:
@@ -188,7 +182,7 @@ def test_overwrite_without_receipt_is_bad_input(work: Path) -> None:
 def test_a_new_receipt_gets_the_umask_mode_not_0600(work: Path) -> None:
     result = run_cli("run", "test_fixed.py", "--bundle", "gone.sftrace", "--receipt", "new.json", cwd=work)
     assert result.code == 2, result.text
-    assert _mode(work / "new.json") == 0o644
+    assert file_mode(work / "new.json") == 0o644
 
 
 def test_a_tampered_bundle_is_could_not_execute_not_a_caught_regression(work: Path) -> None:
