@@ -82,6 +82,24 @@ def test_an_existing_destination_is_never_overwritten_without_overwrite(quicksta
     assert "run_regression_case" in target.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["export", "notify.sftrace", "--pytest", "--entrypoint", "quickstart:run_agent"],
+        ["minimize", "notify.sftrace", "--entrypoint", "quickstart:run_agent"],
+    ],
+)
+@pytest.mark.parametrize("where", ["missing.json", "."])
+def test_an_expect_output_file_that_cannot_be_read_is_named_as_such_not_as_bad_json(
+    quickstart: Path, command: list[str], where: str
+) -> None:
+    result = run_cli(*command, "--expect-output", where, cwd=quickstart)
+    assert result.code == 2, result.text
+    assert result.err.strip().splitlines()[-1].startswith("--expect-output cannot be read: "), result.err
+    assert "not valid JSON" not in result.err
+    assert not list(quickstart.glob("test_*.py")) and not list(quickstart.glob("*-minimized.sftrace"))
+
+
 def test_invalid_expectation_json_is_exit_2(quickstart: Path) -> None:
     (quickstart / "bad.json").write_text("{not json", encoding="utf-8")
     result = export(

@@ -103,18 +103,16 @@ def load_expectation_file(path: str | os.PathLike[str]) -> Any:
     """Read an ``--expect-output`` JSON file and return its value, redacted (interop notes section 3).
 
     Raises:
-        ExportError: ``invalid_expectation`` with ``--expect-output is not valid JSON: <detail>.`` when
-            the file cannot be read or parsed.
+        ExportError: ``invalid_expectation`` with the one-line reason of
+            :func:`stepfork.analysis._expectation.read_expect_output` when the file cannot be read or parsed.
     """
-    from stepfork.trace.canonical import loads_json
+    from stepfork.analysis._expectation import read_expect_output
     from stepfork.trace.redaction import redact_json
 
     try:
-        value = loads_json(Path(path).read_bytes())
-    except (OSError, ValueError) as exc:
-        raise ExportError(
-            f"--expect-output is not valid JSON: {exc}.", code="invalid_expectation", path=str(path)
-        ) from exc
+        value = read_expect_output(path)
+    except ValueError as exc:
+        raise ExportError(str(exc), code="invalid_expectation", path=str(path)) from None
     return redact_json(value).value
 
 

@@ -191,8 +191,9 @@ def minimize_trace(
             output are checked before any replay.
     """
     from stepfork.analysis._attempts import AttemptRunner
+    from stepfork.analysis._expectation import read_expect_output
     from stepfork.replay import EntrypointError, resolve_entrypoint
-    from stepfork.trace import Trace, TraceError, loads_json
+    from stepfork.trace import Trace, TraceError
 
     if attempts < 1 or timeout <= 0:
         raise MinimizeError("--attempts must be >= 1 and --timeout > 0", code="invalid_option")
@@ -211,11 +212,9 @@ def minimize_trace(
     expected: Any = None
     if expect_output is not None:
         try:
-            expected = loads_json(Path(expect_output).read_bytes())
-        except (OSError, ValueError) as exc:
-            raise MinimizeError(
-                f"--expect-output is not valid JSON: {exc}.", code="invalid_expectation"
-            ) from None
+            expected = read_expect_output(expect_output)
+        except ValueError as exc:
+            raise MinimizeError(str(exc), code="invalid_expectation") from None
 
     units = extract_units(trace)
     unit_of = {trace.events[p].id: u for u, positions in units.events_of.items() for p in positions}

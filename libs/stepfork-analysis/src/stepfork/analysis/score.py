@@ -268,7 +268,8 @@ def score_test(
     Raises:
         ScoreError: every "cannot answer" case of the spec (exit 2); see :attr:`ScoreError.code`.
     """
-    from stepfork.trace import Trace, TraceStorageError, loads_json, redact_json
+    from stepfork.analysis._expectation import read_expect_output
+    from stepfork.trace import Trace, TraceStorageError, redact_json
 
     test_path = Path(test)
     try:
@@ -280,13 +281,9 @@ def score_test(
     consts = module_constants(source, str(test_path))
     if expect_output is not None:
         try:
-            expectation = redact_json(loads_json(Path(expect_output).read_bytes())).value
-        except (OSError, ValueError) as exc:
-            raise ScoreError(
-                f"--expect-output is not valid JSON: {exc}.",
-                code="invalid_expectation",
-                path=str(expect_output),
-            ) from None
+            expectation = redact_json(read_expect_output(expect_output)).value
+        except ValueError as exc:
+            raise ScoreError(str(exc), code="invalid_expectation", path=str(expect_output)) from None
     else:
         has = literal(consts, "HAS_EXPECTATION", str(test_path), default=ABSENT)
         expectation = literal(consts, "EXPECTATION", str(test_path), default=ABSENT)
