@@ -97,7 +97,8 @@ def test_an_expect_output_file_that_cannot_be_read_is_named_as_such_not_as_bad_j
     assert result.code == 2, result.text
     assert result.err.strip().splitlines()[-1].startswith("--expect-output cannot be read: "), result.err
     assert "not valid JSON" not in result.err
-    assert not list(quickstart.glob("test_*.py")) and not list(quickstart.glob("*-minimized.sftrace"))
+    assert not list(quickstart.glob("test_*.py"))
+    assert not list(quickstart.glob("*-minimized.sftrace"))
 
 
 def test_invalid_expectation_json_is_exit_2(quickstart: Path) -> None:
