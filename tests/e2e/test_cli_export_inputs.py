@@ -19,7 +19,14 @@ from pathlib import Path
 import pytest
 
 from ..conftest import file_mode, umask
-from .conftest import GOLDEN, run_cli
+from .conftest import GOLDEN, Result, run_cli
+
+
+def export_quickstart(cwd: Path, *args: str) -> Result:
+    """``stepfork export notify.sftrace --pytest --entrypoint quickstart:run_agent ARGS`` in ``cwd``."""
+    command = ("export", "notify.sftrace", "--pytest", "--entrypoint", "quickstart:run_agent")
+    return run_cli(*command, *args, cwd=cwd)
+
 
 MALFORMED = [
     "quickstart",
@@ -80,16 +87,7 @@ def test_a_tampered_bundle_is_refused_with_the_integrity_codes(quickstart: Path)
     events = quickstart / "notify.sftrace" / "events.jsonl"
     events.write_text(events.read_text(encoding="utf-8").replace('"FedEx"', '"UPS"'), encoding="utf-8")
     assert run_cli("validate", "notify.sftrace", "--verify-integrity", cwd=quickstart).code == 1
-    result = run_cli(
-        "export",
-        "notify.sftrace",
-        "--pytest",
-        "--entrypoint",
-        "quickstart:run_agent",
-        "--output",
-        "t.py",
-        cwd=quickstart,
-    )
+    result = export_quickstart(quickstart, "--output", "t.py")
     assert result.code == 2, result.text
     assert result.err == (
         "Export requires a bundle that passes integrity verification (integrity_mismatch, "
@@ -104,9 +102,7 @@ def test_a_changed_integrity_file_alone_is_refused_too(quickstart: Path) -> None
     digest = record["files"]["redactions.json"]
     record["files"]["redactions.json"] = ("1" if digest[0] == "0" else "0") + digest[1:]
     integrity.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    result = run_cli(
-        "export", "notify.sftrace", "--pytest", "--entrypoint", "quickstart:run_agent", cwd=quickstart
-    )
+    result = export_quickstart(quickstart)
     assert result.code == 2, result.text
     assert "integrity_mismatch" in result.err
 
@@ -122,16 +118,7 @@ def test_a_legacy_bundle_without_integrity_metadata_still_exports(tmp_path: Path
 
 @pytest.mark.usefixtures("umask_022")
 def test_a_new_test_file_gets_the_umask_mode_not_0600(quickstart: Path) -> None:
-    result = run_cli(
-        "export",
-        "notify.sftrace",
-        "--pytest",
-        "--entrypoint",
-        "quickstart:run_agent",
-        "--output",
-        "new/t.py",
-        cwd=quickstart,
-    )
+    result = export_quickstart(quickstart, "--output", "new/t.py")
     assert result.code == 0, result.text
     assert file_mode(quickstart / "new" / "t.py") == 0o644
 
@@ -141,17 +128,7 @@ def test_overwrite_keeps_the_mode_of_the_replaced_file(quickstart: Path, mode: i
     target = quickstart / "t.py"
     target.write_text("# mine\n", encoding="utf-8")
     target.chmod(mode)
-    result = run_cli(
-        "export",
-        "notify.sftrace",
-        "--pytest",
-        "--entrypoint",
-        "quickstart:run_agent",
-        "--output",
-        "t.py",
-        "--overwrite",
-        cwd=quickstart,
-    )
+    result = export_quickstart(quickstart, "--output", "t.py", "--overwrite")
     assert result.code == 0, result.text
     assert "run_regression_case" in target.read_text(encoding="utf-8")
     assert file_mode(target) == mode
@@ -160,17 +137,7 @@ def test_overwrite_keeps_the_mode_of_the_replaced_file(quickstart: Path, mode: i
 def test_overwrite_never_replaces_something_that_is_not_a_regular_file(quickstart: Path) -> None:
     # os.replace over a FIFO or device swaps out its directory entry (for root, /dev/null itself)
     os.mkfifo(quickstart / "pipe.py")
-    result = run_cli(
-        "export",
-        "notify.sftrace",
-        "--pytest",
-        "--entrypoint",
-        "quickstart:run_agent",
-        "--output",
-        "pipe.py",
-        "--overwrite",
-        cwd=quickstart,
-    )
+    result = export_quickstart(quickstart, "--output", "pipe.py", "--overwrite")
     assert result.code == 1, result.text
     assert result.err.strip() == (
         "cannot write pipe.py: pipe.py exists and is not a regular file; it is not replaced"

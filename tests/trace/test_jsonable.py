@@ -137,7 +137,9 @@ def test_nesting_at_max_depth_is_accepted_and_canonical():
     value: object = 1
     for _ in range(MAX_DEPTH):
         value = {"$stepfork": value}  # the deepest tag form: 3 JSON levels per Python level
-    canonical_json(to_jsonable(value))
+    encoded = to_jsonable(value)
+    assert canonical_json(encoded).startswith(b"{")
+    assert from_jsonable(encoded) == value  # accepted whole, not cut at the limit
 
 
 def test_a_returned_booking_is_a_booking_again_with_its_field_types():

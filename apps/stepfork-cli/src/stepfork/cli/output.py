@@ -84,13 +84,6 @@ def compact(value: Any) -> str:
     return escape_controls(text)
 
 
-def abbreviate(fingerprint: str | None, verbose: bool) -> str:
-    """A SHA-256 hex shown as its first 12 characters plus an ellipsis, unless ``verbose`` (spec replay)."""
-    if not fingerprint:
-        return "-"
-    return fingerprint if verbose or len(fingerprint) <= 16 else fingerprint[:12] + "…"
-
-
 def console() -> Console:
     """A rich console on stdout with markup and highlighting off (trace text is data, not markup)."""
     from rich.console import Console
