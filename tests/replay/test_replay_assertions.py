@@ -85,9 +85,14 @@ def test_max_steps_counts_llm_calls_too(replay) -> None:
 def test_a_caught_divergence_invalidates_every_assertion(recorder) -> None:
     path = recorder(lambda: agents.search_flights("Paris"))
     with ReplaySession.from_trace(path) as replay:
-        with contextlib.suppress(ReplayMismatchError):
-            agents.search_flights("Rome")
+        assert replay.divergence_count == 0
+        for city in ("Rome", "Oslo"):
+            with contextlib.suppress(ReplayMismatchError):
+                agents.search_flights(city)
         agents.search_flights("Paris")
+    assert replay.divergence_count == 2  # each caught divergence counts; the first is kept
+    assert replay.divergence is not None
+    assert "Rome" in str(replay.divergence.diagnostic)
     with pytest.raises(AssertionError, match="stepfork replay diverged"):
         assert_tool_called(replay, "search_flights")
 

@@ -44,7 +44,7 @@ class Signature:
         divergence_at: which divergence: the code, the id of the recorded call event it was checked
             against (``end`` past the last one), the live call's label and input fingerprint; or None.
         divergences: how many distinct divergences the replay raised (the first is ``divergence``); a
-            removed call the agent still makes is one each (:mod:`._divergences`).
+            removed call the agent still makes is one each (``ReplaySession.divergence_count``).
         pending: recorded calls the replay left unconsumed.
         complete: True when the replay never diverged and consumed every recorded call it expects
             (``verify_complete``).
@@ -182,14 +182,19 @@ def replay_signature(
         TraceError, OSError: the bundle cannot be read; EntrypointError: the entrypoint cannot be resolved;
         ValueError: an invalid mode. KeyboardInterrupt propagates.
     """
-    from stepfork.analysis._divergences import CountingSession
     from stepfork.analysis.behavior import first_difference
-    from stepfork.replay import RecordedDependencyError, ReplayError, resolve_entrypoint, run_in_session
+    from stepfork.replay import (
+        RecordedDependencyError,
+        ReplayError,
+        ReplaySession,
+        resolve_entrypoint,
+        run_in_session,
+    )
     from stepfork.trace import Trace, redact_json, to_jsonable
 
     trace = Trace.load(bundle)
     ids_by_step = {event.step: event.id for event in trace.events}
-    session = CountingSession(trace, mode)
+    session = ReplaySession(trace, mode)
     function = resolve_entrypoint(entrypoint, import_root=import_root)
     result, raised = run_in_session(session, function)
     try:
@@ -201,8 +206,7 @@ def replay_signature(
     state: dict[str, Any] = {
         "divergence": getattr(error, "code", "replay_error") if error is not None else None,
         "divergence_at": _divergence_at(error, ids_by_step) if error is not None else None,
-        # the first divergence counts even if raised outside the counted entry points (defensive)
-        "divergences": max(session.divergence_count, 1 if error is not None else 0),
+        "divergences": session.divergence_count,
         "pending": session.pending,
         "complete": complete,
         "reached": tuple(ids_by_step[c.step] for c in session.executed_calls if c.step in ids_by_step),

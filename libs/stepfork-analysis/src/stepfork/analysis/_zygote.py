@@ -254,7 +254,6 @@ def main() -> None:
     config = json.loads(line)
     zygote = _Zygote(config, proto_in, proto_out)
 
-    import stepfork.analysis._divergences
     import stepfork.analysis._minimize_worker
     import stepfork.analysis._signature
     import stepfork.analysis.behavior

@@ -28,7 +28,7 @@ Oracle = Callable[[Sequence[frozenset[int]]], Sequence[bool]]
 """Takes candidate subsets (closed under parents) and returns, for each, True when it reproduces the
 failure. Called with several subsets at once when they can be tested in parallel."""
 
-__all__ = ["DDResult", "MemoOracle", "classic_ddmin", "closure", "dd_prefix"]
+__all__ = ["DDResult", "MemoOracle", "classic_ddmin", "closure", "dd_prefix", "one_minimal"]
 
 
 def closure(units: Iterable[int], parents: Mapping[int, int | None]) -> frozenset[int]:
@@ -79,8 +79,12 @@ class DDResult:
     minimal: bool
 
 
-def _one_minimal(kept: list[int], test: MemoOracle, parents: Mapping[int, int | None]) -> list[int]:
-    """Drop units until removing any single one (with its descendants) no longer fails."""
+def one_minimal(kept: list[int], test: MemoOracle, parents: Mapping[int, int | None]) -> list[int]:
+    """Drop units from ``kept`` until removing any single one (with its descendants) no longer fails.
+
+    Takes the unit indexes kept so far, the memoized oracle (True: the subset still fails) and each unit's
+    parent; returns the 1-minimal list, in ``kept``'s order. Every trial of a round goes to ``test`` at once.
+    """
     changed = True
     while changed:
         changed = False
@@ -142,7 +146,7 @@ def dd_prefix(
                 lo = hi - 1
         required.append(candidates[hi - 1])
         candidates = candidates[: hi - 1]
-    kept = _one_minimal(sorted(closure(required, parent_map)), test, parent_map)
+    kept = one_minimal(sorted(closure(required, parent_map)), test, parent_map)
     return DDResult(tuple(sorted(kept)), test.tests, True)
 
 

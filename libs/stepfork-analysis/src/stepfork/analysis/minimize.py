@@ -38,7 +38,7 @@ from typing import Any
 from stepfork.analysis._minimize_result import MinimizeResult
 from stepfork.analysis._signature import Signature, replay_signature
 from stepfork.analysis._subset import candidate, extract_units
-from stepfork.analysis.ddmin import MemoOracle, _one_minimal, closure, dd_prefix
+from stepfork.analysis.ddmin import MemoOracle, closure, dd_prefix, one_minimal
 
 __all__ = ["MinimizeError", "MinimizeResult", "Signature", "minimize_trace", "replay_signature"]
 
@@ -270,7 +270,7 @@ def minimize_trace(
         reached = closure((unit_of[i] for i in original.reached if i in unit_of), units.parents)
         try:
             if clean_replay and memo.one(reached):
-                keep, minimal = frozenset(_one_minimal(sorted(reached), memo, units.parents)), True
+                keep, minimal = frozenset(one_minimal(sorted(reached), memo, units.parents)), True
             else:
                 found = dd_prefix(units.ids, memo, parents=units.parents, workers=width)
                 keep, minimal = frozenset(found.units), found.minimal

@@ -147,6 +147,7 @@ class ReplaySession:
         self._lock = threading.RLock()
         self._served = ServedCalls()  # records built on read (see ServedCalls)
         self._divergence: ReplayError | None = None
+        self._divergence_count = 0
         self._orphan_warned = False
         self.bundle_path: Path | None = None  # set by from_trace(path); see metadata()
         self._token: Token[BoundaryHandler | None] | None = None
@@ -267,6 +268,12 @@ class ReplaySession:
         return self._divergence
 
     @property
+    def divergence_count(self) -> int:
+        """How many ReplayErrors other than RecordedDependencyError were raised so far, caught or not (0: a
+        clean replay). The strict cursor does not advance on one, so each call the recording lacks is one."""
+        return self._divergence_count
+
+    @property
     def summary(self) -> ReplaySummary:
         """:class:`ReplaySummary` of the session as it stands."""
         with self._lock:
@@ -296,6 +303,7 @@ class ReplaySession:
 
     def _diverge(self, error: ReplayError) -> ReplayError:
         with self._lock:
+            self._divergence_count += 1
             if self._divergence is None:
                 self._divergence = error
         return error
