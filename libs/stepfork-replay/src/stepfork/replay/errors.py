@@ -23,6 +23,12 @@ if TYPE_CHECKING:
     from stepfork.replay.diagnostics import Diagnostic
 
 
+def short_type_name(type_name: str) -> str:
+    """The last dotted component of a type name (``RateLimited`` for ``app.errors.RateLimited``): how a
+    qualified recorded type is compared with a short one (the reference's bundles store short names)."""
+    return type_name.rsplit(".", 1)[-1]
+
+
 class ReplayError(Exception):
     """Base class of every replay error.
 
@@ -157,7 +163,7 @@ class RecordedDependencyError(ReplayError):
     @property
     def short_type(self) -> str:
         """The error type without its module (``RateLimited`` for ``mypkg.errors.RateLimited``)."""
-        return self.error_type.rsplit(".", 1)[-1]
+        return short_type_name(self.error_type)
 
 
 def recorded_failure_text(kind: str, name: str, error_type: str, message: str) -> str:

@@ -26,12 +26,18 @@ from typing import Any
 
 from stepfork.replay.diagnostics import Diagnostic, display_path, first_difference, preview
 from stepfork.replay.entrypoint import resolve_entrypoint, run_in_session
-from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayExhaustedError
+from stepfork.replay.errors import (
+    RecordedDependencyError,
+    ReplayError,
+    ReplayExhaustedError,
+    short_type_name,
+)
 from stepfork.replay.modes import Approver
 from stepfork.replay.raise_as import RaiseAsTarget, recorded_error_types, resolve_raise_as, unmatched_keys
 from stepfork.replay.results import ExecutedCall
 from stepfork.replay.session import ReplaySession, load_source
 from stepfork.trace.bundle import Trace
+from stepfork.trace.eventlog import qualified_type_name
 from stepfork.trace.jsonable import to_jsonable
 from stepfork.trace.models import EventType, RunStatus
 from stepfork.trace.redaction import redact_json, redact_text
@@ -41,12 +47,6 @@ REJECTING_CODES = frozenset({"invalid_input_fingerprint", "invalid_output_finger
 
 def _text(message: str) -> str:
     return redact_text(message)
-
-
-def _qualified(exc: BaseException) -> str:
-    # The recorder's form (stepfork.trace.eventlog.qualified_type_name): ``builtins.ValueError``.
-    cls = type(exc)
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,10 +201,6 @@ def _matching(session: ReplaySession) -> MatchingReport:
     return MatchingReport("COMPLETE", matched, total)
 
 
-def _short(type_name: str) -> str:
-    return type_name.rsplit(".", 1)[-1]
-
-
 def _json_result(result: Any) -> tuple[Any, str | None]:
     """The redacted JSON form of a return value and None, or None and why it has no JSON form."""
     try:
@@ -234,19 +230,19 @@ def _behavior(
             "NOT COMPARED", "the replay diverged; the output is not compared", recorded_failure=failure_type
         )
     if raised is not None:
-        raised_types = {_short(_qualified(raised))}
+        raised_types = {short_type_name(qualified_type_name(raised))}
         if isinstance(raised, RecordedDependencyError):
-            raised_types.add(_short(raised.error_type))
-        if recorded_failed and failure_type is not None and _short(failure_type) in raised_types:
+            raised_types.add(short_type_name(raised.error_type))
+        if recorded_failed and failure_type is not None and short_type_name(failure_type) in raised_types:
             return BehaviorReport(
                 "REPRODUCED FAILURE", f"raised {failure_type} as recorded", recorded_failure=failure_type
             )
         expected = f"failure {failure_type}" if recorded_failed else "completion"
         return BehaviorReport(
             "DIVERGED",
-            f"expected {expected}, got {_qualified(raised)}",
+            f"expected {expected}, got {qualified_type_name(raised)}",
             expected=expected,
-            actual=_qualified(raised),
+            actual=qualified_type_name(raised),
             recorded_failure=failure_type,
         )
     if result_error is not None:
@@ -322,7 +318,7 @@ def replay_entrypoint(
     execution = (
         ExecutionReport("COMPLETED")
         if raised is None
-        else ExecutionReport("RAISED", _qualified(raised), _text(str(raised)))
+        else ExecutionReport("RAISED", qualified_type_name(raised), _text(str(raised)))
     )
     matching = _matching(session)
     # the actual result is shown whenever the entrypoint completed, compared or not

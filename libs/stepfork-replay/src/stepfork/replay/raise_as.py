@@ -53,7 +53,7 @@ from types import FunctionType
 from typing import Any, TypeAlias, cast
 
 from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
-from stepfork.replay.errors import RecordedDependencyError, recorded_failure_text
+from stepfork.replay.errors import RecordedDependencyError, recorded_failure_text, short_type_name
 
 RaiseAsTarget: TypeAlias = type[Exception] | Callable[[RecordedDependencyError], Exception]
 """An ``Exception`` subclass, or a factory taking the RecordedDependencyError and returning the exception
@@ -112,15 +112,10 @@ def resolve_raise_as(
     return resolved
 
 
-def short_type(type_name: str) -> str:
-    """The last dotted component of a type name (``RateLimited`` for ``app.errors.RateLimited``)."""
-    return type_name.rsplit(".", 1)[-1]
-
-
 def _covers(key: str, recorded: str) -> bool:
     if "." in key and "." in recorded:
         return False  # both qualified and not equal: another module, another class
-    return short_type(key) == short_type(recorded)
+    return short_type_name(key) == short_type_name(recorded)
 
 
 def matching_key(keys: Iterable[str], recorded: str) -> str | None:
