@@ -20,7 +20,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-GOLDEN = (REPO / ".." / "shared" / "interop" / "reference-bundles" / "tests" / "golden").resolve()
+GOLDEN = REPO / "tests" / "interop" / "data" / "reference-bundles" / "tests" / "golden"
 DRIVER = HERE / "cli_driver.py"
 
 SOAK = os.environ.get("STEPFORK_SOAK") == "1"
