@@ -13,6 +13,8 @@ from typing import NoReturn
 
 import typer
 
+from stepfork.cli.htmlout import HTML_HELP
+
 
 def minimize(
     path: Path = typer.Argument(..., help="Path to the .sftrace directory bundle to minimize."),
@@ -32,7 +34,7 @@ def minimize(
         "-o",
         help="Path for the minimized .sftrace bundle. Default: <path>-minimized.sftrace.",
     ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Overwrite the output bundle if it exists."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Overwrite the output bundle (and the --html file) if it exists."),
     timeout: float = typer.Option(30.0, "--timeout", help="Timeout in seconds for each replay attempt."),
     attempts: int = typer.Option(
         1, "--attempts", help="Number of attempts per subset test (for nondeterminism)."
@@ -44,6 +46,7 @@ def minimize(
         "(as the original does). Default: the same failure suffices.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    html: Path | None = typer.Option(None, "--html", metavar="FILE", help=HTML_HELP),
 ) -> None:
     """Minimize a failing trace to the smallest reproducible subset."""
     import json
@@ -61,6 +64,9 @@ def minimize(
         typer.echo(message, err=True)
         raise typer.Exit(exit_code) from None
 
+    from stepfork.cli import htmlout
+
+    htmlout.check_target(html, overwrite=overwrite)
     say("Stepfork Minimize\n")
     say(f"Original trace:  {path}")
     try:
@@ -116,6 +122,10 @@ def minimize(
     else:
         typer.echo("")
         typer.echo(str(result))
+    if html is not None:
+        from stepfork.analysis.view import write_minimize_view
+
+        htmlout.write(html, lambda: write_minimize_view(result, html, overwrite=overwrite))
     raise typer.Exit(0)
 
 

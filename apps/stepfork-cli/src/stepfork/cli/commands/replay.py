@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
+from stepfork.cli.htmlout import HTML_HELP
 from stepfork.cli.options import RAISE_AS_HELP
 
 CLI_MODES = ("frozen", "live", "forbidden", "manual")
@@ -46,8 +47,11 @@ def replay(
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Show full diagnostic fingerprints instead of abbreviated ones.")
     ] = False,
+    html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help=HTML_HELP)] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the --html file if it exists.")] = False,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
+    from stepfork.cli import htmlout
     from stepfork.cli.options import parse_raise_as
     from stepfork.cli.output import fail, sanitize_text
 
@@ -56,6 +60,7 @@ def replay(
     if not entrypoint:
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     classes = parse_raise_as(raise_as)
+    htmlout.check_target(html, overwrite=overwrite)
     approve = None
     if mode == "manual":
         if not sys.stdin.isatty():
@@ -88,6 +93,10 @@ def replay(
     for key in outcome.raise_as_unmatched:
         typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
     _render(outcome, path, entrypoint, classes, verbose=verbose)
+    if html is not None:
+        from stepfork.analysis.view import write_replay_view
+
+        htmlout.write(html, lambda: write_replay_view(outcome, path, html, overwrite=overwrite))
     raise typer.Exit(outcome.exit_code)
 
 

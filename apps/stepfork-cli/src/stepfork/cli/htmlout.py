@@ -1,0 +1,39 @@
+"""``--html FILE`` of ``replay`` and ``minimize``: refuse an existing file before any work, write after.
+
+The page itself comes from :mod:`stepfork.analysis.view`; this module only turns its errors into the CLI's
+one-line messages (exit 2), so a report that cannot be written never shows a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+HTML_HELP = "Also write the report as a self-contained HTML page to FILE (see `stepfork view`)."
+
+
+def check_target(path: Path | None, *, overwrite: bool) -> None:
+    """Exit 2 (``FILE exists; pass --overwrite``) when ``path`` exists and ``overwrite`` is false."""
+    from stepfork.cli.output import fail
+
+    if path is not None and not overwrite and os.path.lexists(path):
+        fail(f"{path} exists; pass --overwrite to replace it.", 2)
+
+
+def write(path: Path, render: Callable[[], Path]) -> None:
+    """Run ``render`` (which writes ``path``) and say where it went; exit 2 with one line when it fails."""
+    import typer
+
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.trace import TraceError
+
+    try:
+        written = render()
+    except FileExistsError:
+        fail(f"{path} exists; pass --overwrite to replace it.", 2)
+    except TraceError as exc:
+        fail(f"Cannot write the HTML report: {sanitize_text(str(exc))}", 2)
+    except OSError as exc:
+        fail(f"Cannot write {path}: {exc.strerror or exc}", 2)
+    typer.echo(f"HTML report: {written}", err=True)
