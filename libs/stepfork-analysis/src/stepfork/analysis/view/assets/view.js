@@ -1,5 +1,5 @@
 // Stepfork view: renders the JSON embedded in this page. Bundle data is text only: every value reaches
-// the page through textContent or DOM building; no innerHTML, no URL is ever built from data.
+// the page through textContent or DOM building (never parsed as markup); no URL is built from data.
 (function () {
   "use strict";
   var ROW = 24;
@@ -259,7 +259,7 @@
       if (ev.type === "run_start" && !sp.result) end = last;
       sp.end = end;
       sp.isError = ev.status === "error" || !!sp.error || (sp.result && sp.result.status === "error") ||
-        ev.type === "error" || (ev.type === "run_end" && ev.run_status === "failed");
+        ev.type === "error" || ev.run_status === "failed" || (sp.result && sp.result.run_status === "failed");
       sp.isCall = ev.type === "tool_call" || ev.type === "llm_request";
       tmin = Math.min(tmin, sp.start);
       tmax = Math.max(tmax, sp.end);
