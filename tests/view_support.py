@@ -33,7 +33,7 @@ HOSTILE = [
     "<iframe src=\"javascript:window.__sfHook('iframe')\"></iframe>",
     "<a href=\"javascript:window.__sfHook('link')\">click</a>",
     "]]></script><style>body{background:url(http://127.0.0.1:9/leak)}</style>",
-    "<link rel=stylesheet href=\"http://127.0.0.1:9/x.css\"><base href=\"http://127.0.0.1:9/\">",
+    '<link rel=stylesheet href="http://127.0.0.1:9/x.css"><base href="http://127.0.0.1:9/">',
     "\u2028\u2029 & &amp; &lt;script&gt;",
 ]
 
@@ -54,8 +54,13 @@ def calls_trace(n_calls: int, *, payload: str = "x" * 40, agent: str = "many-cal
     while made < n_calls:
         llm = trace.add(
             LLMRequest(
-                id=f"e-llm-{group}", run_id="r", parent_id=start.id, timestamp=tick(), provider="openai",
-                model="gpt-test", input={"messages": [{"role": "user", "content": f"group {group} {payload}"}]},
+                id=f"e-llm-{group}",
+                run_id="r",
+                parent_id=start.id,
+                timestamp=tick(),
+                provider="openai",
+                model="gpt-test",
+                input={"messages": [{"role": "user", "content": f"group {group} {payload}"}]},
             )
         )
         made += 1
@@ -64,8 +69,12 @@ def calls_trace(n_calls: int, *, payload: str = "x" * 40, agent: str = "many-cal
             tools.append(
                 trace.add(
                     ToolCall(
-                        id=f"e-tool-{group}-{k}", run_id="r", parent_id=llm.id, timestamp=tick(0.1),
-                        name=f"lookup_{k}", input={"query": f"q{group}-{k}", "pad": payload},
+                        id=f"e-tool-{group}-{k}",
+                        run_id="r",
+                        parent_id=llm.id,
+                        timestamp=tick(0.1),
+                        name=f"lookup_{k}",
+                        input={"query": f"q{group}-{k}", "pad": payload},
                     )
                 )
             )
@@ -74,26 +83,51 @@ def calls_trace(n_calls: int, *, payload: str = "x" * 40, agent: str = "many-cal
             if (group * 4 + k) % 50 == 49:
                 trace.add(
                     ErrorEvent(
-                        id=f"e-err-{group}-{k}", run_id="r", parent_id=call.id, timestamp=tick(2),
-                        error_type="TimeoutError", message=f"lookup {k} timed out",
+                        id=f"e-err-{group}-{k}",
+                        run_id="r",
+                        parent_id=call.id,
+                        timestamp=tick(2),
+                        error_type="TimeoutError",
+                        message=f"lookup {k} timed out",
                     )
                 )
             else:
                 trace.add(
                     ToolResult(
-                        id=f"e-res-{group}-{k}", run_id="r", parent_id=call.id, timestamp=tick(2),
-                        name=call.name, duration_ms=2, output={"answer": f"a{group}-{k}", "pad": payload},
+                        id=f"e-res-{group}-{k}",
+                        run_id="r",
+                        parent_id=call.id,
+                        timestamp=tick(2),
+                        name=call.name,
+                        duration_ms=2,
+                        output={"answer": f"a{group}-{k}", "pad": payload},
                     )
                 )
         trace.add(
             LLMResponse(
-                id=f"e-llmr-{group}", run_id="r", parent_id=llm.id, timestamp=tick(), model="gpt-test",
-                output={"content": f"done {group}"}, prompt_tokens=10, completion_tokens=5, total_tokens=15,
+                id=f"e-llmr-{group}",
+                run_id="r",
+                parent_id=llm.id,
+                timestamp=tick(),
+                model="gpt-test",
+                output={"content": f"done {group}"},
+                prompt_tokens=10,
+                completion_tokens=5,
+                total_tokens=15,
                 cost_usd=0.001,
             )
         )
         group += 1
-    trace.add(RunEnd(id="e-end", run_id="r", parent_id=start.id, timestamp=tick(), run_status=RunStatus.COMPLETED, output={"ok": True}))
+    trace.add(
+        RunEnd(
+            id="e-end",
+            run_id="r",
+            parent_id=start.id,
+            timestamp=tick(),
+            run_status=RunStatus.COMPLETED,
+            output={"ok": True},
+        )
+    )
     return trace
 
 
@@ -112,24 +146,45 @@ def hostile_trace() -> Trace:
     for i, text in enumerate(HOSTILE):
         call = trace.add(
             ToolCall(
-                id=f"h-call-{i}", run_id="r", parent_id=start.id, timestamp=T0 + timedelta(seconds=i),
-                name=text, input={text: text, "url": "javascript:window.__sfHook('input')"},
+                id=f"h-call-{i}",
+                run_id="r",
+                parent_id=start.id,
+                timestamp=T0 + timedelta(seconds=i),
+                name=text,
+                input={text: text, "url": "javascript:window.__sfHook('input')"},
             )
         )
         trace.add(
             ToolResult(
-                id=f"h-res-{i}", run_id="r", parent_id=call.id, timestamp=T0 + timedelta(seconds=i, milliseconds=5),
-                name=text, output={"html": text, "list": [text, {"k": text}]},
+                id=f"h-res-{i}",
+                run_id="r",
+                parent_id=call.id,
+                timestamp=T0 + timedelta(seconds=i, milliseconds=5),
+                name=text,
+                output={"html": text, "list": [text, {"k": text}]},
             )
         )
     trace.add(
         ErrorEvent(
-            id="h-err", run_id="r", parent_id=start.id, timestamp=T0 + timedelta(seconds=30),
-            error_type=HOSTILE[3], message=HOSTILE[1], details={"trace": HOSTILE[2]},
+            id="h-err",
+            run_id="r",
+            parent_id=start.id,
+            timestamp=T0 + timedelta(seconds=30),
+            error_type=HOSTILE[3],
+            message=HOSTILE[1],
+            details={"trace": HOSTILE[2]},
         )
     )
-    trace.add(RunEnd(id="h-end", run_id="r", parent_id=start.id, timestamp=T0 + timedelta(seconds=31),
-                     run_status=RunStatus.FAILED, output=HOSTILE[0]))
+    trace.add(
+        RunEnd(
+            id="h-end",
+            run_id="r",
+            parent_id=start.id,
+            timestamp=T0 + timedelta(seconds=31),
+            run_status=RunStatus.FAILED,
+            output=HOSTILE[0],
+        )
+    )
     return trace
 
 

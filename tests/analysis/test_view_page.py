@@ -86,18 +86,44 @@ def test_the_csp_allows_only_the_pages_own_script_and_style_and_no_network(tmp_p
 
 def test_the_script_never_parses_html() -> None:
     script = (ASSETS / "view.js").read_text()
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(",
-                 "setAttribute(\"href", "srcdoc", "fetch(", "XMLHttpRequest"):
+    for sink in (
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+        "Function(",
+        'setAttribute("href',
+        "srcdoc",
+        "fetch(",
+        "XMLHttpRequest",
+    ):
         assert sink not in script, sink
 
 
 def test_an_in_memory_trace_is_redacted_before_it_is_embedded() -> None:
     trace = Trace(run_id="run_secret", agent_name="secret-agent", created_at=T0)
     start = trace.add(RunStart(id="s0", run_id="r", timestamp=T0, input={}))
-    call = trace.add(ToolCall(id="s1", run_id="r", parent_id=start.id, timestamp=T0, name="pay",
-                              input={"api_key": "sk-live-1234567890abcdefghijkl", "amount": 3}))
-    trace.add(ToolResult(id="s2", run_id="r", parent_id=call.id, timestamp=T0, name="pay",
-                         output={"note": "Bearer abcdefghijklmnopqrstuvwxyz0123456789"}))
+    call = trace.add(
+        ToolCall(
+            id="s1",
+            run_id="r",
+            parent_id=start.id,
+            timestamp=T0,
+            name="pay",
+            input={"api_key": "sk-live-1234567890abcdefghijkl", "amount": 3},
+        )
+    )
+    trace.add(
+        ToolResult(
+            id="s2",
+            run_id="r",
+            parent_id=call.id,
+            timestamp=T0,
+            name="pay",
+            output={"note": "Bearer abcdefghijklmnopqrstuvwxyz0123456789"},
+        )
+    )
     page = trace_html(trace)
     assert "sk-live-1234567890abcdefghijkl" not in page
     assert "abcdefghijklmnopqrstuvwxyz0123456789" not in page
@@ -111,9 +137,11 @@ def test_the_file_is_at_most_one_and_a_half_times_events_jsonl(tmp_path: Path) -
     events = (bundle / "events.jsonl").stat().st_size
     assert out.stat().st_size <= 1.5 * events
     page = out.read_text()
-    assert json.loads(_element(page, "sf-meta"))["summary"]["tool_calls"] + json.loads(
-        _element(page, "sf-meta")
-    )["summary"]["llm_calls"] == 10_000
+    assert (
+        json.loads(_element(page, "sf-meta"))["summary"]["tool_calls"]
+        + json.loads(_element(page, "sf-meta"))["summary"]["llm_calls"]
+        == 10_000
+    )
 
 
 def test_writing_streams_the_bundle(tmp_path: Path) -> None:

@@ -25,7 +25,9 @@ def _rows(page: Page) -> list[str]:
     return page.page.locator(".vrow .label").all_text_contents()
 
 
-def test_the_quickstart_view_shows_calls_and_a_selected_calls_input_and_output(page: Page, tmp_path: Path) -> None:
+def test_the_quickstart_view_shows_calls_and_a_selected_calls_input_and_output(
+    page: Page, tmp_path: Path
+) -> None:
     out = write_trace_view(QUICKSTART, tmp_path / "notify.html")
     page.open(out)
     assert page.page.locator(".summary").inner_text().count("notify-agent") == 1
@@ -91,9 +93,19 @@ def test_the_replay_report_shows_the_divergence_path(page: Page, tmp_path: Path)
     report = tmp_path / "replay.html"
     stepfork = str(Path(sys.executable).parent / "stepfork")
     done = subprocess.run(
-        [stepfork, "replay", str(bundle), "--entrypoint", "golden_agents:weather_agent_other_city",
-         "--html", str(report)],
-        cwd=ENTRYPOINTS, capture_output=True, text=True, check=False,
+        [
+            stepfork,
+            "replay",
+            str(bundle),
+            "--entrypoint",
+            "golden_agents:weather_agent_other_city",
+            "--html",
+            str(report),
+        ],
+        cwd=ENTRYPOINTS,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 1, done.stdout + done.stderr
     page.open(report)
@@ -117,7 +129,7 @@ def test_a_hostile_bundle_runs_nothing_and_requests_nothing(page: Page, tmp_path
         rows.nth(i).click()
         for details in page.page.locator("#detail details:not([open])").all():
             details.evaluate("d => { d.open = true; }")
-    page.page.locator('.vrow', has_text="<img").first.click()
+    page.page.locator(".vrow", has_text="<img").first.click()
     page.shot("view-hostile")
     text = page.page.locator("body").inner_text()
     assert "<script>window.__sfHook('agent')</script>" in text  # shown as text

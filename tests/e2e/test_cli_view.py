@@ -104,13 +104,21 @@ def test_minimize_html_writes_kept_and_removed_calls(tmp_path: Path) -> None:
     (tmp_path / "fetch_agent.py").write_text(AGENT)
     record = (
         "from stepfork.trace import record\nimport fetch_agent\n"
-        "with record('fetch-agent', output='fetch.sftrace') as s:\n    s.set_output(fetch_agent.run_agent())\n"
+        "with record('fetch-agent', output='fetch.sftrace') as s:\n"
+        "    s.set_output(fetch_agent.run_agent())\n"
     )
     subprocess.run([sys.executable, "-c", record], cwd=tmp_path, check=True)
     (tmp_path / "expected.json").write_text(json.dumps({"alert": False}))
     result = run_cli(
-        "minimize", "fetch.sftrace", "-e", "fetch_agent:run_agent", "--expect-output", "expected.json",
-        "--html", "min.html", cwd=tmp_path,
+        "minimize",
+        "fetch.sftrace",
+        "-e",
+        "fetch_agent:run_agent",
+        "--expect-output",
+        "expected.json",
+        "--html",
+        "min.html",
+        cwd=tmp_path,
     )
     assert result.code == 0, result.text
     meta = _meta(tmp_path / "min.html")

@@ -40,6 +40,9 @@ _EXPORTS: dict[str, str] = {
     "fork": "stepfork.analysis.forking",
     "ForkResult": "stepfork.analysis.forking",
     "ForkError": "stepfork.analysis.forking",
+    # notebooks (issue 16): pandas DataFrames, behind the `notebook` extra
+    "events_df": "stepfork.analysis.notebook",
+    "runs_df": "stepfork.analysis.notebook",
 }
 
 __all__ = sorted(_EXPORTS)

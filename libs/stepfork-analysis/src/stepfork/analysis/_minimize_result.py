@@ -134,5 +134,20 @@ class MinimizeResult:
             ]
         )
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython text rendering: the ``str()`` report panel."""
+        printer.text(str(self))
+
     def _repr_html_(self) -> str:
-        return html_table(f"Minimization Report: {self.output}", ["", ""], [list(r) for r in self.rows()])
+        """Notebook rendering: the report table, the kept and removed calls a click away (when the
+        original bundle can still be read)."""
+        from stepfork.analysis.view import minimize_html
+        from stepfork.analysis.view.notebook import with_full_view
+        from stepfork.trace.errors import TraceError
+
+        table = html_table(f"Minimization Report: {self.output}", ["", ""], [list(r) for r in self.rows()])
+        try:
+            page: str | None = minimize_html(self)
+        except (TraceError, OSError):
+            page = None
+        return with_full_view(table, page)

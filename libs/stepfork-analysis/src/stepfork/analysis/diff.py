@@ -179,21 +179,31 @@ class DiffResult:
     def __str__(self) -> str:
         return "\n".join(self._lines())
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython text rendering: the ``str()`` report."""
+        printer.text(str(self))
+
     def _repr_html_(self) -> str:
+        """Notebook rendering: the counts and the first steps, the side-by-side view a click away."""
+        from stepfork.analysis.view import diff_html
+        from stepfork.analysis.view.notebook import FIRST_ROWS, with_full_view
+
         rows = []
-        for s in self.steps:
+        for s in self.steps[:FIRST_ROWS]:
             detail = "; ".join(str(c) for c in s.changes)
             if s.kind in ("added", "removed"):
                 step = s.candidate if s.kind == "added" else s.baseline
                 detail = show_value(step.payload if step else None)
             rows.append([s.kind, s.step_type, s.label, detail])
         result = "EQUIVALENT" if self.equivalent else "BEHAVIOR CHANGED"
-        return html_table(
+        table = html_table(
             f"Result: {result} ({self.changed} changed, {self.added} added, {self.removed} removed, "
             f"{self.unchanged} unchanged)",
             ["kind", "type", "label", "changes"],
             rows,
         ) + pre(f"{self.baseline.path} -> {self.candidate.path}")
+        more = len(self.steps) - FIRST_ROWS
+        return with_full_view(table + (pre(f"... {more} more steps") if more > 0 else ""), diff_html(self))
 
 
 def _where(s: StepDiff) -> str:

@@ -141,7 +141,13 @@ class ScoreResult:
             f"{len(self.reproduced)} leaf(s) reproduce the run ({same})"
         )
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython text rendering: the ``str()`` report."""
+        printer.text(str(self))
+
     def _repr_html_(self) -> str:
+        """Notebook rendering: the battery table and the pins line (the score has no run to draw; its
+        bundle's view is ``stepfork view BUNDLE``)."""
         rows = [
             [m.source, m.label, "killed" if m.killed else "accepted", m.difference or ""]
             for m in self.battery

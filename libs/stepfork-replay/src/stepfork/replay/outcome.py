@@ -120,6 +120,35 @@ class ReplayOutcome:
     raise_as_unmatched: tuple[str, ...] = ()
     result_error: str | None = None
 
+    def _repr_html_(self) -> str:
+        """Notebook rendering: the verdicts, the first calls, the replay report a click away (issue 16);
+        drawn by ``stepfork.analysis.view`` when installed, else the escaped text of ``_repr_pretty_``."""
+        try:
+            from stepfork.analysis.view.notebook import outcome_html
+        except ImportError:
+            import html
+
+            return f"<pre>{html.escape(self._text())}</pre>"
+        return outcome_html(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython text rendering: one line per verdict."""
+        printer.text(self._text())
+
+    def _text(self) -> str:
+        from stepfork.trace.redaction import redact_text
+
+        status = {0: "COMPLETED", 1: "DIVERGED"}.get(self.exit_code, "REJECTED")
+        lines = [
+            f"Replay of {redact_text(self.agent_name)} {self.run_id} ({self.mode}): {status}",
+            f"Execution: {self.execution.status}",
+            f"Dependency matching: {self.matching.status} ({self.matching.matched} of {self.matching.total})",
+            f"Recorded behavior: {self.behavior.status}",
+        ]
+        if self.matching.message:
+            lines.append(f"  {redact_text(self.matching.message)}")
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field (diagnostic as ``Diagnostic.to_dict``; the exception omitted)."""
         matching = self.matching

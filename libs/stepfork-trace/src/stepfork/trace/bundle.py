@@ -99,6 +99,24 @@ class Trace(BaseModel):
         )
         return stored
 
+    def _repr_html_(self) -> str:
+        """Notebook rendering: the summary, the first calls and the full view a click away (issue 16).
+
+        Drawn by ``stepfork.analysis.view`` when stepfork-analysis is installed (imported only here, so
+        ``import stepfork.trace`` stays light); otherwise the escaped text of :meth:`_repr_pretty_`.
+        """
+        try:
+            from stepfork.analysis.view.notebook import trace_html
+        except ImportError:
+            import html
+
+            return f"<pre>{html.escape(_trace_text(self))}</pre>"
+        return trace_html(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython text rendering: one summary line and the first calls."""
+        printer.text(_trace_text(self))
+
     @property
     def manifest(self) -> TraceManifest:
         """The manifest of this trace as it stands (totals as stored, not recomputed).
@@ -114,6 +132,20 @@ class Trace(BaseModel):
             environment=self.environment,
             totals=self.totals,
         )
+
+
+def _trace_text(trace: Trace) -> str:
+    """One summary line and the first ten calls of ``trace`` (names redacted)."""
+    from stepfork.trace.redaction import redact_text
+
+    lines = [f"Trace {trace.agent_name} {trace.run_id}: {trace.status}, {len(trace.events)} events"]
+    calls = [e for e in trace.events if e.type in (EventType.TOOL_CALL, EventType.LLM_REQUEST)]
+    for event in calls[:10]:
+        label = getattr(event, "name", None) or getattr(event, "model", "")
+        lines.append(f"  {event.step:>4}  {event.type:<12} {redact_text(str(label))}  ({event.status})")
+    if len(calls) > 10:
+        lines.append(f"  ... {len(calls) - 10} more")
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------- writing

@@ -34,7 +34,9 @@ def minimize(
         "-o",
         help="Path for the minimized .sftrace bundle. Default: <path>-minimized.sftrace.",
     ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Overwrite the output bundle (and the --html file) if it exists."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Overwrite the output bundle (and the --html file) if it exists."
+    ),
     timeout: float = typer.Option(30.0, "--timeout", help="Timeout in seconds for each replay attempt."),
     attempts: int = typer.Option(
         1, "--attempts", help="Number of attempts per subset test (for nondeterminism)."

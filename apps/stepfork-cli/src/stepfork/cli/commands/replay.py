@@ -48,7 +48,9 @@ def replay(
         bool, typer.Option("--verbose", help="Show full diagnostic fingerprints instead of abbreviated ones.")
     ] = False,
     html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help=HTML_HELP)] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the --html file if it exists.")] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the --html file if it exists.")
+    ] = False,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
     from stepfork.cli import htmlout

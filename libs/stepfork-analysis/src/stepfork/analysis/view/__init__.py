@@ -230,5 +230,6 @@ def write_minimize_view(result: Any, destination: PathLike, *, overwrite: bool =
     """Write the minimization view of ``result`` (its ``original`` bundle streamed) to ``destination``;
     raises as :func:`write_trace_view`."""
     title = "Stepfork minimization"
-    return _write(destination, _bundle_chunks(Path(result.original), _minimize_meta(result), title), overwrite)
-
+    return _write(
+        destination, _bundle_chunks(Path(result.original), _minimize_meta(result), title), overwrite
+    )

@@ -75,7 +75,7 @@ def page_chunks(title: str, events: Iterable[bytes], meta: Any) -> Iterator[byte
     """
     script, style = _asset("view.js"), _asset("view.css")
     yield (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{csp(script, style)}">\n'
         '<meta name="referrer" content="no-referrer">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
