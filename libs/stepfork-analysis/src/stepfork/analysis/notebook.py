@@ -85,13 +85,14 @@ _KIND = {
 
 
 def _pandas() -> Any:
+    from importlib import import_module
+
     try:
-        import pandas
+        return import_module("pandas")  # untyped for mypy (no pandas-stubs here); used through Any
     except ImportError:
         raise ImportError(
             'stepfork.analysis DataFrames need pandas: pip install "stepfork-analysis[notebook]"'
         ) from None
-    return pandas
 
 
 def _name(event: Any) -> str | None:
@@ -101,11 +102,11 @@ def _name(event: Any) -> str | None:
     if kind == "llm_request":
         return f"{event.provider}/{event.model}" if event.provider else str(event.model)
     if kind == "llm_response":
-        return event.model
+        return None if event.model is None else str(event.model)
     if kind == "error":
         return str(event.error_type)
     if kind == "state_change":
-        return event.key
+        return None if event.key is None else str(event.key)
     return None
 
 
