@@ -302,6 +302,30 @@ def _behavior(
     )
 
 
+def session_outcome(session: ReplaySession, trace: Trace, raised: BaseException | None) -> ReplayOutcome:
+    """The report of a replay that someone else ran under ``session`` (a pytest test body): how it ended
+    (``raised``, or completed), which calls matched and where it diverged. The behaviour is ``NOT
+    COMPARED``: the test's own assertions judge it. ``exit_code`` is 1 unless matching is COMPLETE and
+    nothing was raised."""
+    execution = (
+        ExecutionReport("COMPLETED")
+        if raised is None
+        else ExecutionReport("RAISED", qualified_type_name(raised), _text(str(raised)))
+    )
+    matching = _matching(session)
+    return ReplayOutcome(
+        mode=session.mode,
+        agent_name=trace.agent_name,
+        run_id=trace.run_id,
+        execution=execution,
+        matching=matching,
+        behavior=BehaviorReport("NOT COMPARED", "a test body: its own assertions judge the behaviour"),
+        result=None,
+        calls=session.executed_calls,
+        exit_code=0 if raised is None and matching.status == "COMPLETE" else 1,
+    )
+
+
 def replay_entrypoint(
     trace: Trace | str | os.PathLike[str],
     entrypoint: Callable[..., Any] | str,

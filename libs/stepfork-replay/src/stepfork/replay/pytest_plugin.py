@@ -188,6 +188,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     return result
 
 
+def session_of(item: pytest.Item) -> Any:
+    """The Stepfork session this plugin built for ``item`` (as the ``stepfork`` fixture gives it), or None;
+    for other plugins (``--stepfork-html``) that report on a marked test after it ran."""
+    return item.stash.get(_SESSION, None)
+
+
 @pytest.fixture
 def stepfork(request: pytest.FixtureRequest) -> Any:
     """The Stepfork session of this test: a ReplaySession, a RecordingSession (``--stepfork-record``), the
