@@ -161,3 +161,41 @@ def test_ten_thousand_calls_are_interactive_within_two_seconds(page: Page, tmp_p
     assert page.page.locator(".vrow.selected").count() == 1
     page.shot("view-10k")
     assert ready_ms + clicked_ms < 2000, (ready_ms, clicked_ms)
+
+
+def test_the_minimization_view_marks_kept_and_removed_calls(page: Page, tmp_path: Path) -> None:
+    from ..e2e.test_cli_view import AGENT
+
+    (tmp_path / "fetch_agent.py").write_text(AGENT)
+    record = (
+        "from stepfork.trace import record\nimport fetch_agent\n"
+        "with record('fetch-agent', output='fetch.sftrace') as s:\n"
+        "    s.set_output(fetch_agent.run_agent())\n"
+    )
+    subprocess.run([sys.executable, "-c", record], cwd=tmp_path, check=True)
+    (tmp_path / "expected.json").write_text('{"alert": false}')
+    stepfork = str(Path(sys.executable).parent / "stepfork")
+    done = subprocess.run(
+        [
+            stepfork,
+            "minimize",
+            "fetch.sftrace",
+            "-e",
+            "fetch_agent:run_agent",
+            "--expect-output",
+            "expected.json",
+            "--html",
+            "min.html",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    page.open(tmp_path / "min.html")
+    marks = page.page.locator(".vrow .cstat.kept, .vrow .cstat.removed").all_text_contents()
+    assert marks.count("kept") == 2
+    assert marks.count("removed") == 3
+    assert "Calls removed" in page.page.locator(".summary").inner_text()
+    page.shot("view-minimize")

@@ -125,3 +125,24 @@ def test_minimize_html_writes_kept_and_removed_calls(tmp_path: Path) -> None:
     assert meta["view"] == "minimize"
     assert len(meta["kept_steps"]) == 2
     assert meta["minimize"]["removed_calls"] == 3
+
+
+def test_open_hands_the_file_url_to_the_system_browser(quickstart: Path, tmp_path: Path) -> None:
+    import os
+
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
+    browser.chmod(0o755)
+    env = {**os.environ, "BROWSER": str(browser)}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "stepfork"), "view", "notify.sftrace", "--open"],
+        cwd=quickstart,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert opened.read_text() == (quickstart / "notify.html").resolve().as_uri()

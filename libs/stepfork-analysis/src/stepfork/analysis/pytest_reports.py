@@ -114,8 +114,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     item.stash[_LINKS] = written
     html_plugin = item.config.pluginmanager.getplugin("html")
     if html_plugin is not None:
-        from pytest_html import extras
+        from importlib import import_module
 
+        extras = import_module("pytest_html.extras")  # optional; not installed where mypy runs
         report.extras = [
             *getattr(report, "extras", []),
             extras.url(written.resolve().as_uri(), name="Stepfork report"),
