@@ -128,6 +128,10 @@ def test_no_cli_output_or_written_artifact_holds_any_secret_of_the_corpus(record
             "--allow-live-tool", "fetch", "--allow-live-tool", "failing", "--live-llm", "m-1",
         ],
         ["fork", "good.sftrace", "--step", "4", "--entrypoint", ep, "--output", "forked2.sftrace"],
+        ["view", "good.sftrace", "-o", "good.html"],
+        ["view", "failing.sftrace", "-o", "failing.html"],
+        ["view", "good.sftrace", "candidate.sftrace", "-o", "diff.html"],
+        ["replay", "failing.sftrace", "--entrypoint", ep, "--html", "replay.html"],
     ]  # fmt: skip
     outcomes, _ = run_cli_batch(jobs, cwd=recorded, per_job_seconds=120)
     found: Counter[str] = Counter()
@@ -139,7 +143,7 @@ def test_no_cli_output_or_written_artifact_holds_any_secret_of_the_corpus(record
     written = [
         p
         for p in recorded.rglob("*")
-        if p.is_file() and p.suffix in (".py", ".json", ".jsonl") and p.name not in inputs
+        if p.is_file() and p.suffix in (".py", ".json", ".jsonl", ".html") and p.name not in inputs
         and not recorded_bundles & set(p.parts)
     ]  # fmt: skip
     for path in written:
@@ -156,6 +160,8 @@ def test_no_cli_output_or_written_artifact_holds_any_secret_of_the_corpus(record
     assert not found, sorted(found)
     assert not problems, problems
     # the campaign must really have produced what it scans
-    assert {"test_good_regression.py", "receipt.json"} <= {p.name for p in written}
+    assert {"test_good_regression.py", "receipt.json", "good.html", "diff.html", "replay.html"} <= {
+        p.name for p in written
+    }
     assert (recorded / "minimal.sftrace" / "events.jsonl").exists()
     assert (recorded / "forked.sftrace" / "events.jsonl").exists()
