@@ -102,7 +102,7 @@ def test_the_script_never_parses_html() -> None:
 
 
 def test_an_in_memory_trace_is_redacted_before_it_is_embedded() -> None:
-    trace = Trace(run_id="run_secret", agent_name="secret-agent", created_at=T0)
+    trace = Trace(run_id="run_secret", agent_name="agent sk-live-1234567890abcdefghijkl", created_at=T0)
     start = trace.add(RunStart(id="s0", run_id="r", timestamp=T0, input={}))
     call = trace.add(
         ToolCall(

@@ -103,7 +103,8 @@ def write_trace_view(bundle: PathLike, destination: PathLike, *, overwrite: bool
 
 def trace_html(trace: Any) -> str:
     """The full view page (HTML text) of a trace: a bundle path or an in-memory ``Trace``."""
-    title = f"Stepfork: {trace if isinstance(trace, (str, os.PathLike)) else trace.agent_name}"
+    name = trace if isinstance(trace, (str, os.PathLike)) else redacted(trace.agent_name)
+    title = f"Stepfork: {name}"
     return _text(_source_chunks(trace, _trace_meta(title), title))
 
 
