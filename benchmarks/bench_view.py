@@ -82,9 +82,8 @@ def main() -> None:
     ok = all(r["size_ratio"] <= SIZE_TARGET for r in rows.values())
     print(f"size target <= {SIZE_TARGET}: {'met' if ok else 'MISSED'}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
-        json.dumps({"python": sys.version.split()[0], "machine": platform.machine(), "bundles": rows}, indent=2)
-    )
+    report = {"python": sys.version.split()[0], "machine": platform.machine(), "bundles": rows}
+    RESULTS.write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
