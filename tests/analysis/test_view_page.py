@@ -196,3 +196,30 @@ def test_the_diff_page_carries_each_changed_path_as_a_pointer() -> None:
     assert meta["view"] == "diff"
     pointers = {c["pointer"] for s in meta["steps"] for c in s["changes"]}
     assert {"/output/price", "/output/selected_flight"} <= pointers
+
+
+def test_a_crashed_recording_shows_what_was_written(tmp_path: Path) -> None:
+    from stepfork.trace.models import RunStatus
+
+    trace = calls_trace(5)
+    trace.status = RunStatus.RUNNING
+    bundle = trace.save(tmp_path / "crashed.sftrace")
+    (bundle / "integrity.json").unlink()  # a killed recorder never wrote it
+    lines = len((bundle / "events.jsonl").read_bytes().splitlines())
+    with (bundle / "events.jsonl").open("ab") as handle:
+        handle.write(b'{"id":"torn","ty')  # a write cut by SIGKILL
+    page = write_trace_view(bundle, tmp_path / "crashed.html").read_text()
+    assert len(json.loads(_element(page, "sf-events"))) == lines
+    summary = json.loads(_element(page, "sf-meta"))["summary"]
+    assert summary["torn_line"] == lines + 1
+    assert summary["status"] == "running"
+    # a completed bundle with a torn line is corrupt, and refused as every reader refuses it
+    trace.status = RunStatus.COMPLETED
+    done = trace.save(tmp_path / "done.sftrace")
+    with (done / "events.jsonl").open("ab") as handle:
+        handle.write(b'{"id":"torn"')
+    from stepfork.trace.errors import TraceStorageError
+
+    with pytest.raises(TraceStorageError):
+        write_trace_view(done, tmp_path / "done.html")
+    assert not (tmp_path / "done.html").exists()

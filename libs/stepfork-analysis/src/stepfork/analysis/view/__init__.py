@@ -57,8 +57,15 @@ def _bundle_chunks(bundle: Path, meta: dict[str, Any], title: str) -> Iterator[b
     with open_bundle(bundle) as opened:
         manifest = opened.manifest
         summary = SummaryBuilder(manifest, integrity=integrity)
-        events = event_items(opened.events(), summary, manifest.created_at)
-        yield from page_chunks(title, events, lambda: {**meta, "summary": summary.result()})
+        # a crashed recorder's bundle (still `running`) may end in a torn line: show what was written
+        stream = opened.events(torn_tail_ok=True)
+        events = event_items(stream, summary, manifest.created_at)
+
+        def late_meta() -> dict[str, Any]:
+            summary.extra["torn_line"] = stream.torn
+            return {**meta, "summary": summary.result()}
+
+        yield from page_chunks(title, events, late_meta)
 
 
 def _trace_chunks(trace: Any, meta: dict[str, Any], title: str) -> Iterator[bytes]:

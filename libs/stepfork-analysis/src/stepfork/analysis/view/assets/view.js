@@ -299,6 +299,7 @@
       ["Errors", s.errors, s.errors ? "bad" : ""],
     ];
     if (s.failure) pairs.push(["Failure", s.failure.type + ": " + s.failure.message, "bad"]);
+    if (s.torn_line) pairs.push(["Partial", "events.jsonl line " + s.torn_line + " was cut by a crash and is not shown", "bad"]);
     return pairs;
   }
   function section(parent, title, body) {
