@@ -137,3 +137,7 @@ def test_result_renders_as_json_and_html(record_notify, tmp_path: Path) -> None:
     assert (data["claim_drawn"], data["code_drawn"], data["killed"]) == (1, 2, 3)
     assert data["pins"] == {"live": ["should_notify"], "reproduce": []}
     assert "<table>" in result._repr_html_()
+    assert '<iframe sandbox="allow-scripts"' in result._repr_html_()  # the scored run's view
+    printed: list[str] = []
+    result._repr_pretty_(type("Printer", (), {"text": lambda self, t: printed.append(t)})(), False)
+    assert printed == [str(result)]

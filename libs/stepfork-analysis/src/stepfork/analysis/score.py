@@ -146,15 +146,24 @@ class ScoreResult:
         printer.text(str(self))
 
     def _repr_html_(self) -> str:
-        """Notebook rendering: the battery table and the pins line (the score has no run to draw; its
-        bundle's view is ``stepfork view BUNDLE``)."""
+        """Notebook rendering: the battery table and the pins line, the view of the scored run a click
+        away (when its bundle can still be read)."""
+        from stepfork.analysis.view import trace_html
+        from stepfork.analysis.view.notebook import with_full_view
+        from stepfork.trace.errors import TraceError
+
         rows = [
             [m.source, m.label, "killed" if m.killed else "accepted", m.difference or ""]
             for m in self.battery
         ]
-        return html_table(
+        table = html_table(
             f"{self.verdict}: {Path(self.test).name}", ["source", "mutant", "outcome", "at"], rows
         ) + pre(self.pins_line)
+        try:
+            page: str | None = trace_html(self.bundle)
+        except (TraceError, OSError):
+            page = None
+        return with_full_view(table, page)
 
 
 # --- the battery --------------------------------------------------------------------------------------
