@@ -223,3 +223,11 @@ def test_a_crashed_recording_shows_what_was_written(tmp_path: Path) -> None:
     with pytest.raises(TraceStorageError):
         write_trace_view(done, tmp_path / "done.html")
     assert not (tmp_path / "done.html").exists()
+
+
+def test_integers_beyond_64_bits_are_embedded_exactly() -> None:
+    trace = Trace(run_id="run_big", agent_name="big", created_at=T0)
+    start = trace.add(RunStart(id="b0", run_id="r", timestamp=T0, input={"n": 2**80, "s": "<b>"}))
+    assert start.input["n"] == 2**80
+    events = json.loads(_element(trace_html(trace), "sf-events"))
+    assert events[0]["input"] == {"n": 2**80, "s": "<b>"}

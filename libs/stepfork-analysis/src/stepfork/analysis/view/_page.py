@@ -14,6 +14,7 @@ import base64
 import errno
 import hashlib
 import html
+import json
 import os
 import secrets
 from collections.abc import Iterable, Iterator
@@ -39,9 +40,13 @@ def embed_json(value: Any) -> bytes:
 
     ``<``, ``>`` and ``&`` only occur inside JSON strings, where ``\\u003c`` and the rest mean the same
     character, so the text parses back to ``value`` and no sequence in it can close the element.
-    Raises orjson.JSONEncodeError for a value with no JSON form.
+    Integers beyond 64 bits (which orjson refuses) are written exactly by the standard library.
+    Raises TypeError or ValueError for a value with no JSON form.
     """
-    data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:
+        data = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
     for raw, escaped in _ESCAPES:
         if raw in data:
             data = data.replace(raw, escaped)
