@@ -216,7 +216,8 @@ def save_trace(
 
     Raises:
         TraceStorageError: ``invalid_path`` (no ``.sftrace`` suffix, or the path is a file),
-            ``already_exists`` (a non-empty directory without ``overwrite``), ``invalid_manifest`` (the
+            ``already_exists`` (a non-empty directory without ``overwrite``), ``not_a_bundle`` (with
+            ``overwrite``, a directory that is not a bundle: :func:`bundle_replace_problem`), ``invalid_manifest`` (the
             manifest fields do not validate, e.g. failed without failure).
         RedactionError, CanonicalJsonError: see :func:`prepare_event`.
     """
@@ -264,6 +265,18 @@ def save_trace(
         _files.remove_tree(old)
     _files.fsync_dir(target.parent)
     return target
+
+
+def bundle_replace_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the existing non-empty directory ``path`` may not be replaced by a bundle, or None.
+
+    The rule every bundle write applies with ``overwrite`` (``save_trace``, :class:`BundleWriter`, so
+    ``record``, ``fork``, ``minimize`` and the pytest plugin): only a directory that is a bundle (a
+    ``manifest.json`` and nothing but bundle files) is replaced; a user's directory never is (issue 14).
+    Commands call it before doing any work, so the refusal comes before a run, not after. Returns a
+    one-line reason naming what the directory holds.
+    """
+    return _files.not_replaceable(Path(path))
 
 
 class BundleWriter:
