@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "diff": "stepfork.cli.commands.diff",
     "export": "stepfork.cli.commands.export",
     "run": "stepfork.cli.commands.run",
+    "redact": "stepfork.cli.commands.redact",
 }
 
 _VERSION_FLAGS = ("--version", "-V")

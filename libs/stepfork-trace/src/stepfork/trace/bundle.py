@@ -77,10 +77,29 @@ class Trace(BaseModel):
         return load_trace(path)
 
     def save(
-        self, path: str | os.PathLike[str], *, overwrite: bool = False, redactor: Redactor | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        status: RunStatus | str | None = None,
+        failure: FailureInfo | None = None,
+        environment: EnvironmentInfo | None = None,
+        overwrite: bool = False,
+        redactor: Redactor | None = None,
     ) -> Path:
-        """Write this trace as a bundle at ``path`` and return the path; see :func:`save_trace`."""
-        return save_trace(self, path, overwrite=overwrite, redactor=redactor)
+        """Write this trace as a bundle at ``path`` and return the path; see :func:`save_trace`.
+
+        ``status``, ``failure``, ``environment`` (the reference's signature) set those manifest fields in
+        the written bundle; this trace is not changed.
+        """
+        return save_trace(
+            self,
+            path,
+            overwrite=overwrite,
+            redactor=redactor,
+            status=status,
+            failure=failure,
+            environment=environment,
+        )
 
     def add(self, event: EventBase) -> EventBase:
         """Append a copy of ``event`` with this run's id and ``step`` = its 0-based index; return the copy.
@@ -201,14 +220,57 @@ def _count_totals(trace: Trace) -> TraceTotals:
     )
 
 
+def build_manifest(
+    trace: Trace,
+    *,
+    status: RunStatus | str | None = None,
+    failure: FailureInfo | None = None,
+    environment: EnvironmentInfo | None = None,
+) -> TraceManifest:
+    """The manifest ``save_trace`` writes for ``trace`` (REFERENCE-API.md ``build_manifest``).
+
+    Totals are recounted from the events (events, llm_calls, tool_calls; cost and duration kept);
+    ``status``/``failure``/``environment`` replace the trace's fields when given (``failure`` is cleared
+    when ``status`` is given without one and is not ``failed``). Raises pydantic.ValidationError when
+    ``failure`` is not set exactly when the status is ``failed``.
+    """
+    update: dict[str, Any] = {"totals": _count_totals(trace)}
+    if status is not None:
+        update["status"] = RunStatus(status)
+        update["failure"] = failure
+    elif failure is not None:
+        update["failure"] = failure
+    if environment is not None:
+        update["environment"] = environment
+    data = {
+        "run_id": trace.run_id,
+        "agent_name": trace.agent_name,
+        "created_at": trace.created_at,
+        "status": trace.status,
+        "failure": trace.failure,
+        "environment": trace.environment,
+        **update,
+    }
+    return TraceManifest(**data)
+
+
 def save_trace(
     trace: Trace,
     path: str | os.PathLike[str],
     *,
     overwrite: bool = False,
     redactor: Redactor | None = None,
+    status: RunStatus | str | None = None,
+    failure: FailureInfo | None = None,
+    environment: EnvironmentInfo | None = None,
+    extra_files: Mapping[str, bytes] | None = None,
 ) -> Path:
     """Write ``trace`` as a bundle at ``path`` atomically and return the path (notes 5, "Saving").
+
+    ``status``, ``failure`` and ``environment`` (REFERENCE-API.md ``save_trace``) replace the trace's own
+    manifest fields in the written bundle only (see :func:`build_manifest`). ``extra_files`` maps extension
+    file names (``sdk-versions.json``; already redacted bytes) to their content, written beside the payload
+    files and listed in integrity.json.
 
     Redacts every event and the manifest, recomputes hashes and totals (events, llm_calls, tool_calls),
     writes the four files into ``.<name>.tmp-<hex>`` beside the target (integrity.json last), then renames
@@ -224,7 +286,7 @@ def save_trace(
     target = Path(path)
     replace = _files.check_target(target, overwrite=overwrite)
     try:
-        manifest = trace.manifest.model_copy(update={"totals": _count_totals(trace)})
+        manifest = build_manifest(trace, status=status, failure=failure, environment=environment)
     except ValidationError as exc:
         raise TraceStorageError(
             f"invalid manifest: {exc.errors()[0]['msg']}", code="invalid_manifest", path=str(target)
@@ -246,7 +308,10 @@ def save_trace(
         data, found = manifest_bytes(manifest, redactor)
         _files.write_file(tmp / MANIFEST_FILE, data)
         _files.write_file(tmp / REDACTIONS_FILE, redactions_bytes([*entries, *found]))
-        write_integrity(tmp)
+        extras = dict(extra_files or {})
+        for name, content in extras.items():
+            _files.write_file(tmp / name, content)
+        write_integrity(tmp, tuple(extras))
         _files.fsync_dir(tmp)
         if replace:
             old = _files.temp_name(target, "old")
