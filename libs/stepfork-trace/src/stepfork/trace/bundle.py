@@ -19,7 +19,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stepfork.trace import _files
 from stepfork.trace._files import EVENTS_FILE, MANIFEST_FILE, REDACTIONS_FILE
@@ -41,6 +41,7 @@ from stepfork.trace.models import (
     TraceManifest,
     TraceTotals,
     format_timestamp,
+    new_run_id,
     utc_now,
 )
 from stepfork.trace.reading import load_trace as load_trace
@@ -55,13 +56,15 @@ WRITE_BUFFER_BYTES = 64 * 1024
 class Trace(BaseModel):
     """A whole run in memory: the manifest fields, the events in order, and the known redaction entries.
 
+    ``run_id`` defaults to a fresh ``run_`` id; events given without an explicit ``run_id`` take it.
+
     ``redactions`` holds the entries of redactions.json (loaded, or found by earlier saves) so that loading
     and saving a bundle keeps them; saving adds the findings of its own redaction pass.
     """
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
-    run_id: NonEmptyStr
+    run_id: NonEmptyStr = Field(default_factory=new_run_id)
     agent_name: NonEmptyStr
     created_at: Timestamp = Field(default_factory=utc_now)
     status: RunStatus = RunStatus.RUNNING
@@ -70,6 +73,14 @@ class Trace(BaseModel):
     totals: TraceTotals = Field(default_factory=TraceTotals)
     events: list[Event] = Field(default_factory=list)
     redactions: list[RedactionEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _events_take_the_run_id(self) -> Trace:
+        # An event built without a run_id (its default is a fresh one) belongs to this trace (reference).
+        for index, event in enumerate(self.events):
+            if "run_id" not in event.model_fields_set and event.run_id != self.run_id:
+                self.events[index] = event.model_copy(update={"run_id": self.run_id})
+        return self
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Trace:
@@ -186,6 +197,19 @@ def prepare_event(event: EventBase, redactor: Redactor | None = None) -> tuple[b
     redacted["output_hash"] = fingerprint(redacted[output_field]) if output_field else None
     line = _files.event_line((name, redacted[name]) for name in type(event).model_fields)
     return line, entries
+
+
+def hash_event_payloads(event: EventBase) -> EventBase:
+    """A copy of ``event`` with ``input_hash``/``output_hash`` set to the fingerprints of its payload fields
+    as stored (notes 2.2; null where the type hashes nothing). The reference's name; saving does the same
+    after redaction (:func:`prepare_event`). Raises CanonicalJsonError when a payload is not plain JSON."""
+    input_field, output_field = HASHED_FIELDS[event.type]
+    return event.model_copy(
+        update={
+            "input_hash": fingerprint(getattr(event, input_field)) if input_field else None,
+            "output_hash": fingerprint(getattr(event, output_field)) if output_field else None,
+        }
+    )
 
 
 def manifest_bytes(
