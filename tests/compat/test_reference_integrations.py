@@ -21,7 +21,7 @@ from stepfork.replay import ReplaySession
 from stepfork.trace import LLMRequest, LLMResponse, Trace, record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "openai_agent"))
-from fake_openai import FakeOpenAI  # noqa: E402
+from fake_openai import FakeOpenAI
 
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 
@@ -33,7 +33,8 @@ def test_the_method_constant_and_error_type() -> None:
 
 def test_chat_completions_create_records_and_replays_a_dict(tmp_path: Path) -> None:
     fake = FakeOpenAI()
-    client = openai.OpenAI(api_key="sk-test", http_client=httpx2.Client(transport=fake.transport()), max_retries=0)
+    http = httpx2.Client(transport=fake.transport())
+    client = openai.OpenAI(api_key="sk-test", http_client=http, max_retries=0)
     bundle = tmp_path / "r.sftrace"
     with record("chat", output=bundle):
         live = chat_completions_create(client, model="gpt-4o-mini", messages=MESSAGES)
@@ -42,7 +43,8 @@ def test_chat_completions_create_records_and_replays_a_dict(tmp_path: Path) -> N
     events = Trace.load(bundle).events
     request = next(e for e in events if isinstance(e, LLMRequest))
     assert (request.provider, request.model) == ("openai", "gpt-4o-mini")
-    assert request.input == {"method": "chat.completions.create", "request": {"model": "gpt-4o-mini", "messages": MESSAGES}}
+    sent_request = {"model": "gpt-4o-mini", "messages": MESSAGES}
+    assert request.input == {"method": "chat.completions.create", "request": sent_request}
     response = next(e for e in events if isinstance(e, LLMResponse))
     assert response.total_tokens is not None
     sent = len(fake.requests)
@@ -68,7 +70,9 @@ def test_achat_completions_create_works_on_the_async_client(tmp_path: Path) -> N
     assert result["choices"]
 
 
-@pytest.mark.parametrize("request_", [{"messages": MESSAGES}, {"model": "gpt-4o-mini", "messages": MESSAGES, "stream": True}])
+@pytest.mark.parametrize(
+    "request_", [{"messages": MESSAGES}, {"model": "gpt-4o-mini", "messages": MESSAGES, "stream": True}]
+)
 def test_a_missing_model_or_a_stream_is_refused(request_: dict[str, object]) -> None:
     client = openai.OpenAI(api_key="sk-test", http_client=httpx2.Client(transport=FakeOpenAI().transport()))
     with pytest.raises(OpenAIIntegrationError):

@@ -9,17 +9,17 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
-from langchain_core.messages import AIMessage  # noqa: E402
-from langchain_core.tools import BaseTool  # noqa: E402
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import BaseTool
 
-from stepfork.integrations.langgraph import (  # noqa: E402
+from stepfork.integrations.langgraph import (
     LangGraphIntegrationError,
     traced_chat_model,
     traced_tool,
 )
-from stepfork.replay import ReplaySession  # noqa: E402
-from stepfork.trace import LLMRequest, ToolCall, Trace, record  # noqa: E402
+from stepfork.replay import ReplaySession
+from stepfork.trace import LLMRequest, ToolCall, Trace, record
 
 
 def _model(*texts: str) -> GenericFakeChatModel:

@@ -75,7 +75,7 @@ def test_models_reject_unknown_fields_and_naive_timestamps() -> None:
     with pytest.raises(ValidationError):
         ToolCall(name="s", input={}, extra=1)
     with pytest.raises(ValidationError):
-        ToolCall(name="s", input={}, timestamp=datetime(2026, 1, 1))  # noqa: DTZ001
+        ToolCall(name="s", input={}, timestamp=datetime(2026, 1, 1))
     with pytest.raises(ValidationError):
         ToolCall(name="", input={})
     with pytest.raises(ValidationError):
@@ -93,7 +93,8 @@ def test_event_defaults_of_the_reference() -> None:
 
 def test_the_event_union_is_discriminated_on_type() -> None:
     adapter = TypeAdapter(Event)
-    event = adapter.validate_python({"type": "tool_result", "name": "s", "output": 1, "id": "e", "run_id": "r"})
+    data = {"type": "tool_result", "name": "s", "output": 1, "id": "e", "run_id": "r"}
+    event = adapter.validate_python(data)
     assert isinstance(event, ToolResult)
     assert isinstance(adapter.validate_json(RunEnd(run_status="completed").model_dump_json()), RunEnd)
 
@@ -169,7 +170,8 @@ def test_to_json_value_uses_the_serializer_for_values_without_a_json_form() -> N
         def __init__(self, cents: int) -> None:
             self.cents = cents
 
-    assert to_json_value({"price": Money(5)}, serializer=lambda m: {"cents": m.cents}) == {"price": {"cents": 5}}
+    converted = to_json_value({"price": Money(5)}, serializer=lambda m: {"cents": m.cents})
+    assert converted == {"price": {"cents": 5}}
     with pytest.raises(TraceSerializationError, match="unchanged"):
         to_json_value(Money(5), serializer=lambda m: m)
     with pytest.raises(TraceSerializationError):

@@ -184,5 +184,6 @@ def test_recorded_dependency_error_keeps_its_keywords_and_sentence() -> None:
     from stepfork.replay import RecordedDependencyError
 
     error = RecordedDependencyError(kind="tool", name="search", error_type="ToolTimeout", message="slow")
-    assert (error.kind, error.name, error.error_type, error.message) == ("tool", "search", "ToolTimeout", "slow")
+    fields = (error.kind, error.name, error.error_type, error.message)
+    assert fields == ("tool", "search", "ToolTimeout", "slow")
     assert str(error) == "recorded tool failure for 'search': ToolTimeout: slow"

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from stepfork.recorder import LLMCallHandle, RecordingSession, active_recorder, llm_request, record, trace_tool
+from stepfork.recorder import (
+    LLMCallHandle,
+    RecordingSession,
+    active_recorder,
+    llm_request,
+    record,
+    trace_tool,
+)
 from stepfork.replay import ReplaySession
 from stepfork.trace import (
     ErrorEvent,
@@ -50,7 +57,8 @@ def test_explicit_tool_methods_record_the_decorators_shape(tmp_path: Path) -> No
     trace = Trace.load(tmp_path / "r.sftrace")
     errors = [e for e in trace.events if isinstance(e, ErrorEvent)]
     assert errors[0].parent_id == failure.id
-    assert [e.type for e in trace.events][:3] == [EventType.RUN_START, EventType.TOOL_CALL, EventType.TOOL_RESULT]
+    first = [EventType.RUN_START, EventType.TOOL_CALL, EventType.TOOL_RESULT]
+    assert [e.type for e in trace.events][:3] == first
     assert call.parent_id == trace.events[0].id
 
 
@@ -93,7 +101,10 @@ def test_push_and_pop_scope_parent_the_next_events(tmp_path: Path) -> None:
 
 
 def test_llm_call_yields_a_handle(tmp_path: Path) -> None:
-    with record("loop", output=tmp_path / "r.sftrace") as session, session.llm_call(model="m", input="q") as handle:
+    with (
+        record("loop", output=tmp_path / "r.sftrace") as session,
+        session.llm_call(model="m", input="q") as handle,
+    ):
         assert isinstance(handle, LLMCallHandle)
         handle.set_output({"a": 1}, prompt_tokens=1, completion_tokens=2, total_tokens=3, cost_usd=0.5)
     response = next(e for e in Trace.load(tmp_path / "r.sftrace").events if isinstance(e, LLMResponse))
@@ -127,7 +138,10 @@ def test_session_attributes_and_default_path(tmp_path: Path, monkeypatch: pytest
 
 
 def test_a_failing_body_records_the_failure_and_propagates(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="bad"), record("a", output=tmp_path / "r.sftrace", run_input={"x": 1}):
+    with (
+        pytest.raises(ValueError, match="bad"),
+        record("a", output=tmp_path / "r.sftrace", run_input={"x": 1}),
+    ):
         raise ValueError("bad")
     trace = Trace.load(tmp_path / "r.sftrace")
     assert trace.status == RunStatus.FAILED
@@ -138,7 +152,10 @@ def test_a_failing_body_records_the_failure_and_propagates(tmp_path: Path) -> No
 def test_session_is_inert_inside_a_replay(tmp_path: Path) -> None:
     with record("a", output=tmp_path / "r.sftrace"):
         pass
-    with ReplaySession.from_trace(tmp_path / "r.sftrace"), record("inner", output=tmp_path / "x.sftrace") as inner:
+    with (
+        ReplaySession.from_trace(tmp_path / "r.sftrace"),
+        record("inner", output=tmp_path / "x.sftrace") as inner,
+    ):
         assert inner.record_tool_call(name="t", input={}) is None
     assert inner.path is None
     assert not (tmp_path / "x.sftrace").exists()
@@ -171,7 +188,8 @@ def test_a_tool_serializer_converts_its_input_and_replay_matches_it(tmp_path: Pa
 
 def test_llm_request_serializer(tmp_path: Path) -> None:
     with record("a", output=tmp_path / "r.sftrace"):
-        assert llm_request(model="m", input={"budget": Money(9)}, call=lambda: "yes", serializer=to_cents) == "yes"
+        answer = llm_request(model="m", input={"budget": Money(9)}, call=lambda: "yes", serializer=to_cents)
+        assert answer == "yes"
     request = next(e for e in Trace.load(tmp_path / "r.sftrace").events if isinstance(e, LLMRequest))
     assert request.input == {"budget": {"cents": 9}}
 
@@ -192,7 +210,7 @@ def test_async_session_and_allm_request_serializer(tmp_path: Path) -> None:
 
 
 def test_trace_tool_rejects_generators() -> None:
-    def stream():  # noqa: ANN202
+    def stream():
         yield 1
 
     with pytest.raises(ValueError, match="streaming tool"):

@@ -64,7 +64,8 @@ def test_the_plugin_record_mode_never_wipes_a_user_directory(tmp_path: Path) -> 
     )
     notes = _user_dir(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--stepfork-record", "test_agent.py"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--stepfork-record",
+         "test_agent.py"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode != 0

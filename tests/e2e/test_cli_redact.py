@@ -36,7 +36,9 @@ def plant_in_run_start(bundle: Path) -> None:
     events = bundle / "events.jsonl"
     rows = events.read_text().splitlines()
     event = json.loads(rows[0])
-    planted = {f"p{i}": (text if header is None else {header: text}) for i, (_, text, _, header) in enumerate(SHAPES)}
+    planted = {
+        f"p{i}": (text if header is None else {header: text}) for i, (_, text, _, header) in enumerate(SHAPES)
+    }
     event["input"] = {**event["input"], "planted": planted}
     event["input_hash"] = fingerprint(event["input"])
     rows[0] = json.dumps(event, separators=(",", ":"), ensure_ascii=False)

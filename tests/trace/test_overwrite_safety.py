@@ -42,7 +42,7 @@ def test_a_directory_with_a_manifest_and_user_files_is_not_replaced(tmp_path: Pa
     assert problem is not None
     assert "draft.txt" in problem
     assert "sub" in problem
-    with pytest.raises(TraceStorageError, match="draft.txt"):
+    with pytest.raises(TraceStorageError, match=r"draft\.txt"):
         Trace(run_id="run_2", agent_name="a").save(bundle, overwrite=True)
     assert (bundle / "draft.txt").read_text() == "mine"
 
@@ -63,7 +63,7 @@ def test_record_with_overwrite_refuses_a_user_directory_before_the_agent_runs(tm
         ran.append("tool")
         return "x"
 
-    with pytest.raises(TraceStorageError, match="notes.txt"), record("a", output=notes, overwrite=True):
+    with pytest.raises(TraceStorageError, match=r"notes\.txt"), record("a", output=notes, overwrite=True):
         tool()
     assert ran == []
     assert sorted(p.name for p in notes.iterdir()) == ["notes.txt"]

@@ -11,7 +11,7 @@ Names kept from the reference API (interop/REFERENCE-API.md, ``stepfork.diff``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_serializer

@@ -10,9 +10,10 @@ the expected (baseline) and actual (candidate) value. Null and an absent key are
 from __future__ import annotations
 
 import difflib
-from pydantic import BaseModel, ConfigDict, Field
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from stepfork.analysis._render import html_table, pre, show_value
 from stepfork.analysis.behavior import (
@@ -220,7 +221,11 @@ def _load(value: Any) -> tuple[Any, str | None]:
 def _summary(trace: Any, path: str | None) -> TraceSummary:
     status = getattr(trace.status, "value", trace.status)
     return TraceSummary(
-        path=path, agent_name=trace.agent_name, run_id=trace.run_id, status=str(status), events=len(trace.events)
+        path=path,
+        agent_name=trace.agent_name,
+        run_id=trace.run_id,
+        status=str(status),
+        events=len(trace.events),
     )
 
 
@@ -275,9 +280,13 @@ def align_steps(baseline: list[BehaviorStep], candidate: list[BehaviorStep]) -> 
                 out.append(_compare(len(out), b, c))
             continue
         for b in base_calls[i1:i2]:
-            out.append(StepDiff(index=len(out), kind="removed", step_type=b.step_type, label=b.label, baseline=b))
+            out.append(
+                StepDiff(index=len(out), kind="removed", step_type=b.step_type, label=b.label, baseline=b)
+            )
         for c in cand_calls[j1:j2]:
-            out.append(StepDiff(index=len(out), kind="added", step_type=c.step_type, label=c.label, candidate=c))
+            out.append(
+                StepDiff(index=len(out), kind="added", step_type=c.step_type, label=c.label, candidate=c)
+            )
     out.append(_compare(len(out), baseline[-1], candidate[-1]))
     return out
 

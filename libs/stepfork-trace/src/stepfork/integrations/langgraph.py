@@ -51,9 +51,13 @@ def traced_chat_model(model: Any, *, provider: str | None = None, replay_policy:
     if getattr(model, _MARK, False):
         return model
     if not isinstance(model, BaseChatModel):
-        raise LangGraphIntegrationError(f"traced_chat_model expects a LangChain chat model, got {type(model).__name__}")
+        raise LangGraphIntegrationError(
+            f"traced_chat_model expects a LangChain chat model, got {type(model).__name__}"
+        )
     if str(getattr(replay_policy, "value", replay_policy)) != "frozen":
-        raise LangGraphIntegrationError("traced_chat_model records frozen calls only (replay_policy='frozen')")
+        raise LangGraphIntegrationError(
+            "traced_chat_model records frozen calls only (replay_policy='frozen')"
+        )
     wrapper = StepforkChatModel(inner=model.model_copy(), provider=provider or "langchain")
     for name in _METHODS:  # instance attributes shadow the class's methods; the copy keeps the originals
         object.__setattr__(model, name, getattr(wrapper, name))

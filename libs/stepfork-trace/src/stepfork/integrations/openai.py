@@ -125,7 +125,7 @@ CHAT_COMPLETIONS_METHOD = "chat.completions.create"
 
 
 class OpenAIIntegrationError(ValueError):
-    """A reference-style call that cannot be made: no ``model``, or ``stream=True`` (use instrument_openai)."""
+    """A reference-style call that cannot be made: no ``model``, or ``stream=True``."""
 
 
 def _reference_call(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -16,7 +16,7 @@ from stepfork.trace._validation_types import ValidationIssue
 from stepfork.trace.errors import RedactionError
 from stepfork.trace.models import EventBase, TraceManifest
 
-UNREDACTED_SECRET = "unredacted_secret"
+UNREDACTED_SECRET = "unredacted_secret"  # noqa: S105 - a warning code, not a credential
 """Warning code: a value the redaction rules would replace is stored in clear."""
 
 _HINT = "stepfork redact writes a redacted copy"

@@ -303,7 +303,8 @@ def save_trace(
     Raises:
         TraceStorageError: ``invalid_path`` (no ``.sftrace`` suffix, or the path is a file),
             ``already_exists`` (a non-empty directory without ``overwrite``), ``not_a_bundle`` (with
-            ``overwrite``, a directory that is not a bundle: :func:`bundle_replace_problem`), ``invalid_manifest`` (the
+            ``overwrite``, a directory that is not a bundle: :func:`bundle_replace_problem`),
+            ``invalid_manifest`` (the
             manifest fields do not validate, e.g. failed without failure).
         RedactionError, CanonicalJsonError: see :func:`prepare_event`.
     """

@@ -217,7 +217,8 @@ def _serialized(serializer: Serializer, value: Any, t: type, depth: int, active:
     try:
         converted = serializer(value)
     except Exception as exc:
-        raise _Fail(f"cannot serialize {t.__name__}: the serializer raised {exc!r}", "unsupported_type") from None
+        message = f"cannot serialize {t.__name__}: the serializer raised {exc!r}"
+        raise _Fail(message, "unsupported_type") from None
     if converted is value:
         raise _Fail(f"cannot serialize {t.__name__}: the serializer returned it unchanged", "unchanged")
     return _conv(converted, depth + 1, active)

@@ -69,7 +69,7 @@ def new_event_id() -> str:
 
 
 def new_run_id() -> str:
-    """A fresh run id, ``run_`` + 32 lowercase hex (the default of ``Trace.run_id`` and ``EventBase.run_id``)."""
+    """A fresh run id, ``run_`` + 32 lowercase hex (default of ``Trace.run_id`` and ``EventBase.run_id``)."""
     return "run_" + uuid.uuid4().hex
 
 

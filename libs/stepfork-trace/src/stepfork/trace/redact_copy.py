@@ -24,7 +24,12 @@ __all__ = ["RedactedCopy", "RedactionLine", "redact_bundle"]
 
 # Integrity problems that make a copy unsafe: re-hashing would hide them (validation codes).
 _TAMPERED = frozenset(
-    {"integrity_mismatch", "payload_hash_mismatch", "integrity_metadata_invalid", "integrity_algorithm_unsupported"}
+    {
+        "integrity_mismatch",
+        "payload_hash_mismatch",
+        "integrity_metadata_invalid",
+        "integrity_algorithm_unsupported",
+    }
 )
 
 
