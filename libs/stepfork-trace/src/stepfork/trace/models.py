@@ -123,6 +123,19 @@ class IntegrityStatus(StrEnum):
 _STRICT = ConfigDict(extra="forbid", use_enum_values=False, validate_default=True)
 
 
+def _ids_required(schema: dict[str, Any]) -> None:
+    """Keep ``id``/``run_id`` required in the JSON Schema of stored events: the defaults are for events
+    built in Python; a bundle's events always carry both (notes 1.3)."""
+    properties = schema.get("properties", {})
+    required = set(schema.get("required", [])) | ({"id", "run_id"} & set(properties))
+    schema["required"] = [name for name in properties if name in required]
+
+
+_EVENT_CONFIG = ConfigDict(
+    extra="forbid", use_enum_values=False, validate_default=True, json_schema_extra=_ids_required
+)
+
+
 class EventBase(BaseModel):
     """The 12 common fields every event starts with, in this order (notes 1.3).
 
@@ -131,7 +144,7 @@ class EventBase(BaseModel):
     ``run_id`` takes the trace's.
     """
 
-    model_config = _STRICT
+    model_config = _EVENT_CONFIG
 
     id: NonEmptyStr = Field(default_factory=new_event_id)
     run_id: NonEmptyStr = Field(default_factory=new_run_id)
