@@ -37,7 +37,9 @@ def test_the_reference_keywords_are_accepted() -> None:
 @pytest.mark.parametrize("name", CONSTANTS)
 def test_the_generated_module_defines_each_constant(name: str, tmp_path: Path) -> None:
     source = generate_pytest_source(
-        trace_path=tmp_path / "notify.sftrace", output_path=tmp_path / "test_notify.py", entrypoint="agent:run"
+        trace_path=tmp_path / "notify.sftrace",
+        output_path=tmp_path / "test_notify.py",
+        entrypoint="agent:run",
     )
     assert f"\n{name} = " in source
     assert "def test_stepfork_regression_notify(" in source
@@ -57,13 +59,19 @@ def test_an_existing_test_file_is_an_export_exists_error(tmp_path: Path) -> None
     out = tmp_path / "test_run.py"
     out.write_text("# mine\n")
     with pytest.raises(ExportExistsError, match="already exists"):
-        export_pytest_test(trace_path=GOLDEN / "successful_run.sftrace", entrypoint="agent:run", output_path=out)
+        export_pytest_test(
+            trace_path=GOLDEN / "successful_run.sftrace", entrypoint="agent:run", output_path=out
+        )
     assert out.read_text() == "# mine\n"
 
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [("no_colon", "expected the form"), ("no_such_module_xyz:run", "cannot import module"), ("json:nope", "no attribute")],
+    [
+        ("no_colon", "expected the form"),
+        ("no_such_module_xyz:run", "cannot import module"),
+        ("json:nope", "no attribute"),
+    ],
 )
 def test_resolve_entrypoint_errors(spec: str, message: str) -> None:
     with pytest.raises(EntrypointError, match=message):
