@@ -215,3 +215,15 @@ def test_trace_tool_rejects_generators() -> None:
 
     with pytest.raises(ValueError, match="streaming tool"):
         trace_tool(stream)
+
+
+def test_an_existing_non_empty_output_fails_before_the_agent_runs(tmp_path: Path) -> None:
+    """A deliberate difference (docs/decisions.md): the reference ran the agent and failed at save."""
+    from stepfork.trace import TraceStorageError
+
+    with record("a", output=tmp_path / "r.sftrace"):
+        pass
+    ran: list[int] = []
+    with pytest.raises(TraceStorageError, match="already exists"), record("a", output=tmp_path / "r.sftrace"):
+        ran.append(1)
+    assert ran == []
