@@ -77,3 +77,23 @@ def test_resolve_entrypoint_errors(spec: str, message: str) -> None:
     with pytest.raises(EntrypointError, match=message):
         resolve_entrypoint(spec)
     assert issubclass(EntrypointError, ValueError)
+
+
+def test_run_regression_case_reports_the_reference_path_form() -> None:
+    from stepfork.export import run_regression_case
+
+    entrypoints = Path(__file__).resolve().parents[1] / "e2e" / "entrypoints"
+    with pytest.raises(AssertionError, match=r"behavior mismatch at 'answer'"):
+        run_regression_case(
+            trace_path=GOLDEN / "successful_run.sftrace",
+            import_root=entrypoints,
+            entrypoint="golden_agents:weather_agent",
+            expectation={"answer": "Rain"},
+        )
+    result = run_regression_case(
+        trace_path=GOLDEN / "successful_run.sftrace",
+        import_root=entrypoints,
+        entrypoint="golden_agents:weather_agent",
+        expectation={"answer": "Clear and 22C"},
+    )
+    assert result == {"answer": "Clear and 22C"}

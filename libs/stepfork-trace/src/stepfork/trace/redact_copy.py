@@ -114,11 +114,12 @@ def redact_bundle(
         )
     trace = load_trace(src)
     lines: list[RedactionLine] = []
+    safe = (redactor or default_redactor).redact_text  # a pointer's key can itself be the secret
     _, found = redact_manifest(trace.manifest.model_dump(mode="json"), redactor)
-    lines += [RedactionLine(None, MANIFEST_EVENT_ID, f.path, f.reason) for f in found]
+    lines += [RedactionLine(None, MANIFEST_EVENT_ID, safe(f.path), f.reason) for f in found]
     for number, event in enumerate(trace.events, start=1):
         _, found = redact_event(dict(event_fields(event)), redactor)
-        lines += [RedactionLine(number, event.id, f.path, f.reason) for f in found]
+        lines += [RedactionLine(number, event.id, safe(f.path), f.reason) for f in found]
     extras: dict[str, bytes] = {}
     for name in _extension_names(src):
         value = read_extension(src, name.removesuffix(".json"))
