@@ -182,3 +182,48 @@ def test_to_json_value_uses_the_serializer_for_values_without_a_json_form() -> N
 def test_created_at_is_timezone_aware() -> None:
     assert Trace(agent_name="a").created_at.tzinfo is not None
     assert Trace(agent_name="a", created_at=datetime(2026, 1, 1, tzinfo=UTC)).created_at.year == 2026
+
+
+def test_manifest_failure_must_match_the_status() -> None:
+    from stepfork.trace import TraceManifest
+
+    with pytest.raises(ValidationError):
+        TraceManifest(run_id="r", agent_name="a", created_at=datetime.now(UTC), status="failed")
+    manifest = TraceManifest(run_id="r", agent_name="a", created_at=datetime.now(UTC))
+    assert (manifest.format, manifest.schema_version, manifest.status) == ("stepfork", "0.1", "running")
+
+
+def test_validation_and_integrity_results(tmp_path: Path) -> None:
+    from stepfork.trace import IntegrityStatus, validate_bundle, validate_trace, verify_bundle_integrity
+
+    trace = Trace(agent_name="a")
+    start = trace.add(RunStart())
+    trace.add(RunEnd(run_status="completed", parent_id=start.id))
+    result = validate_trace(trace, strict=False)
+    assert result.valid == (not result.issues)
+    dup = Trace(agent_name="a", events=[RunStart(id="evt_1"), RunEnd(id="evt_1", run_status="completed")])
+    assert "duplicate_event_id" in {i.code for i in validate_trace(dup).issues}
+    path = trace.save(tmp_path / "t.sftrace", status="completed")
+    assert validate_bundle(path, verify_integrity=True).valid
+    assert verify_bundle_integrity(path).status == IntegrityStatus.VERIFIED
+    (path / "integrity.json").unlink()
+    assert verify_bundle_integrity(path).status == IntegrityStatus.UNVERIFIED_LEGACY
+
+
+def test_redact_json_findings_have_a_pointer_and_a_reason() -> None:
+    from stepfork.trace import REDACTION_REPLACEMENT, redact_json
+
+    result = redact_json({"api_key": "abc123456", "note": "key AKIAIOSFODNN7EXAMPLE"})
+    assert result.value["api_key"] == REDACTION_REPLACEMENT == "[REDACTED]"
+    assert {(f.path, f.reason) for f in result.findings} == {
+        ("/api_key", "sensitive_key"),
+        ("/note", "credential_pattern"),
+    }
+
+
+def test_schema_functions_return_dicts() -> None:
+    from stepfork.trace import event_json_schema, manifest_json_schema, trace_json_schema
+
+    for schema in (event_json_schema(), manifest_json_schema(), trace_json_schema()):
+        assert isinstance(schema, dict)
+    assert "id" in event_json_schema()["oneOf"][0].get("required", []) or "$defs" in event_json_schema()
