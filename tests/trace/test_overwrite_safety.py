@@ -75,3 +75,16 @@ def test_a_symlinked_entry_makes_the_directory_not_a_bundle(tmp_path: Path) -> N
     outside.write_text("{}")
     (target / "extra.json").symlink_to(outside)
     assert bundle_replace_problem(target) is not None
+
+
+def test_a_json_directory_without_events_is_not_a_bundle(tmp_path: Path) -> None:
+    config = tmp_path / "config.sftrace"
+    config.mkdir()
+    (config / "manifest.json").write_text("{}")
+    (config / "settings.json").write_text("{}")
+    problem = bundle_replace_problem(config)
+    assert problem is not None
+    assert "events.jsonl" in problem
+    with pytest.raises(TraceStorageError, match="not a Stepfork bundle"):
+        Trace(run_id="run_1", agent_name="a").save(config, overwrite=True)
+    assert sorted(p.name for p in config.iterdir()) == ["manifest.json", "settings.json"]

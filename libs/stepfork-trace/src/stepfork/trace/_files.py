@@ -217,8 +217,9 @@ def not_replaceable(path: Path) -> str | None:
     """Why the existing non-empty directory ``path`` must not be replaced by a bundle, or None when it is one.
 
     ``overwrite`` replaces a bundle, never a user's directory that happens to end in ``.sftrace``
-    (issue 14): a bundle holds a regular ``manifest.json`` and only regular files named like bundle files
-    (``events.jsonl``, ``<name>.json``). The reason names what is there (at most five entries).
+    (issue 14): a bundle holds ``manifest.json`` and ``events.jsonl`` (every writer creates both first) and
+    only regular files named like bundle files (``<name>.json``, ``<name>.jsonl``). The reason names what
+    is there (at most five entries).
     """
     try:
         entries = sorted(os.listdir(path))
@@ -229,9 +230,10 @@ def not_replaceable(path: Path) -> str | None:
         for name in entries
         if not _BUNDLE_ENTRY.fullmatch(name) or not stat.S_ISREG(os.lstat(path / name).st_mode)
     ]
-    if MANIFEST_FILE not in entries:
+    missing = [name for name in (MANIFEST_FILE, EVENTS_FILE) if name not in entries]
+    if missing:
         foreign = foreign or entries
-        reason = "it has no manifest.json"
+        reason = f"it has no {' or '.join(missing)}"
     elif foreign:
         reason = "it holds files that are not bundle files"
     else:
