@@ -24,4 +24,5 @@ TOP_LEVEL_HELP = (
     "  export    Export an executable pytest regression test from a trace.\n"
     "  run       Run an exported regression test and write the receipt yourself.\n"
     "  view      Write a self-contained HTML view of a run (or the diff of two...\n"
+    "  redact    Write a redacted copy of a bundle with a new integrity.json.\n"
 )

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "export": "stepfork.cli.commands.export",
     "run": "stepfork.cli.commands.run",
     "view": "stepfork.cli.commands.view",
+    "redact": "stepfork.cli.commands.redact",
 }
 
 _VERSION_FLAGS = ("--version", "-V")

@@ -11,8 +11,10 @@ Names kept from the reference API (interop/REFERENCE-API.md, ``stepfork.diff``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_serializer
 
 from stepfork.analysis._render import ABSENT, redacted, show_value
 
@@ -149,21 +151,28 @@ def _find_result(events: list[Any], index: int, kind: str, used: set[str], *, by
     return None
 
 
-@dataclass(frozen=True)
-class FieldChange:
-    """One difference inside a step.
+class FieldChange(BaseModel):
+    """One difference inside a step (a frozen pydantic model, as the reference's: ``model_dump_json()``).
 
     Attributes:
-        path: the JSON path, ``output.should_notify`` or ``a.b[1]``; ``$`` at the root of a value.
+        path: the JSON path, ``output.should_notify``, ``a.b[1]`` or ``[1]`` (an item of a list at the
+            root, the reference's form); ``$`` at the root of a value.
         kind: ``changed``; ``added`` (absent in the baseline); ``removed`` (absent in the candidate).
-        expected: the baseline value, :data:`ABSENT` when the key or item is not there.
+        expected: the baseline value, :data:`ABSENT` when the key or item is not there (``null`` in
+            ``model_dump``, as the reference; ``to_dict`` leaves the key out).
         actual: the candidate value, :data:`ABSENT` when the key or item is not there.
     """
 
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
     path: str
     kind: ChangeKind
-    expected: Any = field(default=None)
-    actual: Any = field(default=None)
+    expected: Any = None
+    actual: Any = None
+
+    @field_serializer("expected", "actual")
+    def _dump_side(self, value: Any) -> Any:
+        return None if value is ABSENT else redacted(value)
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{path, kind, expected?, actual?}``; an absent side is an absent key (never ``null``)."""
@@ -195,7 +204,7 @@ def values_equal(a: Any, b: Any) -> bool:
 
 def _join(path: str, key: str | int) -> str:
     if isinstance(key, int):
-        return f"{path}[{key}]" if path else f"$[{key}]"
+        return f"{path}[{key}]"  # "[1]" at the root, as the reference's paths
     return f"{path}.{key}" if path else key
 
 
@@ -209,9 +218,9 @@ def collect_field_changes(expected: Any, actual: Any, *, path: str, output: list
         for key in sorted(set(expected) | set(actual)):
             sub = _join(path, key)
             if key not in expected:
-                output.append(FieldChange(sub, "added", ABSENT, actual[key]))
+                output.append(FieldChange(path=sub, kind="added", expected=ABSENT, actual=actual[key]))
             elif key not in actual:
-                output.append(FieldChange(sub, "removed", expected[key], ABSENT))
+                output.append(FieldChange(path=sub, kind="removed", expected=expected[key], actual=ABSENT))
             else:
                 collect_field_changes(expected[key], actual[key], path=sub, output=output)
         return
@@ -219,14 +228,14 @@ def collect_field_changes(expected: Any, actual: Any, *, path: str, output: list
         for i in range(max(len(expected), len(actual))):
             sub = _join(path, i)
             if i >= len(expected):
-                output.append(FieldChange(sub, "added", ABSENT, actual[i]))
+                output.append(FieldChange(path=sub, kind="added", expected=ABSENT, actual=actual[i]))
             elif i >= len(actual):
-                output.append(FieldChange(sub, "removed", expected[i], ABSENT))
+                output.append(FieldChange(path=sub, kind="removed", expected=expected[i], actual=ABSENT))
             else:
                 collect_field_changes(expected[i], actual[i], path=sub, output=output)
         return
     if not values_equal(expected, actual):
-        output.append(FieldChange(path or "$", "changed", expected, actual))
+        output.append(FieldChange(path=path or "$", kind="changed", expected=expected, actual=actual))
 
 
 def first_difference(expected: Any, actual: Any, *, path: str = "") -> tuple[str, Any, Any] | None:

@@ -10,9 +10,10 @@ the expected (baseline) and actual (candidate) value. Null and an absent key are
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from stepfork.analysis._render import html_table, pre, show_value
 from stepfork.analysis.behavior import (
@@ -26,12 +27,13 @@ from stepfork.analysis.behavior import (
 __all__ = ["DiffResult", "StepDiff", "TraceSummary", "diff_traces"]
 
 
-@dataclass(frozen=True)
-class TraceSummary:
+class TraceSummary(BaseModel):
     """Which run a side of the diff is: bundle path (or None for an in-memory trace), agent, run id,
     manifest status and event count."""
 
-    path: str | None
+    model_config = ConfigDict(frozen=True)
+
+    path: str | None = None
     agent_name: str
     run_id: str
     status: str
@@ -48,8 +50,7 @@ class TraceSummary:
         }
 
 
-@dataclass(frozen=True)
-class StepDiff:
+class StepDiff(BaseModel):
     """One aligned step.
 
     Attributes:
@@ -62,14 +63,17 @@ class StepDiff:
         baseline, candidate: the steps themselves (None on the side where the step is absent).
     """
 
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
     index: int
     kind: ChangeKind
     step_type: str
     label: str
-    fields: dict[str, ChangeKind] = field(default_factory=dict)
+    fields: dict[str, ChangeKind] = Field(default_factory=dict)
     changes: tuple[FieldChange, ...] = ()
-    baseline: BehaviorStep | None = None
-    candidate: BehaviorStep | None = None
+    # The steps themselves: for to_dict and the renderers, left out of model_dump (they are not JSON).
+    baseline: BehaviorStep | None = Field(default=None, exclude=True)
+    candidate: BehaviorStep | None = Field(default=None, exclude=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{index, kind, step_type, label, baseline_step, candidate_step, fields, changes, ...}``."""
@@ -93,22 +97,23 @@ class StepDiff:
 _MARK = {"added": "+", "removed": "-", "changed": "~", "unchanged": " "}
 
 
-@dataclass(frozen=True)
-class DiffResult:
+class DiffResult(BaseModel):
     """The behaviour diff of two runs; ``equivalent`` is True when no step is added, removed or changed.
 
     Render with ``str()`` (the spec's human output), ``_repr_html_()`` (notebooks) or ``to_dict()``
     (``--json``). ``exit_code`` is 0 when equivalent, else 1 (spec, "diff").
     """
 
+    model_config = ConfigDict(frozen=True)
+
     equivalent: bool
     baseline: TraceSummary
     candidate: TraceSummary
-    steps: tuple[StepDiff, ...]
-    added: int
-    removed: int
-    changed: int
-    unchanged: int
+    steps: tuple[StepDiff, ...] = ()
+    added: int = 0
+    removed: int = 0
+    changed: int = 0
+    unchanged: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -225,7 +230,13 @@ def _load(value: Any) -> tuple[Any, str | None]:
 
 def _summary(trace: Any, path: str | None) -> TraceSummary:
     status = getattr(trace.status, "value", trace.status)
-    return TraceSummary(path, trace.agent_name, trace.run_id, str(status), len(trace.events))
+    return TraceSummary(
+        path=path,
+        agent_name=trace.agent_name,
+        run_id=trace.run_id,
+        status=str(status),
+        events=len(trace.events),
+    )
 
 
 def _compare(index: int, base: BehaviorStep, cand: BehaviorStep) -> StepDiff:
@@ -245,12 +256,21 @@ def _compare(index: int, base: BehaviorStep, cand: BehaviorStep) -> StepDiff:
         fields[name] = "changed" if found else "unchanged"
         changes.extend(_rooted(c, name) for c in found)
     kind: ChangeKind = "changed" if changes else "unchanged"
-    return StepDiff(index, kind, base.step_type, base.label, fields, tuple(changes), base, cand)
+    return StepDiff(
+        index=index,
+        kind=kind,
+        step_type=base.step_type,
+        label=base.label,
+        fields=fields,
+        changes=tuple(changes),
+        baseline=base,
+        candidate=cand,
+    )
 
 
 def _rooted(change: FieldChange, name: str) -> FieldChange:
     # collect_field_changes reports a root-level scalar change as "name" already; "$" only for a bare root.
-    return change if change.path != "$" else FieldChange(name, change.kind, change.expected, change.actual)
+    return change if change.path != "$" else change.model_copy(update={"path": name})
 
 
 def align_steps(baseline: list[BehaviorStep], candidate: list[BehaviorStep]) -> list[StepDiff]:
@@ -270,9 +290,13 @@ def align_steps(baseline: list[BehaviorStep], candidate: list[BehaviorStep]) -> 
                 out.append(_compare(len(out), b, c))
             continue
         for b in base_calls[i1:i2]:
-            out.append(StepDiff(len(out), "removed", b.step_type, b.label, baseline=b))
+            out.append(
+                StepDiff(index=len(out), kind="removed", step_type=b.step_type, label=b.label, baseline=b)
+            )
         for c in cand_calls[j1:j2]:
-            out.append(StepDiff(len(out), "added", c.step_type, c.label, candidate=c))
+            out.append(
+                StepDiff(index=len(out), kind="added", step_type=c.step_type, label=c.label, candidate=c)
+            )
     out.append(_compare(len(out), baseline[-1], candidate[-1]))
     return out
 

@@ -145,8 +145,9 @@ def generate_pytest_source(
     ``expectation_source`` (``"file"``, ``"recorded"`` or ``"none"``; default ``"file"``, or ``"none"``
     without an expectation) is embedded as EXPECTATION_SOURCE so that ``stepfork score`` can tell a
     reviewed expectation from a copy of the recorded run (spec "score": "no expectation to score").
-    ``expectation`` and ``trajectory_expectation`` are JSON values embedded as literals (the caller
-    redacts them; :func:`export_pytest_test` does). Sets are written as sorted lists. ``raise_as``
+    ``expectation`` and ``trajectory_expectation`` are JSON values embedded as literals, redacted here
+    with ``redact_json`` (interop notes section 3; CASES.md C5: no public path writes a secret into
+    generated code, whoever calls it). Sets are written as sorted lists. ``raise_as``
     (``{recorded error type: "MODULE:CLASS"}``) is embedded as the RAISE_AS literal, keys sorted.
 
     Raises:
@@ -169,6 +170,12 @@ def generate_pytest_source(
         raise ExportError("live_llms is only valid with mode hybrid.", code="invalid_option")
 
     classes = _checked_raise_as(raise_as)
+    from stepfork.trace.redaction import redact_json
+
+    if expectation is not None:
+        expectation = redact_json(expectation).value
+    if trajectory_expectation is not None:
+        trajectory_expectation = redact_json(trajectory_expectation).value
     if expectation_source is None:
         expectation_source = "file" if has_expectation else "none"
     if expectation_source not in ("file", "recorded", "none"):

@@ -265,6 +265,12 @@ def fork(
     target = Path(output)
     if target.exists() and not overwrite:
         raise ForkError(f"{target} already exists; pass --overwrite to replace it.", code="already_exists")
+    if target.is_dir() and not target.is_symlink() and any(target.iterdir()):
+        from stepfork.trace.bundle import bundle_replace_problem
+
+        problem = bundle_replace_problem(target)  # --overwrite replaces a bundle, never a user's directory
+        if problem is not None:
+            raise ForkError(problem, code="invalid_option")
     session = ReplaySession(trace, "frozen")
     frozen = [c for c in session.calls if c.step < step]
     by_step: dict[int, int] = {}

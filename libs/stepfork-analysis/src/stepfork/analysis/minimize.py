@@ -105,7 +105,8 @@ def _target(source: Path, output: str | os.PathLike[str] | None, overwrite: bool
     Raises:
         MinimizeError: ``invalid_option`` when the path is not a ``.sftrace`` directory path, or is the
             input bundle, inside it or around it (resolved: ``..`` and symlinks followed), even with
-            ``overwrite``; ``already_exists`` when it exists and ``overwrite`` is False.
+            ``overwrite``, or is a non-empty directory that is not a bundle (never replaced);
+            ``already_exists`` when it exists and ``overwrite`` is False.
     """
     target = (
         Path(output)
@@ -127,6 +128,12 @@ def _target(source: Path, output: str | os.PathLike[str] | None, overwrite: bool
         raise MinimizeError(
             f"{target} already exists; pass --overwrite to replace it.", code="already_exists"
         )
+    if target.exists() and any(target.iterdir()):
+        from stepfork.trace.bundle import bundle_replace_problem
+
+        problem = bundle_replace_problem(target)  # --overwrite replaces a bundle, never a user's directory
+        if problem is not None:
+            raise MinimizeError(problem, code="invalid_option")
     return target
 
 

@@ -51,7 +51,8 @@ class RecordedCall:
         model, provider: the LLM's model and provider (None for tools; provider may be None).
         input: the recorded (redacted) input JSON; input_hash: its stored SHA-256 or None.
         policy: the event's ``replay_policy`` value (``frozen``, ``live``, ``manual``, ...).
-        status: ``"ok"``, ``"error"`` or ``"skipped"`` (missing outcome).
+        status: an :class:`EventStatus` (a StrEnum, so it equals ``"ok"``, ``"error"`` or ``"skipped"``,
+            the last for a missing outcome), as the reference's.
         output: the recorded output JSON (None for a failed LLM call); output_hash: stored SHA-256 or None.
         error_type, error_message: the recorded failure, when status is ``error``.
         missing: True when no outcome was recorded.
@@ -73,7 +74,7 @@ class RecordedCall:
     input: Any
     input_hash: str | None
     policy: str
-    status: str
+    status: EventStatus
     output: Any
     output_hash: str | None
     error_type: str | None
@@ -182,12 +183,12 @@ def extract_all_calls(events: Sequence[Any]) -> list[RecordedCall]:
         chain: tuple[Any, ...] = ()
         details: Any = None
         if result_pos is None:
-            status = EventStatus.SKIPPED.value
+            status = EventStatus.SKIPPED
         else:
             result = events[result_pos]
-            status = _value(result.status)
+            status = EventStatus(_value(result.status))
             if result.type == EventType.ERROR:
-                status = EventStatus.ERROR.value
+                status = EventStatus.ERROR
             else:
                 output = result.output
                 output_hash = result.output_hash

@@ -29,7 +29,15 @@ _openai = require("openai", "openai", "OpenAI")
 from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
 from openai.types.responses import Response, ResponseStreamEvent  # noqa: E402
 
-__all__ = ["CHAT_COMPLETIONS", "RESPONSES", "instrument_openai"]
+__all__ = [
+    "CHAT_COMPLETIONS",
+    "CHAT_COMPLETIONS_METHOD",
+    "RESPONSES",
+    "OpenAIIntegrationError",
+    "achat_completions_create",
+    "chat_completions_create",
+    "instrument_openai",
+]
 
 _SDK = ("openai", str(_openai.__version__))
 _CONSTRUCT = sdk_constructor(_openai)
@@ -105,3 +113,70 @@ def instrument_openai(client: Any) -> Any:
     patch_method(client.chat.completions, "create", wrap(CHAT_COMPLETIONS))
     patch_method(client.responses, "create", wrap(RESPONSES))
     return client
+
+
+# -- the reference's function-call API (REFERENCE-API.md ``stepfork.integrations.openai``; issue 14) ------
+# Thin additions for programs written against the earlier implementation: one llm_request boundary around
+# ``client.chat.completions.create`` returning the response as a JSON dict. Use them on a client that is
+# not instrumented (an instrumented one would record its own nested call too).
+
+CHAT_COMPLETIONS_METHOD = "chat.completions.create"
+"""The ``method`` recorded in the input of :func:`chat_completions_create` calls."""
+
+
+class OpenAIIntegrationError(ValueError):
+    """A reference-style call that cannot be made: no ``model``, or ``stream=True``."""
+
+
+def _reference_call(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    model = request.get("model")
+    if not isinstance(model, str) or not model:
+        raise OpenAIIntegrationError("chat_completions_create requires a non-empty model")
+    if request.get("stream"):
+        raise OpenAIIntegrationError(
+            "chat_completions_create does not support stream=True; use instrument_openai(client) for streams"
+        )
+    return model, {"method": CHAT_COMPLETIONS_METHOD, "request": request}
+
+
+def _as_json_dict(response: Any) -> Any:
+    from stepfork.trace.instrument import LLMOutput
+
+    wire = response.model_dump(mode="json") if hasattr(response, "model_dump") else response
+    return LLMOutput(wire, **_chat_usage(wire if isinstance(wire, dict) else {}))
+
+
+def chat_completions_create(client: Any, /, *, replay_policy: str = "frozen", **request: Any) -> Any:
+    """Call ``client.chat.completions.create(**request)`` as an LLM boundary; return the response as a dict.
+
+    Records provider ``openai``, the request's model and the input ``{"method": "chat.completions.create",
+    "request": request}``, with token usage; under replay the recorded dict is returned (REFERENCE-API.md).
+
+    Raises:
+        OpenAIIntegrationError: ``model`` is missing or ``stream=True``.
+        Whatever the SDK raises (recorded, then re-raised).
+    """
+    from stepfork.trace.instrument import llm_request
+
+    model, payload = _reference_call(request)
+    return llm_request(
+        model=model,
+        input=payload,
+        provider="openai",
+        replay_policy=replay_policy,
+        call=lambda: _as_json_dict(client.chat.completions.create(**request)),
+    )
+
+
+async def achat_completions_create(client: Any, /, *, replay_policy: str = "frozen", **request: Any) -> Any:
+    """Async :func:`chat_completions_create` for an ``AsyncOpenAI`` client (same arguments and errors)."""
+    from stepfork.trace.instrument import allm_request
+
+    model, payload = _reference_call(request)
+
+    async def call() -> Any:
+        return _as_json_dict(await client.chat.completions.create(**request))
+
+    return await allm_request(
+        model=model, input=payload, provider="openai", replay_policy=replay_policy, call=call
+    )

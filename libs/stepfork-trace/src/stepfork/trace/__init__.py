@@ -36,7 +36,11 @@ _EXPORTS: dict[str, str] = {
     "fingerprint": "stepfork.trace.canonical",
     "loads_json": "stepfork.trace.canonical",
     "CANONICAL_JSON_PROFILE": "stepfork.trace.canonical",
+    "canonical_json_bytes": "stepfork.trace.canonical",
+    "hash_json": "stepfork.trace.canonical",
     "to_jsonable": "stepfork.trace.jsonable",
+    "to_json_value": "stepfork.trace.jsonable",
+    "Serializer": "stepfork.trace.jsonable",
     "from_jsonable": "stepfork.trace.jsonable",
     # redaction
     "redact_json": "stepfork.trace.redaction",
@@ -49,6 +53,8 @@ _EXPORTS: dict[str, str] = {
     "load_trace": "stepfork.trace.bundle",
     "save_trace": "stepfork.trace.bundle",
     "BundleWriter": "stepfork.trace.bundle",
+    "build_manifest": "stepfork.trace.bundle",
+    "hash_event_payloads": "stepfork.trace.bundle",
     # integrity and validation
     "verify_bundle_integrity": "stepfork.trace.integrity",
     "IntegrityResult": "stepfork.trace.integrity",
@@ -139,6 +145,7 @@ __all__ = [
     "RunStart",
     "RunStatus",
     "SCHEMA_VERSION",
+    "Serializer",
     "StateChange",
     "ToolCall",
     "ToolResult",
@@ -153,10 +160,14 @@ __all__ = [
     "active_handler",
     "active_recorder",
     "allm_request",
+    "build_manifest",
     "canonical_json",
+    "canonical_json_bytes",
     "event_json_schema",
     "fingerprint",
     "from_jsonable",
+    "hash_event_payloads",
+    "hash_json",
     "llm_request",
     "load_trace",
     "loads_json",
@@ -165,6 +176,7 @@ __all__ = [
     "redact_json",
     "register_secret",
     "save_trace",
+    "to_json_value",
     "to_jsonable",
     "trace_json_schema",
     "trace_tool",
@@ -177,8 +189,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
     from stepfork.trace.boundary import BoundaryCall, BoundaryHandler, active_handler
-    from stepfork.trace.bundle import BundleWriter, Trace, load_trace, save_trace
-    from stepfork.trace.canonical import CANONICAL_JSON_PROFILE, canonical_json, fingerprint, loads_json
+    from stepfork.trace.bundle import (
+        BundleWriter,
+        Trace,
+        build_manifest,
+        hash_event_payloads,
+        load_trace,
+        save_trace,
+    )
+    from stepfork.trace.canonical import (
+        CANONICAL_JSON_PROFILE,
+        canonical_json,
+        canonical_json_bytes,
+        fingerprint,
+        hash_json,
+        loads_json,
+    )
     from stepfork.trace.errors import (
         BoundaryContextError,
         CanonicalJsonError,
@@ -189,7 +215,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from stepfork.trace.instrument import LLMOutput, allm_request, llm_request, trace_tool
     from stepfork.trace.integrity import IntegrityIssue, IntegrityResult, verify_bundle_integrity
-    from stepfork.trace.jsonable import from_jsonable, to_jsonable
+    from stepfork.trace.jsonable import Serializer, from_jsonable, to_json_value, to_jsonable
     from stepfork.trace.models import (
         REDACTION_REPLACEMENT,
         SCHEMA_VERSION,

@@ -21,6 +21,7 @@ import errno
 import gc
 import json
 import os
+import re
 import secrets
 import stat
 import threading
@@ -184,7 +185,8 @@ def check_target(path: Path, *, overwrite: bool) -> bool:
     Raises:
         TraceStorageError: ``invalid_path`` when the name does not end in ``.sftrace`` or ``path`` exists and
             is not a plain directory; ``already_exists`` when it is a non-empty directory and not
-            ``overwrite`` (notes 5, "Saving").
+            ``overwrite`` (notes 5, "Saving"); ``not_a_bundle`` when, with ``overwrite``, that directory
+            is not a bundle (:func:`not_replaceable`).
     """
     if not path.name.endswith(BUNDLE_SUFFIX) or path.name == BUNDLE_SUFFIX:
         raise TraceStorageError(
@@ -200,7 +202,44 @@ def check_target(path: Path, *, overwrite: bool) -> bool:
         raise TraceStorageError(
             f"bundle already exists: {path} (pass overwrite=True)", code="already_exists", path=str(path)
         )
+    problem = not_replaceable(path)
+    if problem is not None:
+        raise TraceStorageError(problem, code="not_a_bundle", path=str(path))
     return True
+
+
+# What a bundle directory may hold: its files, extension files (``<name>.json``) and the hidden staging
+# names of an interrupted write. Anything else is the user's and makes the directory not ours to delete.
+_BUNDLE_ENTRY = re.compile(r"(?:[a-z0-9][a-z0-9_-]*\.jsonl?|\..+\.(?:tmp|old|open)-[0-9a-f]+)")
+
+
+def not_replaceable(path: Path) -> str | None:
+    """Why the existing non-empty directory ``path`` must not be replaced by a bundle, or None when it is one.
+
+    ``overwrite`` replaces a bundle, never a user's directory that happens to end in ``.sftrace``
+    (issue 14): a bundle holds ``manifest.json`` and ``events.jsonl`` (every writer creates both first) and
+    only regular files named like bundle files (``<name>.json``, ``<name>.jsonl``). The reason names what
+    is there (at most five entries).
+    """
+    try:
+        entries = sorted(os.listdir(path))
+    except OSError as exc:
+        return f"cannot list {path}: {exc.strerror}; refusing to replace it"
+    foreign = [
+        name
+        for name in entries
+        if not _BUNDLE_ENTRY.fullmatch(name) or not stat.S_ISREG(os.lstat(path / name).st_mode)
+    ]
+    missing = [name for name in (MANIFEST_FILE, EVENTS_FILE) if name not in entries]
+    if missing:
+        foreign = foreign or entries
+        reason = f"it has no {' or '.join(missing)}"
+    elif foreign:
+        reason = "it holds files that are not bundle files"
+    else:
+        return None
+    shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+    return f"{path} is not a Stepfork bundle ({reason}: {shown}); refusing to replace it, even with overwrite"
 
 
 def remove_tree(path: Path) -> None:

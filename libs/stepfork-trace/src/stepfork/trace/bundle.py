@@ -19,7 +19,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stepfork.trace import _files
 from stepfork.trace._files import EVENTS_FILE, MANIFEST_FILE, REDACTIONS_FILE
@@ -41,6 +41,7 @@ from stepfork.trace.models import (
     TraceManifest,
     TraceTotals,
     format_timestamp,
+    new_run_id,
     utc_now,
 )
 from stepfork.trace.reading import load_trace as load_trace
@@ -55,13 +56,15 @@ WRITE_BUFFER_BYTES = 64 * 1024
 class Trace(BaseModel):
     """A whole run in memory: the manifest fields, the events in order, and the known redaction entries.
 
+    ``run_id`` defaults to a fresh ``run_`` id; events given without an explicit ``run_id`` take it.
+
     ``redactions`` holds the entries of redactions.json (loaded, or found by earlier saves) so that loading
     and saving a bundle keeps them; saving adds the findings of its own redaction pass.
     """
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
-    run_id: NonEmptyStr
+    run_id: NonEmptyStr = Field(default_factory=new_run_id)
     agent_name: NonEmptyStr
     created_at: Timestamp = Field(default_factory=utc_now)
     status: RunStatus = RunStatus.RUNNING
@@ -71,16 +74,43 @@ class Trace(BaseModel):
     events: list[Event] = Field(default_factory=list)
     redactions: list[RedactionEntry] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _events_take_the_run_id(self) -> Trace:
+        # An event built without a run_id (its default is a fresh one) belongs to this trace (reference).
+        for index, event in enumerate(self.events):
+            if "run_id" not in event.model_fields_set and event.run_id != self.run_id:
+                self.events[index] = event.model_copy(update={"run_id": self.run_id})
+        return self
+
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Trace:
         """Read the bundle at ``path``; see :func:`load_trace`."""
         return load_trace(path)
 
     def save(
-        self, path: str | os.PathLike[str], *, overwrite: bool = False, redactor: Redactor | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        status: RunStatus | str | None = None,
+        failure: FailureInfo | None = None,
+        environment: EnvironmentInfo | None = None,
+        overwrite: bool = False,
+        redactor: Redactor | None = None,
     ) -> Path:
-        """Write this trace as a bundle at ``path`` and return the path; see :func:`save_trace`."""
-        return save_trace(self, path, overwrite=overwrite, redactor=redactor)
+        """Write this trace as a bundle at ``path`` and return the path; see :func:`save_trace`.
+
+        ``status``, ``failure``, ``environment`` (the reference's signature) set those manifest fields in
+        the written bundle; this trace is not changed.
+        """
+        return save_trace(
+            self,
+            path,
+            overwrite=overwrite,
+            redactor=redactor,
+            status=status,
+            failure=failure,
+            environment=environment,
+        )
 
     def add(self, event: EventBase) -> EventBase:
         """Append a copy of ``event`` with this run's id and ``step`` = its 0-based index; return the copy.
@@ -201,6 +231,19 @@ def prepare_event(event: EventBase, redactor: Redactor | None = None) -> tuple[b
     return line, entries
 
 
+def hash_event_payloads(event: EventBase) -> EventBase:
+    """A copy of ``event`` with ``input_hash``/``output_hash`` set to the fingerprints of its payload fields
+    as stored (notes 2.2; null where the type hashes nothing). The reference's name; saving does the same
+    after redaction (:func:`prepare_event`). Raises CanonicalJsonError when a payload is not plain JSON."""
+    input_field, output_field = HASHED_FIELDS[event.type]
+    return event.model_copy(
+        update={
+            "input_hash": fingerprint(getattr(event, input_field)) if input_field else None,
+            "output_hash": fingerprint(getattr(event, output_field)) if output_field else None,
+        }
+    )
+
+
 def manifest_bytes(
     manifest: TraceManifest, redactor: Redactor | None = None
 ) -> tuple[bytes, list[RedactionEntry]]:
@@ -233,14 +276,57 @@ def _count_totals(trace: Trace) -> TraceTotals:
     )
 
 
+def build_manifest(
+    trace: Trace,
+    *,
+    status: RunStatus | str | None = None,
+    failure: FailureInfo | None = None,
+    environment: EnvironmentInfo | None = None,
+) -> TraceManifest:
+    """The manifest ``save_trace`` writes for ``trace`` (REFERENCE-API.md ``build_manifest``).
+
+    Totals are recounted from the events (events, llm_calls, tool_calls; cost and duration kept);
+    ``status``/``failure``/``environment`` replace the trace's fields when given (``failure`` is cleared
+    when ``status`` is given without one and is not ``failed``). Raises pydantic.ValidationError when
+    ``failure`` is not set exactly when the status is ``failed``.
+    """
+    update: dict[str, Any] = {"totals": _count_totals(trace)}
+    if status is not None:
+        update["status"] = RunStatus(status)
+        update["failure"] = failure
+    elif failure is not None:
+        update["failure"] = failure
+    if environment is not None:
+        update["environment"] = environment
+    data = {
+        "run_id": trace.run_id,
+        "agent_name": trace.agent_name,
+        "created_at": trace.created_at,
+        "status": trace.status,
+        "failure": trace.failure,
+        "environment": trace.environment,
+        **update,
+    }
+    return TraceManifest(**data)
+
+
 def save_trace(
     trace: Trace,
     path: str | os.PathLike[str],
     *,
     overwrite: bool = False,
     redactor: Redactor | None = None,
+    status: RunStatus | str | None = None,
+    failure: FailureInfo | None = None,
+    environment: EnvironmentInfo | None = None,
+    extra_files: Mapping[str, bytes] | None = None,
 ) -> Path:
     """Write ``trace`` as a bundle at ``path`` atomically and return the path (notes 5, "Saving").
+
+    ``status``, ``failure`` and ``environment`` (REFERENCE-API.md ``save_trace``) replace the trace's own
+    manifest fields in the written bundle only (see :func:`build_manifest`). ``extra_files`` maps extension
+    file names (``sdk-versions.json``; already redacted bytes) to their content, written beside the payload
+    files and listed in integrity.json.
 
     Redacts every event and the manifest, recomputes hashes and totals (events, llm_calls, tool_calls),
     writes the four files into ``.<name>.tmp-<hex>`` beside the target (integrity.json last), then renames
@@ -248,14 +334,16 @@ def save_trace(
 
     Raises:
         TraceStorageError: ``invalid_path`` (no ``.sftrace`` suffix, or the path is a file),
-            ``already_exists`` (a non-empty directory without ``overwrite``), ``invalid_manifest`` (the
+            ``already_exists`` (a non-empty directory without ``overwrite``), ``not_a_bundle`` (with
+            ``overwrite``, a directory that is not a bundle: :func:`bundle_replace_problem`),
+            ``invalid_manifest`` (the
             manifest fields do not validate, e.g. failed without failure).
         RedactionError, CanonicalJsonError: see :func:`prepare_event`.
     """
     target = Path(path)
     replace = _files.check_target(target, overwrite=overwrite)
     try:
-        manifest = trace.manifest.model_copy(update={"totals": _count_totals(trace)})
+        manifest = build_manifest(trace, status=status, failure=failure, environment=environment)
     except ValidationError as exc:
         raise TraceStorageError(
             f"invalid manifest: {exc.errors()[0]['msg']}", code="invalid_manifest", path=str(target)
@@ -277,7 +365,10 @@ def save_trace(
         data, found = manifest_bytes(manifest, redactor)
         _files.write_file(tmp / MANIFEST_FILE, data)
         _files.write_file(tmp / REDACTIONS_FILE, redactions_bytes([*entries, *found]))
-        write_integrity(tmp)
+        extras = dict(extra_files or {})
+        for name, content in extras.items():
+            _files.write_file(tmp / name, content)
+        write_integrity(tmp, tuple(extras))
         _files.fsync_dir(tmp)
         if replace:
             old = _files.temp_name(target, "old")
@@ -296,6 +387,18 @@ def save_trace(
         _files.remove_tree(old)
     _files.fsync_dir(target.parent)
     return target
+
+
+def bundle_replace_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the existing non-empty directory ``path`` may not be replaced by a bundle, or None.
+
+    The rule every bundle write applies with ``overwrite`` (``save_trace``, :class:`BundleWriter`, so
+    ``record``, ``fork``, ``minimize`` and the pytest plugin): only a directory that is a bundle (a
+    ``manifest.json`` and nothing but bundle files) is replaced; a user's directory never is (issue 14).
+    Commands call it before doing any work, so the refusal comes before a run, not after. Returns a
+    one-line reason naming what the directory holds.
+    """
+    return _files.not_replaceable(Path(path))
 
 
 class BundleWriter:

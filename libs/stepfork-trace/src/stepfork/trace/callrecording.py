@@ -115,11 +115,12 @@ class CallRecorder:
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _jsonable(value: Any) -> Any:
+    serializer: Callable[[Any], Any] | None = None
+
+    def _jsonable(self, value: Any) -> Any:
         from stepfork.trace.jsonable import to_jsonable
 
-        return to_jsonable(value)
+        return to_jsonable(value, serializer=self.serializer)
 
     def _require_log(self) -> EventLog | None:
         if self._finished:

@@ -308,3 +308,10 @@ def loads_json(data: bytes | bytearray | memoryview | str) -> Any:
     if b"\n" in raw and orjson.dumps(value, option=orjson.OPT_INDENT_2) == raw:
         return value
     return _loads_exact(data)
+
+
+canonical_json_bytes = canonical_json
+"""The reference's name for :func:`canonical_json` (the same function; REFERENCE-API.md)."""
+
+hash_json = fingerprint
+"""The reference's name for :func:`fingerprint` (the same function; REFERENCE-API.md)."""

@@ -37,14 +37,23 @@ _registered = _boundary._process_handlers
 _to_jsonable: Callable[..., Any] | None = None
 
 
-def _jsonable(value: Any) -> Any:
-    """``to_jsonable(value)``, importing :mod:`stepfork.trace.jsonable` on first use (keeps import light)."""
+def _jsonable(value: Any, serializer: Callable[[Any], Any] | None = None) -> Any:
+    """``to_jsonable(value)``, importing :mod:`stepfork.trace.jsonable` on first use (keeps import light).
+
+    ``serializer`` (REFERENCE-API.md ``serializer=``) converts values with no JSON form of their own."""
     global _to_jsonable
     if _to_jsonable is None:
         from stepfork.trace.jsonable import to_jsonable
 
         _to_jsonable = to_jsonable
-    return _to_jsonable(value)
+    if serializer is None:
+        return _to_jsonable(value)
+    return _to_jsonable(value, serializer=serializer)
+
+
+def _serializer_for(own: Callable[[Any], Any] | None, handler: Any) -> Callable[[Any], Any] | None:
+    """The call's own serializer, else the active session's (``RecordingSession(serializer=...)``)."""
+    return own if own is not None else getattr(handler, "serializer", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +102,19 @@ class _ToolSpec:
         "function",
         "name",
         "policy",
+        "serializer",
     )
 
-    def __init__(self, func: Callable[..., Any], name: str, policy: str, drop_first: bool | None) -> None:
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        name: str,
+        policy: str,
+        drop_first: bool | None,
+        serializer: Callable[[Any], Any] | None = None,
+    ) -> None:
         self._func = func
+        self.serializer = serializer
         self.name = name
         self.policy = policy
         self.function = f"{getattr(func, '__module__', '?')}:{getattr(func, '__qualname__', name)}"
@@ -192,22 +210,36 @@ class _ToolSpec:
             del arguments[names[0]]
         return arguments
 
-    def call(self, arguments: dict[str, Any]) -> BoundaryCall:
+    def call(self, arguments: dict[str, Any], handler: Any = None) -> BoundaryCall:
         return_type = self._return_type if self._hints_done else self.return_type()
+        serializer = _serializer_for(self.serializer, handler)
         # positional: BoundaryCall(kind, name, input, provider, model, replay_policy, return_type, function)
         return BoundaryCall(
-            "tool", self.name, _jsonable(arguments), None, None, self.policy, return_type, self.function
+            "tool",
+            self.name,
+            _jsonable(arguments, serializer),
+            None,
+            None,
+            self.policy,
+            return_type,
+            self.function,
         )
 
 
-def _wrap(func: Callable[..., Any], name: str | None, policy: str, drop_first: bool | None) -> Any:
+def _wrap(
+    func: Callable[..., Any],
+    name: str | None,
+    policy: str,
+    drop_first: bool | None,
+    serializer: Callable[[Any], Any] | None = None,
+) -> Any:
     if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
         raise ValueError(
             f"trace_tool cannot instrument generator function {func!r}: a streaming tool has "
             "no single result to record or replay; collect the items and return a list"
         )
     default_name = getattr(func, "__name__", None) or type(func).__name__  # partials, callable objects
-    spec = _ToolSpec(func, name or default_name, policy, drop_first)
+    spec = _ToolSpec(func, name or default_name, policy, drop_first, serializer)
 
     if inspect.iscoroutinefunction(func):
 
@@ -225,7 +257,7 @@ def _wrap(func: Callable[..., Any], name: str | None, policy: str, drop_first: b
             if arguments is None:
                 return await func(*args, **kwargs)  # raises the undecorated TypeError (C9)
             return await handler.ahandle(
-                spec.call(arguments), functools.partial(func, *args, **kwargs), orphan=orphan
+                spec.call(arguments, handler), functools.partial(func, *args, **kwargs), orphan=orphan
             )
 
         return async_wrapper
@@ -243,7 +275,9 @@ def _wrap(func: Callable[..., Any], name: str | None, policy: str, drop_first: b
         arguments = spec.bind(args, kwargs)
         if arguments is None:
             return func(*args, **kwargs)  # raises the undecorated TypeError (C9)
-        return handler.handle(spec.call(arguments), functools.partial(func, *args, **kwargs), orphan=orphan)
+        return handler.handle(
+            spec.call(arguments, handler), functools.partial(func, *args, **kwargs), orphan=orphan
+        )
 
     return wrapper
 
@@ -254,11 +288,20 @@ def trace_tool(func: F, /) -> F:
 
 
 @overload
-def trace_tool(*, name: str | None = None, replay_policy: str = "frozen") -> Callable[[F], F]:
+def trace_tool(
+    *, name: str | None = None, replay_policy: str = "frozen", serializer: Callable[[Any], Any] | None = None
+) -> Callable[[F], F]:
     """Keyword use, ``@trace_tool(name=...)``: returns the decorator."""
 
 
-def trace_tool(func: Any = None, /, *, name: str | None = None, replay_policy: str = "frozen") -> Any:
+def trace_tool(
+    func: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    replay_policy: str = "frozen",
+    serializer: Callable[[Any], Any] | None = None,
+) -> Any:
     """Instrument a tool: ``@trace_tool`` or ``@trace_tool(name="search", replay_policy="live")``.
 
     Works on functions, async functions, methods, classmethods and staticmethods (above or below the
@@ -269,6 +312,8 @@ def trace_tool(func: Any = None, /, *, name: str | None = None, replay_policy: s
         name: the tool name recorded in events; defaults to ``func.__name__``.
         replay_policy: one of ``frozen``, ``live``, ``manual``, ``forbidden``, ``derived``
             (REFERENCE-NOTES.md 1.6); stored on the events and honoured by replay.
+        serializer: turns an argument with no JSON form of its own into one (REFERENCE-API.md); None:
+            the active session's. The converted input is recorded and matched in replay alike.
 
     Returns:
         The wrapped callable (or a decorator when called with keywords only).
@@ -287,25 +332,31 @@ def trace_tool(func: Any = None, /, *, name: str | None = None, replay_policy: s
 
     def decorate(target: Any) -> Any:
         if isinstance(target, classmethod):
-            return classmethod(_wrap(target.__func__, name, policy, drop_first=True))
+            return classmethod(_wrap(target.__func__, name, policy, True, serializer))
         if isinstance(target, staticmethod):
-            return staticmethod(_wrap(target.__func__, name, policy, drop_first=False))
+            return staticmethod(_wrap(target.__func__, name, policy, False, serializer))
         if not callable(target):
             raise TypeError(f"trace_tool expects a function, got {type(target).__name__}")
-        return _wrap(target, name, policy, drop_first=None)
+        return _wrap(target, name, policy, None, serializer)
 
     if func is not None:
         return decorate(func)
     return decorate
 
 
-def _llm_call(model: str, input: Any, provider: str | None, replay_policy: str) -> BoundaryCall:
+def _llm_call(
+    model: str,
+    input: Any,
+    provider: str | None,
+    replay_policy: str,
+    serializer: Callable[[Any], Any] | None = None,
+) -> BoundaryCall:
     if not isinstance(model, str) or not model:
         raise ValueError("llm_request needs a non-empty model name")
     return BoundaryCall(
         kind="llm",
         name=model,
-        input=_jsonable(input),
+        input=_jsonable(input, serializer),
         provider=provider,
         model=model,
         replay_policy=_check_policy(replay_policy),
@@ -319,6 +370,7 @@ def llm_request(
     call: Callable[[], Any],
     provider: str | None = None,
     replay_policy: str = "frozen",
+    serializer: Callable[[Any], Any] | None = None,
 ) -> Any:
     """Make an LLM call through the boundary: ``call()`` runs, is recorded, or is served by replay.
 
@@ -329,6 +381,8 @@ def llm_request(
             token usage and cost.
         provider: the provider (``"openai"``) or None.
         replay_policy: the per-call policy (REFERENCE-NOTES.md 1.6).
+        serializer: converts parts of ``input`` with no JSON form of their own (REFERENCE-API.md); None:
+            the active session's.
 
     Returns:
         What ``call()`` returned, or its ``.value`` when it returned an :class:`LLMOutput`; under frozen
@@ -346,7 +400,7 @@ def llm_request(
         handler, orphan = _boundary.resolve_handler()
         if handler is None:
             return _unwrap(call())
-    boundary_call = _llm_call(model, input, provider, replay_policy)
+    boundary_call = _llm_call(model, input, provider, replay_policy, _serializer_for(serializer, handler))
     return _unwrap(handler.handle(boundary_call, call, orphan=orphan))
 
 
@@ -357,6 +411,7 @@ async def allm_request(
     call: Callable[[], Awaitable[Any]],
     provider: str | None = None,
     replay_policy: str = "frozen",
+    serializer: Callable[[Any], Any] | None = None,
 ) -> Any:
     """Async :func:`llm_request`: ``call`` returns an awaitable (for example ``lambda: client.create(...)``).
 
@@ -370,5 +425,5 @@ async def allm_request(
         handler, orphan = _boundary.resolve_handler()
         if handler is None:
             return _unwrap(await call())
-    boundary_call = _llm_call(model, input, provider, replay_policy)
+    boundary_call = _llm_call(model, input, provider, replay_policy, _serializer_for(serializer, handler))
     return _unwrap(await handler.ahandle(boundary_call, call, orphan=orphan))

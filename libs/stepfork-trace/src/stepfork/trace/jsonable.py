@@ -22,6 +22,8 @@ import inspect
 import math
 import re
 import uuid
+from collections.abc import Callable
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
@@ -32,7 +34,16 @@ from stepfork.trace.plainjson import MAX_DEPTH, TAG, PlainFacts, remember_plain,
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import TypeAdapter
 
-__all__ = ["MAX_DEPTH", "TAG", "PlainFacts", "from_jsonable", "take_plain_facts", "to_jsonable"]
+__all__ = [
+    "MAX_DEPTH",
+    "TAG",
+    "PlainFacts",
+    "Serializer",
+    "from_jsonable",
+    "take_plain_facts",
+    "to_json_value",
+    "to_jsonable",
+]
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _NON_FINITE: Final = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -195,7 +206,22 @@ def _conv(value: Any, depth: int, active: set[int]) -> Any:
             return _tag("model", _child(dumped, "value", depth + 1, active), type=_type_label(t))
         finally:
             active.discard(ident)
+    serializer = _serializer.get()
+    if serializer is not None:
+        return _serialized(serializer, value, t, depth, active)
     raise _Fail(f"{_qualname(t)} has no JSON form (see docs/values.md)", "unsupported_type")
+
+
+def _serialized(serializer: Serializer, value: Any, t: type, depth: int, active: set[int]) -> Any:
+    """The user's ``serializer`` applied to a value without a JSON form of its own, then converted."""
+    try:
+        converted = serializer(value)
+    except Exception as exc:
+        message = f"cannot serialize {t.__name__}: the serializer raised {exc!r}"
+        raise _Fail(message, "unsupported_type") from None
+    if converted is value:
+        raise _Fail(f"cannot serialize {t.__name__}: the serializer returned it unchanged", "unchanged")
+    return _conv(converted, depth + 1, active)
 
 
 def _conv_container(value: Any, t: type, depth: int, active: set[int]) -> Any:
@@ -215,7 +241,24 @@ def _conv_container(value: Any, t: type, depth: int, active: set[int]) -> Any:
     return _tag("dataclass", fields, type=_type_label(t))
 
 
-def to_jsonable(value: Any, *, path: str = "$") -> Any:
+Serializer = Callable[[Any], Any]
+"""A callable turning one value into something JSON can hold (REFERENCE-API.md ``Serializer``)."""
+
+_serializer: ContextVar[Serializer | None] = ContextVar("stepfork_serializer", default=None)
+
+
+def to_json_value(
+    value: Any, *, serializer: Serializer | None = None, path: str = "$", depth: int = 0
+) -> Any:
+    """The reference's name for :func:`to_jsonable` (REFERENCE-API.md ``to_json_value``); ``depth`` is
+    accepted for compatibility and ignored (the walk counts from ``value``). Differences from the reference
+    (docs/decisions.md): tuples and other values with a tagged form keep it, and ``serializer`` is tried
+    only on values that have none. Raises TraceSerializationError (a TypeError) as :func:`to_jsonable`."""
+    del depth
+    return to_jsonable(value, path=path, serializer=serializer)
+
+
+def to_jsonable(value: Any, *, path: str = "$", serializer: Serializer | None = None) -> Any:
     """Turn a Python value into JSON, tagging what JSON cannot hold (docs/architecture.md "Tagged forms").
 
     Args:
@@ -227,12 +270,17 @@ def to_jsonable(value: Any, *, path: str = "$") -> Any:
         a JSON value (exact dict/list/str/int/float/bool/None, finite floats) accepted by canonical_json;
         ``value`` itself when it already is such JSON.
 
+        serializer: called on a value that has no JSON form of its own (an arbitrary class); its result
+            is converted in turn (REFERENCE-API.md ``serializer=``).
+
     Raises:
-        TraceSerializationError: ``code`` is ``cycle``, ``unsupported_type`` or ``too_deep`` (nesting deeper
-            than MAX_DEPTH); ``path`` names the value (``$.a[0].b``; ``<key i>`` marks a dict key).
+        TraceSerializationError: ``code`` is ``cycle``, ``unsupported_type``, ``unchanged`` (the serializer
+            returned its argument) or ``too_deep`` (nesting deeper than MAX_DEPTH); ``path`` names the value
+            (``$.a[0].b``; ``<key i>`` marks a dict key).
     """
     if remember_plain(value):  # plain JSON: returned as is, its facts kept for the recorder
         return value
+    token = _serializer.set(serializer) if serializer is not None else None
     try:
         return _conv(value, 0, set())
     except _Fail as exc:
@@ -242,6 +290,9 @@ def to_jsonable(value: Any, *, path: str = "$") -> Any:
         raise TraceSerializationError(f"{exc.message} at {where}", path=where, code=exc.code) from None
     except RecursionError:
         raise TraceSerializationError("nesting too deep", path=path, code="too_deep") from None
+    finally:
+        if token is not None:
+            _serializer.reset(token)
 
 
 # ---------------------------------------------------------------------------------------------- decoding

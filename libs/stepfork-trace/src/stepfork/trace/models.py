@@ -11,6 +11,7 @@ the microseconds are non-zero (notes 1.3).
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal, TypeAlias
@@ -60,6 +61,16 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 def utc_now() -> datetime:
     """The current time as an aware UTC datetime."""
     return datetime.now(UTC)
+
+
+def new_event_id() -> str:
+    """A fresh event id, ``evt_`` + 32 lowercase hex (REFERENCE-API.md: events built by hand get one)."""
+    return "evt_" + uuid.uuid4().hex
+
+
+def new_run_id() -> str:
+    """A fresh run id, ``run_`` + 32 lowercase hex (default of ``Trace.run_id`` and ``EventBase.run_id``)."""
+    return "run_" + uuid.uuid4().hex
 
 
 class EventStatus(StrEnum):
@@ -112,13 +123,31 @@ class IntegrityStatus(StrEnum):
 _STRICT = ConfigDict(extra="forbid", use_enum_values=False, validate_default=True)
 
 
+def _ids_required(schema: dict[str, Any]) -> None:
+    """Keep ``id``/``run_id`` required in the JSON Schema of stored events: the defaults are for events
+    built in Python; a bundle's events always carry both (notes 1.3)."""
+    properties = schema.get("properties", {})
+    required = set(schema.get("required", [])) | ({"id", "run_id"} & set(properties))
+    schema["required"] = [name for name in properties if name in required]
+
+
+_EVENT_CONFIG = ConfigDict(
+    extra="forbid", use_enum_values=False, validate_default=True, json_schema_extra=_ids_required
+)
+
+
 class EventBase(BaseModel):
-    """The 12 common fields every event starts with, in this order (notes 1.3)."""
+    """The 12 common fields every event starts with, in this order (notes 1.3).
 
-    model_config = _STRICT
+    ``id`` and ``run_id`` default to fresh ``evt_``/``run_`` ids, as in the reference, so tests can build
+    events by hand; an event placed in a :class:`~stepfork.trace.bundle.Trace` without an explicit
+    ``run_id`` takes the trace's.
+    """
 
-    id: NonEmptyStr
-    run_id: NonEmptyStr
+    model_config = _EVENT_CONFIG
+
+    id: NonEmptyStr = Field(default_factory=new_event_id)
+    run_id: NonEmptyStr = Field(default_factory=new_run_id)
     parent_id: NonEmptyStr | None = None
     step: NonNegativeInt = 0
     type: EventType

@@ -32,11 +32,13 @@ from typing import TYPE_CHECKING, Any
 from stepfork.trace import _files, boundary
 from stepfork.trace._version import __version__
 from stepfork.trace.boundary import BoundaryHandler
-from stepfork.trace.callrecording import CallRecorder, LLMCallHandle, OrphanCallWarning, _Scope, _scope
+from stepfork.trace.callrecording import LLMCallHandle, OrphanCallWarning, _Scope, _scope
+from stepfork.trace.explicit import ExplicitRecording
 
 if TYPE_CHECKING:
     from stepfork.trace.bundle import Trace
     from stepfork.trace.eventlog import EventLog
+    from stepfork.trace.jsonable import Serializer
     from stepfork.trace.redaction import Redactor
 
 __all__ = [
@@ -75,6 +77,7 @@ def record(
     *,
     output: str | Path | None = None,
     overwrite: bool = False,
+    serializer: Serializer | None = None,
     run_input: Any = None,
     redactor: Redactor | None = None,
 ) -> RecordingSession:
@@ -85,6 +88,8 @@ def record(
         output: the bundle directory (must end in ``.sftrace``); default
             ``DEFAULT_TRACE_DIR/<safe-agent>-<run_id>.sftrace``.
         overwrite: replace an existing non-empty bundle directory.
+        serializer: turns a value with no JSON form of its own into one (REFERENCE-API.md); used for
+            every value this session records (inputs of calls that name none, outputs, run input/output).
         run_input: the run's input, recorded (redacted) on ``run_start``.
         redactor: a ``stepfork.trace.redaction.Redactor`` (None: the default one).
 
@@ -92,11 +97,16 @@ def record(
         A :class:`RecordingSession` (nothing is written before it is entered).
     """
     return RecordingSession(
-        agent_name, output=output, overwrite=overwrite, run_input=run_input, redactor=redactor
+        agent_name,
+        output=output,
+        overwrite=overwrite,
+        serializer=serializer,
+        run_input=run_input,
+        redactor=redactor,
     )
 
 
-class RecordingSession(CallRecorder):
+class RecordingSession(ExplicitRecording):
     """One recording: a sync and async context manager and a boundary handler (``is_replay = False``).
 
     Parameters are those of :func:`record`. Attributes/properties: ``agent_name``, ``run_id``,
@@ -115,6 +125,7 @@ class RecordingSession(CallRecorder):
         *,
         output: str | Path | None = None,
         overwrite: bool = False,
+        serializer: Serializer | None = None,
         run_input: Any = None,
         redactor: Redactor | None = None,
     ) -> None:
@@ -130,6 +141,7 @@ class RecordingSession(CallRecorder):
             else DEFAULT_TRACE_DIR / f"{safe_agent_name(agent_name)}-{self.run_id}.sftrace"
         )
         self.overwrite = overwrite
+        self.serializer = serializer
         self.run_input = run_input
         self.redactor = redactor
         self.path: Path | None = None

@@ -10,7 +10,8 @@ A finding that must not fail validation is a warning (``ValidationResult.warning
 ``running`` beside a terminal run_end, as in the reference's diff_* golden bundles; ``run_incomplete``, a
 recording that is still going or was killed (running, totals never written, no run_end); and, in partial mode
 only, ``torn_final_line``: a ``running`` bundle whose last events.jsonl line was cut by a crash (SIGKILL
-can stop a write part-way; every flushed event is on complete lines before it). Strict mode and
+can stop a write part-way; every flushed event is on complete lines before it); ``unredacted_secret``, a
+value the redaction rules would replace stored in clear (``_secret_scan``; issue 14). Strict mode and
 ``load_trace`` still refuse that line with ``invalid_json``; nothing is repaired on disk.
 
 ``validate_bundle`` streams events.jsonl (``reading.EventStream``): each line is parsed exactly as the
@@ -22,12 +23,15 @@ checks in ``_validation_checks``; this module re-exports them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from stepfork.trace import _files, reading
+from stepfork.trace._secret_scan import UNREDACTED_SECRET as UNREDACTED_SECRET
+from stepfork.trace._secret_scan import event_secret_warnings, manifest_secret_warnings
 from stepfork.trace._validation_checks import EventMeta, check_events, payload_hash_issues
 from stepfork.trace._validation_types import CHECK_COUNT as CHECK_COUNT
 from stepfork.trace._validation_types import CHECK_EVENTS as CHECK_EVENTS
@@ -70,9 +74,12 @@ def validate_trace(
         hashes = [issue for event in trace.events for issue in payload_hash_issues(event)]
     findings = check_events(trace, metas, strict=strict, hash_issues=hashes)
     issues += findings.issues
+    secrets = [w for event in trace.events for w in event_secret_warnings(event, None)]
+    with contextlib.suppress(ValidationError):
+        secrets = manifest_secret_warnings(trace.manifest) + secrets
     return ValidationResult(
         issues=issues,
-        warnings=findings.warnings,
+        warnings=findings.warnings + secrets,
         checks=checks_for(issues, strict=strict, integrity=verify_payload_hashes),
         incomplete=findings.incomplete,
     )
@@ -100,7 +107,7 @@ def validate_bundle(
         checks = [ValidationCheck(CHECK_MANIFEST, False)]
         return ValidationResult(issues=missing, integrity=status, checks=checks)
     try:
-        manifest, metas, hashes, torn = _read_events(bundle, strict=strict, hashes=verify_integrity)
+        manifest, metas, hashes, torn, secrets = _read_events(bundle, strict=strict, hashes=verify_integrity)
     except TraceStorageError as exc:
         name = Path(exc.path).name if exc.path else None
         location = f"{name}:{exc.line}" if name and exc.line else name
@@ -117,6 +124,7 @@ def validate_bundle(
     if torn is not None:  # partial mode, running bundle: a write cut by a crash, not a damaged bundle
         message = f"events.jsonl:{torn}: final line cut by a crash (no trailing newline); not read"
         findings.warnings.append(ValidationIssue(TORN_FINAL_LINE, message, location=f"events.jsonl:{torn}"))
+    findings.warnings.extend(secrets)
     return ValidationResult(
         issues=issues,
         warnings=findings.warnings,
@@ -128,23 +136,26 @@ def validate_bundle(
 
 def _read_events(
     bundle: Path, *, strict: bool, hashes: bool
-) -> tuple[TraceManifest, list[EventMeta], list[ValidationIssue] | None, int | None]:
+) -> tuple[TraceManifest, list[EventMeta], list[ValidationIssue] | None, int | None, list[ValidationIssue]]:
     """Stream the bundle as ``load_trace`` reads it (same checks, same first error), keeping per event only
-    its :class:`EventMeta` and, with ``hashes``, its payload hash issues; the final torn line's number.
+    its :class:`EventMeta` and, with ``hashes``, its payload hash issues; the final torn line's number;
+    the ``unredacted_secret`` warnings (manifest first, then events by line).
     """
     with reading.open_bundle(bundle) as opened:
         run_id = opened.manifest.run_id
+        secrets = manifest_secret_warnings(opened.manifest)
         stream = opened.events(torn_tail_ok=not strict)
         metas: list[EventMeta] = []
         hash_issues: list[ValidationIssue] | None = [] if hashes else None
         with _files.cyclic_gc_paused():  # the records live on: see cyclic_gc_paused
-            for event in stream:
+            for line, event in enumerate(stream, start=1):
                 metas.append(EventMeta.of(event, run_id))
                 if hash_issues is not None:
                     hash_issues += payload_hash_issues(event)
+                secrets += event_secret_warnings(event, line)
                 del event  # the next line is read before the loop rebinds the name: drop the payloads now
         opened.redactions()  # parsed for its errors only, as load_trace does
-    return opened.manifest, metas, hash_issues, stream.torn
+    return opened.manifest, metas, hash_issues, stream.torn, secrets
 
 
 def _missing_files(bundle: Path) -> list[ValidationIssue]:

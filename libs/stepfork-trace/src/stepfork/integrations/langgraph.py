@@ -1,0 +1,100 @@
+"""``stepfork.integrations.langgraph``: the reference's LangGraph names (REFERENCE-API.md; issue 14).
+
+Thin adapters over Stepfork's LangChain integration (:mod:`stepfork.integrations.langchain`), for programs
+written against the earlier implementation:
+
+- ``traced_chat_model(model)`` instruments a LangChain chat model *in place* and returns the same instance
+  (its generations become LLM boundaries through a :class:`StepforkChatModel` around an uninstrumented copy);
+  calling it twice is harmless.
+- ``traced_tool(func)`` returns a LangChain ``BaseTool`` whose body is a ``trace_tool`` boundary.
+
+Needs ``langchain_core`` (``pip install stepfork-trace[langchain]``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from stepfork.integrations._common import require
+
+require("langchain_core", "langchain", "LangChain")
+
+from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
+
+from stepfork.integrations.langchain import StepforkChatModel  # noqa: E402
+from stepfork.trace.instrument import trace_tool  # noqa: E402
+
+__all__ = ["LangGraphIntegrationError", "traced_chat_model", "traced_tool"]
+
+_MARK = "__stepfork_traced__"
+_METHODS = ("_generate", "_agenerate", "_stream", "_astream")
+
+
+class LangGraphIntegrationError(ValueError):
+    """A model or tool that the LangGraph adapters cannot instrument (the reason is in the message)."""
+
+
+def traced_chat_model(model: Any, *, provider: str | None = None, replay_policy: str = "frozen") -> Any:
+    """Instrument the LangChain chat model ``model`` in place and return it (the same instance).
+
+    Its ``invoke``/``ainvoke``/``stream``/``astream`` (and so every LangGraph node calling it) record and
+    replay as LLM boundaries, as :class:`StepforkChatModel` does; ``provider`` defaults to ``langchain``.
+    ``replay_policy`` other than ``frozen`` is refused (the LangChain integration records frozen calls).
+
+    Raises:
+        LangGraphIntegrationError: ``model`` is not a LangChain chat model, or an unsupported policy.
+    """
+    from langchain_core.language_models import BaseChatModel
+
+    if getattr(model, _MARK, False):
+        return model
+    if not isinstance(model, BaseChatModel):
+        raise LangGraphIntegrationError(
+            f"traced_chat_model expects a LangChain chat model, got {type(model).__name__}"
+        )
+    if str(getattr(replay_policy, "value", replay_policy)) != "frozen":
+        raise LangGraphIntegrationError(
+            "traced_chat_model records frozen calls only (replay_policy='frozen')"
+        )
+    wrapper = StepforkChatModel(inner=model.model_copy(), provider=provider or "langchain")
+    for name in _METHODS:  # instance attributes shadow the class's methods; the copy keeps the originals
+        object.__setattr__(model, name, getattr(wrapper, name))
+    object.__setattr__(model, _MARK, True)
+    return model
+
+
+def traced_tool(
+    target: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    replay_policy: str = "frozen",
+    serializer: Callable[[Any], Any] | None = None,
+) -> Any:
+    """Return a LangChain ``BaseTool`` whose body is a Stepfork tool boundary (``trace_tool``).
+
+    Use bare (``@traced_tool``) or with keywords. ``name`` defaults to the function's name, ``description``
+    to its docstring.
+
+    Raises:
+        LangGraphIntegrationError: ``target`` is already a ``BaseTool`` or is not callable, or it has no
+            description (LangChain requires one).
+    """
+
+    def build(func: Callable[..., Any]) -> BaseTool:
+        if isinstance(func, BaseTool) or not callable(func):
+            raise LangGraphIntegrationError("traced_tool expects a plain function (not a BaseTool)")
+        tool_name = name or getattr(func, "__name__", None) or "tool"
+        text = description or inspect.getdoc(func)
+        if not text:
+            raise LangGraphIntegrationError(f"traced_tool {tool_name!r} needs a docstring or description=")
+        traced = trace_tool(name=tool_name, replay_policy=replay_policy, serializer=serializer)(func)
+        if inspect.iscoroutinefunction(func):
+            return StructuredTool.from_function(coroutine=traced, name=tool_name, description=text)
+        return StructuredTool.from_function(func=traced, name=tool_name, description=text)
+
+    if target is not None:
+        return build(target)
+    return build

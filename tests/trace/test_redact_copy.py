@@ -1,0 +1,65 @@
+"""``redact_bundle`` on every reference bundle: the copy validates as its source did, with integrity verified
+(issue 14); it never writes in place and refuses a tampered source."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stepfork.trace import TraceStorageError, validate_bundle
+from stepfork.trace.models import IntegrityStatus
+from stepfork.trace.redact_copy import redact_bundle
+
+from ..interop.test_reference_bundles import BUNDLES
+
+
+@pytest.mark.parametrize("name", sorted(BUNDLES))
+def test_the_redacted_copy_of_each_reference_bundle_validates_with_integrity(
+    name: str, tmp_path: Path
+) -> None:
+    source = tmp_path / f"{name}.sftrace"
+    shutil.copytree(BUNDLES[name], source)
+    copy = redact_bundle(source, tmp_path / "copy.sftrace")
+    for strict in (True, False):
+        before = validate_bundle(source, strict=strict)
+        after = validate_bundle(copy.output, strict=strict, verify_integrity=True)
+        assert after.integrity == IntegrityStatus.VERIFIED
+        assert after.codes == before.codes
+        assert [w.code for w in after.warnings if w.code == "unredacted_secret"] == []
+
+
+def test_redact_never_writes_in_place(golden_copy, tmp_path: Path) -> None:
+    bundle = golden_copy("successful_run")
+    before = {p.name: p.read_bytes() for p in bundle.iterdir()}
+    for output in (bundle, bundle / "inner.sftrace"):
+        with pytest.raises(TraceStorageError) as info:
+            redact_bundle(bundle, output, overwrite=True)
+        assert info.value.code == "invalid_path"
+    assert {p.name: p.read_bytes() for p in bundle.iterdir()} == before
+
+
+def test_redact_refuses_a_tampered_bundle(golden_copy, tmp_path: Path) -> None:
+    bundle = golden_copy("successful_run")
+    events = bundle / "events.jsonl"
+    events.write_text(events.read_text().replace("Kathmandu", "Kathmandx", 1))
+    with pytest.raises(TraceStorageError) as info:
+        redact_bundle(bundle, tmp_path / "copy.sftrace")
+    assert info.value.code == "integrity_mismatch"
+    assert not (tmp_path / "copy.sftrace").exists()
+
+
+def test_an_existing_output_needs_overwrite_and_must_be_a_bundle(golden_copy, tmp_path: Path) -> None:
+    bundle = golden_copy("successful_run")
+    out = tmp_path / "copy.sftrace"
+    redact_bundle(bundle, out)
+    with pytest.raises(TraceStorageError) as info:
+        redact_bundle(bundle, out)
+    assert info.value.code == "already_exists"
+    redact_bundle(bundle, out, overwrite=True)
+    notes = tmp_path / "notes.sftrace"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("x")
+    with pytest.raises(TraceStorageError, match=r"notes\.txt"):
+        redact_bundle(bundle, notes, overwrite=True)
