@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "diff": "stepfork.cli.commands.diff",
     "export": "stepfork.cli.commands.export",
     "run": "stepfork.cli.commands.run",
+    "check": "stepfork.cli.commands.check",
 }
 
 _VERSION_FLAGS = ("--version", "-V")

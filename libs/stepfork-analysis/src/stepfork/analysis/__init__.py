@@ -40,6 +40,12 @@ _EXPORTS: dict[str, str] = {
     "fork": "stepfork.analysis.forking",
     "ForkResult": "stepfork.analysis.forking",
     "ForkError": "stepfork.analysis.forking",
+    # check a corpus (issue 17)
+    "check_corpus": "stepfork.analysis.check",
+    "resolve_corpus": "stepfork.analysis.check",
+    "CheckResult": "stepfork.analysis.check",
+    "BundleVerdict": "stepfork.analysis.check",
+    "CorpusError": "stepfork.analysis.check",
 }
 
 __all__ = sorted(_EXPORTS)

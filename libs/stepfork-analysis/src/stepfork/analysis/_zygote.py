@@ -21,6 +21,9 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
     in   {"id": N, "bundle": PATH}                                                      per attempt
     out  {"id": N, "kind": "...", "detail": ..., ...}  (Signature.to_json() + id)     each, any order
 
+With ``"task": "check"`` in the first line (``stepfork check``), each answer is the replay's verdict
+(:func:`stepfork.analysis._check_worker.verdict_of`, ``kind: "verdict"``) instead of a signature.
+
 End of input (or SIGTERM) shuts the zygote down after killing and reaping every running child.
 """
 
@@ -112,13 +115,18 @@ def _run_attempt(
         os.dup2(devnull, 1)  # agent prints go nowhere, as the worker's unread stdout did
         os.dup2(stderr_fd, 2)
         os.close(devnull)
-        from stepfork.analysis._minimize_worker import signature_of
+        if config.get("task") == "check":  # `stepfork check`: the replay's verdict (analysis/check.py)
+            from stepfork.analysis._check_worker import verdict_of
 
-        sig = signature_of(config, bundle)
+            answer = verdict_of(config, bundle)
+        else:
+            from stepfork.analysis._minimize_worker import signature_of
+
+            answer = signature_of(config, bundle).to_json()
         for thread in threading.enumerate():  # as interpreter shutdown would: wait for non-daemon threads
             if thread is not threading.current_thread() and not thread.daemon:
                 thread.join()
-        _write_all(result_fd, json.dumps(sig.to_json()).encode() + b"\n")
+        _write_all(result_fd, json.dumps(answer).encode() + b"\n")
         code = 0
     except SystemExit as exc:  # what the interpreter prints for an uncaught SystemExit
         if exc.code is None or isinstance(exc.code, int):
@@ -254,11 +262,13 @@ def main() -> None:
     config = json.loads(line)
     zygote = _Zygote(config, proto_in, proto_out)
 
+    import stepfork.analysis._check_worker
     import stepfork.analysis._minimize_worker
     import stepfork.analysis._signature
     import stepfork.analysis.behavior
     import stepfork.analysis.minimize
     import stepfork.replay
+    import stepfork.replay.outcome
     import stepfork.trace  # noqa: F401 - preloaded for every child
     from stepfork.replay import resolve_entrypoint
 
