@@ -24,4 +24,5 @@ TOP_LEVEL_HELP = (
     "  export    Export an executable pytest regression test from a trace.\n"
     "  run       Run an exported regression test and write the receipt yourself.\n"
     "  check     Replay every bundle of a corpus against a candidate build and...\n"
+    "  upload    Upload a spooled bundle to object storage (integrity.json last).\n"
 )

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "export": "stepfork.cli.commands.export",
     "run": "stepfork.cli.commands.run",
     "check": "stepfork.cli.commands.check",
+    "upload": "stepfork.cli.commands.upload",
 }
 
 _VERSION_FLAGS = ("--version", "-V")
