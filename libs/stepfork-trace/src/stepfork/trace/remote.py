@@ -114,6 +114,7 @@ def fetched_bundle(url: str) -> Iterator[Path]:
     name = posixpath.basename(root)
     if not name.endswith(".sftrace"):
         raise TraceStorageError(f"bundle URL must end with .sftrace: {url}", code="invalid_manifest", path=url)
+    fs.invalidate_cache(root)  # a listing cached by this process may predate the upload
     with tempfile.TemporaryDirectory(prefix="stepfork-fetch-") as tmp:
         local = Path(tmp) / name
         local.mkdir()
@@ -157,6 +158,7 @@ def list_bundles(url: str) -> list[str]:
     if root.endswith(".sftrace"):
         return [url]
     found = set()
+    fs.invalidate_cache(root)
     for path in fs.find(root):
         parts = path.split("/")
         for index, part in enumerate(parts[:-1]):
