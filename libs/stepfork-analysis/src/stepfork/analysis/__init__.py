@@ -46,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "CheckResult": "stepfork.analysis.check",
     "BundleVerdict": "stepfork.analysis.check",
     "CorpusError": "stepfork.analysis.check",
+    "run_many": "stepfork.analysis.run_many",
+    "RunSummary": "stepfork.analysis.run_many",
 }
 
 __all__ = sorted(_EXPORTS)
