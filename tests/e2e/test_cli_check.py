@@ -159,3 +159,15 @@ def test_library_result_renders_three_ways(corpus: tuple[Path, dict[str, str]]) 
     assert "Stepfork Check" in str(result)
     assert result.to_dict()["total"] == 4
     assert "<table>" in result._repr_html_()
+
+
+@pytest.mark.slow
+def test_a_corpus_of_1000_bundles_gets_the_right_verdict_each(tmp_path: Path) -> None:
+    shutil.copy2(QUICKSTART / "quickstart.py", tmp_path / "quickstart.py")
+    expected = _corpus_module().make_corpus(tmp_path / "corpus", 1000)
+    assert sum(v == "DIVERGED" for v in expected.values()) == 100
+    done = _check(tmp_path, "corpus", "--entrypoint", "quickstart:run_agent", "--json", "--timeout", "300")
+    assert done.code == 1, done.text
+    report = json.loads(done.out)
+    assert {str(tmp_path / v["bundle"]): v["verdict"] for v in report["verdicts"]} == expected
+    assert report["counts"] == {"MATCHED": 900, "DIVERGED": 100}

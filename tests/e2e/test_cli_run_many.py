@@ -51,7 +51,9 @@ def test_a_directory_runs_every_test_with_a_receipt_each(suite: Path) -> None:
     assert [Path(r["test"]).name for r in summary["receipts"]] == sorted(ENTRYPOINTS)
     written = sorted((suite / "receipts").glob("*.json"))
     assert len(written) == 5
-    verdicts = {Path(json.loads(p.read_text())["test"]).name: json.loads(p.read_text())["verdict"] for p in written}
+    verdicts = {
+        Path(json.loads(p.read_text())["test"]).name: json.loads(p.read_text())["verdict"] for p in written
+    }
     assert verdicts["test_c_buggy.py"] == "failed"
     human = run_cli("run", "regressions/test_a_fixed.py", "regressions/test_b_fixed.py", cwd=suite)
     assert human.code == 0, human.text
@@ -90,7 +92,19 @@ def test_exported_tests_are_safe_under_pytest_xdist(suite: Path) -> None:
     (suite / "regressions" / "test_c_buggy.py").unlink()
     tests = sorted(str(p) for p in (suite / "regressions").glob("test_*.py"))
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", "--rootdir", str(suite), *tests],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "2",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(suite),
+            *tests,
+        ],
         cwd=suite,
         capture_output=True,
         text=True,

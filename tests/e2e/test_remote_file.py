@@ -68,7 +68,9 @@ def test_record_to_a_url_then_validate_replay_and_check_it(work: Path) -> None:
     done = run_cli("replay", bundle, "--entrypoint", "quickstart:run_agent", cwd=work)
     assert done.code == 0, done.text
     assert "Recorded behavior: MATCHED" in done.out
-    done = run_cli("check", f"file://{store}/runs", "--entrypoint", "quickstart:run_agent", "--json", cwd=work)
+    done = run_cli(
+        "check", f"file://{store}/runs", "--entrypoint", "quickstart:run_agent", "--json", cwd=work
+    )
     assert done.code == 1, done.text
     verdicts = {v["run_id"]: v["verdict"] for v in json.loads(done.out)["verdicts"]}
     assert verdicts == {first.run_id: "MATCHED", second.run_id: "DIVERGED"}

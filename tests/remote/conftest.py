@@ -104,14 +104,16 @@ def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="session")
 def recorded(s3: str, corpus_module: ModuleType) -> dict[str, str]:
-    """Six runs recorded straight to S3 (two for another order, which diverge): ``{url: expected verdict}``."""
+    """Six runs recorded straight to S3 (two for another order, which diverge): ``{url: verdict}``."""
     from stepfork import record
 
     agent = corpus_module.quickstart
     expected = {}
     for index in range(6):
         order = "ORD-1002" if index % 3 == 2 else "ORD-1001"
-        with record("notify-agent", output=f"{s3}/runs/{{run_id}}.sftrace", run_input={"order_id": order}) as run:
+        with record(
+            "notify-agent", output=f"{s3}/runs/{{run_id}}.sftrace", run_input={"order_id": order}
+        ) as run:
             run.set_output(agent.run_agent(order))
         assert run.upload_status == "uploaded", run.upload_status
         assert run.url is not None

@@ -45,14 +45,22 @@ def test_dask_verdicts_are_the_local_ones(cluster: str, corpus_module: ModuleTyp
 
 
 def test_dask_checks_a_corpus_in_s3(cluster: str, s3: str, recorded: dict[str, str], work: Path) -> None:
-    done = cli("check", f"{s3}/runs/", "--entrypoint", "quickstart:run_agent", "--json", "--dask", cluster, cwd=work)
+    done = cli(
+        "check", f"{s3}/runs/", "--entrypoint", "quickstart:run_agent", "--json", "--dask", cluster, cwd=work
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert _verdicts(done.stdout) == recorded
 
 
 def test_an_unreachable_scheduler_is_one_line_and_exit_2(work: Path) -> None:
     done = cli(
-        "check", "dask-corpus", "--entrypoint", "quickstart:run_agent", "--dask", "tcp://127.0.0.1:9", cwd=work
+        "check",
+        "dask-corpus",
+        "--entrypoint",
+        "quickstart:run_agent",
+        "--dask",
+        "tcp://127.0.0.1:9",
+        cwd=work,
     )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr

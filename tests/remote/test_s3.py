@@ -30,7 +30,9 @@ def test_record_list_validate_and_replay(s3: str, recorded: dict[str, str], work
 
 def test_check_a_corpus_in_s3(s3: str, recorded: dict[str, str], work: Path, tmp_path: Path) -> None:
     junit = tmp_path / "check.xml"
-    done = cli("check", f"{s3}/runs/", "--entrypoint", "quickstart:run_agent", "--json", "--junit", junit, cwd=work)
+    done = cli(
+        "check", f"{s3}/runs/", "--entrypoint", "quickstart:run_agent", "--json", "--junit", junit, cwd=work
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     verdicts = {v["bundle"]: v["verdict"] for v in json.loads(done.stdout)["verdicts"]}
     assert verdicts == recorded
@@ -59,7 +61,9 @@ def test_a_killed_upload_leaves_an_incomplete_bundle_readers_refuse(
         print("not reached", flush=True)
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == -9, proc.stdout + proc.stderr
     spool, url = proc.stdout.split()
     assert (Path(spool) / "integrity.json").is_file()  # the spool survives the kill

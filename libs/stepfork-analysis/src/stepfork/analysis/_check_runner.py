@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV, _GRACE, _ZygoteBroken, _ZygoteClient
+from stepfork.analysis._attempts import _GRACE, FORCE_SUBPROCESS_ENV, _ZygoteBroken, _ZygoteClient
 from stepfork.analysis._check_worker import VERDICT_LINE, could_not_execute
 
 __all__ = ["CheckRunner", "check_bundle", "close_runners"]

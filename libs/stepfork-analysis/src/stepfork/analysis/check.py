@@ -104,7 +104,7 @@ def dask_executor(address: str) -> tuple[Executor, Callable[[], None]]:
         OSError: the scheduler cannot be reached.
     """
     try:
-        from distributed import Client
+        from distributed import Client  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError as exc:
         raise ImportError("--dask needs Dask's distributed package: pip install distributed") from exc
     client = Client(address, timeout=30)

@@ -9,6 +9,7 @@ agent: it is logged on the ``stepfork.trace`` logger with the spool's path, the 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -107,7 +108,5 @@ def finish_bundle(path: Path, *, keep: Any, failed: bool, url: str | None) -> st
 
 
 def _remove_empty(directory: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):  # not empty or already gone: leave it
         directory.rmdir()
-    except OSError:
-        pass  # not empty or already gone: leave it

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from stepfork.trace import _files
 from stepfork.trace._files import EVENTS_FILE, INTEGRITY_FILE, MANIFEST_FILE, REDACTIONS_FILE
-from stepfork.trace.canonical import loads_json
 from stepfork.trace._urls import url_of
+from stepfork.trace.canonical import loads_json
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.models import Event, RedactionManifest, RunStatus, TraceManifest
 

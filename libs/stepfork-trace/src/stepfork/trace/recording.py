@@ -238,7 +238,9 @@ class RecordingSession(CallRecorder):
             from stepfork.trace._retention import finish_bundle
 
             assert self.path is not None
-            self.upload_status = finish_bundle(self.path, keep=self.keep, failed=exc is not None, url=self.url)
+            self.upload_status = finish_bundle(
+                self.path, keep=self.keep, failed=exc is not None, url=self.url
+            )
             if self.upload_status in ("discarded", "uploaded"):
                 self.path = None  # nothing left locally
 

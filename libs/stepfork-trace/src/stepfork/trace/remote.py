@@ -51,7 +51,7 @@ def filesystem(url: str) -> tuple[Any, str]:
         RemoteSupportMissing: fsspec or the protocol's package is not installed (the message names them).
     """
     try:
-        import fsspec
+        import fsspec  # type: ignore[import-not-found,import-untyped,unused-ignore]  # the optional extra
     except ImportError as exc:
         raise RemoteSupportMissing(
             f"{url} is a URL: reading and writing bundles on object storage needs fsspec; "
@@ -59,7 +59,8 @@ def filesystem(url: str) -> tuple[Any, str]:
             path=url,
         ) from exc
     try:
-        return fsspec.core.url_to_fs(url)
+        fs, inner = fsspec.core.url_to_fs(url)
+        return fs, str(inner)
     except ImportError as exc:
         raise RemoteSupportMissing(
             f"{url}: {exc} (the '{EXTRA}' extra installs fsspec; each store needs its own package: "
@@ -84,13 +85,17 @@ def _listed_files(integrity: Path, url: str) -> list[str]:
     try:
         obj = loads_json(integrity.read_bytes())
     except (ValueError, TypeError) as exc:
-        raise TraceStorageError(f"{url}: integrity.json is not JSON: {exc}", code="invalid_json", path=url) from exc
+        raise TraceStorageError(
+            f"{url}: integrity.json is not JSON: {exc}", code="invalid_json", path=url
+        ) from exc
     files = obj.get("files") if isinstance(obj, dict) else None
     names = list(files) if isinstance(files, dict) else []  # payload files, then extension files
     plain = all(isinstance(n, str) and n and "/" not in n and n not in (".", "..") for n in names)
     if not names or not plain:
         raise TraceStorageError(
-            f"{url}: integrity.json does not list the bundle's files", code="integrity_metadata_invalid", path=url
+            f"{url}: integrity.json does not list the bundle's files",
+            code="integrity_metadata_invalid",
+            path=url,
         )
     return sorted(set(names) | set(_CORE))
 
@@ -113,7 +118,9 @@ def fetched_bundle(url: str) -> Iterator[Path]:
     root = root.rstrip("/")
     name = posixpath.basename(root)
     if not name.endswith(".sftrace"):
-        raise TraceStorageError(f"bundle URL must end with .sftrace: {url}", code="invalid_manifest", path=url)
+        raise TraceStorageError(
+            f"bundle URL must end with .sftrace: {url}", code="invalid_manifest", path=url
+        )
     fs.invalidate_cache(root)  # a listing cached by this process may predate the upload
     with tempfile.TemporaryDirectory(prefix="stepfork-fetch-") as tmp:
         local = Path(tmp) / name

@@ -28,6 +28,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from stepfork.trace import _files, reading
+from stepfork.trace._urls import url_of
 from stepfork.trace._validation_checks import EventMeta, check_events, payload_hash_issues
 from stepfork.trace._validation_types import CHECK_COUNT as CHECK_COUNT
 from stepfork.trace._validation_types import CHECK_EVENTS as CHECK_EVENTS
@@ -44,7 +45,6 @@ from stepfork.trace._validation_types import ValidationIssue as ValidationIssue
 from stepfork.trace._validation_types import ValidationResult as ValidationResult
 from stepfork.trace._validation_types import checks_for
 from stepfork.trace.bundle import Trace
-from stepfork.trace._urls import url_of
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.integrity import verify_bundle_integrity
 from stepfork.trace.models import IntegrityStatus, TraceManifest

@@ -38,7 +38,9 @@ def check(
     receipts: Annotated[
         Path | None, typer.Option("--receipts", help="Write one JSON receipt per bundle into DIR.")
     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per replay before it is killed.")] = 60.0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds per replay before it is killed.")
+    ] = 60.0,
     ordering: Annotated[
         str, typer.Option("--ordering", help="Call ordering, as `stepfork replay`: strict or relaxed.")
     ] = "strict",
@@ -63,7 +65,9 @@ def check(
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}.", 2)
     if dask and jobs is not None:
-        fail("--jobs and --dask exclude each other: the Dask cluster decides how many replays run at once.", 2)
+        fail(
+            "--jobs and --dask exclude each other: the Dask cluster decides how many replays run at once.", 2
+        )
     classes = parse_raise_as(raise_as)
 
     from stepfork.analysis.check import CorpusError, check_corpus, dask_executor

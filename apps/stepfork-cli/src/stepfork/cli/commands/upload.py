@@ -18,7 +18,9 @@ import typer
 def upload(
     spool: Annotated[str, typer.Argument(help="The spooled .sftrace bundle directory.")],
     url: Annotated[str, typer.Argument(help="Destination URL, e.g. s3://bucket/runs/RUN.sftrace.")],
-    keep_spool: Annotated[bool, typer.Option("--keep-spool", help="Keep the spool after the upload.")] = False,
+    keep_spool: Annotated[
+        bool, typer.Option("--keep-spool", help="Keep the spool after the upload.")
+    ] = False,
 ) -> None:
     """Upload a spooled bundle to object storage (integrity.json last)."""
     from pathlib import Path
@@ -43,7 +45,9 @@ def upload(
         with fetched_bundle(target):
             pass
     except (TraceStorageError, OSError) as exc:
-        fail(f"Uploaded, but the bundle read back from {target} does not verify: {sanitize_text(str(exc))}", 1)
+        fail(
+            f"Uploaded, but the bundle read back from {target} does not verify: {sanitize_text(str(exc))}", 1
+        )
     if not keep_spool:
         remove_tree(Path(spool))
     typer.echo(f"Uploaded {spool} to {target}" + ("" if keep_spool else " (spool removed)"))
