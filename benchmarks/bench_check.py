@@ -90,6 +90,7 @@ def main() -> dict[str, Any]:
         figures = {
             "bundles": n,
             "cpus": os.cpu_count(),
+            "load_average_1min": round(os.getloadavg()[0], 2),  # other work on the machine, at the end
             "rounds": ROUNDS,
             "loop_s": round(loop, 3),
             "check_jobs2_s": round(two, 3),

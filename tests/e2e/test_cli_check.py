@@ -51,6 +51,9 @@ def test_each_bundle_gets_the_verdict_of_replay(corpus: tuple[Path, dict[str, st
     diverged = [v for v in report["verdicts"] if v["verdict"] == "DIVERGED"]
     assert {v["code"] for v in diverged} == {"input_diverged"}
     assert all(v["step"] == 1 for v in diverged)
+    warm = _check(work, "corpus", "--entrypoint", "quickstart:run_agent", "--warm", "--json")
+    assert warm.code == 1, warm.text
+    assert [v["verdict"] for v in json.loads(warm.out)["verdicts"]] == [v["verdict"] for v in report["verdicts"]]
     # the same verdict `stepfork replay` gives one of them
     one = diverged[0]["bundle"]
     assert run_cli("replay", one, "--entrypoint", "quickstart:run_agent", cwd=work).code == 1

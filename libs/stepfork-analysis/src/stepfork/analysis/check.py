@@ -123,6 +123,7 @@ def check_corpus(
     raise_as: Mapping[str, str] | None = None,
     import_root: str | os.PathLike[str] | None = None,
     executor_name: str | None = None,
+    warm: bool = False,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[BundleVerdict], None] | None = None,
 ) -> CheckResult:
@@ -138,6 +139,9 @@ def check_corpus(
         ordering, raise_as: as ``stepfork replay`` (``raise_as``: ``{TYPE: "MODULE:CLASS"}``).
         import_root: the directory the entrypoint is imported from (default: the current directory).
         executor_name: how the report names a given executor (default: its class name).
+        warm: replay the first bundle once in each zygote before forking, so every replay starts with the
+            caches an SDK builds on its first request (much faster for SDK agents); module state that
+            replay changes is then what every replay starts from (docs/check.md "Warm start").
         on_start: called with the number of bundles before any replay; on_result: with each verdict as it
             arrives (in completion order; a progress bar).
 
@@ -161,6 +165,7 @@ def check_corpus(
         "ordering": ordering,
         "raise_as": dict(raise_as) if raise_as else None,
         "timeout": float(timeout),
+        "warm_bundle": bundles[0] if warm else None,
     }
     if on_start is not None:
         on_start(len(bundles))

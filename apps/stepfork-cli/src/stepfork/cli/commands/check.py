@@ -52,6 +52,13 @@ def check(
         str | None,
         typer.Option("--dask", metavar="SCHEDULER_ADDRESS", help="Run the replays on this Dask cluster."),
     ] = None,
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm",
+            help="Replay the first bundle once before forking: SDK caches start warm (module state too).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
@@ -89,6 +96,7 @@ def check(
             jobs=jobs,
             executor=executor,
             executor_name=f"dask ({dask})" if dask else None,
+            warm=warm,
             timeout=timeout,
             ordering=ordering,
             raise_as=classes,
