@@ -53,7 +53,8 @@ def test_each_bundle_gets_the_verdict_of_replay(corpus: tuple[Path, dict[str, st
     assert all(v["step"] == 1 for v in diverged)
     warm = _check(work, "corpus", "--entrypoint", "quickstart:run_agent", "--warm", "--json")
     assert warm.code == 1, warm.text
-    assert [v["verdict"] for v in json.loads(warm.out)["verdicts"]] == [v["verdict"] for v in report["verdicts"]]
+    warm_verdicts = [v["verdict"] for v in json.loads(warm.out)["verdicts"]]
+    assert warm_verdicts == [v["verdict"] for v in report["verdicts"]]
     # the same verdict `stepfork replay` gives one of them
     one = diverged[0]["bundle"]
     assert run_cli("replay", one, "--entrypoint", "quickstart:run_agent", cwd=work).code == 1
