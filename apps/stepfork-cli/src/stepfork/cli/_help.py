@@ -25,4 +25,6 @@ TOP_LEVEL_HELP = (
     "  run       Run an exported regression test and write the receipt yourself.\n"
     "  view      Write a self-contained HTML view of a run (or the diff of two...\n"
     "  redact    Write a redacted copy of a bundle with a new integrity.json.\n"
+    "  check     Replay every bundle of a corpus against a candidate build and...\n"
+    "  upload    Upload a spooled bundle to object storage (integrity.json last).\n"
 )

@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "run": "stepfork.cli.commands.run",
     "view": "stepfork.cli.commands.view",
     "redact": "stepfork.cli.commands.redact",
+    "check": "stepfork.cli.commands.check",
+    "upload": "stepfork.cli.commands.upload",
 }
 
 _VERSION_FLAGS = ("--version", "-V")

@@ -43,6 +43,14 @@ _EXPORTS: dict[str, str] = {
     # notebooks (issue 16): pandas DataFrames, behind the `notebook` extra
     "events_df": "stepfork.analysis.notebook",
     "runs_df": "stepfork.analysis.notebook",
+    # check a corpus (issue 17)
+    "check_corpus": "stepfork.analysis.check",
+    "resolve_corpus": "stepfork.analysis.check",
+    "CheckResult": "stepfork.analysis.check",
+    "BundleVerdict": "stepfork.analysis.check",
+    "CorpusError": "stepfork.analysis.check",
+    "run_many": "stepfork.analysis.run_many",
+    "RunSummary": "stepfork.analysis.run_many",
 }
 
 __all__ = sorted(_EXPORTS)

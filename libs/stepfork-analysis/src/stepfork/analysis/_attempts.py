@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
@@ -76,9 +77,12 @@ def replay_in_subprocess(bundle: Path, config: dict[str, Any]) -> Signature:
 class _ZygoteClient:
     """The minimizer's end of one zygote: sends jobs, and a reader thread routes answers to their futures."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(
+        self, config: dict[str, Any], decode: Callable[[dict[str, Any]], Any] = Signature.from_json
+    ) -> None:
+        self._decode = decode  # an answer line to what run() returns (check: the verdict dict itself)
         self._lock = threading.Lock()
-        self._pending: dict[int, Future[Signature]] = {}
+        self._pending: dict[int, Future[Any]] = {}
         self._ready: Future[bool] = Future()
         self._ids = itertools.count()
         self._broken = False
@@ -113,7 +117,7 @@ class _ZygoteClient:
                 with self._lock:
                     future = self._pending.pop(int(message["id"]), None)
                 if future is not None:
-                    future.set_result(Signature.from_json(message))
+                    future.set_result(self._decode(message))
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a closed or garbled pipe: the zygote is broken, handled below
         finally:
@@ -136,9 +140,10 @@ class _ZygoteClient:
         except TimeoutError:
             return False
 
-    def run(self, bundle: Path, wait: float) -> Signature:
-        """Replay ``bundle`` in a forked child; raise :class:`_ZygoteBroken` when no answer can come."""
-        future: Future[Signature] = Future()
+    def run(self, bundle: Path | str, wait: float) -> Any:
+        """Replay ``bundle`` in a forked child and return its decoded answer (a :class:`Signature` by
+        default); raise :class:`_ZygoteBroken` when no answer can come."""
+        future: Future[Any] = Future()
         with self._lock:
             if self._broken:
                 raise _ZygoteBroken()
@@ -241,7 +246,8 @@ class AttemptRunner:
         zygote = self._usable_zygote()
         if zygote is not None:
             try:
-                return zygote.run(bundle, self.config["timeout"] + _GRACE)
+                signature: Signature = zygote.run(bundle, self.config["timeout"] + _GRACE)
+                return signature
             except _ZygoteBroken:
                 if self._closed:
                     raise AttemptsClosed("minimize was interrupted") from None

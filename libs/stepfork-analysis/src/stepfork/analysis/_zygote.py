@@ -21,6 +21,9 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
     in   {"id": N, "bundle": PATH}                                                      per attempt
     out  {"id": N, "kind": "...", "detail": ..., ...}  (Signature.to_json() + id)     each, any order
 
+With ``"task": "check"`` in the first line (``stepfork check``), each answer is the replay's verdict
+(:func:`stepfork.analysis._check_worker.verdict_of`, ``kind: "verdict"``) instead of a signature.
+
 End of input (or SIGTERM) shuts the zygote down after killing and reaping every running child.
 """
 
@@ -112,13 +115,21 @@ def _run_attempt(
         os.dup2(devnull, 1)  # agent prints go nowhere, as the worker's unread stdout did
         os.dup2(stderr_fd, 2)
         os.close(devnull)
-        from stepfork.analysis._minimize_worker import signature_of
+        if config.get("task") == "check":  # `stepfork check`: the replay's verdict (analysis/check.py)
+            from stepfork.analysis._check_worker import verdict_of
 
-        sig = signature_of(config, bundle)
+            before = set(sys.modules)
+            answer = verdict_of(config, bundle)
+            # what the replay imported lazily (an SDK's modules): the zygote preloads them (_Zygote.warm)
+            answer["modules"] = sorted(set(sys.modules) - before)
+        else:
+            from stepfork.analysis._minimize_worker import signature_of
+
+            answer = signature_of(config, bundle).to_json()
         for thread in threading.enumerate():  # as interpreter shutdown would: wait for non-daemon threads
             if thread is not threading.current_thread() and not thread.daemon:
                 thread.join()
-        _write_all(result_fd, json.dumps(sig.to_json()).encode() + b"\n")
+        _write_all(result_fd, json.dumps(answer).encode() + b"\n")
         code = 0
     except SystemExit as exc:  # what the interpreter prints for an uncaught SystemExit
         if exc.code is None or isinstance(exc.code, int):
@@ -132,6 +143,10 @@ def _run_attempt(
             with contextlib.suppress(BaseException):  # a broken stream must not stop the exit
                 stream.flush()
         os._exit(code)
+
+
+class _Threaded(Exception):
+    """Preloading a module started a thread: the zygote stops (its client falls back to subprocesses)."""
 
 
 class _Zygote:
@@ -186,12 +201,39 @@ class _Zygote:
                 message = {"kind": "crash", "detail": _last_stderr_line(child.stderr)}
         message["id"] = child.job
         child.stderr.close()
+        modules = message.pop("modules", None)
         self.send(message)
+        if isinstance(modules, list):
+            self.warm(modules)
+
+    def warm(self, modules: list[Any]) -> None:
+        """Import the modules a replay imported lazily (``check`` only), so the next children start with
+        them: an SDK imports most of itself on the first request, which each fresh child would pay again
+        (0.7 s per replay for the OpenAI example). Only modules the agent's own code imported are named,
+        and importing is what the zygote already does for the entrypoint. Raises :class:`_Threaded` when an
+        import started a thread: forking is no longer safe."""
+        import importlib
+
+        fresh = [m for m in modules if isinstance(m, str) and m not in sys.modules and m != "__main__"]
+        for name in fresh:
+            with contextlib.suppress(Exception):  # not importable on its own (a dynamic module): skip
+                importlib.import_module(name)
+        if fresh:
+            if threading.active_count() > 1:
+                raise _Threaded()
+            gc.collect()
+            gc.freeze()
 
     def serve(self, pending: bytes = b"") -> None:
         """Run jobs (``pending``: input already read) until end of input; always kill and reap the children
         left."""
         self.selector.register(self.proto_in, selectors.EVENT_READ, None)
+        try:
+            self._serve(pending)
+        except _Threaded:  # children reaped; the thread an import started must not keep the zygote alive
+            os._exit(0)
+
+    def _serve(self, pending: bytes) -> None:
         try:
             while True:
                 *lines, pending = pending.split(b"\n")
@@ -254,16 +296,25 @@ def main() -> None:
     config = json.loads(line)
     zygote = _Zygote(config, proto_in, proto_out)
 
+    import stepfork.analysis._check_worker
     import stepfork.analysis._minimize_worker
     import stepfork.analysis._signature
     import stepfork.analysis.behavior
     import stepfork.analysis.minimize
     import stepfork.replay
+    import stepfork.replay.outcome
     import stepfork.trace  # noqa: F401 - preloaded for every child
     from stepfork.replay import resolve_entrypoint
 
     with contextlib.suppress(Exception):  # a child resolves again and reports the setup error as before
         resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
+    if config.get("task") == "check" and config.get("warm_bundle"):
+        # `check --warm`: one replay here first, so every child starts with the caches an SDK builds on its
+        # first request (docs/check.md "Warm start"); its verdict is not used, the children replay it again
+        from stepfork.analysis._check_worker import verdict_of
+
+        with contextlib.suppress(Exception):
+            verdict_of(config, config["warm_bundle"])
     if threading.active_count() > 1:
         started = threading.active_count() - 1
         zygote.send({"ready": False, "reason": f"importing the entrypoint started {started} thread(s)"})

@@ -20,6 +20,10 @@ UNREADABLE_CODES = frozenset(
         "unsupported_schema",
         "integrity_metadata_invalid",
         "integrity_algorithm_unsupported",
+        # a bundle URL (stepfork.trace.remote): an unfinished upload, no fsspec, a bad URL
+        "incomplete_bundle",
+        "remote_support_missing",
+        "invalid_path",
     }
 )
 """Codes that make ``stepfork validate`` exit 2 (notes 4, exit codes)."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from stepfork.trace import _files
 from stepfork.trace._files import EVENTS_FILE, INTEGRITY_FILE, MANIFEST_FILE, REDACTIONS_FILE
+from stepfork.trace._urls import url_of
 from stepfork.trace.canonical import loads_json
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.models import Event, RedactionManifest, RunStatus, TraceManifest
@@ -133,12 +134,22 @@ def open_bundle(path: str | os.PathLike[str]) -> Iterator[OpenBundle]:
     manifest, in that order (the first problem found is the one every reader reports); close on exit.
 
     Each file is a regular file inside the bundle, never reached through a symlink (``_files.open_regular``).
+    ``path`` may be an fsspec URL (:mod:`stepfork.trace.remote`): the bundle is downloaded and its integrity
+    verified first, and then also ``incomplete_bundle``, ``integrity_mismatch`` or
+    ``remote_support_missing`` (a :class:`~stepfork.trace.remote.RemoteSupportMissing`) may be raised.
 
     Raises:
         TraceStorageError: ``invalid_manifest`` (no ``.sftrace`` suffix, a symlinked manifest.json or
             redactions.json, a bad manifest), ``missing_file`` (no directory, a file absent or not regular),
             ``invalid_event`` (a symlinked events.jsonl), ``invalid_json``, ``unsupported_schema``.
     """
+    url = url_of(path)
+    if url is not None:  # a bundle on object storage: read a verified local copy (stepfork.trace.remote)
+        from stepfork.trace.remote import fetched_bundle
+
+        with fetched_bundle(url) as local, open_bundle(local) as opened:
+            yield opened
+        return
     bundle = Path(path)
     if not bundle.name.endswith(_files.BUNDLE_SUFFIX):
         raise TraceStorageError(

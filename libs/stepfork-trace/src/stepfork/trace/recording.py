@@ -20,6 +20,7 @@ Inside a replay (the active handler has ``is_replay`` True) a session is *inert*
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sys
 from contextlib import suppress
@@ -80,13 +81,19 @@ def record(
     serializer: Serializer | None = None,
     run_input: Any = None,
     redactor: Redactor | None = None,
+    keep: Any = "always",
 ) -> RecordingSession:
     """Describe a recording; enter it with ``with record("agent") as session:`` (or ``async with``).
 
     Args:
         agent_name: non-empty name stored in the manifest.
         output: the bundle directory (must end in ``.sftrace``); default
-            ``DEFAULT_TRACE_DIR/<safe-agent>-<run_id>.sftrace``.
+            ``DEFAULT_TRACE_DIR/<safe-agent>-<run_id>.sftrace``. ``{run_id}`` and ``{agent}`` in it are
+            replaced. An fsspec URL (``s3://bucket/runs/{run_id}.sftrace``; ``stepfork-trace[remote]``)
+            records into a local spool and uploads when the run ends, integrity.json last; an upload
+            failure is logged (``stepfork.trace`` logger) and keeps the spool for ``stepfork upload``.
+        keep: retention: ``"always"`` (default), ``"failures"`` (only failed runs), or a share
+            ``0 < p <= 1`` (sampled runs plus every failure); a discarded run leaves nothing behind.
         overwrite: replace an existing non-empty bundle directory.
         serializer: turns a value with no JSON form of its own into one (REFERENCE-API.md); used for
             every value this session records (inputs of calls that name none, outputs, run input/output).
@@ -103,6 +110,7 @@ def record(
         serializer=serializer,
         run_input=run_input,
         redactor=redactor,
+        keep=keep,
     )
 
 
@@ -110,9 +118,10 @@ class RecordingSession(ExplicitRecording):
     """One recording: a sync and async context manager and a boundary handler (``is_replay = False``).
 
     Parameters are those of :func:`record`. Attributes/properties: ``agent_name``, ``run_id``,
-    ``output_path`` (where the bundle goes), ``path`` (the bundle once written; None before entering and
-    when inert), ``inert``, ``trace`` (a :class:`~stepfork.trace.bundle.Trace` loaded from what was
-    written).
+    ``output_path`` (where the bundle goes: the spool for a URL), ``path`` (the bundle once written; None
+    before entering, when inert, and once discarded or uploaded), ``inert``, ``trace`` (a
+    :class:`~stepfork.trace.bundle.Trace` loaded from what was written), ``url`` (the upload URL or None),
+    ``keep``, ``upload_status`` (``uploaded``, ``spooled``: upload failed, ``discarded``, or None).
 
     Raises:
         RuntimeError: entering twice, or recording after the session finished.
@@ -128,15 +137,26 @@ class RecordingSession(ExplicitRecording):
         serializer: Serializer | None = None,
         run_input: Any = None,
         redactor: Redactor | None = None,
+        keep: Any = "always",
     ) -> None:
         if not isinstance(agent_name, str) or not agent_name:
             raise ValueError("agent_name must be a non-empty string")
+        from stepfork.trace._retention import check_keep, expand_output, spool_path
+        from stepfork.trace._urls import url_of
         from stepfork.trace.eventlog import new_id
 
         self.agent_name = agent_name
         self.run_id = new_id("run_")
+        self.keep = check_keep(keep)
+        self.url: str | None = None  # where the bundle is uploaded (an fsspec URL output)
+        self.upload_status: str | None = None  # "uploaded", "spooled", "discarded" or None (kept locally)
+        if output is not None:
+            output = expand_output(os.fspath(output), run_id=self.run_id, agent=safe_agent_name(agent_name))
+            self.url = url_of(output)
         self.output_path = (
-            Path(output)
+            spool_path(self.url, self.run_id)
+            if self.url is not None
+            else Path(output)
             if output is not None
             else DEFAULT_TRACE_DIR / f"{safe_agent_name(agent_name)}-{self.run_id}.sftrace"
         )
@@ -226,6 +246,16 @@ class RecordingSession(ExplicitRecording):
             if exc is None:
                 raise
             exc.add_note(f"stepfork: trace was not saved: {type(save_error).__name__}: {save_error}")
+            return
+        if self.keep != "always" or self.url is not None:
+            from stepfork.trace._retention import finish_bundle
+
+            assert self.path is not None
+            self.upload_status = finish_bundle(
+                self.path, keep=self.keep, failed=exc is not None, url=self.url
+            )
+            if self.upload_status in ("discarded", "uploaded"):
+                self.path = None  # nothing left locally
 
     def _finish(self, exc: BaseException | None) -> None:
         from stepfork.trace.eventlog import now_timestamp
@@ -284,9 +314,15 @@ class RecordingSession(ExplicitRecording):
 
     @property
     def trace(self) -> Trace | None:
-        """The bundle as written so far, loaded with ``Trace.load`` (None before entering or when inert)."""
+        """The bundle as written so far, loaded with ``Trace.load`` (None before entering, when inert or
+        discarded; read back from the URL once uploaded)."""
+        if self.path is None and self.upload_status == "uploaded" and self._trace is None:
+            from stepfork.trace.bundle import Trace
+
+            assert self.url is not None
+            self._trace = Trace.load(self.url)
         if self.path is None or self._log is None:
-            return None
+            return self._trace
         if self._trace is not None:
             return self._trace
         from stepfork.trace.bundle import Trace

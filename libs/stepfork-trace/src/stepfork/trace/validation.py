@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from stepfork.trace import _files, reading
 from stepfork.trace._secret_scan import UNREDACTED_SECRET as UNREDACTED_SECRET
 from stepfork.trace._secret_scan import event_secret_warnings, manifest_secret_warnings
+from stepfork.trace._urls import url_of
 from stepfork.trace._validation_checks import EventMeta, check_events, payload_hash_issues
 from stepfork.trace._validation_types import CHECK_COUNT as CHECK_COUNT
 from stepfork.trace._validation_types import CHECK_EVENTS as CHECK_EVENTS
@@ -96,6 +97,9 @@ def validate_bundle(
     per-event payload hashes; when the integrity status is not ``verified`` its issues are appended.
     Memory: one events.jsonl line and its event at a time, plus a few hundred bytes per event.
     """
+    url = url_of(path)
+    if url is not None:  # object storage: validate the downloaded copy, whose integrity was verified
+        return _validate_url(url, strict=strict, verify_integrity=verify_integrity)
     bundle = Path(path)
     integrity = verify_bundle_integrity(bundle) if verify_integrity else None
     status = None if integrity is None else integrity.status
@@ -132,6 +136,19 @@ def validate_bundle(
         checks=checks_for(issues, strict=strict, integrity=verify_integrity),
         incomplete=findings.incomplete,
     )
+
+
+def _validate_url(url: str, *, strict: bool, verify_integrity: bool) -> ValidationResult:
+    """:func:`validate_bundle` of a bundle URL: an unfinished upload, a missing extra or bytes that do not
+    match integrity.json are one issue with the reader's code."""
+    from stepfork.trace.remote import fetched_bundle
+
+    try:
+        with fetched_bundle(url) as local:
+            return validate_bundle(local, strict=strict, verify_integrity=verify_integrity)
+    except TraceStorageError as exc:
+        issue = ValidationIssue(exc.code, str(exc), step=None, location=url)
+        return ValidationResult(issues=[issue], checks=[ValidationCheck(CHECK_MANIFEST, False)])
 
 
 def _read_events(

@@ -5,6 +5,9 @@ Exit 0 passed, 1 failed (a caught regression), 2 could_not_execute (the check ne
 line, before anything runs, for bad input: a missing test, a bad option, or a refused ``--receipt`` path
 (the test file, inside the bundle, or an existing file that is not a receipt without ``--overwrite``;
 docs/decisions.md).
+
+Several tests, a directory, ``--shard K/N`` or ``--receipts DIR`` run many tests in turn, one receipt each,
+and print a summary (:mod:`stepfork.cli.commands._run_many`, issue 17).
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ _VERDICT_LINES = {
 
 
 def run(
-    test: Annotated[Path, typer.Argument(help="The pytest file stepfork export wrote.")],
+    tests: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="TEST...",
+            help="The pytest file stepfork export wrote; several files or directories run each in turn.",
+        ),
+    ],
     bundle: Annotated[
         Path | None,
         typer.Option(
@@ -51,10 +60,26 @@ def run(
             "--timeout-seconds", help="Stop the check after this long and report could_not_execute."
         ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option("--shard", metavar="K/N", help="Run only shard K of N of the tests (deterministic)."),
+    ] = None,
+    receipts: Annotated[
+        Path | None,
+        typer.Option("--receipts", help="With several tests: write one receipt per test into DIR."),
+    ] = None,
 ) -> None:
     """Run an exported regression test and write the receipt yourself."""
     from stepfork.analysis.runner import RunInputError, run_exported_test
     from stepfork.cli.output import fail
+
+    if len(tests) != 1 or tests[0].is_dir() or shard is not None or receipts is not None:
+        from stepfork.cli.commands._run_many import run_many_command
+
+        if bundle is not None or receipt is not None or overwrite:
+            fail("--bundle, --receipt and --overwrite name one test; with several use --receipts DIR.", 2)
+        run_many_command(tests, shard, receipts, pytest_arg or [], timeout_seconds, as_json=as_json)
+    test = tests[0]
 
     try:
         result = run_exported_test(

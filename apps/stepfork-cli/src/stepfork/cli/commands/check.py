@@ -1,0 +1,159 @@
+"""``stepfork check CORPUS --entrypoint M:F [--jobs N] [--junit FILE] [--receipts DIR] [--json]`` (issue 17).
+
+Replays every bundle of a corpus frozen against a candidate build (``stepfork.analysis.check_corpus``) and
+prints the summary table (or ``--json``). Exit 0 every bundle replays as recorded, 1 a bundle diverged (or
+could not be checked while others were), 2 nothing could be checked: bad options, a corpus naming no
+bundle, or every bundle unreadable/unrunnable. The progress bar (rich, on stderr) shows only on a
+terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from stepfork.cli.options import RAISE_AS_HELP
+
+
+def check(
+    corpus: Annotated[
+        str,
+        typer.Argument(
+            help="A directory (searched for *.sftrace), a glob, a file listing bundles, or a URL prefix."
+        ),
+    ],
+    entrypoint: Annotated[
+        str | None,
+        typer.Option("--entrypoint", help="Trusted local MODULE:FUNCTION to replay each bundle against."),
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", help="Replays at once (default: the number of CPUs).")
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML (one testcase per bundle) to FILE.")
+    ] = None,
+    receipts: Annotated[
+        Path | None, typer.Option("--receipts", help="Write one JSON receipt per bundle into DIR.")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds per replay before it is killed.")
+    ] = 60.0,
+    ordering: Annotated[
+        str, typer.Option("--ordering", help="Call ordering, as `stepfork replay`: strict or relaxed.")
+    ] = "strict",
+    raise_as: Annotated[
+        list[str] | None,
+        typer.Option("--raise-as", metavar="TYPE=MODULE:CLASS", help=RAISE_AS_HELP),
+    ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option("--dask", metavar="SCHEDULER_ADDRESS", help="Run the replays on this Dask cluster."),
+    ] = None,
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm",
+            help="Replay the first bundle once before forking: SDK caches start warm (module state too).",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
+    from stepfork.cli.options import parse_raise_as
+    from stepfork.cli.output import exit_with_result, fail, sanitize_text
+
+    if not entrypoint:
+        fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
+    if jobs is not None and jobs < 1:
+        fail(f"--jobs must be at least 1, got {jobs}.", 2)
+    if timeout <= 0:
+        fail(f"--timeout must be positive, got {timeout:g}.", 2)
+    if dask and jobs is not None:
+        fail(
+            "--jobs and --dask exclude each other: the Dask cluster decides how many replays run at once.", 2
+        )
+    classes = parse_raise_as(raise_as)
+
+    from stepfork.analysis.check import CorpusError, check_corpus, dask_executor
+
+    executor: Any = None
+    close = None
+    if dask:
+        try:
+            executor, close = dask_executor(dask)
+        except ImportError as exc:
+            fail(str(exc), 2)
+        except (OSError, TimeoutError) as exc:
+            fail(f"Cannot reach the Dask scheduler at {dask}: {exc}", 2)
+    progress = _Progress() if sys.stderr.isatty() and not as_json else None
+    try:
+        result = check_corpus(
+            corpus,
+            entrypoint,
+            jobs=jobs,
+            executor=executor,
+            executor_name=f"dask ({dask})" if dask else None,
+            warm=warm,
+            timeout=timeout,
+            ordering=ordering,
+            raise_as=classes,
+            on_start=progress.start if progress else None,
+            on_result=progress.advance if progress else None,
+        )
+    except CorpusError as exc:
+        fail(f"Invalid corpus: {sanitize_text(str(exc))}", 2)
+    except ImportError as exc:  # fsspec or a filesystem's package is missing (stepfork-trace[remote])
+        fail(sanitize_text(str(exc)), 2)
+    finally:
+        if progress is not None:
+            progress.stop()
+        if close is not None:
+            close()
+    try:
+        if junit is not None:
+            result.write_junit(junit)
+        if receipts is not None:
+            result.write_receipts(receipts)
+    except OSError as exc:
+        fail(f"Cannot write the check's reports: {exc}", 2)
+    exit_with_result(result, as_json=as_json)
+
+
+class _Progress:
+    """A rich progress bar on stderr: bundles checked of the corpus, with diverged so far."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._bar = Progress(
+            TextColumn("Checking"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[diverged]} diverged"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._task: Any = None
+        self._diverged = 0
+
+    def start(self, total: int) -> None:
+        self._bar.start()
+        self._task = self._bar.add_task("check", total=total, diverged=0)
+
+    def advance(self, verdict: Any) -> None:
+        if verdict.outcome == "failed":
+            self._diverged += 1
+        self._bar.update(self._task, advance=1, diverged=self._diverged)
+
+    def stop(self) -> None:
+        self._bar.stop()
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``check`` command to ``app``."""
+    app.command("check")(check)

@@ -1,0 +1,264 @@
+"""``CheckResult``: the verdict of every bundle of a corpus, rendered three ways (STYLE.md "Result objects
+that render themselves"): ``str()`` the summary table, ``to_dict()`` the ``--json`` form, ``_repr_html_`` a
+notebook table; plus JUnit XML (one testcase per bundle) and one receipt per bundle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from stepfork.analysis._atomic import write_text_atomically
+from stepfork.analysis._render import html_table
+
+__all__ = ["BundleVerdict", "CheckResult"]
+
+_SLOWEST = 5  # bundles listed under "Slowest"
+
+
+@dataclass(frozen=True)
+class BundleVerdict:
+    """How one bundle replayed.
+
+    Attributes:
+        bundle: the path or URL as listed in the corpus.
+        verdict: ``MATCHED``, ``REPRODUCED FAILURE``, ``NOT RECORDED``, ``UNVERIFIABLE`` (passed: exit 0
+            of ``stepfork replay``), ``DIVERGED`` (failed: exit 1), ``COULD NOT EXECUTE``.
+        outcome: ``passed`` | ``failed`` | ``could_not_execute`` (the receipt's verdict).
+        reason: why it could not execute (``receipt.REASONS``), else None.
+        detail: one line: the first divergence, the behaviour message, or why it could not execute.
+        code: the first divergence's code (a replay error code, ``behavior_mismatch``), else None.
+        step: the recorded step of the first divergence when known, else None.
+        agent_name, run_id: from the bundle (None when it could not be read).
+        duration_ms: wall time of the task (fork and replay) in milliseconds.
+        host: ``hostname:pid`` of the process that ran the task.
+    """
+
+    bundle: str
+    verdict: str
+    outcome: str
+    reason: str | None = None
+    detail: str = ""
+    code: str | None = None
+    step: int | None = None
+    agent_name: str | None = None
+    run_id: str | None = None
+    duration_ms: float = 0.0
+    host: str = ""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BundleVerdict:
+        """The verdict from ``check_bundle``'s dict (unknown keys ignored)."""
+        return cls(
+            bundle=str(data["bundle"]),
+            verdict=str(data["verdict"]),
+            outcome=str(data["outcome"]),
+            reason=data.get("reason"),
+            detail=str(data.get("detail") or ""),
+            code=data.get("code"),
+            step=data.get("step"),
+            agent_name=data.get("agent_name"),
+            run_id=data.get("run_id"),
+            duration_ms=float(data.get("duration_ms") or 0.0),
+            host=str(data.get("host") or ""),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as JSON."""
+        return {
+            "bundle": self.bundle,
+            "verdict": self.verdict,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "detail": self.detail,
+            "code": self.code,
+            "step": self.step,
+            "agent_name": self.agent_name,
+            "run_id": self.run_id,
+            "duration_ms": self.duration_ms,
+            "host": self.host,
+        }
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdicts of a corpus, in corpus order.
+
+    Attributes:
+        corpus: the corpus as given; entrypoint: MODULE:FUNCTION; executor: what ran the replays
+            (``local (N jobs)``, ``dask (ADDRESS)``, or the executor's class name).
+        verdicts: one per bundle, in the corpus's (sorted) order.
+        wall_ms: wall time of the whole check in milliseconds.
+    """
+
+    corpus: str
+    entrypoint: str
+    executor: str
+    verdicts: tuple[BundleVerdict, ...]
+    wall_ms: float = 0.0
+    created_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Bundles per verdict, most frequent first."""
+        return dict(Counter(v.verdict for v in self.verdicts).most_common())
+
+    @property
+    def diverged(self) -> tuple[BundleVerdict, ...]:
+        """The bundles that diverged (outcome ``failed``)."""
+        return tuple(v for v in self.verdicts if v.outcome == "failed")
+
+    @property
+    def not_executed(self) -> tuple[BundleVerdict, ...]:
+        """The bundles that could not be checked."""
+        return tuple(v for v in self.verdicts if v.outcome == "could_not_execute")
+
+    @property
+    def slowest(self) -> tuple[BundleVerdict, ...]:
+        """The five slowest bundles, slowest first."""
+        return tuple(sorted(self.verdicts, key=lambda v: -v.duration_ms)[:_SLOWEST])
+
+    @property
+    def exit_code(self) -> int:
+        """0 every bundle replays as recorded; 2 nothing could be checked (no bundle replayed); 1 otherwise
+        (a bundle diverged, or some could not be checked while others were; docs/decisions.md)."""
+        if self.verdicts and all(v.outcome == "passed" for v in self.verdicts):
+            return 0
+        if not self.verdicts or all(v.outcome == "could_not_execute" for v in self.verdicts):
+            return 2
+        return 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: corpus, entrypoint, executor, exit_code, counts, wall_ms, and every verdict."""
+        return {
+            "corpus": self.corpus,
+            "entrypoint": self.entrypoint,
+            "executor": self.executor,
+            "exit_code": self.exit_code,
+            "total": len(self.verdicts),
+            "counts": self.counts,
+            "wall_ms": round(self.wall_ms, 3),
+            "verdicts": [v.to_dict() for v in self.verdicts],
+        }
+
+    def __str__(self) -> str:
+        lines = [
+            "Stepfork Check",
+            "",
+            f"{'Corpus':<14}{self.corpus}",
+            f"{'Entrypoint':<14}{self.entrypoint}",
+            f"{'Executor':<14}{self.executor}",
+            f"{'Bundles':<14}{len(self.verdicts)} in {self.wall_ms / 1000:.1f} s",
+            "",
+            "Verdicts",
+        ]
+        lines += [f"  {name:<22}{count:>7}" for name, count in self.counts.items()] or ["  (no bundles)"]
+        for title, group in (("Diverged", self.diverged), ("Could not execute", self.not_executed)):
+            if group:
+                lines += ["", title]
+                for v in group:
+                    where = f" (step {v.step})" if v.step is not None else ""
+                    why = v.reason if v.outcome == "could_not_execute" else v.code
+                    lines.append(f"  {v.bundle}{where}: {why}: {v.detail}")
+        if self.verdicts:
+            lines += ["", "Slowest"]
+            lines += [f"  {v.duration_ms:>10.1f} ms  {v.bundle}" for v in self.slowest]
+        status = {0: "PASSED", 1: "FAILED", 2: "NOTHING CHECKED"}[self.exit_code]
+        lines += ["", f"Status: {status}"]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = [[v.bundle, v.verdict, v.code or v.reason or "", v.detail] for v in self.verdicts]
+        caption = f"Check of {self.corpus}: " + ", ".join(f"{k} {n}" for k, n in self.counts.items())
+        return html_table(caption, ["Bundle", "Verdict", "Code", "Detail"], rows)
+
+    def junit_xml(self) -> str:
+        """JUnit XML: one ``<testsuite name="stepfork check">`` with one ``<testcase>`` per bundle
+        (``classname`` the agent, ``name`` the bundle, ``time`` seconds); a divergence is a ``<failure>``
+        and a bundle that could not be checked an ``<error>``, each with the verdict's detail."""
+        suite = ET.Element(
+            "testsuite",
+            name="stepfork check",
+            tests=str(len(self.verdicts)),
+            failures=str(len(self.diverged)),
+            errors=str(len(self.not_executed)),
+            skipped="0",
+            time=f"{self.wall_ms / 1000:.3f}",
+            timestamp=self.created_at,
+        )
+        for v in self.verdicts:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=v.agent_name or "stepfork.check",
+                name=v.bundle,
+                time=f"{v.duration_ms / 1000:.3f}",
+            )
+            if v.outcome == "failed":
+                ET.SubElement(case, "failure", type=v.code or "DIVERGED", message=v.detail).text = v.detail
+            elif v.outcome == "could_not_execute":
+                ET.SubElement(case, "error", type=v.reason or "could_not_execute", message=v.detail)
+        suites = ET.Element("testsuites")
+        suites.append(suite)
+        ET.indent(suites)
+        return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+    def write_junit(self, path: str | os.PathLike[str], *, overwrite: bool = True) -> Path:
+        """Write :meth:`junit_xml` to ``path`` atomically; return the path.
+
+        Raises:
+            FileExistsError: ``overwrite`` is false and ``path`` exists. OSError: it cannot be written.
+        """
+        target = Path(path)
+        write_text_atomically(target, self.junit_xml(), replace=overwrite)
+        return target
+
+    def receipts(self) -> dict[str, dict[str, Any]]:
+        """One receipt per bundle, by file name (``<bundle stem>-<8 hex of the bundle's name>.json``):
+        ``{"receipt_version": 1, "kind": "check", "verdict" (passed | failed | could_not_execute),
+        "reason", "replay_verdict", "bundle", "entrypoint", "duration_ms", "stepfork_version",
+        "created_at", "detail"}``."""
+        from stepfork.trace._version import __version__
+
+        out: dict[str, dict[str, Any]] = {}
+        for v in self.verdicts:
+            stem = re.sub(r"[^A-Za-z0-9._-]+", "_", v.bundle.rstrip("/").rsplit("/", 1)[-1])[:80]
+            name = f"{stem}-{hashlib.sha256(v.bundle.encode()).hexdigest()[:8]}.json"
+            out[name] = {
+                "receipt_version": 1,
+                "kind": "check",
+                "verdict": v.outcome,
+                "reason": v.reason,
+                "replay_verdict": v.verdict,
+                "bundle": v.bundle,
+                "entrypoint": self.entrypoint,
+                "duration_ms": round(v.duration_ms),
+                "stepfork_version": __version__,
+                "created_at": self.created_at,
+                "detail": v.detail,
+            }
+        return out
+
+    def write_receipts(self, directory: str | os.PathLike[str]) -> list[Path]:
+        """Write :meth:`receipts` into ``directory`` (created; receipts of an earlier check of the same
+        bundles are replaced); return the paths written.
+
+        Raises:
+            OSError: the directory or a receipt cannot be written.
+        """
+        root = Path(directory)
+        written = []
+        for name, receipt in self.receipts().items():
+            target = root / name
+            text = json.dumps(receipt, ensure_ascii=False, indent=2) + "\n"
+            write_text_atomically(target, text, replace=True)
+            written.append(target)
+        return written

@@ -1,0 +1,158 @@
+"""Where ``stepfork check`` replays one bundle: :func:`check_bundle`, the task every executor runs.
+
+The task is a plain module-level function of JSON arguments, so any ``concurrent.futures.Executor`` can
+run it: the default thread pool in this process, or a Dask cluster's ``Client.get_executor()`` (the
+function is pickled by reference: Dask workers import this module and the entrypoint themselves).
+
+In each process that runs tasks, one :class:`CheckRunner` per configuration keeps a zygote
+(:mod:`._zygote`, the one ``minimize`` uses): the entrypoint is imported once, and each replay runs in a
+forked child with a timeout, so an agent that mutates module state, hangs or crashes never reaches another
+bundle. Where the zygote cannot run (no ``fork``, an entrypoint that starts threads on import), each
+replay runs in a fresh ``python -m stepfork.analysis._check_worker`` instead; both give the same verdict.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from stepfork.analysis._attempts import _GRACE, FORCE_SUBPROCESS_ENV, _ZygoteBroken, _ZygoteClient
+from stepfork.analysis._check_worker import VERDICT_LINE, could_not_execute
+
+__all__ = ["CheckRunner", "check_bundle", "close_runners"]
+
+
+def _identity(message: dict[str, Any]) -> dict[str, Any]:
+    return message
+
+
+def _from_zygote(message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """A zygote answer as a verdict: its ``timeout`` and ``crash`` answers become could-not-execute."""
+    kind = message.get("kind")
+    if kind == "timeout":
+        return could_not_execute("timeout", f"the replay ran longer than {timeout:g} s and was killed")
+    if kind == "crash":
+        return could_not_execute("check_error", f"the replay's process died: {message.get('detail')}")
+    message.pop("id", None)
+    return message
+
+
+class CheckRunner:
+    """Replays bundles for one configuration (see :func:`check_bundle`); thread-safe, many replays at once.
+
+    Args:
+        config: ``entrypoint``, ``import_root``, ``ordering``, ``raise_as``, ``timeout`` (seconds per
+            replay).
+    """
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = {**config, "task": "check", "mode": "frozen", "expected": None, "has_expected": False}
+        self.timeout = float(config["timeout"])
+        self._lock = threading.Lock()
+        self._zygote: _ZygoteClient | None = None
+        self._ready: bool | None = None
+        forkable = hasattr(os, "fork") and sys.platform.startswith(("linux", "darwin"))
+        if forkable and not os.environ.get(FORCE_SUBPROCESS_ENV):
+            try:
+                self._zygote = _ZygoteClient(self.config, decode=_identity)
+            except OSError:
+                self._zygote = None
+
+    def _usable_zygote(self) -> _ZygoteClient | None:
+        with self._lock:
+            if self._zygote is not None and self._ready is None:
+                # the entrypoint's import gets at least a minute, whatever the per-replay timeout
+                self._ready = self._zygote.wait_ready(max(self.timeout, 60.0))
+                if not self._ready:
+                    self._zygote.close()
+            return self._zygote if self._ready else None
+
+    def run(self, bundle: str) -> dict[str, Any]:
+        """Replay ``bundle`` (a path or URL) and return its verdict (``_check_worker.verdict_of``'s form)."""
+        zygote = self._usable_zygote()
+        if zygote is not None:
+            try:
+                return _from_zygote(zygote.run(bundle, self.timeout + _GRACE), self.timeout)
+            except _ZygoteBroken:
+                pass
+        return self._run_in_subprocess(bundle)
+
+    def _run_in_subprocess(self, bundle: str) -> dict[str, Any]:
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "stepfork.analysis._check_worker"],
+                input=json.dumps({**self.config, "bundle": bundle}),
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                check=False,
+                cwd=self.config.get("import_root"),
+            )
+        except subprocess.TimeoutExpired:
+            return _from_zygote({"kind": "timeout"}, self.timeout)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith(VERDICT_LINE)]
+        if not lines:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+            return _from_zygote({"kind": "crash", "detail": last}, self.timeout)
+        try:
+            verdict = json.loads(lines[-1].removeprefix(VERDICT_LINE))
+        except ValueError:
+            verdict = None
+        if not isinstance(verdict, dict) or verdict.get("kind") != "verdict":
+            return _from_zygote({"kind": "crash", "detail": "malformed verdict line"}, self.timeout)
+        return verdict
+
+    def close(self) -> None:
+        """Stop the zygote (killing replays still running); idempotent."""
+        if self._zygote is not None:
+            self._zygote.close()
+
+
+_RUNNERS: dict[str, CheckRunner] = {}
+_RUNNERS_LOCK = threading.Lock()
+
+
+def _runner(config: dict[str, Any]) -> CheckRunner:
+    key = json.dumps(config, sort_keys=True)
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.get(key)
+        if runner is None:
+            if not _RUNNERS:
+                atexit.register(close_runners)  # a Dask worker's zygote goes when the worker does
+            runner = _RUNNERS[key] = CheckRunner(config)
+        return runner
+
+
+def close_runners() -> None:
+    """Close every runner this process started (their zygotes and running replays)."""
+    with _RUNNERS_LOCK:
+        runners = list(_RUNNERS.values())
+        _RUNNERS.clear()
+    for runner in runners:
+        runner.close()
+
+
+def check_bundle(bundle: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The task of ``stepfork check``: replay ``bundle`` with ``config`` and return its verdict.
+
+    Args:
+        bundle: a bundle path or URL, as listed in the corpus.
+        config: JSON: ``entrypoint``, ``import_root``, ``ordering``, ``raise_as``, ``timeout``.
+
+    Returns:
+        The verdict dict of ``_check_worker.verdict_of`` plus ``bundle`` and ``duration_ms`` (wall time of
+        the task, milliseconds) and ``host`` (the process that ran it, ``hostname:pid``). Never raises for a
+        bad bundle or agent: those are verdicts.
+    """
+    start = time.perf_counter()
+    verdict = _runner(config).run(bundle)
+    verdict["bundle"] = bundle
+    verdict["duration_ms"] = round((time.perf_counter() - start) * 1000, 3)
+    verdict["host"] = f"{os.uname().nodename if hasattr(os, 'uname') else 'local'}:{os.getpid()}"
+    return verdict

@@ -1,0 +1,129 @@
+"""One replay of ``stepfork check``: the verdict of one bundle, computed where the replay ran.
+
+:func:`verdict_of` runs in a child forked by the zygote (:mod:`._zygote`, ``"task": "check"``), or in a
+fresh ``python -m stepfork.analysis._check_worker`` (the fallback, as for ``minimize``), or in this process
+(the benchmark's in-process baseline). All three give the same verdict for the same bundle. The verdicts are
+those of ``stepfork replay`` (``replay_entrypoint``): the behaviour status when the replay exits 0
+(``MATCHED``, ``REPRODUCED FAILURE``, ``NOT RECORDED``, ``UNVERIFIABLE``), ``DIVERGED`` when it exits 1,
+and ``COULD NOT EXECUTE`` with a reason (``receipt.REASONS``) when it could not run.
+
+Protocol of the fallback: the job ``{**config, "bundle": PATH}`` as JSON on stdin, one line
+``STEPFORK-VERDICT <json>`` on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+VERDICT_LINE = "STEPFORK-VERDICT "
+
+
+def _first_divergence(outcome: Any) -> tuple[str | None, str, int | None]:
+    """``(code, one-line message, step)`` of what made a replay exit 1: the replay error (divergence or
+    unconsumed calls) when there is one, else the behaviour difference."""
+    matching = outcome.matching
+    if matching.status != "COMPLETE":
+        step = getattr(matching.diagnostic, "step", None)
+        message = (matching.message or matching.status).splitlines()[0]
+        return matching.code, message, step if isinstance(step, int) else None
+    return "behavior_mismatch", outcome.behavior.message, None
+
+
+def could_not_execute(reason: str, detail: str, **extra: Any) -> dict[str, Any]:
+    """The verdict of a bundle whose replay could not run: ``reason`` (one of ``receipt.REASONS``) and
+    one line of ``detail``."""
+    return {
+        "kind": "verdict",
+        "verdict": "COULD NOT EXECUTE",
+        "outcome": "could_not_execute",
+        "reason": reason,
+        "detail": detail.splitlines()[0][:300] if detail else reason,
+        "code": None,
+        "step": None,
+        **extra,
+    }
+
+
+def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
+    """Replay ``bundle`` frozen through ``config["entrypoint"]`` in this process and return its verdict.
+
+    Args:
+        config: ``entrypoint`` (MODULE:FUNCTION), ``import_root`` (directory or None), ``ordering``
+            (``strict``/``relaxed``/... as ``ReplaySession``), ``raise_as`` (``{TYPE: "MODULE:CLASS"}`` or
+            None).
+        bundle: a bundle path (or a URL the trace reader accepts).
+
+    Returns:
+        ``{"kind": "verdict", "verdict", "outcome" (passed | failed | could_not_execute), "reason",
+        "detail", "code", "step", "agent_name", "run_id", "replay_ms"}``: JSON, so it crosses a pipe.
+        Setup errors (unreadable bundle, unresolvable entrypoint or ``raise_as`` class, bad option) are a
+        ``could_not_execute`` verdict, never raised; BaseExceptions (KeyboardInterrupt) propagate.
+    """
+    from stepfork.replay.entrypoint import EntrypointError
+    from stepfork.replay.outcome import replay_entrypoint
+    from stepfork.replay.raise_as import RaiseAsClassError
+    from stepfork.trace.errors import TraceError
+    from stepfork.trace.redaction import redact_text
+
+    start = time.perf_counter()
+    try:
+        outcome = replay_entrypoint(
+            bundle,
+            config["entrypoint"],
+            mode="frozen",
+            import_root=config.get("import_root"),
+            ordering=config.get("ordering") or "strict",
+            raise_as=config.get("raise_as") or None,
+        )
+    except RaiseAsClassError as exc:
+        return could_not_execute("raise_as_unresolvable", redact_text(str(exc)))
+    except EntrypointError as exc:
+        return could_not_execute("entrypoint_unresolvable", redact_text(str(exc)))
+    except (TraceError, OSError) as exc:
+        code = getattr(exc, "code", type(exc).__name__)
+        return could_not_execute("bundle_unreadable", f"{code}: {redact_text(str(exc))}")
+    except Exception as exc:  # a bad option (ValueError) or a bug: this bundle could not be checked
+        return could_not_execute("check_error", f"{type(exc).__name__}: {redact_text(str(exc))}")
+    replay_ms = round((time.perf_counter() - start) * 1000, 3)
+    common = {
+        "kind": "verdict",
+        "agent_name": outcome.agent_name,
+        "run_id": outcome.run_id,
+        "replay_ms": replay_ms,
+    }
+    if outcome.exit_code == 0:
+        return {
+            **common,
+            "verdict": outcome.behavior.status,
+            "outcome": "passed",
+            "reason": None,
+            "detail": outcome.behavior.message,
+            "code": None,
+            "step": None,
+        }
+    code, message, step = _first_divergence(outcome)
+    if outcome.exit_code == 2:  # a stored fingerprint that does not match its payload: rejected
+        return could_not_execute("bundle_unreadable", f"{code}: {message}", **common)
+    return {
+        **common,
+        "verdict": "DIVERGED",
+        "outcome": "failed",
+        "reason": None,
+        "detail": message,
+        "code": code,
+        "step": step,
+    }
+
+
+def main() -> None:
+    """Replay the bundle named on stdin and print its verdict line."""
+    job = json.loads(sys.stdin.read())
+    verdict = verdict_of(job, job["bundle"])
+    sys.stdout.write(VERDICT_LINE + json.dumps(verdict) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""``check_corpus``: replay every bundle of a corpus against a candidate build (issue 17, ``stepfork check``).
+
+Each bundle is replayed frozen, in isolation, through the entrypoint (``_check_runner.check_bundle``: a
+forked child of a zygote that imported the entrypoint once, with a timeout), with the verdicts of
+``stepfork replay``. Work is scheduled only through a ``concurrent.futures.Executor``: by default a pool of
+``jobs`` threads here, each driving one forked replay at a time (so ``jobs`` replays run in ``jobs``
+processes); a Dask cluster's ``Client.get_executor()`` to scale out (``dask_executor``).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from stepfork.analysis._check_result import BundleVerdict, CheckResult
+
+__all__ = ["BundleVerdict", "CheckResult", "CorpusError", "check_corpus", "resolve_corpus"]
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+class CorpusError(ValueError):
+    """The corpus names no bundle: a missing path, an empty directory or glob, an unreadable list file."""
+
+
+def _is_url(text: str) -> bool:
+    return "://" in text
+
+
+def resolve_corpus(corpus: str | os.PathLike[str] | Iterable[str]) -> list[str]:
+    """The bundles a corpus names, sorted (a list is kept in its order).
+
+    Args:
+        corpus: a directory (searched recursively for ``*.sftrace`` bundle directories), a glob
+            (``runs/**/*.sftrace``, recursive), a file listing one bundle path or URL per line (blank lines
+            and ``#`` comments skipped; relative paths are relative to the file), a URL of a prefix on
+            object storage (every ``*.sftrace`` below it; ``stepfork-trace[remote]``), or an iterable of
+            bundle paths.
+
+    Returns:
+        Bundle paths (as strings) or URLs.
+
+    Raises:
+        CorpusError: nothing is there, or it names no bundle.
+    """
+    if not isinstance(corpus, (str, os.PathLike)):
+        bundles = [str(b) for b in corpus]
+        if not bundles:
+            raise CorpusError("the corpus lists no bundle")
+        return bundles
+    text = os.fspath(corpus)
+    if _is_url(text):
+        from stepfork.trace.remote import list_bundles
+
+        found = list_bundles(text)
+    elif _GLOB_CHARS & set(text):
+        found = sorted(p for p in glob.glob(text, recursive=True) if p.endswith(".sftrace"))
+    else:
+        path = Path(text)
+        if path.is_dir():
+            if path.name.endswith(".sftrace"):
+                found = [str(path)]
+            else:
+                found = sorted(str(p) for p in path.rglob("*.sftrace") if p.is_dir())
+        elif path.is_file():
+            found = _read_list(path)
+        else:
+            raise CorpusError(f"no such corpus: {text} (a directory, a glob, a file listing bundles, a URL)")
+    if not found:
+        raise CorpusError(f"the corpus {text} names no *.sftrace bundle")
+    return found
+
+
+def _read_list(path: Path) -> list[str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"cannot read the corpus list {path}: {exc}") from exc
+    bundles = []
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if _is_url(line) or Path(line).is_absolute():
+            bundles.append(line)
+        else:
+            bundles.append(str(path.parent / line))
+    return bundles
+
+
+def dask_executor(address: str) -> tuple[Executor, Callable[[], None]]:
+    """A Dask distributed cluster as an Executor: ``(Client(address).get_executor(), close)``.
+
+    Workers must be able to import stepfork and the entrypoint (the same environment and import root).
+
+    Raises:
+        ImportError: ``distributed`` is not installed (``pip install distributed``).
+        OSError: the scheduler cannot be reached.
+    """
+    try:
+        from distributed import Client  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ImportError as exc:
+        raise ImportError("--dask needs Dask's distributed package: pip install distributed") from exc
+    client = Client(address, timeout=30)
+    executor: Executor = client.get_executor(pure=False)
+    return executor, client.close
+
+
+def check_corpus(
+    corpus: str | os.PathLike[str] | Iterable[str],
+    entrypoint: str,
+    *,
+    jobs: int | None = None,
+    executor: Executor | None = None,
+    timeout: float = 60.0,
+    ordering: str = "strict",
+    raise_as: Mapping[str, str] | None = None,
+    import_root: str | os.PathLike[str] | None = None,
+    executor_name: str | None = None,
+    warm: bool = False,
+    on_start: Callable[[int], None] | None = None,
+    on_result: Callable[[BundleVerdict], None] | None = None,
+) -> CheckResult:
+    """Replay every bundle of ``corpus`` frozen through ``entrypoint`` and report each verdict.
+
+    Args:
+        corpus: see :func:`resolve_corpus`.
+        entrypoint: trusted local ``MODULE:FUNCTION`` (imported once per process that runs replays).
+        jobs: replays at once with the default executor (default: the number of CPUs).
+        executor: any ``concurrent.futures.Executor`` (e.g. Dask's ``Client.get_executor()``); it is not
+            shut down here. Its workers must import stepfork and the entrypoint.
+        timeout: seconds per replay; a longer one is killed (verdict COULD NOT EXECUTE, reason timeout).
+        ordering, raise_as: as ``stepfork replay`` (``raise_as``: ``{TYPE: "MODULE:CLASS"}``).
+        import_root: the directory the entrypoint is imported from (default: the current directory).
+        executor_name: how the report names a given executor (default: its class name).
+        warm: replay the first bundle once in each zygote before forking, so every replay starts with the
+            caches an SDK builds on its first request (much faster for SDK agents); module state that
+            replay changes is then what every replay starts from (docs/check.md "Warm start").
+        on_start: called with the number of bundles before any replay; on_result: with each verdict as it
+            arrives (in completion order; a progress bar).
+
+    Returns:
+        A :class:`CheckResult`, verdicts in corpus order.
+
+    Raises:
+        CorpusError: the corpus names no bundle. ValueError: ``jobs`` < 1 or ``timeout`` <= 0.
+    """
+    from stepfork.analysis._check_runner import check_bundle, close_runners
+
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if timeout <= 0:
+        raise ValueError(f"timeout must be positive, got {timeout}")
+    bundles = resolve_corpus(corpus)
+    root = os.path.abspath(import_root if import_root is not None else os.getcwd())
+    config: dict[str, Any] = {
+        "entrypoint": entrypoint,
+        "import_root": root,
+        "ordering": ordering,
+        "raise_as": dict(raise_as) if raise_as else None,
+        "timeout": float(timeout),
+        "warm_bundle": bundles[0] if warm else None,
+    }
+    if on_start is not None:
+        on_start(len(bundles))
+    start = time.perf_counter()
+    results: dict[int, BundleVerdict] = {}
+    with ExitStack() as stack:
+        if executor is None:
+            workers = jobs or os.cpu_count() or 1
+            executor = stack.enter_context(ThreadPoolExecutor(workers, thread_name_prefix="stepfork-check"))
+            stack.callback(close_runners)  # after the pool is shut down: stop this process's zygote
+            label = f"local ({workers} job{'s' if workers != 1 else ''})"
+        else:
+            label = executor_name or type(executor).__name__
+        futures: dict[Future[dict[str, Any]], int] = {
+            executor.submit(check_bundle, bundle, config): index for index, bundle in enumerate(bundles)
+        }
+        try:
+            for future in as_completed(futures):
+                verdict = BundleVerdict.from_json(future.result())
+                results[futures[future]] = verdict
+                if on_result is not None:
+                    on_result(verdict)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    wall_ms = (time.perf_counter() - start) * 1000
+    return CheckResult(
+        corpus=os.fspath(corpus) if isinstance(corpus, (str, os.PathLike)) else f"{len(bundles)} bundles",
+        entrypoint=entrypoint,
+        executor=label,
+        verdicts=tuple(results[i] for i in range(len(bundles))),
+        wall_ms=wall_ms,
+    )
