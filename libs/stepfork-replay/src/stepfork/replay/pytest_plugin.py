@@ -32,6 +32,7 @@ from stepfork.replay.errors import ReplayPolicyError
 from stepfork.replay.session import ReplaySession
 from stepfork.trace import boundary
 from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.errors import TraceIntegrityError
 from stepfork.trace.recording import RecordingSession
 
 T = TypeVar("T")
@@ -155,7 +156,10 @@ def _build_session(item: pytest.Item, marker: StepforkMarker) -> Any:
         return RecordingSession(marker.agent, output=marker.path, overwrite=True)
     if not marker.path.exists():
         raise StepforkBundleMissingError(marker.path)
-    return ReplaySession.from_trace(marker.path, marker.mode, **marker.options)
+    try:
+        return ReplaySession.from_trace(marker.path, marker.mode, **marker.options)
+    except TraceIntegrityError as exc:  # one line, as every command says it (no traceback)
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.hookimpl(tryfirst=True)

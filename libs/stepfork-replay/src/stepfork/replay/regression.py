@@ -32,7 +32,7 @@ from stepfork.replay.errors import (
 from stepfork.replay.raise_as import RaiseAsTarget, resolve_raise_as
 from stepfork.replay.session import ReplaySession, load_source
 from stepfork.trace.bundle import Trace
-from stepfork.trace.errors import TraceError, TraceStorageError
+from stepfork.trace.errors import TraceError, TraceIntegrityError, TraceStorageError
 from stepfork.trace.jsonable import to_jsonable
 from stepfork.trace.redaction import redact_json, redact_text
 
@@ -52,6 +52,8 @@ def _load(trace: Trace | str | os.PathLike[str]) -> Trace:
         raise AssertionError(f"stepfork: trace bundle not found: {trace}")
     try:
         return load_source(trace)
+    except TraceIntegrityError as exc:  # the message names the file and the command that checks it
+        raise AssertionError(f"stepfork: {_text(str(exc))}") from exc
     except (TraceStorageError, TraceError, OSError) as exc:
         code = getattr(exc, "code", type(exc).__name__)
         raise AssertionError(

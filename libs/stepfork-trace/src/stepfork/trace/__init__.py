@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     # bundle I/O
     "Trace": "stepfork.trace.bundle",
     "load_trace": "stepfork.trace.bundle",
+    "load_verified_trace": "stepfork.trace.reading",
     "save_trace": "stepfork.trace.bundle",
     "BundleWriter": "stepfork.trace.bundle",
     # integrity and validation
@@ -66,6 +67,7 @@ _EXPORTS: dict[str, str] = {
     "TraceSerializationError": "stepfork.trace.errors",
     "CanonicalJsonError": "stepfork.trace.errors",
     "TraceStorageError": "stepfork.trace.errors",
+    "TraceIntegrityError": "stepfork.trace.errors",
     "RedactionError": "stepfork.trace.errors",
     "BoundaryContextError": "stepfork.trace.errors",
     # models
@@ -146,6 +148,7 @@ __all__ = [
     "TraceError",
     "TraceManifest",
     "TraceSerializationError",
+    "TraceIntegrityError",
     "TraceStorageError",
     "TraceTotals",
     "ValidationIssue",
@@ -159,6 +162,7 @@ __all__ = [
     "from_jsonable",
     "llm_request",
     "load_trace",
+    "load_verified_trace",
     "loads_json",
     "manifest_json_schema",
     "record",
@@ -184,6 +188,7 @@ if TYPE_CHECKING:  # pragma: no cover
         CanonicalJsonError,
         RedactionError,
         TraceError,
+        TraceIntegrityError,
         TraceSerializationError,
         TraceStorageError,
     )
@@ -217,6 +222,7 @@ if TYPE_CHECKING:  # pragma: no cover
         TraceManifest,
         TraceTotals,
     )
+    from stepfork.trace.reading import load_verified_trace
     from stepfork.trace.recording import (
         DEFAULT_TRACE_DIR,
         OrphanCallWarning,
