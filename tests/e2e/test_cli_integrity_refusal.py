@@ -77,7 +77,15 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     ),
     "fork": ("fork", "notify.sftrace", "--step", "2", "-e", "quickstart:run_agent", "-o", "f.sftrace"),
     "diff": ("diff", "notify.sftrace", "intact.sftrace"),
-    "export": ("export", "notify.sftrace", "--pytest", "-e", "quickstart:run_agent", "--output", "t.py"),
+    "export": (
+        "export",
+        "notify.sftrace",
+        "--pytest",
+        "--entrypoint",
+        "quickstart:run_agent",
+        "--output",
+        "t.py",
+    ),
 }
 
 

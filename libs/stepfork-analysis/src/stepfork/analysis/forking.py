@@ -250,6 +250,7 @@ def fork(
         ForkError: invalid input (see its codes); nothing is run then.
     """
     from stepfork.replay import EntrypointError, ReplaySession, call_entrypoint, resolve_entrypoint
+    from stepfork.replay.entrypoint import recorded_run_input
     from stepfork.trace import (
         TraceError,
         TraceIntegrityError,
@@ -311,7 +312,7 @@ def fork(
     try:
         with recorder:
             with session, using_handler(handler):
-                result = call_entrypoint(function)
+                result = call_entrypoint(function, recorded_run_input(trace))
             recorder.set_output(result)
     except Exception as exc:
         error = redact_json(f"{type(exc).__name__}: {exc}").value

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepfork.replay.diagnostics import Diagnostic, display_path, first_difference, preview
-from stepfork.replay.entrypoint import resolve_entrypoint, run_in_session
+from stepfork.replay.entrypoint import recorded_run_input, resolve_entrypoint, run_in_session
 from stepfork.replay.errors import (
     RecordedDependencyError,
     ReplayError,
@@ -320,7 +320,7 @@ def replay_entrypoint(
     function = (
         resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint
     )
-    result, raised = run_in_session(session, function)
+    result, raised = run_in_session(session, function, recorded_run_input(loaded))
     execution = (
         ExecutionReport("COMPLETED")
         if raised is None

@@ -22,7 +22,12 @@ from typing import Any
 
 from stepfork.replay.assertions import assert_trajectory, validate_trajectory_expectation
 from stepfork.replay.diagnostics import display_path, first_difference, preview
-from stepfork.replay.entrypoint import EntrypointError, call_entrypoint, resolve_entrypoint
+from stepfork.replay.entrypoint import (
+    EntrypointError,
+    call_entrypoint,
+    recorded_run_input,
+    resolve_entrypoint,
+)
 from stepfork.replay.errors import (
     RecordedDependencyError,
     ReplayError,
@@ -125,7 +130,7 @@ def run_regression_case(
         function = entrypoint
     try:
         with session:
-            result = call_entrypoint(function)
+            result = call_entrypoint(function, recorded_run_input(loaded))
     except RecordedDependencyError as exc:
         if session.divergence is not None:
             raise _replay_failure(session.divergence) from exc
