@@ -31,7 +31,8 @@ exit 0
 
 FAKE_HATCH = """#!/usr/bin/env bash
 beside=alone
-[ -e "$PWD/../shared" ] && beside=shared
+parent=$(dirname "$PWD")
+[ -e "$parent/shared" ] && beside=shared
 has_tests=no
 data="$PWD/tests/interop/data/reference-bundles/PROVENANCE.md"
 [ -f "$PWD/tests/conftest.py" ] && [ -f "$data" ] && has_tests=yes
