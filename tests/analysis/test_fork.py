@@ -9,6 +9,7 @@ import pytest
 from stepfork.analysis import ForkError, diff_traces, fork
 from stepfork.analysis.forking import read_fork_info
 from stepfork.trace import Trace, llm_request, record, trace_tool, verify_bundle_integrity
+from stepfork.trace.integrity import write_integrity
 
 RAN: list[str] = []
 PRICE = {"value": 320}
@@ -90,8 +91,10 @@ def test_invalid_input_raises_a_coded_error(recorded: Path, tmp_path: Path, kwar
 def test_a_bundle_with_no_events_is_an_invalid_step_not_an_internal_error(
     recorded: Path, tmp_path: Path
 ) -> None:
-    # found by the reliability soak: events.jsonl truncated to nothing still loads (0 events)
+    # found by the reliability soak: events.jsonl truncated to nothing still loads (0 events); with its
+    # integrity.json written again, so that the integrity refusal does not answer first
     (recorded / "events.jsonl").write_bytes(b"")
+    write_integrity(recorded)
     with pytest.raises(ForkError) as info:
         fork(recorded, step=0, entrypoint=agent, output=tmp_path / "f.sftrace")
     assert info.value.code == "invalid_step"

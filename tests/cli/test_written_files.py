@@ -69,7 +69,7 @@ def test_export_of_a_tampered_bundle_is_invalid_trace(golden_copy, tmp_path: Pat
     with pytest.raises(ExportError) as caught:
         export_pytest_test(trace_path=bundle, entrypoint="agent:run", output_path=tmp_path / "t.py")
     assert caught.value.code == "invalid_trace"
-    assert "payload_hash_mismatch" in str(caught.value)
+    assert "events.jsonl does not match its digest in integrity.json" in str(caught.value)
     assert not (tmp_path / "t.py").exists()
 
 

@@ -83,15 +83,15 @@ def test_a_well_formed_entrypoint_is_not_imported_at_export_time(quickstart: Pat
     assert "ENTRYPOINT = 'later.agent:run'" in (quickstart / "t.py").read_text(encoding="utf-8")
 
 
-def test_a_tampered_bundle_is_refused_with_the_integrity_codes(quickstart: Path) -> None:
+def test_a_tampered_bundle_is_refused_with_the_integrity_line(quickstart: Path) -> None:
     events = quickstart / "notify.sftrace" / "events.jsonl"
     events.write_text(events.read_text(encoding="utf-8").replace('"FedEx"', '"UPS"'), encoding="utf-8")
     assert run_cli("validate", "notify.sftrace", "--verify-integrity", cwd=quickstart).code == 1
     result = export_quickstart(quickstart, "--output", "t.py")
     assert result.code == 2, result.text
     assert result.err == (
-        "Export requires a bundle that passes integrity verification (integrity_mismatch, "
-        "payload_hash_mismatch); check it with stepfork validate notify.sftrace --verify-integrity.\n"
+        "notify.sftrace/events.jsonl does not match its digest in integrity.json: the bundle changed after "
+        "it was written and is refused; run `stepfork validate --verify-integrity notify.sftrace`\n"
     )
     assert not (quickstart / "t.py").exists()
 
@@ -104,7 +104,7 @@ def test_a_changed_integrity_file_alone_is_refused_too(quickstart: Path) -> None
     integrity.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     result = export_quickstart(quickstart)
     assert result.code == 2, result.text
-    assert "integrity_mismatch" in result.err
+    assert result.err.startswith("notify.sftrace/redactions.json does not match its digest in integrity.json")
 
 
 def test_a_legacy_bundle_without_integrity_metadata_still_exports(tmp_path: Path) -> None:

@@ -196,7 +196,12 @@ def test_a_tampered_bundle_is_could_not_execute_not_a_caught_regression(work: Pa
         "bundle_unreadable",
         None,
     )
-    assert "fails integrity verification (integrity_mismatch, payload_hash_mismatch)" in receipt["detail"]
+    bundle = work.resolve() / "notify.sftrace"
+    assert receipt["detail"] == (
+        f"{bundle}/events.jsonl does not match its digest in integrity.json: the bundle changed after it "
+        f"was written and is refused; run `stepfork validate --verify-integrity {bundle}`; "
+        "the check cannot run, so this is not a regression"
+    )
     assert not (work / MARKER).exists()
 
 

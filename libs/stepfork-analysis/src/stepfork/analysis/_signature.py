@@ -190,13 +190,14 @@ def replay_signature(
         resolve_entrypoint,
         run_in_session,
     )
+    from stepfork.replay.entrypoint import recorded_run_input
     from stepfork.trace import Trace, redact_json, to_jsonable
 
     trace = Trace.load(bundle)
     ids_by_step = {event.step: event.id for event in trace.events}
     session = ReplaySession(trace, mode)
     function = resolve_entrypoint(entrypoint, import_root=import_root)
-    result, raised = run_in_session(session, function)
+    result, raised = run_in_session(session, function, recorded_run_input(trace))
     try:
         session.verify_complete()
         complete = True

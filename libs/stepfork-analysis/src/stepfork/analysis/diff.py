@@ -222,9 +222,9 @@ def _where(s: StepDiff) -> str:
 
 def _load(value: Any) -> tuple[Any, str | None]:
     if isinstance(value, (str, Path)):
-        from stepfork.trace import Trace
+        from stepfork.trace import load_verified_trace
 
-        return Trace.load(Path(value)), str(value)
+        return load_verified_trace(Path(value)), str(value)
     return value, None
 
 
@@ -312,7 +312,8 @@ def diff_traces(baseline: Any, candidate: Any) -> DiffResult:
         A :class:`DiffResult`; ``equivalent`` is True when every aligned step is unchanged.
 
     Raises:
-        stepfork.trace.TraceStorageError: a path is not a readable bundle (the CLI exits 2).
+        stepfork.trace.TraceStorageError: a path is not a readable bundle (the CLI exits 2); a
+            TraceIntegrityError when it does not match its integrity.json.
     """
     base_trace, base_path = _load(baseline)
     cand_trace, cand_path = _load(candidate)

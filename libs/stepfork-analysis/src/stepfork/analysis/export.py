@@ -250,8 +250,14 @@ def _check_bundle(trace_file: Path) -> None:
     """ExportError ``invalid_trace`` unless the bundle passes strict validation and, when it carries
     integrity.json or stored payload hashes, integrity verification: replay rejects a tampered bundle,
     so a test of one could never pass (docs/decisions.md). A legacy bundle without them is accepted."""
+    from stepfork.trace.errors import TraceIntegrityError
+    from stepfork.trace.reading import check_integrity
     from stepfork.trace.validation import validate_bundle
 
+    try:
+        check_integrity(trace_file)
+    except TraceIntegrityError as exc:  # the one integrity line of every command, as is
+        raise ExportError(str(exc), code="invalid_trace", path=str(trace_file)) from None
     result = validate_bundle(trace_file, strict=True, verify_integrity=True)
     codes = sorted({issue.code for issue in result.issues} - {"integrity_unverified"})
     if not codes:

@@ -31,7 +31,8 @@ T = TypeVar("T")
 
 
 class ForkError(Exception):
-    """The fork cannot run (exit 2): ``code`` is ``unreadable_trace``, ``invalid_step``,
+    """The fork cannot run (exit 2): ``code`` is ``unreadable_trace``, ``integrity_mismatch`` (the
+    bundle does not match its integrity.json; the message is TraceIntegrityError's line), ``invalid_step``,
     ``invalid_override``, ``bad_entrypoint``, ``already_exists``, ``invalid_option`` or ``record_failed``
     (the forked run could not be recorded at all)."""
 
@@ -249,13 +250,23 @@ def fork(
         ForkError: invalid input (see its codes); nothing is run then.
     """
     from stepfork.replay import EntrypointError, ReplaySession, call_entrypoint, resolve_entrypoint
-    from stepfork.trace import Trace, TraceError, record, redact_json, to_jsonable
+    from stepfork.replay.entrypoint import recorded_run_input
+    from stepfork.trace import (
+        TraceError,
+        TraceIntegrityError,
+        load_verified_trace,
+        record,
+        redact_json,
+        to_jsonable,
+    )
     from stepfork.trace.boundary import using_handler
 
     live_llms, allow_live_tools = tuple(live_llms), tuple(allow_live_tools)
     source = Path(path)
     try:
-        trace = Trace.load(source)
+        trace = load_verified_trace(source)
+    except TraceIntegrityError as exc:  # the one integrity line of every command, as is
+        raise ForkError(str(exc), code="integrity_mismatch") from None
     except (TraceError, OSError) as exc:
         raise ForkError(f"unreadable trace: {exc}", code="unreadable_trace") from None
     steps = {e.step for e in trace.events}
@@ -307,7 +318,7 @@ def fork(
     try:
         with recorder:
             with session, using_handler(handler):
-                result = call_entrypoint(function)
+                result = call_entrypoint(function, recorded_run_input(trace))
             recorder.set_output(result)
     except Exception as exc:
         error = redact_json(f"{type(exc).__name__}: {exc}").value

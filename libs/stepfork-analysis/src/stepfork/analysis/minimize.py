@@ -58,10 +58,11 @@ class MinimizeError(Exception):
     """Minimization cannot run or did not succeed.
 
     Attributes:
-        code: ``unreadable_trace``, ``bad_entrypoint``, ``invalid_option`` (also a refused mode, and an
-            output that is not a ``.sftrace`` path or overlaps the input), ``invalid_expectation``,
-            ``already_exists`` (exit 2); ``no_failure`` (the original replay shows no failure of the
-            agent), ``not_reproduced``, ``replay_failed`` (exit 1).
+        code: ``unreadable_trace``, ``integrity_mismatch`` (the bundle does not match its integrity.json;
+            the message is TraceIntegrityError's line), ``bad_entrypoint``, ``invalid_option`` (also a
+            refused mode, and an output that is not a ``.sftrace`` path or overlaps the input),
+            ``invalid_expectation``, ``already_exists`` (exit 2); ``no_failure`` (the original replay
+            shows no failure of the agent), ``not_reproduced``, ``replay_failed`` (exit 1).
         exit_code: 2 or 1 as the spec's exit codes say.
     """
 
@@ -77,6 +78,7 @@ class MinimizeError(Exception):
             if self.code
             in {
                 "unreadable_trace",
+                "integrity_mismatch",
                 "bad_entrypoint",
                 "invalid_option",
                 "invalid_expectation",
@@ -200,14 +202,16 @@ def minimize_trace(
     from stepfork.analysis._attempts import AttemptRunner
     from stepfork.analysis._expectation import read_expect_output
     from stepfork.replay import EntrypointError, resolve_entrypoint
-    from stepfork.trace import Trace, TraceError
+    from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
     if attempts < 1 or timeout <= 0:
         raise MinimizeError("--attempts must be >= 1 and --timeout > 0", code="invalid_option")
     _check_mode(mode)
     source = Path(path)
     try:
-        trace = Trace.load(source)
+        trace = load_verified_trace(source)
+    except TraceIntegrityError as exc:  # the one integrity line of every command, as is
+        raise MinimizeError(str(exc), code="integrity_mismatch") from None
     except (TraceError, OSError) as exc:
         raise MinimizeError(f"unreadable trace: {exc}", code="unreadable_trace") from None
     target = _target(source, output, overwrite)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -227,16 +228,33 @@ def _classify(
             f"{problem}; the check cannot run, so this is not a regression",
         )
     if importlib.util.find_spec("pytest") is None:
-        return _stop(base, "pytest_unavailable", f"pytest is not installed for {sys.executable}")
+        return _stop(base, "pytest_unavailable", pytest_unavailable_detail())
     return _launch(test_path, base, pytest_args, timeout_seconds)
+
+
+def pytest_unavailable_detail() -> str:
+    """The ``pytest_unavailable`` detail: where pytest is missing and the command that installs it there
+    (stepfork-cli depends on pytest; a CLI installed without its dependencies, or an interpreter other than
+    the one running stepfork, can still lack it)."""
+    python = shlex.quote(sys.executable)
+    return (
+        f"pytest is not installed for {sys.executable}; install it with: {python} -m pip install 'pytest>=8' "
+        "(the check cannot run, so this is not a regression)"
+    )
 
 
 def _bundle_problem(bundle_path: Path, name: str) -> str | None:
     """Why the replay would reject the bundle before the check could run, or None: it cannot be read,
     or it fails integrity verification (integrity.json digests, stored payload hashes). A legacy bundle
     without integrity.json or without hashes passes, as replay accepts it (spec replay.txt)."""
+    from stepfork.trace.errors import TraceIntegrityError
+    from stepfork.trace.reading import check_integrity
     from stepfork.trace.validation import validate_bundle
 
+    try:
+        check_integrity(bundle_path)
+    except TraceIntegrityError as exc:  # the one integrity line of every command, as is
+        return f"{exc}; the check cannot run, so this is not a regression"
     verdict = validate_bundle(bundle_path, strict=False, verify_integrity=True)
     if verdict.unreadable:
         codes = ", ".join(sorted({issue.code for issue in verdict.issues}))

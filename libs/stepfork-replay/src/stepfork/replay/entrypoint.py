@@ -8,6 +8,7 @@ ever imported.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 import os
@@ -86,22 +87,98 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
     return target  # type: ignore[no-any-return]
 
 
-def call_entrypoint(function: Callable[..., Any]) -> Any:
-    """Call ``function()`` with no arguments; an ``async def`` (or a returned awaitable) runs with
-    ``asyncio.run`` (spec replay.txt: the exporter and the CLI accept async entrypoints)."""
+def recorded_run_input(trace: Any) -> Any:
+    """The ``run_input`` a trace recorded: the ``input`` of its ``run_start`` event (redacted, in its JSON
+    form with tagged values), or None when it has no ``run_start`` or recorded none."""
+    for event in trace.events:
+        if getattr(event, "type", None) == "run_start":
+            return getattr(event, "input", None)
+    return None
+
+
+def entrypoint_arguments(
+    function: Callable[..., Any], run_input: Any
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The ``(args, kwargs)`` an entrypoint is called with, given the recorded ``run_input`` (issue 13;
+    docs/replay.md, "Entrypoints"). One rule for replay, export, minimize, fork and run:
+
+    1. ``run_input`` None (nothing recorded), or ``function`` takes no parameters: no arguments.
+    2. ``run_input`` is a JSON object whose keys ``function``'s parameters accept (``inspect.Signature.bind``
+       succeeds, so every required parameter is among them): keyword arguments.
+    3. ``function`` takes exactly one parameter, positional: ``run_input`` as that argument.
+    4. Otherwise no arguments (the call then fails as a plain call would, inside the replay).
+
+    Values are decoded with ``from_jsonable`` and validated into the parameter's annotation when it has one
+    that resolves (a ``Request`` model parameter gets a ``Request``); when validation fails the decoded JSON
+    value is passed, so the agent, not Stepfork, reports the problem. Nothing named in the bundle is imported.
+    """
+    if run_input is None:
+        return (), {}
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without a signature: called as before
+        return (), {}
+    params = list(signature.parameters.values())
+    if not params:
+        return (), {}
+    hints = _annotations(function)
+    if isinstance(run_input, dict) and not _is_tagged(run_input):
+        try:
+            signature.bind(**run_input)
+        except TypeError:
+            pass
+        else:
+            return (), {name: _decode(value, hints.get(name)) for name, value in run_input.items()}
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if len(params) == 1 and params[0].kind in positional:
+        return (_decode(run_input, hints.get(params[0].name)),), {}
+    return (), {}
+
+
+def _is_tagged(value: dict[str, Any]) -> bool:
+    from stepfork.trace.jsonable import TAG
+
+    return TAG in value
+
+
+def _annotations(function: Callable[..., Any]) -> dict[str, Any]:
+    """The resolved parameter annotations of ``function``; {} when they cannot be resolved."""
+    import typing
+
+    try:
+        return typing.get_type_hints(function)
+    except Exception:  # a forward reference that does not resolve: decode without annotations
+        return {}
+
+
+def _decode(value: Any, annotation: Any) -> Any:
+    from stepfork.trace.jsonable import from_jsonable
+
+    if annotation is not None:
+        with contextlib.suppress(Exception):  # else the agent gets the JSON value and reports the mismatch
+            return from_jsonable(value, annotation)
+    return from_jsonable(value)
+
+
+def call_entrypoint(function: Callable[..., Any], run_input: Any = None) -> Any:
+    """Call ``function`` with the arguments :func:`entrypoint_arguments` derives from ``run_input`` (none
+    when it is None); an ``async def`` (or a returned awaitable) runs with ``asyncio.run`` (spec
+    replay.txt: the exporter and the CLI accept async entrypoints)."""
+    args, kwargs = entrypoint_arguments(function, run_input)
     if inspect.iscoroutinefunction(function):
-        return asyncio.run(function())
-    result = function()
+        return asyncio.run(function(*args, **kwargs))
+    result = function(*args, **kwargs)
     if inspect.isawaitable(result):
         return asyncio.run(_await(result))
     return result
 
 
 def run_in_session(
-    session: AbstractContextManager[Any], function: Callable[..., Any]
+    session: AbstractContextManager[Any], function: Callable[..., Any], run_input: Any = None
 ) -> tuple[Any, BaseException | None]:
-    """Call ``function`` (as :func:`call_entrypoint`) inside ``session`` (a ``ReplaySession``) and return
-    ``(result, None)``, or ``(None, exc)`` when it raised anything but ``KeyboardInterrupt``.
+    """Call ``function`` (as :func:`call_entrypoint`, with ``run_input``) inside ``session`` (a
+    ``ReplaySession``) and return ``(result, None)``, or ``(None, exc)`` when it raised anything but
+    ``KeyboardInterrupt``.
 
     The exception is caught inside the ``with`` so the session closes as after a normal return: a replay
     report (spec replay.txt, "CLI") judges an entrypoint that raised; it does not abort. That includes
@@ -115,7 +192,7 @@ def run_in_session(
     """
     with session:
         try:
-            return call_entrypoint(function), None
+            return call_entrypoint(function, run_input), None
         except KeyboardInterrupt:
             raise
         except BaseException as exc:

@@ -4,10 +4,14 @@ The report separates three questions:
 
 - execution: did the entrypoint complete (``COMPLETED``) or raise (``RAISED`` with type and message)?
 - dependency matching: ``COMPLETE`` (every recorded call matched and consumed), ``DIVERGED`` (a replay
-  error, with its code and diagnostic) or ``INCOMPLETE`` (recorded calls left unconsumed);
+  error, with its code and diagnostic), ``REJECTED`` (a stored fingerprint does not match its recorded
+  payload: the bundle changed after it was recorded, so nothing the agent did is in question; the message
+  says so and recommends ``stepfork validate --verify-integrity``) or ``INCOMPLETE`` (recorded calls left
+  unconsumed);
 - recorded behaviour: ``MATCHED`` / ``DIVERGED`` (first difference path) against the recorded final output,
   ``NOT RECORDED`` (no final output recorded), ``REPRODUCED FAILURE`` (the run was recorded as failed and
-  raised the same error type), ``NOT COMPARED`` (the replay diverged, so the output proves nothing),
+  raised the same error type), ``NOT COMPARED`` (the replay diverged or was rejected, so the output proves
+  nothing),
   ``UNVERIFIABLE`` (the return value has no JSON form).
 
 Exit codes (spec): 0 the run completed or reproduced the recorded failure; 1 it diverged (matching
@@ -25,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepfork.replay.diagnostics import Diagnostic, display_path, first_difference, preview
-from stepfork.replay.entrypoint import resolve_entrypoint, run_in_session
+from stepfork.replay.entrypoint import recorded_run_input, resolve_entrypoint, run_in_session
 from stepfork.replay.errors import (
     RecordedDependencyError,
     ReplayError,
@@ -61,9 +65,9 @@ class ExecutionReport:
 
 @dataclass(frozen=True, slots=True)
 class MatchingReport:
-    """Dependency matching: ``status`` ``COMPLETE``/``DIVERGED``/``INCOMPLETE``; ``code`` and ``message`` of
-    the replay error (None when complete); ``diagnostic``; ``remaining`` labels; ``matched`` and ``total``
-    visible recorded calls; ``error`` the exception itself (not serialized)."""
+    """Dependency matching: ``status`` ``COMPLETE``/``DIVERGED``/``REJECTED``/``INCOMPLETE``; ``code`` and
+    ``message`` of the replay error (None when complete); ``diagnostic``; ``remaining`` labels; ``matched``
+    and ``total`` visible recorded calls; ``error`` the exception itself (not serialized)."""
 
     status: str
     matched: int
@@ -212,7 +216,7 @@ def _matching(session: ReplaySession) -> MatchingReport:
     error = session.divergence
     if error is not None:
         return MatchingReport(
-            "DIVERGED",
+            "REJECTED" if error.code in REJECTING_CODES else "DIVERGED",
             matched,
             total,
             error.code,
@@ -254,9 +258,10 @@ def _behavior(
         run_end is not None and getattr(run_end, "run_status", None) == RunStatus.FAILED
     )
     failure_type = failure.type if failure is not None else None
-    if matching.status == "DIVERGED":
+    if matching.status in ("DIVERGED", "REJECTED"):
+        what = "diverged" if matching.status == "DIVERGED" else "was rejected"
         return BehaviorReport(
-            "NOT COMPARED", "the replay diverged; the output is not compared", recorded_failure=failure_type
+            "NOT COMPARED", f"the replay {what}; the output is not compared", recorded_failure=failure_type
         )
     if raised is not None:
         raised_types = {short_type_name(qualified_type_name(raised))}
@@ -347,6 +352,7 @@ def replay_entrypoint(
     (docs/decisions.md).
 
     Raises (before anything runs; map with :func:`exit_code_for_error`):
+        TraceIntegrityError: the bundle does not match its integrity.json (a TraceStorageError).
         TraceStorageError: the bundle is unreadable.
         ValueError: an invalid mode, option combination or ``raise_as`` mapping.
         RaiseAsClassError: a ``raise_as`` string cannot be resolved (an EntrypointError; check it first).
@@ -367,7 +373,7 @@ def replay_entrypoint(
     function = (
         resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint
     )
-    result, raised = run_in_session(session, function)
+    result, raised = run_in_session(session, function, recorded_run_input(loaded))
     execution = (
         ExecutionReport("COMPLETED")
         if raised is None
@@ -377,7 +383,7 @@ def replay_entrypoint(
     # the actual result is shown whenever the entrypoint completed, compared or not
     actual, result_error = _json_result(result) if raised is None else (None, None)
     behavior = _behavior(loaded, raised, actual, result_error, matching)
-    if matching.status == "DIVERGED" and matching.code in REJECTING_CODES:
+    if matching.status == "REJECTED":
         exit_code = 2
     elif matching.status != "COMPLETE" or behavior.status == "DIVERGED":
         exit_code = 1

@@ -3,7 +3,11 @@
 ``@pytest.mark.stepfork("bundles/checkout.sftrace", mode="frozen")`` runs the test body under a
 :class:`~stepfork.replay.session.ReplaySession` of that bundle (the path is relative to the test file's
 directory) and checks at the end that every recorded call was consumed (``verify_complete``).
-``pytest --stepfork-record`` records the marked tests into their bundles instead (overwriting them).
+``--stepfork-record-mode`` says when a marked test records instead (issue 13; pytest-recording's names):
+``none`` (the default: replay only, a missing bundle is an error), ``once`` (record the tests whose bundle
+is missing, replay the others), ``rewrite`` (record every marked test, replacing its bundle). The old
+``--stepfork-record`` flag is a deprecated alias of ``rewrite`` (with a warning). ``--stepfork-unused``
+lists the bundles under the test tree that no collected marked test names.
 ``mode="forbidden"`` needs no bundle: every instrumented call the body reaches fails before it runs.
 
 Rules (issue 6, "pytest plugin"): a missing bundle in a replay mode is an error of the test
@@ -21,6 +25,7 @@ the forbidding handler), or None when the test has no marker.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +37,16 @@ from stepfork.replay.errors import ReplayPolicyError
 from stepfork.replay.session import ReplaySession
 from stepfork.trace import boundary
 from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.errors import TraceIntegrityError
 from stepfork.trace.recording import RecordingSession
 
 T = TypeVar("T")
 
 MARKER = "stepfork"
-RECORD_OPTION = "--stepfork-record"
+RECORD_OPTION = "--stepfork-record"  # deprecated alias of --stepfork-record-mode=rewrite
+RECORD_MODE_OPTION = "--stepfork-record-mode"
+UNUSED_OPTION = "--stepfork-unused"
+RECORD_MODES = ("none", "once", "rewrite")
 _REPLAY_OPTIONS = frozenset({"live_llms", "allow_live_tools", "approve", "ordering", "raise_as"})
 
 
@@ -50,8 +59,8 @@ class StepforkBundleMissingError(FileNotFoundError):
 
     def __init__(self, path: Path) -> None:
         super().__init__(
-            f"stepfork bundle {str(path)!r} does not exist; record it with `pytest {RECORD_OPTION}` "
-            "(the test is not run live)"
+            f"stepfork bundle {str(path)!r} does not exist; record it with "
+            f"`pytest {RECORD_MODE_OPTION}=once` (the test is not run live)"
         )
         self.path = path
 
@@ -124,38 +133,157 @@ def parse_marker(item: pytest.Item) -> StepforkMarker | None:
 
 
 _SESSION = pytest.StashKey[Any]()
+_USED = pytest.StashKey[set[str]]()
+
+
+class StepforkDeprecationWarning(DeprecationWarning):
+    """A Stepfork pytest option that still works but will go (``--stepfork-record``)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--stepfork-record``: record marked tests into their bundles instead of replaying them."""
+    """Add ``--stepfork-record-mode``, ``--stepfork-unused`` and the deprecated ``--stepfork-record``."""
     group = parser.getgroup("stepfork")
+    group.addoption(
+        RECORD_MODE_OPTION,
+        choices=RECORD_MODES,
+        default=None,
+        help="when tests marked @pytest.mark.stepfork record instead of replaying: none (default: replay "
+        "only, a missing bundle is an error), once (record only missing bundles), rewrite (re-record all)",
+    )
     group.addoption(
         RECORD_OPTION,
         action="store_true",
         default=False,
-        help="record tests marked @pytest.mark.stepfork into their bundles (overwrites) instead of replaying",
+        help=f"deprecated: the same as {RECORD_MODE_OPTION}=rewrite",
     )
+    group.addoption(
+        UNUSED_OPTION,
+        action="store_true",
+        default=False,
+        help="list the .sftrace bundles under the test tree that no collected marked test uses",
+    )
+
+
+def record_mode(config: pytest.Config) -> str:
+    """The record mode of this run: ``none``, ``once`` or ``rewrite`` (``--stepfork-record`` is ``rewrite``).
+
+    Raises:
+        pytest.UsageError: the deprecated flag contradicts an explicit ``--stepfork-record-mode``.
+    """
+    mode = config.getoption(RECORD_MODE_OPTION)
+    if config.getoption(RECORD_OPTION):
+        if mode not in (None, "rewrite"):
+            raise pytest.UsageError(
+                f"{RECORD_OPTION} means {RECORD_MODE_OPTION}=rewrite "
+                f"and contradicts {RECORD_MODE_OPTION}={mode}"
+            )
+        return "rewrite"
+    return str(mode or "none")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``stepfork`` marker (so ``--strict-markers`` accepts it)."""
+    """Register the ``stepfork`` marker (so ``--strict-markers`` accepts it); warn about the deprecated
+    ``--stepfork-record``; check the record options agree."""
     config.addinivalue_line(
         "markers",
         "stepfork(path=None, mode='frozen', agent=None, **options): replay the test under a Stepfork bundle "
-        "(or record it with --stepfork-record); mode='forbidden' refuses every instrumented call",
+        f"(or record it, {RECORD_MODE_OPTION}=once|rewrite); "
+        "mode='forbidden' refuses every instrumented call",
     )
+    config.stash[_USED] = set()
+    if config.getoption(RECORD_OPTION, default=False):
+        record_mode(config)
+        config.issue_config_time_warning(
+            StepforkDeprecationWarning(
+                f"{RECORD_OPTION} is deprecated: use {RECORD_MODE_OPTION}=rewrite (re-record every marked "
+                f"test) or {RECORD_MODE_OPTION}=once (record only missing bundles)"
+            ),
+            stacklevel=2,
+        )
 
 
 def _build_session(item: pytest.Item, marker: StepforkMarker) -> Any:
     if marker.mode == "forbidden":
         return ForbiddingHandler()
     assert marker.path is not None
-    if item.config.getoption(RECORD_OPTION):
+    mode = record_mode(item.config)
+    if mode == "rewrite" or (mode == "once" and not os.path.lexists(marker.path)):
         marker.path.parent.mkdir(parents=True, exist_ok=True)
-        return RecordingSession(marker.agent, output=marker.path, overwrite=True)
+        return RecordingSession(marker.agent, output=marker.path, overwrite=mode == "rewrite")
     if not marker.path.exists():
         raise StepforkBundleMissingError(marker.path)
-    return ReplaySession.from_trace(marker.path, marker.mode, **marker.options)
+    try:
+        return ReplaySession.from_trace(marker.path, marker.mode, **marker.options)
+    except TraceIntegrityError as exc:  # one line, as every command says it (no traceback)
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _marker_path(item: pytest.Item) -> str | None:
+    """The normalized absolute bundle path the item's marker names, or None (no marker, or no path)."""
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return None
+    raw = marker.args[0] if marker.args else marker.kwargs.get("path")
+    if raw is None:
+        return None
+    path = Path(raw)
+    if not path.is_absolute():
+        path = Path(item.path).parent / path
+    return os.path.normpath(path)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Remember the bundle each collected marked test names (for ``--stepfork-unused``)."""
+    path = _marker_path(item)
+    if path is not None:
+        item.config.stash[_USED].add(path)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands the bundles its tests named to the controller (``workeroutput``)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        used: set[str] = session.config.stash.get(_USED, set())
+        workeroutput["stepfork_used"] = sorted(used)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The xdist controller gathers what each worker collected (it collects nothing itself)."""
+    used = getattr(node, "workeroutput", {}).get("stepfork_used", ())
+    node.config.stash.setdefault(_USED, set()).update(used)
+
+
+def unused_bundles(config: pytest.Config) -> list[Path]:
+    """The ``.sftrace`` directories under the test tree (the directories pytest was asked to collect, or
+    those of the files it was given) that no collected marked test names, sorted."""
+    used = config.stash.get(_USED, set())
+    roots: set[Path] = set()
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::", 1)[0])
+        roots.add(path if path.is_dir() else path.parent)
+    found: set[Path] = set()
+    for root in roots:
+        for bundle in root.rglob("*.sftrace"):
+            if bundle.is_dir() and os.path.normpath(bundle) not in used:
+                found.add(bundle)
+    return sorted(found)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """With ``--stepfork-unused``, list the unused bundles (the run's outcome is not changed)."""
+    if not config.getoption(UNUSED_OPTION):
+        return
+    unused = unused_bundles(config)
+    terminalreporter.section("stepfork: unused bundles")
+    if not unused:
+        terminalreporter.line("none: every bundle under the test tree is named by a collected test")
+    for bundle in unused:
+        try:
+            shown: Path = bundle.relative_to(config.invocation_params.dir)
+        except ValueError:
+            shown = bundle
+        terminalreporter.line(str(shown))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -196,6 +324,6 @@ def session_of(item: pytest.Item) -> Any:
 
 @pytest.fixture
 def stepfork(request: pytest.FixtureRequest) -> Any:
-    """The Stepfork session of this test: a ReplaySession, a RecordingSession (``--stepfork-record``), the
+    """The Stepfork session of this test: a ReplaySession, a RecordingSession (when it records), the
     ForbiddingHandler (``mode="forbidden"``), or None when the test has no ``stepfork`` marker."""
     return request.node.stash.get(_SESSION, None)

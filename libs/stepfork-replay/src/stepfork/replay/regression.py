@@ -22,7 +22,12 @@ from typing import Any
 
 from stepfork.replay.assertions import assert_trajectory, validate_trajectory_expectation
 from stepfork.replay.diagnostics import display_path, first_difference, preview
-from stepfork.replay.entrypoint import EntrypointError, call_entrypoint, resolve_entrypoint
+from stepfork.replay.entrypoint import (
+    EntrypointError,
+    call_entrypoint,
+    recorded_run_input,
+    resolve_entrypoint,
+)
 from stepfork.replay.errors import (
     RecordedDependencyError,
     ReplayError,
@@ -32,7 +37,7 @@ from stepfork.replay.errors import (
 from stepfork.replay.raise_as import RaiseAsTarget, resolve_raise_as
 from stepfork.replay.session import ReplaySession, load_source
 from stepfork.trace.bundle import Trace
-from stepfork.trace.errors import TraceError, TraceStorageError
+from stepfork.trace.errors import TraceError, TraceIntegrityError, TraceStorageError
 from stepfork.trace.jsonable import to_jsonable
 from stepfork.trace.redaction import redact_json, redact_text
 
@@ -52,6 +57,8 @@ def _load(trace: Trace | str | os.PathLike[str]) -> Trace:
         raise AssertionError(f"stepfork: trace bundle not found: {trace}")
     try:
         return load_source(trace)
+    except TraceIntegrityError as exc:  # the message names the file and the command that checks it
+        raise AssertionError(f"stepfork: {_text(str(exc))}") from exc
     except (TraceStorageError, TraceError, OSError) as exc:
         code = getattr(exc, "code", type(exc).__name__)
         raise AssertionError(
@@ -123,7 +130,7 @@ def run_regression_case(
         function = entrypoint
     try:
         with session:
-            result = call_entrypoint(function)
+            result = call_entrypoint(function, recorded_run_input(loaded))
     except RecordedDependencyError as exc:
         if session.divergence is not None:
             raise _replay_failure(session.divergence) from exc

@@ -59,16 +59,19 @@ from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bu
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace, read_extension
 from stepfork.trace.errors import TraceError
+from stepfork.trace.reading import load_verified_trace
 from stepfork.trace.recording import OrphanCallWarning
 
 T = TypeVar("T")
 
 
 def load_source(source: Trace | str | os.PathLike[str]) -> Trace:
-    """A ``Trace`` as is, or ``Trace.load(path)`` (raises TraceStorageError when unreadable)."""
+    """A ``Trace`` as is, or the bundle at a path, loaded by ``load_verified_trace``: a bundle that does
+    not match its integrity.json is refused (TraceIntegrityError), any other unreadable one raises
+    TraceStorageError."""
     if isinstance(source, Trace):
         return source
-    return Trace.load(source)
+    return load_verified_trace(source)
 
 
 class ReplaySession:
@@ -169,6 +172,7 @@ class ReplaySession:
         """Build a session from a bundle path or an in-memory ``Trace``.
 
         Raises:
+            TraceIntegrityError: the bundle does not match its integrity.json (a TraceStorageError).
             TraceStorageError: the bundle cannot be read (missing file, invalid JSON or event...).
             ValueError: as the constructor.
         """

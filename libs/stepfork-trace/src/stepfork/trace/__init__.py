@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     # bundle I/O
     "Trace": "stepfork.trace.bundle",
     "load_trace": "stepfork.trace.bundle",
+    "load_verified_trace": "stepfork.trace.reading",
     "save_trace": "stepfork.trace.bundle",
     "BundleWriter": "stepfork.trace.bundle",
     "build_manifest": "stepfork.trace.bundle",
@@ -72,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     "TraceSerializationError": "stepfork.trace.errors",
     "CanonicalJsonError": "stepfork.trace.errors",
     "TraceStorageError": "stepfork.trace.errors",
+    "TraceIntegrityError": "stepfork.trace.errors",
     "RedactionError": "stepfork.trace.errors",
     "BoundaryContextError": "stepfork.trace.errors",
     # models
@@ -153,6 +155,7 @@ __all__ = [
     "TraceError",
     "TraceManifest",
     "TraceSerializationError",
+    "TraceIntegrityError",
     "TraceStorageError",
     "TraceTotals",
     "ValidationIssue",
@@ -170,6 +173,7 @@ __all__ = [
     "hash_json",
     "llm_request",
     "load_trace",
+    "load_verified_trace",
     "loads_json",
     "manifest_json_schema",
     "record",
@@ -210,6 +214,7 @@ if TYPE_CHECKING:  # pragma: no cover
         CanonicalJsonError,
         RedactionError,
         TraceError,
+        TraceIntegrityError,
         TraceSerializationError,
         TraceStorageError,
     )
@@ -243,6 +248,7 @@ if TYPE_CHECKING:  # pragma: no cover
         TraceManifest,
         TraceTotals,
     )
+    from stepfork.trace.reading import load_verified_trace
     from stepfork.trace.recording import (
         DEFAULT_TRACE_DIR,
         OrphanCallWarning,

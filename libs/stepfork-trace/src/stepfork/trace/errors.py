@@ -77,6 +77,30 @@ class TraceStorageError(TraceError, ValueError):
         self.line = line
 
 
+class TraceIntegrityError(TraceStorageError):
+    """A bundle does not match its integrity.json: it changed after it was written (notes 2.4).
+
+    Raised by :func:`stepfork.trace.reading.load_verified_trace`, the loader every command that replays or
+    rewrites a bundle uses (replay, minimize, fork, diff, export, run, the pytest marker). The message is
+    one line naming the file and recommending ``stepfork validate --verify-integrity``; the CLI prints it
+    as is and exits 2.
+
+    Attributes:
+        code: the first integrity issue's code (``integrity_mismatch``, ``missing_file``,
+            ``integrity_metadata_invalid``, ``integrity_algorithm_unsupported``).
+        path: the file concerned (inside the bundle), or the bundle.
+        bundle: the bundle directory.
+    """
+
+    code = "integrity_mismatch"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, path: str | None = None, bundle: str
+    ) -> None:
+        super().__init__(message, code=code, path=path)
+        self.bundle = bundle
+
+
 class RedactionError(TraceError, ValueError):
     """A secret sits in a field that redaction may not rewrite (an id, a timestamp, a status)."""
 

@@ -21,8 +21,8 @@ from stepfork.trace import _files
 from stepfork.trace._files import EVENTS_FILE, INTEGRITY_FILE, MANIFEST_FILE, REDACTIONS_FILE
 from stepfork.trace._urls import url_of
 from stepfork.trace.canonical import loads_json
-from stepfork.trace.errors import TraceStorageError
-from stepfork.trace.models import Event, RedactionManifest, RunStatus, TraceManifest
+from stepfork.trace.errors import TraceIntegrityError, TraceStorageError
+from stepfork.trace.models import Event, IntegrityStatus, RedactionManifest, RunStatus, TraceManifest
 
 if TYPE_CHECKING:
     from stepfork.trace.bundle import Trace
@@ -182,6 +182,49 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
             problems inside events.jsonl.
     """
     return read_trace(path)[0]
+
+
+def check_integrity(path: str | os.PathLike[str]) -> None:
+    """Refuse a bundle that does not match its integrity.json; a legacy bundle (none) passes.
+
+    The one rule of every command that replays or rewrites a bundle (issue 13): a bundle changed after it
+    was written (events.jsonl cut at a line boundary, one payload byte edited, a file removed) is refused
+    before anything runs, so a changed recording can never be reported as a regression. A path that is not
+    a directory is left to :func:`load_trace`, whose error says what it is.
+
+    Raises:
+        TraceIntegrityError: one line naming the first file that does not match and recommending
+            ``stepfork validate --verify-integrity``; ``code`` is the issue's (notes 2.4).
+    """
+    from stepfork.trace.integrity import verify_bundle_integrity  # integrity imports nothing from here
+
+    bundle = Path(path)
+    if not bundle.is_dir():
+        return
+    result = verify_bundle_integrity(bundle)
+    if result.status != IntegrityStatus.MISMATCH:
+        return
+    issue = result.issues[0]
+    target = bundle / issue.file if issue.file else bundle
+    what = {
+        "integrity_mismatch": "does not match its digest in integrity.json",
+        "missing_file": "is listed in integrity.json but missing",
+    }.get(issue.code, f"cannot be checked ({issue.message})")
+    more = f" (and {len(result.issues) - 1} more file(s))" if len(result.issues) > 1 else ""
+    raise TraceIntegrityError(
+        f"{target} {what}{more}: the bundle changed after it was written and is refused; "
+        f"run `stepfork validate --verify-integrity {bundle}`",
+        code=issue.code,
+        path=str(target),
+        bundle=str(bundle),
+    )
+
+
+def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
+    """:func:`check_integrity`, then :func:`load_trace`: the loader of every command that replays or
+    rewrites a bundle. Raises TraceIntegrityError (a TraceStorageError) first, then as :func:`load_trace`."""
+    check_integrity(path)
+    return load_trace(path)
 
 
 def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> tuple[Trace, int | None]:

@@ -18,10 +18,13 @@ def diff(
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
     from stepfork.cli.output import exit_with_result
-    from stepfork.trace import TraceError
+    from stepfork.trace import TraceError, TraceIntegrityError
 
     try:
         result = diff_traces(baseline, candidate)
+    except TraceIntegrityError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
     except (TraceError, OSError) as exc:
         typer.echo(f"Unreadable bundle: {exc}", err=True)
         raise typer.Exit(2) from None

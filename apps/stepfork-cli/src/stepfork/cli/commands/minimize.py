@@ -72,11 +72,13 @@ def minimize(
     say("Stepfork Minimize\n")
     say(f"Original trace:  {path}")
     try:
-        from stepfork.trace import Trace
+        from stepfork.trace import TraceIntegrityError, load_verified_trace
 
-        trace = Trace.load(path)
+        trace = load_verified_trace(path)
         say(f"Agent:           {trace.agent_name}")
         say(f"Events:          {len(trace.events)}")
+    except TraceIntegrityError as exc:
+        fail("integrity_mismatch", str(exc), 2)
     except Exception as exc:
         fail("unreadable_trace", f"Unreadable trace: {exc}", 2)
     say(f"Entrypoint:      {entrypoint}")

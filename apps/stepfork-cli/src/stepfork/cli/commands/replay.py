@@ -72,7 +72,7 @@ def replay(
     from stepfork.replay.entrypoint import EntrypointError
     from stepfork.replay.outcome import replay_entrypoint
     from stepfork.replay.raise_as import RaiseAsClassError
-    from stepfork.trace.errors import TraceError
+    from stepfork.trace.errors import TraceError, TraceIntegrityError
 
     try:
         with _raise_as_warnings_as_lines():
@@ -88,6 +88,8 @@ def replay(
         fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
     except EntrypointError as exc:
         fail(f"Unable to resolve entrypoint.\n{_entrypoint_detail(exc)}", 2)
+    except TraceIntegrityError as exc:
+        fail(sanitize_text(str(exc)), 2)
     except TraceError as exc:
         fail(f"Unreadable trace {path}: {sanitize_text(str(exc))}", 2)
     except ValueError as exc:

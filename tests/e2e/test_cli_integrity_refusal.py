@@ -1,0 +1,193 @@
+"""One rule everywhere (issue 13): a bundle that does not match its integrity.json is refused by every
+command that replays or rewrites it, with one line naming the file and recommending
+``stepfork validate --verify-integrity``, exit 2, before anything runs. Never a manufactured DIVERGED.
+
+Two damages a user meets: events.jsonl cut at a line boundary (a copy that stopped early; the bundle
+still parses) and one payload byte edited (still valid JSON). Each command runs as the user types it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .conftest import cli_env, run_cli
+
+
+def cut_last_line(bundle: Path) -> None:
+    events = bundle / "events.jsonl"
+    lines = events.read_bytes().splitlines(keepends=True)
+    events.write_bytes(b"".join(lines[:-1]))
+
+
+def edit_one_payload_byte(bundle: Path) -> None:
+    events = bundle / "events.jsonl"
+    data = events.read_bytes()
+    assert data.count(b'"FedEx"') >= 1
+    events.write_bytes(data.replace(b'"FedEx"', b'"FedEy"', 1))
+
+
+DAMAGES: dict[str, Callable[[Path], None]] = {"cut": cut_last_line, "byte": edit_one_payload_byte}
+
+
+def refusal(bundle: str) -> str:
+    """The one line every command prints for the quickstart bundle at ``bundle`` (as the user named it)."""
+    return (
+        f"{bundle}/events.jsonl does not match its digest in integrity.json: the bundle changed after it "
+        f"was written and is refused; run `stepfork validate --verify-integrity {bundle}`\n"
+    )
+
+
+def _export_tests(work: Path) -> None:
+    """test_fixed.py beside the intact bundle (written before the damage: export refuses it after)."""
+    result = run_cli(
+        "export",
+        "notify.sftrace",
+        "--pytest",
+        "--entrypoint",
+        "quickstart:run_agent_fixed",
+        "--expect-output",
+        "expected.json",
+        "--output",
+        "test_fixed.py",
+        cwd=work,
+    )
+    assert result.code == 0, result.text
+
+
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "replay": ("replay", "notify.sftrace", "--entrypoint", "quickstart:run_agent"),
+    "minimize": (
+        "minimize",
+        "notify.sftrace",
+        "--entrypoint",
+        "quickstart:run_agent",
+        "--expect-output",
+        "expected.json",
+        "--output",
+        "min.sftrace",
+    ),
+    "fork": ("fork", "notify.sftrace", "--step", "2", "-e", "quickstart:run_agent", "-o", "f.sftrace"),
+    "diff": ("diff", "notify.sftrace", "intact.sftrace"),
+    "export": (
+        "export",
+        "notify.sftrace",
+        "--pytest",
+        "--entrypoint",
+        "quickstart:run_agent",
+        "--output",
+        "t.py",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_refuses_a_bundle_that_fails_integrity_with_one_line(
+    quickstart: Path, command: str, damage: str
+) -> None:
+    shutil.copytree(quickstart / "notify.sftrace", quickstart / "intact.sftrace")
+    DAMAGES[damage](quickstart / "notify.sftrace")
+    result = run_cli(*COMMANDS[command], cwd=quickstart)
+    assert (result.code, result.err) == (2, refusal("notify.sftrace")), result.text
+    assert "DIVERGED" not in result.out
+    # nothing was written
+    assert not any((quickstart / name).exists() for name in ("min.sftrace", "f.sftrace", "t.py"))
+
+
+def test_diff_names_the_candidate_when_it_is_the_damaged_one(quickstart: Path) -> None:
+    shutil.copytree(quickstart / "notify.sftrace", quickstart / "candidate.sftrace")
+    cut_last_line(quickstart / "candidate.sftrace")
+    result = run_cli("diff", "notify.sftrace", "candidate.sftrace", cwd=quickstart)
+    assert (result.code, result.err) == (2, refusal("candidate.sftrace")), result.text
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_run_reports_could_not_execute_with_the_same_line(quickstart: Path, damage: str) -> None:
+    _export_tests(quickstart)
+    DAMAGES[damage](quickstart / "notify.sftrace")
+    result = run_cli("run", "test_fixed.py", "--receipt", "r.json", cwd=quickstart)
+    assert result.code == 2, result.text
+    bundle = str((quickstart / "notify.sftrace").resolve())
+    line = refusal(bundle).rstrip("\n")
+    assert f"{line}; the check cannot run, so this is not a regression\n" in result.out
+    receipt = json.loads((quickstart / "r.json").read_text(encoding="utf-8"))
+    assert (receipt["verdict"], receipt["reason"]) == ("could_not_execute", "bundle_unreadable")
+
+
+def test_the_exported_test_run_by_pytest_fails_with_the_same_line(quickstart: Path) -> None:
+    _export_tests(quickstart)
+    cut_last_line(quickstart / "notify.sftrace")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_fixed.py", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
+        cwd=quickstart,
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "does not match its digest in integrity.json" in done.stdout
+    assert "stepfork validate --verify-integrity" in done.stdout
+    assert "divergence" not in done.stdout
+
+
+MARKED = textwrap.dedent(
+    """
+    from quickstart import run_agent
+    import pytest
+
+    @pytest.mark.stepfork("notify.sftrace")
+    def test_replayed():
+        run_agent()
+    """
+)
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_the_pytest_marker_errors_with_the_same_line_and_no_traceback(quickstart: Path, damage: str) -> None:
+    (quickstart / "test_marked.py").write_text(MARKED, encoding="utf-8")
+    DAMAGES[damage](quickstart / "notify.sftrace")
+    env = {**cli_env(), "PYTHONPATH": os.pathsep.join([str(quickstart), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_marked.py", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
+        cwd=quickstart,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "1 error" in out, out
+    bundle = str(quickstart / "notify.sftrace")
+    assert refusal(bundle).rstrip("\n") in out, out
+    assert "Traceback" not in out
+    assert "load_verified_trace" not in out
+
+
+def test_a_legacy_bundle_whose_stored_fingerprint_disagrees_is_rejected_saying_so(quickstart: Path) -> None:
+    """No integrity.json (a legacy bundle) but an edited payload byte: the stored input hash catches it.
+    The report says REJECTED and why, not DIVERGED with identical expected and actual lines."""
+    bundle = quickstart / "notify.sftrace"
+    (bundle / "integrity.json").unlink()
+    edit_one_payload_byte(bundle)
+    result = run_cli("replay", "notify.sftrace", "--entrypoint", "quickstart:run_agent", cwd=quickstart)
+    assert result.code == 2, result.text
+    assert "Dependency matching: REJECTED" in result.out
+    assert "Dependency matching: DIVERGED" not in result.out
+    assert "does not match the recorded" in result.out
+    assert "stepfork validate --verify-integrity" in result.out
+    assert "expected:" not in result.out
+    assert "actual:" not in result.out
+    assert "Status: REJECTED" in result.out

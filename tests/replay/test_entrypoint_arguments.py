@@ -1,0 +1,111 @@
+"""The recorded run_input reaches an entrypoint that takes parameters (issue 13; docs/replay.md,
+"Entrypoints and the recorded run input"): one rule, ``entrypoint_arguments``, used by every caller."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from stepfork.replay.entrypoint import call_entrypoint, entrypoint_arguments
+from stepfork.trace import to_jsonable
+
+
+def kw(city: str, units: str = "C") -> tuple[str, str]:
+    return city, units
+
+
+def one(request: Any) -> Any:
+    return request
+
+
+def none() -> str:
+    return "none"
+
+
+def two_required(a: int, b: int) -> int:
+    return a + b
+
+
+def star(**kwargs: Any) -> dict[str, Any]:
+    return kwargs
+
+
+def only_args(*args: Any) -> tuple[Any, ...]:
+    return args
+
+
+class Request(BaseModel):
+    city: str
+    when: dt.date
+
+
+def typed(request: Request) -> Request:
+    return request
+
+
+def dated(when: dt.datetime) -> dt.datetime:
+    return when
+
+
+@dataclass
+class Agent:
+    prefix: str
+
+    def run(self, city: str) -> str:
+        return self.prefix + city
+
+
+@pytest.mark.parametrize(
+    ("function", "run_input", "expected"),
+    [
+        (kw, {"city": "Oslo"}, ((), {"city": "Oslo"})),
+        (kw, {"city": "Oslo", "units": "F"}, ((), {"city": "Oslo", "units": "F"})),
+        (one, {"city": "Oslo"}, (({"city": "Oslo"},), {})),  # keys the parameters do not accept
+        (one, "Oslo", (("Oslo",), {})),
+        (one, [1, 2], (([1, 2],), {})),
+        (none, {"city": "Oslo"}, ((), {})),
+        (kw, None, ((), {})),  # nothing recorded: called as before
+        (one, None, ((), {})),
+        (two_required, {"a": 1}, ((), {})),  # a required parameter missing, two parameters: no rule fits
+        (two_required, 5, ((), {})),
+        (star, {"x": 1}, ((), {"x": 1})),
+        (only_args, {"x": 1}, ((), {})),
+        (Agent("> ").run, {"city": "Oslo"}, ((), {"city": "Oslo"})),  # a bound method: self is not counted
+        (Agent("> ").run, "Oslo", (("Oslo",), {})),
+    ],
+)
+def test_the_rule(function: Any, run_input: Any, expected: Any) -> None:
+    assert entrypoint_arguments(function, run_input) == expected
+
+
+def test_a_kwarg_is_validated_into_its_annotation() -> None:
+    run_input = to_jsonable({"request": {"city": "Oslo", "when": "2026-12-01"}})
+    result = call_entrypoint(typed, run_input)
+    assert result == Request(city="Oslo", when=dt.date(2026, 12, 1))
+
+
+def test_a_tagged_value_is_decoded() -> None:
+    when = dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.UTC)
+    assert call_entrypoint(dated, to_jsonable({"when": when})) == when
+    # the tagged object as a whole is one value, not keyword arguments
+    assert call_entrypoint(one, to_jsonable(when)) == when
+
+
+def test_a_value_that_does_not_fit_the_annotation_is_passed_as_json() -> None:
+    assert call_entrypoint(typed, {"request": {"city": "Oslo"}}) == {"city": "Oslo"}
+
+
+def test_async_entrypoints_get_the_input_too() -> None:
+    async def agent(city: str) -> str:
+        return city.upper()
+
+    assert call_entrypoint(agent, {"city": "oslo"}) == "OSLO"
+
+
+def test_a_one_parameter_agent_no_longer_fails_with_type_error() -> None:
+    assert call_entrypoint(one, {"anything": 1}) == {"anything": 1}
+    assert call_entrypoint(none, {"anything": 1}) == "none"
