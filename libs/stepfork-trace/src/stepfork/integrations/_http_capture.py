@@ -48,12 +48,17 @@ class Capture:
         provider: the provider of hosts the table does not know (None: the host name).
         hosts: ``{host: provider}`` checked before :data:`_http_exchange.PROVIDER_HOSTS`.
         sdk: ``(distribution, version)`` noted in the bundle's ``sdk-versions.json``, or None.
+        sdk_error: the SDK's base exception class (``openai.OpenAIError``), or None: a replay error raised
+            in the transport is re-raised as an instance of both its class and this one, because the SDKs
+            pass their own errors through untouched but wrap (and retry) any other exception as a
+            connection error, which would hide the divergence from the agent's caller.
     """
 
     lib: ModuleType
     provider: str | None = None
     hosts: Mapping[str, str] = field(default_factory=dict)
     sdk: tuple[str, str] | None = None
+    sdk_error: type[BaseException] | None = None
 
     def boundary_call(self, request: Any, handler: Any) -> tuple[BoundaryCall, dict[str, Any] | None]:
         """The boundary call of ``request`` (its body already read) and, for a 0.2.0 recording being
@@ -155,6 +160,31 @@ class Capture:
             if again is not None:
                 raise again from exc
 
+    def raise_through(self, exc: BaseException) -> None:
+        """Re-raise a Stepfork replay error so the SDK lets it through (see ``sdk_error``)."""
+        if self.sdk_error is None or not type(exc).__module__.startswith("stepfork."):
+            return
+        if isinstance(exc, self.sdk_error):
+            return
+        both = _through_class(type(exc), self.sdk_error)
+        again = both.__new__(both)
+        again.__dict__.update(exc.__dict__)
+        again.args = exc.args
+        raise again.with_traceback(exc.__traceback__) from exc.__cause__
+
+
+_THROUGH: dict[tuple[type, type], type] = {}
+
+
+def _through_class(error: type[BaseException], sdk_error: type[BaseException]) -> type[BaseException]:
+    """A subclass of both ``error`` and ``sdk_error`` named like ``error`` (cached)."""
+    key = (error, sdk_error)
+    cls = _THROUGH.get(key)
+    if cls is None:
+        cls = type(error.__name__, (error, sdk_error), {"__module__": error.__module__})
+        _THROUGH[key] = cls
+    return cls
+
 
 def _snapshot(pending: list[Exchange]) -> LLMOutput:
     """What the session records for a request still open when it ends."""
@@ -222,6 +252,7 @@ class CaptureTransport:
                 out = handler.handle(call, execute, orphan=orphan)
             except Exception as exc:
                 capture.raise_recorded(exc, request)
+                capture.raise_through(exc)
                 raise
             return live[0] if live else capture.replayed(out, call, legacy, request, is_async=False)
         capture.note_sdk(handler)
@@ -279,6 +310,7 @@ class AsyncCaptureTransport:
                 out = await handler.ahandle(call, execute, orphan=orphan)
             except Exception as exc:
                 capture.raise_recorded(exc, request)
+                capture.raise_through(exc)
                 raise
             return live[0] if live else capture.replayed(out, call, legacy, request, is_async=True)
         capture.note_sdk(handler)
@@ -322,9 +354,16 @@ def library_of(client: Any) -> tuple[ModuleType, bool] | None:
     return None
 
 
-def install(client: Any, *, provider: str | None = None, hosts: Mapping[str, str] | None = None,
-            sdk: tuple[str, str] | None = None) -> Any:
-    """Wrap the transports of an ``httpx``/``httpx2`` client in capture transports (idempotent).
+def install(
+    client: Any,
+    *,
+    provider: str | None = None,
+    hosts: Mapping[str, str] | None = None,
+    sdk: tuple[str, str] | None = None,
+    sdk_error: type[BaseException] | None = None,
+) -> Any:
+    """Wrap the transports of an ``httpx``/``httpx2`` client in capture transports (idempotent); the
+    arguments are the :class:`Capture` fields.
 
     Returns ``client``. Raises TypeError when it is not an httpx-family ``Client``/``AsyncClient``.
     """
@@ -332,7 +371,7 @@ def install(client: Any, *, provider: str | None = None, hosts: Mapping[str, str
     if found is None:
         raise TypeError(f"expected an httpx or httpx2 Client/AsyncClient, got {type(client)!r}")
     lib, is_async = found
-    capture = Capture(lib, provider, {k.lower(): v for k, v in (hosts or {}).items()}, sdk)
+    capture = Capture(lib, provider, {k.lower(): v for k, v in (hosts or {}).items()}, sdk, sdk_error)
     kind = AsyncCaptureTransport if is_async else CaptureTransport
 
     def wrap(transport: Any) -> Any:

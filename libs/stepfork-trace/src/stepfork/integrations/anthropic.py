@@ -82,5 +82,5 @@ def instrument_anthropic(client: Any, *, hosts: dict[str, str] | None = None) ->
     """
     if not isinstance(client, (_anthropic.Anthropic, _anthropic.AsyncAnthropic)):
         raise TypeError(f"instrument_anthropic expects an Anthropic client, got {type(client)!r}")
-    install(client._client, provider="anthropic", hosts=hosts, sdk=_SDK)
+    install(client._client, provider="anthropic", hosts=hosts, sdk=_SDK, sdk_error=_anthropic.AnthropicError)
     return client

@@ -103,5 +103,5 @@ def instrument_openai(client: Any, *, hosts: dict[str, str] | None = None) -> An
     """
     if not isinstance(client, (_openai.OpenAI, _openai.AsyncOpenAI)):
         raise TypeError(f"instrument_openai expects an OpenAI or AsyncOpenAI client, got {type(client)!r}")
-    install(client._client, provider="openai", hosts=hosts, sdk=_SDK)
+    install(client._client, provider="openai", hosts=hosts, sdk=_SDK, sdk_error=_openai.OpenAIError)
     return client
