@@ -77,6 +77,15 @@ LEGACY_ENDPOINTS = {
 
 FINISHED, CONSUMER_CLOSED, FAILED = "finished", "consumer_closed", "failed"
 
+TERMINAL_EVENTS = frozenset({"message_stop", "response.completed", "response.failed", "response.incomplete"})
+"""SSE event names after which a provider sends nothing more (with OpenAI's ``data: [DONE]``): a stream
+closed right after one of them is recorded as ``finished`` (the SDKs stop reading there)."""
+
+
+def is_terminal(event: Mapping[str, Any]) -> bool:
+    """True when ``event`` ends the provider's stream (:data:`TERMINAL_EVENTS`, ``[DONE]``)."""
+    return event.get("text") == "[DONE]" or event.get("event") in TERMINAL_EVENTS
+
 
 def provider_for(host: str, hosts: Mapping[str, str] | None = None, default: str | None = None) -> str:
     """The provider of a request to ``host``: ``hosts`` first, then :data:`PROVIDER_HOSTS` and the

@@ -29,6 +29,7 @@ from stepfork.integrations._http_exchange import (
     SSEParser,
     encode_event,
     events_usage,
+    is_terminal,
     sse_output,
 )
 from stepfork.trace.boundary import BoundaryCall
@@ -62,10 +63,13 @@ class Exchange:
         return LLMOutput(out, **events_usage(events))
 
     def finish(self, end: str, exc: BaseException | None = None) -> None:
-        """Set how the stream ended (the first call wins) and record the response."""
+        """Set how the stream ended (the first call wins) and record the response. A stream closed
+        after the provider's terminal event (:func:`is_terminal`) is ``finished``."""
         with self._lock:
             if self._end is not None:
                 return
+            if end == CONSUMER_CLOSED and self._events and is_terminal(self._events[-1]):
+                end = FINISHED
             self._end = end
             if exc is not None:
                 from stepfork.trace.eventlog import exception_message, qualified_type_name
