@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stepfork.cli.options import RAISE_AS_HELP
+from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, RAISE_AS_HELP
 
 CLI_MODES = ("frozen", "live", "forbidden", "manual")
 
@@ -46,6 +46,10 @@ def replay(
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Show full diagnostic fingerprints instead of abbreviated ones.")
     ] = False,
+    allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
+    allow_host: Annotated[
+        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+    ] = None,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
     from stepfork.cli.options import parse_raise_as
@@ -76,6 +80,8 @@ def replay(
                 allow_live_tools=allow_live_tool or None,
                 approve=approve,
                 raise_as=classes,
+                network="open" if allow_network else None,
+                allow_hosts=allow_host or None,
             )
     except RaiseAsClassError as exc:
         fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
