@@ -23,4 +23,5 @@ TOP_LEVEL_HELP = (
     "  diff      Compare the behavior of two recorded agent runs.\n"
     "  export    Export an executable pytest regression test from a trace.\n"
     "  run       Run an exported regression test and write the receipt yourself.\n"
+    "  record    Record a Python program's LLM calls (any httpx-based SDK)...\n"
 )

@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "diff": "stepfork.cli.commands.diff",
     "export": "stepfork.cli.commands.export",
     "run": "stepfork.cli.commands.run",
+    "record": "stepfork.cli.commands.record",
 }
 
 _VERSION_FLAGS = ("--version", "-V")

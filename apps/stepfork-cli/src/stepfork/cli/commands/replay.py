@@ -28,6 +28,10 @@ CLI_MODES = ("frozen", "live", "forbidden", "manual")
 
 def replay(
     path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="After --: the Python program to replay (python SCRIPT ARGS...), instead of --entrypoint."),
+    ] = None,
     entrypoint: Annotated[
         str | None,
         typer.Option("--entrypoint", help="Trusted local MODULE:FUNCTION to execute under replay. Required."),
@@ -57,6 +61,8 @@ def replay(
 
     if mode not in CLI_MODES:
         fail(f"Invalid replay mode {mode}.", 2)
+    if command and not entrypoint:
+        _replay_program(path, command, mode, allow_network, allow_host or [])
     if not entrypoint:
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     classes = parse_raise_as(raise_as)
@@ -95,6 +101,27 @@ def replay(
         typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
     _render(outcome, path, entrypoint, classes, verbose=verbose)
     raise typer.Exit(outcome.exit_code)
+
+
+def _replay_program(path: Path, command: list[str], mode: str, allow_network: bool, hosts: list[str]) -> None:
+    """``stepfork replay BUNDLE -- python agent.py ARGS``: the program runs in its interpreter under the
+    replay (:mod:`stepfork.cli.scriptrun`), which prints the report; exits with its status."""
+    from stepfork.cli.commands.record import python_target, run_child
+    from stepfork.cli.output import fail
+
+    found = python_target(command)
+    if found is None:
+        fail("stepfork replay BUNDLE -- python SCRIPT ARGS... replays a Python program", 2)
+    if not path.exists():
+        fail(f"Unreadable trace {path}: no such bundle", 2)
+    interpreter, target = found
+    head = ["replay", str(path), mode, "open" if allow_network else "", ",".join(hosts)]
+    raise typer.Exit(run_child(interpreter, head, target))
+
+
+def render_outcome(outcome: Any, path: Path, entrypoint: str) -> None:
+    """Print the replay report of ``outcome`` (the spec's "replay" output) for ``entrypoint``."""
+    _render(outcome, path, entrypoint, None, verbose=False)
 
 
 def _entrypoint_detail(exc: Any, what: str = "entrypoint") -> str:
