@@ -28,6 +28,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
+
 PROVIDER_HOSTS: dict[str, str] = {
     "api.openai.com": "openai",
     "api.anthropic.com": "anthropic",
@@ -109,9 +111,12 @@ def decode_body(content: bytes, content_type: str | None) -> dict[str, Any] | No
     looks_json = content[:1] in (b"{", b"[") or "json" in (content_type or "")
     if looks_json:
         try:
-            return {"json": json.loads(content)}
-        except ValueError:
-            pass
+            return {"json": orjson.loads(content)}
+        except orjson.JSONDecodeError:
+            try:  # what orjson refuses and json accepts (integers past 64 bits, NaN)
+                return {"json": json.loads(content)}
+            except ValueError:
+                pass
     try:
         return {"text": content.decode("utf-8")}
     except UnicodeDecodeError:
@@ -123,7 +128,10 @@ def encode_body(body: Mapping[str, Any] | None) -> bytes:
     if not body:
         return b""
     if "json" in body:
-        return json.dumps(body["json"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        try:
+            return orjson.dumps(body["json"])
+        except TypeError:  # integers past 64 bits
+            return json.dumps(body["json"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     if "text" in body:
         return str(body["text"]).encode("utf-8")
     try:
@@ -246,26 +254,26 @@ class SSEParser:
         self._data: list[str] = []
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
-        """Parse ``chunk``; return the events it completed."""
+        """Parse ``chunk``; return the events it completed (an event is complete at its blank line)."""
         buffer = self._buffer + chunk
+        if b"\r" in buffer:  # CRLF and lone CR line ends become LF; a final CR may be half a CRLF
+            held = buffer.endswith(b"\r")
+            buffer = (buffer[:-1] if held else buffer).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if held:
+                buffer += b"\r"
+        blocks = buffer.split(b"\n\n")
+        self._buffer = blocks.pop()
         events: list[dict[str, Any]] = []
-        position = 0
-        while True:
-            cut = _line_end(buffer, position)
-            if cut is None:
-                break
-            index, size = cut
-            event = self._line(buffer[position:index].decode("utf-8", errors="replace"))
-            position = index + size
+        for block in blocks:
+            for line in block.split(b"\n"):
+                self._line(line.decode("utf-8", errors="replace"))
+            event = self._dispatch()
             if event is not None:
                 events.append(event)
-        self._buffer = buffer[position:]
         return events
 
-    def _line(self, text: str) -> dict[str, Any] | None:
-        if text == "":
-            return self._dispatch()
-        if text.startswith(":"):
+    def _line(self, text: str) -> None:
+        if text == "" or text.startswith(":"):
             return None
         name, _, value = text.partition(":")
         value = value.removeprefix(" ")
@@ -275,7 +283,6 @@ class SSEParser:
             self._fields[name] = value
         elif name == "retry" and value.isdigit():
             self._fields["retry"] = int(value)
-        return None
 
     def _dispatch(self) -> dict[str, Any] | None:
         if not self._fields and not self._data:
@@ -284,22 +291,11 @@ class SSEParser:
         if self._data:
             text = "\n".join(self._data)
             try:
-                event["data"] = json.loads(text)
-            except ValueError:
+                event["data"] = orjson.loads(text)
+            except orjson.JSONDecodeError:
                 event["text"] = text
         self._fields, self._data = {}, []
         return event
-
-
-def _line_end(buffer: bytes, start: int) -> tuple[int, int] | None:
-    """Position and size of the first line terminator (CRLF, LF or CR) from ``start``, or None."""
-    newline = buffer.find(b"\n", start)
-    ret = buffer.find(b"\r", start)
-    if ret == -1 or (newline != -1 and newline < ret):
-        return None if newline == -1 else (newline, 1)
-    if ret + 1 == len(buffer):  # a CR at the very end may be the start of a CRLF
-        return None
-    return ret, 2 if buffer[ret + 1] == 10 else 1
 
 
 def encode_event(event: Mapping[str, Any]) -> bytes:
@@ -312,7 +308,7 @@ def encode_event(event: Mapping[str, Any]) -> bytes:
     if "retry" in event:
         lines.append(f"retry: {event['retry']}")
     if "data" in event:
-        lines.append("data: " + json.dumps(event["data"], ensure_ascii=False, separators=(",", ":")))
+        lines.append("data: " + orjson.dumps(event["data"]).decode("utf-8"))
     elif "text" in event:
         lines.extend(f"data: {part}" for part in str(event["text"]).split("\n"))
     return ("\n".join(lines) + "\n\n").encode("utf-8")

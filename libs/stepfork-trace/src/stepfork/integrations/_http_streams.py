@@ -105,8 +105,10 @@ class _Replay:
         self._request = request
 
     def _chunks(self) -> Iterator[bytes]:
-        for event in self._events:
-            yield encode_event(event if isinstance(event, dict) else {"text": str(event)})
+        # one chunk: the events arrived in network reads of their own sizes anyway, and the SDKs' SSE
+        # decoders split on event boundaries, not on reads
+        if self._events:
+            yield b"".join(encode_event(e if isinstance(e, dict) else {"text": str(e)}) for e in self._events)
 
     def _after(self) -> None:
         """Raise what the recorded stream did after its last event (nothing when it finished)."""
