@@ -58,7 +58,9 @@ def _stream(model: str) -> bytes:
     base = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1767225600, "model": model}
     lines = [
         "data: "
-        + json.dumps({**base, "choices": [{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}]})
+        + json.dumps(
+            {**base, "choices": [{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}]}
+        )
         + "\n\n"
         for i in range(20)
     ]
@@ -79,7 +81,9 @@ def main() -> None:
     def serve(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
         if body.get("stream"):
-            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_stream(body["model"]))
+            return httpx2.Response(
+                200, headers={"content-type": "text/event-stream"}, content=_stream(body["model"])
+            )
         return httpx2.Response(200, json=_completion(body["model"]))
 
     def client(instrumented: bool) -> openai.OpenAI:
@@ -98,32 +102,42 @@ def main() -> None:
         run()
         return (time.perf_counter() - start) / CALLS
 
+    def measure(call: Callable[[openai.OpenAI], Any], folder: Path) -> dict[str, float]:
+        """Best per-call seconds of the baseline, recording and replay of ``call``, interleaved."""
+        bundle = folder / "recorded.sftrace"
+        with record("bench", output=bundle):
+            c = client(True)
+            for _ in range(CALLS):
+                call(c)
+        best = {"baseline": float("inf"), "record": float("inf"), "replay": float("inf")}
+        for repeat in range(REPEATS):
+            base_client, rec_client = client(False), client(True)
+
+            def baseline() -> None:
+                for _ in range(CALLS):
+                    call(base_client)  # noqa: B023 - runs before the next iteration rebinds it
+
+            def recording() -> None:
+                with record("bench", output=folder / f"r{repeat}.sftrace"):  # noqa: B023
+                    for _ in range(CALLS):
+                        call(rec_client)  # noqa: B023
+
+            def replaying() -> None:
+                with ReplaySession.from_trace(bundle):
+                    for _ in range(CALLS):
+                        call(rec_client)  # noqa: B023
+
+            best["baseline"] = min(best["baseline"], per_call(baseline))
+            best["record"] = min(best["record"], per_call(recording))
+            best["replay"] = min(best["replay"], per_call(replaying))
+        return best
+
     rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, call in (("plain", plain), ("stream", streamed)):
-            bundle = Path(tmp) / f"{name}.sftrace"
-            with record("bench", output=bundle):
-                c = client(True)
-                for _ in range(CALLS):
-                    call(c)
-            best = {"baseline": float("inf"), "record": float("inf"), "replay": float("inf")}
-            for repeat in range(REPEATS):
-                base_client, rec_client = client(False), client(True)
-                best["baseline"] = min(best["baseline"], per_call(lambda: [call(base_client) for _ in range(CALLS)]))
-
-                def recording(n: int = repeat) -> None:
-                    with record("bench", output=Path(tmp) / f"r{name}{n}.sftrace"):
-                        for _ in range(CALLS):
-                            call(rec_client)
-
-                best["record"] = min(best["record"], per_call(recording))
-
-                def replaying() -> None:
-                    with ReplaySession.from_trace(bundle):
-                        for _ in range(CALLS):
-                            call(rec_client)
-
-                best["replay"] = min(best["replay"], per_call(replaying))
+            folder = Path(tmp) / name
+            folder.mkdir()
+            best = measure(call, folder)
             rows[name] = {
                 "baseline_us": best["baseline"] * 1e6,
                 "record_us": best["record"] * 1e6,
@@ -139,7 +153,12 @@ def main() -> None:
         )
     print("targets: record <= 1.3x, replay <= 1.0x the un-instrumented call on the fake transport")
     RESULTS.parent.mkdir(exist_ok=True)
-    meta = {"python": sys.version.split()[0], "machine": platform.machine(), "calls": CALLS, "repeats": REPEATS}
+    meta = {
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "calls": CALLS,
+        "repeats": REPEATS,
+    }
     RESULTS.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
 
 

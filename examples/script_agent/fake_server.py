@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "openai_agent"))
 
-import httpx2  # noqa: E402
-from fake_openai import FakeOpenAI  # noqa: E402
+import httpx2
+from fake_openai import FakeOpenAI
 
 
 def handler_for(fake: FakeOpenAI) -> type[http.server.BaseHTTPRequestHandler]:

@@ -26,7 +26,11 @@ TOOLS = [
         "function": {
             "name": "get_weather",
             "description": "Current weather of a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
         },
     }
 ]

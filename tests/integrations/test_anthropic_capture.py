@@ -40,7 +40,9 @@ def aclient(fake: FakeProvider) -> anthropic.AsyncAnthropic:
 
 def test_create_plain_with_tools(bundle: Path) -> None:
     def agent(c: anthropic.Anthropic) -> Message:
-        return c.messages.create(model=MODEL, max_tokens=256, messages=MESSAGES, tools=TOOLS, system="Be brief.")
+        return c.messages.create(
+            model=MODEL, max_tokens=256, messages=MESSAGES, tools=TOOLS, system="Be brief."
+        )
 
     live = record_run(bundle, agent, client)
     assert live.content[1].type == "tool_use"
@@ -52,17 +54,25 @@ def test_create_plain_with_tools(bundle: Path) -> None:
     assert request["input"]["headers"] == {"anthropic-version": "2026-10-21"}  # the SDK's API version header
     assert "sk-ant-secret" not in (bundle / "events.jsonl").read_text()
     (response,) = responses_of(bundle)
-    assert (response["prompt_tokens"], response["completion_tokens"], response["total_tokens"]) == (90, 40, 130)
+    assert (response["prompt_tokens"], response["completion_tokens"], response["total_tokens"]) == (
+        90,
+        40,
+        130,
+    )
 
     def new_system(c: anthropic.Anthropic) -> Any:
-        return c.messages.create(model=MODEL, max_tokens=256, messages=MESSAGES, tools=TOOLS, system="Be verbose.")
+        return c.messages.create(
+            model=MODEL, max_tokens=256, messages=MESSAGES, tools=TOOLS, system="Be verbose."
+        )
 
     assert divergence(bundle, new_system, client).path == "$.body.system"
 
     def new_schema(c: anthropic.Anthropic) -> Any:
         tools = copy.deepcopy(TOOLS)
         tools[0]["input_schema"]["properties"]["units"] = {"type": "string"}
-        return c.messages.create(model=MODEL, max_tokens=256, messages=MESSAGES, tools=tools, system="Be brief.")
+        return c.messages.create(
+            model=MODEL, max_tokens=256, messages=MESSAGES, tools=tools, system="Be brief."
+        )
 
     assert divergence(bundle, new_schema, client).path.startswith("$.body.tools[0].input_schema.properties")
 

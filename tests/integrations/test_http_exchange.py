@@ -21,7 +21,9 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=10,
 )
-names = st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters=":"), min_size=1, max_size=12)
+names = st.text(
+    st.characters(min_codepoint=33, max_codepoint=126, exclude_characters=":"), min_size=1, max_size=12
+)
 events = st.lists(
     st.fixed_dictionaries({"data": json_values}, optional={"event": names, "id": names}),
     max_size=8,
@@ -89,6 +91,10 @@ def test_stream_usage_of_anthropic_and_openai_events() -> None:
         {"data": {"type": "message_start", "message": {"usage": {"input_tokens": 25, "output_tokens": 1}}}},
         {"data": {"type": "message_delta", "usage": {"output_tokens": 15}}},
     ]
-    assert events_usage(anthropic_events) == {"prompt_tokens": 25, "completion_tokens": 15, "total_tokens": 40}
+    assert events_usage(anthropic_events) == {
+        "prompt_tokens": 25,
+        "completion_tokens": 15,
+        "total_tokens": 40,
+    }
     openai_events = [{"data": {"usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}}}]
     assert events_usage(openai_events) == {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}

@@ -92,7 +92,10 @@ def test_an_anthropic_bundle_of_0_2_0_replays_with_the_same_results(legacy: Path
 
 
 def test_a_changed_prompt_still_diverges_on_a_0_2_0_bundle(legacy: Path) -> None:
-    with ReplaySession.from_trace(legacy / "anthropic-0.2.0.sftrace"), pytest.raises(ReplayMismatchError) as info:
+    with (
+        ReplaySession.from_trace(legacy / "anthropic-0.2.0.sftrace"),
+        pytest.raises(ReplayMismatchError) as info,
+    ):
         sealed_anthropic().messages.create(
             model="claude-sonnet-5-5", max_tokens=256, messages=[{"role": "user", "content": "Hi"}]
         )

@@ -32,7 +32,11 @@ TOOLS = [
         "function": {
             "name": "get_weather",
             "description": "Current weather of a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
         },
     }
 ]
@@ -55,7 +59,9 @@ def client(fake: FakeProvider) -> openai.OpenAI:
 
 def aclient(fake: FakeProvider) -> openai.AsyncOpenAI:
     http = httpx2.AsyncClient(transport=fake.transport())
-    return instrument_openai(openai.AsyncOpenAI(api_key="sk-secret-test-key", http_client=http, max_retries=0))
+    return instrument_openai(
+        openai.AsyncOpenAI(api_key="sk-secret-test-key", http_client=http, max_retries=0)
+    )
 
 
 def test_create_with_parallel_tool_calls(bundle: Path) -> None:
@@ -72,7 +78,11 @@ def test_create_with_parallel_tool_calls(bundle: Path) -> None:
     assert request["input"]["method"] == "POST"
     assert request["input"]["path"] == "/v1/chat/completions"
     assert request["input"]["body"]["tools"] == TOOLS
-    assert (response["prompt_tokens"], response["completion_tokens"], response["total_tokens"]) == (82, 17, 99)
+    assert (response["prompt_tokens"], response["completion_tokens"], response["total_tokens"]) == (
+        82,
+        17,
+        99,
+    )
     # per-request provider values are kept for the SDK, never in the matched input; no credential anywhere
     assert response["output"]["headers"]["x-request-id"] == "req_7f3a"
     assert "x-request-id" not in json.dumps(request["input"])
@@ -178,7 +188,10 @@ def test_async_create_parse_and_stream(bundle: Path) -> None:
     async def agent(c: openai.AsyncOpenAI) -> list[Any]:
         plain = await c.chat.completions.create(model=MODEL, messages=MESSAGES, tools=TOOLS)
         parsed = await c.chat.completions.parse(model=MODEL, messages=MESSAGES, response_format=Weather)
-        chunks = [chunk async for chunk in await c.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)]
+        chunks = [
+            chunk
+            async for chunk in await c.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+        ]
         async with c.chat.completions.stream(model=MODEL, messages=MESSAGES) as stream:
             final = await stream.get_final_completion()
         raw = await c.chat.completions.with_raw_response.create(model=MODEL, messages=MESSAGES)

@@ -20,7 +20,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseCompletedEvent
 
 from stepfork.integrations.openai import instrument_openai
-from stepfork.replay import RecordedDependencyError, ReplayMismatchError, ReplaySession
+from stepfork.replay import ReplayMismatchError, ReplaySession
 from stepfork.trace import llm_request, record, trace_tool, validate_bundle
 from stepfork.trace.integrity import verify_bundle_integrity
 
@@ -317,8 +317,13 @@ def test_closing_an_async_stream_from_another_task_keeps_the_recording_valid(bun
     async def serve(request: httpx2.Request) -> httpx2.Response:
         async def body() -> Any:
             for i in range(4):
-                chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
-                         "choices": [{"index": 0, "delta": {"content": f"w{i}"}}]}
+                chunk = {
+                    "id": "c",
+                    "object": "chat.completion.chunk",
+                    "created": 1,
+                    "model": "gpt-4o-mini",
+                    "choices": [{"index": 0, "delta": {"content": f"w{i}"}}],
+                }
                 yield f"data: {json.dumps(chunk)}\n\n".encode()
 
         return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())

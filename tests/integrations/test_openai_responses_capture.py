@@ -1,4 +1,5 @@
-"""OpenAI Responses API through the HTTP capture (issue 11): create (plain, streamed), parse, stream, async."""
+"""OpenAI Responses API through the HTTP capture (issue 11): create (plain and streamed), parse, stream,
+and the async forms."""
 
 from __future__ import annotations
 

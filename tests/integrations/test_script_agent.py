@@ -31,7 +31,11 @@ def server() -> Iterator[Any]:
 
 
 def run(args: list[str], cwd: Path, port: int) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "sk-script-secret"}
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+        "OPENAI_API_KEY": "sk-script-secret",
+    }
     return subprocess.run(
         [str(STEPFORK), *args], cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300
     )
@@ -42,24 +46,32 @@ def test_record_then_replay_a_script_with_no_stepfork_import(tmp_path: Path, ser
     port = srv.server_address[1]
     shutil.copy2(EXAMPLE / "weather_script.py", tmp_path)
     assert "stepfork" not in (tmp_path / "weather_script.py").read_text().lower().split('"""', 2)[2]
-    recorded = run(["record", "-o", "run.sftrace", "--", sys.executable, "weather_script.py", "Paris"], tmp_path, port)
+    recorded = run(
+        ["record", "-o", "run.sftrace", "--", sys.executable, "weather_script.py", "Paris"], tmp_path, port
+    )
     assert recorded.returncode == 0, recorded.stderr
     answer = json.loads(recorded.stdout)  # the program's stdout passes through
     assert answer["answer"] == fake.answer
     assert len(fake.requests) == 2
-    events = [json.loads(line) for line in (tmp_path / "run.sftrace" / "events.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line) for line in (tmp_path / "run.sftrace" / "events.jsonl").read_text().splitlines()
+    ]
     assert [e["type"] for e in events if e["type"].startswith("llm_")] == ["llm_request", "llm_response"] * 2
     assert "sk-script-secret" not in (tmp_path / "run.sftrace" / "events.jsonl").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.sftrace", "weather_script.py"]
 
-    replayed = run(["replay", "run.sftrace", "--", sys.executable, "weather_script.py", "Paris"], tmp_path, port)
+    replayed = run(
+        ["replay", "run.sftrace", "--", sys.executable, "weather_script.py", "Paris"], tmp_path, port
+    )
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert json.loads(replayed.stdout.splitlines()[0]) == answer
     assert replayed.stdout.count("(substituted)") == 2
     assert "Status: COMPLETED" in replayed.stdout
     assert len(fake.requests) == 2  # served from the bundle
 
-    changed = run(["replay", "run.sftrace", "--", sys.executable, "weather_script.py", "Lyon"], tmp_path, port)
+    changed = run(
+        ["replay", "run.sftrace", "--", sys.executable, "weather_script.py", "Lyon"], tmp_path, port
+    )
     assert changed.returncode == 1, changed.stdout + changed.stderr
     assert "$.body.messages[0].content" in changed.stdout
     assert len(fake.requests) == 2
@@ -68,11 +80,15 @@ def test_record_then_replay_a_script_with_no_stepfork_import(tmp_path: Path, ser
 def test_the_exit_status_is_the_run_status(tmp_path: Path, server: Any) -> None:
     srv, _ = server
     (tmp_path / "fails.py").write_text("import sys\nprint('working')\nsys.exit(3)\n")
-    done = run(["record", "-o", "f.sftrace", "--", sys.executable, "fails.py"], tmp_path, srv.server_address[1])
+    done = run(
+        ["record", "-o", "f.sftrace", "--", sys.executable, "fails.py"], tmp_path, srv.server_address[1]
+    )
     assert (done.returncode, done.stdout) == (3, "working\n")
     manifest = json.loads((tmp_path / "f.sftrace" / "manifest.json").read_text())
     assert manifest["status"] == "failed"
-    again = run(["record", "-o", "f.sftrace", "--", sys.executable, "fails.py"], tmp_path, srv.server_address[1])
+    again = run(
+        ["record", "-o", "f.sftrace", "--", sys.executable, "fails.py"], tmp_path, srv.server_address[1]
+    )
     assert again.returncode == 2
     assert "--overwrite" in again.stderr
 

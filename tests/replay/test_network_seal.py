@@ -93,7 +93,7 @@ def test_nothing_is_sent_and_the_socket_never_connects(bundle: Path) -> None:
     with ReplaySession.from_trace(bundle), sock, pytest.raises(ReplayPolicyError):
         sock.connect((REMOTE, 80))
     assert CountingSocket.sent == 0
-    with pytest.raises(OSError, match="(not connected|Bad file descriptor)"):
+    with pytest.raises(OSError, match=r"(not connected|Bad file descriptor)"):
         sock.getpeername()
 
 
@@ -161,9 +161,8 @@ def test_an_uninstrumented_sdk_client_fails_with_network_sealed_and_the_local_db
 
     with record("sdk", output=path):
         ask_db(server)
-    with ReplaySession.from_trace(path) as session:
-        with pytest.raises(Exception) as info:
-            sdk_agent()
+    with ReplaySession.from_trace(path) as session, pytest.raises(Exception) as info:
+        sdk_agent()
     assert session.divergence is not None
     assert session.divergence.code == "network_sealed"
     assert "api.openai.com:443" in str(session.divergence)
@@ -171,7 +170,7 @@ def test_an_uninstrumented_sdk_client_fails_with_network_sealed_and_the_local_db
     assert any(isinstance(e, ReplayPolicyError) for e in chain)
 
 
-AGENT = '''
+AGENT = """
 import socket
 
 
@@ -179,7 +178,7 @@ def run_agent():
     with socket.create_connection(("{remote}", 443), timeout=0.5):
         pass
     return "sent"
-'''
+"""
 
 
 def test_the_cli_reports_network_sealed_and_allow_host_lets_it_through(bundle: Path, tmp_path: Path) -> None:
@@ -195,6 +194,11 @@ def test_the_cli_reports_network_sealed_and_allow_host_lets_it_through(bundle: P
     assert f"{REMOTE}:443" in done.stdout
     # allowed: the seal lets it through, so whatever the OS says (unreachable, timeout) is the agent's
     allowed = subprocess.run(
-        [*args, "--allow-host", REMOTE], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120
+        [*args, "--allow-host", REMOTE],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
     )
     assert "network sealed" not in allowed.stdout

@@ -63,24 +63,28 @@ def replay_run(bundle: Path, agent: Callable[[Any], Any], client: Callable[[Fake
     return result
 
 
-def divergence(bundle: Path, agent: Callable[[Any], Any], client: Callable[[FakeProvider], Any]) -> ReplayMismatchError:
+def divergence(
+    bundle: Path, agent: Callable[[Any], Any], client: Callable[[FakeProvider], Any]
+) -> ReplayMismatchError:
     """The ReplayMismatchError a replay of ``agent`` (changed) raises; the sealed provider is never called."""
     fake = FakeProvider().seal()
+    session = ReplaySession.from_trace(bundle)
 
     async def arun() -> None:
-        async with ReplaySession.from_trace(bundle) as session:
+        async with session:
             await agent(client(fake))
-        assert session.divergence is not None
 
-    with pytest.raises(ReplayMismatchError) as info:
+    def run() -> None:
         if inspect.iscoroutinefunction(agent):
             asyncio.run(arun())
         else:
-            with ReplaySession.from_trace(bundle) as session:
+            with session:
                 agent(client(fake))
-    if not inspect.iscoroutinefunction(agent):
-        assert session.divergence is not None
-        assert session.divergence.code == info.value.code
+
+    with pytest.raises(ReplayMismatchError) as info:
+        run()
+    assert session.divergence is not None
+    assert session.divergence.code == info.value.code
     return info.value
 
 

@@ -44,7 +44,9 @@ class FakeProvider:
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         if self.sealed:
-            raise AssertionError(f"the fake provider was called during replay: {request.method} {request.url}")
+            raise AssertionError(
+                f"the fake provider was called during replay: {request.method} {request.url}"
+            )
         body = json.loads(request.content or b"{}")
         self.requests.append(body)
         path = request.url.path
@@ -65,7 +67,9 @@ class FakeProvider:
     def chat(self, body: dict[str, Any]) -> httpx2.Response:
         model = body["model"]
         if body.get("stream"):
-            return httpx2.Response(200, headers={**SSE, **OPENAI_HEADERS}, content=_sse(self._chat_chunks(body)))
+            return httpx2.Response(
+                200, headers={**SSE, **OPENAI_HEADERS}, content=_sse(self._chat_chunks(body))
+            )
         wants_tools = body.get("tools") and not any(m.get("role") == "tool" for m in body["messages"])
         if wants_tools:
             calls = [
@@ -76,7 +80,12 @@ class FakeProvider:
                 }
                 for i, city in enumerate(["Paris", "Lyon"])
             ]
-            message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "tool_calls": calls}
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "refusal": None,
+                "tool_calls": calls,
+            }
             finish = "tool_calls"
         else:
             message = {"role": "assistant", "content": self._text(body), "refusal": None}
@@ -100,11 +109,19 @@ class FakeProvider:
         return httpx2.Response(200, headers=OPENAI_HEADERS, json=completion)
 
     def _chat_chunks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        base = {"id": "chatcmpl-S1", "object": "chat.completion.chunk", "created": CREATED, "model": body["model"]}
+        base = {
+            "id": "chatcmpl-S1",
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": body["model"],
+        }
         text = self._text(body)
         pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
         chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
-        chunks += [{**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
+        chunks += [
+            {**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}
+            for p in pieces
+        ]
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         if (body.get("stream_options") or {}).get("include_usage"):
             usage = {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49}
@@ -150,7 +167,13 @@ class FakeProvider:
             return httpx2.Response(200, headers=OPENAI_HEADERS, json=self._response(body))
         text = self._text(body)
         ids = {"item_id": "msg_01", "output_index": 0, "content_index": 0}
-        empty_item = {"type": "message", "id": "msg_01", "status": "in_progress", "role": "assistant", "content": []}
+        empty_item = {
+            "type": "message",
+            "id": "msg_01",
+            "status": "in_progress",
+            "role": "assistant",
+            "content": [],
+        }
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
         events: list[dict[str, Any]] = [
             {"type": "response.created", "response": self._response(body, "in_progress")},
@@ -171,21 +194,30 @@ class FakeProvider:
         ]
         for number, event in enumerate(events):
             event["sequence_number"] = number
-        return httpx2.Response(200, headers={**SSE, **OPENAI_HEADERS}, content=_sse(events, named=True, done=False))
+        return httpx2.Response(
+            200, headers={**SSE, **OPENAI_HEADERS}, content=_sse(events, named=True, done=False)
+        )
 
     # -- Anthropic Messages ------------------------------------------------------------------------------
 
     def messages(self, body: dict[str, Any]) -> httpx2.Response:
         model = body["model"]
         if body.get("stream"):
-            data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in self._message_events(model))
+            data = "".join(
+                f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in self._message_events(model)
+            )
             return httpx2.Response(200, headers={**SSE, **ANTHROPIC_HEADERS}, content=data.encode())
         has_result = any(
             isinstance(m.get("content"), list) and any(b.get("type") == "tool_result" for b in m["content"])
             for m in body["messages"]
         )
         if body.get("tools") and not has_result:
-            tool_use = {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}
+            tool_use = {
+                "type": "tool_use",
+                "id": "toolu_01",
+                "name": "get_weather",
+                "input": {"city": "Paris"},
+            }
             content: list[dict[str, Any]] = [{"type": "text", "text": "Let me check the weather."}, tool_use]
             stop, usage = "tool_use", (90, 40)
         else:
@@ -213,7 +245,9 @@ class FakeProvider:
         ]
 
 
-def _message(model: str, content: list[dict[str, Any]], stop: str | None, usage: tuple[int, int]) -> dict[str, Any]:
+def _message(
+    model: str, content: list[dict[str, Any]], stop: str | None, usage: tuple[int, int]
+) -> dict[str, Any]:
     return {
         "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
         "type": "message",

@@ -21,7 +21,7 @@ import traceback
 from typing import Any
 
 
-class ProgramExit(Exception):  # noqa: N818 - the program's exit status, not an error of Stepfork's
+class ProgramExit(Exception):
     """The program exited with a non-zero status (``code``: int or the ``sys.exit`` message)."""
 
     def __init__(self, code: Any) -> None:

@@ -39,9 +39,6 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
-from stepfork.replay.network import Seal, network_for
-from stepfork.replay.network import seal as seal_network
-from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
 from stepfork.replay.matching import (
     CallCursor,
@@ -52,6 +49,9 @@ from stepfork.replay.matching import (
     incomplete_error,
 )
 from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
+from stepfork.replay.network import Seal, network_for
+from stepfork.replay.network import seal as seal_network
+from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.ordering import ConcurrentCursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types

@@ -22,6 +22,7 @@ the JSON body, input and output as :mod:`stepfork.integrations._http_exchange` d
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
 from collections.abc import Mapping
@@ -99,7 +100,11 @@ class Capture:
         """The output of a read (non-SSE) response and the response handed to the SDK."""
         headers = response.headers
         body = wire.decode_body(content, headers.get("content-type")) or {}
-        out = {"status": response.status_code, "headers": wire.response_headers(headers.multi_items()), **body}
+        out = {
+            "status": response.status_code,
+            "headers": wire.response_headers(headers.multi_items()),
+            **body,
+        }
         usage = wire.body_usage(body.get("json"))
         kept = [(k, v) for k, v in headers.multi_items() if k.lower() not in _DROPPED_RESPONSE_HEADERS]
         fresh = self.lib.Response(
@@ -131,7 +136,11 @@ class Capture:
     # -- replay --------------------------------------------------------------------------------------
 
     def replayed(self, output: Any, call: BoundaryCall, legacy: Any, request: Any, *, is_async: bool) -> Any:
-        """The HTTP response rebuilt from a recorded output (raises ReplayMismatchError when it is not one)."""
+        """The HTTP response rebuilt from a recorded output.
+
+        Raises:
+            ReplayMismatchError: ``sdk_rebuild_failed`` when the output is not an HTTP response.
+        """
         if legacy is not None:
             output = wire.legacy_output(legacy, output)
         if not (isinstance(output, dict) and isinstance(output.get("status"), int)):
@@ -220,10 +229,8 @@ def _replays_legacy(handler: Any) -> bool:
         and c.input.get("endpoint") in wire.LEGACY_ENDPOINTS.values()
         for c in calls
     )
-    try:
+    with contextlib.suppress(TypeError):  # a handler that cannot be weakly referenced: not cached
         _legacy_sessions[handler] = legacy
-    except TypeError:
-        pass
     return legacy
 
 

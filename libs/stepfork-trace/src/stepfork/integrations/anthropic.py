@@ -64,7 +64,8 @@ MESSAGES = Endpoint(
     construct=sdk_constructor(_anthropic),
     sentinels=sdk_sentinels(_anthropic),
 )
-"""0.2.0's SDK-level description of ``client.messages.create`` (no longer patched): returns ``Message``; streams ``RawMessageStreamEvent`` (a union)."""
+"""0.2.0's SDK-level description of ``client.messages.create`` (no longer patched): returns
+``Message``; streams ``RawMessageStreamEvent`` (a union)."""
 
 
 def instrument_anthropic(client: Any, *, hosts: dict[str, str] | None = None) -> Any:

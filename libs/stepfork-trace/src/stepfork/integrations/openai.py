@@ -69,7 +69,8 @@ CHAT_COMPLETIONS = Endpoint(
     construct=_CONSTRUCT,
     sentinels=_SENTINELS,
 )
-"""0.2.0's SDK-level description of ``client.chat.completions.create`` (no longer patched): returns ``ChatCompletion``; streams ``ChatCompletionChunk``."""
+"""0.2.0's SDK-level description of ``client.chat.completions.create`` (no longer patched): returns
+``ChatCompletion``; streams ``ChatCompletionChunk``."""
 
 RESPONSES = Endpoint(
     provider="openai",
@@ -82,7 +83,8 @@ RESPONSES = Endpoint(
     construct=_CONSTRUCT,
     sentinels=_SENTINELS,
 )
-"""0.2.0's SDK-level description of ``client.responses.create`` (no longer patched): returns ``Response``; streams ``ResponseStreamEvent`` (a union)."""
+"""0.2.0's SDK-level description of ``client.responses.create`` (no longer patched): returns
+``Response``; streams ``ResponseStreamEvent`` (a union)."""
 
 
 def instrument_openai(client: Any, *, hosts: dict[str, str] | None = None) -> Any:

@@ -33,11 +33,15 @@ def run_child(interpreter: str, head: list[str], target: list[str]) -> int:
 
 
 def record(
-    command: Annotated[list[str], typer.Argument(help="The program: python SCRIPT ARGS... or python -m MODULE.")],
+    command: Annotated[
+        list[str], typer.Argument(help="The program: python SCRIPT ARGS... or python -m MODULE.")
+    ],
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Bundle to write (default: <script>.sftrace).")
     ] = None,
-    agent: Annotated[str | None, typer.Option("--agent", help="Agent name in the manifest (default: the script).")] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Agent name in the manifest (default: the script).")
+    ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing bundle.")] = False,
 ) -> None:
     """Record a Python program's LLM calls (any httpx-based SDK) with no Stepfork import in it."""
@@ -45,7 +49,10 @@ def record(
 
     found = python_target(command)
     if found is None:
-        fail("stepfork record runs a Python program: stepfork record -- python SCRIPT ARGS... (or -m MODULE)", 2)
+        fail(
+            "stepfork record runs a Python program: stepfork record -- python SCRIPT ARGS... (or -m MODULE)",
+            2,
+        )
     interpreter, target = found
     name = target[1] if target[0] == "-m" else Path(target[0]).stem
     out = output if output is not None else Path(f"{name.rsplit('.', 1)[-1]}.sftrace")

@@ -30,7 +30,9 @@ def replay(
     path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
     command: Annotated[
         list[str] | None,
-        typer.Argument(help="After --: the Python program to replay (python SCRIPT ARGS...), instead of --entrypoint."),
+        typer.Argument(
+            help="After --: the Python program to replay (python SCRIPT ARGS...), instead of --entrypoint."
+        ),
     ] = None,
     entrypoint: Annotated[
         str | None,
