@@ -202,3 +202,90 @@ def test_the_cli_reports_network_sealed_and_allow_host_lets_it_through(bundle: P
         timeout=120,
     )
     assert "network sealed" not in allowed.stdout
+
+
+def test_an_exported_test_holds_the_network_options_as_literals(bundle: Path, tmp_path: Path) -> None:
+    from stepfork.analysis.export import generate_pytest_source
+    from stepfork.analysis.exported import read_exported_constants
+
+    source = generate_pytest_source(
+        trace_path=bundle,
+        output_path=tmp_path / "test_x.py",
+        entrypoint="net_agent:run_agent",
+        network="open",
+        allow_hosts=["db.internal", "10.0.0.5"],
+    )
+    constants = read_exported_constants(source)
+    assert (constants["NETWORK"], constants["ALLOW_HOSTS"]) == ("open", ["10.0.0.5", "db.internal"])
+    assert "network=NETWORK" in source
+    assert "allow_hosts=ALLOW_HOSTS" in source
+
+
+def test_run_regression_case_is_sealed_and_can_allow_a_host(bundle: Path, server: tuple[str, int]) -> None:
+    from stepfork.replay.regression import run_regression_case
+
+    def run_agent() -> str:
+        lookup("Paris")
+        ask_db(server)
+        with socket.create_connection((REMOTE, 443), timeout=0.2):
+            pass
+        return "sent"
+
+    with pytest.raises(AssertionError, match="network_sealed|network sealed"):
+        run_regression_case(run_agent, bundle, has_expectation=False)
+    # allowed: the seal lets the connection through, so what fails now is the OS's answer, not the seal
+    with pytest.raises(AssertionError) as info:
+        run_regression_case(run_agent, bundle, has_expectation=False, allow_hosts=[REMOTE])
+    assert "network sealed" not in str(info.value)
+
+
+MARKED = """
+import socket
+
+import pytest
+
+from stepfork.trace import trace_tool
+
+
+@trace_tool
+def lookup(city: str) -> str:
+    return city
+
+
+@pytest.mark.stepfork({bundle!r}, allow_hosts=["{remote}"])
+def test_allowed():
+    assert lookup("Paris") == "Paris: sunny"
+    with pytest.raises(OSError):
+        socket.create_connection(("{remote}", 443), timeout=0.2)
+
+
+@pytest.mark.stepfork({bundle!r})
+def test_sealed():
+    from stepfork.replay import ReplayPolicyError
+
+    lookup("Paris")
+    with pytest.raises(ReplayPolicyError):
+        socket.create_connection(("{remote}", 443), timeout=0.2)
+"""
+
+
+def test_the_pytest_marker_takes_the_network_options(bundle: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "test_marked.py").write_text(MARKED.format(bundle=str(bundle), remote=REMOTE))
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        [*args, "-p", "no:xdist", "--rootdir", str(folder), str(folder)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    # test_sealed catches the error, but the refused connection is the replay's divergence: it fails
+    assert "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
+    assert "FAILED test_marked.py::test_sealed" in done.stdout
+    assert "network" in done.stdout.split("test_sealed", 1)[1]

@@ -38,7 +38,9 @@ T = TypeVar("T")
 
 MARKER = "stepfork"
 RECORD_OPTION = "--stepfork-record"
-_REPLAY_OPTIONS = frozenset({"live_llms", "allow_live_tools", "approve", "ordering", "raise_as"})
+_REPLAY_OPTIONS = frozenset(
+    {"live_llms", "allow_live_tools", "approve", "ordering", "raise_as", "network", "allow_hosts"}
+)
 
 
 class StepforkBundleMissingError(FileNotFoundError):
