@@ -231,7 +231,7 @@ def test_run_regression_case_is_sealed_and_can_allow_a_host(bundle: Path, server
             pass
         return "sent"
 
-    with pytest.raises(AssertionError, match="network_sealed|network sealed"):
+    with pytest.raises(AssertionError, match=r"network_sealed|network sealed"):
         run_regression_case(run_agent, bundle, has_expectation=False)
     # allowed: the seal lets the connection through, so what fails now is the OS's answer, not the seal
     with pytest.raises(AssertionError) as info:
