@@ -8,12 +8,14 @@ from typing import Any
 
 import anthropic
 import httpx2
+import pytest
 from anthropic.types import Message, RawMessageStartEvent
 from capture_harness import assert_same, divergence, record_run, replay_run
 from fake_providers import FakeProvider
 from integration_helpers import events_of, responses_of
 
 from stepfork.integrations.anthropic import instrument_anthropic
+from stepfork.replay import ReplayMismatchError, ReplaySession
 
 MODEL = "claude-sonnet-5-5"
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -116,3 +118,18 @@ def test_async_forms(bundle: Path) -> None:
 
     live = record_run(bundle, agent, aclient)
     assert_same(live, replay_run(bundle, agent, aclient))
+
+
+def test_a_divergence_is_not_retried_nor_wrapped_by_the_sdk_with_default_retries(bundle: Path) -> None:
+    def agent(c: anthropic.Anthropic) -> Message:
+        return c.messages.create(model=MODEL, max_tokens=256, messages=MESSAGES)
+
+    record_run(bundle, agent, client)
+    fake = FakeProvider().seal()
+    http = httpx2.Client(transport=fake.transport())
+    default_retries = instrument_anthropic(anthropic.Anthropic(api_key="sk-ant", http_client=http))
+    with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayMismatchError) as info:
+        default_retries.messages.create(model=MODEL, max_tokens=99, messages=MESSAGES)
+    assert info.value.path == "$.body.max_tokens"
+    assert isinstance(info.value, anthropic.AnthropicError)  # so the SDK let it through untouched
+    assert session.divergence_count == 1  # one attempt: not retried as a connection error
