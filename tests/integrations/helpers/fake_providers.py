@@ -70,8 +70,20 @@ class FakeProvider:
             return httpx2.Response(
                 200, headers={**SSE, **OPENAI_HEADERS}, content=_sse(self._chat_chunks(body))
             )
-        wants_tools = body.get("tools") and not any(m.get("role") == "tool" for m in body["messages"])
-        if wants_tools:
+        answered = any(m.get("role") == "tool" for m in body["messages"])
+        names = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+        wants_tools = body.get("tools") and not answered
+        if answered and "final_result" in names:  # pydantic-ai's output tool: answer through it
+            final = {"name": "final_result", "arguments": json.dumps(self.structured)}
+            call = {"id": "call_final", "type": "function", "function": final}
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "refusal": None,
+                "tool_calls": [call],
+            }
+            finish = "tool_calls"
+        elif wants_tools:
             calls = [
                 {
                     "id": f"call_{i}",
@@ -80,12 +92,7 @@ class FakeProvider:
                 }
                 for i, city in enumerate(["Paris", "Lyon"])
             ]
-            message: dict[str, Any] = {
-                "role": "assistant",
-                "content": None,
-                "refusal": None,
-                "tool_calls": calls,
-            }
+            message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": calls}
             finish = "tool_calls"
         else:
             message = {"role": "assistant", "content": self._text(body), "refusal": None}
