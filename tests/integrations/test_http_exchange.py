@@ -98,3 +98,39 @@ def test_stream_usage_of_anthropic_and_openai_events() -> None:
     }
     openai_events = [{"data": {"usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}}}]
     assert events_usage(openai_events) == {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}
+
+
+def test_a_handler_without_open_call_gets_one_call_with_the_whole_response() -> None:
+    import httpx2
+    from fake_providers import FakeProvider
+
+    from stepfork.integrations.httpx import instrument_httpx
+    from stepfork.trace import boundary
+
+    class Collecting:
+        is_replay = False
+
+        def __init__(self) -> None:
+            self.calls: list[Any] = []
+
+        def handle(self, call: Any, body: Any, *, orphan: bool = False) -> Any:
+            result = body()
+            self.calls.append((call, result))
+            return result
+
+        async def ahandle(self, call: Any, body: Any, *, orphan: bool = False) -> Any:
+            raise NotImplementedError
+
+    handler = Collecting()
+    client = instrument_httpx(httpx2.Client(transport=FakeProvider().transport()))
+    token = boundary.activate(handler)  # type: ignore[arg-type]
+    try:
+        body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+        response = client.post("https://api.openai.com/v1/chat/completions", json=body)
+    finally:
+        boundary.deactivate(handler, token)  # type: ignore[arg-type]
+    assert response.json()["object"] == "chat.completion"
+    ((call, out),) = handler.calls
+    assert (call.provider, call.model) == ("openai", "gpt-4o-mini")
+    assert out.value["status"] == 200
+    assert out.prompt_tokens == 82

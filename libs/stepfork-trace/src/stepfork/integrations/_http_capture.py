@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
-from stepfork.integrations._http_streams import Exchange, stream_classes, transport_error
+from stepfork.integrations._http_streams import Exchange, stream_classes, through_class, transport_error
 from stepfork.trace import boundary
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
@@ -175,24 +175,11 @@ class Capture:
             return
         if isinstance(exc, self.sdk_error):
             return
-        both = _through_class(type(exc), self.sdk_error)
+        both = through_class(type(exc), self.sdk_error)
         again = both.__new__(both)
         again.__dict__.update(exc.__dict__)
         again.args = exc.args
         raise again.with_traceback(exc.__traceback__) from exc.__cause__
-
-
-_THROUGH: dict[tuple[type, type], type] = {}
-
-
-def _through_class(error: type[BaseException], sdk_error: type[BaseException]) -> type[BaseException]:
-    """A subclass of both ``error`` and ``sdk_error`` named like ``error`` (cached)."""
-    key = (error, sdk_error)
-    cls = _THROUGH.get(key)
-    if cls is None:
-        cls = type(error.__name__, (error, sdk_error), {"__module__": error.__module__})
-        _THROUGH[key] = cls
-    return cls
 
 
 def _snapshot(pending: list[Exchange]) -> LLMOutput:
@@ -263,6 +250,21 @@ class CaptureTransport:
                 raise
             return live[0] if live else capture.replayed(out, call, legacy, request, is_async=False)
         capture.note_sdk(handler)
+        if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
+            fresh: list[Any] = []
+
+            def read_whole() -> LLMOutput:
+                response = self.inner.handle_request(request)
+                try:
+                    content = response.read()
+                finally:
+                    response.close()
+                out, built = capture.recorded(response, content)
+                fresh.append(built)
+                return out
+
+            handler.handle(call, read_whole, orphan=orphan)
+            return fresh[0]
         pending: list[Exchange] = []
         opened = handler.open_call(call, lambda: _snapshot(pending), orphan=orphan)
         try:
@@ -321,6 +323,21 @@ class AsyncCaptureTransport:
                 raise
             return live[0] if live else capture.replayed(out, call, legacy, request, is_async=True)
         capture.note_sdk(handler)
+        if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
+            fresh: list[Any] = []
+
+            async def read_whole() -> LLMOutput:
+                response = await self.inner.handle_async_request(request)
+                try:
+                    content = await response.aread()
+                finally:
+                    await response.aclose()
+                out, built = capture.recorded(response, content)
+                fresh.append(built)
+                return out
+
+            await handler.ahandle(call, read_whole, orphan=orphan)
+            return fresh[0]
         pending: list[Exchange] = []
         opened = handler.open_call(call, lambda: _snapshot(pending), orphan=orphan)
         try:

@@ -93,6 +93,20 @@ def transport_error(lib: ModuleType, error_type: str, message: str, request: Any
         return None
 
 
+_THROUGH: dict[tuple[type, type], type] = {}
+
+
+def through_class(error: type[BaseException], sdk_error: type[BaseException]) -> type[BaseException]:
+    """A subclass of both ``error`` and ``sdk_error`` named like ``error`` (cached): how a replay error
+    raised in an SDK's transport passes the SDK's own error handling untouched."""
+    key = (error, sdk_error)
+    cls = _THROUGH.get(key)
+    if cls is None:
+        cls = type(error.__name__, (error, sdk_error), {"__module__": error.__module__})
+        _THROUGH[key] = cls
+    return cls
+
+
 class _Replay:
     """The recorded events of one stream and how it ended."""
 
