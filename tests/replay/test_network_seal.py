@@ -289,3 +289,22 @@ def test_the_pytest_marker_takes_the_network_options(bundle: Path, tmp_path: Pat
     assert "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
     assert "FAILED test_marked.py::test_sealed" in done.stdout
     assert "network" in done.stdout.split("test_sealed", 1)[1]
+
+
+def test_fork_goes_live_from_the_fork_point_with_the_network_open(tmp_path: Path) -> None:
+    from stepfork.analysis import fork
+
+    def run_agent() -> int:
+        lookup("Paris")
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        probe.setblocking(False)
+        try:  # the live part may reach the network: the seal must not refuse it
+            return probe.connect_ex((REMOTE, 9))
+        finally:
+            probe.close()
+
+    parent = tmp_path / "parent.sftrace"
+    with record("fork-net", output=parent):
+        run_agent()
+    result = fork(parent, step=2, entrypoint=run_agent, output=tmp_path / "child.sftrace")
+    assert result.status == "completed", result.error

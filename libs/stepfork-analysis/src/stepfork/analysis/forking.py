@@ -265,7 +265,9 @@ def fork(
     target = Path(output)
     if target.exists() and not overwrite:
         raise ForkError(f"{target} already exists; pass --overwrite to replace it.", code="already_exists")
-    session = ReplaySession(trace, "frozen")
+    # network open: from the fork point on, the agent's LLM calls really go out (issue 11 seals only
+    # replays that must not reach the network)
+    session = ReplaySession(trace, "frozen", network="open")
     frozen = [c for c in session.calls if c.step < step]
     by_step: dict[int, int] = {}
     for call in frozen:
