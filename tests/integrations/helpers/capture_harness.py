@@ -45,30 +45,33 @@ def record_run(bundle: Path, agent: Callable[[Any], Any], client: Callable[[Fake
     return live
 
 
-def replay_run(bundle: Path, agent: Callable[[Any], Any], client: Callable[[FakeProvider], Any]) -> Any:
-    """Replay ``agent`` (frozen) with a sealed fake provider; every recorded call must be consumed."""
+def replay_run(
+    bundle: Path, agent: Callable[[Any], Any], client: Callable[[FakeProvider], Any], **options: Any
+) -> Any:
+    """Replay ``agent`` (frozen) with a sealed fake provider; every recorded call must be consumed.
+    ``options`` go to ``ReplaySession.from_trace`` (``ordering=``)."""
     fake = FakeProvider().seal()
 
     async def arun() -> Any:
-        async with ReplaySession.from_trace(bundle) as session:
+        async with ReplaySession.from_trace(bundle, **options) as session:
             result = await agent(client(fake))
         session.verify_complete()
         return result
 
     if inspect.iscoroutinefunction(agent):
         return asyncio.run(arun())
-    with ReplaySession.from_trace(bundle) as session:
+    with ReplaySession.from_trace(bundle, **options) as session:
         result = agent(client(fake))
     session.verify_complete()
     return result
 
 
 def divergence(
-    bundle: Path, agent: Callable[[Any], Any], client: Callable[[FakeProvider], Any]
+    bundle: Path, agent: Callable[[Any], Any], client: Callable[[FakeProvider], Any], **options: Any
 ) -> ReplayMismatchError:
     """The ReplayMismatchError a replay of ``agent`` (changed) raises; the sealed provider is never called."""
     fake = FakeProvider().seal()
-    session = ReplaySession.from_trace(bundle)
+    session = ReplaySession.from_trace(bundle, **options)
 
     async def arun() -> None:
         async with session:
