@@ -75,7 +75,7 @@ def test_an_async_stream_replays_the_same_events_with_stream_token_usage(bundle:
 
     live = asyncio.run(recording())
     (response,) = responses_of(bundle)
-    assert response["output"]["stream"]["end"] == "finished"
+    assert response["output"]["sse"]["end"] == "finished"
     assert (response["prompt_tokens"], response["completion_tokens"]) == (25, 15)
     replayed = asyncio.run(replay())
     assert isinstance(replayed[0], RawMessageStartEvent)

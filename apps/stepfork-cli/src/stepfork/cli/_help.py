@@ -27,4 +27,5 @@ TOP_LEVEL_HELP = (
     "  redact    Write a redacted copy of a bundle with a new integrity.json.\n"
     "  check     Replay every bundle of a corpus against a candidate build and...\n"
     "  upload    Upload a spooled bundle to object storage (integrity.json last).\n"
+    "  record    Record a Python program's LLM calls (any httpx-based SDK)...\n"
 )

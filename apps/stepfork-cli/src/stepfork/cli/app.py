@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "redact": "stepfork.cli.commands.redact",
     "check": "stepfork.cli.commands.check",
     "upload": "stepfork.cli.commands.upload",
+    "record": "stepfork.cli.commands.record",
 }
 
 _VERSION_FLAGS = ("--version", "-V")

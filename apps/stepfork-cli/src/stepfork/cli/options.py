@@ -11,6 +11,12 @@ RAISE_AS_HELP = (
     "MODULE:CLASS, imported like the entrypoint, so your agent's except clause runs. Repeatable."
 )
 
+ALLOW_NETWORK_HELP = (
+    "Leave the network open during a frozen, forbidden or manual replay (sealed by default: an "
+    "uninstrumented outbound connection fails with network_sealed)."
+)
+ALLOW_HOST_HELP = "Let connections to HOST (a name or an address) through the sealed network. Repeatable."
+
 _FORM = "expected TYPE=MODULE:CLASS, for example app.errors.RateLimited=app.errors:RateLimited"
 
 

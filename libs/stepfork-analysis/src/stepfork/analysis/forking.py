@@ -282,7 +282,9 @@ def fork(
         problem = bundle_replace_problem(target)  # --overwrite replaces a bundle, never a user's directory
         if problem is not None:
             raise ForkError(problem, code="invalid_option")
-    session = ReplaySession(trace, "frozen")
+    # network open: from the fork point on, the agent's LLM calls really go out (issue 11 seals only
+    # replays that must not reach the network)
+    session = ReplaySession(trace, "frozen", network="open")
     frozen = [c for c in session.calls if c.step < step]
     by_step: dict[int, int] = {}
     for call in frozen:

@@ -342,10 +342,13 @@ def replay_entrypoint(
     import_root: str | os.PathLike[str] | None = None,
     ordering: str = "strict",
     raise_as: Mapping[str, RaiseAsTarget | str] | None = None,
+    network: str | None = None,
+    allow_hosts: Iterable[str] | None = None,
 ) -> ReplayOutcome:
     """Replay ``entrypoint`` (a callable or ``"MODULE:FUNCTION"``) against ``trace`` and report.
 
-    ``mode``, ``live_llms``, ``allow_live_tools``, ``approve``, ``ordering``: as :class:`ReplaySession`.
+    ``mode``, ``live_llms``, ``allow_live_tools``, ``approve``, ``ordering``, ``network``,
+    ``allow_hosts``: as :class:`ReplaySession`.
     ``raise_as``: as :class:`ReplaySession`; a value may also be a ``"MODULE:CLASS"`` string, imported
     like the entrypoint against ``import_root`` (trusted: the caller names it, never the bundle). It
     changes which exception the entrypoint sees, not how the report judges what it then does
@@ -368,6 +371,8 @@ def replay_entrypoint(
         approve=approve,
         ordering=ordering,
         raise_as=classes,
+        network=network,
+        allow_hosts=allow_hosts,
     )
     unmatched = unmatched_keys(classes, recorded_error_types(session.calls)) if classes else ()
     function = (

@@ -47,7 +47,9 @@ RECORD_OPTION = "--stepfork-record"  # deprecated alias of --stepfork-record-mod
 RECORD_MODE_OPTION = "--stepfork-record-mode"
 UNUSED_OPTION = "--stepfork-unused"
 RECORD_MODES = ("none", "once", "rewrite")
-_REPLAY_OPTIONS = frozenset({"live_llms", "allow_live_tools", "approve", "ordering", "raise_as"})
+_REPLAY_OPTIONS = frozenset(
+    {"live_llms", "allow_live_tools", "approve", "ordering", "raise_as", "network", "allow_hosts"}
+)
 
 
 class StepforkBundleMissingError(FileNotFoundError):

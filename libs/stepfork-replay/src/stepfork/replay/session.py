@@ -49,6 +49,9 @@ from stepfork.replay.matching import (
     incomplete_error,
 )
 from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
+from stepfork.replay.network import Seal, network_for
+from stepfork.replay.network import seal as seal_network
+from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.ordering import ConcurrentCursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
@@ -94,6 +97,11 @@ class ReplaySession:
             type as the user's own class, so the agent's ``except RateLimited:`` runs; a class gives an
             instance of both it and RecordedDependencyError. Keys are qualified or short type names; rules
             and fallbacks in :mod:`stepfork.replay.raise_as`. Nothing named by the bundle is imported.
+        network: ``"sealed"`` or ``"open"``; None (default): sealed in ``frozen``, ``forbidden`` and
+            ``manual``, open in ``live`` and ``hybrid``. While a sealed session is active an outbound
+            connection to anything but loopback raises ReplayPolicyError ``network_sealed`` before a byte
+            is sent, recorded as the divergence (:mod:`stepfork.replay.network`; a change from 0.2.0).
+        allow_hosts: host names or addresses that stay reachable while sealed.
 
     Raises:
         ValueError: an unknown or reserved mode, an unknown ordering, or an invalid combination (see
@@ -117,6 +125,8 @@ class ReplaySession:
         approve: Approver | None = None,
         ordering: str = "strict",
         raise_as: Mapping[str, RaiseAsTarget] | None = None,
+        network: str | None = None,
+        allow_hosts: Iterable[str] | None = None,
     ) -> None:
         self.ordering = normalize_ordering(ordering)
         events = list(trace.events)
@@ -132,6 +142,9 @@ class ReplaySession:
         self.trace = trace
         self.mode: str = options.mode
         self.hybrid = options.mode == "hybrid"
+        self.network = network_for(options.mode, network)
+        self.allow_hosts = tuple(allow_hosts or ())
+        self._seal: Seal | None = None
         self.live_llms = options.live_llms
         self.allow_live_tools = options.allow_live_tools
         self.approve = options.approve
@@ -168,6 +181,8 @@ class ReplaySession:
         approve: Approver | None = None,
         ordering: str = "strict",
         raise_as: Mapping[str, RaiseAsTarget] | None = None,
+        network: str | None = None,
+        allow_hosts: Iterable[str] | None = None,
     ) -> ReplaySession:
         """Build a session from a bundle path or an in-memory ``Trace``.
 
@@ -184,6 +199,8 @@ class ReplaySession:
             approve=approve,
             ordering=ordering,
             raise_as=raise_as,
+            network=network,
+            allow_hosts=allow_hosts,
         )
         if not isinstance(source, Trace):
             session.bundle_path = Path(source)
@@ -211,9 +228,14 @@ class ReplaySession:
         self._entered = True
         self._active = True
         self._token = boundary.activate(self)
+        if self.network == "sealed":
+            self._seal = seal_network(self, self.allow_hosts)
 
     def _exit(self) -> None:
         self._active = False
+        if self._seal is not None:
+            unseal_network(self._seal)
+            self._seal = None
         if self._token is not None:
             boundary.deactivate(self, self._token)
             self._token = None

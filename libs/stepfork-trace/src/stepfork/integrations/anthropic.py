@@ -1,11 +1,13 @@
-"""Anthropic integration: ``instrument_anthropic(client)`` (docs/integrations.md; issue 6).
+"""Anthropic integration: ``instrument_anthropic(client)`` (docs/integrations.md; issues 6 and 11).
 
-Instruments an ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` instance in place:
-``messages.create`` (with and without ``stream=True``) becomes an LLM boundary with provider
-``anthropic``, the request's model and the input ``{"endpoint": "messages.create", "request": ...}``.
-Replay returns real ``Message`` objects and streams of ``RawMessageStreamEvent``; token usage
-(``input_tokens``/``output_tokens``) lands in the ``llm_response`` token fields. Not instrumented:
-``messages.stream()`` helpers, ``messages.parse()``, ``count_tokens``, batches and ``with_raw_response``.
+Instruments an ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` instance in place by installing
+Stepfork's capture transport in its HTTP client (:mod:`stepfork.integrations._http_capture`): every request
+(``messages.create`` plain and streamed, ``messages.stream()``, ``messages.parse()``, ``count_tokens``,
+``with_raw_response``...) is an LLM boundary with provider ``anthropic``, the request's model and the input
+``{"method", "path", "headers", "body"}`` (``anthropic-version``/``anthropic-beta`` kept, ``x-api-key``
+never). Replay hands the recorded HTTP response back and the SDK builds its own ``Message`` and stream
+events; token usage (``input_tokens``/``output_tokens``) lands in the ``llm_response`` token fields.
+Bundles recorded by 0.2.0's SDK-level integration still replay.
 """
 
 from __future__ import annotations
@@ -14,20 +16,20 @@ from typing import Any
 
 from stepfork.integrations._common import (
     Endpoint,
-    async_wrapper,
-    patch_method,
     require,
     sdk_constructor,
     sdk_sentinels,
-    sync_wrapper,
     usage_fields,
 )
+from stepfork.integrations._http_capture import install
 
 _anthropic = require("anthropic", "anthropic", "Anthropic")
 
 from anthropic.types import Message, RawMessageStreamEvent  # noqa: E402
 
 __all__ = ["MESSAGES", "instrument_anthropic"]
+
+_SDK = ("anthropic", str(_anthropic.__version__))
 
 
 def _usage(wire: Any) -> dict[str, int | None]:
@@ -58,18 +60,20 @@ MESSAGES = Endpoint(
     chunk_type=RawMessageStreamEvent,
     usage=_usage,
     stream_usage=_stream_usage,
-    sdk=("anthropic", str(_anthropic.__version__)),
+    sdk=_SDK,
     construct=sdk_constructor(_anthropic),
     sentinels=sdk_sentinels(_anthropic),
 )
-"""``client.messages.create``: returns ``Message``; streams ``RawMessageStreamEvent`` (a union)."""
+"""0.2.0's SDK-level description of ``client.messages.create`` (no longer patched): returns
+``Message``; streams ``RawMessageStreamEvent`` (a union)."""
 
 
-def instrument_anthropic(client: Any) -> Any:
+def instrument_anthropic(client: Any, *, hosts: dict[str, str] | None = None) -> Any:
     """Instrument an Anthropic client instance in place and return it (idempotent).
 
     Args:
         client: an ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic``.
+        hosts: ``{host: provider}`` for gateways and proxies (default: the host table, then ``anthropic``).
 
     Returns:
         ``client``; other instances stay untouched.
@@ -79,6 +83,5 @@ def instrument_anthropic(client: Any) -> Any:
     """
     if not isinstance(client, (_anthropic.Anthropic, _anthropic.AsyncAnthropic)):
         raise TypeError(f"instrument_anthropic expects an Anthropic client, got {type(client)!r}")
-    wrap = async_wrapper if isinstance(client, _anthropic.AsyncAnthropic) else sync_wrapper
-    patch_method(client.messages, "create", wrap(MESSAGES))
+    install(client._client, provider="anthropic", hosts=hosts, sdk=_SDK, sdk_error=_anthropic.AnthropicError)
     return client

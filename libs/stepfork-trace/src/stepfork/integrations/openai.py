@@ -1,12 +1,13 @@
-"""OpenAI integration: ``instrument_openai(client)`` (docs/integrations.md; issue 6).
+"""OpenAI integration: ``instrument_openai(client)`` (docs/integrations.md; issues 6 and 11).
 
-Instruments an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` instance in place: ``chat.completions.create``
-and ``responses.create`` (with and without ``stream=True``) become LLM boundaries with provider ``openai``,
-the request's model, and the input ``{"endpoint": ..., "request": <parameters>}`` (``extra_headers`` and
-``timeout`` are transport options, left out). Replay returns real ``ChatCompletion``/``Response`` objects
-and streams of ``ChatCompletionChunk``/``ResponseStreamEvent``. Token usage lands in the ``llm_response``
-token fields. Not instrumented: ``.parse()``, ``.stream()`` helpers, ``with_raw_response`` and the other
-endpoints (calls there are invisible to Stepfork).
+Instruments an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` instance in place by installing Stepfork's
+capture transport in its HTTP client (:mod:`stepfork.integrations._http_capture`): every request the
+client sends (``chat.completions.create``/``.parse()``/``.stream()``, ``responses.create``/``.parse()``/
+``.stream()``, ``with_raw_response``, ``with_streaming_response``...) is an LLM boundary with provider
+``openai`` (or the host's, for proxies and Azure: see ``hosts=``), the request's model, and the input
+``{"method", "path", "headers", "body"}``. Replay hands the recorded HTTP response back and the SDK builds
+its own objects. Token usage lands in the ``llm_response`` token fields. Bundles recorded by 0.2.0's
+SDK-level integration (``{"endpoint", "request"}`` inputs) still replay.
 """
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ from typing import Any
 
 from stepfork.integrations._common import (
     Endpoint,
-    async_wrapper,
-    patch_method,
     require,
     sdk_constructor,
     sdk_sentinels,
-    sync_wrapper,
     usage_fields,
 )
+from stepfork.integrations._http_capture import install
 
 _openai = require("openai", "openai", "OpenAI")
 
@@ -78,7 +77,8 @@ CHAT_COMPLETIONS = Endpoint(
     construct=_CONSTRUCT,
     sentinels=_SENTINELS,
 )
-"""``client.chat.completions.create``: returns ``ChatCompletion``; streams ``ChatCompletionChunk``."""
+"""0.2.0's SDK-level description of ``client.chat.completions.create`` (no longer patched): returns
+``ChatCompletion``; streams ``ChatCompletionChunk``."""
 
 RESPONSES = Endpoint(
     provider="openai",
@@ -91,17 +91,21 @@ RESPONSES = Endpoint(
     construct=_CONSTRUCT,
     sentinels=_SENTINELS,
 )
-"""``client.responses.create``: returns ``Response``; streams ``ResponseStreamEvent`` (a union)."""
+"""0.2.0's SDK-level description of ``client.responses.create`` (no longer patched): returns
+``Response``; streams ``ResponseStreamEvent`` (a union)."""
 
 
-def instrument_openai(client: Any) -> Any:
+def instrument_openai(client: Any, *, hosts: dict[str, str] | None = None) -> Any:
     """Instrument an OpenAI client instance in place and return it (idempotent).
 
     Args:
-        client: an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (Azure clients too: same resources).
+        client: an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (Azure clients too). Copies made later with
+            ``client.with_options(...)`` share its HTTP client, so they are instrumented too.
+        hosts: ``{host: provider}`` for gateways and proxies (default: the documented host table, then
+            ``openai``).
 
     Returns:
-        ``client``. Other instances stay untouched; with no active Stepfork session each call costs one
+        ``client``. Other instances stay untouched; with no active Stepfork session each request costs one
         ContextVar read more.
 
     Raises:
@@ -109,9 +113,7 @@ def instrument_openai(client: Any) -> Any:
     """
     if not isinstance(client, (_openai.OpenAI, _openai.AsyncOpenAI)):
         raise TypeError(f"instrument_openai expects an OpenAI or AsyncOpenAI client, got {type(client)!r}")
-    wrap = async_wrapper if isinstance(client, _openai.AsyncOpenAI) else sync_wrapper
-    patch_method(client.chat.completions, "create", wrap(CHAT_COMPLETIONS))
-    patch_method(client.responses, "create", wrap(RESPONSES))
+    install(client._client, provider="openai", hosts=hosts, sdk=_SDK, sdk_error=_openai.OpenAIError)
     return client
 
 

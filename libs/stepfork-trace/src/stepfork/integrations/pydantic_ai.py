@@ -86,6 +86,10 @@ class StepforkModel(WrapperModel):
     def __init__(self, wrapped: Model | str, *, provider: str | None = None) -> None:
         super().__init__(wrapped)
         self._stepfork_provider = provider
+        # A model calling its provider over HTTP (OpenAIChatModel, AnthropicModel...) is captured at its
+        # client's transport (issue 11): the request holds everything the model sees (output tools, tool
+        # schemas), streams work, and the model builds its own responses on replay.
+        self._stepfork_http = _instrument_http_client(self.wrapped)
 
     async def request(
         self,
@@ -94,6 +98,8 @@ class StepforkModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         """Send (record) or serve (replay) one model request; returns the ``ModelResponse``."""
+        if self._stepfork_http:
+            return await self.wrapped.request(messages, model_settings, model_request_parameters)
         provider = self._stepfork_provider or str(self.wrapped.system or "pydantic-ai")
         request = {
             "model": self.wrapped.model_name,
@@ -110,15 +116,38 @@ class StepforkModel(WrapperModel):
 
     @asynccontextmanager
     async def request_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        """Streamed requests: delegated untouched without a session; NotImplementedError with one."""
+        """Streamed requests: captured at the HTTP transport for HTTP models; without a session
+        delegated untouched; otherwise (a model with no HTTP client) NotImplementedError."""
         handler, _ = boundary.resolve_handler()
-        if handler is not None:
+        if handler is not None and not self._stepfork_http:
             raise NotImplementedError(
                 "stepfork does not instrument streamed pydantic-ai requests yet (agent.run_stream); use "
                 "agent.run so the request is recorded and replayed"
             )
         async with self.wrapped.request_stream(*args, **kwargs) as stream:
             yield stream
+
+
+def _instrument_http_client(model: Any) -> bool:
+    """Install the capture in the HTTP client of ``model``'s SDK client, if it has one; True if so."""
+    from stepfork.integrations._http_capture import install, library_of
+
+    client = getattr(model, "client", None)
+    http = getattr(client, "_client", None)
+    if http is None or library_of(http) is None:
+        return False
+    root = type(client).__module__.split(".", 1)[0]
+    if root == "openai":
+        from stepfork.integrations.openai import instrument_openai
+
+        instrument_openai(client)
+    elif root == "anthropic":
+        from stepfork.integrations.anthropic import instrument_anthropic
+
+        instrument_anthropic(client)
+    else:
+        install(http)
+    return True
 
 
 def instrument_model(model: Model | str, *, provider: str | None = None) -> StepforkModel:

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from stepfork.cli.options import RAISE_AS_HELP
+from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, RAISE_AS_HELP
 
 # ExportError codes that exit 1; every other code is bad input, exit 2.
 _EXIT_1_CODES = frozenset({"already_exists", "write_failed"})
@@ -55,6 +55,10 @@ def export(
         list[str] | None,
         typer.Option("--raise-as", metavar="TYPE=MODULE:CLASS", help=RAISE_AS_HELP),
     ] = None,
+    allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
+    allow_host: Annotated[
+        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+    ] = None,
 ) -> None:
     """Export an executable pytest regression test from a trace."""
     from stepfork.analysis.export import (
@@ -92,6 +96,8 @@ def export(
             allow_live_tools=allow_live_tool or None,
             overwrite=overwrite,
             raise_as=classes,
+            network="open" if allow_network else None,
+            allow_hosts=allow_host or None,
         )
     except ExportError as exc:
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)

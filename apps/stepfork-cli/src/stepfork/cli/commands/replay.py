@@ -22,13 +22,19 @@ from typing import Annotated, Any
 import typer
 
 from stepfork.cli.htmlout import HTML_HELP
-from stepfork.cli.options import RAISE_AS_HELP
+from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, RAISE_AS_HELP
 
 CLI_MODES = ("frozen", "live", "forbidden", "manual")
 
 
 def replay(
     path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="After --: the Python program to replay (python SCRIPT ARGS...), instead of --entrypoint."
+        ),
+    ] = None,
     entrypoint: Annotated[
         str | None,
         typer.Option("--entrypoint", help="Trusted local MODULE:FUNCTION to execute under replay. Required."),
@@ -51,6 +57,10 @@ def replay(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace the --html file if it exists.")
     ] = False,
+    allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
+    allow_host: Annotated[
+        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+    ] = None,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
     from stepfork.cli import htmlout
@@ -59,6 +69,8 @@ def replay(
 
     if mode not in CLI_MODES:
         fail(f"Invalid replay mode {mode}.", 2)
+    if command and not entrypoint:
+        _replay_program(path, command, mode, allow_network, allow_host or [])
     if not entrypoint:
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     classes = parse_raise_as(raise_as)
@@ -83,6 +95,8 @@ def replay(
                 allow_live_tools=allow_live_tool or None,
                 approve=approve,
                 raise_as=classes,
+                network="open" if allow_network else None,
+                allow_hosts=allow_host or None,
             )
     except RaiseAsClassError as exc:
         fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
@@ -102,6 +116,27 @@ def replay(
 
         htmlout.write(html, lambda: write_replay_view(outcome, path, html, overwrite=overwrite))
     raise typer.Exit(outcome.exit_code)
+
+
+def _replay_program(path: Path, command: list[str], mode: str, allow_network: bool, hosts: list[str]) -> None:
+    """``stepfork replay BUNDLE -- python agent.py ARGS``: the program runs in its interpreter under the
+    replay (:mod:`stepfork.cli.scriptrun`), which prints the report; exits with its status."""
+    from stepfork.cli.commands.record import python_target, run_child
+    from stepfork.cli.output import fail
+
+    found = python_target(command)
+    if found is None:
+        fail("stepfork replay BUNDLE -- python SCRIPT ARGS... replays a Python program", 2)
+    if not path.exists():
+        fail(f"Unreadable trace {path}: no such bundle", 2)
+    interpreter, target = found
+    head = ["replay", str(path), mode, "open" if allow_network else "", ",".join(hosts)]
+    raise typer.Exit(run_child(interpreter, head, target))
+
+
+def render_outcome(outcome: Any, path: Path, entrypoint: str) -> None:
+    """Print the replay report of ``outcome`` (the spec's "replay" output) for ``entrypoint``."""
+    _render(outcome, path, entrypoint, None, verbose=False)
 
 
 def _entrypoint_detail(exc: Any, what: str = "entrypoint") -> str:

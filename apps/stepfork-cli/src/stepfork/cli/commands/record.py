@@ -1,0 +1,67 @@
+"""``stepfork record [-o OUT.sftrace] [--agent NAME] [--overwrite] -- python agent.py ARGS...`` (issue 11).
+
+Runs the Python program with Stepfork's capture installed in every httpx/httpx2 client it creates and
+writes one bundle (:mod:`stepfork.cli.scriptrun`); ``@trace_tool`` functions in it are recorded too. The
+program's stdout/stderr pass through and its exit status is the command's (and the run's status). Exit 2:
+not a Python command, or the bundle exists without ``--overwrite``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def python_target(command: list[str]) -> tuple[str, list[str]] | None:
+    """``(interpreter, [SCRIPT, ARGS...] or ["-m", MODULE, ARGS...])`` of ``python SCRIPT ARGS`` or
+    ``python -m MODULE ARGS``; None for anything else."""
+    if len(command) < 2 or not Path(command[0]).name.startswith("python"):
+        return None
+    if command[1] == "-m":
+        return (command[0], command[1:]) if len(command) > 2 else None
+    return None if command[1].startswith("-") else (command[0], command[1:])
+
+
+def run_child(interpreter: str, head: list[str], target: list[str]) -> int:
+    """Run ``interpreter -m stepfork.cli.scriptrun HEAD -- TARGET`` with this terminal; its exit status."""
+    args = [interpreter, "-m", "stepfork.cli.scriptrun", *head, "--", *target]
+    return subprocess.run(args, check=False, env=os.environ.copy()).returncode
+
+
+def record(
+    command: Annotated[
+        list[str], typer.Argument(help="The program: python SCRIPT ARGS... or python -m MODULE.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Bundle to write (default: <script>.sftrace).")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Agent name in the manifest (default: the script).")
+    ] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing bundle.")] = False,
+) -> None:
+    """Record a Python program's LLM calls (any httpx-based SDK) with no Stepfork import in it."""
+    from stepfork.cli.output import fail
+
+    found = python_target(command)
+    if found is None:
+        fail(
+            "stepfork record runs a Python program: stepfork record -- python SCRIPT ARGS... (or -m MODULE)",
+            2,
+        )
+    interpreter, target = found
+    name = target[1] if target[0] == "-m" else Path(target[0]).stem
+    out = output if output is not None else Path(f"{name.rsplit('.', 1)[-1]}.sftrace")
+    if out.exists() and not overwrite:
+        fail(f"{out} exists; pass --overwrite to replace it", 2)
+    code = run_child(interpreter, ["record", str(out), agent or name, "1" if overwrite else "0"], target)
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``record`` command to ``app``."""
+    app.command("record")(record)

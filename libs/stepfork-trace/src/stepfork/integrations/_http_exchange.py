@@ -1,0 +1,341 @@
+"""One HTTP exchange with an LLM provider as Stepfork records it (docs/integrations.md, "HTTP capture").
+
+Pure data, no httpx import: the capture transport (:mod:`stepfork.integrations._http_capture`) turns a
+request into the boundary's *input* and a response into its *output* with these functions, and replay
+turns the output back into bytes.
+
+Input (what replay matches)::
+
+    {"method": "POST", "path": "/v1/chat/completions", "headers": {<answer-changing headers>},
+     "body": <the JSON body> | {"text": ...} | {"base64": ...} | null}
+
+Only :data:`ANSWER_HEADERS` are kept: credentials (``Authorization``, ``x-api-key``...) and per-request
+values never are. Output (served back on replay, never matched)::
+
+    {"status": 200, "headers": {<RESPONSE_HEADERS>}, "json": <body>}            # or "text" / "base64"
+    {"status": 200, "headers": {...}, "sse": {"end": "finished" | "consumer_closed" | "failed",
+     "event_count": k, "events": [{"event"?, "data" | "text"?, "id"?, "retry"?}...], "error": null | {...}}}
+
+Per-request values the provider generates (``x-request-id``, ``request-id``, ``openai-processing-ms``,
+rate-limit counters, ``date``) are in the output headers, for the SDK to read, and never in the input.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+PROVIDER_HOSTS: dict[str, str] = {
+    "api.openai.com": "openai",
+    "api.anthropic.com": "anthropic",
+    "generativelanguage.googleapis.com": "google",
+    "api.mistral.ai": "mistral",
+    "api.groq.com": "groq",
+    "api.together.xyz": "together",
+    "api.deepseek.com": "deepseek",
+    "api.x.ai": "xai",
+    "openrouter.ai": "openrouter",
+    "api.cohere.com": "cohere",
+    "api.fireworks.ai": "fireworks",
+}
+"""Host -> provider name of the LLM boundary. Override per client with ``hosts={...}`` or ``provider=``."""
+
+PROVIDER_HOST_SUFFIXES: tuple[tuple[str, str], ...] = ((".openai.azure.com", "azure_openai"),)
+"""Host suffix -> provider (Azure OpenAI resources are ``<name>.openai.azure.com``)."""
+
+ANSWER_HEADERS = frozenset({"anthropic-version", "anthropic-beta", "openai-beta"})
+"""Request headers that change the model's answer, so they are part of the matched input."""
+
+RESPONSE_HEADERS = frozenset(
+    {
+        "content-type",
+        "x-request-id",
+        "request-id",
+        "openai-processing-ms",
+        "openai-version",
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+        "retry-after",
+        "retry-after-ms",
+        "x-should-retry",
+        "date",
+    }
+)
+RESPONSE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "ratelimit-")
+"""Response headers kept in the output (the ones the SDKs read); the rest are transport details."""
+
+LEGACY_ENDPOINTS = {
+    "/chat/completions": "chat.completions.create",
+    "/responses": "responses.create",
+    "/messages": "messages.create",
+}
+"""Path suffix -> the SDK method 0.2.0 recorded it as (``{"endpoint", "request"}`` inputs)."""
+
+FINISHED, CONSUMER_CLOSED, FAILED = "finished", "consumer_closed", "failed"
+
+TERMINAL_EVENTS = frozenset({"message_stop", "response.completed", "response.failed", "response.incomplete"})
+"""SSE event names after which a provider sends nothing more (with OpenAI's ``data: [DONE]``): a stream
+closed right after one of them is recorded as ``finished`` (the SDKs stop reading there)."""
+
+
+def is_terminal(event: Mapping[str, Any]) -> bool:
+    """True when ``event`` ends the provider's stream (:data:`TERMINAL_EVENTS`, ``[DONE]``)."""
+    return event.get("text") == "[DONE]" or event.get("event") in TERMINAL_EVENTS
+
+
+def provider_for(host: str, hosts: Mapping[str, str] | None = None, default: str | None = None) -> str:
+    """The provider of a request to ``host``: ``hosts`` first, then :data:`PROVIDER_HOSTS` and the
+    suffixes, then ``default``, else the host name itself."""
+    host = host.lower()
+    if hosts and host in hosts:
+        return hosts[host]
+    if host in PROVIDER_HOSTS:
+        return PROVIDER_HOSTS[host]
+    for suffix, provider in PROVIDER_HOST_SUFFIXES:
+        if host.endswith(suffix):
+            return provider
+    return default or host
+
+
+def decode_body(content: bytes, content_type: str | None) -> dict[str, Any] | None:
+    """``{"json": value}`` for a JSON body, ``{"text": str}`` for UTF-8 text, ``{"base64": str}`` for other
+    bytes, None for an empty body."""
+    if not content:
+        return None
+    looks_json = content[:1] in (b"{", b"[") or "json" in (content_type or "")
+    if looks_json:
+        try:
+            return {"json": orjson.loads(content)}
+        except orjson.JSONDecodeError:
+            try:  # what orjson refuses and json accepts (integers past 64 bits, NaN)
+                return {"json": json.loads(content)}
+            except ValueError:
+                pass
+    try:
+        return {"text": content.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(content).decode("ascii")}
+
+
+def encode_body(body: Mapping[str, Any] | None) -> bytes:
+    """The bytes of a body decoded by :func:`decode_body` (JSON re-serialized compactly)."""
+    if not body:
+        return b""
+    if "json" in body:
+        try:
+            return orjson.dumps(body["json"])
+        except TypeError:  # integers past 64 bits
+            return json.dumps(body["json"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if "text" in body:
+        return str(body["text"]).encode("utf-8")
+    try:
+        return base64.b64decode(str(body.get("base64", "")))
+    except binascii.Error:
+        return b""
+
+
+def request_input(
+    method: str, path: str, headers: Iterable[tuple[str, str]], content: bytes, content_type: str | None
+) -> dict[str, Any]:
+    """The matched input of one request (module docstring); ``path`` includes the query string."""
+    kept = {k.lower(): v for k, v in headers if k.lower() in ANSWER_HEADERS}
+    body = decode_body(content, content_type)
+    value = body["json"] if body is not None and "json" in body else body
+    return {"method": method.upper(), "path": path, "headers": kept, "body": value}
+
+
+def legacy_input(path: str, body: Any) -> dict[str, Any] | None:
+    """The ``{"endpoint", "request"}`` input 0.2.0 recorded for this request, or None (not an SDK method)."""
+    bare = path.split("?", 1)[0]
+    for suffix, endpoint in LEGACY_ENDPOINTS.items():
+        if bare.endswith(suffix) and isinstance(body, dict):
+            return {"endpoint": endpoint, "request": body}
+    return None
+
+
+def model_of(body: Any) -> str | None:
+    """The ``model`` of a JSON request body, or None."""
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
+def response_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The response headers kept in the output (lower-case names)."""
+    kept: dict[str, str] = {}
+    for name, value in headers:
+        low = name.lower()
+        if low in RESPONSE_HEADERS or low.startswith(RESPONSE_HEADER_PREFIXES):
+            kept[low] = value
+    return kept
+
+
+def is_sse(content_type: str | None) -> bool:
+    """True for a ``text/event-stream`` response."""
+    return (content_type or "").split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+# -- token usage -----------------------------------------------------------------------------------------
+
+
+def _num(usage: Mapping[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+class UsageTotals:
+    """Token counts gathered from usage objects in provider order (later values win)."""
+
+    def __init__(self) -> None:
+        self.prompt: int | None = None
+        self.completion: int | None = None
+        self.total: int | None = None
+
+    def add(self, usage: Any) -> None:
+        """Take the counts of one usage object (OpenAI or Anthropic key names)."""
+        if not isinstance(usage, dict) or not usage:
+            return
+        prompt = _num(usage, "prompt_tokens", "input_tokens")
+        completion = _num(usage, "completion_tokens", "output_tokens")
+        self.prompt = prompt if prompt is not None else self.prompt
+        self.completion = completion if completion is not None else self.completion
+        self.total = _num(usage, "total_tokens")
+
+    def add_body(self, body: Any) -> None:
+        """Take the usage of a response body or stream event (``usage``, ``message.usage``,
+        ``response.usage``)."""
+        if not isinstance(body, dict):
+            return
+        for holder in (body, body.get("message"), body.get("response")):
+            if isinstance(holder, dict):
+                self.add(holder.get("usage"))
+
+    def fields(self) -> dict[str, int | None]:
+        """``{"prompt_tokens", "completion_tokens", "total_tokens"}`` for :class:`LLMOutput`."""
+        total = self.total
+        if total is None and self.prompt is not None and self.completion is not None:
+            total = self.prompt + self.completion
+        return {"prompt_tokens": self.prompt, "completion_tokens": self.completion, "total_tokens": total}
+
+
+def body_usage(body: Any) -> dict[str, int | None]:
+    """Token usage of a JSON response body."""
+    totals = UsageTotals()
+    totals.add_body(body)
+    return totals.fields()
+
+
+def events_usage(events: Iterable[Mapping[str, Any]]) -> dict[str, int | None]:
+    """Token usage of recorded SSE events (their JSON ``data``)."""
+    totals = UsageTotals()
+    for event in events:
+        totals.add_body(event.get("data"))
+    return totals.fields()
+
+
+# -- Server-Sent Events ----------------------------------------------------------------------------------
+
+
+class SSEParser:
+    """Incremental Server-Sent Events parser (WHATWG HTML, "Parsing an event stream"): feed bytes, get
+    event dicts ``{"event"?, "data" (JSON) | "text"?, "id"?, "retry"?}``; comments are dropped."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._fields: dict[str, Any] = {}
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        """Parse ``chunk``; return the events it completed (an event is complete at its blank line)."""
+        buffer = self._buffer + chunk
+        if b"\r" in buffer:  # CRLF and lone CR line ends become LF; a final CR may be half a CRLF
+            held = buffer.endswith(b"\r")
+            buffer = (buffer[:-1] if held else buffer).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if held:
+                buffer += b"\r"
+        blocks = buffer.split(b"\n\n")
+        self._buffer = blocks.pop()
+        events: list[dict[str, Any]] = []
+        for block in blocks:
+            for line in block.split(b"\n"):
+                self._line(line.decode("utf-8", errors="replace"))
+            event = self._dispatch()
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _line(self, text: str) -> None:
+        if text == "" or text.startswith(":"):
+            return None
+        name, _, value = text.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            self._data.append(value)
+        elif name in ("event", "id"):
+            self._fields[name] = value
+        elif name == "retry" and value.isdigit():
+            self._fields["retry"] = int(value)
+
+    def _dispatch(self) -> dict[str, Any] | None:
+        if not self._fields and not self._data:
+            return None
+        event: dict[str, Any] = dict(self._fields)
+        if self._data:
+            text = "\n".join(self._data)
+            try:
+                event["data"] = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                event["text"] = text
+        self._fields, self._data = {}, []
+        return event
+
+
+def encode_event(event: Mapping[str, Any]) -> bytes:
+    """The SSE bytes of one recorded event (one ``data:`` line per line of text)."""
+    lines: list[str] = []
+    if "event" in event:
+        lines.append(f"event: {event['event']}")
+    if "id" in event:
+        lines.append(f"id: {event['id']}")
+    if "retry" in event:
+        lines.append(f"retry: {event['retry']}")
+    if "data" in event:
+        lines.append("data: " + orjson.dumps(event["data"]).decode("utf-8"))
+    elif "text" in event:
+        lines.extend(f"data: {part}" for part in str(event["text"]).split("\n"))
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+def sse_output(
+    status: int, headers: dict[str, str], events: list[dict[str, Any]], end: str, error: dict[str, str] | None
+) -> dict[str, Any]:
+    """The output of a streamed response (module docstring)."""
+    sse = {"end": end, "event_count": len(events), "events": events, "error": error}
+    return {"status": status, "headers": headers, "sse": sse}
+
+
+def legacy_output(input_: Mapping[str, Any], output: Any) -> dict[str, Any]:
+    """The HTTP output equivalent to a 0.2.0 SDK-level output (a response's wire JSON, or
+    ``{"stream": {"end", "chunks", "error"}}``) for the endpoint of ``input_``."""
+    stream = output.get("stream") if isinstance(output, dict) else None
+    if not (isinstance(stream, dict) and isinstance(stream.get("chunks"), list)):
+        return {"status": 200, "headers": {"content-type": "application/json"}, "json": output}
+    named = input_.get("endpoint") != "chat.completions.create"  # Responses/Messages events carry names
+    events: list[dict[str, Any]] = []
+    for chunk in stream["chunks"]:
+        event: dict[str, Any] = {"data": chunk}
+        if named and isinstance(chunk, dict) and isinstance(chunk.get("type"), str):
+            event = {"event": chunk["type"], "data": chunk}
+        events.append(event)
+    end = str(stream.get("end") or CONSUMER_CLOSED)
+    if end == FINISHED and not named:
+        events.append({"text": "[DONE]"})
+    return sse_output(200, {"content-type": "text/event-stream"}, events, end, stream.get("error"))

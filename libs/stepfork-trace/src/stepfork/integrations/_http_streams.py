@@ -1,0 +1,227 @@
+"""Response bodies of the capture transport: recorded as they pass, served back on replay.
+
+Recording: :class:`Exchange` holds what one response has shown so far (status, headers, the SSE events of
+a streamed body) and closes the boundary call once, when the stream ends: ``finished`` (the body was read
+to its end), ``consumer_closed`` (closed or dropped before; also when the session ends first), ``failed``
+(the transport raised while reading, re-raised untouched). Events are recorded as their bytes arrive.
+
+Replay: the recorded events are encoded back to SSE bytes, one chunk per event, then the stream stops
+(``finished``), raises the recorded transport error again (``failed``: the same ``httpx``/``httpx2``
+exception class when it is one, so the SDK converts it as it did, else ``RecordedDependencyError``), or
+raises ``ReplayMismatchError`` ``stream_exhausted`` when the agent reads past the point where the recorded
+consumer stopped.
+
+The byte-stream classes subclass the client library's ``SyncByteStream``/``AsyncByteStream`` (httpx and
+httpx2 check them); :func:`stream_classes` builds them once per library.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
+from typing import Any
+
+from stepfork.integrations._http_exchange import (
+    CONSUMER_CLOSED,
+    FAILED,
+    FINISHED,
+    SSEParser,
+    encode_event,
+    events_usage,
+    is_terminal,
+    sse_output,
+)
+from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.instrument import LLMOutput
+
+
+class Exchange:
+    """One streamed response being recorded; thread-safe (a stream may end in another thread)."""
+
+    def __init__(self, recorder: Any, opened: Any, status: int, headers: dict[str, str]) -> None:
+        self._recorder = recorder
+        self._opened = opened
+        self._status = status
+        self._headers = headers
+        self._parser = SSEParser()
+        self._events: list[dict[str, Any]] = []
+        self._end: str | None = None
+        self._error: dict[str, str] | None = None
+        self._lock = threading.Lock()
+
+    def feed(self, chunk: bytes) -> None:
+        """Record the events completed by ``chunk``."""
+        with self._lock:
+            self._events.extend(self._parser.feed(chunk))
+
+    def output(self) -> LLMOutput:
+        """The ``llm_response`` output so far (``consumer_closed`` while not ended)."""
+        with self._lock:
+            events = list(self._events)
+            out = sse_output(self._status, self._headers, events, self._end or CONSUMER_CLOSED, self._error)
+        return LLMOutput(out, **events_usage(events))
+
+    def finish(self, end: str, exc: BaseException | None = None) -> None:
+        """Set how the stream ended (the first call wins) and record the response. A stream closed
+        after the provider's terminal event (:func:`is_terminal`) is ``finished``."""
+        with self._lock:
+            if self._end is not None:
+                return
+            if end == CONSUMER_CLOSED and self._events and is_terminal(self._events[-1]):
+                end = FINISHED
+            self._end = end
+            if exc is not None:
+                from stepfork.trace.eventlog import exception_message, qualified_type_name
+
+                self._error = {"error_type": qualified_type_name(exc), "message": exception_message(exc)}
+        self._recorder.close_call(self._opened, self.output())
+
+
+def transport_error(lib: ModuleType, error_type: str, message: str, request: Any) -> BaseException | None:
+    """The ``lib`` exception (``httpx2.ReadError``...) a recorded error type names, or None."""
+    root, _, _ = error_type.partition(".")
+    if root not in ("httpx", "httpx2", "httpcore", "httpcore2"):
+        return None
+    cls = getattr(lib, error_type.rpartition(".")[2], None)
+    base = getattr(lib, "TransportError", None)
+    if not (isinstance(cls, type) and base is not None and issubclass(cls, base)):
+        return None
+    try:
+        return cls(message, request=request)  # type: ignore[no-any-return]
+    except TypeError:
+        return None
+
+
+_THROUGH: dict[tuple[type, type], type] = {}
+
+
+def through_class(error: type[BaseException], sdk_error: type[BaseException]) -> type[BaseException]:
+    """A subclass of both ``error`` and ``sdk_error`` named like ``error`` (cached): how a replay error
+    raised in an SDK's transport passes the SDK's own error handling untouched."""
+    key = (error, sdk_error)
+    cls = _THROUGH.get(key)
+    if cls is None:
+        cls = type(error.__name__, (error, sdk_error), {"__module__": error.__module__})
+        _THROUGH[key] = cls
+    return cls
+
+
+class _Replay:
+    """The recorded events of one stream and how it ended."""
+
+    def __init__(self, sse: dict[str, Any], call: BoundaryCall, lib: ModuleType, request: Any) -> None:
+        self._events: list[Any] = list(sse.get("events") or [])
+        self._end = sse.get("end")
+        self._error = sse.get("error") or {}
+        self._call = call
+        self._lib = lib
+        self._request = request
+
+    def _chunks(self) -> Iterator[bytes]:
+        # one chunk: the events arrived in network reads of their own sizes anyway, and the SDKs' SSE
+        # decoders split on event boundaries, not on reads
+        if self._events:
+            yield b"".join(encode_event(e if isinstance(e, dict) else {"text": str(e)}) for e in self._events)
+
+    def _after(self) -> None:
+        """Raise what the recorded stream did after its last event (nothing when it finished)."""
+        if self._end == FINISHED:
+            return
+        if self._end == FAILED:
+            error_type = str(self._error.get("error_type", "UnknownError"))
+            message = str(self._error.get("message", ""))
+            again = transport_error(self._lib, error_type, message, self._request)
+            if again is not None:
+                raise again
+            from stepfork.replay.errors import RecordedDependencyError
+
+            raise RecordedDependencyError(
+                kind="llm",
+                name=self._call.label,
+                error_type=error_type,
+                message=message,
+                details={"events_before_failure": len(self._events)},
+            )
+        from stepfork.replay.errors import ReplayMismatchError
+
+        raise ReplayMismatchError(
+            f"{self._call.label}: the recorded consumer stopped this stream after {len(self._events)} "
+            "event(s); the replay read past that point",
+            code="stream_exhausted",
+        )
+
+
+_CLASSES: dict[str, tuple[type, type, type, type]] = {}
+
+
+def stream_classes(lib: ModuleType) -> tuple[type, type, type, type]:
+    """``(RecordingSync, RecordingAsync, ReplaySync, ReplayAsync)`` byte-stream classes for ``lib``."""
+    cached = _CLASSES.get(lib.__name__)
+    if cached is not None:
+        return cached
+
+    class RecordingSync(lib.SyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, inner: Any, exchange: Exchange) -> None:
+            self._inner = inner
+            self._exchange = exchange
+
+        def __iter__(self) -> Iterator[bytes]:
+            try:
+                for chunk in self._inner:
+                    self._exchange.feed(chunk)
+                    yield chunk
+            except GeneratorExit:
+                self._exchange.finish(CONSUMER_CLOSED)
+                raise
+            except BaseException as exc:
+                self._exchange.finish(FAILED, exc)
+                raise
+            self._exchange.finish(FINISHED)
+
+        def close(self) -> None:
+            self._exchange.finish(CONSUMER_CLOSED)
+            self._inner.close()
+
+    class RecordingAsync(lib.AsyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, inner: Any, exchange: Exchange) -> None:
+            self._inner = inner
+            self._exchange = exchange
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            try:
+                async for chunk in self._inner:
+                    self._exchange.feed(chunk)
+                    yield chunk
+            except GeneratorExit:
+                self._exchange.finish(CONSUMER_CLOSED)
+                raise
+            except BaseException as exc:
+                self._exchange.finish(FAILED, exc)
+                raise
+            self._exchange.finish(FINISHED)
+
+        async def aclose(self) -> None:
+            self._exchange.finish(CONSUMER_CLOSED)
+            await self._inner.aclose()
+
+    class ReplaySync(_Replay, lib.SyncByteStream):  # type: ignore[misc,name-defined]
+        def __iter__(self) -> Iterator[bytes]:
+            yield from self._chunks()
+            self._after()
+
+        def close(self) -> None:
+            pass
+
+    class ReplayAsync(_Replay, lib.AsyncByteStream):  # type: ignore[misc,name-defined]
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for chunk in self._chunks():
+                yield chunk
+            self._after()
+
+        async def aclose(self) -> None:
+            pass
+
+    classes = (RecordingSync, RecordingAsync, ReplaySync, ReplayAsync)
+    _CLASSES[lib.__name__] = classes
+    return classes

@@ -1,0 +1,89 @@
+"""Capture every httpx/httpx2 client a program creates (zero-code recording; issue 11).
+
+:func:`enable` makes each ``Client``/``AsyncClient`` of ``httpx`` and ``httpx2`` created from then on
+instrumented at construction (:func:`stepfork.integrations._http_capture.install`): the modules already
+imported are patched now, the others right after their import (a ``sys.meta_path`` finder wraps their
+loader; nothing is imported ahead of the program, so ``httpx2.alias_httpx()`` keeps working). Used by
+``stepfork record -- python agent.py`` and ``stepfork replay BUNDLE -- python agent.py``; the program itself
+needs no Stepfork import.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import threading
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from stepfork.integrations._http_capture import install
+
+TARGETS = ("httpx", "httpx2")
+_MARK = "__stepfork_autocapture__"
+_guard = threading.local()
+
+
+def _patch_class(cls: Any) -> None:
+    if getattr(cls.__init__, _MARK, False):
+        return
+    original = cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        install(self)
+
+    setattr(__init__, _MARK, True)
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    cls.__init__ = __init__
+
+
+def patch_module(module: ModuleType) -> None:
+    """Instrument the clients of an imported ``httpx``/``httpx2`` module from now on."""
+    for name in ("Client", "AsyncClient"):
+        cls = getattr(module, name, None)
+        if isinstance(cls, type):
+            _patch_class(cls)
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.inner.create_module(spec)  # type: ignore[no-any-return]
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.inner.exec_module(module)
+        patch_module(module)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Finds ``httpx``/``httpx2`` with the other finders and patches them once executed."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in TARGETS or getattr(_guard, "busy", False):
+            return None
+        _guard.busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            _guard.busy = False
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _Loader(spec.loader)
+        return spec
+
+
+def enable() -> None:
+    """Instrument every httpx/httpx2 client created from now on in this process (idempotent)."""
+    for name in TARGETS:
+        module = sys.modules.get(name)
+        if module is not None:
+            patch_module(module)
+    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())

@@ -1,0 +1,278 @@
+"""Fake OpenAI and Anthropic HTTP APIs for the transport-capture tests (issue 11): realistic JSON and SSE.
+
+``FakeProvider.transport()`` is an ``httpx2.MockTransport``; ``seal()`` makes it raise on any request, so a
+replay that reaches the network fails the test. The payloads follow the providers' API references
+(Chat Completions, Responses with its full event sequence, Messages with its event stream).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+
+CREATED = 1767225600
+SSE = {"content-type": "text/event-stream; charset=utf-8"}
+OPENAI_HEADERS = {
+    "x-request-id": "req_7f3a",
+    "openai-processing-ms": "412",
+    "openai-version": "2020-10-01",
+    "x-ratelimit-remaining-requests": "4999",
+    "date": "Tue, 01 Dec 2026 12:00:00 GMT",
+}
+ANTHROPIC_HEADERS = {"request-id": "req_011CK", "anthropic-ratelimit-requests-remaining": "49"}
+
+
+class FakeProvider:
+    """A fake provider API. ``requests``: the JSON bodies received; ``answer``: the text answer (or the
+    JSON answer of structured outputs, ``structured``)."""
+
+    def __init__(self, answer: str = "It is 21 degrees and sunny in Paris.") -> None:
+        self.answer = answer
+        self.structured: dict[str, Any] = {"city": "Paris", "celsius": 21}
+        self.requests: list[dict[str, Any]] = []
+        self.sealed = False
+
+    def seal(self) -> FakeProvider:
+        """Make every later request raise (replay must not reach the provider)."""
+        self.sealed = True
+        return self
+
+    def transport(self) -> httpx2.MockTransport:
+        return httpx2.MockTransport(self)
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        if self.sealed:
+            raise AssertionError(
+                f"the fake provider was called during replay: {request.method} {request.url}"
+            )
+        body = json.loads(request.content or b"{}")
+        self.requests.append(body)
+        path = request.url.path
+        if path.endswith("/chat/completions"):
+            return self.chat(body)
+        if path.endswith("/responses"):
+            return self.responses(body)
+        if path.endswith("/messages"):
+            return self.messages(body)
+        return httpx2.Response(404, json={"error": {"message": "not found", "type": "invalid_request_error"}})
+
+    # -- OpenAI Chat Completions -------------------------------------------------------------------------
+
+    def _text(self, body: dict[str, Any]) -> str:
+        structured = body.get("response_format") or (body.get("text") or {}).get("format")
+        return json.dumps(self.structured) if structured else self.answer
+
+    def chat(self, body: dict[str, Any]) -> httpx2.Response:
+        model = body["model"]
+        if body.get("stream"):
+            return httpx2.Response(
+                200, headers={**SSE, **OPENAI_HEADERS}, content=_sse(self._chat_chunks(body))
+            )
+        answered = any(m.get("role") == "tool" for m in body["messages"])
+        names = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+        wants_tools = body.get("tools") and not answered
+        if answered and "final_result" in names:  # pydantic-ai's output tool: answer through it
+            final = {"name": "final_result", "arguments": json.dumps(self.structured)}
+            call = {"id": "call_final", "type": "function", "function": final}
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "refusal": None,
+                "tool_calls": [call],
+            }
+            finish = "tool_calls"
+        elif wants_tools:
+            calls = [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": json.dumps({"city": city})},
+                }
+                for i, city in enumerate(["Paris", "Lyon"])
+            ]
+            message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": calls}
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": self._text(body), "refusal": None}
+            finish = "stop"
+        completion = {
+            "id": "chatcmpl-AbC1",
+            "object": "chat.completion",
+            "created": CREATED,
+            "model": model,
+            "system_fingerprint": "fp_4f0b692a78",
+            "service_tier": "default",
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": 82,
+                "completion_tokens": 17,
+                "total_tokens": 99,
+                "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+            },
+        }
+        return httpx2.Response(200, headers=OPENAI_HEADERS, json=completion)
+
+    def _chat_chunks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        base = {
+            "id": "chatcmpl-S1",
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": body["model"],
+        }
+        text = self._text(body)
+        pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+        chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+        chunks += [
+            {**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}
+            for p in pieces
+        ]
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage = {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49}
+            chunks.append({**base, "choices": [], "usage": usage})
+        return chunks
+
+    # -- OpenAI Responses --------------------------------------------------------------------------------
+
+    def _response(self, body: dict[str, Any], status: str = "completed") -> dict[str, Any]:
+        text = self._text(body)
+        done = status == "completed"
+        item = {
+            "type": "message",
+            "id": "msg_01",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+        }
+        return {
+            "id": "resp_01",
+            "object": "response",
+            "created_at": CREATED,
+            "status": status,
+            "model": body["model"],
+            "output": [item] if done else [],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": body.get("tools", []),
+            "text": body.get("text", {"format": {"type": "text"}}),
+            "usage": {
+                "input_tokens": 36,
+                "output_tokens": 8,
+                "total_tokens": 44,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            }
+            if done
+            else None,
+        }
+
+    def responses(self, body: dict[str, Any]) -> httpx2.Response:
+        if not body.get("stream"):
+            return httpx2.Response(200, headers=OPENAI_HEADERS, json=self._response(body))
+        text = self._text(body)
+        ids = {"item_id": "msg_01", "output_index": 0, "content_index": 0}
+        empty_item = {
+            "type": "message",
+            "id": "msg_01",
+            "status": "in_progress",
+            "role": "assistant",
+            "content": [],
+        }
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": self._response(body, "in_progress")},
+            {"type": "response.in_progress", "response": self._response(body, "in_progress")},
+            {"type": "response.output_item.added", "output_index": 0, "item": empty_item},
+            {"type": "response.content_part.added", **ids, "part": part},
+        ]
+        events += [
+            {"type": "response.output_text.delta", **ids, "delta": text[i : i + 7], "logprobs": []}
+            for i in range(0, len(text), 7)
+        ]
+        final = self._response(body)
+        events += [
+            {"type": "response.output_text.done", **ids, "text": text, "logprobs": []},
+            {"type": "response.content_part.done", **ids, "part": {**part, "text": text}},
+            {"type": "response.output_item.done", "output_index": 0, "item": final["output"][0]},
+            {"type": "response.completed", "response": final},
+        ]
+        for number, event in enumerate(events):
+            event["sequence_number"] = number
+        return httpx2.Response(
+            200, headers={**SSE, **OPENAI_HEADERS}, content=_sse(events, named=True, done=False)
+        )
+
+    # -- Anthropic Messages ------------------------------------------------------------------------------
+
+    def messages(self, body: dict[str, Any]) -> httpx2.Response:
+        model = body["model"]
+        if body.get("stream"):
+            data = "".join(
+                f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in self._message_events(model)
+            )
+            return httpx2.Response(200, headers={**SSE, **ANTHROPIC_HEADERS}, content=data.encode())
+        has_result = any(
+            isinstance(m.get("content"), list) and any(b.get("type") == "tool_result" for b in m["content"])
+            for m in body["messages"]
+        )
+        if body.get("tools") and not has_result:
+            tool_use = {
+                "type": "tool_use",
+                "id": "toolu_01",
+                "name": "get_weather",
+                "input": {"city": "Paris"},
+            }
+            content: list[dict[str, Any]] = [{"type": "text", "text": "Let me check the weather."}, tool_use]
+            stop, usage = "tool_use", (90, 40)
+        else:
+            content, stop, usage = [{"type": "text", "text": self.answer}], "end_turn", (140, 15)
+        return httpx2.Response(200, headers=ANTHROPIC_HEADERS, json=_message(model, content, stop, usage))
+
+    def _message_events(self, model: str) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = [
+            {"type": "message_start", "message": _message(model, [], None, (25, 1))},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "ping"},
+        ]
+        for i, word in enumerate(self.answer.split(" ")):
+            delta = {"type": "text_delta", "text": word if i == 0 else " " + word}
+            events.append({"type": "content_block_delta", "index": 0, "delta": delta})
+        return [
+            *events,
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 15},
+            },
+            {"type": "message_stop"},
+        ]
+
+
+def _message(
+    model: str, content: list[dict[str, Any]], stop: str | None, usage: tuple[int, int]
+) -> dict[str, Any]:
+    return {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+    }
+
+
+def _sse(chunks: list[dict[str, Any]], *, named: bool = False, done: bool = True) -> bytes:
+    lines = []
+    for chunk in chunks:
+        if named:
+            lines.append(f"event: {chunk['type']}\n")
+        lines.append(f"data: {json.dumps(chunk)}\n\n")
+    if done:
+        lines.append("data: [DONE]\n\n")
+    return "".join(lines).encode()

@@ -1,0 +1,96 @@
+"""pydantic-ai on an HTTP model (OpenAIChatModel) through the capture (issue 11): run with tools and an
+output_type, run_stream, and a changed output type or tool description diverging at the right path."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import openai
+import pydantic
+from capture_harness import assert_same, divergence, record_run, replay_run
+from fake_providers import FakeProvider
+from integration_helpers import events_of
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from stepfork.integrations.pydantic_ai import instrument_model
+from stepfork.trace import trace_tool
+
+
+class Weather(pydantic.BaseModel):
+    city: str
+    celsius: int
+
+
+class Forecast(pydantic.BaseModel):
+    city: str
+    celsius: int
+    rain: bool = False
+
+
+@trace_tool
+def get_weather(city: str) -> str:
+    """Current weather of a city."""
+    return f"{city}: sunny, 21C"
+
+
+def model(fake: FakeProvider) -> Any:
+    client = openai.AsyncOpenAI(
+        api_key="sk-test", http_client=httpx2.AsyncClient(transport=fake.transport()), max_retries=0
+    )
+    return instrument_model(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client)))
+
+
+def weather_agent(output: type[pydantic.BaseModel], description: str = "Current weather of a city.") -> Any:
+    async def agent(m: Any) -> Any:
+        a = Agent(m, output_type=output, instructions="Answer with the weather.")
+        a.tool_plain(description=description)(get_weather)
+        result = await a.run("Weather in Paris and Lyon?")
+        return result.output, result.all_messages()
+
+    return agent
+
+
+def test_run_with_tools_and_output_type(bundle: Path) -> None:
+    agent = weather_agent(Weather)
+    live = record_run(bundle, agent, model)
+    assert live[0] == Weather(city="Paris", celsius=21)
+    request = next(e for e in events_of(bundle) if e["type"] == "llm_request")
+    tools = [t["function"]["name"] for t in request["input"]["body"]["tools"]]
+    assert tools == ["get_weather", "final_result"]  # the output tool's schema is what the model saw
+    # pydantic-ai runs the two parallel tool calls as concurrent tasks: their order is not fixed
+    replayed = replay_run(bundle, agent, model, ordering="concurrent")
+    assert replayed[0] == live[0]
+
+    # the model's responses as pydantic-ai built them, provider details included (its message
+    # timestamps are the agent's clock at the time, not something the provider sent)
+    def responses(messages: list[Any]) -> list[Any]:
+        return [
+            (m.parts, m.model_name, m.provider_details, m.usage) for m in messages if m.kind == "response"
+        ]
+
+    assert_same(responses(live[1]), responses(replayed[1]))
+    details = responses(replayed[1])[0][2]
+    assert isinstance(details["timestamp"], datetime)  # not the str 0.2.0's wrapper gave back
+
+    error = divergence(bundle, weather_agent(Forecast), model, ordering="concurrent")
+    assert error.path.startswith("$.body.tools[1].function.parameters")
+    error = divergence(
+        bundle, weather_agent(Weather, "Weather forecast of a city."), model, ordering="concurrent"
+    )
+    assert error.path == "$.body.tools[0].function.description"
+
+
+def test_run_stream(bundle: Path) -> None:
+    async def agent(m: Any) -> list[str]:
+        a = Agent(m)
+        async with a.run_stream("Weather in Paris?") as result:
+            return [text async for text in result.stream_text(delta=True)]
+
+    live = record_run(bundle, agent, model)
+    assert "".join(live) == FakeProvider().answer
+    assert replay_run(bundle, agent, model) == live

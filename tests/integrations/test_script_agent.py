@@ -1,0 +1,99 @@
+"""Zero-code recording and replay of a script agent (issue 11): ``stepfork record -- python script`` and
+``stepfork replay BUNDLE -- python script``, through the real CLI, on examples/script_agent (no Stepfork
+import in it) talking HTTP to a fake OpenAI server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "script_agent"
+STEPFORK = Path(sys.executable).parent / "stepfork"
+sys.path.insert(0, str(EXAMPLE))
+
+from fake_server import serve  # noqa: E402
+
+
+@pytest.fixture
+def server() -> Iterator[Any]:
+    srv, fake = serve()
+    yield srv, fake
+    srv.shutdown()
+    srv.server_close()
+
+
+def run(args: list[str], cwd: Path, port: int) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+        "OPENAI_API_KEY": "sk-script-secret",
+    }
+    return subprocess.run(
+        [str(STEPFORK), *args], cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300
+    )
+
+
+def test_record_then_replay_a_script_with_no_stepfork_import(tmp_path: Path, server: Any) -> None:
+    srv, fake = server
+    port = srv.server_address[1]
+    shutil.copy2(EXAMPLE / "weather_script.py", tmp_path)
+    assert "stepfork" not in (tmp_path / "weather_script.py").read_text().lower().split('"""', 2)[2]
+    recorded = run(
+        ["record", "-o", "run.sftrace", "--", sys.executable, "weather_script.py", "Paris"], tmp_path, port
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    answer = json.loads(recorded.stdout)  # the program's stdout passes through
+    assert answer["answer"] == fake.answer
+    assert len(fake.requests) == 2
+    events = [
+        json.loads(line) for line in (tmp_path / "run.sftrace" / "events.jsonl").read_text().splitlines()
+    ]
+    assert [e["type"] for e in events if e["type"].startswith("llm_")] == ["llm_request", "llm_response"] * 2
+    assert "sk-script-secret" not in (tmp_path / "run.sftrace" / "events.jsonl").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.sftrace", "weather_script.py"]
+
+    replayed = run(
+        ["replay", "run.sftrace", "--", sys.executable, "weather_script.py", "Paris"], tmp_path, port
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert json.loads(replayed.stdout.splitlines()[0]) == answer
+    assert replayed.stdout.count("(substituted)") == 2
+    assert "Status: COMPLETED" in replayed.stdout
+    assert len(fake.requests) == 2  # served from the bundle
+
+    changed = run(
+        ["replay", "run.sftrace", "--", sys.executable, "weather_script.py", "Lyon"], tmp_path, port
+    )
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "$.body.messages[0].content" in changed.stdout
+    assert len(fake.requests) == 2
+
+
+def test_the_exit_status_is_the_run_status(tmp_path: Path, server: Any) -> None:
+    srv, _ = server
+    (tmp_path / "fails.py").write_text("import sys\nprint('working')\nsys.exit(3)\n")
+    done = run(
+        ["record", "-o", "f.sftrace", "--", sys.executable, "fails.py"], tmp_path, srv.server_address[1]
+    )
+    assert (done.returncode, done.stdout) == (3, "working\n")
+    manifest = json.loads((tmp_path / "f.sftrace" / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
+    again = run(
+        ["record", "-o", "f.sftrace", "--", sys.executable, "fails.py"], tmp_path, srv.server_address[1]
+    )
+    assert again.returncode == 2
+    assert "--overwrite" in again.stderr
+
+
+def test_record_refuses_a_command_that_is_not_python(tmp_path: Path) -> None:
+    done = run(["record", "--", "bash", "-c", "true"], tmp_path, 1)
+    assert done.returncode == 2
+    assert "python" in done.stderr
