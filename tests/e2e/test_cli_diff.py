@@ -46,7 +46,7 @@ def _record(path: Path, *, insert_log: bool = False, answer: Any = "a") -> Path:
 def test_golden_pair_prints_the_price_change_and_exits_1() -> None:
     proc = stepfork("diff", GOLDEN / "diff_baseline.sftrace", GOLDEN / "diff_changed.sftrace")
     assert proc.returncode == 1, proc.stderr
-    assert "    expected: 320\n    actual:   450\n    at:       output.price" in proc.stdout
+    assert "  output.price (first)\n    baseline:  320\n    candidate: 450" in proc.stdout
     assert "Steps: 2 total (2 changed, 0 added, 0 removed, 0 unchanged)" in proc.stdout
     assert proc.stdout.rstrip().endswith("Result: BEHAVIOR CHANGED")
 

@@ -153,6 +153,7 @@ def _render(
 ) -> None:
     from stepfork.cli.options import describe_raise_as
     from stepfork.cli.output import compact, sanitize_text
+    from stepfork.replay.diagnostics import difference_lines
 
     lines = [
         "Stepfork Replay",
@@ -174,8 +175,11 @@ def _render(
     lines.append(f"Dependency matching: {matching.status}")
     if matching.message:
         lines.append(f"  {sanitize_text(matching.message)}")
-    if matching.diagnostic is not None and matching.status == "DIVERGED":
-        lines.extend("  " + line for line in matching.diagnostic.render(verbose=verbose).splitlines())
+    if matching.diagnostic is not None and matching.status in ("DIVERGED", "INCOMPLETE"):
+        # the same detail lines as str() of the ReplayMismatchError in pytest (every differing path,
+        # both calls, fingerprints, a hint)
+        details = matching.diagnostic.explain(verbose=verbose).splitlines()
+        lines.extend("  " + sanitize_text(line) for line in details)
     lines.append("")
     execution = outcome.execution
     if execution.status == "RAISED":
@@ -186,6 +190,14 @@ def _render(
     lines.append(f"Recorded behavior: {behavior.status}")
     if behavior.status not in ("MATCHED", "REPRODUCED FAILURE"):
         lines.append(f"  {sanitize_text(behavior.message)}")
+    if behavior.difference_count > 1:
+        block = difference_lines(behavior.differences, behavior.difference_count, display=True)
+        lines.extend("  " + sanitize_text(line) for line in block)
+    if outcome.raise_as_suggestion:
+        lines.append(
+            "  hint: the replayed failure is raised as Stepfork's RecordedDependencyError, which the "
+            f"agent's except clauses do not catch; map it to the agent's class: {outcome.raise_as_suggestion}"
+        )
     lines.append(f"Status: {_status(outcome)}")
     if execution.status == "COMPLETED":
         # shown whenever the entrypoint completed, also when the replay diverged (NOT COMPARED)
