@@ -14,6 +14,7 @@ quotes them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -45,10 +46,8 @@ def make_bundle(path: Path, calls: int = CALLS) -> Path:
     with record("inspect-bench", output=path) as session:
         for index in range(calls):
             if index % 2 == 0:
-                try:
+                with contextlib.suppress(LookupError):
                     fetch(index, PAD)
-                except LookupError:
-                    pass
             else:
                 llm_request(
                     model="bench-model",

@@ -8,6 +8,7 @@ memory (tracemalloc) stays a small fraction of the bundle's size. Wall time is a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import tracemalloc
@@ -36,16 +37,16 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with record("big-agent", output=path) as session:
         for index in range(CALLS):
             if index % 2 == 0:
-                try:
+                with contextlib.suppress(LookupError):
                     fetch(index, PAD)
-                except LookupError:
-                    pass
             else:
                 llm_request(
                     model="m1",
                     provider="local",
                     input={"prompt": f"{index} {PAD}"},
-                    call=lambda: LLMOutput({"text": PAD}, prompt_tokens=10, completion_tokens=5, cost_usd=0.001),
+                    call=lambda: LLMOutput(
+                        {"text": PAD}, prompt_tokens=10, completion_tokens=5, cost_usd=0.001
+                    ),
                 )
         session.set_output({"done": True})
     return path

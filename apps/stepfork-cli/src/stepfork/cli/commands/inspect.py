@@ -84,7 +84,8 @@ def _stream_json(path: Path, found: Any, *, step: int | None, errors_only: bool)
 
     def write(_position: int, row: dict[str, object]) -> None:
         nonlocal first
-        out.write(("\n" if first else ",\n") + textwrap.indent(json.dumps(row, indent=2, ensure_ascii=False), "    "))
+        shown = textwrap.indent(json.dumps(row, indent=2, ensure_ascii=False), "    ")
+        out.write(("\n" if first else ",\n") + shown)
         first = False
 
     inspect_bundle(path, step=step, errors_only=errors_only, keep="all", on_row=write)
@@ -189,7 +190,8 @@ def _render(
     def row_text(row: dict[str, Any]) -> str:
         cells = _cells(row)
         if show_details:
-            cells.append(escape_controls(json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))))
+            details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
+            cells.append(escape_controls(details))
         return line(cells)
 
     pager = out.pager() if show_all and sys.stdout.isatty() else contextlib.nullcontext()

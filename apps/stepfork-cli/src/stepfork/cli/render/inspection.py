@@ -203,7 +203,8 @@ def inspect_bundle(
 
     ``step`` and ``errors_only`` select the timeline's events (``--step``, ``--errors-only``); ``keep``
     says which selected rows are kept (module docstring); with ``keep="all"`` and ``on_row``, each row is
-    given to ``on_row(position, row)`` as it is read instead of being kept (``--all``, ``--json``). Integrity is verified first (streamed hashing).
+    given to ``on_row(position, row)`` as it is read instead of being kept (``--all``, ``--json``).
+    Integrity is verified too (streamed hashing).
 
     Raises:
         TraceStorageError: the bundle is unreadable (as ``Trace.load`` would raise it).
@@ -211,7 +212,11 @@ def inspect_bundle(
     from stepfork.trace.integrity import verify_bundle_integrity
     from stepfork.trace.reading import open_bundle
 
-    labels = {"verified": "VERIFIED", "mismatch": "MISMATCH", "unverified_legacy": "UNVERIFIED (legacy bundle)"}
+    labels = {
+        "verified": "VERIFIED",
+        "mismatch": "MISMATCH",
+        "unverified_legacy": "UNVERIFIED (legacy bundle)",
+    }
     with open_bundle(path) as opened:
         result = Inspection(opened.manifest, "UNKNOWN")
         scan = _Scan(result, step=step, errors_only=errors_only, keep=keep, on_row=on_row)
