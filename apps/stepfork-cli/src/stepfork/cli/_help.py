@@ -17,10 +17,10 @@ TOP_LEVEL_HELP = (
     "  validate  Validate a .sftrace bundle.\n"
     "  inspect   Inspect a .sftrace bundle locally.\n"
     "  replay    Execute a trusted entrypoint with dependencies replayed from...\n"
+    "  diff      Compare the behavior of two recorded agent runs.\n"
     "  minimize  Minimize a failing trace to the smallest reproducible subset.\n"
     "  fork      Fork a recorded run at a step: frozen before it, live from...\n"
-    "  score     Score an exported expectation against a mutant battery...\n"
-    "  diff      Compare the behavior of two recorded agent runs.\n"
     "  export    Export an executable pytest regression test from a trace.\n"
-    "  run       Run an exported regression test and write the receipt yourself.\n"
+    "  run       Run an exported regression test and report the verdict...\n"
+    "  score     Score an exported expectation against a mutant battery...\n"
 )

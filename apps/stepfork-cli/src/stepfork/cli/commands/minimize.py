@@ -24,7 +24,7 @@ def minimize(
         "frozen",
         "--mode",
         "-m",
-        help="Replay mode: frozen or live (forbidden, manual and derived are refused: docs/minimize.md).",
+        help="Replay mode, any letter case (forbidden, manual and derived are refused: docs/minimize.md).",
     ),
     output: Path | None = typer.Option(
         None,
@@ -61,6 +61,12 @@ def minimize(
         typer.echo(message, err=True)
         raise typer.Exit(exit_code) from None
 
+    if mode.casefold() in ("frozen", "live", "forbidden", "manual", "derived"):
+        mode = mode.casefold()  # any letter case; the library refuses the last three with its reasons
+    else:
+        from stepfork.cli.guide import parse_mode
+
+        mode = parse_mode(mode, "minimize")  # an unknown mode: the choices and the closest one, exit 2
     say("Stepfork Minimize\n")
     say(f"Original trace:  {path}")
     try:

@@ -21,20 +21,21 @@ from typing import Annotated, Any
 
 import typer
 
+from stepfork.cli.guide import MODES
 from stepfork.cli.options import RAISE_AS_HELP
 
-CLI_MODES = ("frozen", "live", "forbidden", "manual")
+CLI_MODES = MODES["replay"]
 
 
 def replay(
     path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
     entrypoint: Annotated[
         str | None,
-        typer.Option("--entrypoint", help="Trusted local MODULE:FUNCTION to execute under replay. Required."),
+        typer.Option(
+            "--entrypoint", "-e", help="Trusted local MODULE:FUNCTION to execute under replay. Required."
+        ),
     ] = None,
-    mode: Annotated[
-        str, typer.Option("--mode", help="Replay mode: frozen, live, forbidden, or manual.")
-    ] = "frozen",
+    mode: Annotated[str, typer.Option("--mode", "-m", help="Replay mode (any letter case).")] = "frozen",
     allow_live_tool: Annotated[
         list[str] | None,
         typer.Option("--allow-live-tool", help="Authorize a named tool to execute in live mode. Repeatable."),
@@ -48,11 +49,11 @@ def replay(
     ] = False,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
+    from stepfork.cli.guide import parse_mode
     from stepfork.cli.options import parse_raise_as
     from stepfork.cli.output import fail, sanitize_text
 
-    if mode not in CLI_MODES:
-        fail(f"Invalid replay mode {mode}.", 2)
+    mode = parse_mode(mode, "replay")
     if not entrypoint:
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     classes = parse_raise_as(raise_as)

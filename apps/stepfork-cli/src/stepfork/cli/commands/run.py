@@ -52,7 +52,7 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Run an exported regression test and write the receipt yourself."""
+    """Run an exported regression test and report the verdict (--receipt writes it as JSON)."""
     from stepfork.analysis.runner import RunInputError, run_exported_test
     from stepfork.cli.output import fail
 
