@@ -80,5 +80,5 @@ def test_an_unreadable_bundle_exits_2(tmp_path: Path, which: str) -> None:
     good, bad = GOLDEN / "diff_baseline.sftrace", tmp_path / "missing.sftrace"
     proc = stepfork("diff", *((bad, good) if which == "baseline" else (good, bad)))
     assert proc.returncode == 2
-    assert "Unreadable bundle" in proc.stderr
+    assert f"Unreadable {which} bundle {bad}: " in proc.stderr
     assert "Traceback" not in proc.stderr

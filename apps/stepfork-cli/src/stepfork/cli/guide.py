@@ -13,6 +13,7 @@ Option names need nothing here: click already answers ``--entrypiont`` with ``(P
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Any
 
 # The modes each command accepts, in the order the help lists them. tests/e2e/test_cli_guides.py checks
@@ -110,3 +111,34 @@ def parse_mode(value: str, command: str) -> str:
     near = closest(value, choices)
     hint = f" Did you mean {near!r}?" if near else ""
     fail(f"Invalid replay mode {sanitize_text(value)}.\nChoose one of: {', '.join(choices)}.{hint}", 2)
+
+
+def not_a_test_problem(path: Path, command: str) -> str | None:
+    """Why ``path`` cannot be the exported test ``command`` (``run``, ``score``) takes, or None.
+
+    A bundle (a ``.sftrace`` directory, or one holding manifest.json) is named as such with the
+    ``stepfork export`` line that makes a test of it; another directory is "a directory"; a file that
+    neither calls ``run_regression_case`` nor names a ``TRACE_PATH`` is "not a test stepfork export wrote"
+    (advice about constants or pytest would not apply to it). A missing path is left to the command.
+    """
+    export = "stepfork export BUNDLE -e MODULE:FUNCTION --expect-output EXPECTED.json"
+    if path.is_dir():
+        if path.name.endswith(".sftrace") or (path / "manifest.json").is_file():
+            return (
+                f"{path} is a bundle, not a test: `stepfork {command}` takes the pytest file "
+                f"`stepfork export` writes. Make one with: {export.replace('BUNDLE', str(path))}"
+            )
+        return f"{path} is a directory, not a test file: `stepfork {command}` takes the file `stepfork export` writes."
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1 << 20)
+    except OSError:
+        return None  # the command reports why it cannot read it
+    if b"run_regression_case" in head or b"TRACE_PATH" in head:
+        return None
+    return (
+        f"{path} is not a test `stepfork export` wrote (it neither calls run_regression_case nor names a "
+        f"TRACE_PATH). Make one with: {export}"
+    )

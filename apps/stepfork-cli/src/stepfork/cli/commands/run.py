@@ -54,7 +54,12 @@ def run(
 ) -> None:
     """Run an exported regression test and report the verdict (--receipt writes it as JSON)."""
     from stepfork.analysis.runner import RunInputError, run_exported_test
-    from stepfork.cli.output import fail
+    from stepfork.cli.guide import not_a_test_problem
+    from stepfork.cli.output import fail, sanitize_text
+
+    problem = not_a_test_problem(test, "run")
+    if problem is not None:
+        fail(sanitize_text(problem), 2)
 
     try:
         result = run_exported_test(
