@@ -128,7 +128,10 @@ def not_a_test_problem(path: Path, command: str) -> str | None:
                 f"{path} is a bundle, not a test: `stepfork {command}` takes the pytest file "
                 f"`stepfork export` writes. Make one with: {export.replace('BUNDLE', str(path))}"
             )
-        return f"{path} is a directory, not a test file: `stepfork {command}` takes the file `stepfork export` writes."
+        return (
+            f"{path} is a directory, not a test file: `stepfork {command}` takes the file "
+            "`stepfork export` writes."
+        )
     if not path.is_file():
         return None
     try:
