@@ -60,8 +60,10 @@ def apply_metavars(command: Any) -> Any:
             if param.metavar is None:
                 param.metavar = (param.name or "ARG").upper()
             shown = param.metavar if param.required else f"[{param.metavar}]"
-            # typer's usage line wraps a required argument in braces; the instance attribute wins
+            # typer's usage line wraps a required argument in braces, and its Arguments section adds the
+            # type (``TEST <path>``): the instance attributes win over the class's methods
             param._usage_display_name = lambda shown=shown: shown
+            param.display_type_rich = lambda ctx=None: None
         elif kind == "option" and not param.is_flag and param.metavar is None:
             if param.name == "mode" and command.name in MODES:
                 param.metavar = mode_metavar(command.name)
@@ -90,7 +92,7 @@ def _type_word(param: Any) -> str:
 def closest(value: str, choices: list[str] | tuple[str, ...]) -> str | None:
     """The choice closest to ``value`` (case-insensitive, ``difflib.get_close_matches``), or None."""
     folded = {choice.casefold(): choice for choice in choices}
-    found = difflib.get_close_matches(value.casefold(), list(folded), n=1, cutoff=0.5)
+    found = difflib.get_close_matches(value.casefold(), list(folded), n=1, cutoff=0.7)
     return folded[found[0]] if found else None
 
 

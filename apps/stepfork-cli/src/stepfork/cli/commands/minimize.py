@@ -30,7 +30,7 @@ def minimize(
         None,
         "--output",
         "-o",
-        help="Path for the minimized .sftrace bundle. Default: <path>-minimized.sftrace.",
+        help="Path for the minimized .sftrace bundle. Default: PATH with -minimized before .sftrace.",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Overwrite the output bundle if it exists."),
     timeout: float = typer.Option(30.0, "--timeout", help="Timeout in seconds for each replay attempt."),

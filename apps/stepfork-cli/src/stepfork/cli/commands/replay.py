@@ -68,8 +68,14 @@ def replay(
     from stepfork.replay.raise_as import RaiseAsClassError
     from stepfork.trace.errors import TraceError
 
+    # On a terminal the header shows before the entrypoint runs, and a spinner while it runs (stderr);
+    # piped, the report prints in one piece at the end (and nothing on stdout when the command refuses).
+    header = _header(path, entrypoint, mode, classes)
+    interactive = sys.stdout.isatty()
+    if interactive:
+        typer.echo("\n".join(header))
     try:
-        with _raise_as_warnings_as_lines():
+        with _raise_as_warnings_as_lines(), _spinner(enabled=mode != "manual"):
             outcome = replay_entrypoint(
                 path,
                 entrypoint,
@@ -88,8 +94,36 @@ def replay(
         fail(sanitize_text(str(exc)), 2)
     for key in outcome.raise_as_unmatched:
         typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
-    _render(outcome, path, entrypoint, classes, verbose=verbose)
+    _render(outcome, [] if interactive else header, verbose=verbose)
     raise typer.Exit(outcome.exit_code)
+
+
+def _header(path: Path, entrypoint: str, mode: str, classes: dict[str, str] | None) -> list[str]:
+    from stepfork.cli.options import describe_raise_as
+
+    lines = [
+        "Stepfork Replay",
+        "",
+        f"{'Trace':<14}{path}",
+        f"{'Entrypoint':<14}{entrypoint}",
+        f"{'Mode':<14}{mode}",
+    ]
+    if classes:
+        lines.append(f"{'Raise as':<14}{describe_raise_as(classes)}")
+    return lines
+
+
+@contextmanager
+def _spinner(*, enabled: bool) -> Iterator[None]:
+    """A rich spinner on stderr while the entrypoint runs, when stderr is a terminal (never in manual
+    mode, whose prompts share the terminal)."""
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status("Replaying..."):
+        yield
 
 
 def _entrypoint_detail(exc: Any, what: str = "entrypoint") -> str:
@@ -149,24 +183,14 @@ def _ask(call: Any) -> bool:
         raise
 
 
-def _render(
-    outcome: Any, path: Path, entrypoint: str, classes: dict[str, str] | None, *, verbose: bool
-) -> None:
-    from stepfork.cli.options import describe_raise_as
+def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
+    """Print the report: ``header`` (empty when it was printed before the run), the agent, the calls,
+    the three verdicts; verdict words coloured on a terminal (stepfork.cli.colour)."""
+    from stepfork.cli.colour import echo
     from stepfork.cli.output import compact, sanitize_text
     from stepfork.replay.diagnostics import difference_lines
 
-    lines = [
-        "Stepfork Replay",
-        "",
-        f"{'Trace':<14}{path}",
-        f"{'Agent':<14}{sanitize_text(outcome.agent_name)}",
-        f"{'Entrypoint':<14}{entrypoint}",
-        f"{'Mode':<14}{outcome.mode}",
-    ]
-    if classes:
-        lines.append(f"{'Raise as':<14}{describe_raise_as(classes)}")
-    lines += ["", "Dependency Calls"]
+    lines = [*header, f"{'Agent':<14}{sanitize_text(outcome.agent_name)}", "", "Dependency Calls"]
     if not outcome.calls:
         lines.append("  (none reached)")
     for call in outcome.calls:
@@ -207,7 +231,7 @@ def _render(
         elif behavior.status != "UNVERIFIABLE":  # UNVERIFIABLE's own line already says why
             why = sanitize_text(outcome.result_error)
             lines.append(f"Final result: not shown, it has no JSON form: {why}")
-    typer.echo("\n".join(lines))
+    echo("\n".join(lines))
 
 
 def _status(outcome: Any) -> str:

@@ -98,7 +98,9 @@ def run(
     for label, value in rows:
         typer.echo(f"{label:<17}{value}")
     typer.echo("")
-    typer.echo(f"Verdict: {_VERDICT_LINES[result.verdict]}")
+    from stepfork.cli.colour import echo
+
+    echo(f"Verdict: {_VERDICT_LINES[result.verdict]}")
     if result.verdict == "could_not_execute":
         typer.echo(f"Reason: {result.reason}")
         typer.echo(result.detail)

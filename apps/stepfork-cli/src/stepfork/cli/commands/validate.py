@@ -38,8 +38,10 @@ def validate(
                 3,
             )
         fail("Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))", 3)
+    from stepfork.cli.colour import echo
+
     for check in result.checks:
-        typer.echo(f"{'✓' if check.passed else '✗'} {check.name}")
+        echo(f"{'✓' if check.passed else '✗'} {check.name}")
     for warning in result.warnings:
         typer.echo(f"warning: {warning.code}: {sanitize_text(warning.message)}")
     typer.echo("")
