@@ -37,10 +37,10 @@ def inspect(
 ) -> None:
     """Inspect a .sftrace bundle locally."""
     from stepfork.cli.output import fail, sanitize_text
-    from stepfork.cli.render.inspection import inspect_bundle
+    from stepfork.cli.render.inspection import Keep, inspect_bundle
     from stepfork.trace.errors import TraceStorageError
 
-    keep = "none" if as_json or show_all else "bounded"
+    keep: Keep = "none" if as_json or show_all else "bounded"
     try:
         found = inspect_bundle(path, step=step, errors_only=errors_only, keep=keep)
     except TraceStorageError as exc:
