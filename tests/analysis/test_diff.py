@@ -63,14 +63,15 @@ def test_null_and_an_absent_key_are_different_and_print_differently(record_notif
     assert change.actual is ABSENT
     assert change.to_dict() == {"path": "output.carrier", "kind": "removed", "expected": None}
     text = str(result)
-    assert "expected: null" in text
-    assert "actual:   (absent)" in text
+    assert "  output.carrier (first)\n    baseline:  null\n    candidate: (absent)" in text
 
 
 def test_human_output_has_the_spec_shape(record_notify) -> None:
     text = str(diff_traces(record_notify("base"), record_notify("cand", notify=True)))
-    assert "  output:\n    expected: false\n    actual:   true\n    at:       output.should_notify" in text
-    assert "  run_status: unchanged" in text
+    # issue 13: path first, one block per change, baseline/candidate (docs/decisions.md)
+    assert "  output.should_notify\n    baseline:  false\n    candidate: true" in text
+    assert text.count("(first)") == 1
+    assert "  unchanged: run_status" in text
     assert "Steps: 3 total (2 changed, 0 added, 0 removed, 1 unchanged)" in text
     assert text.endswith("Result: BEHAVIOR CHANGED")
 

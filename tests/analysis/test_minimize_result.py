@@ -21,6 +21,8 @@ def _result(**fields: object) -> MinimizeResult:
         "replay_attempts": 15,
         "signature": Signature("output_mismatch", "should_notify"),
         "minimal": True,
+        "removed_calls": 1,
+        "removed": ("step 1: tool order_status",),
     }
     return MinimizeResult(**{**values, **fields})  # type: ignore[arg-type]
 
@@ -48,7 +50,15 @@ def test_the_report_panel_has_the_spec_rows() -> None:
         "Clean Replay",
     ]
     assert text.splitlines()[0].startswith("╭─ Minimization Report ")
+    assert "Removed 1 call:\n  - step 1: tool order_status\n" in text
     assert text.endswith("✓ Minimized trace saved to: minimal.sftrace")
+
+
+def test_a_result_that_removed_nothing_says_so_instead_of_saved() -> None:
+    text = str(_result(removed_calls=0, removed=()))
+    assert "Nothing could be removed: every recorded call is needed to reproduce the failure." in text
+    assert "saved" not in text
+    assert _result(removed_calls=0, removed=()).to_dict()["removed"] == []
 
 
 def test_json_and_html_forms() -> None:

@@ -46,7 +46,7 @@ def _record(path: Path, *, insert_log: bool = False, answer: Any = "a") -> Path:
 def test_golden_pair_prints_the_price_change_and_exits_1() -> None:
     proc = stepfork("diff", GOLDEN / "diff_baseline.sftrace", GOLDEN / "diff_changed.sftrace")
     assert proc.returncode == 1, proc.stderr
-    assert "    expected: 320\n    actual:   450\n    at:       output.price" in proc.stdout
+    assert "  output.price (first)\n    baseline:  320\n    candidate: 450" in proc.stdout
     assert "Steps: 2 total (2 changed, 0 added, 0 removed, 0 unchanged)" in proc.stdout
     assert proc.stdout.rstrip().endswith("Result: BEHAVIOR CHANGED")
 
@@ -80,5 +80,5 @@ def test_an_unreadable_bundle_exits_2(tmp_path: Path, which: str) -> None:
     good, bad = GOLDEN / "diff_baseline.sftrace", tmp_path / "missing.sftrace"
     proc = stepfork("diff", *((bad, good) if which == "baseline" else (good, bad)))
     assert proc.returncode == 2
-    assert "Unreadable bundle" in proc.stderr
+    assert f"Unreadable {which} bundle {bad}: " in proc.stderr
     assert "Traceback" not in proc.stderr

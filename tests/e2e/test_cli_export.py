@@ -54,12 +54,16 @@ def test_without_expect_output_the_recorded_output_is_asserted_with_a_warning(qu
     assert "EXPECTATION_SOURCE = 'recorded'" in source
 
 
-def test_the_pytest_flag_is_required(quickstart: Path) -> None:
+def test_pytest_is_the_default_format_and_the_flag_is_still_accepted(quickstart: Path) -> None:
+    # issue 13: --pytest is no longer required for the only format; --no-pytest is still refused
     result = export(quickstart, "--entrypoint", "quickstart:run_agent")
-    assert result.code == 2
-    assert result.err.strip() == "v0.1 supports pytest export only (--pytest)."
+    assert result.code == 0, result.text
+    assert (quickstart / "test_notify_regression.py").is_file()
+    result = export(quickstart, "--pytest", "-e", "quickstart:run_agent", "-o", "t2.py")
+    assert result.code == 0, result.text
     result = export(quickstart, "--no-pytest", "--entrypoint", "quickstart:run_agent")
     assert result.code == 2
+    assert result.err.strip() == "v0.1 supports pytest export only (--pytest)."
 
 
 def test_an_entrypoint_is_required(quickstart: Path) -> None:
@@ -131,7 +135,7 @@ def test_a_bundle_failing_strict_validation_is_exit_2(tmp_path: Path) -> None:
 def test_an_invalid_mode_is_exit_2(quickstart: Path) -> None:
     result = export(quickstart, "--pytest", "--entrypoint", "quickstart:run_agent", "--mode", "turbo")
     assert result.code == 2
-    assert result.err.strip() == "Invalid replay mode turbo."
+    assert result.err.splitlines()[0] == "Invalid replay mode turbo."
 
 
 @pytest.mark.parametrize(

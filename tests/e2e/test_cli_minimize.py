@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -142,6 +143,7 @@ def test_minimize_keeps_the_calls_the_failure_needs_and_says_the_bundle_does_not
     panel = [line for line in proc.stdout.splitlines() if line.startswith("│")]
     assert [line[: len(row)] for line, row in zip(panel, rows, strict=True)] == rows
     assert "✓ Minimized trace saved to: minimal.sftrace" in proc.stdout
+    assert re.search(r"^Removed \d+ calls:\n  - step \d+: tool fetch$", proc.stdout, re.MULTILINE)
     assert validate_bundle(project / "minimal.sftrace", verify_integrity=True).valid
     assert verify_bundle_integrity(project / "minimal.sftrace").status == "verified"
     assert "sk-a1B2" not in (project / "minimal.sftrace" / "events.jsonl").read_text()

@@ -83,7 +83,8 @@ def test_a_diverging_call_shows_the_first_divergence_with_abbreviated_fingerprin
     assert _field(result.out, "Dependency matching") == "DIVERGED"
     # spec cli-reference.txt "replay", Common errors: calls numbered from 1, as the "Dependency Calls" list
     assert "  call #1: input diverged from the recording at $.messages[0].content" in result.out
-    assert "first difference at $.messages[0].content" in result.out
+    assert "    differing paths (1):" in result.out
+    assert "      $.messages[0].content (first): expected " in result.out
     assert not re.search(r"\b[0-9a-f]{64}\b", result.out)
     assert re.search(r"\b[0-9a-f]{12}…", result.out)
 
@@ -121,7 +122,7 @@ def test_manual_mode_refuses_when_stdin_is_not_a_terminal(golden_copy) -> None:
 def test_an_invalid_mode_is_exit_2_with_the_spec_message(golden_copy, mode: str) -> None:
     result = replay(golden_copy("successful_run"), "golden_agents:weather_agent", "--mode", mode)
     assert result.code == 2
-    assert result.err.strip() == f"Invalid replay mode {mode}."
+    assert result.err.splitlines()[0] == f"Invalid replay mode {mode}."
 
 
 @pytest.mark.parametrize(
@@ -188,8 +189,9 @@ def test_a_call_past_the_end_of_the_recording_is_described_in_words(golden_copy)
     result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_asks_again")
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "DIVERGED"
-    assert "    expected: no further call (the recording ended)" in result.out
-    assert '    actual:   tool weather_lookup  input {"city":"Pokhara"}' in result.out
+    assert "    recorded: no further call (the recording ended)" in result.out
+    assert '    live:     tool weather_lookup  input {"city":"Pokhara"}' in result.out
+    assert "    hint: the agent makes more calls than the recording has (an extra call)" in result.out
     assert "None" not in result.out
 
 

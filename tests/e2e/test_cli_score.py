@@ -136,7 +136,8 @@ def test_a_test_exported_without_an_expectation_has_nothing_to_score(
             "TRACE_PATH = 'x.sftrace'\nEXPECTATION = None\nHAS_EXPECTATION = False\n",
             "no expectation to score",
         ),
-        ("def broken(:\n", "cannot read test"),
+        ("TRACE_PATH = 'x.sftrace'\ndef broken(:\n", "cannot read test"),
+        ("def test_handwritten():\n    pass\n", "is not a test `stepfork export` wrote"),
     ],
 )
 def test_cases_it_cannot_answer_exit_2_with_the_spec_message(tmp_path: Path, body: str, message: str) -> None:

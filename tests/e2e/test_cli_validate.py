@@ -41,8 +41,8 @@ def test_reference_bundles_get_the_notes_verdicts(bundle: str, column: int, opti
     if expected == 0:
         assert "Validation passed." in result.out
     elif expected == 1:
-        assert "Validation failed: 1 issues." in result.out
-        assert "run_start_count" in result.out
+        assert "Validation failed: 1 issues." in result.err
+        assert "run_start_count" in result.err
     else:
         assert "Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))" in result.err
 
@@ -84,8 +84,8 @@ def test_structural_issues_exit_1_with_a_code_per_issue(golden_copy) -> None:
     _rewrite_events(bundle, duplicate)
     result = run_cli("validate", bundle)
     assert result.code == 1, result.text
-    assert "duplicate_event_id" in result.out
-    assert "Validation failed:" in result.out
+    assert "duplicate_event_id" in result.err
+    assert "Validation failed:" in result.err
 
 
 def test_an_event_count_mismatch_is_reported_by_code(golden_copy) -> None:
@@ -95,7 +95,7 @@ def test_an_event_count_mismatch_is_reported_by_code(golden_copy) -> None:
     (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     result = run_cli("validate", bundle)
     assert result.code == 1
-    assert "event_count_mismatch" in result.out
+    assert "event_count_mismatch" in result.err
     assert "✗ Event count matches" in result.out
 
 
@@ -105,7 +105,7 @@ def test_a_truncated_events_file_is_unreadable_exit_2(golden_copy) -> None:
     (bundle / "events.jsonl").write_bytes(data[: len(data) - 40])
     result = run_cli("validate", bundle)
     assert result.code == 2, result.text
-    assert "invalid_json" in result.out
+    assert "invalid_json" in result.err
 
 
 @pytest.mark.parametrize(
@@ -127,13 +127,13 @@ def test_unreadable_bundles_exit_2_with_their_code(golden_copy, damage, code: st
     damage(bundle)
     result = run_cli("validate", bundle)
     assert result.code == 2, result.text
-    assert code in result.out
+    assert code in result.err
 
 
 def test_a_missing_bundle_exits_2(tmp_path: Path) -> None:
     result = run_cli("validate", tmp_path / "nowhere.sftrace")
     assert result.code == 2
-    assert "missing_file" in result.out
+    assert "missing_file" in result.err
 
 
 def test_legacy_with_verify_integrity_is_exit_3_even_when_other_issues_exist(golden_copy) -> None:
@@ -151,7 +151,7 @@ def test_a_tampered_payload_fails_integrity_verification(golden_copy) -> None:
     (bundle / "events.jsonl").write_text(text, encoding="utf-8")
     result = run_cli("validate", bundle, "--verify-integrity")
     assert result.code == 1, result.text
-    assert "payload_hash_mismatch" in result.out
+    assert "payload_hash_mismatch" in result.err
     assert "✗ Integrity verified" in result.out
 
 

@@ -81,10 +81,10 @@ def test_a_call_past_the_end_renders_words_not_none() -> None:
     assert "None" not in text
     assert text.splitlines()[:3] == [
         "call past the end of the recording",
-        "  expected: no further call (the recording ended)",
-        '  actual:   tool noise  input {"i":0}',
+        "  recorded: no further call (the recording ended)",
+        '  live:     tool noise  input {"i":0}',
     ]
-    assert "input sha256: actual eeeeeeeeeeee…" in text
+    assert "input sha256: live eeeeeeeeeeee…" in text
 
 
 def test_a_replay_that_stopped_early_renders_the_missing_actual_call_in_words() -> None:
@@ -96,6 +96,6 @@ def test_a_replay_that_stopped_early_renders_the_missing_actual_call_in_words() 
     assert "None" not in text
     assert text.splitlines()[:3] == [
         "call #2 (step 3)",
-        '  expected: tool lookup  input {"k":"beta"}',
-        "  actual:   no further call (the run ended)",
+        '  recorded: tool lookup  input {"k":"beta"}',
+        "  live:     no further call (the run ended)",
     ]

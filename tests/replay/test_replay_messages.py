@@ -20,9 +20,12 @@ def test_an_input_divergence_reads_call_1_input_diverged_from_the_recording(reco
     assert error.code == "input_diverged"
     assert error.index == 0
     assert error.path == "$.city"
-    assert str(error) == (
+    assert error.summary == (
         f"call #1: input diverged from the recording at $.city (tool 'search_flights', step {error.step})"
     )
+    # str() is the headline, then the detail lines (tests/e2e/test_mismatch_messages.py shows them all)
+    assert str(error).splitlines()[0] == error.summary
+    assert '    $.city (first): expected "Paris" (string), actual "Rome" (string)' in str(error)
     assert session.divergence is error
 
 

@@ -20,17 +20,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
     import typer
 
-# command name -> module defining ``register(app: typer.Typer) -> None``; order is the help order.
+# command name -> module defining ``register(app: typer.Typer) -> None``; order is the help order, the
+# order of the workflow (issue 13): check and read the bundle, replay it, compare, shrink, explore, keep it
+# as a test, run the test, score the test.
 COMMANDS: dict[str, str] = {
     "validate": "stepfork.cli.commands.validate",
     "inspect": "stepfork.cli.commands.inspect",
     "replay": "stepfork.cli.commands.replay",
+    "diff": "stepfork.cli.commands.diff",
     "minimize": "stepfork.cli.commands.minimize",
     "fork": "stepfork.cli.commands.fork",
-    "score": "stepfork.cli.commands.score",
-    "diff": "stepfork.cli.commands.diff",
     "export": "stepfork.cli.commands.export",
     "run": "stepfork.cli.commands.run",
+    "score": "stepfork.cli.commands.score",
     "view": "stepfork.cli.commands.view",
     "redact": "stepfork.cli.commands.redact",
     "check": "stepfork.cli.commands.check",
@@ -112,7 +114,9 @@ def render_top_level_help() -> str:
 
     import typer.main
 
-    command = typer.main.get_command(build_app())
+    from stepfork.cli.guide import apply_metavars
+
+    command = apply_metavars(typer.main.get_command(build_app()))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         # the very code path `stepfork --help` takes (click caps the width at 80 columns)
@@ -153,7 +157,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         import typer.main
 
-        command = typer.main.get_command(build_app())
+        from stepfork.cli.guide import apply_metavars
+
+        command = apply_metavars(typer.main.get_command(build_app()))  # PATH-style metavars (issue 13)
         command.main(args=args, prog_name="stepfork", standalone_mode=True)
     except SystemExit:
         raise

@@ -41,7 +41,12 @@ def exit_with_result(result: Any, *, as_json: bool) -> NoReturn:
     """
     import typer
 
-    typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if as_json else str(result))
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        from stepfork.cli.colour import echo
+
+        echo(str(result))  # verdict words coloured on a terminal only
     raise typer.Exit(result.exit_code)
 
 

@@ -24,7 +24,7 @@ class MinimizeResult:
             search and verification; each ``--attempts`` repeat counts).
         signature: the failure (and how the original replay went); minimal: True when the result is
             1-minimal; kept_steps: the original ``step`` of each kept call; removed_calls: how many calls
-            were removed.
+            were removed; removed: each removed call as ``step S: KIND LABEL`` (original steps), in order.
         clean_replay: True when the search required a clean replay (``minimize_trace(clean_replay=True)``).
         replay: the signature of the final verification replay of the saved bundle (how it replays);
             None in a result built by hand, read as "replays as the original".
@@ -44,6 +44,7 @@ class MinimizeResult:
     removed_calls: int = 0
     clean_replay: bool = False
     replay: Signature | None = None
+    removed: tuple[str, ...] = ()
 
     @property
     def reduction(self) -> float:
@@ -110,6 +111,7 @@ class MinimizeResult:
             "minimal": self.minimal,
             "kept_steps": list(self.kept_steps),
             "removed_calls": self.removed_calls,
+            "removed": list(self.removed),
             "clean_replay": {
                 "required": self.clean_replay,
                 "clean": self.replays_cleanly,
@@ -130,13 +132,32 @@ class MinimizeResult:
                 *body,
                 f"╰{'─' * inner}╯",
                 "",
-                f"✓ Minimized trace saved to: {self.output}",
+                *self._outcome_lines(),
             ]
         )
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython text rendering: the ``str()`` report panel."""
         printer.text(str(self))
+
+    def _outcome_lines(self) -> list[str]:
+        """The calls removed (up to 20, then a count) and where the bundle went, or, when no call could
+        be removed, that sentence instead of "saved" (issue 13)."""
+        if not self.removed_calls:
+            return [
+                "Nothing could be removed: every recorded call is needed to reproduce the failure.",
+                f"The bundle at {self.output} holds the same calls as the original.",
+            ]
+        shown = [f"  - {line}" for line in self.removed[:20]]
+        if len(self.removed) > 20:
+            shown.append(f"  ... and {len(self.removed) - 20} more")
+        noun = "call" if self.removed_calls == 1 else "calls"
+        return [
+            f"Removed {self.removed_calls} {noun}:",
+            *shown,
+            "",
+            f"✓ Minimized trace saved to: {self.output}",
+        ]
 
     def _repr_html_(self) -> str:
         """Notebook rendering: the report table, the kept and removed calls a click away (when the

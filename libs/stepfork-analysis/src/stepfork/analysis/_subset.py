@@ -4,7 +4,7 @@ a trace keeping only some calls (analysis/minimize.py, steps 2 and 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -16,6 +16,7 @@ class Units:
     parents: dict[int, int | None]
     events_of: dict[int, frozenset[int]]  # unit -> event positions it owns
     steps: dict[int, int]
+    labels: dict[int, str] = field(default_factory=dict)  # unit -> "tool lookup", "llm openai/gpt-4o"
 
 
 def extract_units(trace: Any) -> Units:
@@ -50,6 +51,7 @@ def extract_units(trace: Any) -> Units:
         parents,
         {i: frozenset(p) for i, p in owned.items()},
         {i: c.step for i, c in enumerate(calls)},
+        {i: f"{c.kind} {c.label}" for i, c in enumerate(calls)},
     )
 
 

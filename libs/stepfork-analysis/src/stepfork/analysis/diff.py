@@ -95,6 +95,8 @@ class StepDiff(BaseModel):
 
 
 _MARK = {"added": "+", "removed": "-", "changed": "~", "unchanged": " "}
+PATH_LIMIT = 10
+"""How many changed paths ``str()`` shows per step before it gives their count (``to_dict`` has all)."""
 
 
 class DiffResult(BaseModel):
@@ -150,6 +152,7 @@ class DiffResult(BaseModel):
             f"{self.candidate.status})",
             "",
         ]
+        first = True
         for s in self.steps:
             if s.kind == "unchanged":
                 continue
@@ -160,18 +163,18 @@ class DiffResult(BaseModel):
                 for name, value in (step.payload if step else {}).items():
                     lines.append(f"    {name}: {show_value(value)}")
                 continue
-            by_field: dict[str, list[FieldChange]] = {}
-            for change in s.changes:
-                by_field.setdefault(change.path.split(".")[0].split("[")[0], []).append(change)
-            for name, kind in s.fields.items():
-                if kind == "unchanged":
-                    lines.append(f"  {name}: unchanged")
-                    continue
-                lines.append(f"  {name}:")
-                for change in by_field.get(name, []):
-                    lines.append(f"    expected: {show_value(change.expected)}")
-                    lines.append(f"    actual:   {show_value(change.actual)}")
-                    lines.append(f"    at:       {change.path}")
+            unchanged = [name for name, kind in s.fields.items() if kind == "unchanged"]
+            if unchanged:
+                lines.append(f"  unchanged: {', '.join(unchanged)}")
+            # one block per changed path, path first; the first change of the whole diff marked first
+            for change in s.changes[:PATH_LIMIT]:
+                mark = " (first)" if first else ""
+                first = False
+                lines.append(f"  {change.path}{mark}")
+                lines.append(f"    baseline:  {show_value(change.expected)}")
+                lines.append(f"    candidate: {show_value(change.actual)}")
+            if len(s.changes) > PATH_LIMIT:
+                lines.append(f"  ... and {len(s.changes) - PATH_LIMIT} more changed paths in this step")
         lines.append("")
         lines.append(
             f"Steps: {len(self.steps)} total ({self.changed} changed, {self.added} added, "

@@ -318,6 +318,9 @@ def minimize_trace(
         minimal=minimal,
         kept_steps=tuple(units.steps[u] for u in sorted(keep)),
         removed_calls=len(units.ids) - len(keep),
+        removed=tuple(
+            f"step {units.steps[u]}: {units.labels.get(u, '?')}" for u in units.ids if u not in keep
+        ),
         clean_replay=clean_replay,
         replay=final,
     )

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -62,8 +63,13 @@ def _version() -> str:
     return __version__
 
 
+MESSAGE_LINES = 16
+"""How many lines of the first failure message a receipt's ``detail`` keeps."""
+
+
 def _junit_counts(report: Path) -> tuple[dict[str, int], str]:
-    """Counts and the first failure/error message of a JUnit XML report written by our pytest child."""
+    """Counts and the first failure/error message (its first :data:`MESSAGE_LINES` lines) of a JUnit XML
+    report written by our pytest child."""
     root = ET.parse(report).getroot()  # noqa: S314 - our own child's report in our temp dir
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -74,10 +80,20 @@ def _junit_counts(report: Path) -> tuple[dict[str, int], str]:
     for case in root.iter("testcase"):
         for kind in ("failure", "error"):
             element = case.find(kind)
-            lines = (element.get("message") or "").strip().splitlines() if element is not None else []
+            lines = _failure_lines(element) if element is not None else []
             if lines and not message:
-                message = lines[0]
+                # the headline and its detail lines (every differing path, the hint), bounded
+                message = "\n".join(lines[:MESSAGE_LINES])
     return counts, message
+
+
+def _failure_lines(element: ET.Element) -> list[str]:
+    """The exception text of a JUnit failure/error: pytest's ``E`` lines of the element's text (its
+    ``message`` attribute is cut after a few lines), else the ``message`` attribute."""
+    shown = [line[1:] for line in (element.text or "").splitlines() if line.startswith("E ")]
+    if shown:
+        return textwrap.dedent("\n".join(shown)).strip().splitlines()
+    return (element.get("message") or "").strip().splitlines()
 
 
 def run_exported_test(

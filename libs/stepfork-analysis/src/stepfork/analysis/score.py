@@ -105,6 +105,8 @@ class ScoreResult:
         lines = [
             f"battery: {len(claims)} claim-drawn + {len(self.battery) - len(claims)} code-drawn mutant(s), "
             f"derived from {Path(self.test).name} and {Path(self.bundle).name}",
+            "  (a mutant is a wrong output made from the expectation (claim-drawn) or from the recorded run",
+            "  (code-drawn); the test should reject, or kill, every one of them)",
             "",
         ]
         for m in self.battery:
@@ -118,6 +120,10 @@ class ScoreResult:
                 f"claim-pinned: rejected {self.killed}/{len(self.battery)} mutants, "
                 "including every claim-drawn mutant"
             )
+            lines.append(
+                "In plain words: the test fails for each wrong output tried, so it checks the behaviour you "
+                "expect, not just a replay of the recording."
+            )
         else:
             accepted = ", ".join(m.label for m in claims if not m.killed)
             lines.append(
@@ -128,6 +134,14 @@ class ScoreResult:
                 "The generated test passes against the code that produced the recording. "
                 "Treat the expectation as an unapproved oracle."
             )
+            lines.append(
+                "In plain words: the test accepts an output like the recorded one, so it would not catch the "
+                "bug; give it the corrected output with --expect-output."
+            )
+        lines.append(
+            "(in the pins line, live: fields whose expected value differs from the recorded run; "
+            "reproduce: fields that repeat it)"
+        )
         lines.append(self.pins_line)
         return "\n".join(lines)
 

@@ -124,6 +124,143 @@ def first_difference(expected: Any, actual: Any, *, path: str = "$") -> JsonDiff
     return JsonDifference(path, expected, actual)
 
 
+DIFFERENCE_LIMIT = 8
+"""How many differing paths a message lists before it gives only their count."""
+
+
+def all_differences(
+    expected: Any, actual: Any, *, limit: int = DIFFERENCE_LIMIT
+) -> tuple[tuple[JsonDifference, ...], int]:
+    """Every difference between two JSON values, in the order of :func:`first_difference`.
+
+    Returns:
+        ``(differences, count)``: the first ``limit`` differences (the first of them is what
+        :func:`first_difference` returns) and how many there are in all (``count >= len(differences)``).
+    """
+    found: list[JsonDifference] = []
+    count = 0
+
+    def walk(left: Any, right: Any, path: str) -> None:
+        nonlocal count
+        if isinstance(left, dict) and isinstance(right, dict):
+            for key in sorted(set(left) | set(right)):
+                sub = _child(path, key)
+                if key not in left:
+                    add(JsonDifference(sub, MISSING, right[key]))
+                elif key not in right:
+                    add(JsonDifference(sub, left[key], MISSING))
+                else:
+                    walk(left[key], right[key], sub)
+            return
+        if isinstance(left, list) and isinstance(right, list):
+            for position, (a, b) in enumerate(zip(left, right, strict=False)):
+                walk(a, b, _child(path, position))
+            for position in range(min(len(left), len(right)), max(len(left), len(right))):
+                sub = _child(path, position)
+                if position < len(left):
+                    add(JsonDifference(sub, left[position], MISSING))
+                else:
+                    add(JsonDifference(sub, MISSING, right[position]))
+            return
+        if isinstance(left, dict | list) or isinstance(right, dict | list) or not _same_leaf(left, right):
+            add(JsonDifference(path, left, right))
+
+    def add(difference: JsonDifference) -> None:
+        nonlocal count
+        count += 1
+        if len(found) < limit:
+            found.append(difference)
+
+    walk(expected, actual, "$")
+    return tuple(found), count
+
+
+def json_type(value: Any) -> str:
+    """The JSON type of a value as a message names it: ``number, int``, ``number, float``, ``string``,
+    ``boolean``, ``null``, ``object``, ``array``, or ``missing`` for :data:`MISSING`."""
+    if value is MISSING:
+        return "missing"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "number, int"
+    if isinstance(value, float):
+        return "number, float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def typed_preview(value: Any, *, limit: int = 80) -> str:
+    """``1.0 (number, float)``: a value's preview (:func:`preview`, cut to ``limit``) and its JSON type;
+    ``<missing>`` alone for :data:`MISSING`."""
+    if value is MISSING:
+        return "<missing>"
+    return f"{preview(value, limit=limit)} ({json_type(value)})"
+
+
+def difference_hint(difference: JsonDifference) -> str | None:
+    """A one-line hint for a difference whose cause is common and recognisable, or None.
+
+    Rules: equal numbers of different types (``1`` vs ``1.0``: canonical JSON keeps the type, C1); a key
+    present on one side only; strings equal but for case or surrounding whitespace; an object or list
+    compared with a value of another type.
+    """
+    expected, actual = difference.expected, difference.actual
+    numbers = (int, float)
+    if (
+        isinstance(expected, numbers)
+        and isinstance(actual, numbers)
+        and not isinstance(expected, bool)
+        and not isinstance(actual, bool)
+        and type(expected) is not type(actual)
+        and expected == actual
+    ):
+        return (
+            f"equal numbers of different JSON types (the recording has {type(expected).__name__} "
+            f"{expected!r}, the agent sent {type(actual).__name__} {actual!r}): canonical JSON keeps 1 and "
+            "1.0 apart; convert the value before the call, or record the run again if the change is intended"
+        )
+    if actual is MISSING:
+        return "the recorded input has this key and the live call does not send it"
+    if expected is MISSING:
+        return "the live call sends a key the recorded input does not have"
+    if isinstance(expected, str) and isinstance(actual, str):
+        if expected.strip() == actual.strip():
+            return "the strings differ only in surrounding whitespace"
+        if expected.casefold() == actual.casefold():
+            return "the strings differ only in letter case"
+    return None
+
+
+def difference_lines(
+    differences: tuple[JsonDifference, ...], count: int, *, indent: str = "  ", display: bool = False
+) -> list[str]:
+    """The ``differing paths (N):`` block of a message: one line per difference (the first marked
+    ``(first)``) with both values and their JSON types, then ``... and K more`` when ``count`` exceeds the
+    differences listed. ``display`` shows paths in :func:`display_path` form (``answer``, not ``$.answer``).
+    An empty list when there is no difference."""
+    if not differences:
+        return []
+    lines = [f"{indent}differing paths ({count}):"]
+    for position, item in enumerate(differences):
+        mark = " (first)" if position == 0 else ""
+        path = display_path(item.path) if display else item.path
+        lines.append(
+            f"{indent}  {path}{mark}: expected {typed_preview(item.expected)}, "
+            f"actual {typed_preview(item.actual)}"
+        )
+    if count > len(differences):
+        lines.append(f"{indent}  ... and {count - len(differences)} more")
+    return lines
+
+
 def model_fingerprint(provider: str | None, model: str | None) -> str:
     """SHA-256 of the canonical JSON ``{"model": model, "provider": provider}`` (LLM metadata fingerprint)."""
     return fingerprint({"model": model, "provider": provider})
@@ -167,19 +304,61 @@ class Diagnostic:
     expected_model_fingerprint: str | None = None
     actual_model_fingerprint: str | None = None
     function: str | None = None
+    differences: tuple[JsonDifference, ...] = ()
+    difference_count: int = 0
+    hint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field (``difference`` as :meth:`JsonDifference.to_dict`)."""
+        """A JSON-ready dict of every field (``difference`` and each of ``differences`` as
+        :meth:`JsonDifference.to_dict`)."""
         data = asdict(self)
         data["difference"] = self.difference.to_dict() if self.difference is not None else None
+        data["differences"] = [item.to_dict() for item in self.differences]
         return data
 
-    def render(self, *, verbose: bool = False) -> str:
-        """Multi-line human text; fingerprints abbreviated to 12 hex digits unless ``verbose``.
+    def explain(self, *, verbose: bool = False) -> str:
+        """The detail lines of a failure message (the text after its headline), each indented by two
+        spaces, at most about 13 lines: every differing path (up to :data:`DIFFERENCE_LIMIT`, then a count;
+        the first marked ``(first)``) with both values and their JSON types, the call on each side with its
+        input preview, the input fingerprints (12 hex digits unless ``verbose``) and the hint, if any.
 
-        A side without a call says so in words: ``expected: no further call (the recording ended)`` for a
-        call past the end, ``actual: no further call (the run ended)`` for a replay that stopped early;
-        an absent field is left out, never printed as ``None``.
+        It is the same text in ``str()`` of a ReplayMismatchError (pytest, exported tests, the marker) and
+        in the CLI's replay report.
+        """
+        differences = self.differences or ((self.difference,) if self.difference is not None else ())
+        lines = difference_lines(differences, max(self.difference_count, len(differences)))
+        ended = "the recording ended"
+        expected = _call_text(self.expected_kind, self.expected_label, self.expected_input, ended, 100)
+        actual = _call_text(self.actual_kind, self.actual_label, self.actual_input, "the run ended", 100)
+        lines += [f"  recorded: {expected}", f"  live:     {actual}"]
+        shas = self._fingerprint_parts(verbose)
+        if shas:
+            lines.append("  input sha256: " + ", ".join(shas))
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        return "\n".join(lines)
+
+    def _fingerprint_parts(self, verbose: bool) -> list[str]:
+        def fp(value: str | None) -> str:
+            if value is None:
+                return "-"
+            return value if verbose else value[:12] + "…"
+
+        computed = " (computed from the loaded trace)" if self.fingerprints_computed else ""
+        shas = []  # a side without a call has no fingerprint to show
+        if self.expected_kind is not None or self.expected_input_fingerprint is not None:
+            shas.append(f"recorded {fp(self.expected_input_fingerprint)}{computed}")
+        if self.actual_kind is not None or self.actual_input_fingerprint is not None:
+            shas.append(f"live {fp(self.actual_input_fingerprint)}")
+        return shas
+
+    def render(self, *, verbose: bool = False) -> str:
+        """Multi-line human text: a ``call #N (step S)`` header, :meth:`explain`, then the recorded output
+        and model metadata fingerprints; fingerprints abbreviated to 12 hex digits unless ``verbose``.
+
+        A side without a call says so in words: ``no further call (the recording ended)`` for a call past
+        the end, ``no further call (the run ended)`` for a replay that stopped early; an absent field is
+        left out, never printed as ``None``.
         """
 
         def fp(value: str | None) -> str:
@@ -191,23 +370,7 @@ class Diagnostic:
             header = "call past the end of the recording"
         else:  # numbered from 1 as the CLI's call list; the ``index`` field stays 0-based
             header = f"call #{self.index + 1}" + (f" (step {self.step})" if self.step is not None else "")
-        ended = "the recording ended"
-        expected = _call_text(self.expected_kind, self.expected_label, self.expected_input, ended)
-        actual = _call_text(self.actual_kind, self.actual_label, self.actual_input, "the run ended")
-        lines = [header, f"  expected: {expected}", f"  actual:   {actual}"]
-        if self.difference is not None:
-            d = self.difference
-            lines.append(
-                f"  first difference at {d.path}: expected {preview(d.expected)}, got {preview(d.actual)}"
-            )
-        computed = " (computed from the loaded trace)" if self.fingerprints_computed else ""
-        shas = []  # a side without a call has no fingerprint to show
-        if self.expected_kind is not None or self.expected_input_fingerprint is not None:
-            shas.append(f"expected {fp(self.expected_input_fingerprint)}{computed}")
-        if self.actual_kind is not None or self.actual_input_fingerprint is not None:
-            shas.append(f"actual {fp(self.actual_input_fingerprint)}")
-        if shas:
-            lines.append("  input sha256: " + ", ".join(shas))
+        lines = [header, self.explain(verbose=verbose)]
         if self.recorded_output_fingerprint is not None:
             lines.append(f"  recorded output sha256: {fp(self.recorded_output_fingerprint)}")
         if self.expected_model_fingerprint or self.actual_model_fingerprint:
@@ -218,10 +381,16 @@ class Diagnostic:
         return "\n".join(lines)
 
 
-def _call_text(kind: str | None, label: str | None, shown_input: str | None, ended: str) -> str:
+def _call_text(
+    kind: str | None, label: str | None, shown_input: str | None, ended: str, limit: int | None = None
+) -> str:
     """``kind label  input PREVIEW`` for one side of a diagnostic, leaving out absent fields, or
-    ``no further call (ENDED)`` when that side has no call at all."""
+    ``no further call (ENDED)`` when that side has no call at all; the preview cut to ``limit`` chars."""
     if kind is None and label is None:
         return f"no further call ({ended})"
     text = " ".join(part for part in (kind, label) if part)
-    return text if shown_input is None else f"{text}  input {shown_input}"
+    if shown_input is None:
+        return text
+    if limit is not None and len(shown_input) > limit:
+        shown_input = shown_input[: limit - 3] + "..."
+    return f"{text}  input {shown_input}"

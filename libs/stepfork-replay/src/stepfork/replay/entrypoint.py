@@ -80,11 +80,26 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
             target = getattr(target, part)
         except AttributeError:
             raise EntrypointError(
-                f"module {module_name!r} has no attribute {attribute!r}", code="missing_attribute", spec=spec
+                f"module {module_name!r} has no attribute {attribute!r}{_suggestion(target, part)}",
+                code="missing_attribute",
+                spec=spec,
             ) from None
     if not callable(target):
         raise EntrypointError(f"{spec!r} is not callable", code="not_callable", spec=spec)
     return target  # type: ignore[no-any-return]
+
+
+def _suggestion(target: Any, name: str) -> str:
+    """``; did you mean 'run_agent'?`` when ``target`` has public attributes close to ``name`` (difflib's
+    ``get_close_matches``, case-insensitive), else the empty string."""
+    import difflib
+
+    names = [attr for attr in dir(target) if not attr.startswith("_")]
+    by_folded = {attr.casefold(): attr for attr in names}
+    close = difflib.get_close_matches(name.casefold(), list(by_folded), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(by_folded[item]) for item in close) + "?"
 
 
 def recorded_run_input(trace: Any) -> Any:

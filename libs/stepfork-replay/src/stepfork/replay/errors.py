@@ -48,6 +48,12 @@ class ReplayError(Exception):
         self.diagnostic = diagnostic
 
     @property
+    def summary(self) -> str:
+        """The one-line headline of the error (``call #1: input diverged from the recording at $.city
+        (tool 'search_flights', step 1)``), without the detail lines ``str()`` may add."""
+        return str(self.args[0]) if self.args else ""
+
+    @property
     def index(self) -> int | None:
         """0-based index of the call in the visible recorded call list, when known."""
         return self.diagnostic.index if self.diagnostic is not None else None
@@ -62,7 +68,8 @@ class ReplayMismatchError(ReplayError):
     """The entrypoint diverged from the recording, checked before the dependency body runs.
 
     Codes: ``kind_mismatch``, ``name_mismatch``, ``model_mismatch``, ``provider_mismatch``,
-    ``input_diverged`` (with ``diagnostic.difference``: the JSON path of the first differing value, C7),
+    ``input_diverged`` (with ``diagnostic.difference``: the JSON path of the first differing value, C7;
+    ``diagnostic.differences``: every differing path, up to a limit, ``difference_count`` in all),
     ``invalid_input_fingerprint`` / ``invalid_output_fingerprint`` (a stored hash does not match its
     payload: the bundle is rejected; ``recommendation`` names ``stepfork validate --verify-integrity``),
     ``missing_result`` (the recorded call has no result), ``output_annotation_mismatch`` (the recorded output
@@ -84,6 +91,15 @@ class ReplayMismatchError(ReplayError):
         super().__init__(message, code=code, diagnostic=diagnostic)
         self.recommendation = recommendation
         self.path = path
+
+    def __str__(self) -> str:
+        """The headline (:attr:`summary`), then, when a diagnostic is carried, its
+        :meth:`~stepfork.replay.diagnostics.Diagnostic.explain` lines: every differing path with both
+        values and their JSON types, both calls with redacted input previews, abbreviated fingerprints (the
+        full ones stay on ``diagnostic``) and a hint when one applies. About 15 lines at most."""
+        if self.diagnostic is None:
+            return self.summary
+        return f"{self.summary}\n{self.diagnostic.explain()}"
 
 
 class ReplayExhaustedError(ReplayMismatchError):

@@ -13,13 +13,20 @@ input matches; their diagnostics say the fingerprints were computed from the loa
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from stepfork.replay.diagnostics import Diagnostic, first_difference, model_fingerprint, preview
+from stepfork.replay.diagnostics import (
+    Diagnostic,
+    all_differences,
+    difference_hint,
+    model_fingerprint,
+    preview,
+)
 from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
@@ -189,6 +196,7 @@ def build_diagnostic(
     if expected_bytes is None:
         expected_bytes = canonical_json(expected.input, assume_json=True)
     is_llm = expected.kind == "llm" or call.kind == "llm"
+    differences, count = all_differences(expected.input, live_input) if with_difference else ((), 0)
     return Diagnostic(
         index=expected.index,
         step=expected.step,
@@ -198,7 +206,10 @@ def build_diagnostic(
         actual_label=call.label,
         expected_input=preview(expected.input),
         actual_input=preview(live_input),
-        difference=first_difference(expected.input, live_input) if with_difference else None,
+        difference=differences[0] if differences else None,
+        differences=differences,
+        difference_count=count,
+        hint=difference_hint(differences[0]) if differences else None,
         expected_input_fingerprint=expected.input_hash or _sha(expected_bytes),
         actual_input_fingerprint=actual_fp,
         recorded_output_fingerprint=_output_fingerprint(expected),
@@ -211,6 +222,13 @@ def build_diagnostic(
         actual_model_fingerprint=model_fingerprint(call.provider, call.model) if call.kind == "llm" else None,
         function=call.function,
     )
+
+
+def _hinted(diagnostic: Diagnostic, hint: str) -> Diagnostic:
+    return dataclasses.replace(diagnostic, hint=hint)
+
+
+RERECORD = "if the change is intended, record the run again"
 
 
 def call_number(index: int | None) -> str:
@@ -240,24 +258,28 @@ def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: Live
     """
     if expected is None:
         diagnostic = build_diagnostic(None, call, live)
+        hint = f"the agent makes more calls than the recording has (an extra call); {RERECORD}"
         raise ReplayExhaustedError(
-            f"unexpected {call.kind} call {call.label!r}: every recorded call was already consumed "
-            f"(actual input fingerprint {diagnostic.actual_input_fingerprint})",
+            f"unexpected {call.kind} call {call.label!r}: every recorded call was already consumed",
             code="exhausted",
-            diagnostic=diagnostic,
+            diagnostic=_hinted(diagnostic, hint),
         )
+    order_hint = (
+        f"the agent calls {call.kind} {call.label!r} where the recording has {expected.kind} "
+        f"{expected.label!r}: a call was added, removed or reordered; {RERECORD}"
+    )
     if expected.kind != call.kind:
         raise _mismatch(
             "kind_mismatch",
             f"expected {expected.kind} {expected.label!r}, got {call.kind} {call.label!r}",
-            build_diagnostic(expected, call, live),
+            _hinted(build_diagnostic(expected, call, live), order_hint),
         )
     if call.kind == "tool":
         if expected.name != call.name:
             raise _mismatch(
                 "name_mismatch",
                 f"expected tool {expected.name!r}, got tool {call.name!r}",
-                build_diagnostic(expected, call, live),
+                _hinted(build_diagnostic(expected, call, live), order_hint),
             )
         return expected
     if expected.model != call.model:
@@ -382,6 +404,8 @@ def incomplete_error(remaining: tuple[str, ...], next_call: RecordedCall | None)
             expected_input=preview(next_call.input),
             expected_input_fingerprint=next_call.input_hash,
             fingerprints_computed=next_call.input_hash is None,
+            hint=f"the agent stopped before making {len(remaining)} recorded call(s) (missing calls); "
+            f"{RERECORD}",
         )
     return ReplayExhaustedError(
         f"replay ended before consuming {len(remaining)} recorded dependency call(s): {shown}{more}",

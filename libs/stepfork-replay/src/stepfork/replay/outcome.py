@@ -28,12 +28,19 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stepfork.replay.diagnostics import Diagnostic, display_path, first_difference, preview
+from stepfork.replay.diagnostics import (
+    Diagnostic,
+    JsonDifference,
+    all_differences,
+    display_path,
+    preview,
+)
 from stepfork.replay.entrypoint import recorded_run_input, resolve_entrypoint, run_in_session
 from stepfork.replay.errors import (
     RecordedDependencyError,
     ReplayError,
     ReplayExhaustedError,
+    ReplayMismatchError,
     short_type_name,
 )
 from stepfork.replay.modes import Approver
@@ -84,7 +91,8 @@ class BehaviorReport:
     """Comparison with the recorded run: ``status`` (see module docstring), ``path`` of the first
     difference (display form: ``answer``, ``items[0]``, ``$`` for the root), previews of ``expected`` and
     ``actual`` there, ``recorded_failure`` (the manifest's failure type when the run was recorded as
-    failed), and a one-line ``message``."""
+    failed), a one-line ``message``, and for an output that differs ``differences`` (every differing
+    path up to a limit, the first one first) and ``difference_count`` (how many in all)."""
 
     status: str
     message: str
@@ -92,6 +100,8 @@ class BehaviorReport:
     expected: str | None = None
     actual: str | None = None
     recorded_failure: str | None = None
+    differences: tuple[JsonDifference, ...] = ()
+    difference_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +120,10 @@ class ReplayOutcome:
         exit_code: 0, 1 or 2 (module docstring).
         raise_as_unmatched: the ``raise_as`` keys that apply to no failure this replay can serve (allowed,
             so one mapping serves many bundles; for one bundle often a typo), in the order given.
+        raise_as_suggestion: ``--raise-as TYPE=MODULE:CLASS`` when a recorded failure escaped the
+            entrypoint as Stepfork's own RecordedDependencyError (no ``raise_as`` class for its type) and
+            the run did not reproduce the recorded outcome: the agent's ``except`` clause for its own
+            exception type could not catch it. None otherwise.
     """
 
     mode: str
@@ -123,6 +137,7 @@ class ReplayOutcome:
     exit_code: int
     raise_as_unmatched: tuple[str, ...] = ()
     result_error: str | None = None
+    raise_as_suggestion: str | None = None
 
     def _repr_html_(self) -> str:
         """Notebook rendering: the verdicts, the first calls, the replay report a click away (issue 16);
@@ -181,6 +196,8 @@ class ReplayOutcome:
                 "expected": self.behavior.expected,
                 "actual": self.behavior.actual,
                 "recorded_failure": self.behavior.recorded_failure,
+                "differences": [item.to_dict() for item in self.behavior.differences],
+                "difference_count": self.behavior.difference_count,
             },
             "result": self.result,
             "result_error": self.result_error,
@@ -198,6 +215,7 @@ class ReplayOutcome:
             ],
             "exit_code": self.exit_code,
             "raise_as_unmatched": list(self.raise_as_unmatched),
+            "raise_as_suggestion": self.raise_as_suggestion,
         }
 
 
@@ -220,7 +238,7 @@ def _matching(session: ReplaySession) -> MatchingReport:
             matched,
             total,
             error.code,
-            _text(str(error)),
+            _text(error.summary),
             error.diagnostic,
             session.summary.remaining,
             error,
@@ -229,7 +247,7 @@ def _matching(session: ReplaySession) -> MatchingReport:
         session.verify_complete()
     except ReplayExhaustedError as exc:
         return MatchingReport(
-            "INCOMPLETE", matched, total, exc.code, _text(str(exc)), exc.diagnostic, exc.remaining, exc
+            "INCOMPLETE", matched, total, exc.code, _text(exc.summary), exc.diagnostic, exc.remaining, exc
         )
     return MatchingReport("COMPLETE", matched, total)
 
@@ -293,9 +311,10 @@ def _behavior(
     recorded_output = getattr(run_end, "output", None) if run_end is not None else None
     if recorded_output is None:
         return BehaviorReport("NOT RECORDED", "the trace records no final output")
-    difference = first_difference(recorded_output, actual)
-    if difference is None:
+    differences, count = all_differences(recorded_output, actual)
+    if not differences:
         return BehaviorReport("MATCHED", "the output matches the recorded output")
+    difference = differences[0]
     path = display_path(difference.path)
     return BehaviorReport(
         "DIVERGED",
@@ -304,6 +323,8 @@ def _behavior(
         path=path,
         expected=preview(difference.expected),
         actual=preview(difference.actual),
+        differences=differences,
+        difference_count=count,
     )
 
 
@@ -382,7 +403,12 @@ def replay_entrypoint(
     execution = (
         ExecutionReport("COMPLETED")
         if raised is None
-        else ExecutionReport("RAISED", qualified_type_name(raised), _text(str(raised)))
+        # a replay error's headline only: its detail lines are the matching report's
+        else ExecutionReport(
+            "RAISED",
+            qualified_type_name(raised),
+            _text(raised.summary if isinstance(raised, ReplayMismatchError) else str(raised)),
+        )
     )
     matching = _matching(session)
     # the actual result is shown whenever the entrypoint completed, compared or not
@@ -394,7 +420,11 @@ def replay_entrypoint(
         exit_code = 1
     else:
         exit_code = 0
+    suggestion = None
+    if type(raised) is RecordedDependencyError and behavior.status == "DIVERGED":
+        suggestion = f"--raise-as {raised.error_type}=MODULE:CLASS"
     return ReplayOutcome(
+        raise_as_suggestion=suggestion,
         mode=session.mode,
         agent_name=loaded.agent_name,
         run_id=loaded.run_id,

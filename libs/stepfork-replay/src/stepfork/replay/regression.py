@@ -9,7 +9,8 @@ failure is an ``AssertionError`` whose message starts with one of the reference'
 - ``stepfork: entrypoint failed: ...`` (cannot be resolved, raised, or returned a non-JSON value)
 - ``stepfork replay policy violation: ...`` (a ReplayPolicyError)
 - ``stepfork replay divergence: ...`` (any other replay error, a caught divergence, unconsumed calls)
-- ``behavior mismatch at '<path>': expected <v>, got <v>`` (first difference; values as canonical JSON)
+- ``behavior mismatch at '<path>': expected <v>, got <v>`` (first difference; values as canonical JSON),
+  followed, when more than one path differs, by every differing path (up to a limit, then a count)
 - the trajectory assertions' own messages (``stepfork.replay.assertions``).
 """
 
@@ -21,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from stepfork.replay.assertions import assert_trajectory, validate_trajectory_expectation
-from stepfork.replay.diagnostics import display_path, first_difference, preview
+from stepfork.replay.diagnostics import (
+    all_differences,
+    difference_lines,
+    display_path,
+    preview,
+)
 from stepfork.replay.entrypoint import (
     EntrypointError,
     call_entrypoint,
@@ -159,10 +165,15 @@ def run_regression_case(
     except (TypeError, ValueError) as exc:
         raise AssertionError(f"stepfork: entrypoint returned a non-serializable value: {exc}") from exc
     if has_expectation:
-        difference = first_difference(expectation, actual)
-        if difference is not None:
-            raise AssertionError(
+        differences, count = all_differences(expectation, actual)
+        if differences:
+            difference = differences[0]
+            # the reference's first line, then every differing path (the first one marked first)
+            lines = [
                 f"behavior mismatch at '{display_path(difference.path)}': "
                 f"expected {preview(difference.expected)}, got {preview(difference.actual)}"
-            )
+            ]
+            if count > 1:
+                lines += difference_lines(differences, count, display=True)
+            raise AssertionError("\n".join(lines))
     return actual

@@ -317,7 +317,7 @@ class ReplaySession:
         """
         if self._divergence is not None:
             raise ReplayMismatchError(
-                f"replay diverged earlier: {self._divergence}",
+                f"replay diverged earlier: {self._divergence.summary}",
                 code="diverged_earlier",
                 diagnostic=self._divergence.diagnostic,
             ) from self._divergence

@@ -17,17 +17,35 @@ def diff(
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
-    from stepfork.cli.output import exit_with_result
-    from stepfork.trace import TraceError, TraceIntegrityError
+    from stepfork.cli.output import exit_with_result, sanitize_text
+    from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
-    try:
-        result = diff_traces(baseline, candidate)
-    except TraceIntegrityError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
-    except (TraceError, OSError) as exc:
-        typer.echo(f"Unreadable bundle: {exc}", err=True)
-        raise typer.Exit(2) from None
+    loaded = []
+    for role, path in (("baseline", baseline), ("candidate", candidate)):
+        try:  # each side on its own, so the message names the one that cannot be read
+            loaded.append(load_verified_trace(path))
+        except TraceIntegrityError as exc:  # the one line every command gives (issue 13)
+            typer.echo(sanitize_text(str(exc)), err=True)
+            raise typer.Exit(2) from None
+        except (TraceError, OSError) as exc:
+            typer.echo(f"Unreadable {role} bundle {path}: {sanitize_text(str(exc))}", err=True)
+            raise typer.Exit(2) from None
+    base, cand = loaded
+    if base.agent_name != cand.agent_name:
+        typer.echo(
+            f"Warning: the two runs are of different agents (baseline {sanitize_text(base.agent_name)!r}, "
+            f"candidate {sanitize_text(cand.agent_name)!r}); the comparison may not mean much.",
+            err=True,
+        )
+    result = diff_traces(base, cand)
+    # the paths as the user gave them (diff_traces of loaded traces has none)
+    from dataclasses import replace
+
+    result = replace(
+        result,
+        baseline=replace(result.baseline, path=str(baseline)),
+        candidate=replace(result.candidate, path=str(candidate)),
+    )
     exit_with_result(result, as_json=as_json)
 
 

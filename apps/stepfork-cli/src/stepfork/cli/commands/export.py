@@ -23,11 +23,15 @@ _EXIT_1_CODES = frozenset({"already_exists", "write_failed"})
 def export(
     path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
     pytest_format: Annotated[
-        bool, typer.Option("--pytest/--no-pytest", help="Export a pytest test (the only v0.1 format).")
-    ] = False,
+        bool,
+        typer.Option(
+            "--pytest/--no-pytest",
+            help="Export a pytest test: the only format and the default (--pytest is still accepted).",
+        ),
+    ] = True,
     entrypoint: Annotated[
         str | None,
-        typer.Option("--entrypoint", help="Trusted local MODULE:FUNCTION the generated test executes."),
+        typer.Option("--entrypoint", "-e", help="Trusted local MODULE:FUNCTION the generated test executes."),
     ] = None,
     expect_output: Annotated[
         Path | None,
@@ -39,12 +43,14 @@ def export(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", help="Destination test file. Default ./test_<trace>_regression.py."),
+        typer.Option("--output", "-o", help="Destination test file. Default ./test_<trace>_regression.py."),
     ] = None,
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace the output file if it already exists.")
     ] = False,
-    mode: Annotated[str, typer.Option("--mode", help="Replay mode used by the generated test.")] = "frozen",
+    mode: Annotated[
+        str, typer.Option("--mode", "-m", help="Replay mode used by the generated test (any letter case).")
+    ] = "frozen",
     allow_live_tool: Annotated[
         list[str] | None,
         typer.Option(
@@ -79,7 +85,10 @@ def export(
     problem = entrypoint_form_problem(entrypoint)
     if problem is not None:  # replay's two lines for the same entrypoint (spec "replay", Common errors)
         fail(f"Unable to resolve entrypoint.\n{problem}", 2)
-    if mode not in EXPORT_MODES:
+    from stepfork.cli.guide import parse_mode
+
+    mode = parse_mode(mode, "export")
+    if mode not in EXPORT_MODES:  # guide.MODES is kept equal to it (tests/e2e/test_cli_guides.py)
         fail(f"Invalid replay mode {mode}.", 2)
     classes = parse_raise_as(raise_as)
     try:

@@ -27,7 +27,9 @@ def fork(
     override: list[str] = typer.Option(
         [], "--override", help="STEP=JSONFILE: replace the recorded output of a step before the fork. Repeat."
     ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace OUT if it exists."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the output bundle (--output) if it exists."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Fork a recorded run at a step: frozen before it, live from it, recorded into a new bundle."""

@@ -1,4 +1,8 @@
-"""``stepfork inspect PATH [--json] [--events] [--errors-only] [--step N]`` (spec "inspect").
+"""``stepfork inspect PATH [--json] [--events] [--errors-only] [--step N] [--all]`` (spec "inspect").
+
+The bundle is streamed (stepfork.cli.render.inspection): the timeline shows the first and last rows and
+the errors between them, with a count of the rest; ``--all`` shows every row (paged on a terminal), and
+``--json`` writes every row, streamed from a second pass.
 
 Exit 0 shown, 1 when ``--step`` matches no event, 2 for an unreadable bundle. With ``--json`` errors are
 JSON objects on stdout: ``{"error": "unreadable_trace" | "missing_step", "message": ...}``.
@@ -7,15 +11,11 @@ JSON objects on stdout: ``{"error": "unreadable_trace" | "missing_step", "messag
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-_INTEGRITY_LABELS = {
-    "verified": "VERIFIED",
-    "mismatch": "MISMATCH",
-    "unverified_legacy": "UNVERIFIED (legacy bundle)",
-}
+from stepfork.cli.render.inspection import HEAD_ROWS
 
 
 def inspect(
@@ -26,51 +26,75 @@ def inspect(
     step: Annotated[
         int | None, typer.Option("--step", help="Show events at a specific logical step.")
     ] = None,
+    show_all: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Show every event of the timeline (paged on a terminal); by default the first and last "
+            f"{HEAD_ROWS} and the errors.",
+        ),
+    ] = False,
 ) -> None:
     """Inspect a .sftrace bundle locally."""
-    from stepfork.cli.output import emit_json, fail, sanitize_text
-    from stepfork.cli.render.timeline import summary, timeline_row
-    from stepfork.trace.bundle import Trace
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.cli.render.inspection import Keep, inspect_bundle
     from stepfork.trace.errors import TraceStorageError
-    from stepfork.trace.integrity import verify_bundle_integrity
 
+    keep: Keep = "none" if as_json or show_all else "bounded"
     try:
-        trace = Trace.load(path)
+        found = inspect_bundle(path, step=step, errors_only=errors_only, keep=keep)
     except TraceStorageError as exc:
         message = f"Unreadable bundle {path}: {sanitize_text(str(exc))}"
         if as_json:
-            emit_json({"error": "unreadable_trace", "message": message})
+            _emit_json({"error": "unreadable_trace", "message": message})
             raise typer.Exit(2) from None
         fail(message, 2)
-    integrity = _INTEGRITY_LABELS.get(str(verify_bundle_integrity(path).status), "UNKNOWN")
-    at_step = [e for e in trace.events if step is None or e.step == step]
-    selected = [e for e in at_step if not errors_only or str(e.status) == "error"]
-    if step is not None and not at_step:
+    if step is not None and not found.at_step:
         message = f"No events found at step {step}."
         if as_json:
-            emit_json({"error": "missing_step", "message": message})
+            _emit_json({"error": "missing_step", "message": message})
             raise typer.Exit(1)
         fail(message, 1)
-
-    head = summary(trace, integrity)
-    rows = [timeline_row(e) for e in selected]
     if as_json:
-        emit_json({**head, "timeline": rows})
+        _stream_json(path, found, step=step, errors_only=errors_only)
         return
-    _render(head, rows, show_details=events)
+    _render(path, found, show_details=events, show_all=show_all, step=step, errors_only=errors_only)
 
 
-def _render(head: dict[str, object], rows: list[dict[str, object]], *, show_details: bool) -> None:
+def _emit_json(value: object) -> None:
+    from stepfork.cli.output import emit_json
+
+    emit_json(value)
+
+
+def _stream_json(path: Path, found: Any, *, step: int | None, errors_only: bool) -> None:
+    """Write ``{summary..., "timeline": [rows]}`` (the reference's TraceInspection), the rows streamed
+    from a second pass over the bundle, so memory never holds the whole timeline."""
     import json
+    import sys
+    import textwrap
 
-    from rich.table import Table
-    from rich.text import Text
+    from stepfork.cli.render.inspection import inspect_bundle
 
-    from stepfork.cli.output import console, escape_controls
+    text = json.dumps({**found.summary(), "timeline": []}, indent=2, ensure_ascii=False)
+    opening = text[: text.rindex("[]")]
+    out = sys.stdout
+    out.write(opening + "[")
+    first = True
 
-    out = console()
+    def write(_position: int, row: dict[str, object]) -> None:
+        nonlocal first
+        shown = textwrap.indent(json.dumps(row, indent=2, ensure_ascii=False), "    ")
+        out.write(("\n" if first else ",\n") + shown)
+        first = False
+
+    inspect_bundle(path, step=step, errors_only=errors_only, keep="all", on_row=write)
+    out.write("]\n}\n" if first else "\n  ]\n}\n")
+
+
+def _summary_lines(head: dict[str, Any]) -> list[tuple[str, object]]:
     duration = "-" if head["duration_ms"] is None else f"{head['duration_ms']} ms"
-    lines = [
+    lines: list[tuple[str, object]] = [
         ("Agent", head["agent_name"]),
         ("Run", head["run_id"]),
         ("Status", str(head["status"]).upper()),
@@ -81,32 +105,123 @@ def _render(head: dict[str, object], rows: list[dict[str, object]], *, show_deta
         ("Tool calls", head["tool_calls"]),
         ("LLM calls", head["llm_calls"]),
         ("Duration", duration),
-        ("Integrity", head["integrity"]),
     ]
+    if head["llm_calls"]:
+        tokens = head["tokens"]
+        if tokens is None:
+            lines.append(("Tokens", "not recorded"))
+        else:
+            shown = f"{tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} completion)"
+            lines.append(("Tokens", shown))
+        cost = head["llm_cost_usd"]
+        lines.append(("LLM cost", "not recorded" if cost is None else f"${cost:.4f}"))
+        latency = head["llm_latency_ms"]
+        calls = max(1, int(head["llm_calls"]))
+        lines.append(
+            (
+                "LLM latency",
+                "not recorded" if latency is None else f"{latency} ms in all, {latency // calls} ms per call",
+            )
+        )
+    lines.append(("Integrity", head["integrity"]))
     failure = head["failure"]
     if isinstance(failure, dict):
         lines.append(("Failure", f"{failure['type']}: {failure['message']} (step {failure['step']})"))
+    return lines
+
+
+_COLUMNS = ("Step", "Type", "Name/Model", "Status", "Latency", "Tokens", "Cost")
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    details = row["details"] if isinstance(row["details"], dict) else {}
+    tokens = details.get("total_tokens")
+    if tokens is None and (details.get("prompt_tokens") is not None or details.get("completion_tokens")):
+        tokens = (details.get("prompt_tokens") or 0) + (details.get("completion_tokens") or 0)
+    cost = details.get("cost_usd")
+    latency = row["duration_ms"]
+    return [
+        str(row["step"]),
+        str(row["type"]),
+        str(row["label"]),
+        str(row["status"]),
+        "" if latency is None else f"{latency} ms",
+        "" if tokens is None else str(tokens),
+        "" if cost is None else f"${cost:.4f}",
+    ]
+
+
+def _render(
+    path: Path, found: Any, *, show_details: bool, show_all: bool, step: int | None, errors_only: bool
+) -> None:
+    """The summary, then the timeline: the bounded rows of ``found``, or with ``show_all`` every row from
+    a second streamed pass (through the terminal's pager when stdout is a terminal)."""
+    import contextlib
+    import json
+    import sys
+
+    from rich.text import Text
+
+    from stepfork.cli.output import console, escape_controls
+    from stepfork.cli.render.inspection import inspect_bundle
+
+    out = console()
+    out.soft_wrap = True  # one line per row, however wide: a pipe's 80 columns must not fold it
     out.print("Stepfork Trace Inspector")
     out.print()
-    for label, value in lines:
+    for label, value in _summary_lines(found.summary()):
         out.print(Text(f"{label + ':':<15}{value}"))
     out.print()
     out.print("Event Timeline")
     out.print()
-    table = Table()
-    table.add_column("Step", justify="right")
-    table.add_column("Type")
-    table.add_column("Name/Model")
-    table.add_column("Status")
-    if show_details:
-        table.add_column("Details", overflow="fold")
-    for row in rows:
-        cells = [str(row["step"]), str(row["type"]), str(row["label"]), str(row["status"])]
+    widths = [5, 13, 24, 6, 8, 6, 8]
+    if found.rows:
+        widths[2] = max(widths[2], *(len(str(row["label"])) for _, row in found.rows))
+    header = _COLUMNS + (("Details",) if show_details else ())
+
+    def line(cells: list[str] | tuple[str, ...]) -> str:
+        parts = [
+            cell.rjust(width) if index in (0, 4, 5, 6) else cell.ljust(width)
+            for index, (cell, width) in enumerate(zip(cells, widths, strict=False))
+        ]
+        parts += list(cells[len(widths) :])
+        return "  ".join(parts).rstrip()
+
+    def row_text(row: dict[str, Any]) -> str:
+        cells = _cells(row)
         if show_details:
             details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
             cells.append(escape_controls(details))
-        table.add_row(*(Text(cell) for cell in cells))
-    out.print(table)
+        return line(cells)
+
+    pager = out.pager() if show_all and sys.stdout.isatty() else contextlib.nullcontext()
+    with pager:
+        out.print(Text(line(header)))
+        if show_all:
+            inspect_bundle(
+                path,
+                step=step,
+                errors_only=errors_only,
+                keep="all",
+                on_row=lambda _position, row: out.print(Text(row_text(row))),
+            )
+            return
+        expected = 0
+        for position, row in found.rows:
+            if position > expected:
+                out.print(Text(f"  ... {position - expected} more events (--all shows every event)"))
+            out.print(Text(row_text(row)))
+            expected = position + 1
+        if found.selected > expected:
+            out.print(Text(f"  ... {found.selected - expected} more events (--all shows every event)"))
+        if found.hidden:
+            out.print()
+            out.print(
+                Text(
+                    f"Showing {len(found.rows)} of {found.selected} events: the first and last "
+                    f"{HEAD_ROWS}, and errors between them; --all shows every event."
+                )
+            )
 
 
 def register(app: typer.Typer) -> None:

@@ -26,13 +26,13 @@ def minimize(
         "frozen",
         "--mode",
         "-m",
-        help="Replay mode: frozen or live (forbidden, manual and derived are refused: docs/minimize.md).",
+        help="Replay mode, any letter case (forbidden, manual and derived are refused: docs/minimize.md).",
     ),
     output: Path | None = typer.Option(
         None,
         "--output",
         "-o",
-        help="Path for the minimized .sftrace bundle. Default: <path>-minimized.sftrace.",
+        help="Path for the minimized .sftrace bundle. Default: PATH with -minimized before .sftrace.",
     ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Overwrite the output bundle (and the --html file) if it exists."
@@ -65,6 +65,13 @@ def minimize(
             typer.echo(json.dumps({"error": code, "message": message}, ensure_ascii=False))
         typer.echo(message, err=True)
         raise typer.Exit(exit_code) from None
+
+    if mode.casefold() in ("frozen", "live", "forbidden", "manual", "derived"):
+        mode = mode.casefold()  # any letter case; the library refuses the last three with its reasons
+    else:
+        from stepfork.cli.guide import parse_mode
+
+        mode = parse_mode(mode, "minimize")  # an unknown mode: the choices and the closest one, exit 2
 
     from stepfork.cli import htmlout
 

@@ -21,10 +21,11 @@ from typing import Annotated, Any
 
 import typer
 
+from stepfork.cli.guide import MODES
 from stepfork.cli.htmlout import HTML_HELP
 from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, RAISE_AS_HELP
 
-CLI_MODES = ("frozen", "live", "forbidden", "manual")
+CLI_MODES = MODES["replay"]
 
 
 def replay(
@@ -37,11 +38,11 @@ def replay(
     ] = None,
     entrypoint: Annotated[
         str | None,
-        typer.Option("--entrypoint", help="Trusted local MODULE:FUNCTION to execute under replay. Required."),
+        typer.Option(
+            "--entrypoint", "-e", help="Trusted local MODULE:FUNCTION to execute under replay. Required."
+        ),
     ] = None,
-    mode: Annotated[
-        str, typer.Option("--mode", help="Replay mode: frozen, live, forbidden, or manual.")
-    ] = "frozen",
+    mode: Annotated[str, typer.Option("--mode", "-m", help="Replay mode (any letter case).")] = "frozen",
     allow_live_tool: Annotated[
         list[str] | None,
         typer.Option("--allow-live-tool", help="Authorize a named tool to execute in live mode. Repeatable."),
@@ -64,11 +65,11 @@ def replay(
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
     from stepfork.cli import htmlout
+    from stepfork.cli.guide import parse_mode
     from stepfork.cli.options import parse_raise_as
     from stepfork.cli.output import fail, sanitize_text
 
-    if mode not in CLI_MODES:
-        fail(f"Invalid replay mode {mode}.", 2)
+    mode = parse_mode(mode, "replay")
     if command and not entrypoint:
         _replay_program(path, command, mode, allow_network, allow_host or [])
     if not entrypoint:
@@ -86,8 +87,14 @@ def replay(
     from stepfork.replay.raise_as import RaiseAsClassError
     from stepfork.trace.errors import TraceError, TraceIntegrityError
 
+    # On a terminal the header shows before the entrypoint runs, and a spinner while it runs (stderr);
+    # piped, the report prints in one piece at the end (and nothing on stdout when the command refuses).
+    header = _header(path, entrypoint, mode, classes)
+    interactive = sys.stdout.isatty()
+    if interactive:
+        typer.echo("\n".join(header))
     try:
-        with _raise_as_warnings_as_lines():
+        with _raise_as_warnings_as_lines(), _spinner(enabled=mode != "manual"):
             outcome = replay_entrypoint(
                 path,
                 entrypoint,
@@ -110,7 +117,7 @@ def replay(
         fail(sanitize_text(str(exc)), 2)
     for key in outcome.raise_as_unmatched:
         typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
-    _render(outcome, path, entrypoint, classes, verbose=verbose)
+    _render(outcome, [] if interactive else header, verbose=verbose)
     if html is not None:
         from stepfork.analysis.view import write_replay_view
 
@@ -136,7 +143,35 @@ def _replay_program(path: Path, command: list[str], mode: str, allow_network: bo
 
 def render_outcome(outcome: Any, path: Path, entrypoint: str) -> None:
     """Print the replay report of ``outcome`` (the spec's "replay" output) for ``entrypoint``."""
-    _render(outcome, path, entrypoint, None, verbose=False)
+    _render(outcome, _header(path, entrypoint, outcome.mode, None), verbose=False)
+
+
+def _header(path: Path, entrypoint: str, mode: str, classes: dict[str, str] | None) -> list[str]:
+    from stepfork.cli.options import describe_raise_as
+
+    lines = [
+        "Stepfork Replay",
+        "",
+        f"{'Trace':<14}{path}",
+        f"{'Entrypoint':<14}{entrypoint}",
+        f"{'Mode':<14}{mode}",
+    ]
+    if classes:
+        lines.append(f"{'Raise as':<14}{describe_raise_as(classes)}")
+    return lines
+
+
+@contextmanager
+def _spinner(*, enabled: bool) -> Iterator[None]:
+    """A rich spinner on stderr while the entrypoint runs, when stderr is a terminal (never in manual
+    mode, whose prompts share the terminal)."""
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status("Replaying..."):
+        yield
 
 
 def _entrypoint_detail(exc: Any, what: str = "entrypoint") -> str:
@@ -196,23 +231,14 @@ def _ask(call: Any) -> bool:
         raise
 
 
-def _render(
-    outcome: Any, path: Path, entrypoint: str, classes: dict[str, str] | None, *, verbose: bool
-) -> None:
-    from stepfork.cli.options import describe_raise_as
+def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
+    """Print the report: ``header`` (empty when it was printed before the run), the agent, the calls,
+    the three verdicts; verdict words coloured on a terminal (stepfork.cli.colour)."""
+    from stepfork.cli.colour import echo
     from stepfork.cli.output import compact, sanitize_text
+    from stepfork.replay.diagnostics import difference_lines
 
-    lines = [
-        "Stepfork Replay",
-        "",
-        f"{'Trace':<14}{path}",
-        f"{'Agent':<14}{sanitize_text(outcome.agent_name)}",
-        f"{'Entrypoint':<14}{entrypoint}",
-        f"{'Mode':<14}{outcome.mode}",
-    ]
-    if classes:
-        lines.append(f"{'Raise as':<14}{describe_raise_as(classes)}")
-    lines += ["", "Dependency Calls"]
+    lines = [*header, f"{'Agent':<14}{sanitize_text(outcome.agent_name)}", "", "Dependency Calls"]
     if not outcome.calls:
         lines.append("  (none reached)")
     for call in outcome.calls:
@@ -222,8 +248,11 @@ def _render(
     lines.append(f"Dependency matching: {matching.status}")
     if matching.message:
         lines.append(f"  {sanitize_text(matching.message)}")
-    if matching.diagnostic is not None and matching.status == "DIVERGED":
-        lines.extend("  " + line for line in matching.diagnostic.render(verbose=verbose).splitlines())
+    if matching.diagnostic is not None and matching.status in ("DIVERGED", "INCOMPLETE"):
+        # the same detail lines as str() of the ReplayMismatchError in pytest (every differing path,
+        # both calls, fingerprints, a hint)
+        details = matching.diagnostic.explain(verbose=verbose).splitlines()
+        lines.extend("  " + sanitize_text(line) for line in details)
     lines.append("")
     execution = outcome.execution
     if execution.status == "RAISED":
@@ -234,6 +263,14 @@ def _render(
     lines.append(f"Recorded behavior: {behavior.status}")
     if behavior.status not in ("MATCHED", "REPRODUCED FAILURE"):
         lines.append(f"  {sanitize_text(behavior.message)}")
+    if behavior.difference_count > 1:
+        block = difference_lines(behavior.differences, behavior.difference_count, display=True)
+        lines.extend("  " + sanitize_text(line) for line in block)
+    if outcome.raise_as_suggestion:
+        lines.append(
+            "  hint: the replayed failure is raised as Stepfork's RecordedDependencyError, which the "
+            f"agent's except clauses do not catch; map it to the agent's class: {outcome.raise_as_suggestion}"
+        )
     lines.append(f"Status: {_status(outcome)}")
     if execution.status == "COMPLETED":
         # shown whenever the entrypoint completed, also when the replay diverged (NOT COMPARED)
@@ -242,7 +279,7 @@ def _render(
         elif behavior.status != "UNVERIFIABLE":  # UNVERIFIABLE's own line already says why
             why = sanitize_text(outcome.result_error)
             lines.append(f"Final result: not shown, it has no JSON form: {why}")
-    typer.echo("\n".join(lines))
+    echo("\n".join(lines))
 
 
 def _status(outcome: Any) -> str:

@@ -69,10 +69,14 @@ def run(
         typer.Option("--receipts", help="With several tests: write one receipt per test into DIR."),
     ] = None,
 ) -> None:
-    """Run an exported regression test and write the receipt yourself."""
+    """Run an exported regression test and report the verdict (--receipt writes it as JSON)."""
     from stepfork.analysis.runner import RunInputError, run_exported_test
-    from stepfork.cli.output import fail
+    from stepfork.cli.guide import not_a_test_problem
+    from stepfork.cli.output import fail, sanitize_text
 
+    for item in tests:  # a bundle given where a test belongs: say so, with the export line (issue 13)
+        if item.is_dir() and (item.name.endswith(".sftrace") or (item / "manifest.json").is_file()):
+            fail(sanitize_text(not_a_test_problem(item, "run") or f"{item} is a bundle"), 2)
     if len(tests) != 1 or tests[0].is_dir() or shard is not None or receipts is not None:
         from stepfork.cli.commands._run_many import run_many_command
 
@@ -80,6 +84,9 @@ def run(
             fail("--bundle, --receipt and --overwrite name one test; with several use --receipts DIR.", 2)
         run_many_command(tests, shard, receipts, pytest_arg or [], timeout_seconds, as_json=as_json)
     test = tests[0]
+    problem = not_a_test_problem(test, "run")
+    if problem is not None:
+        fail(sanitize_text(problem), 2)
 
     try:
         result = run_exported_test(
@@ -118,7 +125,9 @@ def run(
     for label, value in rows:
         typer.echo(f"{label:<17}{value}")
     typer.echo("")
-    typer.echo(f"Verdict: {_VERDICT_LINES[result.verdict]}")
+    from stepfork.cli.colour import echo
+
+    echo(f"Verdict: {_VERDICT_LINES[result.verdict]}")
     if result.verdict == "could_not_execute":
         typer.echo(f"Reason: {result.reason}")
         typer.echo(result.detail)

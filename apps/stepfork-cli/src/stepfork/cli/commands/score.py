@@ -25,8 +25,15 @@ def score(
     import json
 
     from stepfork.analysis.score import ScoreError, score_test
-    from stepfork.cli.output import exit_with_result
+    from stepfork.cli.guide import not_a_test_problem
+    from stepfork.cli.output import exit_with_result, sanitize_text
 
+    problem = not_a_test_problem(test, "score")
+    if problem is not None:
+        if as_json:
+            typer.echo(json.dumps({"error": "not_a_test", "message": problem, "path": str(test)}))
+        typer.echo(sanitize_text(problem), err=True)
+        raise typer.Exit(2)
     try:
         result = score_test(test, expect_output=expect_output, bundle=bundle)
     except ScoreError as exc:

@@ -38,8 +38,10 @@ def validate(
                 3,
             )
         fail("Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))", 3)
+    from stepfork.cli.colour import echo
+
     for check in result.checks:
-        typer.echo(f"{'✓' if check.passed else '✗'} {check.name}")
+        echo(f"{'✓' if check.passed else '✗'} {check.name}")
     for warning in result.warnings:
         typer.echo(f"warning: {warning.code}: {sanitize_text(warning.message)}")
     typer.echo("")
@@ -47,11 +49,12 @@ def validate(
         typer.echo("Validation passed.")
         raise typer.Exit(0)
     count = len(result.issues)
-    typer.echo(f"Validation failed: {count} issues.")  # the spec's wording, whatever N
+    # the failure on stderr, like every other command's (issue 13); the checks above stay on stdout
+    typer.echo(f"Validation failed: {count} issues.", err=True)  # the spec's wording, whatever N
     for issue in result.issues:
         where = [part for part in (issue.location, _step(issue.step), issue.event_id) if part]
         suffix = f" ({', '.join(where)})" if where else ""
-        typer.echo(f"  {issue.code}: {sanitize_text(issue.message)}{suffix}")
+        typer.echo(f"  {issue.code}: {sanitize_text(issue.message)}{suffix}", err=True)
     raise typer.Exit(2 if result.unreadable else 1)
 
 

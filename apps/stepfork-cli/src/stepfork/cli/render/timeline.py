@@ -51,13 +51,14 @@ def event_details(event: Any) -> dict[str, Any]:
     }
 
 
-def timeline_row(event: Any) -> dict[str, Any]:
-    """One timeline entry: ``{id, step, type, label, status, parent_id, duration_ms, details}``."""
+def timeline_row(event: Any, *, label: str | None = None) -> dict[str, Any]:
+    """One timeline entry: ``{id, step, type, label, status, parent_id, duration_ms, details}``;
+    ``label`` overrides :func:`event_label` (an ``llm_response`` takes its request's label)."""
     return {
         "id": event.id,
         "step": event.step,
         "type": str(event.type),
-        "label": event_label(event),
+        "label": event_label(event) if label is None else label,
         "status": str(event.status),
         "parent_id": event.parent_id,
         "duration_ms": event.duration_ms,

@@ -1,0 +1,228 @@
+"""One streamed pass over a bundle for ``stepfork inspect``: the summary and a bounded timeline (issue 13).
+
+events.jsonl is read one event at a time (:func:`stepfork.trace.reading.open_bundle`, ``EventStream``), so
+memory holds the counts, the rows kept and one event, never the trace: a 10,000-call bundle is inspected
+in bounded memory (benchmarks/bench_inspect.py; docs/performance.md, "inspect"). Only the rows shown are
+built (a row redacts its event's payload again: the costly step).
+
+The bounded timeline keeps the first :data:`HEAD_ROWS` and the last :data:`TAIL_ROWS` selected events and
+the error events between them (up to :data:`ERROR_ROWS`); the rest is counted. ``keep="all"`` keeps every
+selected row; ``keep="none"`` keeps none (a first pass that only counts).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from stepfork.cli.output import sanitize, sanitize_text
+from stepfork.cli.render.timeline import event_label, timeline_row
+
+HEAD_ROWS = 10
+TAIL_ROWS = 10
+ERROR_ROWS = 20
+
+Keep = Literal["bounded", "all", "none"]
+
+
+@dataclass
+class Inspection:
+    """What one pass found: the summary (``summary()``), the rows kept, and how many selected events
+    were left out of a bounded timeline (``hidden``).
+
+    Attributes:
+        rows: ``(position, row)`` pairs in event order; ``position`` is the 0-based index among the
+            selected events (a gap between two positions is where rows were left out).
+        selected: how many events the ``--step``/``--errors-only`` filters selected.
+        at_step: how many events are at ``--step`` (all events when no step is given).
+    """
+
+    manifest: Any
+    integrity: str
+    events: int = 0
+    tool_calls: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    llm_cost_usd: float = 0.0
+    llm_latency_ms: int = 0
+    llm_responses: int = 0
+    tokens_recorded: bool = False
+    cost_recorded: bool = False
+    latency_recorded: bool = False
+    errors: int = 0
+    ended_at: Any = None
+    selected: int = 0
+    at_step: int = 0
+    rows: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def hidden(self) -> int:
+        """Selected events not in :attr:`rows`."""
+        return self.selected - len(self.rows)
+
+    def summary(self) -> dict[str, Any]:
+        """The summary fields of the reference's TraceInspection (sanitized), plus the LLM usage:
+        ``tokens`` ``{prompt, completion, total}``, ``llm_cost_usd`` (the sum recorded on the LLM calls)
+        and ``llm_latency_ms`` (the sum of their durations), each None when no LLM call recorded it."""
+        from stepfork.trace.models import format_timestamp
+
+        manifest = self.manifest
+        failure = None
+        if manifest.failure is not None:
+            failure = sanitize(manifest.failure.model_dump(mode="json"))
+        return {
+            "agent_name": sanitize_text(manifest.agent_name),
+            "run_id": manifest.run_id,
+            "status": str(manifest.status),
+            "events": self.events,
+            "schema_version": "0.1",
+            "created_at": format_timestamp(manifest.created_at),
+            "ended_at": format_timestamp(self.ended_at) if self.ended_at is not None else None,
+            "tool_calls": self.tool_calls,
+            "llm_calls": self.llm_calls,
+            "duration_ms": manifest.totals.duration_ms,
+            "cost_usd": manifest.totals.cost_usd,
+            "tokens": {
+                "prompt": self.prompt_tokens,
+                "completion": self.completion_tokens,
+                "total": self.total_tokens,
+            }
+            if self.tokens_recorded
+            else None,
+            "llm_cost_usd": round(self.llm_cost_usd, 6) if self.cost_recorded else None,
+            "llm_latency_ms": self.llm_latency_ms if self.latency_recorded else None,
+            "integrity": self.integrity,
+            "failure": failure,
+        }
+
+
+class _Scan:
+    """The per-event work of one pass (kept out of :func:`inspect_bundle` to keep each step small)."""
+
+    def __init__(
+        self,
+        result: Inspection,
+        *,
+        step: int | None,
+        errors_only: bool,
+        keep: Keep,
+        on_row: Callable[[int, dict[str, Any]], None] | None,
+    ) -> None:
+        self.result = result
+        self.on_row = on_row
+        self.step = step
+        self.errors_only = errors_only
+        self.keep = keep
+        self.head: list[tuple[int, dict[str, Any]]] = []
+        self.tail: deque[tuple[int, Any, str]] = deque(maxlen=TAIL_ROWS)
+        self.middle_errors: list[tuple[int, dict[str, Any]]] = []
+        self.llm_labels: dict[str, str] = {}  # open llm_request id -> its label (one label per LLM call)
+
+    def label(self, event: Any) -> str:
+        kind = str(event.type)
+        if kind == "llm_request":
+            label = event_label(event)
+            self.llm_labels[event.id] = label
+            return label
+        if kind == "llm_response" and event.parent_id in self.llm_labels:
+            return self.llm_labels.pop(event.parent_id)
+        return event_label(event)
+
+    def add(self, event: Any) -> None:
+        result = self.result
+        result.events += 1
+        result.ended_at = event.timestamp
+        kind = str(event.type)
+        if kind == "tool_call":
+            result.tool_calls += 1
+        elif kind == "llm_request":
+            result.llm_calls += 1
+        elif kind == "llm_response":
+            result.llm_responses += 1
+            result.tokens_recorded |= any(
+                value is not None
+                for value in (event.prompt_tokens, event.completion_tokens, event.total_tokens)
+            )
+            result.cost_recorded |= event.cost_usd is not None
+            result.latency_recorded |= event.duration_ms is not None
+            result.prompt_tokens += event.prompt_tokens or 0
+            result.completion_tokens += event.completion_tokens or 0
+            result.total_tokens += event.total_tokens or (
+                (event.prompt_tokens or 0) + (event.completion_tokens or 0)
+            )
+            result.llm_cost_usd += event.cost_usd or 0.0
+            result.llm_latency_ms += event.duration_ms or 0
+        is_error = str(event.status) == "error"
+        result.errors += is_error
+        label = self.label(event)
+        if self.step is not None and event.step != self.step:
+            return
+        result.at_step += 1
+        if self.errors_only and not is_error:
+            return
+        position = result.selected
+        result.selected += 1
+        if self.keep == "all":
+            if self.on_row is not None:
+                self.on_row(position, timeline_row(event, label=label))
+            else:
+                result.rows.append((position, timeline_row(event, label=label)))
+        elif self.keep == "bounded":
+            self._bounded(position, event, label, is_error)
+
+    def _bounded(self, position: int, event: Any, label: str, is_error: bool) -> None:
+        if len(self.head) < HEAD_ROWS:
+            self.head.append((position, timeline_row(event, label=label)))
+            return
+        if len(self.tail) == TAIL_ROWS:  # the oldest tail row leaves the tail: keep it if it is an error
+            old_position, old_event, old_label = self.tail[0]
+            if str(old_event.status) == "error" and len(self.middle_errors) < ERROR_ROWS:
+                self.middle_errors.append((old_position, timeline_row(old_event, label=old_label)))
+        self.tail.append((position, event, label))
+
+    def finish(self) -> None:
+        if self.keep == "bounded":
+            tail = [(position, timeline_row(event, label=label)) for position, event, label in self.tail]
+            self.result.rows = self.head + self.middle_errors + tail
+
+
+def inspect_bundle(
+    path: str | os.PathLike[str],
+    *,
+    step: int | None = None,
+    errors_only: bool = False,
+    keep: Keep = "bounded",
+    on_row: Callable[[int, dict[str, Any]], None] | None = None,
+) -> Inspection:
+    """Read the bundle at ``path`` in one streamed pass and return its :class:`Inspection`.
+
+    ``step`` and ``errors_only`` select the timeline's events (``--step``, ``--errors-only``); ``keep``
+    says which selected rows are kept (module docstring); with ``keep="all"`` and ``on_row``, each row is
+    given to ``on_row(position, row)`` as it is read instead of being kept (``--all``, ``--json``).
+    Integrity is verified too (streamed hashing).
+
+    Raises:
+        TraceStorageError: the bundle is unreadable (as ``Trace.load`` would raise it).
+    """
+    from stepfork.trace.integrity import verify_bundle_integrity
+    from stepfork.trace.reading import open_bundle
+
+    labels = {
+        "verified": "VERIFIED",
+        "mismatch": "MISMATCH",
+        "unverified_legacy": "UNVERIFIED (legacy bundle)",
+    }
+    with open_bundle(path) as opened:
+        result = Inspection(opened.manifest, "UNKNOWN")
+        scan = _Scan(result, step=step, errors_only=errors_only, keep=keep, on_row=on_row)
+        for event in opened.events():
+            scan.add(event)
+        opened.redactions()  # refused as Trace.load refuses it
+    scan.finish()
+    result.integrity = labels.get(str(verify_bundle_integrity(path).status), "UNKNOWN")
+    return result
