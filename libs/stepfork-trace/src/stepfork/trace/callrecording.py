@@ -24,6 +24,7 @@ from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput, _check_policy
 
 if TYPE_CHECKING:
+    from stepfork.trace.concurrency import ConcurrencyLog
     from stepfork.trace.eventlog import EventLog
 
 T = TypeVar("T")
@@ -108,6 +109,7 @@ class CallRecorder:
     is_replay = False
     run_id: str
     _log: EventLog | None
+    _concurrency: ConcurrencyLog | None = None
     _root_id: str
     _finished: bool
     _orphan_warned: bool
@@ -182,12 +184,16 @@ class CallRecorder:
             fields = {"provider": call.provider, "model": call.model or call.name, "input": call.input}
             type_ = "llm_request"
         call_id, _, _ = log.emit(type_, fields, parent_id=parent, replay_policy=call.replay_policy)
+        if self._concurrency is not None:
+            self._concurrency.start(call_id)
         return call_id
 
     def _succeed(self, call: BoundaryCall, call_id: str, result: Any, started: int) -> None:
         log = self._log
         assert log is not None
         duration = (time.perf_counter_ns() - started) // 1_000_000
+        if self._concurrency is not None:
+            self._concurrency.end(call_id)
         if call.kind == "tool":
             try:
                 output = self._jsonable(result)
@@ -225,6 +231,8 @@ class CallRecorder:
     def _fail(self, call: BoundaryCall, call_id: str, exc: BaseException, started: int) -> None:
         log = self._log
         assert log is not None
+        if self._concurrency is not None:
+            self._concurrency.end(call_id)
         if call.kind == "tool":
             from stepfork.trace.eventlog import exception_message, qualified_type_name
 

@@ -1,0 +1,156 @@
+"""Concurrency facts of a recording: which thread or task made each call, and when it started and ended.
+
+Schema 0.1 events say nothing about concurrency, and their line order alone cannot tell a thread pool's
+calls that happened to run one after the other from calls of one sequential loop. The recorder therefore
+writes the extension file ``concurrency.json`` (listed in integrity.json, as ``fork.json`` is; schema 0.1
+readers ignore it) with, for every ``tool_call``/``llm_request``:
+
+- ``lane``: an index into ``lanes``, one per (thread, asyncio task) pair that made calls, numbered in order of
+  first use; each lane names its thread and task (names only, for a reader; never used to decide);
+- ``start_us``/``end_us``: microseconds on a monotonic clock since the recording started, taken when the
+  call event was written and when its outcome was about to be written (``end_us`` null: never finished).
+
+``root_lane`` is the lane that entered the session (the lane of ``run_start``). Replay's default ordering
+(``stepfork.replay.ordering``) reads these facts: two sibling calls may be served in either order only when
+the facts prove they overlapped or ran in different lanes (issue 12, "Concurrency that holds").
+
+This module imports nothing heavy: it runs on the recording hot path (two clock reads per call).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import weakref
+from typing import Any
+
+EXTENSION_NAME = "concurrency"
+"""The extension file's name without ``.json``."""
+
+FORMAT = "stepfork-concurrency/1"
+"""The ``format`` value of ``concurrency.json``."""
+
+
+def _current_task() -> Any:
+    asyncio = sys.modules.get("asyncio")  # never imported here just to ask
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running event loop in this thread
+        return None
+
+
+class ConcurrencyLog:
+    """Collects the concurrency facts of one recording; thread-safe.
+
+    Threads and tasks are held weakly (a finished task is not kept alive), each numbered once, so a thread
+    id or task id reused by the interpreter after its owner died never merges two lanes.
+    """
+
+    def __init__(self) -> None:
+        self._origin = time.perf_counter_ns()
+        self._lock = threading.Lock()
+        self._threads: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._tasks: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._lane_of: dict[tuple[int, int | None], int] = {}
+        self._lanes: list[dict[str, str | None]] = []
+        self._calls: dict[str, list[int | None]] = {}
+        self.root_lane = self.lane()
+
+    def _now_us(self) -> int:
+        return (time.perf_counter_ns() - self._origin) // 1000
+
+    def lane(self) -> int:
+        """The lane index of the calling thread and asyncio task (a new lane on first use)."""
+        thread = threading.current_thread()
+        task = _current_task()
+        with self._lock:
+            thread_no = self._threads.get(thread)
+            if thread_no is None:
+                thread_no = self._threads[thread] = len(self._threads)
+            task_no: int | None = None
+            if task is not None:
+                task_no = self._tasks.get(task)
+                if task_no is None:
+                    task_no = self._tasks[task] = len(self._tasks)
+            key = (thread_no, task_no)
+            index = self._lane_of.get(key)
+            if index is None:
+                index = self._lane_of[key] = len(self._lanes)
+                task_name = task.get_name() if task is not None and hasattr(task, "get_name") else None
+                self._lanes.append({"thread": thread.name, "task": task_name})
+            return index
+
+    def start(self, call_id: str) -> None:
+        """Note that the call event ``call_id`` was just written, in the calling lane."""
+        lane = self.lane()
+        self._calls[call_id] = [lane, self._now_us(), None]
+
+    def end(self, call_id: str) -> None:
+        """Note that the call ``call_id`` finished (its outcome is about to be written)."""
+        entry = self._calls.get(call_id)
+        if entry is not None and entry[2] is None:
+            entry[2] = self._now_us()
+
+    def to_json(self, root_id: str) -> dict[str, Any]:
+        """The ``concurrency.json`` value (see the module docstring); ``root_id`` is run_start's id."""
+        with self._lock:
+            lanes = [dict(lane) for lane in self._lanes]
+        calls = {
+            call_id: {"lane": lane, "start_us": start, "end_us": end}
+            for call_id, (lane, start, end) in list(self._calls.items())
+        }
+        return {
+            "format": FORMAT,
+            "root": root_id,
+            "root_lane": self.root_lane,
+            "lanes": lanes,
+            "calls": calls,
+        }
+
+
+class CallFacts:
+    """The concurrency facts of one recorded call, as read back: ``lane``, ``start_us``, ``end_us``."""
+
+    __slots__ = ("end_us", "lane", "start_us")
+
+    def __init__(self, lane: int, start_us: int, end_us: int | None) -> None:
+        self.lane = lane
+        self.start_us = start_us
+        self.end_us = end_us
+
+
+class ConcurrencyFacts:
+    """``concurrency.json`` read back: the facts of each call and the lane of the run's root.
+
+    Attributes: ``root_lane`` (int), ``calls`` (``{call event id: CallFacts}``).
+    """
+
+    def __init__(self, root_lane: int, calls: dict[str, CallFacts]) -> None:
+        self.root_lane = root_lane
+        self.calls = calls
+
+    @classmethod
+    def parse(cls, value: Any) -> ConcurrencyFacts | None:
+        """The facts of a parsed ``concurrency.json``, or None when it is absent or not of this format.
+
+        A malformed file is ignored (None) rather than trusted: facts only ever relax the ordering, so
+        without them replay falls back to what the events alone prove.
+        """
+        if not isinstance(value, dict) or value.get("format") != FORMAT:
+            return None
+        root_lane = value.get("root_lane")
+        raw_calls = value.get("calls")
+        if type(root_lane) is not int or not isinstance(raw_calls, dict):
+            return None
+        calls: dict[str, CallFacts] = {}
+        for call_id, entry in raw_calls.items():
+            if not isinstance(entry, dict):
+                return None
+            lane, start, end = entry.get("lane"), entry.get("start_us"), entry.get("end_us")
+            if type(lane) is not int or type(start) is not int or (end is not None and type(end) is not int):
+                return None
+            calls[call_id] = CallFacts(lane, start, end)
+        return cls(root_lane, calls)
