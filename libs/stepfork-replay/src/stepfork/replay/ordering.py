@@ -2,7 +2,8 @@
 
 | ordering | a live call is checked against |
 |---|---|
-| ``strict`` (default) | the next recorded call, one cursor (replay.txt, "Matching guarantees") |
+| ``auto`` (default) | as ``strict``, except inside a group of sibling calls the recording proves concurrent |
+| ``strict`` | the next recorded call, one cursor (replay.txt, "Matching guarantees") |
 | ``concurrent`` | any unconsumed call of the current *concurrent group* with the same identity |
 | ``unordered`` | any unconsumed call of the current run of *siblings* (same parent) with the same identity |
 
@@ -13,6 +14,14 @@ model, redacted canonical input), so repeated identical calls are still served i
 are consumed one after the other, so calls recorded sequentially keep their order. A call that matches no
 member is checked against the closest one (same kind and name, else the earliest unconsumed) and fails
 with the usual ReplayMismatchError and diagnostics, before its body runs.
+
+``auto`` (issue 12) groups consecutive siblings only on proof, read from the events and from the
+recorder's ``concurrency.json`` (``stepfork.trace.concurrency``): their ``[call, result]`` lines
+interleave; or their recorded start/end times overlap; or both were *spawned*, made in another thread or
+asyncio task than their parent (the lane of ``run_start`` or of the enclosing call): a thread pool's
+workers (LangGraph ``ToolNode``) or ``asyncio.gather`` tasks, whose order among themselves no recording can
+fix. A call made in its parent's own lane is a fence: a sequential loop stays exact. Without
+``concurrency.json`` (older bundles) only interleaved lines prove concurrency (see :func:`auto_groups`).
 
 ``unordered`` groups every run of consecutive siblings, overlapping or not: threads that run free and make
 short calls record them one after the other without overlap, and replay them in another order. It proves
@@ -28,9 +37,12 @@ from typing import Any
 from stepfork.replay.matching import CallCursor, LiveInput
 from stepfork.replay.plan import RecordedCall, concurrent_groups
 from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.concurrency import CallFacts, ConcurrencyFacts
 
-ORDERINGS = ("strict", "concurrent", "unordered")
-"""The supported orderings; ``strict`` is the default (issue 6: the strict cursor stays the default)."""
+ORDERINGS = ("auto", "strict", "concurrent", "unordered")
+"""The supported orderings; ``auto`` is the default (issue 12: exact where the recording is sequential)."""
+
+DEFAULT_ORDERING = "auto"
 
 
 def normalize_ordering(ordering: Any) -> str:
@@ -44,13 +56,65 @@ def normalize_ordering(ordering: Any) -> str:
     return str(ordering)
 
 
+def auto_groups(calls: list[RecordedCall], facts: ConcurrencyFacts | None) -> list[tuple[int, int]]:
+    """Split the visible plan into the groups of the ``auto`` ordering (module docstring).
+
+    A call joins the current group when it is a sibling (same ``parent_id``) of the group and the recording
+    proves the two could run in either order: its call line comes before the group's latest outcome line;
+    or, with ``facts``, it started before the group's latest recorded end (a call never ended: forever), or
+    both it and the group's previous call were spawned (made in a lane other than their parent's; when the
+    parent's lane is unknown, in different lanes). Anything else starts a new group.
+
+    Returns ``[start, stop)`` ranges of indices into ``calls``, consecutive, covering every call.
+    """
+    if facts is None:
+        return concurrent_groups(calls)
+    groups: list[tuple[int, int]] = []
+    start = 0
+    parent: str | None = None
+    reach = -1  # the group's latest outcome line
+    until = -1  # the group's latest recorded end (us); a huge number when a member never ended
+    previous: CallFacts | None = None
+    horizon = (calls[-1].position + 1) if calls else 0
+    forever = 1 << 62
+
+    def spawned(fact: CallFacts, other: CallFacts | None) -> bool:
+        own = facts.lane_of(parent)
+        if own is None:
+            return other is not None and fact.lane != other.lane
+        return fact.lane != own
+
+    for index, call in enumerate(calls):
+        end = call.end_position if call.end_position is not None else horizon
+        fact = facts.calls.get(call.call_event_id)
+        stop = forever if fact is None or fact.end_us is None else fact.end_us
+        if index > start and call.parent_id == parent:
+            joins = call.position < reach
+            if not joins and fact is not None:
+                joins = fact.start_us < until or (
+                    previous is not None and spawned(fact, previous) and spawned(previous, fact)
+                )
+            if joins:
+                reach, until, previous = max(reach, end), max(until, stop), fact
+                continue
+        if index > start:
+            groups.append((start, index))
+        start, parent, reach, until, previous = index, call.parent_id, end, stop, fact
+        if fact is None:
+            until = -1  # no facts for this call: only line overlap can prove anything
+    if calls:
+        groups.append((start, len(calls)))
+    return groups
+
+
 def _identity(kind: str, name: str | None, provider: str | None, model: str | None) -> tuple[Any, ...]:
     # what check_identity compares: the tool name; the LLM's provider and model
     return (kind, name) if kind == "tool" else (kind, provider, model)
 
 
 class ConcurrentCursor(CallCursor):
-    """The ``concurrent`` (``overlap=True``) or ``unordered`` ordering over the visible recorded calls.
+    """The ``concurrent`` (``overlap=True``) or ``unordered`` ordering over the visible recorded calls, or
+    any other grouping given as ``groups`` (``auto``: :func:`auto_groups`).
 
     See the module docstring.
 
@@ -60,9 +124,15 @@ class ConcurrentCursor(CallCursor):
 
     __slots__ = ("_by_identity", "_by_input", "_consumed", "_count", "_first", "_group", "_groups")
 
-    def __init__(self, calls: list[RecordedCall], *, overlap: bool = True) -> None:
+    def __init__(
+        self,
+        calls: list[RecordedCall],
+        *,
+        overlap: bool = True,
+        groups: list[tuple[int, int]] | None = None,
+    ) -> None:
         super().__init__(calls)
-        self._groups = concurrent_groups(calls, overlap=overlap)
+        self._groups = groups if groups is not None else concurrent_groups(calls, overlap=overlap)
         self._group = -1
         self._consumed = bytearray(len(calls))
         self._count = 0
@@ -156,3 +226,19 @@ class ConcurrentCursor(CallCursor):
         return tuple(
             self.calls[index].label for index in range(self._first, len(self.calls)) if not consumed[index]
         )
+
+
+def make_cursor(calls: list[RecordedCall], ordering: str, facts: ConcurrencyFacts | None) -> CallCursor:
+    """The cursor of ``ordering`` (one of :data:`ORDERINGS`) over the visible plan ``calls``.
+
+    ``facts``: the recording's concurrency facts (``stepfork.trace.concurrency.facts_of``), used by
+    ``auto``. A plan the ``auto`` grouping leaves all singletons gets the plain strict cursor.
+    """
+    if ordering == "strict":
+        return CallCursor(calls)
+    if ordering == "auto":
+        groups = auto_groups(calls, facts)
+        if len(groups) == len(calls):
+            return CallCursor(calls)
+        return ConcurrentCursor(calls, groups=groups)
+    return ConcurrentCursor(calls, overlap=ordering == "concurrent")

@@ -282,7 +282,7 @@ def replay_entrypoint(
     allow_live_tools: Iterable[str] | None = None,
     approve: Approver | None = None,
     import_root: str | os.PathLike[str] | None = None,
-    ordering: str = "strict",
+    ordering: str = "auto",
     raise_as: Mapping[str, RaiseAsTarget | str] | None = None,
 ) -> ReplayOutcome:
     """Replay ``entrypoint`` (a callable or ``"MODULE:FUNCTION"``) against ``trace`` and report.

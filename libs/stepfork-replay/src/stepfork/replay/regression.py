@@ -71,7 +71,7 @@ def run_regression_case(
     has_expectation: bool = True,
     import_root: str | os.PathLike[str] | None = None,
     trace_path: str | os.PathLike[str] | None = None,
-    ordering: str = "strict",
+    ordering: str = "auto",
     raise_as: Mapping[str, RaiseAsTarget | str] | None = None,
 ) -> Any:
     """Replay ``entrypoint`` against ``trace`` and check it like a reviewed regression test.

@@ -41,7 +41,6 @@ from typing import Any, TypeVar
 
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
 from stepfork.replay.matching import (
-    CallCursor,
     LiveInput,
     check_identity,
     check_input,
@@ -49,7 +48,7 @@ from stepfork.replay.matching import (
     incomplete_error,
 )
 from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
-from stepfork.replay.ordering import ConcurrentCursor, normalize_ordering
+from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
@@ -58,6 +57,7 @@ from stepfork.trace import boundary
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace, read_extension
+from stepfork.trace.concurrency import facts_of
 from stepfork.trace.errors import TraceError
 from stepfork.trace.recording import OrphanCallWarning
 
@@ -83,7 +83,10 @@ class ReplaySession:
         allow_live_tools: live only: tool names whose bodies may run (every occurrence); each must exist.
         approve: manual only: ``approve(call) -> bool`` for each call (``call.input`` redacted). Approved
             calls are matched and served as in frozen mode.
-        ordering: ``"strict"`` (default): one cursor, recorded order; ``"concurrent"``: concurrent sibling
+        ordering: ``"auto"`` (default): recorded order, except among sibling calls the recording proves
+            concurrent (interleaved lines, overlapping times, or thread-pool/``asyncio.gather`` members per
+            the bundle's ``concurrency.json``), which match by identity in any order (issue 12);
+            ``"strict"``: one cursor, recorded order; ``"concurrent"``: concurrent sibling
             calls (an ``asyncio.gather``) match by identity in any order; ``"unordered"``: so do all
             consecutive sibling calls, overlapping or not (free-running threads). See
             :mod:`stepfork.replay.ordering`, issue 6 "Concurrency".
@@ -112,7 +115,7 @@ class ReplaySession:
         live_llms: Iterable[str] | None = None,
         allow_live_tools: Iterable[str] | None = None,
         approve: Approver | None = None,
-        ordering: str = "strict",
+        ordering: str = DEFAULT_ORDERING,
         raise_as: Mapping[str, RaiseAsTarget] | None = None,
     ) -> None:
         self.ordering = normalize_ordering(ordering)
@@ -139,11 +142,7 @@ class ReplaySession:
         recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
         self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
-        self._cursor = (
-            CallCursor(self.calls)
-            if self.ordering == "strict"
-            else ConcurrentCursor(self.calls, overlap=self.ordering == "concurrent")
-        )
+        self._cursor = make_cursor(self.calls, self.ordering, facts_of(trace))
         self._lock = threading.RLock()
         self._served = ServedCalls()  # records built on read (see ServedCalls)
         self._divergence: ReplayError | None = None
@@ -163,7 +162,7 @@ class ReplaySession:
         live_llms: Iterable[str] | None = None,
         allow_live_tools: Iterable[str] | None = None,
         approve: Approver | None = None,
-        ordering: str = "strict",
+        ordering: str = DEFAULT_ORDERING,
         raise_as: Mapping[str, RaiseAsTarget] | None = None,
     ) -> ReplaySession:
         """Build a session from a bundle path or an in-memory ``Trace``.

@@ -125,12 +125,23 @@ class CallFacts:
 class ConcurrencyFacts:
     """``concurrency.json`` read back: the facts of each call and the lane of the run's root.
 
-    Attributes: ``root_lane`` (int), ``calls`` (``{call event id: CallFacts}``).
+    Attributes: ``root`` (run_start's event id, or None), ``root_lane`` (int), ``calls``
+    (``{call event id: CallFacts}``).
     """
 
-    def __init__(self, root_lane: int, calls: dict[str, CallFacts]) -> None:
+    def __init__(self, root_lane: int, calls: dict[str, CallFacts], root: str | None = None) -> None:
+        self.root = root
         self.root_lane = root_lane
         self.calls = calls
+
+    def lane_of(self, event_id: str | None) -> int | None:
+        """The lane of the call ``event_id``, ``root_lane`` for run_start, else None (unknown)."""
+        if event_id is None:
+            return None
+        if event_id == self.root:
+            return self.root_lane
+        facts = self.calls.get(event_id)
+        return facts.lane if facts is not None else None
 
     @classmethod
     def parse(cls, value: Any) -> ConcurrencyFacts | None:
@@ -153,4 +164,43 @@ class ConcurrencyFacts:
             if type(lane) is not int or type(start) is not int or (end is not None and type(end) is not int):
                 return None
             calls[call_id] = CallFacts(lane, start, end)
-        return cls(root_lane, calls)
+        root = value.get("root")
+        return cls(root_lane, calls, root if isinstance(root, str) else None)
+
+
+# Facts travel with a loaded Trace without becoming a model field (schema 0.1 has none, and a private
+# pydantic attribute would take part in Trace equality): a registry keyed by the trace's id, each entry
+# dropped when its trace is collected.
+_ATTACHED: dict[int, tuple[weakref.ref[Any], ConcurrencyFacts]] = {}
+
+
+def attach_facts(trace: Any, facts: ConcurrencyFacts | None) -> None:
+    """Make ``facts`` the concurrency facts of ``trace`` (a ``Trace``); None forgets them."""
+    key = id(trace)
+    if facts is None:
+        _ATTACHED.pop(key, None)
+        return
+
+    def _drop(_ref: weakref.ref[Any], key: int = key) -> None:
+        _ATTACHED.pop(key, None)
+
+    _ATTACHED[key] = (weakref.ref(trace, _drop), facts)
+
+
+def facts_of(trace: Any) -> ConcurrencyFacts | None:
+    """The concurrency facts attached to ``trace`` (by ``load_trace`` or :func:`attach_facts`), or None."""
+    entry = _ATTACHED.get(id(trace))
+    if entry is not None and entry[0]() is trace:
+        return entry[1]
+    return None
+
+
+def load_facts(path: Any) -> ConcurrencyFacts | None:
+    """The facts in the bundle at ``path`` (its ``concurrency.json``), or None when absent or unreadable."""
+    from stepfork.trace.errors import TraceError
+    from stepfork.trace.reading import read_extension
+
+    try:
+        return ConcurrencyFacts.parse(read_extension(path, EXTENSION_NAME))
+    except (TraceError, ValueError, OSError):
+        return None
