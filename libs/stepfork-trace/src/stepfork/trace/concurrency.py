@@ -134,6 +134,20 @@ class ConcurrencyFacts:
         self.root_lane = root_lane
         self.calls = calls
 
+    def to_json(self, event_ids: set[str] | None = None) -> dict[str, Any]:
+        """The ``concurrency.json`` value of these facts (lanes unnamed), limited to ``event_ids`` if given."""
+        return {
+            "format": FORMAT,
+            "root": self.root,
+            "root_lane": self.root_lane,
+            "lanes": [],
+            "calls": {
+                call_id: {"lane": f.lane, "start_us": f.start_us, "end_us": f.end_us}
+                for call_id, f in self.calls.items()
+                if event_ids is None or call_id in event_ids
+            },
+        }
+
     def lane_of(self, event_id: str | None) -> int | None:
         """The lane of the call ``event_id``, ``root_lane`` for run_start, else None (unknown)."""
         if event_id is None:
