@@ -6,6 +6,8 @@ exit 2, as the commands refuse other bad options (spec/cli-reference.txt, exit c
 
 from __future__ import annotations
 
+from typing import Any
+
 RAISE_AS_HELP = (
     "Raise a recorded failure of error type TYPE (qualified or short) as your exception class "
     "MODULE:CLASS, imported like the entrypoint, so your agent's except clause runs. Repeatable."
@@ -66,3 +68,33 @@ def parse_raise_as(values: list[str] | None) -> dict[str, str] | None:
 def describe_raise_as(mapping: dict[str, str]) -> str:
     """``TYPE=MODULE:CLASS, ...`` for a report header (the values were validated: no control text)."""
     return ", ".join(f"{error_type}={target}" for error_type, target in mapping.items())
+
+
+ORDERING_VALUES = ("auto", "strict", "concurrent", "unordered")
+
+ORDERING_HELP = (
+    "Which recorded call a live call is matched against: auto (default: recorded order, except among "
+    "calls the recording proves concurrent: thread pools, asyncio.gather), strict (recorded order "
+    "always), concurrent (overlapping sibling calls in any order), unordered (consecutive sibling calls "
+    "in any order)."
+)
+
+
+def ordering_option() -> Any:
+    """The ``--ordering`` option (replay, export, minimize, fork): ``Annotated[str, ordering_option()]``."""
+    import typer
+
+    return typer.Option("--ordering", metavar="|".join(ORDERING_VALUES), help=ORDERING_HELP)
+
+
+def parse_ordering(value: str) -> str:
+    """Return ``value`` when it is one of :data:`ORDERING_VALUES`.
+
+    Raises:
+        typer.Exit: (2), after printing one line naming the valid orderings.
+    """
+    if value not in ORDERING_VALUES:
+        from stepfork.cli.output import fail, sanitize_text
+
+        fail(f"Invalid --ordering {sanitize_text(repr(value))}; expected one of {', '.join(ORDERING_VALUES)}.", 2)
+    return value

@@ -230,6 +230,7 @@ def fork(
     overrides: Mapping[int, Any] | None = None,
     import_root: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    ordering: str = "auto",
 ) -> ForkResult:
     """Fork the run recorded at ``path`` at ``step`` and record the new run into ``output``.
 
@@ -241,6 +242,7 @@ def fork(
         allow_live_tools: tool names whose bodies may run after the fork point.
         overrides: ``{step: JSON value}``: the recorded output of the call at ``step`` (its call or
             result event) before the fork point is replaced by the value.
+        ordering: the replay ordering of the frozen part (``stepfork.replay.ordering``; default ``auto``).
 
     Returns:
         a :class:`ForkResult`; the bundle at ``output`` holds ``fork.json`` (see the module doc).
@@ -265,7 +267,10 @@ def fork(
     target = Path(output)
     if target.exists() and not overwrite:
         raise ForkError(f"{target} already exists; pass --overwrite to replace it.", code="already_exists")
-    session = ReplaySession(trace, "frozen")
+    try:
+        session = ReplaySession(trace, "frozen", ordering=ordering)
+    except ValueError as exc:
+        raise ForkError(str(exc), code="invalid_option") from None
     frozen = [c for c in session.calls if c.step < step]
     by_step: dict[int, int] = {}
     for call in frozen:

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from stepfork.cli.options import RAISE_AS_HELP
+from stepfork.cli.options import RAISE_AS_HELP, ordering_option
 
 # ExportError codes that exit 1; every other code is bad input, exit 2.
 _EXIT_1_CODES = frozenset({"already_exists", "write_failed"})
@@ -55,6 +55,7 @@ def export(
         list[str] | None,
         typer.Option("--raise-as", metavar="TYPE=MODULE:CLASS", help=RAISE_AS_HELP),
     ] = None,
+    ordering: Annotated[str, ordering_option()] = "auto",
 ) -> None:
     """Export an executable pytest regression test from a trace."""
     from stepfork.analysis.export import (
@@ -65,7 +66,7 @@ def export(
         load_trajectory_file,
     )
     from stepfork.analysis.exported import entrypoint_form_problem
-    from stepfork.cli.options import describe_raise_as, parse_raise_as
+    from stepfork.cli.options import describe_raise_as, parse_ordering, parse_raise_as
     from stepfork.cli.output import escape_controls, fail, sanitize
 
     if not pytest_format:
@@ -78,6 +79,7 @@ def export(
     if mode not in EXPORT_MODES:
         fail(f"Invalid replay mode {mode}.", 2)
     classes = parse_raise_as(raise_as)
+    ordering = parse_ordering(ordering)
     try:
         expectation = load_expectation_file(expect_output) if expect_output is not None else None
         trajectory = load_trajectory_file(expect_trajectory) if expect_trajectory is not None else None
@@ -92,6 +94,7 @@ def export(
             allow_live_tools=allow_live_tool or None,
             overwrite=overwrite,
             raise_as=classes,
+            ordering=ordering,
         )
     except ExportError as exc:
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)
@@ -99,6 +102,8 @@ def export(
     typer.echo(f"Wrote {result.path}")
     typer.echo(f"Entrypoint: {entrypoint}")
     typer.echo(f"Mode:       {mode}")
+    if ordering != "auto":
+        typer.echo(f"Ordering:   {ordering}")
     if classes:
         typer.echo(f"Raise as:   {describe_raise_as(classes)}")
     if result.has_expectation:

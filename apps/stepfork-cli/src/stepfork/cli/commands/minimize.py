@@ -9,9 +9,11 @@ progress display (rich) lives here, never in the library. ``--json`` prints only
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
+
+from stepfork.cli.options import ordering_option
 
 
 def minimize(
@@ -44,10 +46,15 @@ def minimize(
         "(as the original does). Default: the same failure suffices.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    ordering: Annotated[str, ordering_option()] = "auto",
 ) -> None:
     """Minimize a failing trace to the smallest reproducible subset."""
     import json
     import sys
+
+    from stepfork.cli.options import parse_ordering
+
+    ordering = parse_ordering(ordering)
 
     from stepfork.analysis.minimize import MinimizeError, minimize_trace
 
@@ -104,6 +111,7 @@ def minimize(
             attempts=attempts,
             progress=progress,
             clean_replay=clean_replay,
+            ordering=ordering,
         )
     except MinimizeError as exc:
         if status is not None:

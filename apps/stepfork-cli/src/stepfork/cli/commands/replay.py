@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stepfork.cli.options import RAISE_AS_HELP
+from stepfork.cli.options import RAISE_AS_HELP, ordering_option
 
 CLI_MODES = ("frozen", "live", "forbidden", "manual")
 
@@ -46,9 +46,10 @@ def replay(
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Show full diagnostic fingerprints instead of abbreviated ones.")
     ] = False,
+    ordering: Annotated[str, ordering_option()] = "auto",
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
-    from stepfork.cli.options import parse_raise_as
+    from stepfork.cli.options import parse_ordering, parse_raise_as
     from stepfork.cli.output import fail, sanitize_text
 
     if mode not in CLI_MODES:
@@ -56,6 +57,7 @@ def replay(
     if not entrypoint:
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     classes = parse_raise_as(raise_as)
+    ordering = parse_ordering(ordering)
     approve = None
     if mode == "manual":
         if not sys.stdin.isatty():
@@ -76,6 +78,7 @@ def replay(
                 allow_live_tools=allow_live_tool or None,
                 approve=approve,
                 raise_as=classes,
+                ordering=ordering,
             )
     except RaiseAsClassError as exc:
         fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
