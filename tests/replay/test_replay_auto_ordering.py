@@ -84,9 +84,16 @@ def test_a_loop_call_between_two_fan_outs_is_a_fence(tmp_path: Path) -> None:
     assert _replay(path, agent, ["b", "a", "d", "c"]) == ["value-b", "value-a", "value-mid", "value-d", "value-c"]
 
 
-def test_gather_tasks_replay_in_any_order_by_default_even_when_they_never_overlapped(tmp_path: Path) -> None:
+def test_gather_tasks_replay_in_any_order_by_default_even_when_their_calls_never_overlapped(
+    tmp_path: Path,
+) -> None:
+    async def task(key: str, delay: int) -> str:
+        for _ in range(delay):  # the tasks are alive together; each call is over before the next starts
+            await asyncio.sleep(0)
+        return await alookup(key)  # type: ignore[no-any-return]
+
     async def fan_out(keys: list[str]) -> list[str]:
-        return list(await asyncio.gather(*(alookup(key) for key in keys)))
+        return list(await asyncio.gather(*(task(key, n) for n, key in enumerate(keys))))
 
     path = tmp_path / "gather.sftrace"
 
@@ -102,9 +109,29 @@ def test_gather_tasks_replay_in_any_order_by_default_even_when_they_never_overla
         session.verify_complete()
         return result
 
+    trace = Trace.load(path)
+    assert auto_groups(ReplaySession(trace).calls, facts_of(trace)) == [(0, 3)]
     assert asyncio.run(rep()) == ["value-c", "value-b", "value-a"]
     with pytest.raises(ReplayMismatchError):
         asyncio.run(rep(ordering="strict"))
+
+
+def test_tasks_run_one_after_another_stay_exact(tmp_path: Path) -> None:
+    async def agent(keys: list[str]) -> list[str]:
+        out = []
+        for key in keys:  # a framework running each step in a fresh task, awaited before the next
+            out.append(await asyncio.create_task(alookup(key)))
+        return out
+
+    path = tmp_path / "steps.sftrace"
+
+    async def rec() -> None:
+        async with record("agent", output=path):
+            await agent(["a", "b"])
+
+    asyncio.run(rec())
+    trace = Trace.load(path)
+    assert auto_groups(ReplaySession(trace).calls, facts_of(trace)) == [(0, 1), (1, 2)]
 
 
 def test_without_concurrency_facts_only_interleaved_lines_prove_concurrency(tmp_path: Path) -> None:

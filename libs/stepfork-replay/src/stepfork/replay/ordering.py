@@ -17,11 +17,11 @@ with the usual ReplayMismatchError and diagnostics, before its body runs.
 
 ``auto`` (issue 12) groups consecutive siblings only on proof, read from the events and from the
 recorder's ``concurrency.json`` (``stepfork.trace.concurrency``): their ``[call, result]`` lines
-interleave; or their recorded start/end times overlap; or both were *spawned*, made in another thread or
-asyncio task than their parent (the lane of ``run_start`` or of the enclosing call): a thread pool's
-workers (LangGraph ``ToolNode``) or ``asyncio.gather`` tasks, whose order among themselves no recording can
-fix. A call made in its parent's own lane is a fence: a sequential loop stays exact. Without
-``concurrency.json`` (older bundles) only interleaved lines prove concurrency (see :func:`auto_groups`).
+interleave; or their recorded start/end times overlap; or they ran on pool threads (another thread than
+their parent's: LangGraph ``ToolNode``); or in distinct asyncio tasks (``asyncio.gather``). A call made
+in its parent's own lane, or in a lane the group already used, is a fence: a sequential loop stays exact.
+Without ``concurrency.json`` (older bundles) only interleaved lines prove concurrency (see
+:func:`auto_groups`).
 
 ``unordered`` groups every run of consecutive siblings, overlapping or not: threads that run free and make
 short calls record them one after the other without overlap, and replay them in another order. It proves
@@ -37,7 +37,7 @@ from typing import Any
 from stepfork.replay.matching import CallCursor, LiveInput
 from stepfork.replay.plan import RecordedCall, concurrent_groups
 from stepfork.trace.boundary import BoundaryCall
-from stepfork.trace.concurrency import CallFacts, ConcurrencyFacts
+from stepfork.trace.concurrency import ConcurrencyFacts
 
 ORDERINGS = ("auto", "strict", "concurrent", "unordered")
 """The supported orderings; ``auto`` is the default (issue 12: exact where the recording is sequential)."""
@@ -60,12 +60,19 @@ def auto_groups(calls: list[RecordedCall], facts: ConcurrencyFacts | None) -> li
     """Split the visible plan into the groups of the ``auto`` ordering (module docstring).
 
     A call joins the current group when it is a sibling (same ``parent_id``) of the group and the recording
-    proves the two could run in either order: its call line comes before the group's latest outcome line;
-    or, with ``facts``, it started before the group's latest recorded end (a call never ended: forever), or
-    both it and the group's previous call were spawned (made in a lane other than their parent's; when the
-    parent's lane is unknown, in different lanes). Anything else starts a new group.
+    proves the two could run in either order:
 
-    Returns ``[start, stop)`` ranges of indices into ``calls``, consecutive, covering every call.
+    1. its call line comes before the group's latest outcome line, or (with ``facts``) it started before
+       the group's latest recorded end: they overlapped;
+    2. it and the group's previous call were both made on a thread other than their parent's: a thread
+       pool's workers (one worker may run several calls one after the other; a replay may spread them);
+    3. its asyncio task and the previous call's task were alive together (one is in the other's
+       ``alive_tasks``), and neither it nor any member ran in the parent's own lane: ``asyncio.gather``
+       siblings. A call in the parent's lane is a fence. Tasks that ran one after the other (a framework
+       running each step in a fresh task) stay exact: asyncio starts them in order, in replay too.
+
+    Without ``facts`` only rule 1, on lines. Returns ``[start, stop)`` ranges of indices into ``calls``,
+    consecutive, covering every call.
     """
     if facts is None:
         return concurrent_groups(calls)
@@ -73,38 +80,49 @@ def auto_groups(calls: list[RecordedCall], facts: ConcurrencyFacts | None) -> li
     start = 0
     parent: str | None = None
     reach = -1  # the group's latest outcome line
-    until = -1  # the group's latest recorded end (us); a huge number when a member never ended
-    previous: CallFacts | None = None
+    until = -1  # the group's latest recorded end (us); "forever" when a member never ended
+    fenced = False  # a member ran in the parent's own lane
+    previous_pooled = False
+    previous: Any = None
     horizon = (calls[-1].position + 1) if calls else 0
     forever = 1 << 62
-
-    def spawned(fact: CallFacts, other: CallFacts | None) -> bool:
-        own = facts.lane_of(parent)
-        if own is None:
-            return other is not None and fact.lane != other.lane
-        return fact.lane != own
 
     for index, call in enumerate(calls):
         end = call.end_position if call.end_position is not None else horizon
         fact = facts.calls.get(call.call_event_id)
         stop = forever if fact is None or fact.end_us is None else fact.end_us
+        own_lane = facts.lane_of(call.parent_id)
+        own_thread = facts.thread_of(own_lane)
+        lane = fact.lane if fact is not None else None
+        thread = facts.thread_of(lane)
+        inline = lane is not None and lane == own_lane
+        pooled = thread is not None and own_thread is not None and thread != own_thread
         if index > start and call.parent_id == parent:
-            joins = call.position < reach
+            joins = call.position < reach or (fact is not None and fact.start_us < until)
             if not joins and fact is not None:
-                joins = fact.start_us < until or (
-                    previous is not None and spawned(fact, previous) and spawned(previous, fact)
+                joins = (pooled and previous_pooled) or (
+                    not inline and not fenced and _alive_together(facts, previous, fact)
                 )
             if joins:
-                reach, until, previous = max(reach, end), max(until, stop), fact
+                reach, until = max(reach, end), max(until, stop)
+                fenced, previous_pooled, previous = fenced or inline, pooled, fact
                 continue
         if index > start:
             groups.append((start, index))
-        start, parent, reach, until, previous = index, call.parent_id, end, stop, fact
-        if fact is None:
-            until = -1  # no facts for this call: only line overlap can prove anything
+        start, parent, reach = index, call.parent_id, end
+        until = stop if fact is not None else -1  # no facts for this call: only lines can prove anything
+        fenced, previous_pooled, previous = inline, pooled, fact
     if calls:
         groups.append((start, len(calls)))
     return groups
+
+
+def _alive_together(facts: ConcurrencyFacts, first: Any, second: Any) -> bool:
+    """True when the asyncio tasks of two calls (``CallFacts``) differ and were alive together."""
+    if first is None or second is None:
+        return False
+    one, two = facts.task_of(first.lane), facts.task_of(second.lane)
+    return one is not None and two is not None and one != two and (two in first.alive or one in second.alive)
 
 
 def _identity(kind: str, name: str | None, provider: str | None, model: str | None) -> tuple[Any, ...]:

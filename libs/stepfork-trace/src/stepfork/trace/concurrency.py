@@ -6,9 +6,13 @@ writes the extension file ``concurrency.json`` (listed in integrity.json, as ``f
 readers ignore it) with, for every ``tool_call``/``llm_request``:
 
 - ``lane``: an index into ``lanes``, one per (thread, asyncio task) pair that made calls, numbered in order of
-  first use; each lane names its thread and task (names only, for a reader; never used to decide);
+  first use; each lane has ``thread_no`` (the same number for every lane of one thread) and names its
+  thread and task (names only, for a reader; never used to decide);
 - ``start_us``/``end_us``: microseconds on a monotonic clock since the recording started, taken when the
-  call event was written and when its outcome was about to be written (``end_us`` null: never finished).
+  call event was written and when its outcome was about to be written (``end_us`` null: never finished);
+- ``alive_tasks``: the numbers (``task_no`` of ``lanes``) of the other asyncio tasks alive when the call
+  started (at most ``MAX_ALIVE``): two calls from tasks alive together ran side by side
+  (``asyncio.gather``) even when the calls themselves never overlapped.
 
 ``root_lane`` is the lane that entered the session (the lane of ``run_start``). Replay's default ordering
 (``stepfork.replay.ordering``) reads these facts: two sibling calls may be served in either order only when
@@ -19,6 +23,7 @@ This module imports nothing heavy: it runs on the recording hot path (two clock 
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import time
@@ -30,6 +35,10 @@ EXTENSION_NAME = "concurrency"
 
 FORMAT = "stepfork-concurrency/1"
 """The ``format`` value of ``concurrency.json``."""
+
+MAX_ALIVE = 64
+"""At most this many alive tasks are noted per call (a bound on the file, not on correctness: a call
+whose sibling is not listed is only served in recorded order)."""
 
 
 def _current_task() -> Any:
@@ -54,9 +63,10 @@ class ConcurrencyLog:
         self._lock = threading.Lock()
         self._threads: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._tasks: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._numbers = itertools.count()  # thread and task numbers: never reused, unlike len() of a weak dict
         self._lane_of: dict[tuple[int, int | None], int] = {}
-        self._lanes: list[dict[str, str | None]] = []
-        self._calls: dict[str, list[int | None]] = {}
+        self._lanes: list[dict[str, Any]] = []
+        self._calls: dict[str, list[Any]] = {}
         self.root_lane = self.lane()
 
     def _now_us(self) -> int:
@@ -69,24 +79,49 @@ class ConcurrencyLog:
         with self._lock:
             thread_no = self._threads.get(thread)
             if thread_no is None:
-                thread_no = self._threads[thread] = len(self._threads)
+                thread_no = self._threads[thread] = next(self._numbers)
             task_no: int | None = None
             if task is not None:
                 task_no = self._tasks.get(task)
                 if task_no is None:
-                    task_no = self._tasks[task] = len(self._tasks)
+                    task_no = self._tasks[task] = next(self._numbers)
             key = (thread_no, task_no)
             index = self._lane_of.get(key)
             if index is None:
                 index = self._lane_of[key] = len(self._lanes)
                 task_name = task.get_name() if task is not None and hasattr(task, "get_name") else None
-                self._lanes.append({"thread": thread.name, "task": task_name})
+                self._lanes.append(
+                    {"thread_no": thread_no, "task_no": task_no, "thread": thread.name, "task": task_name}
+                )
             return index
 
     def start(self, call_id: str) -> None:
-        """Note that the call event ``call_id`` was just written, in the calling lane."""
+        """Note that the call event ``call_id`` was just written, in the calling lane.
+
+        Also notes which other asyncio tasks were alive then: two calls from tasks alive together
+        (``asyncio.gather`` siblings) may come in another order, even if the calls never overlapped.
+        """
         lane = self.lane()
-        self._calls[call_id] = [lane, self._now_us(), None]
+        self._calls[call_id] = [lane, self._now_us(), None, self._alive_tasks()]
+
+    def _alive_tasks(self) -> list[int]:
+        """Numbers of the other asyncio tasks of this loop not done yet (at most ``MAX_ALIVE``)."""
+        task = _current_task()
+        if task is None:
+            return []
+        asyncio = sys.modules["asyncio"]
+        try:
+            others = [t for t in asyncio.all_tasks() if t is not task]
+        except RuntimeError:
+            return []
+        numbers = []
+        with self._lock:
+            for other in others[:MAX_ALIVE]:
+                number = self._tasks.get(other)
+                if number is None:
+                    number = self._tasks[other] = next(self._numbers)
+                numbers.append(number)
+        return sorted(numbers)
 
     def end(self, call_id: str) -> None:
         """Note that the call ``call_id`` finished (its outcome is about to be written)."""
@@ -99,8 +134,8 @@ class ConcurrencyLog:
         with self._lock:
             lanes = [dict(lane) for lane in self._lanes]
         calls = {
-            call_id: {"lane": lane, "start_us": start, "end_us": end}
-            for call_id, (lane, start, end) in list(self._calls.items())
+            call_id: {"lane": lane, "start_us": start, "end_us": end, "alive_tasks": alive}
+            for call_id, (lane, start, end, alive) in list(self._calls.items())
         }
         return {
             "format": FORMAT,
@@ -114,12 +149,16 @@ class ConcurrencyLog:
 class CallFacts:
     """The concurrency facts of one recorded call, as read back: ``lane``, ``start_us``, ``end_us``."""
 
-    __slots__ = ("end_us", "lane", "start_us")
+    __slots__ = ("alive", "end_us", "lane", "start_us")
 
-    def __init__(self, lane: int, start_us: int, end_us: int | None) -> None:
+    def __init__(
+        self, lane: int, start_us: int, end_us: int | None, alive: frozenset[int] = frozenset()
+    ) -> None:
         self.lane = lane
         self.start_us = start_us
         self.end_us = end_us
+        self.alive = alive
+        """Numbers of the other asyncio tasks alive when this call started."""
 
 
 class ConcurrencyFacts:
@@ -129,10 +168,33 @@ class ConcurrencyFacts:
     (``{call event id: CallFacts}``).
     """
 
-    def __init__(self, root_lane: int, calls: dict[str, CallFacts], root: str | None = None) -> None:
+    def __init__(
+        self,
+        root_lane: int,
+        calls: dict[str, CallFacts],
+        root: str | None = None,
+        threads: list[int | None] | None = None,
+        tasks: list[int | None] | None = None,
+    ) -> None:
         self.root = root
         self.root_lane = root_lane
         self.calls = calls
+        self.threads = threads or []
+        """``thread_no`` of each lane (None when not recorded)."""
+        self.tasks = tasks or []
+        """``task_no`` of each lane (None: no asyncio task, or not recorded)."""
+
+    def task_of(self, lane: int | None) -> int | None:
+        """The asyncio task number of ``lane``, or None."""
+        if lane is None or not 0 <= lane < len(self.tasks):
+            return None
+        return self.tasks[lane]
+
+    def thread_of(self, lane: int | None) -> int | None:
+        """The thread number of ``lane``, or None when unknown."""
+        if lane is None or not 0 <= lane < len(self.threads):
+            return None
+        return self.threads[lane]
 
     def to_json(self, event_ids: set[str] | None = None) -> dict[str, Any]:
         """The ``concurrency.json`` value of these facts (lanes unnamed), limited to ``event_ids`` if given."""
@@ -140,9 +202,16 @@ class ConcurrencyFacts:
             "format": FORMAT,
             "root": self.root,
             "root_lane": self.root_lane,
-            "lanes": [],
+            "lanes": [
+                {"thread_no": thread, "task_no": self.task_of(lane)} for lane, thread in enumerate(self.threads)
+            ],
             "calls": {
-                call_id: {"lane": f.lane, "start_us": f.start_us, "end_us": f.end_us}
+                call_id: {
+                    "lane": f.lane,
+                    "start_us": f.start_us,
+                    "end_us": f.end_us,
+                    "alive_tasks": sorted(f.alive),
+                }
                 for call_id, f in self.calls.items()
                 if event_ids is None or call_id in event_ids
             },
@@ -177,9 +246,20 @@ class ConcurrencyFacts:
             lane, start, end = entry.get("lane"), entry.get("start_us"), entry.get("end_us")
             if type(lane) is not int or type(start) is not int or (end is not None and type(end) is not int):
                 return None
-            calls[call_id] = CallFacts(lane, start, end)
+            alive = entry.get("alive_tasks")
+            numbers = frozenset(n for n in alive if type(n) is int) if isinstance(alive, list) else frozenset()
+            calls[call_id] = CallFacts(lane, start, end, numbers)
         root = value.get("root")
-        return cls(root_lane, calls, root if isinstance(root, str) else None)
+        lanes = value.get("lanes")
+        threads: list[int | None] = []
+        tasks: list[int | None] = []
+        if isinstance(lanes, list):
+            for lane in lanes:
+                number = lane.get("thread_no") if isinstance(lane, dict) else None
+                threads.append(number if type(number) is int else None)
+                task = lane.get("task_no") if isinstance(lane, dict) else None
+                tasks.append(task if type(task) is int else None)
+        return cls(root_lane, calls, root if isinstance(root, str) else None, threads, tasks)
 
 
 # Facts travel with a loaded Trace without becoming a model field (schema 0.1 has none, and a private

@@ -1,4 +1,5 @@
-"""``stepfork diff BASELINE CANDIDATE [--json]`` (spec/cli-reference.txt "diff").
+"""``stepfork diff BASELINE CANDIDATE [--json] [--ignore PATH]... [--strict] [--show-ignored]``
+(spec/cli-reference.txt "diff"; volatile values: issue 12, stepfork.analysis.volatile).
 
 Exit codes: 0 behaviour equivalent, 1 meaningful behavioural difference, 2 invalid or unreadable input.
 """
@@ -14,6 +15,13 @@ def diff(
     baseline: Path = typer.Argument(..., help="Baseline .sftrace directory bundle."),
     candidate: Path = typer.Argument(..., help="Candidate .sftrace directory bundle."),
     as_json: bool = typer.Option(False, "--json", help="Emit machine-readable JSON (no Rich markup)."),
+    ignore: list[str] | None = typer.Option(
+        None, "--ignore", metavar="PATH", help="Also ignore differences at PATH ([*], *, ** wildcards). Repeatable."
+    ),
+    strict: bool = typer.Option(
+        False, "--strict", help="Ignore nothing, not even provider-generated ids and timestamps."
+    ),
+    show_ignored: bool = typer.Option(False, "--show-ignored", help="List the ignored differences."),
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
@@ -21,7 +29,9 @@ def diff(
     from stepfork.trace import TraceError
 
     try:
-        result = diff_traces(baseline, candidate)
+        result = diff_traces(
+            baseline, candidate, ignore=ignore or (), strict=strict, show_ignored=show_ignored
+        )
     except (TraceError, OSError) as exc:
         typer.echo(f"Unreadable bundle: {exc}", err=True)
         raise typer.Exit(2) from None
