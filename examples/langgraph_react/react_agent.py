@@ -51,7 +51,11 @@ def scripted_model() -> ScriptedChatModel:
                     content="",
                     tool_calls=[
                         {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_weather"},
-                        {"name": "find_museum", "args": {"city": "Paris", "day": "Tuesday"}, "id": "call_museum"},
+                        {
+                            "name": "find_museum",
+                            "args": {"city": "Paris", "day": "Tuesday"},
+                            "id": "call_museum",
+                        },
                         {"name": "book_table", "args": {"city": "Paris", "people": 2}, "id": "call_table"},
                     ],
                     usage_metadata={"input_tokens": 40, "output_tokens": 30, "total_tokens": 70},

@@ -116,7 +116,9 @@ def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     summary = "; ".join(f"{r['description']}, {r['temperature']}" for r in reports)
     final = info.output_tools[0].name
     return ModelResponse(
-        parts=[ToolCallPart(final, {"summary": summary, "places": ["London", "Wiltshire"]}, tool_call_id="out")]
+        parts=[
+            ToolCallPart(final, {"summary": summary, "places": ["London", "Wiltshire"]}, tool_call_id="out")
+        ]
     )
 
 

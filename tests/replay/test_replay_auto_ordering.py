@@ -81,7 +81,8 @@ def test_a_loop_call_between_two_fan_outs_is_a_fence(tmp_path: Path) -> None:
     trace = Trace.load(path)
     session = ReplaySession(trace)
     assert auto_groups(session.calls, facts_of(trace)) == [(0, 2), (2, 3), (3, 5)]
-    assert _replay(path, agent, ["b", "a", "d", "c"]) == ["value-b", "value-a", "value-mid", "value-d", "value-c"]
+    expected = ["value-b", "value-a", "value-mid", "value-d", "value-c"]
+    assert _replay(path, agent, ["b", "a", "d", "c"]) == expected
 
 
 def test_gather_tasks_replay_in_any_order_by_default_even_when_their_calls_never_overlapped(
@@ -140,4 +141,5 @@ def test_without_concurrency_facts_only_interleaved_lines_prove_concurrency(tmp_
     assert facts_of(Trace.load(path)) is None
     with pytest.raises(ReplayMismatchError):
         _replay(path, pool_sequential, ["c", "a", "b"])
-    assert _replay(path, pool_sequential, ["c", "a", "b"], ordering="unordered") == ["value-c", "value-a", "value-b"]
+    replayed = _replay(path, pool_sequential, ["c", "a", "b"], ordering="unordered")
+    assert replayed == ["value-c", "value-a", "value-b"]

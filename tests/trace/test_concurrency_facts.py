@@ -1,9 +1,10 @@
-"""Issue 12, "Concurrency that holds": atomic id/timestamp/step, concurrency.json, validate's inversion warning."""
+"""Issue 12, "Concurrency that holds": atomic id/timestamp/step, concurrency.json, the inversion warning."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -39,7 +40,7 @@ def _stamp(event: dict[str, Any]) -> datetime:
 
 
 def _inversions(events: list[dict[str, Any]]) -> int:
-    return sum(1 for a, b in zip(events, events[1:], strict=False) if _stamp(b) < _stamp(a))
+    return sum(1 for a, b in itertools.pairwise(events) if _stamp(b) < _stamp(a))
 
 
 def _threaded_run(path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -81,7 +82,7 @@ def test_langchain_and_langgraph_context_parameters_are_left_out(tmp_path: Path)
         return query
 
     path = tmp_path / "lc.sftrace"
-    manager = CallbackManagerForToolRun(run_id="00000000-0000-0000-0000-000000000001", handlers=[], inheritable_handlers=[])  # type: ignore[arg-type]
+    manager = CallbackManagerForToolRun(run_id=uuid.UUID(int=1), handlers=[], inheritable_handlers=[])
     with record("lc", output=path):
         act("q", {"configurable": {"thread_id": "1"}}, {"messages": []}, InMemoryStore(), manager)
     assert _inputs(path) == [{"query": "q", "$excluded": ["config", "run_manager", "state", "store"]}]

@@ -96,5 +96,6 @@ def parse_ordering(value: str) -> str:
     if value not in ORDERING_VALUES:
         from stepfork.cli.output import fail, sanitize_text
 
-        fail(f"Invalid --ordering {sanitize_text(repr(value))}; expected one of {', '.join(ORDERING_VALUES)}.", 2)
+        expected = ", ".join(ORDERING_VALUES)
+        fail(f"Invalid --ordering {sanitize_text(repr(value))}; expected one of {expected}.", 2)
     return value

@@ -245,7 +245,9 @@ def _summary(trace: Any, path: str | None) -> TraceSummary:
     return TraceSummary(path, trace.agent_name, trace.run_id, str(status), len(trace.events))
 
 
-def _compare(index: int, base: BehaviorStep, cand: BehaviorStep, rules: IgnoreRules | None = None) -> StepDiff:
+def _compare(
+    index: int, base: BehaviorStep, cand: BehaviorStep, rules: IgnoreRules | None = None
+) -> StepDiff:
     fields: dict[str, ChangeKind] = {}
     changes: list[FieldChange] = []
     ignored: list[FieldChange] = []

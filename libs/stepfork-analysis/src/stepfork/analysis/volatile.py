@@ -93,9 +93,7 @@ class IgnoreRules:
 
     def __init__(self, *, defaults: bool = True, extra: Iterable[str] = ()) -> None:
         self.patterns = tuple(extra)
-        self._llm = (
-            tuple(_compile(p) for paths in VOLATILE_PATHS.values() for p in paths) if defaults else ()
-        )
+        self._llm = tuple(_compile(p) for paths in VOLATILE_PATHS.values() for p in paths) if defaults else ()
         self._all = tuple(_compile(p) for p in self.patterns)
 
     def ignores(self, step_type: str, path: str) -> bool:

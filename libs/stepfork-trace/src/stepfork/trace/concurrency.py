@@ -63,7 +63,7 @@ class ConcurrencyLog:
         self._lock = threading.Lock()
         self._threads: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._tasks: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-        self._numbers = itertools.count()  # thread and task numbers: never reused, unlike len() of a weak dict
+        self._numbers = itertools.count()  # thread/task numbers: never reused (len() of a weak dict is)
         self._lane_of: dict[tuple[int, int | None], int] = {}
         self._lanes: list[dict[str, Any]] = []
         self._calls: dict[str, list[Any]] = {}
@@ -197,13 +197,14 @@ class ConcurrencyFacts:
         return self.threads[lane]
 
     def to_json(self, event_ids: set[str] | None = None) -> dict[str, Any]:
-        """The ``concurrency.json`` value of these facts (lanes unnamed), limited to ``event_ids`` if given."""
+        """The ``concurrency.json`` value of these facts (lanes unnamed), only ``event_ids`` if given."""
         return {
             "format": FORMAT,
             "root": self.root,
             "root_lane": self.root_lane,
             "lanes": [
-                {"thread_no": thread, "task_no": self.task_of(lane)} for lane, thread in enumerate(self.threads)
+                {"thread_no": thread, "task_no": self.task_of(lane)}
+                for lane, thread in enumerate(self.threads)
             ],
             "calls": {
                 call_id: {
@@ -247,7 +248,7 @@ class ConcurrencyFacts:
             if type(lane) is not int or type(start) is not int or (end is not None and type(end) is not int):
                 return None
             alive = entry.get("alive_tasks")
-            numbers = frozenset(n for n in alive if type(n) is int) if isinstance(alive, list) else frozenset()
+            numbers = frozenset(n for n in (alive if isinstance(alive, list) else ()) if type(n) is int)
             calls[call_id] = CallFacts(lane, start, end, numbers)
         root = value.get("root")
         lanes = value.get("lanes")

@@ -16,7 +16,10 @@ def diff(
     candidate: Path = typer.Argument(..., help="Candidate .sftrace directory bundle."),
     as_json: bool = typer.Option(False, "--json", help="Emit machine-readable JSON (no Rich markup)."),
     ignore: list[str] | None = typer.Option(
-        None, "--ignore", metavar="PATH", help="Also ignore differences at PATH ([*], *, ** wildcards). Repeatable."
+        None,
+        "--ignore",
+        metavar="PATH",
+        help="Also ignore differences at PATH ([*], *, ** wildcards). Repeatable.",
     ),
     strict: bool = typer.Option(
         False, "--strict", help="Ignore nothing, not even provider-generated ids and timestamps."
