@@ -28,7 +28,7 @@ READINGS = {"Lisbon": 24, "Rome": 27, "Vienna": 19, "Oslo": None, "Helsinki": 8,
 async def fake_llm(prompt: str) -> LLMOutput:
     """The planner model: three cities for the prompt."""
     await asyncio.sleep(0)
-    cities = ["Oslo", "Helsinki", "Copenhagen"] if "Nordic" in prompt else ["Lisbon", "Rome", "Vienna"]
+    cities = ["Helsinki", "Copenhagen", "Oslo"] if "Nordic" in prompt else ["Lisbon", "Rome", "Vienna"]
     return LLMOutput({"cities": cities}, prompt_tokens=len(prompt.split()), completion_tokens=6)
 
 
@@ -40,13 +40,6 @@ async def fetch_weather(city: str) -> dict[str, Any]:
     return {"city": city, "temp_c": READINGS[city]}
 
 
-async def checked(city: str) -> dict[str, Any]:
-    report = await fetch_weather(city)
-    if report["temp_c"] is None:
-        raise ValueError(f"no temperature reading for {report['city']}")
-    return report
-
-
 async def arun(prompt: str) -> dict[str, Any]:
     """Plan with the LLM, fan out the lookups, return the warmest city and all readings."""
     plan = await allm_request(
@@ -55,7 +48,13 @@ async def arun(prompt: str) -> dict[str, Any]:
         input={"messages": [{"role": "user", "content": prompt}]},
         call=lambda: fake_llm(prompt),
     )
-    reports = await asyncio.gather(*(checked(city) for city in plan["cities"]))
+    answers = await asyncio.gather(*(fetch_weather(city) for city in plan["cities"]), return_exceptions=True)
+    reports = [a for a in answers if not isinstance(a, Exception)]  # a failed lookup is skipped
+    for report in reports:
+        if report["temp_c"] is None:
+            raise ValueError(f"no temperature reading for {report['city']}")
+    if not reports:
+        return {"warmest": None, "readings": {}}
     warmest = max(reports, key=lambda r: r["temp_c"])
     return {"warmest": warmest["city"], "readings": {r["city"]: r["temp_c"] for r in reports}}
 

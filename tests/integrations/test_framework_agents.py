@@ -69,7 +69,7 @@ AGENTS = [
         "asyncio_fanout",
         "fanout_agent",
         "import sys, fanout_agent as m; m.record_run(sys.argv[1], *(sys.argv[2:3] if sys.argv[2] else []))",
-        ("report = await fetch_weather(city)", "report = await fetch_weather(city.upper())"),
+        ("fetch_weather(city) for city in", "fetch_weather(city.upper()) for city in"),
         "fetch_weather",
         "$.city",
         "Compare the weather in two cities for a city break.",
@@ -161,3 +161,48 @@ def test_diff_says_equivalent_for_the_same_code_and_behavior_changed_for_a_chang
     assert report["result"] == "behavior_changed"
     paths = [c["path"] for s in report["steps"] for c in s["changes"]]
     assert agent.prompt_path in paths
+
+
+@pytest.mark.slow
+def test_minimize_finds_the_seven_event_reproduction_of_a_failing_fan_out(workdir: Path) -> None:
+    agent = AGENTS[2]
+    _copy(agent, workdir)
+    record(agent, workdir, "failing.sftrace", "Compare the weather in three Nordic capitals.")
+    done = stepfork(
+        workdir, "minimize", "failing.sftrace", "--entrypoint", "fanout_agent:run_nordic", "--json"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["original_events"] == 11
+    assert report["minimized_events"] == 7
+    from stepfork.trace import Trace
+
+    kept = [e for e in Trace.load(workdir / report["output"]).events if e.type == "tool_call"]
+    assert [e.input for e in kept] == [{"city": "Oslo"}]  # the LLM call plus the one bad tool call
+
+
+@pytest.mark.slow
+def test_diff_aligns_gathered_siblings_by_identity_and_reports_a_changed_one(workdir: Path) -> None:
+    from stepfork.analysis import diff_traces
+    from stepfork.trace import Trace
+
+    agent = AGENTS[2]
+    _copy(agent, workdir)
+    record(agent, workdir, "a.sftrace")
+    trace = Trace.load(workdir / "a.sftrace")
+    calls = [e for e in trace.events if e.type == "tool_call"]
+    assert len(calls) == 3
+    # the same run with the siblings' lines in another order (they finished in another order)
+    swapped = trace.model_copy(deep=True)
+    positions = [i for i, e in enumerate(swapped.events) if e.type == "tool_call"]
+    first, last = positions[0], positions[-1]
+    swapped.events[first], swapped.events[last] = swapped.events[last], swapped.events[first]
+    assert diff_traces(trace, swapped).equivalent
+    changed = trace.model_copy(deep=True)
+    target = next(e for e in changed.events if e.type == "tool_call" and e.input == {"city": "Rome"})
+    object.__setattr__(target, "input", {"city": "Roma"})
+    result = diff_traces(trace, changed)
+    assert not result.equivalent
+    assert [(s.label, [c.path for c in s.changes]) for s in result.steps if s.kind == "changed"] == [
+        ("fetch_weather", ["input.city"])
+    ]
