@@ -99,3 +99,41 @@ def parse_ordering(value: str) -> str:
         expected = ", ".join(ORDERING_VALUES)
         fail(f"Invalid --ordering {sanitize_text(repr(value))}; expected one of {expected}.", 2)
     return value
+
+
+IGNORE_HELP = (
+    "Accept input differences of the call TOOL (a tool name, or provider/model) at the JSON path PATH "
+    "(a clock or random id the agent makes; [*], *, ** wildcards), reported as ignored. Repeatable."
+)
+
+
+def ignore_option() -> Any:
+    """The ``--ignore TOOL:PATH`` option of replay and export (``Annotated[list[str] | None, ...]``)."""
+    import typer
+
+    return typer.Option("--ignore", metavar="TOOL:PATH", help=IGNORE_HELP)
+
+
+def parse_ignore(values: list[str] | None) -> dict[str, list[str]] | None:
+    """Parse repeated ``--ignore TOOL:$.path`` values into ``{TOOL: [paths]}`` (None when not given).
+
+    The label ends at the first ``:$`` (labels may hold ``:``, paths start with ``$``).
+
+    Raises:
+        typer.Exit: (2), after printing one line, for a value without ``TOOL:$...``.
+    """
+    if not values:
+        return None
+    mapping: dict[str, list[str]] = {}
+    for value in values:
+        cut = value.find(":$")
+        if cut <= 0:
+            from stepfork.cli.output import fail, sanitize_text
+
+            fail(
+                f"Invalid --ignore {sanitize_text(repr(value))}: expected TOOL:PATH with a JSON path, "
+                "for example search:$.requested_at.",
+                2,
+            )
+        mapping.setdefault(value[:cut], []).append(value[cut + 1 :])
+    return mapping

@@ -36,6 +36,7 @@ CONSTANT_NAMES = (
     "TRAJECTORY_EXPECTATION",
     "RAISE_AS",
     "ORDERING",
+    "IGNORE",
 )
 _PATH_CONSTANTS = ("TRACE_PATH", "IMPORT_ROOT")
 HERE_EXPRESSION = "Path(__file__).resolve().parent"

@@ -14,12 +14,20 @@ input matches; their diagnostics say the fingerprints were computed from the loa
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
-from stepfork.replay.diagnostics import Diagnostic, first_difference, model_fingerprint, preview
+from stepfork.replay.diagnostics import (
+    Diagnostic,
+    JsonDifference,
+    first_difference,
+    model_fingerprint,
+    preview,
+)
 from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
@@ -276,11 +284,22 @@ def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: Live
 
 
 def check_input(
-    cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput, *, compare: bool
-) -> None:
+    cursor: CallCursor,
+    expected: RecordedCall,
+    call: BoundaryCall,
+    live: LiveInput,
+    *,
+    compare: bool,
+    ignore: tuple[re.Pattern[str], ...] = (),
+) -> list[tuple[str, Any, Any]]:
     """Verify the stored input fingerprint, then (when ``compare``) the redacted live input.
 
-    ``compare`` is False for a hybrid live LLM, whose prompt may change (hybrid-replay.txt).
+    ``compare`` is False for a hybrid live LLM, whose prompt may change (hybrid-replay.txt). ``ignore``:
+    compiled paths (stepfork.replay.ignoring) at which a difference is accepted.
+
+    Returns:
+        the differences accepted because their path is ignored, ``[(path, expected, actual)]`` (usually
+        empty).
 
     Raises:
         ReplayMismatchError: ``invalid_input_fingerprint`` (stored hash disagrees with the recorded input;
@@ -288,7 +307,7 @@ def check_input(
             differing JSON path, C7/C12).
     """
     if compare and _same_plain_input(expected, live):
-        return
+        return []
     expected_bytes = cursor.recorded_input_bytes(expected)
     if expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
         diagnostic = build_diagnostic(expected, call, live, expected_bytes=expected_bytes)
@@ -300,11 +319,21 @@ def check_input(
             recommendation=INTEGRITY_HINT,
         )
     if not compare or live.raw_bytes == expected_bytes:
-        return
+        return []
     if live.bytes != expected_bytes:
+        ignored: list[tuple[str, Any, Any]] = []
+        if ignore:
+            from stepfork.replay.ignoring import split_ignored
+
+            ignored, remaining = split_ignored(ignore, expected.input, live.value)
+            if not remaining:
+                return ignored
         diagnostic = build_diagnostic(
             expected, call, live, expected_bytes=expected_bytes, with_difference=True
         )
+        if ignored:  # report the first difference that is not ignored
+            path, before, after = remaining[0]
+            diagnostic = replace(diagnostic, difference=JsonDifference(path, before, after))
         where = diagnostic.difference.path if diagnostic.difference is not None else "$"
         raise _mismatch(
             "input_diverged",
@@ -313,6 +342,7 @@ def check_input(
             context=f"{expected.kind} {expected.label!r}, step {expected.step}",
             path=where,
         )
+    return []
 
 
 def _same_plain_input(expected: RecordedCall, live: LiveInput) -> bool:

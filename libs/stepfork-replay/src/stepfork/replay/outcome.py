@@ -32,6 +32,7 @@ from stepfork.replay.errors import (
     ReplayExhaustedError,
     short_type_name,
 )
+from stepfork.replay.ignoring import IgnoredDifference
 from stepfork.replay.modes import Approver
 from stepfork.replay.raise_as import RaiseAsTarget, recorded_error_types, resolve_raise_as, unmatched_keys
 from stepfork.replay.results import ExecutedCall
@@ -119,6 +120,8 @@ class ReplayOutcome:
     exit_code: int
     raise_as_unmatched: tuple[str, ...] = ()
     result_error: str | None = None
+    ignored: tuple[IgnoredDifference, ...] = ()
+    """Input differences matching accepted at ``ignore`` paths (issue 12)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field (diagnostic as ``Diagnostic.to_dict``; the exception omitted)."""
@@ -151,6 +154,7 @@ class ReplayOutcome:
             },
             "result": self.result,
             "result_error": self.result_error,
+            "ignored": [item.to_dict() for item in self.ignored],
             "calls": [
                 {
                     "index": call.index,
@@ -284,10 +288,12 @@ def replay_entrypoint(
     import_root: str | os.PathLike[str] | None = None,
     ordering: str = "auto",
     raise_as: Mapping[str, RaiseAsTarget | str] | None = None,
+    ignore: Mapping[str, Iterable[str]] | None = None,
 ) -> ReplayOutcome:
     """Replay ``entrypoint`` (a callable or ``"MODULE:FUNCTION"``) against ``trace`` and report.
 
-    ``mode``, ``live_llms``, ``allow_live_tools``, ``approve``, ``ordering``: as :class:`ReplaySession`.
+    ``mode``, ``live_llms``, ``allow_live_tools``, ``approve``, ``ordering``, ``ignore``: as
+    :class:`ReplaySession`.
     ``raise_as``: as :class:`ReplaySession`; a value may also be a ``"MODULE:CLASS"`` string, imported
     like the entrypoint against ``import_root`` (trusted: the caller names it, never the bundle). It
     changes which exception the entrypoint sees, not how the report judges what it then does
@@ -309,6 +315,7 @@ def replay_entrypoint(
         approve=approve,
         ordering=ordering,
         raise_as=classes,
+        ignore=ignore,
     )
     unmatched = unmatched_keys(classes, recorded_error_types(session.calls)) if classes else ()
     function = (
@@ -342,4 +349,5 @@ def replay_entrypoint(
         exit_code=exit_code,
         raise_as_unmatched=unmatched,
         result_error=result_error,
+        ignored=tuple(session.ignored_differences),
     )

@@ -12,7 +12,8 @@ Rules (issue 6, "pytest plugin"): a missing bundle in a replay mode is an error 
 uninstrumented HTTP request inside the test body is neither recorded nor refused.
 
 Other keyword options go to the ReplaySession: ``live_llms``, ``allow_live_tools``, ``approve``,
-``ordering`` and ``raise_as`` (``raise_as={"app.errors.RateLimited": RateLimited}``: a recorded failure of
+``ordering``, ``ignore`` (``ignore={"tool": ["$.requested_at"]}``: input paths whose differences match) and
+``raise_as`` (``raise_as={"app.errors.RateLimited": RateLimited}``: a recorded failure of
 that type is raised as the test's own class, so the agent's ``except`` path runs; ignored when recording).
 
 The ``stepfork`` fixture gives the test the active session (``ReplaySession``, ``RecordingSession`` or
@@ -38,7 +39,7 @@ T = TypeVar("T")
 
 MARKER = "stepfork"
 RECORD_OPTION = "--stepfork-record"
-_REPLAY_OPTIONS = frozenset({"live_llms", "allow_live_tools", "approve", "ordering", "raise_as"})
+_REPLAY_OPTIONS = frozenset({"live_llms", "allow_live_tools", "approve", "ordering", "raise_as", "ignore"})
 
 
 class StepforkBundleMissingError(FileNotFoundError):

@@ -73,6 +73,7 @@ def run_regression_case(
     trace_path: str | os.PathLike[str] | None = None,
     ordering: str = "auto",
     raise_as: Mapping[str, RaiseAsTarget | str] | None = None,
+    ignore: Mapping[str, Iterable[str]] | None = None,
 ) -> Any:
     """Replay ``entrypoint`` against ``trace`` and check it like a reviewed regression test.
 
@@ -80,7 +81,8 @@ def run_regression_case(
         entrypoint: a callable (sync or ``async def``, run with ``asyncio.run``) or ``"MODULE:FUNCTION"``
             resolved against ``import_root`` (default: the current directory).
         trace: a bundle path or a ``Trace``; ``trace_path`` is accepted as the reference's keyword name.
-        mode, live_llms, allow_live_tools, ordering: as :class:`ReplaySession`.
+        mode, live_llms, allow_live_tools, ordering, ignore: as :class:`ReplaySession` (ignored input
+            differences pass; they are the session's ``ignored_differences``).
         raise_as: as :class:`ReplaySession` (the entrypoint's own ``except`` clauses catch recorded
             failures; see stepfork.replay.raise_as); a value may also be a ``"MODULE:CLASS"`` string,
             resolved like the entrypoint against ``import_root``, so an exported test can hold the mapping
@@ -111,6 +113,7 @@ def run_regression_case(
         live_llms=live_llms,
         allow_live_tools=allow_live_tools,
         ordering=ordering,
+        ignore=ignore,
         # "MODULE:CLASS" strings are imported like the entrypoint (trusted: the user wrote them)
         raise_as=resolve_raise_as(raise_as, import_root=import_root),
     )

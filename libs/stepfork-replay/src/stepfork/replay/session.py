@@ -40,6 +40,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
+from stepfork.replay.ignoring import IgnoredDifference, normalize_ignore
 from stepfork.replay.matching import (
     LiveInput,
     check_identity,
@@ -90,6 +91,9 @@ class ReplaySession:
             calls (an ``asyncio.gather``) match by identity in any order; ``"unordered"``: so do all
             consecutive sibling calls, overlapping or not (free-running threads). See
             :mod:`stepfork.replay.ordering`, issue 6 "Concurrency".
+        ignore: ``{call label: [JSON paths]}``: input differences at these paths match, and are reported
+            in :attr:`ignored_differences` (a clock or random id the agent puts in a tool input; issue 12,
+            stepfork.replay.ignoring).
         raise_as: ``{recorded error type: exception class or factory}``: raise a recorded failure of that
             type as the user's own class, so the agent's ``except RateLimited:`` runs; a class gives an
             instance of both it and RecordedDependencyError. Keys are qualified or short type names; rules
@@ -117,6 +121,7 @@ class ReplaySession:
         approve: Approver | None = None,
         ordering: str = DEFAULT_ORDERING,
         raise_as: Mapping[str, RaiseAsTarget] | None = None,
+        ignore: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self.ordering = normalize_ordering(ordering)
         events = list(trace.events)
@@ -145,6 +150,9 @@ class ReplaySession:
         self._cursor = make_cursor(self.calls, self.ordering, facts_of(trace))
         self._lock = threading.RLock()
         self._served = ServedCalls()  # records built on read (see ServedCalls)
+        self._ignore = normalize_ignore(ignore)
+        self.ignored_differences: list[IgnoredDifference] = []
+        """Input differences accepted at ``ignore`` paths, in the order they were met (issue 12)."""
         self._divergence: ReplayError | None = None
         self._divergence_count = 0
         self._orphan_warned = False
@@ -164,6 +172,7 @@ class ReplaySession:
         approve: Approver | None = None,
         ordering: str = DEFAULT_ORDERING,
         raise_as: Mapping[str, RaiseAsTarget] | None = None,
+        ignore: Mapping[str, Iterable[str]] | None = None,
     ) -> ReplaySession:
         """Build a session from a bundle path or an in-memory ``Trace``.
 
@@ -179,6 +188,7 @@ class ReplaySession:
             approve=approve,
             ordering=ordering,
             raise_as=raise_as,
+            ignore=ignore,
         )
         if not isinstance(source, Trace):
             session.bundle_path = Path(source)
@@ -343,7 +353,12 @@ class ReplaySession:
             expected = check_identity(cursor.select(call, live, self._compares), call, live)
             # not self._compares(expected), inlined: this runs once per replayed call
             live_llm = self.hybrid and expected.kind == "llm" and expected.label in self.live_llms
-            check_input(cursor, expected, call, live, compare=not live_llm)
+            ignored_paths = self._ignore.get(expected.label, ())
+            ignored = check_input(cursor, expected, call, live, compare=not live_llm, ignore=ignored_paths)
+            for path, before, after in ignored:
+                self.ignored_differences.append(
+                    IgnoredDifference(expected.index, expected.step, expected.label, path, before, after)
+                )
             check_call_policy(mode, expected, call, live)
             if not live_llm:
                 check_outcome(cursor, expected, call, live)

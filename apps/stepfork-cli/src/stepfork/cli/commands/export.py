@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from stepfork.cli.options import RAISE_AS_HELP, ordering_option
+from stepfork.cli.options import RAISE_AS_HELP, ignore_option, ordering_option
 
 # ExportError codes that exit 1; every other code is bad input, exit 2.
 _EXIT_1_CODES = frozenset({"already_exists", "write_failed"})
@@ -56,6 +56,7 @@ def export(
         typer.Option("--raise-as", metavar="TYPE=MODULE:CLASS", help=RAISE_AS_HELP),
     ] = None,
     ordering: Annotated[str, ordering_option()] = "auto",
+    ignore: Annotated[list[str] | None, ignore_option()] = None,
 ) -> None:
     """Export an executable pytest regression test from a trace."""
     from stepfork.analysis.export import (
@@ -66,7 +67,7 @@ def export(
         load_trajectory_file,
     )
     from stepfork.analysis.exported import entrypoint_form_problem
-    from stepfork.cli.options import describe_raise_as, parse_ordering, parse_raise_as
+    from stepfork.cli.options import describe_raise_as, parse_ignore, parse_ordering, parse_raise_as
     from stepfork.cli.output import escape_controls, fail, sanitize
 
     if not pytest_format:
@@ -80,6 +81,7 @@ def export(
         fail(f"Invalid replay mode {mode}.", 2)
     classes = parse_raise_as(raise_as)
     ordering = parse_ordering(ordering)
+    ignored_paths = parse_ignore(ignore)
     try:
         expectation = load_expectation_file(expect_output) if expect_output is not None else None
         trajectory = load_trajectory_file(expect_trajectory) if expect_trajectory is not None else None
@@ -95,6 +97,7 @@ def export(
             overwrite=overwrite,
             raise_as=classes,
             ordering=ordering,
+            ignore=ignored_paths,
         )
     except ExportError as exc:
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)

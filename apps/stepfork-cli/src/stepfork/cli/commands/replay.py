@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stepfork.cli.options import RAISE_AS_HELP, ordering_option
+from stepfork.cli.options import RAISE_AS_HELP, ignore_option, ordering_option
 
 CLI_MODES = ("frozen", "live", "forbidden", "manual")
 
@@ -47,9 +47,10 @@ def replay(
         bool, typer.Option("--verbose", help="Show full diagnostic fingerprints instead of abbreviated ones.")
     ] = False,
     ordering: Annotated[str, ordering_option()] = "auto",
+    ignore: Annotated[list[str] | None, ignore_option()] = None,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
-    from stepfork.cli.options import parse_ordering, parse_raise_as
+    from stepfork.cli.options import parse_ignore, parse_ordering, parse_raise_as
     from stepfork.cli.output import fail, sanitize_text
 
     if mode not in CLI_MODES:
@@ -58,6 +59,7 @@ def replay(
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     classes = parse_raise_as(raise_as)
     ordering = parse_ordering(ordering)
+    ignored_paths = parse_ignore(ignore)
     approve = None
     if mode == "manual":
         if not sys.stdin.isatty():
@@ -79,6 +81,7 @@ def replay(
                 approve=approve,
                 raise_as=classes,
                 ordering=ordering,
+                ignore=ignored_paths,
             )
     except RaiseAsClassError as exc:
         fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
@@ -179,6 +182,11 @@ def _render(
         lines.append(f"  {sanitize_text(matching.message)}")
     if matching.diagnostic is not None and matching.status == "DIVERGED":
         lines.extend("  " + line for line in matching.diagnostic.render(verbose=verbose).splitlines())
+    for item in outcome.ignored:  # issue 12: an ignored difference is reported, never silent
+        lines.append(
+            f"  ignored: call #{item.index + 1} {sanitize_text(item.label)} (step {item.step}) "
+            f"differs at {sanitize_text(item.path)} (--ignore)"
+        )
     lines.append("")
     execution = outcome.execution
     if execution.status == "RAISED":
