@@ -12,7 +12,7 @@ import pytest
 
 from .conftest import run_cli
 
-AGENT = '''
+AGENT = """
 import itertools
 from stepfork.trace import record, trace_tool
 
@@ -31,7 +31,7 @@ def run() -> list[str]:
 def record_to(path: str) -> None:
     with record("clock", output=path) as session:
         session.set_output(run())
-'''
+"""
 
 
 @pytest.fixture
@@ -52,9 +52,8 @@ def test_replay_ignore_accepts_the_clock_and_reports_it(project: Path) -> None:
     plain = run_cli("replay", "b.sftrace", "--entrypoint", "clock_agent:run", cwd=project)
     assert plain.code == 1
     assert "$.requested_at" in plain.out
-    ignored = run_cli(
-        "replay", "b.sftrace", "--entrypoint", "clock_agent:run", "--ignore", "search:$.requested_at", cwd=project
-    )
+    args = ("replay", "b.sftrace", "--entrypoint", "clock_agent:run", "--ignore", "search:$.requested_at")
+    ignored = run_cli(*args, cwd=project)
     assert ignored.code == 0, ignored.text
     assert "ignored: call #1 search (step 1) differs at $.requested_at" in ignored.out
 
@@ -65,7 +64,8 @@ def test_replay_ignore_accepts_the_clock_and_reports_it(project: Path) -> None:
 def test_bad_values_are_refused_with_exit_2(project: Path, option: str, value: str) -> None:
     for command in ("replay", "export"):
         extra = ["--pytest"] if command == "export" else []
-        done = run_cli(command, "b.sftrace", *extra, "--entrypoint", "clock_agent:run", option, value, cwd=project)
+        args = (command, "b.sftrace", *extra, "--entrypoint", "clock_agent:run", option, value)
+        done = run_cli(*args, cwd=project)
         assert done.code == 2, done.text
         assert f"Invalid {option}" in done.err
         assert len(done.err.strip().splitlines()) == 1
@@ -73,8 +73,18 @@ def test_bad_values_are_refused_with_exit_2(project: Path, option: str, value: s
 
 def test_export_writes_ordering_and_ignore_into_the_test_and_it_passes(project: Path) -> None:
     done = run_cli(
-        "export", "b.sftrace", "--pytest", "--entrypoint", "clock_agent:run", "--output", "test_clock.py",
-        "--ignore", "search:$.requested_at", "--ordering", "strict", cwd=project,
+        "export",
+        "b.sftrace",
+        "--pytest",
+        "--entrypoint",
+        "clock_agent:run",
+        "--output",
+        "test_clock.py",
+        "--ignore",
+        "search:$.requested_at",
+        "--ordering",
+        "strict",
+        cwd=project,
     )
     assert done.code == 0, done.text
     source = (project / "test_clock.py").read_text()
@@ -112,4 +122,5 @@ def test_the_marker_takes_ignore(project: Path) -> None:
         text=True,
         check=False,
     )
-    assert "1 passed" in done.stdout and "1 failed" in done.stdout, done.stdout
+    assert "1 passed" in done.stdout, done.stdout
+    assert "1 failed" in done.stdout, done.stdout

@@ -1,4 +1,4 @@
-"""Issue 12, "Volatile values" in matching: ``ignore={"tool": ["$.requested_at"]}`` and ``--ignore TOOL:PATH``."""
+"""Issue 12, "Volatile values" in matching: ``ignore={"tool": ["$.requested_at"]}`` on ReplaySession."""
 
 from __future__ import annotations
 
@@ -68,5 +68,5 @@ def test_wildcards_and_bad_paths(bundle: Path) -> None:
 def test_run_regression_case_takes_ignore(bundle: Path) -> None:
     ignore = {"search": ["$.requested_at", "$.meta.trace_id"]}
     assert run_regression_case(agent, bundle, ignore=ignore, has_expectation=False) == ["shoes"]
-    with pytest.raises(AssertionError, match="divergence|diverged"):
+    with pytest.raises(AssertionError, match=r"divergence|diverged"):
         run_regression_case(agent, bundle, has_expectation=False)
