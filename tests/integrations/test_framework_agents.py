@@ -1,7 +1,8 @@
 """Issue 12, "Done when": agents written as the frameworks' docs write them, through the real CLI.
 
 For each agent (pydantic-ai's weather agent, LangGraph's create_react_agent with three tools in one turn,
-an asyncio.gather fan-out): consecutive `stepfork replay` runs of one unchanged bundle all MATCHED (a few in
+a LangGraph human-in-the-loop graph with interrupt() resumed by Command(resume=...), an asyncio.gather
+fan-out): consecutive `stepfork replay` runs of one unchanged bundle all MATCHED (a few in
 CI, 100 with STEPFORK_SOAK=1), the exported test PASSED via `stepfork run`, a changed tool argument reported
 at the right call and path, and `diff` of two recordings of the same code equivalent while a changed prompt
 is BEHAVIOR CHANGED at its path. Each step runs the real command in a subprocess, in a copy of the example.
@@ -66,6 +67,19 @@ AGENTS = [
         "input.request.messages[0].content",
     ),
     Agent(
+        "langgraph_hitl",
+        "hitl_agent",
+        "import sys, hitl_agent as m; m.record_run(sys.argv[1], *(sys.argv[2:3] if sys.argv[2] else []))",
+        (
+            "def book_hotel(hotel_name: str) -> str:",
+            "def book_hotel(hotel_name: str, nights: int = 1) -> str:",
+        ),
+        "book_hotel",
+        "$.nights",
+        "Book me the Hotel Costes in Paris.",
+        "input.request.messages[0].content",
+    ),
+    Agent(
         "asyncio_fanout",
         "fanout_agent",
         "import sys, fanout_agent as m; m.record_run(sys.argv[1], *(sys.argv[2:3] if sys.argv[2] else []))",
@@ -76,6 +90,9 @@ AGENTS = [
         "input.messages[0].content",
     ),
 ]
+
+
+FANOUT = AGENTS[-1]
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -165,7 +182,7 @@ def test_diff_says_equivalent_for_the_same_code_and_behavior_changed_for_a_chang
 
 @pytest.mark.slow
 def test_minimize_finds_the_seven_event_reproduction_of_a_failing_fan_out(workdir: Path) -> None:
-    agent = AGENTS[2]
+    agent = FANOUT
     _copy(agent, workdir)
     record(agent, workdir, "failing.sftrace", "Compare the weather in three Nordic capitals.")
     done = stepfork(
@@ -186,7 +203,7 @@ def test_diff_aligns_gathered_siblings_by_identity_and_reports_a_changed_one(wor
     from stepfork.analysis import diff_traces
     from stepfork.trace import Trace
 
-    agent = AGENTS[2]
+    agent = FANOUT
     _copy(agent, workdir)
     record(agent, workdir, "a.sftrace")
     trace = Trace.load(workdir / "a.sftrace")

@@ -153,14 +153,19 @@ class CallRecorder:
     def _emit_error(
         self, exc: BaseException, *, parent_id: str, flush: bool = True
     ) -> tuple[str, int, dict[str, Any]]:
+        from stepfork.trace.control_flow import CONTROL_FLOW_KEY, describe
         from stepfork.trace.eventlog import exception_chain, exception_message, qualified_type_name
 
         log = self._log
         assert log is not None
+        details: dict[str, Any] = {"chain": exception_chain(exc)}
+        control = describe(exc)  # a framework signal (interrupt, retry...): its payload, for replay
+        if control is not None:
+            details[CONTROL_FLOW_KEY] = control
         fields = {
             "error_type": qualified_type_name(exc),
             "message": exception_message(exc),
-            "details": {"chain": exception_chain(exc)},
+            "details": details,
         }
         return log.emit("error", fields, parent_id=parent_id, status="error", flush=flush)
 
