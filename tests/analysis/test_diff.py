@@ -79,7 +79,8 @@ def test_result_renders_for_notebooks_and_json(record_notify) -> None:
     result: DiffResult = diff_traces(record_notify("base"), record_notify("cand", log=True))
     assert "<table>" in result._repr_html_()
     data = result.to_dict()
-    assert data["counts"] == {"total": 4, "changed": 0, "added": 1, "removed": 0, "unchanged": 3, "ignored": 0}
+    counts = {"total": 4, "changed": 0, "added": 1, "removed": 0, "unchanged": 3, "ignored": 0}
+    assert data["counts"] == counts
     assert data["steps"][1]["kind"] == "added"
     assert data["steps"][1]["candidate"]["input"] == {"name": "checked"}
 
