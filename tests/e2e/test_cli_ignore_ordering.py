@@ -124,3 +124,24 @@ def test_the_marker_takes_ignore(project: Path) -> None:
     )
     assert "1 passed" in done.stdout, done.stdout
     assert "1 failed" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("minimize", "b.sftrace", "--entrypoint", "clock_agent:run"),
+        ("fork", "b.sftrace", "--step", "1", "--entrypoint", "clock_agent:run", "--output", "f.sftrace"),
+    ],
+    ids=["minimize", "fork"],
+)
+def test_minimize_and_fork_refuse_a_bad_ordering(project: Path, command: tuple[str, ...]) -> None:
+    done = run_cli(*command, "--ordering", "random", cwd=project)
+    assert done.code == 2, done.text
+    assert "Invalid --ordering 'random'" in done.err
+
+
+def test_fork_with_an_explicit_ordering_runs(project: Path) -> None:
+    args = ("fork", "b.sftrace", "--step", "3", "--entrypoint", "clock_agent:run", "--output", "f.sftrace")
+    done = run_cli(*args, "--ordering", "strict", cwd=project)
+    assert done.code in (0, 1), done.text
+    assert (project / "f.sftrace" / "manifest.json").exists()
