@@ -43,12 +43,9 @@ whose sibling is not listed is only served in recorded order)."""
 
 def _current_task() -> Any:
     asyncio = sys.modules.get("asyncio")  # never imported here just to ask
-    if asyncio is None:
+    if asyncio is None or asyncio._get_running_loop() is None:  # no loop: no task (and no exception)
         return None
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no running event loop in this thread
-        return None
+    return asyncio.current_task()
 
 
 class ConcurrencyLog:
@@ -67,15 +64,24 @@ class ConcurrencyLog:
         self._lane_of: dict[tuple[int, int | None], int] = {}
         self._lanes: list[dict[str, Any]] = []
         self._calls: dict[str, list[Any]] = {}
+        self._local = threading.local()
         self.root_lane = self.lane()
 
     def _now_us(self) -> int:
         return (time.perf_counter_ns() - self._origin) // 1000
 
-    def lane(self) -> int:
-        """The lane index of the calling thread and asyncio task (a new lane on first use)."""
+    def lane(self, task: Any = None, *, look: bool = True) -> int:
+        """The lane index of the calling thread and asyncio task (a new lane on first use).
+
+        ``task``: the current task when the caller already has it (``look=False``).
+        """
+        if look:
+            task = _current_task()
+        if task is None:  # plain threads: one lane per thread, cached thread-locally
+            cached: int | None = getattr(self._local, "lane", None)
+            if cached is not None:
+                return cached
         thread = threading.current_thread()
-        task = _current_task()
         with self._lock:
             thread_no = self._threads.get(thread)
             if thread_no is None:
@@ -93,7 +99,9 @@ class ConcurrencyLog:
                 self._lanes.append(
                     {"thread_no": thread_no, "task_no": task_no, "thread": thread.name, "task": task_name}
                 )
-            return index
+        if task is None:
+            self._local.lane = index
+        return index
 
     def start(self, call_id: str) -> None:
         """Note that the call event ``call_id`` was just written, in the calling lane.
@@ -101,14 +109,14 @@ class ConcurrencyLog:
         Also notes which other asyncio tasks were alive then: two calls from tasks alive together
         (``asyncio.gather`` siblings) may come in another order, even if the calls never overlapped.
         """
-        lane = self.lane()
-        self._calls[call_id] = [lane, self._now_us(), None, self._alive_tasks()]
-
-    def _alive_tasks(self) -> list[int]:
-        """Numbers of the other asyncio tasks of this loop not done yet (at most ``MAX_ALIVE``)."""
         task = _current_task()
-        if task is None:
-            return []
+        lane = self.lane(task, look=False)
+        alive = self._alive_tasks(task) if task is not None else []
+        self._calls[call_id] = [lane, self._now_us(), None, alive]
+
+    def _alive_tasks(self, task: Any) -> list[int]:
+        """Numbers of the asyncio tasks of this loop other than ``task`` not done yet (at most
+        ``MAX_ALIVE``)."""
         asyncio = sys.modules["asyncio"]
         try:
             others = [t for t in asyncio.all_tasks() if t is not task]
