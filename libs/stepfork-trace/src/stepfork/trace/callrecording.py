@@ -153,7 +153,7 @@ class CallRecorder:
     def _emit_error(
         self, exc: BaseException, *, parent_id: str, flush: bool = True
     ) -> tuple[str, int, dict[str, Any]]:
-        from stepfork.trace.control_flow import CONTROL_FLOW_KEY, describe
+        from stepfork.trace.control_flow import CONTROL_FLOW_KEY, describe, stable_message
         from stepfork.trace.eventlog import exception_chain, exception_message, qualified_type_name
 
         log = self._log
@@ -164,7 +164,7 @@ class CallRecorder:
             details[CONTROL_FLOW_KEY] = control
         fields = {
             "error_type": qualified_type_name(exc),
-            "message": exception_message(exc),
+            "message": stable_message(exc, control) or exception_message(exc),
             "details": details,
         }
         return log.emit("error", fields, parent_id=parent_id, status="error", flush=flush)
@@ -239,10 +239,12 @@ class CallRecorder:
         if self._concurrency is not None:
             self._concurrency.end(call_id)
         if call.kind == "tool":
+            from stepfork.trace.control_flow import describe, stable_message
             from stepfork.trace.eventlog import exception_message, qualified_type_name
 
             duration = (time.perf_counter_ns() - started) // 1_000_000
-            output = {"error_type": qualified_type_name(exc), "message": exception_message(exc)}
+            message = stable_message(exc, describe(exc)) or exception_message(exc)
+            output = {"error_type": qualified_type_name(exc), "message": message}
             result_id, _, _ = log.emit(
                 "tool_result",
                 {"name": call.name, "output": output},

@@ -85,6 +85,16 @@ def describe(exc: BaseException) -> dict[str, Any] | None:
     return {"kind": kind, "payload": payload}
 
 
+def stable_message(exc: BaseException, control: dict[str, Any] | None) -> str | None:
+    """The message to record for a control-flow exception when ``str(exc)`` holds a per-run value, else
+    None: a LangGraph interrupt's text shows each ``Interrupt``'s id, made anew on every run, so its
+    message is ``GraphInterrupt(<values>)`` (the ids stay in the payload, for replay)."""
+    if control is None or control["kind"] != "langgraph.interrupt":
+        return None
+    values = [item["value"] for item in control["payload"]["interrupts"]]
+    return f"GraphInterrupt({values!r})"
+
+
 def _module(name: str) -> Any:
     return sys.modules.get(name)
 
