@@ -80,7 +80,8 @@ def test_result_renders_for_notebooks_and_json(record_notify) -> None:
     result: DiffResult = diff_traces(record_notify("base"), record_notify("cand", log=True))
     assert "<table>" in result._repr_html_()
     data = result.to_dict()
-    assert data["counts"] == {"total": 4, "changed": 0, "added": 1, "removed": 0, "unchanged": 3}
+    counts = {"total": 4, "changed": 0, "added": 1, "removed": 0, "unchanged": 3, "ignored": 0}
+    assert data["counts"] == counts
     assert data["steps"][1]["kind"] == "added"
     assert data["steps"][1]["candidate"]["input"] == {"name": "checked"}
 
@@ -111,3 +112,51 @@ def test_an_unreadable_bundle_raises_a_storage_error(tmp_path: Path) -> None:
 def test_first_difference_is_canonical_and_names_the_path(expected, actual, difference) -> None:
     assert first_difference(expected, actual) == difference
     assert values_equal(expected, actual) is (difference is None)
+
+
+def test_provider_generated_values_are_ignored_counted_and_shown_on_request() -> None:
+    """Issue 12: ids and timestamps a provider makes on every run are not behaviour; --strict counts them."""
+    from stepfork.trace.models import LLMRequest, LLMResponse, RunEnd, RunStart
+
+    def run(response_id: str, created: int, prompt: str) -> Trace:
+        trace = Trace(run_id="run_x", agent_name="a")
+        trace.add(RunStart(id="s", run_id="run_x", input=None))
+        trace.add(
+            LLMRequest(
+                id="q",
+                run_id="run_x",
+                parent_id="s",
+                provider="openai",
+                model="gpt-test",
+                input={"messages": [{"role": "user", "content": prompt}]},
+            )
+        )
+        trace.add(
+            LLMResponse(
+                id="r",
+                run_id="run_x",
+                parent_id="q",
+                model="gpt-test",
+                output={"id": response_id, "created": created, "choices": [{"message": {"content": "hi"}}]},
+            )
+        )
+        trace.add(RunEnd(id="e", run_id="run_x", parent_id="s", run_status="completed", output=None))
+        return trace
+
+    base = run("chatcmpl-1", 1700000000, "hello")
+    same = diff_traces(base, run("chatcmpl-2", 1700000009, "hello"))
+    assert same.equivalent
+    assert same.ignored == 2
+    assert "Ignored: 2 provider-generated difference(s)" in str(same)
+    assert "ignored: output.id" not in str(same)
+    shown = diff_traces(base, run("chatcmpl-2", 1700000009, "hello"), show_ignored=True)
+    assert "ignored: output.created: 1700000000 -> 1700000009" in str(shown)
+    strict = diff_traces(base, run("chatcmpl-2", 1700000009, "hello"), strict=True)
+    assert not strict.equivalent
+    assert sorted(c.path for c in strict.changes) == ["output.created", "output.id"]
+    changed = diff_traces(base, run("chatcmpl-2", 1700000009, "bye"))
+    assert not changed.equivalent
+    assert [c.path for c in changed.changes] == ["input.messages[0].content"]
+    extra = diff_traces(base, run("chatcmpl-1", 1700000000, "bye"), ignore=["input.messages[*].content"])
+    assert extra.equivalent
+    assert extra.ignored == 1

@@ -1,4 +1,5 @@
-"""Issue 6, "Concurrency": the opt-in ``concurrent`` ordering against the default ``strict`` cursor.
+"""Issue 6, "Concurrency": the ``concurrent`` ordering against the ``strict`` cursor (the default is
+``auto`` since issue 12: tests/replay/test_replay_auto_ordering.py).
 
 The fan-out is made deterministic with ``asyncio.Event`` gates (no sleeps): the test chooses the order in
 which the tasks make their ``fetch`` calls, and during recording the bodies finish in the reverse of the
@@ -203,10 +204,10 @@ def test_run_regression_case_accepts_the_concurrent_ordering(recorder) -> None:
 
     assert run_regression_case(entrypoint, path, ordering="concurrent", expectation=["b-2", "c-3", "a-1"])
     with pytest.raises(AssertionError, match="divergence"):
-        run_regression_case(entrypoint, path, expectation=["b-2", "c-3", "a-1"])
+        run_regression_case(entrypoint, path, ordering="strict", expectation=["b-2", "c-3", "a-1"])
 
 
 def test_an_unknown_ordering_is_a_value_error_naming_the_valid_ones(recorder) -> None:
     path, _ = record_fan_out(recorder, ["a"], [0])
-    with pytest.raises(ValueError, match="strict, concurrent, unordered"):
+    with pytest.raises(ValueError, match="auto, strict, concurrent, unordered"):
         ReplaySession.from_trace(path, ordering="any")

@@ -6,6 +6,8 @@ exit 2, as the commands refuse other bad options (spec/cli-reference.txt, exit c
 
 from __future__ import annotations
 
+from typing import Any
+
 RAISE_AS_HELP = (
     "Raise a recorded failure of error type TYPE (qualified or short) as your exception class "
     "MODULE:CLASS, imported like the entrypoint, so your agent's except clause runs. Repeatable."
@@ -72,3 +74,72 @@ def parse_raise_as(values: list[str] | None) -> dict[str, str] | None:
 def describe_raise_as(mapping: dict[str, str]) -> str:
     """``TYPE=MODULE:CLASS, ...`` for a report header (the values were validated: no control text)."""
     return ", ".join(f"{error_type}={target}" for error_type, target in mapping.items())
+
+
+ORDERING_VALUES = ("auto", "strict", "concurrent", "unordered")
+
+ORDERING_HELP = (
+    "Which recorded call a live call is matched against: auto (default: recorded order, except among "
+    "calls the recording proves concurrent: thread pools, asyncio.gather), strict (recorded order "
+    "always), concurrent (overlapping sibling calls in any order), unordered (consecutive sibling calls "
+    "in any order)."
+)
+
+
+def ordering_option() -> Any:
+    """The ``--ordering`` option (replay, export, minimize, fork): ``Annotated[str, ordering_option()]``."""
+    import typer
+
+    return typer.Option("--ordering", metavar="|".join(ORDERING_VALUES), help=ORDERING_HELP)
+
+
+def parse_ordering(value: str) -> str:
+    """Return ``value`` when it is one of :data:`ORDERING_VALUES`.
+
+    Raises:
+        typer.Exit: (2), after printing one line naming the valid orderings.
+    """
+    if value not in ORDERING_VALUES:
+        from stepfork.cli.output import fail, sanitize_text
+
+        expected = ", ".join(ORDERING_VALUES)
+        fail(f"Invalid --ordering {sanitize_text(repr(value))}; expected one of {expected}.", 2)
+    return value
+
+
+IGNORE_HELP = (
+    "Accept input differences of the call TOOL (a tool name, or provider/model) at the JSON path PATH "
+    "(a clock or random id the agent makes; [*], *, ** wildcards), reported as ignored. Repeatable."
+)
+
+
+def ignore_option() -> Any:
+    """The ``--ignore TOOL:PATH`` option of replay and export (``Annotated[list[str] | None, ...]``)."""
+    import typer
+
+    return typer.Option("--ignore", metavar="TOOL:PATH", help=IGNORE_HELP)
+
+
+def parse_ignore(values: list[str] | None) -> dict[str, list[str]] | None:
+    """Parse repeated ``--ignore TOOL:$.path`` values into ``{TOOL: [paths]}`` (None when not given).
+
+    The label ends at the first ``:$`` (labels may hold ``:``, paths start with ``$``).
+
+    Raises:
+        typer.Exit: (2), after printing one line, for a value without ``TOOL:$...``.
+    """
+    if not values:
+        return None
+    mapping: dict[str, list[str]] = {}
+    for value in values:
+        cut = value.find(":$")
+        if cut <= 0:
+            from stepfork.cli.output import fail, sanitize_text
+
+            fail(
+                f"Invalid --ignore {sanitize_text(repr(value))}: expected TOOL:PATH with a JSON path, "
+                "for example search:$.requested_at.",
+                2,
+            )
+        mapping.setdefault(value[:cut], []).append(value[cut + 1 :])
+    return mapping

@@ -186,7 +186,7 @@ class AttemptRunner:
     zygote and every attempt still running).
 
     Args:
-        entrypoint, mode, import_root, expected, has_expected: as ``replay_signature`` takes them.
+        entrypoint, mode, import_root, expected, has_expected, ordering: as ``replay_signature`` takes them.
         timeout: seconds per attempt; an attempt running longer is killed and gives ``Signature("timeout")``.
     """
 
@@ -199,8 +199,10 @@ class AttemptRunner:
         expected: Any,
         has_expected: bool,
         timeout: float,
+        ordering: str = "auto",
     ) -> None:
         self.config: dict[str, Any] = {
+            "ordering": ordering,
             "entrypoint": entrypoint,
             "mode": mode,
             "import_root": import_root,

@@ -35,6 +35,7 @@ def signature_of(job: dict[str, Any], bundle: str) -> Signature:
             import_root=job["import_root"],
             expected=job["expected"],
             has_expected=job["has_expected"],
+            ordering=job.get("ordering", "auto"),
         )
     except Exception as exc:
         return Signature("setup_error", type(exc).__name__)

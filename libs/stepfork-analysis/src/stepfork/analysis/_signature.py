@@ -168,6 +168,7 @@ def replay_signature(
     import_root: str | None = None,
     expected: Any = None,
     has_expected: bool = False,
+    ordering: str = "auto",
 ) -> Signature:
     """Replay ``bundle`` through ``entrypoint`` (``MODULE:FUNCTION``) in this process; return its signature.
 
@@ -195,7 +196,7 @@ def replay_signature(
 
     trace = Trace.load(bundle)
     ids_by_step = {event.step: event.id for event in trace.events}
-    session = ReplaySession(trace, mode)
+    session = ReplaySession(trace, mode, ordering=ordering)
     function = resolve_entrypoint(entrypoint, import_root=import_root)
     result, raised = run_in_session(session, function, recorded_run_input(trace))
     try:

@@ -21,7 +21,9 @@ class Units:
 
 def extract_units(trace: Any) -> Units:
     """Return the recorded calls of ``trace`` as :class:`Units` (a call owns its outcome, the error events
-    under them and non-call events recorded inside its span; a call nested by time has a parent)."""
+    under them and non-call events recorded inside its span below it; a call has a parent unit when an
+    ancestor call on its ``parent_id`` chain also encloses it in time, so ``asyncio.gather`` siblings,
+    whose spans overlap, are independent units while the reference's chained golden bundles stay flat)."""
     from stepfork.replay import extract_recorded_calls
 
     events = list(trace.events)
@@ -32,8 +34,30 @@ def extract_units(trace: Any) -> Units:
         i: {c.position} | ({c.end_position} if c.end_position is not None else set())
         for i, c in enumerate(calls)
     }
+    call_at = {c.position: i for i, c in enumerate(calls)}
+    position_of: dict[str, int] = {}
+    for position, event in enumerate(events):
+        position_of.setdefault(event.id, position)
+
+    def ancestors(position: int) -> set[int]:
+        """The calls on the ``parent_id`` chain above the event at ``position`` (issue 12: nesting needs
+        both the chain and the time span, so concurrent siblings, whose spans overlap, stay apart)."""
+        found: set[int] = set()
+        seen: set[int] = set()
+        parent = events[position].parent_id
+        while parent is not None:
+            at = position_of.get(parent)
+            if at is None or at in seen or at >= position:
+                break
+            seen.add(at)
+            if at in call_at:
+                found.add(call_at[at])
+            parent = events[at].parent_id
+        return found
+
     for i, (start, _) in enumerate(spans):
-        enclosing = [j for j, (s, e) in enumerate(spans) if s < start < e]
+        above = ancestors(start)
+        enclosing = [j for j, (s, e) in enumerate(spans) if s < start < e and j in above]
         parents[i] = max(enclosing, key=lambda j: spans[j][0]) if enclosing else None
     ids_of = {events[p].id: i for i, c in enumerate(calls) for p in owned[i]}
     for position, event in enumerate(events):
@@ -43,7 +67,8 @@ def extract_units(trace: Any) -> Units:
         if kind == "error" and event.parent_id in ids_of:
             owned[ids_of[event.parent_id]].add(position)
             continue
-        inside = [j for j, (s, e) in enumerate(spans) if s < position < e]
+        above = ancestors(position)
+        inside = [j for j, (s, e) in enumerate(spans) if s < position < e and j in above]
         if inside:
             owned[max(inside, key=lambda j: spans[j][0])].add(position)
     return Units(
@@ -76,4 +101,8 @@ def candidate(trace: Any, units: Units, keep: frozenset[int]) -> Any:
         errors = [e for e in new_events if str(getattr(e.type, "value", e.type)) == "error"]
         step = new_step.get(trace.failure.step, errors[-1].step if errors else trace.failure.step)
         update["failure"] = trace.failure.model_copy(update={"step": step})
-    return trace.model_copy(update=update)
+    copy = trace.model_copy(update=update)
+    from stepfork.trace.concurrency import attach_facts, facts_of
+
+    attach_facts(copy, facts_of(trace))  # saved as the candidate's concurrency.json (replay ordering)
+    return copy

@@ -5,11 +5,18 @@ index, so one inserted call is one added step rather than a cascade of changes (
 aligned by index, REFERENCE-NOTES.md section 9 item 12). The final ``run`` steps are always paired.
 Aligned steps are compared field by field; every difference carries its JSON path (``output.price``),
 the expected (baseline) and actual (candidate) value. Null and an absent key are different values.
+
+Issue 12: calls the recording proves concurrent (an ``asyncio.gather`` or a thread pool's siblings, the
+groups of replay's ``auto`` ordering) are put in one canonical order on both sides (identity, then input)
+before alignment, so siblings align by identity, not by the order they happened to finish in. Differences
+at provider-generated paths (:mod:`stepfork.analysis.volatile`) are ignored by default: kept on the step
+as ``ignored``, counted, shown with ``show_ignored``, never part of the verdict.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +30,7 @@ from stepfork.analysis.behavior import (
     collect_field_changes,
     extract_behavior,
 )
+from stepfork.analysis.volatile import IgnoreRules
 
 __all__ = ["DiffResult", "StepDiff", "TraceSummary", "diff_traces"]
 
@@ -74,6 +82,8 @@ class StepDiff(BaseModel):
     # The steps themselves: for to_dict and the renderers, left out of model_dump (they are not JSON).
     baseline: BehaviorStep | None = Field(default=None, exclude=True)
     candidate: BehaviorStep | None = Field(default=None, exclude=True)
+    ignored: tuple[FieldChange, ...] = ()
+    """Differences at ignored (volatile) paths: not in ``changes``, not part of ``kind``."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{index, kind, step_type, label, baseline_step, candidate_step, fields, changes, ...}``."""
@@ -86,6 +96,7 @@ class StepDiff(BaseModel):
             "candidate_step": self.candidate.step if self.candidate else None,
             "fields": dict(self.fields),
             "changes": [c.to_dict() for c in self.changes],
+            "ignored": [c.to_dict() for c in self.ignored],
         }
         if self.kind == "added" and self.candidate is not None:
             out["candidate"] = self.candidate.payload
@@ -116,6 +127,9 @@ class DiffResult(BaseModel):
     removed: int = 0
     changed: int = 0
     unchanged: int = 0
+    ignored: int = 0
+    """How many differences were ignored (volatile paths, ``--ignore``)."""
+    show_ignored: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -140,6 +154,7 @@ class DiffResult(BaseModel):
                 "added": self.added,
                 "removed": self.removed,
                 "unchanged": self.unchanged,
+                "ignored": self.ignored,
             },
             "steps": [s.to_dict() for s in self.steps],
         }
@@ -155,6 +170,9 @@ class DiffResult(BaseModel):
         first = True
         for s in self.steps:
             if s.kind == "unchanged":
+                if self.show_ignored and s.ignored:
+                    lines.append(f"  {s.step_type} {s.label}{_where(s)}: unchanged")
+                    lines.extend(_ignored_lines(s))
                 continue
             where = _where(s)
             lines.append(f"{_MARK[s.kind]} {s.step_type} {s.label}{where}: {s.kind}")
@@ -175,11 +193,16 @@ class DiffResult(BaseModel):
                 lines.append(f"    candidate: {show_value(change.actual)}")
             if len(s.changes) > PATH_LIMIT:
                 lines.append(f"  ... and {len(s.changes) - PATH_LIMIT} more changed paths in this step")
+            if self.show_ignored:
+                lines.extend(_ignored_lines(s))
         lines.append("")
         lines.append(
             f"Steps: {len(self.steps)} total ({self.changed} changed, {self.added} added, "
             f"{self.removed} removed, {self.unchanged} unchanged)"
         )
+        if self.ignored:
+            hint = "" if self.show_ignored else "; --show-ignored lists them, --strict counts them"
+            lines.append(f"Ignored: {self.ignored} provider-generated difference(s){hint}")
         lines.append("")
         lines.append("Result: EQUIVALENT" if self.equivalent else "Result: BEHAVIOR CHANGED")
         return lines
@@ -214,6 +237,10 @@ class DiffResult(BaseModel):
         return with_full_view(table + (pre(f"... {more} more steps") if more > 0 else ""), diff_html(self))
 
 
+def _ignored_lines(s: StepDiff) -> list[str]:
+    return [f"  ignored: {c.path}: {show_value(c.expected)} -> {show_value(c.actual)}" for c in s.ignored]
+
+
 def _where(s: StepDiff) -> str:
     if s.baseline is not None and s.candidate is not None:
         if s.baseline.step == s.candidate.step:
@@ -242,9 +269,12 @@ def _summary(trace: Any, path: str | None) -> TraceSummary:
     )
 
 
-def _compare(index: int, base: BehaviorStep, cand: BehaviorStep) -> StepDiff:
+def _compare(
+    index: int, base: BehaviorStep, cand: BehaviorStep, rules: IgnoreRules | None = None
+) -> StepDiff:
     fields: dict[str, ChangeKind] = {}
     changes: list[FieldChange] = []
+    ignored: list[FieldChange] = []
     for name in list(dict.fromkeys([*base.payload, *cand.payload])):
         found: list[FieldChange] = []
         if name not in cand.payload or name not in base.payload:
@@ -256,8 +286,12 @@ def _compare(index: int, base: BehaviorStep, cand: BehaviorStep) -> StepDiff:
             )
         else:
             collect_field_changes(base.payload[name], cand.payload[name], path=name, output=found)
-        fields[name] = "changed" if found else "unchanged"
-        changes.extend(_rooted(c, name) for c in found)
+        rooted = [_rooted(c, name) for c in found]
+        if rules is not None:
+            ignored.extend(c for c in rooted if rules.ignores(base.step_type, c.path))
+            rooted = [c for c in rooted if not rules.ignores(base.step_type, c.path)]
+        fields[name] = "changed" if rooted else "unchanged"
+        changes.extend(rooted)
     kind: ChangeKind = "changed" if changes else "unchanged"
     return StepDiff(
         index=index,
@@ -268,6 +302,7 @@ def _compare(index: int, base: BehaviorStep, cand: BehaviorStep) -> StepDiff:
         changes=tuple(changes),
         baseline=base,
         candidate=cand,
+        ignored=tuple(ignored),
     )
 
 
@@ -276,11 +311,14 @@ def _rooted(change: FieldChange, name: str) -> FieldChange:
     return change if change.path != "$" else change.model_copy(update={"path": name})
 
 
-def align_steps(baseline: list[BehaviorStep], candidate: list[BehaviorStep]) -> list[StepDiff]:
+def align_steps(
+    baseline: list[BehaviorStep], candidate: list[BehaviorStep], rules: IgnoreRules | None = None
+) -> list[StepDiff]:
     """Align two step lists by identity (difflib) and compare paired steps; returns the step diffs.
 
     The last step of each list (the ``run`` step) is paired unconditionally. A ``replace`` block of the
-    alignment (different identities) is reported as removals followed by additions.
+    alignment (different identities) is reported as removals followed by additions. ``rules``: the
+    differences to ignore (None: none).
     """
     base_calls, cand_calls = baseline[:-1], candidate[:-1]
     matcher = difflib.SequenceMatcher(
@@ -290,7 +328,7 @@ def align_steps(baseline: list[BehaviorStep], candidate: list[BehaviorStep]) -> 
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for b, c in zip(base_calls[i1:i2], cand_calls[j1:j2], strict=True):
-                out.append(_compare(len(out), b, c))
+                out.append(_compare(len(out), b, c, rules))
             continue
         for b in base_calls[i1:i2]:
             out.append(
@@ -300,16 +338,63 @@ def align_steps(baseline: list[BehaviorStep], candidate: list[BehaviorStep]) -> 
             out.append(
                 StepDiff(index=len(out), kind="added", step_type=c.step_type, label=c.label, candidate=c)
             )
-    out.append(_compare(len(out), baseline[-1], candidate[-1]))
+    out.append(_compare(len(out), baseline[-1], candidate[-1], rules))
     return out
 
 
-def diff_traces(baseline: Any, candidate: Any) -> DiffResult:
+def _sibling_order(trace: Any, steps: list[BehaviorStep]) -> list[BehaviorStep]:
+    """``steps`` with each run of concurrent sibling calls (replay's ``auto`` groups) sorted by identity
+    and input, so two recordings whose siblings finished in another order line up."""
+    from stepfork.replay.ordering import auto_groups
+    from stepfork.replay.plan import extract_all_calls
+    from stepfork.trace.canonical import canonical_json
+    from stepfork.trace.concurrency import facts_of
+
+    calls = extract_all_calls(list(trace.events))
+    group_of: dict[int, int] = {}
+    for number, (start, stop) in enumerate(auto_groups(calls, facts_of(trace))):
+        if stop - start > 1:
+            for call in calls[start:stop]:
+                group_of[call.step] = number
+    if not group_of:
+        return steps
+
+    def key(step: BehaviorStep) -> tuple[Any, ...]:
+        return (step.step_type, step.label, canonical_json(step.payload.get("input")))
+
+    out: list[BehaviorStep] = []
+    run: list[BehaviorStep] = []
+    current: int | None = None
+    for step in steps:
+        group = group_of.get(step.step) if step.step_type in ("tool", "llm") else None
+        if group is None or group != current:
+            out.extend(sorted(run, key=key))
+            run = []
+        current = group
+        if group is None:
+            out.append(step)
+        else:
+            run.append(step)
+    out.extend(sorted(run, key=key))
+    return out
+
+
+def diff_traces(
+    baseline: Any,
+    candidate: Any,
+    *,
+    ignore: Iterable[str] = (),
+    strict: bool = False,
+    show_ignored: bool = False,
+) -> DiffResult:
     """Compare the behaviour of two runs.
 
     Args:
         baseline, candidate: a bundle path (``str`` or ``Path`` of a ``.sftrace`` directory) or a loaded
             :class:`stepfork.trace.Trace`.
+        ignore: more paths to ignore on every step (patterns of :mod:`stepfork.analysis.volatile`).
+        strict: ignore nothing, not even the provider-generated values of the default table.
+        show_ignored: make ``str()`` list the ignored differences.
 
     Returns:
         A :class:`DiffResult`; ``equivalent`` is True when every aligned step is unchanged.
@@ -320,12 +405,19 @@ def diff_traces(baseline: Any, candidate: Any) -> DiffResult:
     """
     base_trace, base_path = _load(baseline)
     cand_trace, cand_path = _load(candidate)
-    steps = align_steps(extract_behavior(base_trace), extract_behavior(cand_trace))
+    rules = None if strict else IgnoreRules(extra=ignore)
+    steps = align_steps(
+        _sibling_order(base_trace, extract_behavior(base_trace)),
+        _sibling_order(cand_trace, extract_behavior(cand_trace)),
+        rules,
+    )
     counts = {k: sum(1 for s in steps if s.kind == k) for k in ("added", "removed", "changed", "unchanged")}
     return DiffResult(
         equivalent=counts["unchanged"] == len(steps),
         baseline=_summary(base_trace, base_path),
         candidate=_summary(cand_trace, cand_path),
         steps=tuple(steps),
+        ignored=sum(len(s.ignored) for s in steps),
+        show_ignored=show_ignored,
         **counts,
     )

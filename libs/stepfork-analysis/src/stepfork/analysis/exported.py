@@ -37,6 +37,8 @@ CONSTANT_NAMES = (
     "RAISE_AS",
     "NETWORK",
     "ALLOW_HOSTS",
+    "ORDERING",
+    "IGNORE",
 )
 _PATH_CONSTANTS = ("TRACE_PATH", "IMPORT_ROOT")
 HERE_EXPRESSION = "Path(__file__).resolve().parent"

@@ -231,6 +231,7 @@ def fork(
     overrides: Mapping[int, Any] | None = None,
     import_root: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    ordering: str = "auto",
 ) -> ForkResult:
     """Fork the run recorded at ``path`` at ``step`` and record the new run into ``output``.
 
@@ -242,6 +243,7 @@ def fork(
         allow_live_tools: tool names whose bodies may run after the fork point.
         overrides: ``{step: JSON value}``: the recorded output of the call at ``step`` (its call or
             result event) before the fork point is replaced by the value.
+        ordering: the replay ordering of the frozen part (``stepfork.replay.ordering``; default ``auto``).
 
     Returns:
         a :class:`ForkResult`; the bundle at ``output`` holds ``fork.json`` (see the module doc).
@@ -284,7 +286,10 @@ def fork(
             raise ForkError(problem, code="invalid_option")
     # network open: from the fork point on, the agent's LLM calls really go out (issue 11 seals only
     # replays that must not reach the network)
-    session = ReplaySession(trace, "frozen", network="open")
+    try:
+        session = ReplaySession(trace, "frozen", ordering=ordering, network="open")
+    except ValueError as exc:
+        raise ForkError(str(exc), code="invalid_option") from None
     frozen = [c for c in session.calls if c.step < step]
     by_step: dict[int, int] = {}
     for call in frozen:

@@ -176,6 +176,7 @@ def minimize_trace(
     import_root: str | os.PathLike[str] | None = None,
     progress: Callable[[str, int], None] | None = None,
     clean_replay: bool = False,
+    ordering: str = "auto",
 ) -> MinimizeResult:
     """Minimize the failing bundle ``path`` replayed through ``entrypoint`` (``MODULE:FUNCTION``).
 
@@ -190,6 +191,7 @@ def minimize_trace(
         clean_replay: count a candidate only when its replay also went as the original's did (no
             divergence but the original's), so the saved bundle replays as the original does; default
             False: the same failure suffices, as the spec says (docs/minimize.md, docs/decisions.md).
+        ordering: the replay ordering of every attempt (``stepfork.replay.ordering``; default ``auto``).
 
     Returns:
         a :class:`MinimizeResult` (the minimized bundle is saved at ``result.output``); its
@@ -207,6 +209,12 @@ def minimize_trace(
     if attempts < 1 or timeout <= 0:
         raise MinimizeError("--attempts must be >= 1 and --timeout > 0", code="invalid_option")
     _check_mode(mode)
+    from stepfork.replay.ordering import normalize_ordering
+
+    try:
+        normalize_ordering(ordering)
+    except ValueError as exc:
+        raise MinimizeError(str(exc), code="invalid_option") from None
     source = Path(path)
     try:
         trace = load_verified_trace(source)
@@ -239,6 +247,7 @@ def minimize_trace(
         expected=expected,
         has_expected=expect_output is not None,
         timeout=timeout,
+        ordering=ordering,
     )
     with tempfile.TemporaryDirectory(prefix="stepfork-minimize-") as tmp, attempts_runner:
         counter = iter(range(10**9))

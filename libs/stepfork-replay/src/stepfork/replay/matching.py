@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from stepfork.replay.diagnostics import (
     Diagnostic,
+    JsonDifference,
     all_differences,
     difference_hint,
     model_fingerprint,
@@ -298,11 +301,22 @@ def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: Live
 
 
 def check_input(
-    cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput, *, compare: bool
-) -> None:
+    cursor: CallCursor,
+    expected: RecordedCall,
+    call: BoundaryCall,
+    live: LiveInput,
+    *,
+    compare: bool,
+    ignore: tuple[re.Pattern[str], ...] = (),
+) -> list[tuple[str, Any, Any]]:
     """Verify the stored input fingerprint, then (when ``compare``) the redacted live input.
 
-    ``compare`` is False for a hybrid live LLM, whose prompt may change (hybrid-replay.txt).
+    ``compare`` is False for a hybrid live LLM, whose prompt may change (hybrid-replay.txt). ``ignore``:
+    compiled paths (stepfork.replay.ignoring) at which a difference is accepted.
+
+    Returns:
+        the differences accepted because their path is ignored, ``[(path, expected, actual)]`` (usually
+        empty).
 
     Raises:
         ReplayMismatchError: ``invalid_input_fingerprint`` (stored hash disagrees with the recorded input;
@@ -310,7 +324,7 @@ def check_input(
             differing JSON path, C7/C12).
     """
     if compare and _same_plain_input(expected, live):
-        return
+        return []
     expected_bytes = cursor.recorded_input_bytes(expected)
     if expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
         diagnostic = build_diagnostic(expected, call, live, expected_bytes=expected_bytes)
@@ -322,11 +336,21 @@ def check_input(
             recommendation=INTEGRITY_HINT,
         )
     if not compare or live.raw_bytes == expected_bytes:
-        return
+        return []
     if live.bytes != expected_bytes:
+        ignored: list[tuple[str, Any, Any]] = []
+        if ignore:
+            from stepfork.replay.ignoring import split_ignored
+
+            ignored, remaining = split_ignored(ignore, expected.input, live.value)
+            if not remaining:
+                return ignored
         diagnostic = build_diagnostic(
             expected, call, live, expected_bytes=expected_bytes, with_difference=True
         )
+        if ignored:  # report the first difference that is not ignored
+            path, before, after = remaining[0]
+            diagnostic = replace(diagnostic, difference=JsonDifference(path, before, after))
         where = diagnostic.difference.path if diagnostic.difference is not None else "$"
         raise _mismatch(
             "input_diverged",
@@ -335,6 +359,7 @@ def check_input(
             context=f"{expected.kind} {expected.label!r}, step {expected.step}",
             path=where,
         )
+    return []
 
 
 def _same_plain_input(expected: RecordedCall, live: LiveInput) -> bool:

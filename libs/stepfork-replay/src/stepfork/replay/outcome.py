@@ -43,6 +43,7 @@ from stepfork.replay.errors import (
     ReplayMismatchError,
     short_type_name,
 )
+from stepfork.replay.ignoring import IgnoredDifference
 from stepfork.replay.modes import Approver
 from stepfork.replay.raise_as import RaiseAsTarget, recorded_error_types, resolve_raise_as, unmatched_keys
 from stepfork.replay.results import ExecutedCall
@@ -138,6 +139,8 @@ class ReplayOutcome:
     raise_as_unmatched: tuple[str, ...] = ()
     result_error: str | None = None
     raise_as_suggestion: str | None = None
+    ignored: tuple[IgnoredDifference, ...] = ()
+    """Input differences matching accepted at ``ignore`` paths (issue 12)."""
 
     def _repr_html_(self) -> str:
         """Notebook rendering: the verdicts, the first calls, the replay report a click away (issue 16);
@@ -201,6 +204,7 @@ class ReplayOutcome:
             },
             "result": self.result,
             "result_error": self.result_error,
+            "ignored": [item.to_dict() for item in self.ignored],
             "calls": [
                 {
                     "index": call.index,
@@ -361,15 +365,16 @@ def replay_entrypoint(
     allow_live_tools: Iterable[str] | None = None,
     approve: Approver | None = None,
     import_root: str | os.PathLike[str] | None = None,
-    ordering: str = "strict",
+    ordering: str = "auto",
     raise_as: Mapping[str, RaiseAsTarget | str] | None = None,
     network: str | None = None,
     allow_hosts: Iterable[str] | None = None,
+    ignore: Mapping[str, Iterable[str]] | None = None,
 ) -> ReplayOutcome:
     """Replay ``entrypoint`` (a callable or ``"MODULE:FUNCTION"``) against ``trace`` and report.
 
     ``mode``, ``live_llms``, ``allow_live_tools``, ``approve``, ``ordering``, ``network``,
-    ``allow_hosts``: as :class:`ReplaySession`.
+    ``allow_hosts``, ``ignore``: as :class:`ReplaySession`.
     ``raise_as``: as :class:`ReplaySession`; a value may also be a ``"MODULE:CLASS"`` string, imported
     like the entrypoint against ``import_root`` (trusted: the caller names it, never the bundle). It
     changes which exception the entrypoint sees, not how the report judges what it then does
@@ -394,6 +399,7 @@ def replay_entrypoint(
         raise_as=classes,
         network=network,
         allow_hosts=allow_hosts,
+        ignore=ignore,
     )
     unmatched = unmatched_keys(classes, recorded_error_types(session.calls)) if classes else ()
     function = (
@@ -436,4 +442,5 @@ def replay_entrypoint(
         exit_code=exit_code,
         raise_as_unmatched=unmatched,
         result_error=result_error,
+        ignored=tuple(session.ignored_differences),
     )

@@ -16,7 +16,8 @@ Rules (issue 6, "pytest plugin"): a missing bundle in a replay mode is an error 
 uninstrumented HTTP request inside the test body is neither recorded nor refused.
 
 Other keyword options go to the ReplaySession: ``live_llms``, ``allow_live_tools``, ``approve``,
-``ordering`` and ``raise_as`` (``raise_as={"app.errors.RateLimited": RateLimited}``: a recorded failure of
+``ordering``, ``ignore`` (``ignore={"tool": ["$.requested_at"]}``: input paths whose differences match) and
+``raise_as`` (``raise_as={"app.errors.RateLimited": RateLimited}``: a recorded failure of
 that type is raised as the test's own class, so the agent's ``except`` path runs; ignored when recording).
 
 The ``stepfork`` fixture gives the test the active session (``ReplaySession``, ``RecordingSession`` or
@@ -48,7 +49,7 @@ RECORD_MODE_OPTION = "--stepfork-record-mode"
 UNUSED_OPTION = "--stepfork-unused"
 RECORD_MODES = ("none", "once", "rewrite")
 _REPLAY_OPTIONS = frozenset(
-    {"live_llms", "allow_live_tools", "approve", "ordering", "raise_as", "network", "allow_hosts"}
+    {"live_llms", "allow_live_tools", "approve", "ordering", "raise_as", "network", "allow_hosts", "ignore"}
 )
 
 

@@ -84,10 +84,11 @@ def run_regression_case(
     has_expectation: bool = True,
     import_root: str | os.PathLike[str] | None = None,
     trace_path: str | os.PathLike[str] | None = None,
-    ordering: str = "strict",
+    ordering: str = "auto",
     raise_as: Mapping[str, RaiseAsTarget | str] | None = None,
     network: str | None = None,
     allow_hosts: Iterable[str] | None = None,
+    ignore: Mapping[str, Iterable[str]] | None = None,
 ) -> Any:
     """Replay ``entrypoint`` against ``trace`` and check it like a reviewed regression test.
 
@@ -95,8 +96,9 @@ def run_regression_case(
         entrypoint: a callable (sync or ``async def``, run with ``asyncio.run``) or ``"MODULE:FUNCTION"``
             resolved against ``import_root`` (default: the current directory).
         trace: a bundle path or a ``Trace``; ``trace_path`` is accepted as the reference's keyword name.
-        mode, live_llms, allow_live_tools, ordering, network, allow_hosts: as :class:`ReplaySession`
-            (the network is sealed in frozen mode unless ``network="open"``).
+        mode, live_llms, allow_live_tools, ordering, network, allow_hosts, ignore: as
+            :class:`ReplaySession` (the network is sealed in frozen mode unless ``network="open"``;
+            ignored input differences pass and are the session's ``ignored_differences``).
         raise_as: as :class:`ReplaySession` (the entrypoint's own ``except`` clauses catch recorded
             failures; see stepfork.replay.raise_as); a value may also be a ``"MODULE:CLASS"`` string,
             resolved like the entrypoint against ``import_root``, so an exported test can hold the mapping
@@ -127,6 +129,7 @@ def run_regression_case(
         live_llms=live_llms,
         allow_live_tools=allow_live_tools,
         ordering=ordering,
+        ignore=ignore,
         # "MODULE:CLASS" strings are imported like the entrypoint (trusted: the user wrote them)
         raise_as=resolve_raise_as(raise_as, import_root=import_root),
         network=network,

@@ -17,6 +17,7 @@ from stepfork.replay.matching import LiveInput, build_diagnostic
 from stepfork.replay.plan import RecordedCall
 from stepfork.replay.raise_as import RaiseAs
 from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.control_flow import rebuild as rebuild_control_flow
 from stepfork.trace.errors import TraceSerializationError
 from stepfork.trace.jsonable import from_jsonable
 from stepfork.trace.redaction import redact_json, redact_text
@@ -33,9 +34,14 @@ def recorded_failure(
         raise_as: the session's resolved ``raise_as`` mapping, or None (the default behaviour).
 
     Returns:
-        A RecordedDependencyError (``message`` redacted again, ``chain`` and ``details`` redacted; a missing
-        type reads ``UnknownError``), or what ``raise_as`` makes of it. Never raises itself.
+        The framework's own exception when the failure is recorded control flow (a LangGraph interrupt, a
+        pydantic-ai ModelRetry...; stepfork.trace.control_flow, issue 12); else a RecordedDependencyError
+        (``message`` redacted again, ``chain`` and ``details`` redacted; a missing type reads
+        ``UnknownError``), or what ``raise_as`` makes of it. Never raises itself.
     """
+    signal = rebuild_control_flow(expected.error_details)
+    if signal is not None:
+        return signal
     error = RecordedDependencyError(
         kind=expected.kind,
         name=expected.label,

@@ -40,8 +40,8 @@ from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
+from stepfork.replay.ignoring import IgnoredDifference, normalize_ignore
 from stepfork.replay.matching import (
-    CallCursor,
     LiveInput,
     check_identity,
     check_input,
@@ -52,7 +52,7 @@ from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, 
 from stepfork.replay.network import Seal, network_for
 from stepfork.replay.network import seal as seal_network
 from stepfork.replay.network import unseal as unseal_network
-from stepfork.replay.ordering import ConcurrentCursor, normalize_ordering
+from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
@@ -61,6 +61,7 @@ from stepfork.trace import boundary
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace, read_extension
+from stepfork.trace.concurrency import facts_of
 from stepfork.trace.errors import TraceError
 from stepfork.trace.reading import load_verified_trace
 from stepfork.trace.recording import OrphanCallWarning
@@ -89,10 +90,16 @@ class ReplaySession:
         allow_live_tools: live only: tool names whose bodies may run (every occurrence); each must exist.
         approve: manual only: ``approve(call) -> bool`` for each call (``call.input`` redacted). Approved
             calls are matched and served as in frozen mode.
-        ordering: ``"strict"`` (default): one cursor, recorded order; ``"concurrent"``: concurrent sibling
+        ordering: ``"auto"`` (default): recorded order, except among sibling calls the recording proves
+            concurrent (interleaved lines, overlapping times, or thread-pool/``asyncio.gather`` members per
+            the bundle's ``concurrency.json``), which match by identity in any order (issue 12);
+            ``"strict"``: one cursor, recorded order; ``"concurrent"``: concurrent sibling
             calls (an ``asyncio.gather``) match by identity in any order; ``"unordered"``: so do all
             consecutive sibling calls, overlapping or not (free-running threads). See
             :mod:`stepfork.replay.ordering`, issue 6 "Concurrency".
+        ignore: ``{call label: [JSON paths]}``: input differences at these paths match, and are reported
+            in :attr:`ignored_differences` (a clock or random id the agent puts in a tool input; issue 12,
+            stepfork.replay.ignoring).
         raise_as: ``{recorded error type: exception class or factory}``: raise a recorded failure of that
             type as the user's own class, so the agent's ``except RateLimited:`` runs; a class gives an
             instance of both it and RecordedDependencyError. Keys are qualified or short type names; rules
@@ -123,10 +130,11 @@ class ReplaySession:
         live_llms: Iterable[str] | None = None,
         allow_live_tools: Iterable[str] | None = None,
         approve: Approver | None = None,
-        ordering: str = "strict",
+        ordering: str = DEFAULT_ORDERING,
         raise_as: Mapping[str, RaiseAsTarget] | None = None,
         network: str | None = None,
         allow_hosts: Iterable[str] | None = None,
+        ignore: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self.ordering = normalize_ordering(ordering)
         events = list(trace.events)
@@ -155,13 +163,12 @@ class ReplaySession:
         recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
         self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
-        self._cursor = (
-            CallCursor(self.calls)
-            if self.ordering == "strict"
-            else ConcurrentCursor(self.calls, overlap=self.ordering == "concurrent")
-        )
+        self._cursor = make_cursor(self.calls, self.ordering, facts_of(trace))
         self._lock = threading.RLock()
         self._served = ServedCalls()  # records built on read (see ServedCalls)
+        self._ignore = normalize_ignore(ignore)
+        self.ignored_differences: list[IgnoredDifference] = []
+        """Input differences accepted at ``ignore`` paths, in the order they were met (issue 12)."""
         self._divergence: ReplayError | None = None
         self._divergence_count = 0
         self._orphan_warned = False
@@ -179,10 +186,11 @@ class ReplaySession:
         live_llms: Iterable[str] | None = None,
         allow_live_tools: Iterable[str] | None = None,
         approve: Approver | None = None,
-        ordering: str = "strict",
+        ordering: str = DEFAULT_ORDERING,
         raise_as: Mapping[str, RaiseAsTarget] | None = None,
         network: str | None = None,
         allow_hosts: Iterable[str] | None = None,
+        ignore: Mapping[str, Iterable[str]] | None = None,
     ) -> ReplaySession:
         """Build a session from a bundle path or an in-memory ``Trace``.
 
@@ -201,6 +209,7 @@ class ReplaySession:
             raise_as=raise_as,
             network=network,
             allow_hosts=allow_hosts,
+            ignore=ignore,
         )
         if not isinstance(source, Trace):
             session.bundle_path = Path(source)
@@ -370,7 +379,12 @@ class ReplaySession:
             expected = check_identity(cursor.select(call, live, self._compares), call, live)
             # not self._compares(expected), inlined: this runs once per replayed call
             live_llm = self.hybrid and expected.kind == "llm" and expected.label in self.live_llms
-            check_input(cursor, expected, call, live, compare=not live_llm)
+            ignored_paths = self._ignore.get(expected.label, ())
+            ignored = check_input(cursor, expected, call, live, compare=not live_llm, ignore=ignored_paths)
+            for path, before, after in ignored:
+                self.ignored_differences.append(
+                    IgnoredDifference(expected.index, expected.step, expected.label, path, before, after)
+                )
             check_call_policy(mode, expected, call, live)
             if not live_llm:
                 check_outcome(cursor, expected, call, live)

@@ -8,9 +8,10 @@ codes are those of ``stepfork.trace.validation`` (its module docstring and docs/
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import NamedTuple, Protocol
 
-from stepfork.trace._validation_types import RUN_INCOMPLETE, ValidationIssue
+from stepfork.trace._validation_types import RUN_INCOMPLETE, TIMESTAMP_ORDER, ValidationIssue
 from stepfork.trace.canonical import fingerprint
 from stepfork.trace.errors import TraceError
 from stepfork.trace.models import HASHED_FIELDS, EventBase, EventType, FailureInfo, RunStatus, TraceTotals
@@ -36,7 +37,8 @@ class EventMeta(NamedTuple):
     """The fields of one event the structure, totals, execution and pairing checks read; no payload.
 
     ``name`` is set for tool_call/tool_result, ``model`` for llm_request/llm_response (None when the
-    response names none), ``run_status`` for run_end; each is None for the other types.
+    response names none), ``run_status`` for run_end; each is None for the other types. ``timestamp`` is
+    the event's (aware) datetime.
     """
 
     id: str
@@ -47,6 +49,7 @@ class EventMeta(NamedTuple):
     name: str | None
     model: str | None
     run_status: RunStatus | None
+    timestamp: datetime | None = None
 
     @classmethod
     def of(cls, event: EventBase, run_id: str) -> EventMeta:
@@ -62,6 +65,7 @@ class EventMeta(NamedTuple):
             fields.get("name"),
             fields.get("model"),
             fields.get("run_status"),
+            event.timestamp,
         )
 
 
@@ -101,6 +105,7 @@ def check_events(
         _status_warning(header, events, warnings)
     if hash_issues is not None:
         issues += hash_issues
+    _timestamp_warning(events, warnings)
     # The recorder writes totals only when the run ends: a running manifest whose totals disagree with the
     # events is a recording still going or killed (a legacy writer's running bundle has its totals).
     incomplete = (
@@ -182,6 +187,36 @@ def _totals(header: RunHeader, events: list[EventMeta]) -> list[ValidationIssue]
                 )
             )
     return issues
+
+
+def _timestamp_warning(events: list[EventMeta], warnings: list[ValidationIssue]) -> None:
+    """One ``timestamp_order`` warning when an event's timestamp is earlier than the line before it.
+
+    A recorder that stamped events before taking its write lock (Stepfork before issue 12) wrote such
+    inversions when threads recorded at once; the events are still valid, but their order in time is not
+    their line order, so the warning counts them and names the first.
+    """
+    first: EventMeta | None = None
+    count = 0
+    previous: datetime | None = None
+    for event in events:
+        stamp = event.timestamp
+        if stamp is not None and previous is not None and stamp < previous:
+            count += 1
+            if first is None:
+                first = event
+        if stamp is not None:
+            previous = stamp if previous is None or stamp > previous else previous
+    if first is not None:
+        warnings.append(
+            _issue(
+                TIMESTAMP_ORDER,
+                f"{count} event(s) carry a timestamp earlier than an event written before them (line order "
+                "contradicts time; written by a recorder that stamped events outside its lock); replay "
+                "orders concurrent calls by line, so re-record to get exact concurrency",
+                first,
+            )
+        )
 
 
 def _status_warning(header: RunHeader, events: list[EventMeta], warnings: list[ValidationIssue]) -> None:

@@ -34,6 +34,9 @@ TORN_FINAL_LINE = "torn_final_line"
 RUN_INCOMPLETE = "run_incomplete"
 """Warning (both modes): a ``running`` manifest whose totals were never written and no run_end."""
 
+TIMESTAMP_ORDER = "timestamp_order"
+"""Warning (both modes): an event's timestamp is earlier than that of an event on an earlier line."""
+
 STRICT_CODES = frozenset(
     {
         "run_start_count",

@@ -310,6 +310,20 @@ def build_manifest(
     return TraceManifest(**data)
 
 
+def _concurrency_file(trace: Trace, directory: Path) -> tuple[str, ...]:
+    """Write the concurrency facts attached to ``trace`` (a loaded bundle's, or a subset's) beside its
+    events, limited to its events; return the extension file names written (for integrity.json)."""
+    from stepfork.trace.concurrency import EXTENSION_NAME, facts_of
+
+    facts = facts_of(trace)
+    if facts is None:
+        return ()
+    name = f"{EXTENSION_NAME}.json"
+    ids = {event.id for event in trace.events}
+    _files.write_file(directory / name, _files.pretty_json(facts.to_json(ids)))
+    return (name,)
+
+
 def save_trace(
     trace: Trace,
     path: str | os.PathLike[str],
@@ -368,7 +382,7 @@ def save_trace(
         extras = dict(extra_files or {})
         for name, content in extras.items():
             _files.write_file(tmp / name, content)
-        write_integrity(tmp, tuple(extras))
+        write_integrity(tmp, (*extras, *_concurrency_file(trace, tmp)))
         _files.fsync_dir(tmp)
         if replace:
             old = _files.temp_name(target, "old")

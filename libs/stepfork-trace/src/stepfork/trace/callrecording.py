@@ -24,6 +24,7 @@ from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput, _check_policy
 
 if TYPE_CHECKING:
+    from stepfork.trace.concurrency import ConcurrencyLog
     from stepfork.trace.eventlog import EventLog
 
 T = TypeVar("T")
@@ -108,6 +109,7 @@ class CallRecorder:
     is_replay = False
     run_id: str
     _log: EventLog | None
+    _concurrency: ConcurrencyLog | None = None
     _root_id: str
     _finished: bool
     _orphan_warned: bool
@@ -152,14 +154,19 @@ class CallRecorder:
     def _emit_error(
         self, exc: BaseException, *, parent_id: str, flush: bool = True
     ) -> tuple[str, int, dict[str, Any]]:
+        from stepfork.trace.control_flow import CONTROL_FLOW_KEY, describe, stable_message
         from stepfork.trace.eventlog import exception_chain, exception_message, qualified_type_name
 
         log = self._log
         assert log is not None
+        details: dict[str, Any] = {"chain": exception_chain(exc)}
+        control = describe(exc)  # a framework signal (interrupt, retry...): its payload, for replay
+        if control is not None:
+            details[CONTROL_FLOW_KEY] = control
         fields = {
             "error_type": qualified_type_name(exc),
-            "message": exception_message(exc),
-            "details": {"chain": exception_chain(exc)},
+            "message": stable_message(exc, control) or exception_message(exc),
+            "details": details,
         }
         return log.emit("error", fields, parent_id=parent_id, status="error", flush=flush)
 
@@ -183,12 +190,16 @@ class CallRecorder:
             fields = {"provider": call.provider, "model": call.model or call.name, "input": call.input}
             type_ = "llm_request"
         call_id, _, _ = log.emit(type_, fields, parent_id=parent, replay_policy=call.replay_policy)
+        if self._concurrency is not None:
+            self._concurrency.start(call_id)
         return call_id
 
     def _succeed(self, call: BoundaryCall, call_id: str, result: Any, started: int) -> None:
         log = self._log
         assert log is not None
         duration = (time.perf_counter_ns() - started) // 1_000_000
+        if self._concurrency is not None:
+            self._concurrency.end(call_id)
         if call.kind == "tool":
             try:
                 output = self._jsonable(result)
@@ -226,11 +237,15 @@ class CallRecorder:
     def _fail(self, call: BoundaryCall, call_id: str, exc: BaseException, started: int) -> None:
         log = self._log
         assert log is not None
+        if self._concurrency is not None:
+            self._concurrency.end(call_id)
         if call.kind == "tool":
+            from stepfork.trace.control_flow import describe, stable_message
             from stepfork.trace.eventlog import exception_message, qualified_type_name
 
             duration = (time.perf_counter_ns() - started) // 1_000_000
-            output = {"error_type": qualified_type_name(exc), "message": exception_message(exc)}
+            message = stable_message(exc, describe(exc)) or exception_message(exc)
+            output = {"error_type": qualified_type_name(exc), "message": message}
             result_id, _, _ = log.emit(
                 "tool_result",
                 {"name": call.name, "output": output},

@@ -147,27 +147,30 @@ class EventLog:
     ) -> tuple[str, int, dict[str, Any]]:
         """Redact, hash, number and append one event; return ``(event_id, step, redacted_event_dict)``.
 
+        The id (unless pre-allocated), the timestamp and the step are taken together under the log's lock,
+        as the line is appended: the file's line order never contradicts its timestamps.
+
         Args:
             type_: the event type (``"tool_call"``...).
             fields: the type-specific fields in schema order, values already JSON (``to_jsonable``).
             parent_id, status, duration_ms, replay_policy: the common fields (notes 1.3).
             flush: flush the writer after the line (call boundaries; DESIGN.md "Bundle I/O").
-            event_id: a pre-allocated id, else a new ``evt_`` id.
+            event_id: a pre-allocated id, else a new ``evt_`` id (allocated under the lock).
 
         Raises:
             RuntimeError: the log is closed (the session finished).
             RedactionError: a secret sits in a protected field.
             TraceStorageError / OSError: the line could not be written.
         """
-        event_id = event_id or self.new_event_id()
-        _, stamp = now_timestamp()
+        # id, timestamp and step are given together under the lock (below): line order, step order and
+        # timestamp order then agree, even when threads emit at once (issue 12, "Concurrency that holds").
         event: dict[str, Any] = {
             "id": event_id,
             "run_id": self.run_id,
             "parent_id": parent_id,
             "step": 0,
             "type": type_,
-            "timestamp": stamp,
+            "timestamp": "",
             "duration_ms": duration_ms,
             "status": status,
             "replay_policy": replay_policy,
@@ -231,6 +234,9 @@ class EventLog:
             if self.closed:
                 raise RuntimeError("the recording session has finished; no more events can be recorded")
             step = self.count
+            if event_id is None:
+                event_id = event["id"] = self.new_event_id()
+            event["timestamp"] = now_timestamp()[1]
             event["step"] = step
             self.writer.append(line_bytes(event, lines))
             if flush:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
 
 from stepfork.trace import boundary as _boundary
 from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.context_args import EXCLUDED_KEY, is_context_value
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -91,6 +92,7 @@ class _ToolSpec:
     """Per-tool data computed once, on the first call that reaches a session (not at decoration)."""
 
     __slots__ = (
+        "_context",
         "_defaults",
         "_func",
         "_hints_done",
@@ -99,6 +101,7 @@ class _ToolSpec:
         "_return_type",
         "_sig",
         "drop_first",
+        "exclude",
         "function",
         "name",
         "policy",
@@ -111,10 +114,13 @@ class _ToolSpec:
         name: str,
         policy: str,
         drop_first: bool | None,
+        exclude: frozenset[str] = frozenset(),
         serializer: Callable[[Any], Any] | None = None,
     ) -> None:
         self._func = func
+        self.exclude = exclude
         self.serializer = serializer
+        self._context: frozenset[str] = exclude  # + annotated context parameters, once the signature is read
         self.name = name
         self.policy = policy
         self.function = f"{getattr(func, '__module__', '?')}:{getattr(func, '__qualname__', name)}"
@@ -142,6 +148,10 @@ class _ToolSpec:
                 self._names = tuple(p.name for p in params)
                 self._npos = sum(p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
                 self._defaults = {p.name: p.default for p in params if p.default is not p.empty}
+            if sig is not None:
+                from stepfork.trace.context_args import annotated_context_parameters
+
+                self._context = self.exclude | annotated_context_parameters(self._func)
             self._sig = sig
         return cast("inspect.Signature | None", self._sig)
 
@@ -167,7 +177,7 @@ class _ToolSpec:
         if names is not None and len(args) <= self._npos:
             fast = self._fast_bind(names, args, kwargs)
             if fast is not None:
-                return fast
+                return self._without_context(fast)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError:
@@ -177,7 +187,18 @@ class _ToolSpec:
         if self.drop_first and arguments:
             arguments = dict(arguments)
             del arguments[next(iter(arguments))]
-        return arguments
+        return self._without_context(arguments)
+
+    def _without_context(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``arguments`` minus the context arguments (stepfork.trace.context_args), which are listed under
+        ``"$excluded"``; the same dict when there are none."""
+        context = self._context
+        dropped = [n for n, v in arguments.items() if n in context or is_context_value(v)]
+        if not dropped:
+            return arguments
+        kept = {n: v for n, v in arguments.items() if n not in dropped}
+        kept[EXCLUDED_KEY] = sorted(dropped)
+        return kept
 
     def _fast_bind(
         self, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -231,6 +252,7 @@ def _wrap(
     name: str | None,
     policy: str,
     drop_first: bool | None,
+    exclude: frozenset[str] = frozenset(),
     serializer: Callable[[Any], Any] | None = None,
 ) -> Any:
     if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
@@ -239,7 +261,7 @@ def _wrap(
             "no single result to record or replay; collect the items and return a list"
         )
     default_name = getattr(func, "__name__", None) or type(func).__name__  # partials, callable objects
-    spec = _ToolSpec(func, name or default_name, policy, drop_first, serializer)
+    spec = _ToolSpec(func, name or default_name, policy, drop_first, exclude, serializer)
 
     if inspect.iscoroutinefunction(func):
 
@@ -289,7 +311,11 @@ def trace_tool(func: F, /) -> F:
 
 @overload
 def trace_tool(
-    *, name: str | None = None, replay_policy: str = "frozen", serializer: Callable[[Any], Any] | None = None
+    *,
+    name: str | None = None,
+    replay_policy: str = "frozen",
+    exclude: Iterable[str] = (),
+    serializer: Callable[[Any], Any] | None = None,
 ) -> Callable[[F], F]:
     """Keyword use, ``@trace_tool(name=...)``: returns the decorator."""
 
@@ -300,6 +326,7 @@ def trace_tool(
     *,
     name: str | None = None,
     replay_policy: str = "frozen",
+    exclude: Iterable[str] = (),
     serializer: Callable[[Any], Any] | None = None,
 ) -> Any:
     """Instrument a tool: ``@trace_tool`` or ``@trace_tool(name="search", replay_policy="live")``.
@@ -312,6 +339,11 @@ def trace_tool(
         name: the tool name recorded in events; defaults to ``func.__name__``.
         replay_policy: one of ``frozen``, ``live``, ``manual``, ``forbidden``, ``derived``
             (REFERENCE-NOTES.md 1.6); stored on the events and honoured by replay.
+        exclude: parameter names left out of the recorded and matched input (a context argument:
+            ``exclude={"ctx"}``). Known framework context arguments (pydantic-ai ``RunContext``,
+            LangChain ``RunnableConfig`` and callback managers, LangGraph injected state, store and
+            runtime) are left out without being named (:mod:`stepfork.trace.context_args`); the input
+            lists what was left out under ``"$excluded"``.
         serializer: turns an argument with no JSON form of its own into one (REFERENCE-API.md); None:
             the active session's. The converted input is recorded and matched in replay alike.
 
@@ -329,15 +361,20 @@ def trace_tool(
     read gives the input ``{"args": [...], "kwargs": {...}}`` (REFERENCE-NOTES.md 1.4).
     """
     policy = _check_policy(replay_policy)
+    if isinstance(exclude, str):
+        raise TypeError("trace_tool(exclude=...) takes a collection of parameter names, not one string")
+    excluded = frozenset(exclude)
+    if not all(isinstance(item, str) for item in excluded):
+        raise TypeError("trace_tool(exclude=...) takes parameter names (strings)")
 
     def decorate(target: Any) -> Any:
         if isinstance(target, classmethod):
-            return classmethod(_wrap(target.__func__, name, policy, True, serializer))
+            return classmethod(_wrap(target.__func__, name, policy, True, excluded, serializer))
         if isinstance(target, staticmethod):
-            return staticmethod(_wrap(target.__func__, name, policy, False, serializer))
+            return staticmethod(_wrap(target.__func__, name, policy, False, excluded, serializer))
         if not callable(target):
             raise TypeError(f"trace_tool expects a function, got {type(target).__name__}")
-        return _wrap(target, name, policy, None, serializer)
+        return _wrap(target, name, policy, None, excluded)
 
     if func is not None:
         return decorate(func)

@@ -172,6 +172,8 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
 
     Reads manifest.json, events.jsonl and redactions.json (integrity.json is not read; see
     ``verify_bundle_integrity``). Payload values come back exactly (big ints, floats); totals as written.
+    The bundle's ``concurrency.json``, when present and well formed, is attached to the trace
+    (``stepfork.trace.concurrency.facts_of``); a missing or unreadable one is ignored.
 
     Raises:
         TraceStorageError: ``missing_file`` (no directory, a required file absent or not a regular file),
@@ -181,7 +183,11 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
             events.jsonl), ``unsupported_schema`` (schema_version other than "0.1"). ``line`` is set for
             problems inside events.jsonl.
     """
-    return read_trace(path)[0]
+    trace = read_trace(path)[0]
+    from stepfork.trace.concurrency import attach_facts, load_facts
+
+    attach_facts(trace, load_facts(path))  # concurrency.json, when the recorder wrote one (issue 12)
+    return trace
 
 
 def check_integrity(path: str | os.PathLike[str]) -> None:

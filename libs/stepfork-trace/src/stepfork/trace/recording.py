@@ -58,7 +58,7 @@ DEFAULT_TRACE_DIR = Path(".stepfork") / "traces"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _METADATA_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
-_RESERVED_METADATA = frozenset({"manifest", "events", "redactions", "integrity"})
+_RESERVED_METADATA = frozenset({"manifest", "events", "redactions", "integrity", "concurrency"})
 
 
 def safe_agent_name(agent_name: str) -> str:
@@ -218,6 +218,9 @@ class RecordingSession(ExplicitRecording):
         writer = BundleWriter(self.output_path, self._manifest("running"), overwrite=self.overwrite)
         self.path = self.output_path
         log = EventLog(writer, self.run_id, self.redactor)
+        from stepfork.trace.concurrency import ConcurrencyLog
+
+        self._concurrency = ConcurrencyLog()  # the lane entering the session is run_start's lane
         self._root_id = new_id("evt_")
         try:
             log.emit("run_start", {"input": run_input}, parent_id=None, event_id=self._root_id)
@@ -281,6 +284,12 @@ class RecordingSession(ExplicitRecording):
         duration = max(0, int((end - self._created_at).total_seconds() * 1000))
         manifest = self._manifest(status, failure=failure, duration_ms=duration)
         extras = {f"{name}.json": _files.pretty_json(value) for name, value in self._metadata.items()}
+        if self._concurrency is not None and "concurrency" not in self._metadata:
+            from stepfork.trace.concurrency import EXTENSION_NAME
+            from stepfork.trace.redaction import redact_json
+
+            facts = redact_json(self._concurrency.to_json(self._root_id)).value  # thread/task names
+            extras[f"{EXTENSION_NAME}.json"] = _files.pretty_json(facts)
         log.writer.finalize(manifest, list(log.unique_entries()), extras)
 
     def _manifest(

@@ -42,6 +42,7 @@ from stepfork.trace._validation_types import CHECK_MANIFEST as CHECK_MANIFEST
 from stepfork.trace._validation_types import CHECK_STRICT as CHECK_STRICT
 from stepfork.trace._validation_types import RUN_INCOMPLETE as RUN_INCOMPLETE
 from stepfork.trace._validation_types import STRICT_CODES as STRICT_CODES
+from stepfork.trace._validation_types import TIMESTAMP_ORDER as TIMESTAMP_ORDER
 from stepfork.trace._validation_types import TORN_FINAL_LINE as TORN_FINAL_LINE
 from stepfork.trace._validation_types import UNREADABLE_CODES as UNREADABLE_CODES
 from stepfork.trace._validation_types import ValidationCheck as ValidationCheck

@@ -1,4 +1,5 @@
-"""``stepfork diff BASELINE CANDIDATE [--json]`` (spec/cli-reference.txt "diff").
+"""``stepfork diff BASELINE CANDIDATE [--json] [--ignore PATH]... [--strict] [--show-ignored]``
+(spec/cli-reference.txt "diff"; volatile values: issue 12, stepfork.analysis.volatile).
 
 Exit codes: 0 behaviour equivalent, 1 meaningful behavioural difference, 2 invalid or unreadable input.
 """
@@ -14,6 +15,16 @@ def diff(
     baseline: Path = typer.Argument(..., help="Baseline .sftrace directory bundle."),
     candidate: Path = typer.Argument(..., help="Candidate .sftrace directory bundle."),
     as_json: bool = typer.Option(False, "--json", help="Emit machine-readable JSON (no Rich markup)."),
+    ignore: list[str] | None = typer.Option(
+        None,
+        "--ignore",
+        metavar="PATH",
+        help="Also ignore differences at PATH ([*], *, ** wildcards). Repeatable.",
+    ),
+    strict: bool = typer.Option(
+        False, "--strict", help="Ignore nothing, not even provider-generated ids and timestamps."
+    ),
+    show_ignored: bool = typer.Option(False, "--show-ignored", help="List the ignored differences."),
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
@@ -37,14 +48,13 @@ def diff(
             f"candidate {sanitize_text(cand.agent_name)!r}); the comparison may not mean much.",
             err=True,
         )
-    result = diff_traces(base, cand)
+    result = diff_traces(base, cand, ignore=ignore or (), strict=strict, show_ignored=show_ignored)
     # the paths as the user gave them (diff_traces of loaded traces has none)
-    from dataclasses import replace
-
-    result = replace(
-        result,
-        baseline=replace(result.baseline, path=str(baseline)),
-        candidate=replace(result.candidate, path=str(candidate)),
+    result = result.model_copy(
+        update={
+            "baseline": result.baseline.model_copy(update={"path": str(baseline)}),
+            "candidate": result.candidate.model_copy(update={"path": str(candidate)}),
+        }
     )
     exit_with_result(result, as_json=as_json)
 

@@ -14,7 +14,13 @@ from typing import Annotated
 
 import typer
 
-from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, RAISE_AS_HELP
+from stepfork.cli.options import (
+    ALLOW_HOST_HELP,
+    ALLOW_NETWORK_HELP,
+    RAISE_AS_HELP,
+    ignore_option,
+    ordering_option,
+)
 
 # ExportError codes that exit 1; every other code is bad input, exit 2.
 _EXIT_1_CODES = frozenset({"already_exists", "write_failed"})
@@ -65,6 +71,8 @@ def export(
     allow_host: Annotated[
         list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
     ] = None,
+    ordering: Annotated[str, ordering_option()] = "auto",
+    ignore: Annotated[list[str] | None, ignore_option()] = None,
 ) -> None:
     """Export an executable pytest regression test from a trace."""
     from stepfork.analysis.export import (
@@ -75,7 +83,7 @@ def export(
         load_trajectory_file,
     )
     from stepfork.analysis.exported import entrypoint_form_problem
-    from stepfork.cli.options import describe_raise_as, parse_raise_as
+    from stepfork.cli.options import describe_raise_as, parse_ignore, parse_ordering, parse_raise_as
     from stepfork.cli.output import escape_controls, fail, sanitize
 
     if not pytest_format:
@@ -91,6 +99,8 @@ def export(
     if mode not in EXPORT_MODES:  # guide.MODES is kept equal to it (tests/e2e/test_cli_guides.py)
         fail(f"Invalid replay mode {mode}.", 2)
     classes = parse_raise_as(raise_as)
+    ordering = parse_ordering(ordering)
+    ignored_paths = parse_ignore(ignore)
     try:
         expectation = load_expectation_file(expect_output) if expect_output is not None else None
         trajectory = load_trajectory_file(expect_trajectory) if expect_trajectory is not None else None
@@ -107,6 +117,8 @@ def export(
             raise_as=classes,
             network="open" if allow_network else None,
             allow_hosts=allow_host or None,
+            ordering=ordering,
+            ignore=ignored_paths,
         )
     except ExportError as exc:
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)
@@ -114,6 +126,8 @@ def export(
     typer.echo(f"Wrote {result.path}")
     typer.echo(f"Entrypoint: {entrypoint}")
     typer.echo(f"Mode:       {mode}")
+    if ordering != "auto":
+        typer.echo(f"Ordering:   {ordering}")
     if classes:
         typer.echo(f"Raise as:   {describe_raise_as(classes)}")
     if result.has_expectation:

@@ -9,8 +9,11 @@ step, bad --override, unresolvable entrypoint, OUT exists without --overwrite).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
+
+from stepfork.cli.options import ordering_option
 
 
 def fork(
@@ -31,8 +34,12 @@ def fork(
         False, "--overwrite", help="Replace the output bundle (--output) if it exists."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    ordering: Annotated[str, ordering_option()] = "auto",
 ) -> None:
     """Fork a recorded run at a step: frozen before it, live from it, recorded into a new bundle."""
+    from stepfork.cli.options import parse_ordering
+
+    ordering = parse_ordering(ordering)
     from stepfork.analysis.forking import ForkError
     from stepfork.analysis.forking import fork as run_fork
     from stepfork.cli.output import exit_with_result
@@ -58,6 +65,7 @@ def fork(
             allow_live_tools=allow_live_tool,
             overrides=overrides,
             overwrite=overwrite,
+            ordering=ordering,
         )
     except ForkError as exc:
         typer.echo(str(exc), err=True)

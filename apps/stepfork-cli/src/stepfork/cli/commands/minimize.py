@@ -9,11 +9,12 @@ progress display (rich) lives here, never in the library. ``--json`` prints only
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
 from stepfork.cli.htmlout import HTML_HELP
+from stepfork.cli.options import ordering_option
 
 
 def minimize(
@@ -49,10 +50,15 @@ def minimize(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     html: Path | None = typer.Option(None, "--html", metavar="FILE", help=HTML_HELP),
+    ordering: Annotated[str, ordering_option()] = "auto",
 ) -> None:
     """Minimize a failing trace to the smallest reproducible subset."""
     import json
     import sys
+
+    from stepfork.cli.options import parse_ordering
+
+    ordering = parse_ordering(ordering)
 
     from stepfork.analysis.minimize import MinimizeError, minimize_trace
 
@@ -121,6 +127,7 @@ def minimize(
             attempts=attempts,
             progress=progress,
             clean_replay=clean_replay,
+            ordering=ordering,
         )
     except MinimizeError as exc:
         if status is not None:

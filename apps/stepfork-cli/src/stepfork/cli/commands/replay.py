@@ -23,7 +23,13 @@ import typer
 
 from stepfork.cli.guide import MODES
 from stepfork.cli.htmlout import HTML_HELP
-from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, RAISE_AS_HELP
+from stepfork.cli.options import (
+    ALLOW_HOST_HELP,
+    ALLOW_NETWORK_HELP,
+    RAISE_AS_HELP,
+    ignore_option,
+    ordering_option,
+)
 
 CLI_MODES = MODES["replay"]
 
@@ -62,11 +68,13 @@ def replay(
     allow_host: Annotated[
         list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
     ] = None,
+    ordering: Annotated[str, ordering_option()] = "auto",
+    ignore: Annotated[list[str] | None, ignore_option()] = None,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
     from stepfork.cli import htmlout
     from stepfork.cli.guide import parse_mode
-    from stepfork.cli.options import parse_raise_as
+    from stepfork.cli.options import parse_ignore, parse_ordering, parse_raise_as
     from stepfork.cli.output import fail, sanitize_text
 
     mode = parse_mode(mode, "replay")
@@ -76,6 +84,8 @@ def replay(
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     classes = parse_raise_as(raise_as)
     htmlout.check_target(html, overwrite=overwrite)
+    ordering = parse_ordering(ordering)
+    ignored_paths = parse_ignore(ignore)
     approve = None
     if mode == "manual":
         if not sys.stdin.isatty():
@@ -104,6 +114,8 @@ def replay(
                 raise_as=classes,
                 network="open" if allow_network else None,
                 allow_hosts=allow_host or None,
+                ordering=ordering,
+                ignore=ignored_paths,
             )
     except RaiseAsClassError as exc:
         fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
@@ -253,6 +265,11 @@ def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
         # both calls, fingerprints, a hint)
         details = matching.diagnostic.explain(verbose=verbose).splitlines()
         lines.extend("  " + sanitize_text(line) for line in details)
+    for item in outcome.ignored:  # issue 12: an ignored difference is reported, never silent
+        lines.append(
+            f"  ignored: call #{item.index + 1} {sanitize_text(item.label)} (step {item.step}) "
+            f"differs at {sanitize_text(item.path)} (--ignore)"
+        )
     lines.append("")
     execution = outcome.execution
     if execution.status == "RAISED":

@@ -1,0 +1,106 @@
+"""A LangGraph human-in-the-loop graph: ``interrupt()`` inside a tool, resumed with ``Command(resume=...)``.
+
+As LangGraph's docs write it (issue 12): a model node, a ``ToolNode`` whose ``book_hotel`` tool asks a
+human to approve with ``interrupt(...)``, a checkpointer, and a second ``invoke`` with
+``Command(resume=...)``. The recorder writes the interrupt as control flow with its payload
+(stepfork.trace.control_flow); a replay raises LangGraph's own ``GraphInterrupt`` with that payload, so the
+graph pauses where it paused, and resumes. The chat model is LangChain's ``GenericFakeChatModel``.
+
+    python hitl_agent.py record run.sftrace
+    stepfork replay run.sftrace --entrypoint hitl_agent:run_agent
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, interrupt
+
+from stepfork.integrations.langchain import instrument_chat_model
+from stepfork.trace import record, trace_tool
+
+QUESTION = "Book me the Hotel Lutetia in Paris."
+DECISION = {"type": "accept"}
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """LangChain's fake chat model with the ``bind_tools`` a tool-calling graph needs."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+def scripted_model() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        messages=iter(
+            [
+                AIMessage(
+                    content="",
+                    tool_calls=[
+                        {"name": "book_hotel", "args": {"hotel_name": "Hotel Lutetia"}, "id": "call_1"}
+                    ],
+                ),
+                AIMessage(content="Done: the Hotel Lutetia is booked."),
+            ]
+        )
+    )
+
+
+@tool
+@trace_tool
+def book_hotel(hotel_name: str) -> str:
+    """Book a hotel, after a human approved it."""
+    response = interrupt({"question": f"Book {hotel_name}?", "args": {"hotel_name": hotel_name}})
+    if response.get("type") != "accept":
+        return f"Booking of {hotel_name} declined."
+    return f"Booked a stay at {hotel_name}."
+
+
+def build_graph(model: Any) -> Any:
+    bound = model.bind_tools([book_hotel])
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", call_model)
+    graph.add_node("tools", ToolNode([book_hotel]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+def run_agent(question: str = QUESTION, decision: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run until the interrupt, then resume with the human's decision; return what happened."""
+    chat = instrument_chat_model(scripted_model(), name="scripted-chat")
+    graph = build_graph(chat)
+    config = {"configurable": {"thread_id": "hitl-1"}}
+    paused = graph.invoke({"messages": [HumanMessage(question)]}, config)
+    pending = [i.value for i in paused.get("__interrupt__", [])]
+    done = graph.invoke(Command(resume=decision or DECISION), config)
+    tools = [m.content for m in done["messages"] if type(m).__name__ == "ToolMessage"]
+    return {"asked": pending, "tool": tools, "answer": done["messages"][-1].content}
+
+
+def record_run(bundle: str, question: str = QUESTION) -> dict[str, Any]:
+    with record("langgraph-hitl", output=bundle, overwrite=True, run_input=question) as session:
+        result = run_agent(question)
+        session.set_output(result)
+    return result
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "record":
+        sys.exit("usage: python hitl_agent.py record BUNDLE.sftrace")
+    import hitl_agent
+
+    print(json.dumps(hitl_agent.record_run(sys.argv[2])))

@@ -1,0 +1,107 @@
+"""Volatile values: what a provider generates anew on every run, which ``diff`` ignores by default (issue 12).
+
+Two recordings of the same code against a real provider differ in response ids, ``created`` timestamps,
+tool-call ids (and every place the next request echoes them), ``system_fingerprint``, request-id and
+rate-limit headers and timing. None of them is behaviour. ``diff`` leaves differences at these paths out of
+its verdict, counts them, and shows them with ``--show-ignored``; ``--ignore PATH`` adds paths, ``--strict``
+ignores nothing. The table (docs/diff.md, "Volatile values") is kept per provider; the patterns are
+specific to each provider's shapes, and every LLM step is checked against all of them, because a framework
+(pydantic-ai, LangChain) records its own message shapes whatever model it talks to.
+
+Patterns are the diff's paths (``output.choices[0].message.tool_calls[1].id``) with ``[*]`` for any list
+index, ``*`` for one key and ``**`` for any run of keys and indices.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+VOLATILE_PATHS: dict[str, tuple[str, ...]] = {
+    "openai": (
+        "output.id",
+        "output.created",
+        "output.system_fingerprint",
+        "output.**.tool_calls[*].id",
+        "output.**.usage.**_time",
+        "input.**.tool_calls[*].id",
+        "input.**.tool_call_id",
+        "output.**.headers.x-request-id",
+        "output.**.headers.x-ratelimit-*",
+        "output.**.headers.openai-processing-ms",
+        "output.**.headers.date",
+    ),
+    "anthropic": (
+        "output.id",
+        "output.content[*].id",
+        "input.**.content[*].id",
+        "input.**.tool_use_id",
+        "output.**.headers.request-id",
+        "output.**.headers.anthropic-ratelimit-*",
+        "output.**.headers.date",
+    ),
+    "langchain": (
+        "output.id",
+        "output.**.tool_calls[*].id",
+        "output.**.tool_call_chunks[*].id",
+        "output.response_metadata.**",
+        "input.**.messages[*].id",
+        "input.**.tool_calls[*].id",
+        "input.**.tool_call_id",
+        "input.**.response_metadata.**",
+    ),
+    "pydantic-ai": (
+        "output.timestamp",
+        "output.provider_response_id",
+        "output.parts[*].tool_call_id",
+        "output.parts[*].id",
+        "input.**.timestamp",
+        "input.**.provider_response_id",
+        "input.**.tool_call_id",
+        "input.**.parts[*].id",
+    ),
+}
+"""Paths of LLM steps ignored by default, per provider (docs/diff.md, "Volatile values")."""
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    out = []
+    index = 0
+    while index < len(pattern):
+        if pattern.startswith("**", index):
+            out.append(r".*")
+            index += 2
+        elif pattern.startswith("[*]", index):
+            out.append(r"\[\d+\]")
+            index += 3
+        elif pattern[index] == "*":
+            out.append(r"[^.\[]*")
+            index += 1
+        else:
+            out.append(re.escape(pattern[index]))
+            index += 1
+    return re.compile("".join(out))
+
+
+class IgnoreRules:
+    """Which diff paths to ignore: the default table for LLM steps and the user's paths for every step.
+
+    Args:
+        defaults: apply :data:`VOLATILE_PATHS` to LLM steps (``--strict`` turns this off).
+        extra: more patterns (``--ignore PATH``), applied to every step; ignored too under ``strict``.
+    """
+
+    def __init__(self, *, defaults: bool = True, extra: Iterable[str] = ()) -> None:
+        self.patterns = tuple(extra)
+        self._llm = tuple(_compile(p) for paths in VOLATILE_PATHS.values() for p in paths) if defaults else ()
+        self._all = tuple(_compile(p) for p in self.patterns)
+
+    def ignores(self, step_type: str, path: str) -> bool:
+        """True when a difference at ``path`` of a step of ``step_type`` is to be ignored."""
+        if step_type == "llm" and any(p.fullmatch(path) for p in self._llm):
+            return True
+        return any(p.fullmatch(path) for p in self._all)
+
+
+NO_RULES = IgnoreRules(defaults=False)
+"""Ignore nothing (``--strict``)."""

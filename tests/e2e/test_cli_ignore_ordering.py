@@ -1,0 +1,147 @@
+"""Issue 12: `--ignore TOOL:PATH` and `--ordering` on replay and export (written into the test), the
+marker's `ignore`, through the real CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from .conftest import run_cli
+
+AGENT = """
+import itertools
+from stepfork.trace import record, trace_tool
+
+_clock = itertools.count(int(__import__("time").time() * 1000))
+
+
+@trace_tool
+def search(query: str, requested_at: int) -> list[str]:
+    return [query]
+
+
+def run() -> list[str]:
+    return search("shoes", next(_clock))
+
+
+def record_to(path: str) -> None:
+    with record("clock", output=path) as session:
+        session.set_output(run())
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "clock_agent.py").write_text(AGENT)
+    done = subprocess.run(
+        [sys.executable, "-c", "import clock_agent; clock_agent.record_to('b.sftrace')"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return tmp_path
+
+
+def test_replay_ignore_accepts_the_clock_and_reports_it(project: Path) -> None:
+    plain = run_cli("replay", "b.sftrace", "--entrypoint", "clock_agent:run", cwd=project)
+    assert plain.code == 1
+    assert "$.requested_at" in plain.out
+    args = ("replay", "b.sftrace", "--entrypoint", "clock_agent:run", "--ignore", "search:$.requested_at")
+    ignored = run_cli(*args, cwd=project)
+    assert ignored.code == 0, ignored.text
+    assert "ignored: call #1 search (step 1) differs at $.requested_at" in ignored.out
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--ignore", "requested_at"), ("--ignore", ":$.x"), ("--ordering", "random")]
+)
+def test_bad_values_are_refused_with_exit_2(project: Path, option: str, value: str) -> None:
+    for command in ("replay", "export"):
+        extra = ["--pytest"] if command == "export" else []
+        args = (command, "b.sftrace", *extra, "--entrypoint", "clock_agent:run", option, value)
+        done = run_cli(*args, cwd=project)
+        assert done.code == 2, done.text
+        assert f"Invalid {option}" in done.err
+        assert len(done.err.strip().splitlines()) == 1
+
+
+def test_export_writes_ordering_and_ignore_into_the_test_and_it_passes(project: Path) -> None:
+    done = run_cli(
+        "export",
+        "b.sftrace",
+        "--pytest",
+        "--entrypoint",
+        "clock_agent:run",
+        "--output",
+        "test_clock.py",
+        "--ignore",
+        "search:$.requested_at",
+        "--ordering",
+        "strict",
+        cwd=project,
+    )
+    assert done.code == 0, done.text
+    source = (project / "test_clock.py").read_text()
+    assert "ORDERING = 'strict'" in source
+    assert "IGNORE = {'search': ['$.requested_at']}" in source
+    ran = run_cli("run", "test_clock.py", cwd=project)
+    assert ran.code == 0, ran.text
+    assert "PASSED" in ran.out
+
+
+def test_the_marker_takes_ignore(project: Path) -> None:
+    (project / "test_marked.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+            import clock_agent
+
+
+            @pytest.mark.stepfork("b.sftrace", ignore={"search": ["$.requested_at"]})
+            def test_clock(stepfork):
+                assert clock_agent.run() == ["shoes"]
+                assert [d.path for d in stepfork.ignored_differences] == ["$.requested_at"]
+
+
+            @pytest.mark.stepfork("b.sftrace")
+            def test_clock_without_ignore(stepfork):
+                clock_agent.run()
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "test_marked.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "1 passed" in done.stdout, done.stdout
+    assert "1 failed" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("minimize", "b.sftrace", "--entrypoint", "clock_agent:run"),
+        ("fork", "b.sftrace", "--step", "1", "--entrypoint", "clock_agent:run", "--output", "f.sftrace"),
+    ],
+    ids=["minimize", "fork"],
+)
+def test_minimize_and_fork_refuse_a_bad_ordering(project: Path, command: tuple[str, ...]) -> None:
+    done = run_cli(*command, "--ordering", "random", cwd=project)
+    assert done.code == 2, done.text
+    assert "Invalid --ordering 'random'" in done.err
+
+
+def test_fork_with_an_explicit_ordering_runs(project: Path) -> None:
+    args = ("fork", "b.sftrace", "--step", "3", "--entrypoint", "clock_agent:run", "--output", "f.sftrace")
+    done = run_cli(*args, "--ordering", "strict", cwd=project)
+    assert done.code in (0, 1), done.text
+    assert (project / "f.sftrace" / "manifest.json").exists()
