@@ -2,9 +2,10 @@
 
 Every bundle is a real recording of :func:`quickstart.run_agent`. Most record order ``ORD-1001``, the order
 ``run_agent`` looks up by default, so ``stepfork check CORPUS --entrypoint quickstart:run_agent`` replays
-them as recorded (MATCHED). Every ``diverge_every``-th bundle records order ``ORD-1002`` instead: replayed
-through ``run_agent`` the agent asks for another order than the recording holds, so it DIVERGES at the
-first tool call, on purpose.
+them as recorded (MATCHED). Every ``diverge_every``-th bundle records order ``ORD-1002`` instead, with no
+recorded run input (as a run started some other way would be): replayed through ``run_agent``, which then
+gets no argument (docs/replay.md, "Entrypoints and the recorded run input"), the agent asks for another
+order than the recording holds, so it DIVERGES at the first tool call, on purpose.
 
     python corpus.py OUT_DIR COUNT [DIVERGE_EVERY]
 """
@@ -28,8 +29,10 @@ DIVERGING_ORDER = "ORD-1002"
 
 
 def record_one(bundle: Path, order_id: str) -> None:
-    """Record one run of ``quickstart.run_agent(order_id)`` into ``bundle``."""
-    with record("notify-agent", output=str(bundle), run_input={"order_id": order_id}) as session:
+    """Record one run of ``quickstart.run_agent(order_id)`` into ``bundle``; the run input is recorded
+    for the matching order only (see the module docstring)."""
+    run_input = {"order_id": order_id} if order_id == MATCHING_ORDER else None
+    with record("notify-agent", output=str(bundle), run_input=run_input) as session:
         session.set_output(quickstart.run_agent(order_id))
 
 
