@@ -19,7 +19,22 @@ from stepfork.cli.guide import MODES
 
 from .conftest import GOLDEN, cli_env, run_cli, stepfork_executable
 
-WORKFLOW = ["validate", "inspect", "replay", "diff", "minimize", "fork", "export", "run", "score"]
+WORKFLOW = [
+    "record",
+    "validate",
+    "inspect",
+    "view",
+    "replay",
+    "diff",
+    "minimize",
+    "fork",
+    "export",
+    "run",
+    "score",
+    "check",
+    "redact",
+    "upload",
+]
 
 
 def test_commands_are_listed_in_workflow_order() -> None:
@@ -46,8 +61,8 @@ def test_every_mode_option_lists_its_choices_and_the_lists_are_what_the_commands
 @pytest.mark.parametrize(
     ("flag", "long", "commands"),
     [
-        ("-e", "--entrypoint", ["replay", "minimize", "fork", "export"]),
-        ("-o", "--output", ["minimize", "fork", "export"]),
+        ("-e", "--entrypoint", ["replay", "minimize", "fork", "export", "check"]),
+        ("-o", "--output", ["record", "view", "minimize", "fork", "export", "redact"]),
         ("-m", "--mode", ["replay", "minimize", "export"]),
     ],
 )

@@ -15,6 +15,7 @@ from stepfork.replay import ReplayMismatchError, ReplaySession
 from stepfork.replay.ordering import auto_groups
 from stepfork.trace import Trace, record, trace_tool
 from stepfork.trace.concurrency import facts_of
+from stepfork.trace.integrity import write_integrity
 
 
 @trace_tool
@@ -137,7 +138,8 @@ def test_tasks_run_one_after_another_stay_exact(tmp_path: Path) -> None:
 
 def test_without_concurrency_facts_only_interleaved_lines_prove_concurrency(tmp_path: Path) -> None:
     path = _record(tmp_path / "old.sftrace", pool_sequential, ["a", "b", "c"])
-    (path / "concurrency.json").unlink()  # a bundle written before issue 12
+    (path / "concurrency.json").unlink()  # a bundle written before issue 12: no facts, none listed
+    write_integrity(path)
     assert facts_of(Trace.load(path)) is None
     with pytest.raises(ReplayMismatchError):
         _replay(path, pool_sequential, ["c", "a", "b"])

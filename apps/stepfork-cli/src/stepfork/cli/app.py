@@ -21,11 +21,13 @@ if TYPE_CHECKING:  # pragma: no cover
     import typer
 
 # command name -> module defining ``register(app: typer.Typer) -> None``; order is the help order, the
-# order of the workflow (issue 13): check and read the bundle, replay it, compare, shrink, explore, keep it
-# as a test, run the test, score the test.
+# order of the workflow (issue 13): record a run, check, read and see the bundle, replay it, compare,
+# shrink, explore, keep it as a test, run the test, score the test; then the corpus and bundle chores.
 COMMANDS: dict[str, str] = {
+    "record": "stepfork.cli.commands.record",
     "validate": "stepfork.cli.commands.validate",
     "inspect": "stepfork.cli.commands.inspect",
+    "view": "stepfork.cli.commands.view",
     "replay": "stepfork.cli.commands.replay",
     "diff": "stepfork.cli.commands.diff",
     "minimize": "stepfork.cli.commands.minimize",
@@ -33,11 +35,9 @@ COMMANDS: dict[str, str] = {
     "export": "stepfork.cli.commands.export",
     "run": "stepfork.cli.commands.run",
     "score": "stepfork.cli.commands.score",
-    "view": "stepfork.cli.commands.view",
-    "redact": "stepfork.cli.commands.redact",
     "check": "stepfork.cli.commands.check",
+    "redact": "stepfork.cli.commands.redact",
     "upload": "stepfork.cli.commands.upload",
-    "record": "stepfork.cli.commands.record",
 }
 
 _VERSION_FLAGS = ("--version", "-V")

@@ -374,7 +374,7 @@ def trace_tool(
             return staticmethod(_wrap(target.__func__, name, policy, False, excluded, serializer))
         if not callable(target):
             raise TypeError(f"trace_tool expects a function, got {type(target).__name__}")
-        return _wrap(target, name, policy, None, excluded)
+        return _wrap(target, name, policy, None, excluded, serializer)
 
     if func is not None:
         return decorate(func)

@@ -27,7 +27,9 @@ def check(
     ],
     entrypoint: Annotated[
         str | None,
-        typer.Option("--entrypoint", help="Trusted local MODULE:FUNCTION to replay each bundle against."),
+        typer.Option(
+            "--entrypoint", "-e", help="Trusted local MODULE:FUNCTION to replay each bundle against."
+        ),
     ] = None,
     jobs: Annotated[
         int | None, typer.Option("--jobs", "-j", help="Replays at once (default: the number of CPUs).")
