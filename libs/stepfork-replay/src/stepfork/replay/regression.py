@@ -114,6 +114,8 @@ def run_regression_case(
         # "MODULE:CLASS" strings are imported like the entrypoint (trusted: the user wrote them)
         raise_as=resolve_raise_as(raise_as, import_root=import_root),
     )
+    if not isinstance(source, Trace):
+        session.attach_bundle(source)  # extension files (an imported bundle's otel-import.json)
     if isinstance(entrypoint, str):
         try:
             function = resolve_entrypoint(entrypoint, import_root=import_root)
