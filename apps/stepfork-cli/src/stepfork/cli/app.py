@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "export": "stepfork.cli.commands.export",
     "run": "stepfork.cli.commands.run",
     "record": "stepfork.cli.commands.record",
+    "import": "stepfork.cli.commands.import_",
 }
 
 _VERSION_FLAGS = ("--version", "-V")

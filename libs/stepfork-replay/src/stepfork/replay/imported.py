@@ -83,11 +83,13 @@ class ImportedCalls:
         return self.calls.get(event_id)
 
 
-def content_not_captured(label: str, index: int, convention: str) -> ReplayError:
-    """The one-line ``content_not_captured`` error of a frozen replay reaching call ``index`` (0-based)."""
+def content_not_captured(kind: str, label: str, index: int, convention: str) -> ReplayError:
+    """The one-line ``content_not_captured`` error of a frozen replay reaching call ``index`` (0-based)
+    of ``kind`` (``llm``/``tool``)."""
     hint = CAPTURE_HINT.get(convention, CAPTURE_HINT["genai"])
+    what = "LLM call" if kind == "llm" else "tool call"
     return ReplayError(
-        f"call #{index + 1}: LLM call {label!r} was imported from a trace recorded without message content, "
+        f"call #{index + 1}: {what} {label!r} was imported from a trace recorded without content, "
         f"so there is no response to serve; to record content, {hint}, then import the new trace",
         code="content_not_captured",
     )
@@ -226,4 +228,46 @@ def normalize_tools(tools: Any) -> list[Any]:
                     "parameters": tool.get("parameters"),
                 }
             )
+    return out
+
+
+def import_summary(data: Any) -> dict[str, int] | None:
+    """Counts over an ``otel-import.json`` (None when ``data`` is not one): ``calls`` listed,
+    ``not_captured`` (no content) and ``partial`` (part of the request held)."""
+    if not isinstance(data, dict) or not isinstance(data.get("calls"), dict):
+        return None
+    table = ImportedCalls(data)
+    return {
+        "calls": len(table.calls),
+        "not_captured": sum(1 for c in table.calls.values() if not c.content_captured),
+        "partial": sum(1 for c in table.calls.values() if c.partial),
+    }
+
+
+def import_warnings(data: Any) -> list[tuple[str, str]]:
+    """``(code, message)`` warnings of an imported bundle's ``otel-import.json`` for ``validate`` and
+    ``inspect``: calls recorded without content (a frozen replay fails when it reaches one) and calls
+    holding part of their request (matched on those fields only)."""
+    summary = import_summary(data)
+    if summary is None:
+        return []
+    convention = data.get("convention") if isinstance(data.get("convention"), str) else "genai"
+    out: list[tuple[str, str]] = []
+    if summary["not_captured"]:
+        hint = CAPTURE_HINT.get(convention, CAPTURE_HINT["genai"])
+        out.append(
+            (
+                "content_not_captured",
+                f"{summary['not_captured']} of {summary['calls']} imported calls were recorded without "
+                f"content; a frozen replay cannot serve them (to record content, {hint})",
+            )
+        )
+    if summary["partial"]:
+        out.append(
+            (
+                "partial_input",
+                f"{summary['partial']} imported LLM calls hold part of their request only; replay "
+                "matches them on the held fields (reported as matched on partial input)",
+            )
+        )
     return out

@@ -387,7 +387,7 @@ class ReplaySession:
             served_live, match = live, "full"
             if self.imported is not None and (info := self.imported.get(expected.call_event_id)) is not None:
                 if not info.content_captured and not live_llm:
-                    raise content_not_captured(expected.label, expected.index, self.imported.convention)
+                    raise content_not_captured(expected.kind, expected.label, expected.index, self.imported.convention)
                 if info.partial:
                     live, match = LiveInput(project_input(call.input, info)), "partial"
             check_input(cursor, expected, call, live, compare=not live_llm)

@@ -54,6 +54,7 @@ def inspect(
 
     head = summary(trace, integrity)
     rows = [timeline_row(e) for e in selected]
+    _mark_imported(path, head, selected, rows)
     if as_json:
         emit_json({**head, "timeline": rows})
         return
@@ -86,6 +87,15 @@ def _render(head: dict[str, object], rows: list[dict[str, object]], *, show_deta
     failure = head["failure"]
     if isinstance(failure, dict):
         lines.append(("Failure", f"{failure['type']}: {failure['message']} (step {failure['step']})"))
+    imported = head.get("imported")
+    if isinstance(imported, dict):
+        lines.append(
+            (
+                "Imported",
+                f"OpenTelemetry ({imported['convention']}): {imported['not_captured']} calls without "
+                f"content, {imported['partial']} with partial input",
+            )
+        )
     out.print("Stepfork Trace Inspector")
     out.print()
     for label, value in lines:
@@ -101,12 +111,35 @@ def _render(head: dict[str, object], rows: list[dict[str, object]], *, show_deta
     if show_details:
         table.add_column("Details", overflow="fold")
     for row in rows:
-        cells = [str(row["step"]), str(row["type"]), str(row["label"]), str(row["status"])]
+        status = str(row["status"]) + (" (content not captured)" if row.get("content_captured") is False else "")
+        cells = [str(row["step"]), str(row["type"]), str(row["label"]), status]
         if show_details:
             details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
             cells.append(escape_controls(details))
         table.add_row(*(Text(cell) for cell in cells))
     out.print(table)
+
+
+def _mark_imported(path: Path, head: dict[str, object], events: list[object], rows: list[dict[str, object]]) -> None:
+    """For a bundle made by ``stepfork import``: ``head["imported"]`` (counts) and, on the rows of calls
+    recorded without content, ``content_captured: false`` (stepfork.replay.imported)."""
+    from stepfork.replay.imported import IMPORT_EXTENSION, ImportedCalls, import_summary
+    from stepfork.trace.bundle import read_extension
+    from stepfork.trace.errors import TraceError
+
+    try:
+        data = read_extension(path, IMPORT_EXTENSION)
+    except (TraceError, ValueError, OSError):
+        return
+    counts = import_summary(data)
+    if counts is None:
+        return
+    table = ImportedCalls(data)
+    head["imported"] = {"convention": table.convention, **counts}
+    for event, row in zip(events, rows, strict=True):
+        info = table.get(str(getattr(event, "id", "")))
+        if info is not None and not info.content_captured:
+            row["content_captured"] = False
 
 
 def register(app: typer.Typer) -> None:
