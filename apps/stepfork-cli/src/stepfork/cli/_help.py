@@ -24,4 +24,5 @@ TOP_LEVEL_HELP = (
     "  export    Export an executable pytest regression test from a trace.\n"
     "  run       Run an exported regression test and write the receipt yourself.\n"
     "  record    Record a Python program's LLM calls (any httpx-based SDK)...\n"
+    "  import    Import OpenTelemetry spans (GenAI or OpenInference) as...\n"
 )

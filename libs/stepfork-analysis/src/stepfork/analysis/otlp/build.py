@@ -93,7 +93,7 @@ def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str 
     for span in spans:
         found = _detect(span, convention)
         role = conv.role_of(span, found) if found is not None else None
-        if role in ("llm", "tool") and span is not root:
+        if role in ("llm", "tool"):  # a root LLM span (no agent span around it) is the run and its call
             assert found is not None
             calls.append(_Call(span, role, found))
     call_of = {c.span.span_id: c for c in calls}
