@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,7 +89,7 @@ def produce(work: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture
-def sdk_spans(tmp_path: Path) -> Iterator[Callable[..., Path]]:
+def sdk_spans(tmp_path: Path) -> Callable[..., Path]:
     """``sdk_spans(build, "x.json")``: run ``build(tracer)`` under a real TracerProvider and write its
     spans as an OTLP/JSON document (.json), JSON lines (.jsonl, the file exporter) or protobuf (.pb)."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -115,11 +115,11 @@ def sdk_spans(tmp_path: Path) -> Iterator[Callable[..., Path]]:
             exporter.export(spans)
             exporter.shutdown()
         else:
-            from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans as encode_json
-
             import json
+
+            from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans as encode_json
 
             target.write_text(json.dumps(encode_json(spans).to_dict()))
         return target
 
-    yield call
+    return call

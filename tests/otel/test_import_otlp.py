@@ -31,7 +31,12 @@ RESPONSE = {
     "created": 1767225600,
     "model": "gpt-4o-mini",
     "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "Sunny."}, "finish_reason": "stop", "logprobs": None}
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Sunny."},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }
     ],
     "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
 }
@@ -41,7 +46,10 @@ def openinference_run(tracer: Any, *, fail_tool: bool = False, secret: str = "")
     with tracer.start_as_current_span(
         "agent", attributes={"openinference.span.kind": "AGENT", "input.value": "Weather in Paris?"}
     ) as agent:
-        request = {**REQUEST, "messages": [{"role": "user", "content": f"Weather in Paris? {secret}".strip()}]}
+        request = {
+            **REQUEST,
+            "messages": [{"role": "user", "content": f"Weather in Paris? {secret}".strip()}],
+        }
         with tracer.start_as_current_span(
             "ChatCompletion",
             attributes={
@@ -92,14 +100,21 @@ def test_every_input_form_gives_the_same_bundle(name: str, sdk_spans: Callable[.
     # shaped like the HTTP capture records an LLM call
     assert request.input == {"method": "POST", "path": "/v1/chat/completions", "headers": {}, "body": REQUEST}
     assert (request.provider, request.model) == ("openai", "gpt-4o-mini")
-    assert response.output == {"status": 200, "headers": {"content-type": "application/json"}, "json": RESPONSE}
+    assert response.output == {
+        "status": 200,
+        "headers": {"content-type": "application/json"},
+        "json": RESPONSE,
+    }
     assert (response.prompt_tokens, response.completion_tokens, response.total_tokens) == (10, 2, 12)
     assert (tool.name, tool.input, result.output) == ("get_weather", {"city": "Paris"}, {"celsius": 21})
     # parentage: calls hang off run_start, results off their call
     assert request.parent_id == tool.parent_id == run_start.id
     assert (response.parent_id, result.parent_id) == (request.id, tool.id)
     assert [e.step for e in trace.events] == list(range(6))
-    assert trace.import_info["calls"][request.id] == {"span_id": trace.import_info["calls"][request.id]["span_id"], "content_captured": True}
+    assert trace.import_info["calls"][request.id] == {
+        "span_id": trace.import_info["calls"][request.id]["span_id"],
+        "content_captured": True,
+    }
 
 
 def test_a_directory_of_files_and_several_traces(sdk_spans: Callable[..., Path], tmp_path: Path) -> None:
@@ -136,7 +151,9 @@ def test_a_failed_tool_and_run_become_recorded_failures(sdk_spans: Callable[...,
     assert trace.events[-1].run_status.value == "failed"
 
 
-def test_secrets_in_production_content_are_redacted_on_import(sdk_spans: Callable[..., Path], tmp_path: Path) -> None:
+def test_secrets_in_production_content_are_redacted_on_import(
+    sdk_spans: Callable[..., Path], tmp_path: Path
+) -> None:
     secret = "Bearer sk-live-1234567890abcdefghij1234567890"
     (trace,) = import_otlp(sdk_spans(lambda t: openinference_run(t, secret=secret), "spans.json"))
     bundle = trace.save(tmp_path / "run.sftrace")
@@ -146,7 +163,9 @@ def test_secrets_in_production_content_are_redacted_on_import(sdk_spans: Callabl
 
 
 def genai_new_form(tracer: Any) -> None:
-    with tracer.start_as_current_span("invoke_agent weather", attributes={"gen_ai.operation.name": "invoke_agent"}):
+    with tracer.start_as_current_span(
+        "invoke_agent weather", attributes={"gen_ai.operation.name": "invoke_agent"}
+    ):
         with tracer.start_as_current_span(
             "chat gpt-4o-mini",
             attributes={
@@ -155,18 +174,34 @@ def genai_new_form(tracer: Any) -> None:
                 "gen_ai.request.model": "gpt-4o-mini",
                 "gen_ai.request.temperature": 0.5,
                 "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
-                "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]),
+                "gen_ai.input.messages": json.dumps(
+                    [{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]
+                ),
                 "gen_ai.output.messages": json.dumps(
                     [
                         {
                             "role": "assistant",
-                            "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {"city": "Paris"}}],
+                            "parts": [
+                                {
+                                    "type": "tool_call",
+                                    "id": "c1",
+                                    "name": "get_weather",
+                                    "arguments": {"city": "Paris"},
+                                }
+                            ],
                             "finish_reason": "tool_calls",
                         }
                     ]
                 ),
                 "gen_ai.tool.definitions": json.dumps(
-                    [{"type": "function", "name": "get_weather", "description": "d", "parameters": {"type": "object"}}]
+                    [
+                        {
+                            "type": "function",
+                            "name": "get_weather",
+                            "description": "d",
+                            "parameters": {"type": "object"},
+                        }
+                    ]
                 ),
                 "gen_ai.response.id": "chatcmpl-9",
                 "gen_ai.usage.input_tokens": 7,
@@ -193,7 +228,9 @@ def test_genai_new_form_maps_to_a_partial_chat_completions_call(sdk_spans: Calla
         "model": "gpt-4o-mini",
         "temperature": 0.5,
         "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
-        "tools": [{"type": "function", "name": "get_weather", "description": "d", "parameters": {"type": "object"}}],
+        "tools": [
+            {"type": "function", "name": "get_weather", "description": "d", "parameters": {"type": "object"}}
+        ],
     }
     info = trace.import_info["calls"][request.id]
     assert info["fields"] == ["messages", "model", "temperature", "tools"]
@@ -214,11 +251,18 @@ def test_genai_new_form_maps_to_a_partial_chat_completions_call(sdk_spans: Calla
 def genai_event_form(tracer: Any) -> None:
     with tracer.start_as_current_span(
         "chat gpt-4o-mini",
-        attributes={"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o-mini"},
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system": "openai",
+            "gen_ai.request.model": "gpt-4o-mini",
+        },
     ) as span:
         span.add_event("gen_ai.system.message", {"content": "Be brief."})
         span.add_event("gen_ai.user.message", {"content": "Hi"})
-        span.add_event("gen_ai.choice", {"index": 0, "finish_reason": "stop", "message": json.dumps({"content": "Hello!"})})
+        span.add_event(
+            "gen_ai.choice",
+            {"index": 0, "finish_reason": "stop", "message": json.dumps({"content": "Hello!"})},
+        )
 
 
 def test_genai_older_event_form(sdk_spans: Callable[..., Path]) -> None:

@@ -114,12 +114,16 @@ def test_content_capture_off_imports_but_replay_says_how_to_turn_it_on(
     assert "recorded without content" in imported.out
     validated = cli("validate", "prod.sftrace")
     assert validated.code == 0
-    assert "warning: content_not_captured: 4 of 4 imported calls were recorded without content" in validated.out
+    assert (
+        "warning: content_not_captured: 4 of 4 imported calls were recorded without content" in validated.out
+    )
     inspected = cli("inspect", "prod.sftrace")
     assert "content not captured" in inspected.out
     assert json.loads(cli("inspect", "prod.sftrace", "--json").out)["imported"]["not_captured"] == 4
 
-    replayed = cli("replay", "prod.sftrace", "--entrypoint", "weather_otel:run_agent", env={"WEATHER_TRACING": "genai"})
+    replayed = cli(
+        "replay", "prod.sftrace", "--entrypoint", "weather_otel:run_agent", env={"WEATHER_TRACING": "genai"}
+    )
     assert replayed.code == 2, replayed.text
     lines = [line for line in replayed.out.splitlines() if "recorded without content" in line]
     assert lines[0].strip() == (

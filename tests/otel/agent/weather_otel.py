@@ -35,7 +35,11 @@ TOOLS = [
         "function": {
             "name": "get_weather",
             "description": "Current weather of a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
         },
     }
 ]
@@ -47,7 +51,11 @@ def _style() -> str:
 
 
 def _content() -> bool:
-    return os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "") not in ("", "NO_CONTENT", "false")
+    return os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "") not in (
+        "",
+        "NO_CONTENT",
+        "false",
+    )
 
 
 @trace_tool
@@ -107,7 +115,8 @@ def run_agent(question: str = QUESTION) -> str:
         answer = _loop(client, question)
         if _content():
             span.set_attribute(
-                "gen_ai.input.messages", json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}])
+                "gen_ai.input.messages",
+                json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}]),
             )
             span.set_attribute(
                 "gen_ai.output.messages",

@@ -67,7 +67,7 @@ class ImportedCalls:
         if isinstance(data.get("convention"), str):
             self.convention = data["convention"]
         calls = data.get("calls")
-        for event_id, info in (calls.items() if isinstance(calls, dict) else ()):
+        for event_id, info in calls.items() if isinstance(calls, dict) else ():
             if not isinstance(info, dict):
                 continue
             fields = info.get("fields")
@@ -143,7 +143,11 @@ def openai_to_genai(messages: Any) -> list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []
         if role == "tool":
             parts.append(
-                {"type": "tool_call_response", "id": message.get("tool_call_id"), "response": message.get("content")}
+                {
+                    "type": "tool_call_response",
+                    "id": message.get("tool_call_id"),
+                    "response": message.get("content"),
+                }
             )
         else:
             parts.extend({"type": "text", "content": text} for text in _text_of(message.get("content")))

@@ -84,7 +84,16 @@ class ExecutedCall:
         return value.value if isinstance(value, LiveInput) else value
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.index, self.kind, self.label, self.input, self.status, self.action, self.step, self.match)
+        return (
+            self.index,
+            self.kind,
+            self.label,
+            self.input,
+            self.status,
+            self.action,
+            self.step,
+            self.match,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ExecutedCall) and self._key() == other._key()

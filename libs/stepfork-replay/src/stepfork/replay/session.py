@@ -39,10 +39,13 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
-from stepfork.replay.network import Seal, network_for
-from stepfork.replay.network import seal as seal_network
-from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
+from stepfork.replay.imported import (
+    IMPORT_EXTENSION,
+    ImportedCalls,
+    content_not_captured,
+    project_input,
+)
 from stepfork.replay.matching import (
     CallCursor,
     LiveInput,
@@ -52,6 +55,9 @@ from stepfork.replay.matching import (
     incomplete_error,
 )
 from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
+from stepfork.replay.network import Seal, network_for
+from stepfork.replay.network import seal as seal_network
+from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.ordering import ConcurrentCursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
@@ -60,12 +66,6 @@ from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
-from stepfork.replay.imported import (
-    IMPORT_EXTENSION,
-    ImportedCalls,
-    content_not_captured,
-    project_input,
-)
 from stepfork.trace.bundle import Trace, read_extension
 from stepfork.trace.errors import TraceError
 from stepfork.trace.recording import OrphanCallWarning
@@ -387,7 +387,9 @@ class ReplaySession:
             served_live, match = live, "full"
             if self.imported is not None and (info := self.imported.get(expected.call_event_id)) is not None:
                 if not info.content_captured and not live_llm:
-                    raise content_not_captured(expected.kind, expected.label, expected.index, self.imported.convention)
+                    raise content_not_captured(
+                        expected.kind, expected.label, expected.index, self.imported.convention
+                    )
                 if info.partial:
                     live, match = LiveInput(project_input(call.input, info)), "partial"
             check_input(cursor, expected, call, live, compare=not live_llm)

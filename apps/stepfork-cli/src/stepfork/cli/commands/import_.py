@@ -1,4 +1,6 @@
-"""``stepfork import SPANS -o OUT.sftrace [--trace-id ID] [--convention auto|genai|openinference]`` (issue 15).
+"""``stepfork import SPANS -o OUT.sftrace [--trace-id ID] [--convention C]`` (issue 15).
+
+C is ``auto``, ``genai`` or ``openinference``.
 
 SPANS: OTLP JSON (a ``{"resourceSpans": [...]}`` document or the file exporters' JSON lines), OTLP
 protobuf, or a directory of them. One trace -> one bundle at OUT. Several traces and no --trace-id -> OUT

@@ -6,6 +6,7 @@ JSON objects on stdout: ``{"error": "unreadable_trace" | "missing_step", "messag
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -111,7 +112,9 @@ def _render(head: dict[str, object], rows: list[dict[str, object]], *, show_deta
     if show_details:
         table.add_column("Details", overflow="fold")
     for row in rows:
-        status = str(row["status"]) + (" (content not captured)" if row.get("content_captured") is False else "")
+        status = str(row["status"]) + (
+            " (content not captured)" if row.get("content_captured") is False else ""
+        )
         cells = [str(row["step"]), str(row["type"]), str(row["label"]), status]
         if show_details:
             details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
@@ -120,7 +123,9 @@ def _render(head: dict[str, object], rows: list[dict[str, object]], *, show_deta
     out.print(table)
 
 
-def _mark_imported(path: Path, head: dict[str, object], events: list[object], rows: list[dict[str, object]]) -> None:
+def _mark_imported(
+    path: Path, head: dict[str, object], events: Sequence[object], rows: list[dict[str, object]]
+) -> None:
     """For a bundle made by ``stepfork import``: ``head["imported"]`` (counts) and, on the rows of calls
     recorded without content, ``content_captured: false`` (stepfork.replay.imported)."""
     from stepfork.replay.imported import IMPORT_EXTENSION, ImportedCalls, import_summary

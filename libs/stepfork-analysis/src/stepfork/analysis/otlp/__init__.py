@@ -56,7 +56,9 @@ class ImportedTrace(Trace):
     def partial(self) -> int:
         """How many LLM calls hold part of their request only."""
         calls = self._import_info.get("calls", {})
-        return sum(1 for info in calls.values() if info.get("content_captured") is not False and "fields" in info)
+        return sum(
+            1 for info in calls.values() if info.get("content_captured") is not False and "fields" in info
+        )
 
     def save(
         self, path: str | os.PathLike[str], *, overwrite: bool = False, redactor: Redactor | None = None

@@ -74,7 +74,9 @@ def _root(spans: list[Span], convention: str) -> Span:
     return roots[0]
 
 
-def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str | None = None) -> tuple[Trace, dict[str, Any]]:
+def build_trace(
+    spans: list[Span], *, convention: str = "auto", agent_name: str | None = None
+) -> tuple[Trace, dict[str, Any]]:
     """Build the ``Trace`` of one trace's ``spans`` and its ``otel-import.json`` data.
 
     Args:
@@ -111,11 +113,11 @@ def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str 
     root_id = new_id()
     run_input, run_output = conv.run_io(root, _detect(root, convention))
     # (time, order, seq): a span's start before its end; at one instant, ends before starts
-    timeline: list[tuple[int, int, int, str, _Call | None]] = []
-    for seq, call in enumerate(sorted(calls, key=lambda c: (c.span.start_ns, c.span.end_ns))):
-        start, end = call.span.start_ns, max(call.span.end_ns, call.span.start_ns)
-        timeline.append((start, 1, seq, "start", call))
-        timeline.append((end, 0 if end > start else 2, seq, "end", call))
+    timeline: list[tuple[int, int, int, str, _Call]] = []
+    for seq, item in enumerate(sorted(calls, key=lambda c: (c.span.start_ns, c.span.end_ns))):
+        start, end = item.span.start_ns, max(item.span.end_ns, item.span.start_ns)
+        timeline.append((start, 1, seq, "start", item))
+        timeline.append((end, 0 if end > start else 2, seq, "end", item))
     timeline.sort(key=lambda item: item[:3])
 
     def parent_of(span: Span) -> str:
@@ -130,7 +132,6 @@ def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str 
     events: list[Any] = [RunStart(id=root_id, run_id=run_id, timestamp=_time(root.start_ns), input=run_input)]
     extension_calls: dict[str, Any] = {}
     for _, _, _, edge, call in timeline:
-        assert call is not None
         span = call.span
         step = len(events)
         failed = span.status_code == STATUS_ERROR
@@ -140,8 +141,14 @@ def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str 
                 call.request_id = new_id()
                 events.append(
                     LLMRequest(
-                        id=call.request_id, run_id=run_id, parent_id=parent_of(span), step=step,
-                        timestamp=_time(span.start_ns), provider=llm.provider, model=llm.model, input=llm.input,
+                        id=call.request_id,
+                        run_id=run_id,
+                        parent_id=parent_of(span),
+                        step=step,
+                        timestamp=_time(span.start_ns),
+                        provider=llm.provider,
+                        model=llm.model,
+                        input=llm.input,
                     )
                 )
                 info: dict[str, Any] = {"span_id": span.span_id, "content_captured": llm.content_captured}
@@ -156,18 +163,30 @@ def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str 
                 kind, message = _failure(span)
                 events.append(
                     ErrorEvent(
-                        id=new_id(), run_id=run_id, parent_id=call.request_id, step=step,
-                        timestamp=_time(span.end_ns), error_type=kind, message=message,
+                        id=new_id(),
+                        run_id=run_id,
+                        parent_id=call.request_id,
+                        step=step,
+                        timestamp=_time(span.end_ns),
+                        error_type=kind,
+                        message=message,
                         details={"chain": [{"type": kind, "message": message}]},
                     )
                 )
                 continue
             events.append(
                 LLMResponse(
-                    id=new_id(), run_id=run_id, parent_id=call.request_id, step=step, timestamp=_time(span.end_ns),
-                    duration_ms=duration, model=llm.model,
+                    id=new_id(),
+                    run_id=run_id,
+                    parent_id=call.request_id,
+                    step=step,
+                    timestamp=_time(span.end_ns),
+                    duration_ms=duration,
+                    model=llm.model,
                     output=llm.output if llm.output is not None else {"content_captured": False},
-                    **llm.usage,
+                    prompt_tokens=llm.usage.get("prompt_tokens"),
+                    completion_tokens=llm.usage.get("completion_tokens"),
+                    total_tokens=llm.usage.get("total_tokens"),
                 )
             )
             continue
@@ -176,8 +195,13 @@ def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str 
             call.request_id = new_id()
             events.append(
                 ToolCall(
-                    id=call.request_id, run_id=run_id, parent_id=parent_of(span), step=step,
-                    timestamp=_time(span.start_ns), name=tool.name, input=tool.input,
+                    id=call.request_id,
+                    run_id=run_id,
+                    parent_id=parent_of(span),
+                    step=step,
+                    timestamp=_time(span.start_ns),
+                    name=tool.name,
+                    input=tool.input,
                 )
             )
             if not tool.content_captured:
@@ -189,22 +213,40 @@ def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str 
             result_id = new_id()
             events.append(
                 ToolResult(
-                    id=result_id, run_id=run_id, parent_id=call.request_id, step=step, timestamp=_time(span.end_ns),
-                    duration_ms=duration, status=EventStatus.ERROR, name=tool.name,
+                    id=result_id,
+                    run_id=run_id,
+                    parent_id=call.request_id,
+                    step=step,
+                    timestamp=_time(span.end_ns),
+                    duration_ms=duration,
+                    status=EventStatus.ERROR,
+                    name=tool.name,
                     output={"error_type": kind, "message": message},
                 )
             )
             events.append(
                 ErrorEvent(
-                    id=new_id(), run_id=run_id, parent_id=result_id, step=step + 1, timestamp=_time(span.end_ns),
-                    error_type=kind, message=message, details={"chain": [{"type": kind, "message": message}]},
+                    id=new_id(),
+                    run_id=run_id,
+                    parent_id=result_id,
+                    step=step + 1,
+                    timestamp=_time(span.end_ns),
+                    error_type=kind,
+                    message=message,
+                    details={"chain": [{"type": kind, "message": message}]},
                 )
             )
             continue
         events.append(
             ToolResult(
-                id=new_id(), run_id=run_id, parent_id=call.request_id, step=step, timestamp=_time(span.end_ns),
-                duration_ms=duration, name=tool.name, output=tool.output,
+                id=new_id(),
+                run_id=run_id,
+                parent_id=call.request_id,
+                step=step,
+                timestamp=_time(span.end_ns),
+                duration_ms=duration,
+                name=tool.name,
+                output=tool.output,
             )
         )
 
@@ -216,8 +258,14 @@ def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str 
         error_step = len(events)
         events.append(
             ErrorEvent(
-                id=new_id(), run_id=run_id, parent_id=root_id, step=error_step, timestamp=end_time,
-                error_type=kind, message=message, details={"chain": [{"type": kind, "message": message}]},
+                id=new_id(),
+                run_id=run_id,
+                parent_id=root_id,
+                step=error_step,
+                timestamp=end_time,
+                error_type=kind,
+                message=message,
+                details={"chain": [{"type": kind, "message": message}]},
             )
         )
         failure = FailureInfo(type=kind, message=message, step=error_step)
@@ -225,8 +273,13 @@ def build_trace(spans: list[Span], *, convention: str = "auto", agent_name: str 
         run_output = None
     events.append(
         RunEnd(
-            id=new_id(), run_id=run_id, parent_id=root_id, step=len(events), timestamp=end_time,
-            run_status=status, output=run_output,
+            id=new_id(),
+            run_id=run_id,
+            parent_id=root_id,
+            step=len(events),
+            timestamp=end_time,
+            run_status=status,
+            output=run_output,
         )
     )
     name = agent_name or str(root.resource.get("service.name") or "") or "otel-import"

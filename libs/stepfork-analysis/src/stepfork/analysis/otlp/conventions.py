@@ -187,7 +187,9 @@ def openinference_llm(span: Span) -> LLMCall:
     path = OI_PATHS.get(span.name, "/v1/chat/completions")
     output = _json(attrs.get("output.value"))
     usage = _usage(attrs.get("llm.token_count.prompt"), attrs.get("llm.token_count.completion"))
-    model = str(attrs.get("llm.model_name") or (body.get("model") if isinstance(body, dict) else "") or "unknown")
+    model = str(
+        attrs.get("llm.model_name") or (body.get("model") if isinstance(body, dict) else "") or "unknown"
+    )
     if isinstance(body, dict):
         model = str(body.get("model") or model)
         call = LLMCall(provider, model, _http_input(path, body), None, usage)
@@ -270,7 +272,9 @@ def _genai_choices(span: Span) -> list[dict[str, Any]] | None:
             if reason is None and index < len(reasons):
                 reason = reasons[index]
             message["refusal"] = None
-            choices.append({"index": index, "message": message, "finish_reason": reason or "stop", "logprobs": None})
+            choices.append(
+                {"index": index, "message": message, "finish_reason": reason or "stop", "logprobs": None}
+            )
         return choices
     old = [e for e in span.events if e.name == "gen_ai.choice"]
     if not old:
@@ -281,9 +285,11 @@ def _genai_choices(span: Span) -> list[dict[str, Any]] | None:
         if not isinstance(message, dict):
             return None
         index = event.attributes.get("index", position)
-        message = {"role": "assistant", "content": message.get("content"), **{
-            k: v for k, v in message.items() if k == "tool_calls"
-        }}
+        message = {
+            "role": "assistant",
+            "content": message.get("content"),
+            **{k: v for k, v in message.items() if k == "tool_calls"},
+        }
         reason = event.attributes.get("finish_reason") or "stop"
         choices.append({"index": index, "message": message, "finish_reason": reason, "logprobs": None})
     return choices
@@ -348,8 +354,12 @@ def tool_call(span: Span, convention: str) -> ToolCall:
         json_out = attrs.get("output.mime_type") == "application/json"
         output = _json(raw_out) if json_out else raw_out
     else:
-        name = str(attrs.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool ").strip() or span.name)
+        name = str(
+            attrs.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool ").strip() or span.name
+        )
         raw_in, raw_out = attrs.get("gen_ai.tool.call.arguments"), attrs.get("gen_ai.tool.call.result")
         output = _json(raw_out)
     arguments = _json(raw_in)
-    return ToolCall(name, arguments if arguments is not None else {}, output, raw_in is not None or raw_out is not None)
+    return ToolCall(
+        name, arguments if arguments is not None else {}, output, raw_in is not None or raw_out is not None
+    )

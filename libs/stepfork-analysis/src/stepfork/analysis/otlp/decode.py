@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -87,7 +88,9 @@ def _attributes(pairs: Any) -> dict[str, Any]:
 def _hex_to_base64(document: Any) -> Any:
     """Rewrite the hex ids of an OTLP/JSON document into the base64 the protobuf JSON parser expects."""
     for resource_spans in document.get("resourceSpans") or ():
-        for scope_spans in resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans") or ():
+        for scope_spans in (
+            resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans") or ()
+        ):
             for span in scope_spans.get("spans") or ():
                 for holder in (span, *(span.get("links") or ())):
                     for key in _ID_KEYS:
@@ -102,7 +105,7 @@ def _parse_json_document(document: Any, where: str) -> Any:
     from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
     if not isinstance(document, dict) or "resourceSpans" not in document:
-        raise OtlpDecodeError(f"{where}: not OTLP trace data (no \"resourceSpans\")")
+        raise OtlpDecodeError(f'{where}: not OTLP trace data (no "resourceSpans")')
     try:
         return json_format.ParseDict(_hex_to_base64(document), TracesData(), ignore_unknown_fields=True)
     except json_format.ParseError as exc:
@@ -153,7 +156,7 @@ def _files(source: Path) -> list[Path]:
     return [source]
 
 
-def read_spans(source: str | Path) -> list[Span]:
+def read_spans(source: str | os.PathLike[str]) -> list[Span]:
     """Every span of the OTLP trace data at ``source`` (a file or a directory), in input order.
 
     Raises:
