@@ -32,6 +32,11 @@ from stepfork.trace.models import (
 )
 
 STATUS_ERROR = 2
+_LLM_READERS = {
+    "openinference": conv.openinference_llm,
+    "genai": conv.genai_llm,
+    "stepfork": conv.stepfork_llm,
+}
 
 
 @dataclass
@@ -60,7 +65,7 @@ def _detect(span: Span, convention: str) -> str | None:
     found = conv.convention_of(span)
     if found is None:
         return None
-    return found if convention in ("auto", found) else None
+    return found if convention in ("auto", found) or found == "stepfork" else None
 
 
 def _root(spans: list[Span], convention: str) -> Span:
@@ -136,7 +141,7 @@ def build_trace(
         step = len(events)
         failed = span.status_code == STATUS_ERROR
         if call.role == "llm":
-            llm = conv.openinference_llm(span) if call.convention == "openinference" else conv.genai_llm(span)
+            llm = _LLM_READERS[call.convention](span)
             if edge == "start":
                 call.request_id = new_id()
                 events.append(
@@ -146,7 +151,7 @@ def build_trace(
                         parent_id=parent_of(span),
                         step=step,
                         timestamp=_time(span.start_ns),
-                        provider=llm.provider,
+                        provider=llm.provider or None,
                         model=llm.model,
                         input=llm.input,
                     )
@@ -159,6 +164,8 @@ def build_trace(
                 extension_calls[call.request_id] = info
                 continue
             duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
+            if llm.missing and not failed:
+                continue
             if failed and llm.output is None:
                 kind, message = _failure(span)
                 events.append(
@@ -190,7 +197,7 @@ def build_trace(
                 )
             )
             continue
-        tool = conv.tool_call(span, call.convention)
+        tool = conv.stepfork_tool(span) if call.convention == "stepfork" else conv.tool_call(span, call.convention)
         if edge == "start":
             call.request_id = new_id()
             events.append(
@@ -208,9 +215,12 @@ def build_trace(
                 extension_calls[call.request_id] = {"span_id": span.span_id, "content_captured": False}
             continue
         duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
+        if tool.missing and not failed:
+            continue
         if failed:
             kind, message = _failure(span)
             result_id = new_id()
+            exported = tool.output if call.convention == "stepfork" and not tool.missing else None
             events.append(
                 ToolResult(
                     id=result_id,
@@ -221,7 +231,7 @@ def build_trace(
                     duration_ms=duration,
                     status=EventStatus.ERROR,
                     name=tool.name,
-                    output={"error_type": kind, "message": message},
+                    output=exported if exported is not None else {"error_type": kind, "message": message},
                 )
             )
             events.append(
@@ -253,7 +263,15 @@ def build_trace(
     failure = None
     status = RunStatus.COMPLETED
     end_time = _time(max(root.end_ns, root.start_ns))
-    if root.status_code == STATUS_ERROR:
+    exported_status = root.attributes.get("stepfork.run_status")  # a run Stepfork exported
+    end_status = root.attributes.get("stepfork.run_end_status")
+    if root.status_code == STATUS_ERROR and root.attributes.get("stepfork.run_error") is False:
+        # a run Stepfork exported whose failure is a call's error event: no run-level error event
+        kind, message = _failure(root)
+        step_attr = root.attributes.get("stepfork.failure_step")
+        failure = FailureInfo(type=kind, message=message, step=step_attr if isinstance(step_attr, int) else 0)
+        status = RunStatus.FAILED
+    elif root.status_code == STATUS_ERROR and exported_status in (None, "failed"):
         kind, message = _failure(root)
         error_step = len(events)
         events.append(
@@ -270,19 +288,29 @@ def build_trace(
         )
         failure = FailureInfo(type=kind, message=message, step=error_step)
         status = RunStatus.FAILED
-        run_output = None
-    events.append(
-        RunEnd(
-            id=new_id(),
-            run_id=run_id,
-            parent_id=root_id,
-            step=len(events),
-            timestamp=end_time,
-            run_status=status,
-            output=run_output,
+        if exported_status is None:  # the exported run keeps its recorded run_end output
+            run_output = None
+    if exported_status in ("running", "completed") and failure is None:
+        status = RunStatus(exported_status)
+    if end_status != "":  # "": the exported run had no run_end event
+        events.append(
+            RunEnd(
+                id=new_id(),
+                run_id=run_id,
+                parent_id=root_id,
+                step=len(events),
+                timestamp=end_time,
+                run_status=RunStatus(end_status) if end_status else status,
+                output=run_output,
+            )
         )
-    )
-    name = agent_name or str(root.resource.get("service.name") or "") or "otel-import"
+    if root.attributes.get("stepfork.run_start") is False:  # the exported run had no run_start event
+        events = [e for e in events if e.id != root_id]
+    if "stepfork.run_id" in root.attributes:  # a run Stepfork exported keeps its id and name
+        run_id = str(root.attributes["stepfork.run_id"])
+        events = [e.model_copy(update={"run_id": run_id}) for e in events]
+    exported_name = root.attributes.get("stepfork.agent_name")
+    name = agent_name or str(exported_name or root.resource.get("service.name") or "") or "otel-import"
     if name == "unknown_service" or name.startswith("unknown_service:"):
         name = "otel-import"
     trace = Trace(

@@ -17,6 +17,7 @@ from stepfork.analysis.otlp.decode import Span
 from stepfork.replay.imported import genai_to_openai, normalize_tools
 
 OI_KIND = "openinference.span.kind"
+STEPFORK_KIND = "stepfork.kind"
 GENAI_OPERATION = "gen_ai.operation.name"
 LLM_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
@@ -64,6 +65,7 @@ class LLMCall:
     content_captured: bool = True
     fields: list[str] | None = None
     normalize: dict[str, str] | None = None
+    missing: bool = False  # no result recorded (a Stepfork export of a call that never returned)
 
 
 @dataclass
@@ -75,6 +77,7 @@ class ToolCall:
     input: Any
     output: Any
     content_captured: bool = True
+    missing: bool = False
 
 
 def _json(value: Any) -> Any:
@@ -87,7 +90,10 @@ def _json(value: Any) -> Any:
 
 
 def convention_of(span: Span) -> str | None:
-    """``"openinference"``, ``"genai"`` or None (a span of neither convention)."""
+    """``"stepfork"`` (a span ``stepfork export --otlp`` wrote: read exactly), ``"openinference"``,
+    ``"genai"`` or None (a span of neither convention)."""
+    if STEPFORK_KIND in span.attributes:
+        return "stepfork"
     if OI_KIND in span.attributes:
         return "openinference"
     if GENAI_OPERATION in span.attributes or "gen_ai.system" in span.attributes:
@@ -98,6 +104,8 @@ def convention_of(span: Span) -> str | None:
 def role_of(span: Span, convention: str) -> str | None:
     """``"llm"``, ``"tool"``, ``"agent"`` or None for ``span`` read under ``convention``."""
     attrs = span.attributes
+    if convention == "stepfork":
+        return {"llm": "llm", "tool": "tool", "run": "agent"}.get(str(attrs.get(STEPFORK_KIND)))
     if convention == "openinference":
         kind = str(attrs.get(OI_KIND, "")).upper()
         return {"LLM": "llm", "TOOL": "tool", "AGENT": "agent", "CHAIN": "agent"}.get(kind)
@@ -119,6 +127,8 @@ def run_io(span: Span, convention: str | None) -> tuple[Any, Any]:
     (OpenInference, also honoured on any span), else the text of ``gen_ai.input.messages`` /
     ``gen_ai.output.messages`` (GenAI)."""
     attrs = span.attributes
+    if STEPFORK_KIND in attrs:
+        return _json(attrs.get("stepfork.input", "null")), _json(attrs.get("stepfork.output", "null"))
     run_input = _io_value(attrs, "input")
     run_output = _io_value(attrs, "output")
     if run_input is None and "gen_ai.input.messages" in attrs:
@@ -362,4 +372,43 @@ def tool_call(span: Span, convention: str) -> ToolCall:
     arguments = _json(raw_in)
     return ToolCall(
         name, arguments if arguments is not None else {}, output, raw_in is not None or raw_out is not None
+    )
+
+
+# -- spans written by `stepfork export --otlp` -------------------------------------------------------------
+
+
+def stepfork_llm(span: Span) -> LLMCall:
+    """An LLM span Stepfork exported: the exact recorded input and output (``stepfork.input`` /
+    ``stepfork.output``, canonical JSON), provider, model and token counts; a full call."""
+    attrs = span.attributes
+    output = json.loads(attrs["stepfork.output"]) if "stepfork.output" in attrs else None
+    usage = {k: attrs.get(f"stepfork.{k}") for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    provider = attrs.get("stepfork.provider")
+    mark = _json(attrs.get("stepfork.imported"))  # a call that was itself imported: keep its marks
+    mark = mark if isinstance(mark, dict) else {}
+    return LLMCall(
+        str(provider) if provider else "",
+        str(attrs.get("stepfork.model") or "unknown"),
+        json.loads(attrs.get("stepfork.input", "null")),
+        output,
+        {k: v if isinstance(v, int) else None for k, v in usage.items()},
+        content_captured=mark.get("content_captured") is not False,
+        fields=mark["fields"] if isinstance(mark.get("fields"), list) else None,
+        normalize=mark["normalize"] if isinstance(mark.get("normalize"), dict) else None,
+        missing="stepfork.output" not in attrs,
+    )
+
+
+def stepfork_tool(span: Span) -> ToolCall:
+    """A tool span Stepfork exported: its exact name, input and output."""
+    attrs = span.attributes
+    output = json.loads(attrs["stepfork.output"]) if "stepfork.output" in attrs else None
+    mark = _json(attrs.get("stepfork.imported"))
+    return ToolCall(
+        str(attrs.get("stepfork.name") or span.name),
+        json.loads(attrs.get("stepfork.input", "null")),
+        output,
+        content_captured=not (isinstance(mark, dict) and mark.get("content_captured") is False),
+        missing="stepfork.output" not in attrs and "stepfork.error_type" not in attrs,
     )
