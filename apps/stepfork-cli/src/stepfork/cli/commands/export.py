@@ -67,7 +67,7 @@ def export(
         str, typer.Option("--convention", help="Span attributes for --otlp: genai or openinference.")
     ] = "genai",
 ) -> None:
-    """Export an executable pytest regression test (or, with --otlp, OpenTelemetry spans) from a trace."""
+    """Export an executable pytest regression test from a trace."""
     if otlp or otlp_endpoint is not None:  # issue 15: OTLP export (with --entrypoint: of a replay)
         from stepfork.cli.commands._export_otlp import export_otlp_command
 
