@@ -101,14 +101,29 @@ def test_round_trip_property(
         call_id, result_id = f"evt_c{index}", f"evt_r{index}"
         if kind == "llm":
             trace.events.append(
-                LLMRequest(id=call_id, run_id=run_id, parent_id=root.id, provider="openai", model="m", input=payload_in)
+                LLMRequest(
+                    id=call_id,
+                    run_id=run_id,
+                    parent_id=root.id,
+                    provider="openai",
+                    model="m",
+                    input=payload_in,
+                )
             )
-            trace.events.append(LLMResponse(id=result_id, run_id=run_id, parent_id=call_id, model="m", output=payload_out))
+            trace.events.append(
+                LLMResponse(id=result_id, run_id=run_id, parent_id=call_id, model="m", output=payload_out)
+            )
         else:
-            trace.events.append(ToolCall(id=call_id, run_id=run_id, parent_id=root.id, name="t", input=payload_in))
-            trace.events.append(ToolResult(id=result_id, run_id=run_id, parent_id=call_id, name="t", output=payload_out))
+            trace.events.append(
+                ToolCall(id=call_id, run_id=run_id, parent_id=root.id, name="t", input=payload_in)
+            )
+            trace.events.append(
+                ToolResult(id=result_id, run_id=run_id, parent_id=call_id, name="t", output=payload_out)
+            )
     trace.events.append(
-        RunEnd(id="evt_end", run_id=run_id, parent_id=root.id, run_status=RunStatus.COMPLETED, output=run_output)
+        RunEnd(
+            id="evt_end", run_id=run_id, parent_id=root.id, run_status=RunStatus.COMPLETED, output=run_output
+        )
     )
     for step, event in enumerate(trace.events):
         event.step = step
@@ -124,15 +139,28 @@ def test_replay_verdicts_survive_the_round_trip(entrypoint: str, tmp_path: Path)
     work = tmp_path / "q"
     shutil.copytree(REPO / "examples" / "quickstart", work)
     for convention in ("genai", "openinference"):
-        exported = _cli("export", "notify.sftrace", "--otlp", "-o", f"{convention}.json", "--convention", convention, cwd=work)
+        exported = _cli(
+            "export",
+            "notify.sftrace",
+            "--otlp",
+            "-o",
+            f"{convention}.json",
+            "--convention",
+            convention,
+            cwd=work,
+        )
         assert exported.code == 0, exported.text
         assert _cli("import", f"{convention}.json", "-o", f"{convention}.sftrace", cwd=work).code == 0
     original = _cli("replay", "notify.sftrace", "--entrypoint", entrypoint, cwd=work)
     for convention in ("genai", "openinference"):
         again = _cli("replay", f"{convention}.sftrace", "--entrypoint", entrypoint, cwd=work)
         assert again.code == original.code
-        verdict = [line for line in again.out.splitlines() if line.startswith(("Recorded behavior", "Status"))]
-        expected = [line for line in original.out.splitlines() if line.startswith(("Recorded behavior", "Status"))]
+        verdict = [
+            line for line in again.out.splitlines() if line.startswith(("Recorded behavior", "Status"))
+        ]
+        expected = [
+            line for line in original.out.splitlines() if line.startswith(("Recorded behavior", "Status"))
+        ]
         assert verdict == expected
 
 
@@ -140,24 +168,40 @@ def _attributes(span: Any) -> dict[str, Any]:
     return {kv.key: any_value(kv.value) for kv in span.attributes}
 
 
-def test_a_replay_exports_with_its_verdict_per_call(tmp_path: Path, produce: Callable[..., Path], work: Path) -> None:
+def test_a_replay_exports_with_its_verdict_per_call(
+    tmp_path: Path, produce: Callable[..., Path], work: Path
+) -> None:
     produce("genai", "spans.pb", GENAI_CONTENT)
     assert _cli("import", "spans.pb", "-o", "prod.sftrace", cwd=work).code == 0
     env = {"WEATHER_TRACING": "genai", "WEATHER_QUESTION": "Weather in Rome?"}
-    done = _cli("export", "prod.sftrace", "--otlp", "-o", "replay.json", "--entrypoint", "weather_otel:run_agent", cwd=work, env=env)
+    done = _cli(
+        "export",
+        "prod.sftrace",
+        "--otlp",
+        "-o",
+        "replay.json",
+        "--entrypoint",
+        "weather_otel:run_agent",
+        cwd=work,
+        env=env,
+    )
     assert done.code == 0, done.text
     assert "the replay of the run" in done.out
     spans = json.loads((work / "replay.json").read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
     attrs = [{kv["key"]: next(iter(kv["value"].values())) for kv in s["attributes"]} for s in spans]
     assert attrs[0]["stepfork.replay.matching"] == "DIVERGED"
-    assert attrs[1]["stepfork.replay.divergence"].startswith("call #1: input diverged from the recording at $.body.messages[1].content")
+    assert attrs[1]["stepfork.replay.divergence"].startswith(
+        "call #1: input diverged from the recording at $.body.messages[1].content"
+    )
     assert attrs[1]["stepfork.replay.action"] == "not_reached"
     assert attrs[1]["stepfork.replay.mode"] == "frozen"
 
 
 def test_a_fork_exports_its_lineage(tmp_path: Path) -> None:
     trace = Trace.load(REPO / "examples" / "quickstart" / "notify.sftrace")
-    (root, *_) = trace_spans(trace, convention="openinference", fork={"parent_run_id": "run_x", "fork_step": 3})
+    (root, *_) = trace_spans(
+        trace, convention="openinference", fork={"parent_run_id": "run_x", "fork_step": 3}
+    )
     assert root.attributes["stepfork.fork.parent_run_id"] == "run_x"
     assert root.attributes["stepfork.fork.fork_step"] == 3
 
@@ -194,7 +238,9 @@ def receiver() -> Iterator[tuple[str, list[ExportTraceServiceRequest]]]:
         server.server_close()
 
 
-def test_export_to_an_otlp_receiver(receiver: tuple[str, list[ExportTraceServiceRequest]], tmp_path: Path) -> None:
+def test_export_to_an_otlp_receiver(
+    receiver: tuple[str, list[ExportTraceServiceRequest]], tmp_path: Path
+) -> None:
     url, received = receiver
     work = tmp_path / "q"
     shutil.copytree(REPO / "examples" / "quickstart", work)

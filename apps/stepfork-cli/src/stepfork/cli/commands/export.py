@@ -39,9 +39,7 @@ def export(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option(
-            "--output", "-o", help="Destination test file. Default ./test_<trace>_regression.py."
-        ),
+        typer.Option("--output", "-o", help="Destination test file. Default ./test_<trace>_regression.py."),
     ] = None,
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace the output file if it already exists.")

@@ -190,14 +190,20 @@ def build_trace(
                     timestamp=_time(span.end_ns),
                     duration_ms=duration,
                     model=llm.model,
-                    output=llm.output if llm.output is not None or call.convention == "stepfork" else {"content_captured": False},
+                    output=llm.output
+                    if llm.output is not None or call.convention == "stepfork"
+                    else {"content_captured": False},
                     prompt_tokens=llm.usage.get("prompt_tokens"),
                     completion_tokens=llm.usage.get("completion_tokens"),
                     total_tokens=llm.usage.get("total_tokens"),
                 )
             )
             continue
-        tool = conv.stepfork_tool(span) if call.convention == "stepfork" else conv.tool_call(span, call.convention)
+        tool = (
+            conv.stepfork_tool(span)
+            if call.convention == "stepfork"
+            else conv.tool_call(span, call.convention)
+        )
         if edge == "start":
             call.request_id = new_id()
             events.append(

@@ -96,7 +96,9 @@ def _pair(trace: Trace) -> tuple[list[_Call], Any, Any, Any]:
                 calls[event.parent_id].error = event
                 calls[event.parent_id].end = event.timestamp
             else:
-                tool = next((c for c in order if c.result is not None and c.result.id == event.parent_id), None)
+                tool = next(
+                    (c for c in order if c.result is not None and c.result.id == event.parent_id), None
+                )
                 if tool is not None:
                     tool.error = event
                 elif failure is None:
@@ -214,7 +216,9 @@ def trace_spans(
     scope = InstrumentationScope("stepfork", __version__)
 
     def context(event_id: str) -> Any:
-        return SpanContext(int(trace_hex, 16), int(_hex(event_id, 16), 16), False, TraceFlags(TraceFlags.SAMPLED))
+        return SpanContext(
+            int(trace_hex, 16), int(_hex(event_id, 16), 16), False, TraceFlags(TraceFlags.SAMPLED)
+        )
 
     root_id = start.id if start is not None else trace.run_id
     root_ctx = context(root_id)
@@ -387,7 +391,7 @@ def send_otlp(spans: Sequence[Any], endpoint: str, *, timeout: float = 10.0) -> 
     try:
         return bool(exporter.export(list(spans)) == SpanExportResult.SUCCESS)
     finally:
-        exporter.shutdown()
+        exporter.shutdown()  # type: ignore[no-untyped-call]
 
 
 class OtlpExportError(ValueError):
@@ -438,7 +442,9 @@ def export_otlp(
         try:
             replay = replay_entrypoint(str(path), entrypoint)
         except Exception as exc:  # an unresolvable entrypoint, bad options: the replay never ran
-            raise OtlpExportError(f"cannot replay {path} with {entrypoint}: {exc}", code="replay_failed") from None
+            raise OtlpExportError(
+                f"cannot replay {path} with {entrypoint}: {exc}", code="replay_failed"
+            ) from None
     from stepfork.replay.imported import IMPORT_EXTENSION
     from stepfork.trace.bundle import read_extension
 
