@@ -165,6 +165,17 @@ def openai_to_genai(messages: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _canonical_text(value: Any) -> str:
+    """Tool arguments or a tool result as text, JSON re-serialized canonically (sorted keys, compact) when
+    it is JSON: instrumentations store them as objects or as the SDK's text, with any spacing."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def genai_to_openai(messages: Any) -> list[dict[str, Any]]:
     """GenAI semconv messages as OpenAI Chat Completions messages (the inverse of :func:`openai_to_genai`
     on what both forms express: text, tool calls and tool results; other parts are dropped)."""
@@ -177,9 +188,11 @@ def genai_to_openai(messages: Any) -> list[dict[str, Any]]:
         responses = [p for p in parts if p.get("type") == "tool_call_response"]
         if responses:
             for part in responses:
-                response = part.get("response")
-                text = response if isinstance(response, str) else json.dumps(response, sort_keys=True)
-                out.append({"role": "tool", "tool_call_id": part.get("id"), "content": text})
+                # semconv's "response"; pydantic-ai writes "result"
+                response = part["response"] if "response" in part else part.get("result")
+                out.append(
+                    {"role": "tool", "tool_call_id": part.get("id"), "content": _canonical_text(response)}
+                )
             continue
         texts = [str(p.get("content", "")) for p in parts if p.get("type") == "text"]
         converted: dict[str, Any] = {"role": role, "content": "".join(texts) if texts else None}
@@ -189,12 +202,7 @@ def genai_to_openai(messages: Any) -> list[dict[str, Any]]:
                 {
                     "id": p.get("id"),
                     "type": "function",
-                    "function": {
-                        "name": p.get("name"),
-                        "arguments": p["arguments"]
-                        if isinstance(p.get("arguments"), str)
-                        else json.dumps(p.get("arguments"), sort_keys=True),
-                    },
+                    "function": {"name": p.get("name"), "arguments": _canonical_text(p.get("arguments"))},
                 }
                 for p in calls
             ]

@@ -42,6 +42,9 @@ GENAI_PARAMS = {
 }
 """GenAI request attributes -> the OpenAI Chat Completions body field they record."""
 
+FINISH_REASONS = {"tool_call": "tool_calls", "max_tokens": "length", "content_filtered": "content_filter"}
+"""GenAI finish reasons (as some instrumentations normalize them) -> the OpenAI value."""
+
 OLD_MESSAGE_EVENTS = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -192,8 +195,12 @@ def openinference_llm(span: Span) -> LLMCall:
     ``output.value`` the response body; without them, the flattened ``llm.input_messages.*``,
     ``llm.invocation_parameters`` and ``llm.tools.*`` give a partial request."""
     attrs = span.attributes
-    provider = str(attrs.get("llm.provider") or attrs.get("llm.system") or "openai")
     body = _json(attrs.get("input.value"))
+    if not isinstance(body, dict) and "gen_ai.input.messages" in attrs:
+        # OpenInference's span processors over GenAI spans (pydantic-ai): input.value is the user prompt,
+        # the GenAI attributes hold the request
+        return genai_llm(span)
+    provider = str(attrs.get("llm.provider") or attrs.get("llm.system") or "openai")
     path = OI_PATHS.get(span.name, "/v1/chat/completions")
     output = _json(attrs.get("output.value"))
     usage = _usage(attrs.get("llm.token_count.prompt"), attrs.get("llm.token_count.completion"))
@@ -281,6 +288,7 @@ def _genai_choices(span: Span) -> list[dict[str, Any]] | None:
             reason = raw.get("finish_reason") if isinstance(raw, dict) else None
             if reason is None and index < len(reasons):
                 reason = reasons[index]
+            reason = FINISH_REASONS.get(str(reason), reason)
             message["refusal"] = None
             choices.append(
                 {"index": index, "message": message, "finish_reason": reason or "stop", "logprobs": None}
