@@ -169,10 +169,11 @@ def _canonical_text(value: Any) -> str:
     """Tool arguments or a tool result as text, JSON re-serialized canonically (sorted keys, compact) when
     it is JSON: instrumentations store them as objects or as the SDK's text, with any spacing."""
     if isinstance(value, str):
+        text: str = value
         try:
-            value = json.loads(value)
+            value = json.loads(text)
         except ValueError:
-            return value
+            return text
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
