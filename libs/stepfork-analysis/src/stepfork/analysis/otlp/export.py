@@ -19,6 +19,7 @@ import base64
 import hashlib
 import json
 import re
+import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -211,14 +212,15 @@ def trace_spans(
     from stepfork.trace._version import __version__
 
     calls, start, end, failure = _pair(trace)
-    trace_hex = trace_id_of(trace.run_id)
+    # a run keeps one trace id (its spans replace themselves when exported again); a replay is a new
+    # trace, so a viewer shows it beside the run (stepfork.replay.of_trace_id links them)
+    trace_hex = trace_id_of(trace.run_id) if replay is None else secrets.token_hex(16)
     resource = Resource.create({"service.name": trace.agent_name})
     scope = InstrumentationScope("stepfork", __version__)
 
     def context(event_id: str) -> Any:
-        return SpanContext(
-            int(trace_hex, 16), int(_hex(event_id, 16), 16), False, TraceFlags(TraceFlags.SAMPLED)
-        )
+        span_hex = _hex(f"{trace_hex}:{event_id}" if replay is not None else event_id, 16)
+        return SpanContext(int(trace_hex, 16), int(span_hex, 16), False, TraceFlags(TraceFlags.SAMPLED))
 
     root_id = start.id if start is not None else trace.run_id
     root_ctx = context(root_id)
@@ -321,6 +323,7 @@ def trace_spans(
         root_attrs.update({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": trace.agent_name})
         root_name = f"invoke_agent {trace.agent_name}"
     if replay is not None:
+        root_attrs["stepfork.replay.of_trace_id"] = trace_id_of(trace.run_id)
         root_attrs["stepfork.replay.mode"] = replay.mode
         root_attrs["stepfork.replay.matching"] = replay.matching.status
         root_attrs["stepfork.replay.behavior"] = replay.behavior.status
