@@ -198,12 +198,27 @@ def test_a_replay_exports_with_its_verdict_per_call(
 
 
 def test_a_fork_exports_its_lineage(tmp_path: Path) -> None:
-    trace = Trace.load(REPO / "examples" / "quickstart" / "notify.sftrace")
-    (root, *_) = trace_spans(
-        trace, convention="openinference", fork={"parent_run_id": "run_x", "fork_step": 3}
+    work = tmp_path / "q"
+    shutil.copytree(REPO / "examples" / "quickstart", work)
+    forked = _cli(
+        "fork",
+        "notify.sftrace",
+        "--step",
+        "3",
+        "--entrypoint",
+        "quickstart:run_agent_fixed",
+        "-o",
+        "forked.sftrace",
+        cwd=work,
     )
-    assert root.attributes["stepfork.fork.parent_run_id"] == "run_x"
-    assert root.attributes["stepfork.fork.fork_step"] == 3
+    assert forked.code == 0, forked.text
+    done = _cli("export", "forked.sftrace", "--otlp", "-o", "fork.otlp.json", cwd=work)
+    assert done.code == 0, done.text
+    document = json.loads((work / "fork.otlp.json").read_text())
+    root = document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    attrs = {kv["key"]: next(iter(kv["value"].values())) for kv in root["attributes"]}
+    assert attrs["stepfork.fork.parent.run_id"] == Trace.load(work / "notify.sftrace").run_id
+    assert attrs["stepfork.fork.fork_step"] == "3"  # OTLP/JSON writes 64-bit ints as strings
 
 
 class _Receiver(BaseHTTPRequestHandler):

@@ -107,6 +107,20 @@ def _pair(trace: Trace) -> tuple[list[_Call], Any, Any, Any]:
     return order, start, end, failure
 
 
+def _flat(prefix: str, value: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"parent": {"run_id": x}}`` as ``{"<prefix>.parent.run_id": x}``; lists as JSON text."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}.{key}"
+        if isinstance(item, Mapping):
+            out.update(_flat(name, item))
+        elif isinstance(item, str | int | float | bool):
+            out[name] = item
+        elif item is not None:
+            out[name] = json.dumps(item, ensure_ascii=False, sort_keys=True)
+    return out
+
+
 def _llm_attributes(call: _Call, convention: str) -> tuple[str, dict[str, Any]]:
     request = call.request
     data = request.input if isinstance(request.input, dict) else {}
@@ -330,9 +344,7 @@ def trace_spans(
         root_attrs["stepfork.replay.exit_code"] = replay.exit_code
         if replay.matching.status == "DIVERGED":
             root_attrs["stepfork.replay.divergence"] = replay.matching.message or ""
-    for key, value in (fork or {}).items():
-        if isinstance(value, str | int | float | bool):
-            root_attrs[f"stepfork.fork.{key}"] = value
+    root_attrs.update(_flat("stepfork.fork", fork or {}))
     root_events = []
     root_status = Status(StatusCode.OK)
     root_attrs["stepfork.run_start"] = start is not None
