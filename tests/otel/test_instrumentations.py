@@ -19,7 +19,7 @@ import pytest
 
 from stepfork.replay import ReplaySession
 
-from .conftest import GENAI_CONTENT, Done
+from .conftest import GENAI_CONTENT, Done, run
 
 pytestmark = pytest.mark.slow
 ANSWER = "It is 21 degrees and sunny in Paris."
@@ -133,3 +133,53 @@ def test_content_capture_off_imports_but_replay_says_how_to_turn_it_on(
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only where the agent runs, then import the "
         "new trace"
     )
+
+
+def test_a_streamed_call_traced_by_openinference_replays_as_a_stream(
+    work: Path, cli: Callable[..., Done]
+) -> None:
+    (work / "stream_agent.py").write_text(
+        '''"""The weather agent's streamed answer (stream=True), traced by openinference-instrumentation-openai."""
+import sys
+
+import httpx2
+import openai
+from fake_providers import FakeProvider
+
+from stepfork.integrations.openai import instrument_openai
+
+
+def run_agent() -> str:
+    http = httpx2.Client(transport=FakeProvider().transport())
+    client = instrument_openai(openai.OpenAI(api_key="sk-prod-secret-key", http_client=http, max_retries=0))
+    stream = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "Weather in Paris?"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    return "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+
+
+if __name__ == "__main__":
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(sys.argv[1])))
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    print(run_agent())
+    provider.shutdown()
+'''
+    )
+    produced = run([sys.executable, "stream_agent.py", "spans.jsonl"], work)
+    assert produced.code == 0, produced.text
+    assert cli("import", "spans.jsonl", "-o", "stream.sftrace").code == 0
+    replayed = cli("replay", "stream.sftrace", "--entrypoint", "stream_agent:run_agent")
+    assert replayed.code == 0, replayed.text
+    assert "1. llm openai/gpt-4o-mini (substituted)" in replayed.out
+    assert f"Final result: {json.dumps(ANSWER)}" in replayed.out
+    # no run span around the call: the trace recorded no run output to compare with
+    assert "Recorded behavior: NOT RECORDED" in replayed.out

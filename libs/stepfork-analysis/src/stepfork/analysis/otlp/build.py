@@ -117,6 +117,8 @@ def build_trace(
     run_id = f"run_{trace_id}"
     root_id = new_id()
     run_input, run_output = conv.run_io(root, _detect(root, convention))
+    if root.span_id in call_of:  # no run span: the root is a call, whose input/output are not the run's
+        run_input = run_output = None
     # (time, order, seq): a span's start before its end; at one instant, ends before starts
     timeline: list[tuple[int, int, int, str, _Call]] = []
     for seq, item in enumerate(sorted(calls, key=lambda c: (c.span.start_ns, c.span.end_ns))):

@@ -171,6 +171,42 @@ def _http_output(body: Any) -> dict[str, Any]:
     return {"status": 200, "headers": {"content-type": "application/json"}, "json": body}
 
 
+def streamed_output(request: Any, completion: Any) -> dict[str, Any]:
+    """The capture's SSE output for a streamed Chat Completions request (``"stream": true``) whose
+    traced response is one accumulated completion (what the instrumentations keep of a stream): one
+    content/tool-call delta per choice, a finish chunk, the usage chunk when ``stream_options`` asked
+    for it, then ``[DONE]``. Anything else: the JSON output."""
+    if not (isinstance(request, dict) and request.get("stream") is True and isinstance(completion, dict)):
+        return _http_output(completion)
+    base = {
+        "id": completion.get("id", "chatcmpl-imported"),
+        "object": "chat.completion.chunk",
+        "created": completion.get("created", 0),
+        "model": completion.get("model", request.get("model")),
+    }
+    events: list[dict[str, Any]] = []
+    finals = []
+    for position, choice in enumerate(completion.get("choices") or ()):
+        message = choice.get("message") or {} if isinstance(choice, dict) else {}
+        index = choice.get("index", position) if isinstance(choice, dict) else position
+        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
+        events.append(
+            {"data": {**base, "choices": [{"index": index, "delta": delta, "finish_reason": None}]}}
+        )
+        reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        finals.append({"index": index, "delta": {}, "finish_reason": reason or "stop"})
+    events.extend({"data": {**base, "choices": [final]}} for final in finals)
+    wants_usage = (request.get("stream_options") or {}).get("include_usage") is True
+    if wants_usage and isinstance(completion.get("usage"), dict):
+        events.append({"data": {**base, "choices": [], "usage": completion["usage"]}})
+    events.append({"text": "[DONE]"})
+    sse = {"end": "finished", "event_count": len(events), "events": events, "error": None}
+    return {"status": 200, "headers": {"content-type": "text/event-stream"}, "sse": sse}
+
+
 def _usage(prompt: Any, completion: Any) -> dict[str, int | None]:
     prompt_i = prompt if isinstance(prompt, int) else None
     completion_i = completion if isinstance(completion, int) else None
@@ -234,7 +270,9 @@ def openinference_llm(span: Span) -> LLMCall:
             fields=sorted(partial),
         )
     if isinstance(output, dict):
-        call.output = _http_output(output)
+        call.output = (
+            streamed_output(body, output) if path == "/v1/chat/completions" else _http_output(output)
+        )
     else:
         call.content_captured = False
     return call
