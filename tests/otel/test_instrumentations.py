@@ -139,7 +139,7 @@ def test_a_streamed_call_traced_by_openinference_replays_as_a_stream(
     work: Path, cli: Callable[..., Done]
 ) -> None:
     (work / "stream_agent.py").write_text(
-        '''"""The weather agent's streamed answer (stream=True), traced by openinference-instrumentation-openai."""
+        '''"""A streamed answer (stream=True), traced by openinference-instrumentation-openai."""
 import sys
 
 import httpx2

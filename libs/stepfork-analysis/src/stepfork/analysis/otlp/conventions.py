@@ -185,7 +185,7 @@ def streamed_output(request: Any, completion: Any) -> dict[str, Any]:
         "model": completion.get("model", request.get("model")),
     }
     events: list[dict[str, Any]] = []
-    finals = []
+    finals: list[dict[str, Any]] = []
     for position, choice in enumerate(completion.get("choices") or ()):
         message = choice.get("message") or {} if isinstance(choice, dict) else {}
         index = choice.get("index", position) if isinstance(choice, dict) else position
