@@ -53,6 +53,8 @@ def import_spans(
         try:
             trace.save(target, overwrite=overwrite)
         except (TraceError, OSError) as exc:
+            if getattr(exc, "code", None) == "already_exists":
+                fail(f"Cannot write {target}: it exists (use --overwrite)", 2)
             fail(f"Cannot write {target}: {sanitize_text(str(exc))}", 2)
         rows.append((trace, target))
     if single:
