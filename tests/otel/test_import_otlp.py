@@ -307,3 +307,12 @@ def test_bad_input_is_one_line_and_exit_2(content: bytes, message: str, tmp_path
     assert message in done.err
     assert "Traceback" not in done.text
     assert len(done.err.strip().splitlines()) == 1
+
+
+def test_an_existing_bundle_needs_overwrite(sdk_spans: Callable[..., Path], tmp_path: Path) -> None:
+    spans = sdk_spans(openinference_run, "spans.pb")
+    assert run([stepfork_exe(), "import", str(spans), "-o", "run.sftrace"], tmp_path).code == 0
+    again = run([stepfork_exe(), "import", str(spans), "-o", "run.sftrace"], tmp_path)
+    assert again.code == 2
+    assert again.err.strip() == "Cannot write run.sftrace: it exists (use --overwrite)"
+    assert run([stepfork_exe(), "import", str(spans), "-o", "run.sftrace", "--overwrite"], tmp_path).code == 0
