@@ -31,7 +31,7 @@ def export_otlp_command(
     if output is None and endpoint is None:
         fail("--otlp needs --output FILE (OTLP/JSON) or --otlp-endpoint URL.", 2)
     try:
-        from stepfork.analysis.otlp.export import OtlpExportError, export_otlp
+        from stepfork.analysis.otlp.bundle_export import OtlpExportError, export_otlp
     except ImportError as exc:
         fail(f"OTLP export needs the otel extra: pip install 'stepfork-analysis[otel]' ({exc})", 2)
     try:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from stepfork.analysis.otlp import conventions as conv
+from stepfork.analysis.otlp import exact
 from stepfork.analysis.otlp.decode import Span
 from stepfork.trace.bundle import Trace
 from stepfork.trace.models import (
@@ -35,7 +36,7 @@ STATUS_ERROR = 2
 _LLM_READERS = {
     "openinference": conv.openinference_llm,
     "genai": conv.genai_llm,
-    "stepfork": conv.stepfork_llm,
+    "stepfork": exact.stepfork_llm,
 }
 
 
@@ -202,7 +203,7 @@ def build_trace(
             )
             continue
         tool = (
-            conv.stepfork_tool(span)
+            exact.stepfork_tool(span)
             if call.convention == "stepfork"
             else conv.tool_call(span, call.convention)
         )
