@@ -26,6 +26,7 @@ TOP_LEVEL_HELP = (
     "  run       Run an exported regression test and report the verdict...\n"
     "  score     Score an exported expectation against a mutant battery...\n"
     "  check     Replay every bundle of a corpus against a candidate build and...\n"
+    "  import    Import OpenTelemetry spans (GenAI or OpenInference) as...\n"
     "  redact    Write a redacted copy of a bundle with a new integrity.json.\n"
     "  upload    Upload a spooled bundle to object storage (integrity.json last).\n"
 )

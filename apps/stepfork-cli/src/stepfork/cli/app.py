@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "run": "stepfork.cli.commands.run",
     "score": "stepfork.cli.commands.score",
     "check": "stepfork.cli.commands.check",
+    "import": "stepfork.cli.commands.import_",
     "redact": "stepfork.cli.commands.redact",
     "upload": "stepfork.cli.commands.upload",
 }

@@ -54,7 +54,9 @@ from stepfork.trace.jsonable import to_jsonable
 from stepfork.trace.models import EventType, RunStatus
 from stepfork.trace.redaction import redact_json, redact_text
 
-REJECTING_CODES = frozenset({"invalid_input_fingerprint", "invalid_output_fingerprint"})
+REJECTING_CODES = frozenset(
+    {"invalid_input_fingerprint", "invalid_output_fingerprint", "content_not_captured"}
+)
 
 
 def _text(message: str) -> str:
@@ -212,6 +214,7 @@ class ReplayOutcome:
                     "kind": call.kind,
                     "label": call.label,
                     "action": call.action,
+                    "match": call.match,
                     "status": call.status.value if call.status is not None else None,
                     "input": call.input,
                 }
@@ -401,6 +404,8 @@ def replay_entrypoint(
         allow_hosts=allow_hosts,
         ignore=ignore,
     )
+    if not isinstance(trace, Trace):
+        session.attach_bundle(trace)  # extension files (an imported bundle's otel-import.json)
     unmatched = unmatched_keys(classes, recorded_error_types(session.calls)) if classes else ()
     function = (
         resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint

@@ -135,6 +135,8 @@ def run_regression_case(
         network=network,
         allow_hosts=allow_hosts,
     )
+    if not isinstance(source, Trace):
+        session.attach_bundle(source)  # extension files (an imported bundle's otel-import.json)
     if isinstance(entrypoint, str):
         try:
             function = resolve_entrypoint(entrypoint, import_root=import_root)

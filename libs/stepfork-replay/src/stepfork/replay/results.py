@@ -15,12 +15,15 @@ from stepfork.trace.models import EventStatus
 @dataclass(frozen=True, slots=True)
 class MatchedCall:
     """A recorded call the replay consumed: ``index`` (0-based, visible calls), kind, label, and
-    ``action`` ``"substituted"`` (recorded response served) or ``"executed"`` (body ran)."""
+    ``action`` ``"substituted"`` (recorded response served) or ``"executed"`` (body ran), and ``match``
+    ``"full"`` or ``"partial"`` (a call imported with part of its request: only those fields were compared;
+    stepfork.replay.imported)."""
 
     index: int
     kind: str
     label: str
     action: str
+    match: str = "full"
 
 
 class ExecutedCall:
@@ -32,9 +35,11 @@ class ExecutedCall:
         status: the recorded :class:`EventStatus` when substituted (``error`` for a recorded failure);
             None when the body executed, because the recorded status does not describe the new response.
         step: ``step`` of the recorded call event.
+        match: ``"full"``, or ``"partial"`` when only the request fields an imported call holds were
+            compared (stepfork.replay.imported).
     """
 
-    __slots__ = ("_input", "action", "index", "kind", "label", "status", "step")
+    __slots__ = ("_input", "action", "index", "kind", "label", "match", "status", "step")
 
     index: int
     kind: str
@@ -42,6 +47,7 @@ class ExecutedCall:
     status: EventStatus | None
     action: str
     step: int
+    match: str
     _input: Any
 
     def __init__(
@@ -53,6 +59,7 @@ class ExecutedCall:
         status: EventStatus | None,
         action: str,
         step: int = 0,
+        match: str = "full",
     ) -> None:
         set_ = object.__setattr__
         for name, value in (
@@ -63,6 +70,7 @@ class ExecutedCall:
             ("status", status),
             ("action", action),
             ("step", step),
+            ("match", match),
         ):
             set_(self, name, value)
 
@@ -76,7 +84,16 @@ class ExecutedCall:
         return value.value if isinstance(value, LiveInput) else value
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.index, self.kind, self.label, self.input, self.status, self.action, self.step)
+        return (
+            self.index,
+            self.kind,
+            self.label,
+            self.input,
+            self.status,
+            self.action,
+            self.step,
+            self.match,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ExecutedCall) and self._key() == other._key()
@@ -86,7 +103,8 @@ class ExecutedCall:
     def __repr__(self) -> str:
         return (
             f"ExecutedCall(index={self.index}, kind={self.kind!r}, label={self.label!r}, "
-            f"input={self.input!r}, status={self.status!r}, action={self.action!r}, step={self.step})"
+            f"input={self.input!r}, status={self.status!r}, action={self.action!r}, step={self.step}"
+            + (f", match={self.match!r})" if self.match != "full" else ")")
         )
 
 
@@ -120,7 +138,7 @@ class ServedCalls:
     :meth:`add` and the reads.
     """
 
-    __slots__ = ("_actions", "_calls", "_executed", "_inputs", "_matched")
+    __slots__ = ("_actions", "_calls", "_executed", "_inputs", "_matched", "_partial")
 
     def __init__(self) -> None:
         self._calls: list[RecordedCall] = []
@@ -128,14 +146,17 @@ class ServedCalls:
         self._actions: list[str] = []
         self._matched: list[MatchedCall] = []
         self._executed: list[ExecutedCall] = []
+        self._partial: set[int] = set()  # positions matched on partial input (imported calls)
 
-    def add(self, expected: RecordedCall, live: LiveInput, action: str) -> None:
+    def add(self, expected: RecordedCall, live: LiveInput, action: str, match: str = "full") -> None:
         """Record that ``expected`` was consumed by a live call with input ``live``; ``action`` is
         ``"executed"`` (the body ran) or ``"substituted"`` (the recorded outcome was served).
 
         Only ``live.value`` is read from now on, so its cached bytes are released (recomputed on demand).
         """
         live.release_bytes()
+        if match != "full":
+            self._partial.add(len(self._calls))
         self._calls.append(expected)
         self._inputs.append(live)
         self._actions.append(action)
@@ -152,7 +173,8 @@ class ServedCalls:
         for position in range(len(self._matched), len(self._calls)):
             expected, action = self._calls[position], self._actions[position]
             executed = action == "executed"
-            self._matched.append(MatchedCall(expected.index, expected.kind, expected.label, action))
+            match = "partial" if position in self._partial else "full"
+            self._matched.append(MatchedCall(expected.index, expected.kind, expected.label, action, match))
             self._executed.append(
                 ExecutedCall(
                     expected.index,
@@ -162,6 +184,7 @@ class ServedCalls:
                     None if executed else EventStatus(expected.status),
                     action,
                     expected.step,
+                    match,
                 )
             )
 

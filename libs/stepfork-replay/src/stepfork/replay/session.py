@@ -41,6 +41,12 @@ from typing import Any, TypeVar
 
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
 from stepfork.replay.ignoring import IgnoredDifference, normalize_ignore
+from stepfork.replay.imported import (
+    IMPORT_EXTENSION,
+    ImportedCalls,
+    content_not_captured,
+    project_input,
+)
 from stepfork.replay.matching import (
     LiveInput,
     check_identity,
@@ -173,6 +179,9 @@ class ReplaySession:
         self._divergence_count = 0
         self._orphan_warned = False
         self.bundle_path: Path | None = None  # set by from_trace(path); see metadata()
+        # calls imported from OpenTelemetry spans (otel-import.json, set by from_trace): partial inputs
+        # and content never captured (stepfork.replay.imported)
+        self.imported: ImportedCalls | None = None
         self._token: Token[BoundaryHandler | None] | None = None
         self._entered = False
         self._active = False
@@ -212,8 +221,17 @@ class ReplaySession:
             ignore=ignore,
         )
         if not isinstance(source, Trace):
-            session.bundle_path = Path(source)
+            session.attach_bundle(source)
         return session
+
+    def attach_bundle(self, path: str | os.PathLike[str]) -> None:
+        """Note the bundle directory the session's trace was loaded from: :meth:`metadata` reads its
+        extension files, and an ``otel-import.json`` (a bundle made by ``stepfork import``) tells which
+        calls hold part of their request or no content (stepfork.replay.imported)."""
+        self.bundle_path = Path(path)
+        data = self.metadata(IMPORT_EXTENSION)
+        if data is not None:
+            self.imported = ImportedCalls(data)
 
     def metadata(self, name: str) -> Any:
         """The bundle's extension file ``<name>.json`` (``sdk-versions``, ``fork``) as JSON, or None.
@@ -379,6 +397,14 @@ class ReplaySession:
             expected = check_identity(cursor.select(call, live, self._compares), call, live)
             # not self._compares(expected), inlined: this runs once per replayed call
             live_llm = self.hybrid and expected.kind == "llm" and expected.label in self.live_llms
+            served_live, match = live, "full"
+            if self.imported is not None and (info := self.imported.get(expected.call_event_id)) is not None:
+                if not info.content_captured and not live_llm:
+                    raise content_not_captured(
+                        expected.kind, expected.label, expected.index, self.imported.convention
+                    )
+                if info.partial:
+                    live, match = LiveInput(project_input(call.input, info)), "partial"
             ignored_paths = self._ignore.get(expected.label, ())
             ignored = check_input(cursor, expected, call, live, compare=not live_llm, ignore=ignored_paths)
             for path, before, after in ignored:
@@ -393,7 +419,7 @@ class ReplaySession:
                 check_live_tool(self.allow_live_tools, expected, call, live)
                 execute = True
             cursor.consume(expected)
-            self._served.add(expected, live, "executed" if execute else "substituted")
+            self._served.add(expected, served_live, "executed" if execute else "substituted", match)
         if execute:
             return True, None
         if expected.status == "error":  # EventStatus.ERROR.value

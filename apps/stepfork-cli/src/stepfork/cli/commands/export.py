@@ -73,8 +73,22 @@ def export(
     ] = None,
     ordering: Annotated[str, ordering_option()] = "auto",
     ignore: Annotated[list[str] | None, ignore_option()] = None,
+    otlp: Annotated[
+        bool, typer.Option("--otlp", help="Export the run as OTLP/JSON spans to --output (docs/import.md).")
+    ] = False,
+    otlp_endpoint: Annotated[
+        str | None, typer.Option("--otlp-endpoint", help="Send the spans to this OTLP/HTTP traces URL.")
+    ] = None,
+    convention: Annotated[
+        str, typer.Option("--convention", help="Span attributes for --otlp: genai or openinference.")
+    ] = "genai",
 ) -> None:
     """Export an executable pytest regression test from a trace."""
+    if otlp or otlp_endpoint is not None:  # issue 15: OTLP export (with --entrypoint: of a replay)
+        from stepfork.cli.commands._export_otlp import export_otlp_command
+
+        export_otlp_command(path, output, otlp_endpoint, convention, entrypoint, overwrite=overwrite)
+        return
     from stepfork.analysis.export import (
         EXPORT_MODES,
         ExportError,

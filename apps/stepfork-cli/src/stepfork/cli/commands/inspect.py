@@ -55,10 +55,11 @@ def inspect(
             _emit_json({"error": "missing_step", "message": message})
             raise typer.Exit(1)
         fail(message, 1)
+    imported = _Imported.read(path)
     if as_json:
-        _stream_json(path, found, step=step, errors_only=errors_only)
+        _stream_json(path, found, imported, step=step, errors_only=errors_only)
         return
-    _render(path, found, show_details=events, show_all=show_all, step=step, errors_only=errors_only)
+    _render(path, found, imported, show_details=events, show_all=show_all, step=step, errors_only=errors_only)
 
 
 def _emit_json(value: object) -> None:
@@ -67,7 +68,42 @@ def _emit_json(value: object) -> None:
     emit_json(value)
 
 
-def _stream_json(path: Path, found: Any, *, step: int | None, errors_only: bool) -> None:
+class _Imported:
+    """What ``stepfork import`` recorded of a bundle's calls (otel-import.json; stepfork.replay.imported):
+    the counts for the summary and the calls recorded without content, marked on their rows."""
+
+    def __init__(self, summary: dict[str, Any] | None, table: Any) -> None:
+        self.summary = summary
+        self._table = table
+
+    @classmethod
+    def read(cls, path: Path) -> _Imported:
+        from stepfork.replay.imported import IMPORT_EXTENSION, ImportedCalls, import_summary
+        from stepfork.trace.bundle import read_extension
+        from stepfork.trace.errors import TraceError
+
+        try:
+            data = read_extension(path, IMPORT_EXTENSION)
+        except (TraceError, ValueError, OSError):
+            return cls(None, None)
+        counts = import_summary(data)
+        if counts is None:
+            return cls(None, None)
+        table = ImportedCalls(data)
+        return cls({"convention": table.convention, **counts}, table)
+
+    def head(self, summary: dict[str, Any]) -> dict[str, Any]:
+        return summary if self.summary is None else {**summary, "imported": self.summary}
+
+    def mark(self, row: dict[str, Any]) -> dict[str, Any]:
+        if self._table is not None:
+            info = self._table.get(str(row.get("id", "")))
+            if info is not None and not info.content_captured:
+                row["content_captured"] = False
+        return row
+
+
+def _stream_json(path: Path, found: Any, imported: _Imported, *, step: int | None, errors_only: bool) -> None:
     """Write ``{summary..., "timeline": [rows]}`` (the reference's TraceInspection), the rows streamed
     from a second pass over the bundle, so memory never holds the whole timeline."""
     import json
@@ -76,7 +112,7 @@ def _stream_json(path: Path, found: Any, *, step: int | None, errors_only: bool)
 
     from stepfork.cli.render.inspection import inspect_bundle
 
-    text = json.dumps({**found.summary(), "timeline": []}, indent=2, ensure_ascii=False)
+    text = json.dumps({**imported.head(found.summary()), "timeline": []}, indent=2, ensure_ascii=False)
     opening = text[: text.rindex("[]")]
     out = sys.stdout
     out.write(opening + "[")
@@ -84,7 +120,7 @@ def _stream_json(path: Path, found: Any, *, step: int | None, errors_only: bool)
 
     def write(_position: int, row: dict[str, object]) -> None:
         nonlocal first
-        shown = textwrap.indent(json.dumps(row, indent=2, ensure_ascii=False), "    ")
+        shown = textwrap.indent(json.dumps(imported.mark(row), indent=2, ensure_ascii=False), "    ")
         out.write(("\n" if first else ",\n") + shown)
         first = False
 
@@ -127,6 +163,15 @@ def _summary_lines(head: dict[str, Any]) -> list[tuple[str, object]]:
     failure = head["failure"]
     if isinstance(failure, dict):
         lines.append(("Failure", f"{failure['type']}: {failure['message']} (step {failure['step']})"))
+    imported = head.get("imported")
+    if isinstance(imported, dict):
+        lines.append(
+            (
+                "Imported",
+                f"OpenTelemetry ({imported['convention']}): {imported['not_captured']} calls without "
+                f"content, {imported['partial']} with partial input",
+            )
+        )
     return lines
 
 
@@ -144,7 +189,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         str(row["step"]),
         str(row["type"]),
         str(row["label"]),
-        str(row["status"]),
+        str(row["status"]) + (" (content not captured)" if row.get("content_captured") is False else ""),
         "" if latency is None else f"{latency} ms",
         "" if tokens is None else str(tokens),
         "" if cost is None else f"${cost:.4f}",
@@ -152,7 +197,14 @@ def _cells(row: dict[str, Any]) -> list[str]:
 
 
 def _render(
-    path: Path, found: Any, *, show_details: bool, show_all: bool, step: int | None, errors_only: bool
+    path: Path,
+    found: Any,
+    imported: _Imported,
+    *,
+    show_details: bool,
+    show_all: bool,
+    step: int | None,
+    errors_only: bool,
 ) -> None:
     """The summary, then the timeline: the bounded rows of ``found``, or with ``show_all`` every row from
     a second streamed pass (through the terminal's pager when stdout is a terminal)."""
@@ -169,7 +221,7 @@ def _render(
     out.soft_wrap = True  # one line per row, however wide: a pipe's 80 columns must not fold it
     out.print("Stepfork Trace Inspector")
     out.print()
-    for label, value in _summary_lines(found.summary()):
+    for label, value in _summary_lines(imported.head(found.summary())):
         out.print(Text(f"{label + ':':<15}{value}"))
     out.print()
     out.print("Event Timeline")
@@ -188,7 +240,7 @@ def _render(
         return "  ".join(parts).rstrip()
 
     def row_text(row: dict[str, Any]) -> str:
-        cells = _cells(row)
+        cells = _cells(imported.mark(row))
         if show_details:
             details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
             cells.append(escape_controls(details))

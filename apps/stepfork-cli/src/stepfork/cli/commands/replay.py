@@ -255,6 +255,8 @@ def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
         lines.append("  (none reached)")
     for call in outcome.calls:
         extra = ", recorded error" if call.status is not None and str(call.status) == "error" else ""
+        if getattr(call, "match", "full") == "partial":  # imported call holding part of its request
+            extra += ", matched on partial input"
         lines.append(f"  {call.index + 1}. {call.kind} {sanitize_text(call.label)} ({call.action}{extra})")
     matching = outcome.matching
     lines.append(f"Dependency matching: {matching.status}")

@@ -44,6 +44,8 @@ def validate(
         echo(f"{'✓' if check.passed else '✗'} {check.name}")
     for warning in result.warnings:
         typer.echo(f"warning: {warning.code}: {sanitize_text(warning.message)}")
+    for code, message in _import_warnings(path):  # a bundle made by `stepfork import` (issue 15)
+        typer.echo(f"warning: {code}: {message}")
     typer.echo("")
     if result.valid:
         typer.echo("Validation passed.")
@@ -56,6 +58,17 @@ def validate(
         suffix = f" ({', '.join(where)})" if where else ""
         typer.echo(f"  {issue.code}: {sanitize_text(issue.message)}{suffix}", err=True)
     raise typer.Exit(2 if result.unreadable else 1)
+
+
+def _import_warnings(path: Path) -> list[tuple[str, str]]:
+    from stepfork.replay.imported import IMPORT_EXTENSION, import_warnings
+    from stepfork.trace.bundle import read_extension
+    from stepfork.trace.errors import TraceError
+
+    try:
+        return import_warnings(read_extension(path, IMPORT_EXTENSION))
+    except (TraceError, ValueError, OSError):
+        return []
 
 
 def _step(step: int | None) -> str | None:

@@ -1,0 +1,340 @@
+"""One trace's spans -> a Stepfork ``Trace`` (schema 0.1 events) plus the ``otel-import.json`` extension.
+
+The run is the trace's root span (the parentless span that starts first; an OpenInference AGENT/CHAIN
+or a GenAI ``invoke_agent`` span is preferred when several are parentless): it gives ``run_start``/
+``run_end``, the run's input and output, the status and the failure (span status ERROR, its
+``exception`` event). Every LLM and tool span becomes a call: its request event at the span's start, its
+result at the span's end, events ordered by time; ``parent_id`` is the event of the nearest ancestor span
+that is a call, else ``run_start``. docs/import.md has the tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from stepfork.analysis.otlp import conventions as conv
+from stepfork.analysis.otlp import exact
+from stepfork.analysis.otlp.decode import Span
+from stepfork.trace.bundle import Trace
+from stepfork.trace.models import (
+    ErrorEvent,
+    EventStatus,
+    FailureInfo,
+    LLMRequest,
+    LLMResponse,
+    RunEnd,
+    RunStart,
+    RunStatus,
+    ToolCall,
+    ToolResult,
+)
+
+STATUS_ERROR = 2
+_LLM_READERS = {
+    "openinference": conv.openinference_llm,
+    "genai": conv.genai_llm,
+    "stepfork": exact.stepfork_llm,
+}
+
+
+@dataclass
+class _Call:
+    span: Span
+    role: str  # "llm" | "tool"
+    convention: str
+    request_id: str = ""
+
+
+def _time(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1_000_000_000, tz=UTC) if ns > 0 else datetime.fromtimestamp(0, tz=UTC)
+
+
+def _failure(span: Span) -> tuple[str, str]:
+    """The ``(type, message)`` of a failed span: its ``exception`` event, else the status message."""
+    for event in span.events:
+        if event.name == "exception":
+            kind = str(event.attributes.get("exception.type") or "Error")
+            message = str(event.attributes.get("exception.message") or span.status_message or kind)
+            return kind, message
+    return "SpanError", span.status_message or f"span {span.name!r} ended with status ERROR"
+
+
+def _detect(span: Span, convention: str) -> str | None:
+    found = conv.convention_of(span)
+    if found is None:
+        return None
+    return found if convention in ("auto", found) or found == "stepfork" else None
+
+
+def _root(spans: list[Span], convention: str) -> Span:
+    ids = {s.span_id for s in spans}
+    roots = [s for s in spans if s.parent_id is None or s.parent_id not in ids] or spans
+    roots.sort(key=lambda s: s.start_ns)
+    for span in roots:
+        found = _detect(span, convention)
+        if found is not None and conv.role_of(span, found) == "agent":
+            return span
+    return roots[0]
+
+
+def build_trace(
+    spans: list[Span], *, convention: str = "auto", agent_name: str | None = None
+) -> tuple[Trace, dict[str, Any]]:
+    """Build the ``Trace`` of one trace's ``spans`` and its ``otel-import.json`` data.
+
+    Args:
+        spans: the spans of one trace (any order).
+        convention: ``"auto"`` (each span read under the convention its attributes show), ``"genai"`` or
+            ``"openinference"`` (spans of the other convention are ignored).
+        agent_name: the bundle's agent name (default: the resource's ``service.name``, else ``otel-import``).
+
+    Returns:
+        ``(trace, extension)``; ``extension`` is the JSON of ``otel-import.json`` (stepfork.replay.imported).
+    """
+    trace_id = spans[0].trace_id
+    root = _root(spans, convention)
+    by_id = {s.span_id: s for s in spans}
+    calls: list[_Call] = []
+    for span in spans:
+        found = _detect(span, convention)
+        role = conv.role_of(span, found) if found is not None else None
+        if role in ("llm", "tool"):  # a root LLM span (no agent span around it) is the run and its call
+            assert found is not None
+            calls.append(_Call(span, role, found))
+    call_of = {c.span.span_id: c for c in calls}
+    conventions_seen = sorted({c.convention for c in calls}) or [_detect(root, convention) or "genai"]
+
+    counter = 0
+    prefix = hashlib.sha256(trace_id.encode()).hexdigest()[:16]
+
+    def new_id() -> str:
+        nonlocal counter
+        counter += 1
+        return f"evt_{prefix}{counter:016x}"
+
+    run_id = f"run_{trace_id}"
+    root_id = new_id()
+    run_input, run_output = conv.run_io(root, _detect(root, convention))
+    if root.span_id in call_of:  # no run span: the root is a call, whose input/output are not the run's
+        run_input = run_output = None
+    # (time, order, seq): a span's start before its end; at one instant, ends before starts
+    timeline: list[tuple[int, int, int, str, _Call]] = []
+    for seq, item in enumerate(sorted(calls, key=lambda c: (c.span.start_ns, c.span.end_ns))):
+        start, end = item.span.start_ns, max(item.span.end_ns, item.span.start_ns)
+        timeline.append((start, 1, seq, "start", item))
+        timeline.append((end, 0 if end > start else 2, seq, "end", item))
+    timeline.sort(key=lambda item: item[:3])
+
+    def parent_of(span: Span) -> str:
+        parent = by_id.get(span.parent_id or "")
+        while parent is not None:
+            call = call_of.get(parent.span_id)
+            if call is not None and call.request_id:
+                return call.request_id
+            parent = by_id.get(parent.parent_id or "")
+        return root_id
+
+    events: list[Any] = [RunStart(id=root_id, run_id=run_id, timestamp=_time(root.start_ns), input=run_input)]
+    extension_calls: dict[str, Any] = {}
+    for _, _, _, edge, call in timeline:
+        span = call.span
+        step = len(events)
+        failed = span.status_code == STATUS_ERROR
+        if call.role == "llm":
+            llm = _LLM_READERS[call.convention](span)
+            if edge == "start":
+                call.request_id = new_id()
+                events.append(
+                    LLMRequest(
+                        id=call.request_id,
+                        run_id=run_id,
+                        parent_id=parent_of(span),
+                        step=step,
+                        timestamp=_time(span.start_ns),
+                        provider=llm.provider or None,
+                        model=llm.model,
+                        input=llm.input,
+                    )
+                )
+                info: dict[str, Any] = {"span_id": span.span_id, "content_captured": llm.content_captured}
+                if llm.fields is not None:
+                    info["fields"] = llm.fields
+                if llm.normalize:
+                    info["normalize"] = llm.normalize
+                extension_calls[call.request_id] = info
+                continue
+            duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
+            if llm.missing and not failed:
+                continue
+            if failed and llm.output is None:
+                kind, message = _failure(span)
+                events.append(
+                    ErrorEvent(
+                        id=new_id(),
+                        run_id=run_id,
+                        parent_id=call.request_id,
+                        step=step,
+                        timestamp=_time(span.end_ns),
+                        error_type=kind,
+                        message=message,
+                        details={"chain": [{"type": kind, "message": message}]},
+                    )
+                )
+                continue
+            events.append(
+                LLMResponse(
+                    id=new_id(),
+                    run_id=run_id,
+                    parent_id=call.request_id,
+                    step=step,
+                    timestamp=_time(span.end_ns),
+                    duration_ms=duration,
+                    model=llm.model,
+                    output=llm.output
+                    if llm.output is not None or call.convention == "stepfork"
+                    else {"content_captured": False},
+                    prompt_tokens=llm.usage.get("prompt_tokens"),
+                    completion_tokens=llm.usage.get("completion_tokens"),
+                    total_tokens=llm.usage.get("total_tokens"),
+                )
+            )
+            continue
+        tool = (
+            exact.stepfork_tool(span)
+            if call.convention == "stepfork"
+            else conv.tool_call(span, call.convention)
+        )
+        if edge == "start":
+            call.request_id = new_id()
+            events.append(
+                ToolCall(
+                    id=call.request_id,
+                    run_id=run_id,
+                    parent_id=parent_of(span),
+                    step=step,
+                    timestamp=_time(span.start_ns),
+                    name=tool.name,
+                    input=tool.input,
+                )
+            )
+            if not tool.content_captured:
+                extension_calls[call.request_id] = {"span_id": span.span_id, "content_captured": False}
+            continue
+        duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
+        if tool.missing and not failed:
+            continue
+        if failed:
+            kind, message = _failure(span)
+            result_id = new_id()
+            exported = tool.output if call.convention == "stepfork" and not tool.missing else None
+            events.append(
+                ToolResult(
+                    id=result_id,
+                    run_id=run_id,
+                    parent_id=call.request_id,
+                    step=step,
+                    timestamp=_time(span.end_ns),
+                    duration_ms=duration,
+                    status=EventStatus.ERROR,
+                    name=tool.name,
+                    output=exported if exported is not None else {"error_type": kind, "message": message},
+                )
+            )
+            events.append(
+                ErrorEvent(
+                    id=new_id(),
+                    run_id=run_id,
+                    parent_id=result_id,
+                    step=step + 1,
+                    timestamp=_time(span.end_ns),
+                    error_type=kind,
+                    message=message,
+                    details={"chain": [{"type": kind, "message": message}]},
+                )
+            )
+            continue
+        events.append(
+            ToolResult(
+                id=new_id(),
+                run_id=run_id,
+                parent_id=call.request_id,
+                step=step,
+                timestamp=_time(span.end_ns),
+                duration_ms=duration,
+                name=tool.name,
+                output=tool.output,
+            )
+        )
+
+    failure = None
+    status = RunStatus.COMPLETED
+    end_time = _time(max(root.end_ns, root.start_ns))
+    exported_status = root.attributes.get("stepfork.run_status")  # a run Stepfork exported
+    end_status = root.attributes.get("stepfork.run_end_status")
+    if root.status_code == STATUS_ERROR and root.attributes.get("stepfork.run_error") is False:
+        # a run Stepfork exported whose failure is a call's error event: no run-level error event
+        kind, message = _failure(root)
+        step_attr = root.attributes.get("stepfork.failure_step")
+        failure = FailureInfo(type=kind, message=message, step=step_attr if isinstance(step_attr, int) else 0)
+        status = RunStatus.FAILED
+    elif root.status_code == STATUS_ERROR and exported_status in (None, "failed"):
+        kind, message = _failure(root)
+        error_step = len(events)
+        events.append(
+            ErrorEvent(
+                id=new_id(),
+                run_id=run_id,
+                parent_id=root_id,
+                step=error_step,
+                timestamp=end_time,
+                error_type=kind,
+                message=message,
+                details={"chain": [{"type": kind, "message": message}]},
+            )
+        )
+        failure = FailureInfo(type=kind, message=message, step=error_step)
+        status = RunStatus.FAILED
+        if exported_status is None:  # the exported run keeps its recorded run_end output
+            run_output = None
+    if exported_status in ("running", "completed") and failure is None:
+        status = RunStatus(exported_status)
+    if end_status != "":  # "": the exported run had no run_end event
+        events.append(
+            RunEnd(
+                id=new_id(),
+                run_id=run_id,
+                parent_id=root_id,
+                step=len(events),
+                timestamp=end_time,
+                run_status=RunStatus(end_status) if end_status else status,
+                output=run_output,
+            )
+        )
+    if root.attributes.get("stepfork.run_start") is False:  # the exported run had no run_start event
+        events = [e for e in events if e.id != root_id]
+    if "stepfork.run_id" in root.attributes:  # a run Stepfork exported keeps its id and name
+        run_id = str(root.attributes["stepfork.run_id"])
+        events = [e.model_copy(update={"run_id": run_id}) for e in events]
+    exported_name = root.attributes.get("stepfork.agent_name")
+    name = agent_name or str(exported_name or root.resource.get("service.name") or "") or "otel-import"
+    if name == "unknown_service" or name.startswith("unknown_service:"):
+        name = "otel-import"
+    trace = Trace(
+        run_id=run_id,
+        agent_name=name,
+        created_at=_time(root.start_ns),
+        status=status,
+        failure=failure,
+        events=events,
+    )
+    extension = {
+        "schema": 1,
+        "trace_id": trace_id,
+        "root_span_id": root.span_id,
+        "convention": conventions_seen[0] if len(conventions_seen) == 1 else "mixed",
+        "calls": extension_calls,
+    }
+    return trace, extension
