@@ -1,7 +1,7 @@
 """``stepfork export --otlp-endpoint`` to a real Arize Phoenix started on 127.0.0.1 (issue 15).
 
 Phoenix is heavy, so it lives in its own hatch environment (``hatch run phoenix:test``, run by .ci/run);
-in the main test environment this module is skipped because Phoenix is not installed there. The spans are
+the main test environment has no Phoenix and leaves this folder out (conftest.py). The spans are
 read back from Phoenix's REST API with their names, parents and ``stepfork.*`` attributes.
 """
 
