@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import phoenix
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
