@@ -32,6 +32,7 @@ WORKFLOW = [
     "run",
     "score",
     "check",
+    "import",
     "redact",
     "upload",
 ]
@@ -62,7 +63,7 @@ def test_every_mode_option_lists_its_choices_and_the_lists_are_what_the_commands
     ("flag", "long", "commands"),
     [
         ("-e", "--entrypoint", ["replay", "minimize", "fork", "export", "check"]),
-        ("-o", "--output", ["record", "view", "minimize", "fork", "export", "redact"]),
+        ("-o", "--output", ["record", "view", "minimize", "fork", "export", "import", "redact"]),
         ("-m", "--mode", ["replay", "minimize", "export"]),
     ],
 )

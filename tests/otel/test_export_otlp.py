@@ -173,7 +173,7 @@ def test_a_replay_exports_with_its_verdict_per_call(
 ) -> None:
     produce("genai", "spans.pb", GENAI_CONTENT)
     assert _cli("import", "spans.pb", "-o", "prod.sftrace", cwd=work).code == 0
-    env = {"WEATHER_TRACING": "genai", "WEATHER_QUESTION": "Weather in Rome?"}
+    env = {"WEATHER_TRACING": "genai", "WEATHER_USER_TEMPLATE": "Please answer: {question}"}
     done = _cli(
         "export",
         "prod.sftrace",

@@ -56,7 +56,7 @@ def test_imported_trace_replays_matched_diverges_on_a_changed_prompt_and_exports
         "prod.sftrace",
         "--entrypoint",
         "weather_otel:run_agent",
-        env={**replay_env, "WEATHER_QUESTION": "Weather in Rome?"},
+        env={**replay_env, "WEATHER_USER_TEMPLATE": "Please answer: {question}"},
     )
     assert changed.code == 1, changed.text
     assert "input diverged from the recording at $.body.messages[1].content" in changed.out

@@ -28,7 +28,10 @@ from stepfork.integrations.openai import instrument_openai
 from stepfork.trace import trace_tool
 
 MODEL = "gpt-4o-mini"
-QUESTION = os.environ.get("WEATHER_QUESTION", "Weather in Paris and Lyon?")
+QUESTION = "Weather in Paris and Lyon?"
+# how the question is put to the model: a test changes it to stand for a changed prompt in the agent's code
+# (the question itself is the run's recorded input, which replay passes back to run_agent)
+USER_TEMPLATE = os.environ.get("WEATHER_USER_TEMPLATE", "{question}")
 TOOLS = [
     {
         "type": "function",
@@ -88,7 +91,7 @@ def make_client() -> openai.OpenAI:
 def _loop(client: openai.OpenAI, question: str) -> str:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a weather assistant."},
-        {"role": "user", "content": question},
+        {"role": "user", "content": USER_TEMPLATE.format(question=question)},
     ]
     first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, temperature=0)
     message = first.choices[0].message
