@@ -14,8 +14,9 @@ index, ``*`` for one key and ``**`` for any run of keys and indices.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
+
+from stepfork.replay.ignoring import compile_path_pattern
 
 VOLATILE_PATHS: dict[str, tuple[str, ...]] = {
     "openai": (
@@ -64,25 +65,6 @@ VOLATILE_PATHS: dict[str, tuple[str, ...]] = {
 """Paths of LLM steps ignored by default, per provider (docs/diff.md, "Volatile values")."""
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    out = []
-    index = 0
-    while index < len(pattern):
-        if pattern.startswith("**", index):
-            out.append(r".*")
-            index += 2
-        elif pattern.startswith("[*]", index):
-            out.append(r"\[\d+\]")
-            index += 3
-        elif pattern[index] == "*":
-            out.append(r"[^.\[]*")
-            index += 1
-        else:
-            out.append(re.escape(pattern[index]))
-            index += 1
-    return re.compile("".join(out))
-
-
 class IgnoreRules:
     """Which diff paths to ignore: the default table for LLM steps and the user's paths for every step.
 
@@ -93,8 +75,9 @@ class IgnoreRules:
 
     def __init__(self, *, defaults: bool = True, extra: Iterable[str] = ()) -> None:
         self.patterns = tuple(extra)
-        self._llm = tuple(_compile(p) for paths in VOLATILE_PATHS.values() for p in paths) if defaults else ()
-        self._all = tuple(_compile(p) for p in self.patterns)
+        table = VOLATILE_PATHS.values() if defaults else ()
+        self._llm = tuple(compile_path_pattern(p) for paths in table for p in paths)
+        self._all = tuple(compile_path_pattern(p) for p in self.patterns)
 
     def ignores(self, step_type: str, path: str) -> bool:
         """True when a difference at ``path`` of a step of ``step_type`` is to be ignored."""

@@ -39,7 +39,10 @@ class IgnoredDifference:
         return {"index": self.index, "step": self.step, "label": self.label, "path": self.path}
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+def compile_path_pattern(pattern: str) -> re.Pattern[str]:
+    """A path pattern as a regular expression: ``**`` any run of characters, ``[*]`` any list index,
+    ``*`` any run within one key; everything else literal. Shared by replay's ``ignore`` and the diff's
+    volatile-value table (stepfork.analysis.volatile)."""
     out = []
     index = 0
     while index < len(pattern):
@@ -76,7 +79,7 @@ def normalize_ignore(ignore: Mapping[str, Iterable[str]] | None) -> dict[str, tu
                 raise ValueError(
                     f"ignore[{label!r}]: a path must be a JSON path starting with '$', got {path!r}"
                 )
-            patterns.append(_compile(path))
+            patterns.append(compile_path_pattern(path))
         compiled[label] = tuple(patterns)
     return compiled
 
