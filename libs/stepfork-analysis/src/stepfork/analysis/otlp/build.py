@@ -62,6 +62,22 @@ def _failure(span: Span) -> tuple[str, str]:
     return "SpanError", span.status_message or f"span {span.name!r} ended with status ERROR"
 
 
+def _error_event(
+    event_id: str, run_id: str, parent_id: str | None, step: int, timestamp: Any, kind: str, message: str
+) -> ErrorEvent:
+    """The ``error`` event of a failed span (``details.chain`` holds the one failure, as the recorder's)."""
+    return ErrorEvent(
+        id=event_id,
+        run_id=run_id,
+        parent_id=parent_id,
+        step=step,
+        timestamp=timestamp,
+        error_type=kind,
+        message=message,
+        details={"chain": [{"type": kind, "message": message}]},
+    )
+
+
 def _detect(span: Span, convention: str) -> str | None:
     found = conv.convention_of(span)
     if found is None:
@@ -172,16 +188,7 @@ def build_trace(
             if failed and llm.output is None:
                 kind, message = _failure(span)
                 events.append(
-                    ErrorEvent(
-                        id=new_id(),
-                        run_id=run_id,
-                        parent_id=call.request_id,
-                        step=step,
-                        timestamp=_time(span.end_ns),
-                        error_type=kind,
-                        message=message,
-                        details={"chain": [{"type": kind, "message": message}]},
-                    )
+                    _error_event(new_id(), run_id, call.request_id, step, _time(span.end_ns), kind, message)
                 )
                 continue
             events.append(
@@ -244,16 +251,7 @@ def build_trace(
                 )
             )
             events.append(
-                ErrorEvent(
-                    id=new_id(),
-                    run_id=run_id,
-                    parent_id=result_id,
-                    step=step + 1,
-                    timestamp=_time(span.end_ns),
-                    error_type=kind,
-                    message=message,
-                    details={"chain": [{"type": kind, "message": message}]},
-                )
+                _error_event(new_id(), run_id, result_id, step + 1, _time(span.end_ns), kind, message)
             )
             continue
         events.append(
@@ -283,18 +281,7 @@ def build_trace(
     elif root.status_code == STATUS_ERROR and exported_status in (None, "failed"):
         kind, message = _failure(root)
         error_step = len(events)
-        events.append(
-            ErrorEvent(
-                id=new_id(),
-                run_id=run_id,
-                parent_id=root_id,
-                step=error_step,
-                timestamp=end_time,
-                error_type=kind,
-                message=message,
-                details={"chain": [{"type": kind, "message": message}]},
-            )
-        )
+        events.append(_error_event(new_id(), run_id, root_id, error_step, end_time, kind, message))
         failure = FailureInfo(type=kind, message=message, step=error_step)
         status = RunStatus.FAILED
         if exported_status is None:  # the exported run keeps its recorded run_end output
