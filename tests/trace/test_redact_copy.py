@@ -63,3 +63,28 @@ def test_an_existing_output_needs_overwrite_and_must_be_a_bundle(golden_copy, tm
     (notes / "notes.txt").write_text("x")
     with pytest.raises(TraceStorageError, match=r"notes\.txt"):
         redact_bundle(bundle, notes, overwrite=True)
+
+
+def test_a_bundle_the_recorder_wrote_redacts_with_its_concurrency_facts(tmp_path: Path) -> None:
+    # every bundle recorded since issue 12 carries concurrency.json; the copy keeps it once (it used to be
+    # written twice: "File exists")
+    from stepfork.trace import record, trace_tool
+    from stepfork.trace.concurrency import facts_of
+    from stepfork.trace.reading import load_trace
+
+    @trace_tool
+    def lookup(key: str) -> dict[str, str]:
+        return {"token": "sk-" + "a" * 40, "key": key}
+
+    source = tmp_path / "run.sftrace"
+    with record("agent", output=source):
+        lookup("k1")
+        lookup("k2")
+    assert (source / "concurrency.json").is_file()
+    out = tmp_path / "clean.sftrace"
+    redact_bundle(source, out)
+    checked = validate_bundle(out, verify_integrity=True)
+    assert checked.valid, checked.issues
+    assert not [i for i in checked.issues if i.code == "unredacted_secret"]
+    assert facts_of(load_trace(out)) is not None
+    assert "sk-" + "a" * 40 not in (out / "events.jsonl").read_text()

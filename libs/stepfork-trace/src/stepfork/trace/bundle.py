@@ -310,15 +310,18 @@ def build_manifest(
     return TraceManifest(**data)
 
 
-def _concurrency_file(trace: Trace, directory: Path) -> tuple[str, ...]:
+def _concurrency_file(
+    trace: Trace, directory: Path, *, given: Mapping[str, bytes] | None = None
+) -> tuple[str, ...]:
     """Write the concurrency facts attached to ``trace`` (a loaded bundle's, or a subset's) beside its
-    events, limited to its events; return the extension file names written (for integrity.json)."""
+    events, limited to its events; return the extension file names written (for integrity.json). Nothing
+    when the caller hands the file over in ``given`` (a redacted copy passes every listed extension file)."""
     from stepfork.trace.concurrency import EXTENSION_NAME, facts_of
 
-    facts = facts_of(trace)
+    name = f"{EXTENSION_NAME}.json"
+    facts = None if name in (given or {}) else facts_of(trace)
     if facts is None:
         return ()
-    name = f"{EXTENSION_NAME}.json"
     ids = {event.id for event in trace.events}
     _files.write_file(directory / name, _files.pretty_json(facts.to_json(ids)))
     return (name,)
@@ -382,7 +385,7 @@ def save_trace(
         extras = dict(extra_files or {})
         for name, content in extras.items():
             _files.write_file(tmp / name, content)
-        write_integrity(tmp, (*extras, *_concurrency_file(trace, tmp)))
+        write_integrity(tmp, (*extras, *_concurrency_file(trace, tmp, given=extras)))
         _files.fsync_dir(tmp)
         if replace:
             old = _files.temp_name(target, "old")
