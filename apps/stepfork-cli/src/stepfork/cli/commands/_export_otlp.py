@@ -45,6 +45,10 @@ def export_otlp_command(
         )
     except OtlpExportError as exc:
         fail(sanitize_text(str(exc)), 1 if exc.code in _EXIT_1_CODES else 2)
+    except ImportError as exc:  # the OTel SDK is imported when the spans are built
+        if not (exc.name or "").startswith(("opentelemetry", "google")):
+            raise
+        fail(f"OTLP export needs the otel extra: pip install 'stepfork-analysis[otel]' ({exc})", 2)
     what = "replay of the run" if entrypoint else "run"
     if output is not None:
         typer.echo(f"Wrote {output} ({len(spans)} spans, {convention}, the {what})")
