@@ -197,3 +197,25 @@ def test_secrets_never_reach_the_exported_test(quickstart: Path) -> None:
     assert result.code == 0, result.text
     assert secret not in result.text
     assert secret not in (quickstart / "test_leaky.py").read_text(encoding="utf-8")
+
+
+def test_a_run_without_a_final_output_exports_a_test_of_the_calls_that_passes(quickstart: Path) -> None:
+    # as `stepfork record -- python SCRIPT` records (no set_output): the test must not assert None
+    record = (
+        "import sys; sys.path.insert(0, '.'); import quickstart; from stepfork import record\n"
+        "with record('notify-agent', output='no-output.sftrace'):\n"
+        "    quickstart.run_agent()\n"
+    )
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", record], cwd=quickstart, check=True)
+    result = run_cli(
+        "export", "no-output.sftrace", "-e", "quickstart:run_agent", "-o", "test_calls.py", cwd=quickstart
+    )
+    assert result.code == 0, result.text
+    source = (quickstart / "test_calls.py").read_text(encoding="utf-8")
+    assert "EXPECTATION_SOURCE = 'none'" in source
+    done = run_cli("run", "test_calls.py", cwd=quickstart)
+    assert done.code == 0, done.text
+    assert "Verdict: PASSED" in done.out
