@@ -75,6 +75,10 @@ def test_the_guide_can_be_followed_twice_and_what_it_writes_is_ignored_by_git(tm
     # match directories only
     paths = [f"examples/quickstart/{name}" + ("/" if (quickstart / name).is_dir() else "") for name in made]
     ignored = subprocess.run(
-        ["git", "check-ignore", "--no-index", *paths], cwd=sandbox, capture_output=True, text=True, check=False
+        ["git", "check-ignore", "--no-index", *paths],
+        cwd=sandbox,
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout.split()
     assert sorted(ignored) == sorted(paths)
