@@ -76,7 +76,7 @@ def test_a_killed_upload_leaves_an_incomplete_bundle_readers_refuse(
 
     done = cli("validate", url, cwd=work)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "incomplete_bundle" in done.stdout
+    assert "incomplete_bundle" in done.stdout + done.stderr  # validate: failures on stderr
     done = cli("replay", url, "--entrypoint", "quickstart:run_agent", cwd=work)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "incomplete bundle" in done.stderr
