@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,6 +75,28 @@ def test_record_then_replay_a_script_with_no_stepfork_import(tmp_path: Path, ser
     )
     assert changed.returncode == 1, changed.stdout + changed.stderr
     assert "$.body.messages[0].content" in changed.stdout
+    assert len(fake.requests) == 2
+    assert "input sha256: recorded " in changed.stdout
+    assert "…" in changed.stdout  # abbreviated
+    lyon = [sys.executable, "weather_script.py", "Lyon"]
+    verbose = run(["replay", "run.sftrace", "--verbose", "--", *lyon], tmp_path, port)
+    full = re.search(r"input sha256: recorded [0-9a-f]{64}, live [0-9a-f]{64}", verbose.stdout)
+    assert full, verbose.stdout
+    ignoring = run(
+        [
+            "replay",
+            "run.sftrace",
+            "--ignore",
+            "127.0.0.1/gpt-4o-mini:$.body.messages[0].content",
+            "--",
+            sys.executable,
+            "weather_script.py",
+            "Lyon",
+        ],
+        tmp_path,
+        port,
+    )
+    assert "ignored: call #1 127.0.0.1/gpt-4o-mini" in ignoring.stdout, ignoring.stdout + ignoring.stderr
     assert len(fake.requests) == 2
 
 

@@ -22,11 +22,23 @@ from typing import Any
 
 
 class ProgramExit(Exception):
-    """The program exited with a non-zero status (``code``: int or the ``sys.exit`` message)."""
+    """The program exited with a non-zero status (``code``: int or the ``sys.exit`` message; ``status``:
+    the process's exit status, 1 for a message). Raised as :func:`program_exit`'s subclass named
+    ``exit status N``, so a replay reproduces the recorded failure only with the same status."""
 
     def __init__(self, code: Any) -> None:
-        super().__init__(f"exit status {code}")
         self.code = code
+        self.status = code if isinstance(code, int) else 1
+        super().__init__(f"exit status {self.status}" if isinstance(code, int) else str(code))
+
+
+def program_exit(code: Any) -> ProgramExit:
+    """A :class:`ProgramExit` for ``code`` whose class is named ``exit status N`` (no module), the failure
+    type recorded and compared by replay (docs/cli.md, "Script mode": the status must be the same)."""
+    status = code if isinstance(code, int) else 1
+    name = f"exit status {status}"
+    cls: type[ProgramExit] = type(name, (ProgramExit,), {"__module__": "", "__qualname__": name})
+    return cls(code)
 
 
 def run_program(target: list[str]) -> None:
@@ -46,23 +58,53 @@ def run_program(target: list[str]) -> None:
             runpy.run_path(target[0], run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            raise ProgramExit(exc.code) from None
+            raise program_exit(exc.code) from None
 
 
 def _status(exc: ProgramExit) -> int:
-    if isinstance(exc.code, int):
-        return exc.code
-    print(exc.code, file=sys.stderr)
-    return 1
+    if not isinstance(exc.code, int):
+        print(exc.code, file=sys.stderr)
+    return int(exc.status)
+
+
+def _refuse(message: str) -> int:
+    """Print ``message`` as one line on stderr, as the parent CLI's ``fail`` does; exit status 2."""
+    from stepfork.cli.output import sanitize_text
+
+    print(sanitize_text(message), file=sys.stderr)
+    return 2
+
+
+def _missing(target: list[str]) -> str | None:
+    """Why ``target`` cannot be run (a missing script or module), or None."""
+    if target[0] != "-m":
+        return None if os.path.isfile(target[0]) else f"Cannot run {target[0]}: no such script"
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(target[1])
+    except (ImportError, ValueError):
+        found = None
+    return None if found is not None else f"Cannot run -m {target[1]}: no such module"
 
 
 def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
+    from contextlib import ExitStack
+
     from stepfork.integrations.autocapture import enable
     from stepfork.trace import record
+    from stepfork.trace.errors import TraceError
 
+    problem = _missing(target)
+    if problem is not None:
+        return _refuse(problem)
     enable()
     try:
-        with record(agent, output=output, overwrite=overwrite):
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(record(agent, output=output, overwrite=overwrite))
+            except TraceError as exc:  # the bundle cannot be written: refused before the program runs
+                return _refuse(f"Cannot record to {output}: {exc}")
             run_program(target)
     except ProgramExit as exc:
         return _status(exc)
@@ -72,35 +114,52 @@ def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
     return 0
 
 
-def _replay(bundle: str, mode: str, network: str, allow_hosts: list[str], target: list[str]) -> int:
+def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
     from pathlib import Path
 
-    from stepfork.cli.commands.replay import render_outcome
+    import typer
+
+    from stepfork.cli.commands.replay import _ask, fail_for_error, render_outcome
     from stepfork.integrations.autocapture import enable
     from stepfork.replay.outcome import replay_entrypoint
 
+    problem = _missing(target)
+    if problem is not None:
+        return _refuse(problem)
     enable()
-    outcome = replay_entrypoint(
-        bundle,
-        lambda: run_program(target),
-        mode=mode,
-        network=network or None,
-        allow_hosts=allow_hosts or None,
-    )
+    try:
+        outcome = replay_entrypoint(
+            bundle,
+            lambda: run_program(target),
+            mode=options["mode"],
+            network=options["network"] or None,
+            allow_hosts=options["allow_hosts"] or None,
+            allow_live_tools=options["allow_live_tools"] or None,
+            approve=_ask if options["mode"] == "manual" else None,
+            ordering=options["ordering"],
+            ignore=options["ignore"],
+        )
+    except Exception as exc:  # a library error before the run (the program's own are in the outcome)
+        try:
+            fail_for_error(exc, Path(bundle))  # prints the one line, raises typer.Exit
+        except typer.Exit as done:
+            return int(done.exit_code)
     sys.stdout.flush()
-    render_outcome(outcome, Path(bundle), " ".join(["python", *target]))
+    render_outcome(outcome, Path(bundle), " ".join(["python", *target]), verbose=options["verbose"])
     return int(outcome.exit_code)
 
 
 def main(argv: list[str]) -> int:
-    """``record OUT AGENT OVERWRITE -- TARGET...`` or ``replay BUNDLE MODE NETWORK HOSTS -- TARGET...``
-    (HOSTS comma-separated); returns the exit status."""
+    """``record OUT AGENT OVERWRITE -- TARGET...`` or ``replay BUNDLE OPTIONS_JSON -- TARGET...``
+    (OPTIONS_JSON as built by :func:`stepfork.cli.commands.replay._replay_program`); returns the exit
+    status."""
     split = argv.index("--")
     head, target = argv[:split], argv[split + 1 :]
     if head[0] == "record":
         return _record(head[1], head[2], head[3] == "1", target)
-    hosts = [h for h in head[4].split(",") if h]
-    return _replay(head[1], head[2], head[3], hosts, target)
+    import json
+
+    return _replay(head[1], json.loads(head[2]), target)
 
 
 if __name__ == "__main__":

@@ -70,9 +70,10 @@ def now_timestamp() -> tuple[datetime, str]:
 
 
 def qualified_type_name(exc: BaseException) -> str:
-    """``module.Qualname`` of the exception's class (``builtins.ValueError``, ``app.errors.RateLimited``)."""
+    """``module.Qualname`` of the exception's class (``builtins.ValueError``, ``app.errors.RateLimited``);
+    the bare qualname for a class with an empty module (script mode's ``exit status 3``)."""
     cls = type(exc)
-    return f"{cls.__module__}.{cls.__qualname__}"
+    return f"{cls.__module__}.{cls.__qualname__}" if cls.__module__ else cls.__qualname__
 
 
 def exception_message(exc: BaseException) -> str:

@@ -2,8 +2,9 @@
 
 Runs the Python program with Stepfork's capture installed in every httpx/httpx2 client it creates and
 writes one bundle (:mod:`stepfork.cli.scriptrun`); ``@trace_tool`` functions in it are recorded too. The
-program's stdout/stderr pass through and its exit status is the command's (and the run's status). Exit 2:
-not a Python command, or the bundle exists without ``--overwrite``.
+program's stdout/stderr pass through and its exit status is the command's (and the run's status). Exit 2
+(one line, nothing run or written): not a Python command, a missing script or module, an output that is
+not a ``.sftrace`` path, exists without ``--overwrite`` or is a directory that is not a bundle.
 """
 
 from __future__ import annotations
@@ -24,6 +25,31 @@ def python_target(command: list[str]) -> tuple[str, list[str]] | None:
     if command[1] == "-m":
         return (command[0], command[1:]) if len(command) > 2 else None
     return None if command[1].startswith("-") else (command[0], command[1:])
+
+
+def check_script(target: list[str]) -> None:
+    """Refuse (one line, exit 2) a ``SCRIPT`` that is not a file, before anything starts; a ``-m MODULE``
+    is looked up by the child (:mod:`stepfork.cli.scriptrun`), in the interpreter that runs it."""
+    from stepfork.cli.output import fail, sanitize_text
+
+    if target[0] != "-m" and not Path(target[0]).is_file():
+        fail(f"Cannot run {sanitize_text(target[0])}: no such script", 2)
+
+
+def check_output(out: Path, *, overwrite: bool) -> None:
+    """Refuse (one line, exit 2) a bundle path ``record(...)`` would refuse, before the program starts:
+    the trace package's own rule (a ``.sftrace`` name, not a file, an existing bundle only with
+    ``--overwrite``, never a directory that is not a bundle)."""
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.trace._files import check_target  # the rule record()/BundleWriter apply
+    from stepfork.trace.errors import TraceStorageError
+
+    try:
+        check_target(out, overwrite=overwrite)
+    except TraceStorageError as exc:
+        if exc.code == "already_exists":
+            fail(f"{sanitize_text(str(out))} exists; pass --overwrite to replace it", 2)
+        fail(f"Cannot record to {sanitize_text(str(out))}: {sanitize_text(str(exc))}", 2)
 
 
 def run_child(interpreter: str, head: list[str], target: list[str]) -> int:
@@ -56,8 +82,8 @@ def record(
     interpreter, target = found
     name = target[1] if target[0] == "-m" else Path(target[0]).stem
     out = output if output is not None else Path(f"{name.rsplit('.', 1)[-1]}.sftrace")
-    if out.exists() and not overwrite:
-        fail(f"{out} exists; pass --overwrite to replace it", 2)
+    check_output(out, overwrite=overwrite)
+    check_script(target)
     code = run_child(interpreter, ["record", str(out), agent or name, "1" if overwrite else "0"], target)
     raise typer.Exit(code)
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -75,13 +75,30 @@ def replay(
     from stepfork.cli import htmlout
     from stepfork.cli.guide import parse_mode
     from stepfork.cli.options import parse_ignore, parse_ordering, parse_raise_as
-    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.cli.output import fail
 
     mode = parse_mode(mode, "replay")
-    if command and not entrypoint:
-        _replay_program(path, command, mode, allow_network, allow_host or [])
+    if command and entrypoint:
+        fail("give either --entrypoint MODULE:FUNCTION or -- python SCRIPT ARGS, not both", 2)
+    if command:
+        refused = [name for name, given in (("--html", html), ("--raise-as", raise_as)) if given]
+        if refused:
+            fail(f"{refused[0]} is not supported with `-- python SCRIPT`; use --entrypoint", 2)
+        options = {
+            "mode": mode,
+            "network": "open" if allow_network else "",
+            "allow_hosts": allow_host or [],
+            "allow_live_tools": allow_live_tool or [],
+            "ordering": parse_ordering(ordering),
+            "ignore": parse_ignore(ignore),
+            "verbose": verbose,
+        }
+        _replay_program(path, command, options)
     if not entrypoint:
-        fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
+        fail(
+            "Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION or -- python SCRIPT ARGS",
+            2,
+        )
     classes = parse_raise_as(raise_as)
     htmlout.check_target(html, overwrite=overwrite)
     ordering = parse_ordering(ordering)
@@ -92,10 +109,7 @@ def replay(
             fail("Manual replay mode asks for approval on a terminal; standard input is not a terminal.", 2)
         approve = _ask
 
-    from stepfork.replay.entrypoint import EntrypointError
     from stepfork.replay.outcome import replay_entrypoint
-    from stepfork.replay.raise_as import RaiseAsClassError
-    from stepfork.trace.errors import TraceError, TraceIntegrityError
 
     # On a terminal the header shows before the entrypoint runs, and a spinner while it runs (stderr);
     # piped, the report prints in one piece at the end (and nothing on stdout when the command refuses).
@@ -117,16 +131,8 @@ def replay(
                 ordering=ordering,
                 ignore=ignored_paths,
             )
-    except RaiseAsClassError as exc:
-        fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
-    except EntrypointError as exc:
-        fail(f"Unable to resolve entrypoint.\n{_entrypoint_detail(exc)}", 2)
-    except TraceIntegrityError as exc:
-        fail(sanitize_text(str(exc)), 2)
-    except TraceError as exc:
-        fail(f"Unreadable trace {path}: {sanitize_text(str(exc))}", 2)
-    except ValueError as exc:
-        fail(sanitize_text(str(exc)), 2)
+    except Exception as exc:
+        fail_for_error(exc, path)
     for key in outcome.raise_as_unmatched:
         typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
     _render(outcome, [] if interactive else header, verbose=verbose)
@@ -137,25 +143,56 @@ def replay(
     raise typer.Exit(outcome.exit_code)
 
 
-def _replay_program(path: Path, command: list[str], mode: str, allow_network: bool, hosts: list[str]) -> None:
+def fail_for_error(exc: Exception, path: Path) -> NoReturn:
+    """Print the one line (or the spec's two lines) for an error raised before a replay runs and exit 2;
+    the rule of both forms (``--entrypoint`` and ``-- python SCRIPT``). Anything else is re-raised."""
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.replay.entrypoint import EntrypointError
+    from stepfork.replay.raise_as import RaiseAsClassError
+    from stepfork.trace.errors import TraceError, TraceIntegrityError
+
+    if isinstance(exc, RaiseAsClassError):
+        fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
+    if isinstance(exc, EntrypointError):
+        fail(f"Unable to resolve entrypoint.\n{_entrypoint_detail(exc)}", 2)
+    if isinstance(exc, TraceIntegrityError):
+        fail(sanitize_text(str(exc)), 2)
+    if isinstance(exc, TraceError):
+        fail(f"Unreadable trace {path}: {sanitize_text(str(exc))}", 2)
+    if isinstance(exc, ValueError):
+        fail(sanitize_text(str(exc)), 2)
+    raise exc
+
+
+def _replay_program(path: Path, command: list[str], options: dict[str, Any]) -> NoReturn:
     """``stepfork replay BUNDLE -- python agent.py ARGS``: the program runs in its interpreter under the
-    replay (:mod:`stepfork.cli.scriptrun`), which prints the report; exits with its status."""
-    from stepfork.cli.commands.record import python_target, run_child
+    replay (:mod:`stepfork.cli.scriptrun`, given ``options`` as JSON), which prints the report; exits
+    with its status. The bundle (integrity first, as every replay), the script and manual mode's
+    terminal are checked here, before the program starts."""
+    import json
+
+    from stepfork.cli.commands.record import check_script, python_target, run_child
     from stepfork.cli.output import fail
+    from stepfork.trace import load_verified_trace
 
     found = python_target(command)
     if found is None:
         fail("stepfork replay BUNDLE -- python SCRIPT ARGS... replays a Python program", 2)
-    if not path.exists():
-        fail(f"Unreadable trace {path}: no such bundle", 2)
     interpreter, target = found
-    head = ["replay", str(path), mode, "open" if allow_network else "", ",".join(hosts)]
-    raise typer.Exit(run_child(interpreter, head, target))
+    if options["mode"] == "manual" and not sys.stdin.isatty():
+        fail("Manual replay mode asks for approval on a terminal; standard input is not a terminal.", 2)
+    try:
+        load_verified_trace(path)
+    except Exception as exc:
+        fail_for_error(exc, path)
+    check_script(target)
+    raise typer.Exit(run_child(interpreter, ["replay", str(path), json.dumps(options)], target))
 
 
-def render_outcome(outcome: Any, path: Path, entrypoint: str) -> None:
-    """Print the replay report of ``outcome`` (the spec's "replay" output) for ``entrypoint``."""
-    _render(outcome, _header(path, entrypoint, outcome.mode, None), verbose=False)
+def render_outcome(outcome: Any, path: Path, entrypoint: str, *, verbose: bool = False) -> None:
+    """Print the replay report of ``outcome`` (the spec's "replay" output) for ``entrypoint``; ``verbose``
+    as ``--verbose``."""
+    _render(outcome, _header(path, entrypoint, outcome.mode, None), verbose=verbose)
 
 
 def _header(path: Path, entrypoint: str, mode: str, classes: dict[str, str] | None) -> list[str]:
