@@ -75,7 +75,7 @@ def replay(
     from stepfork.cli import htmlout
     from stepfork.cli.guide import parse_mode
     from stepfork.cli.options import parse_ignore, parse_ordering, parse_raise_as
-    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.cli.output import fail, sanitize_text, shown
 
     mode = parse_mode(mode, "replay")
     if command and not entrypoint:
@@ -124,7 +124,7 @@ def replay(
     except TraceIntegrityError as exc:
         fail(sanitize_text(str(exc)), 2)
     except TraceError as exc:
-        fail(f"Unreadable trace {path}: {sanitize_text(str(exc))}", 2)
+        fail(f"Unreadable trace {shown(path)}: {sanitize_text(str(exc))}", 2)
     except ValueError as exc:
         fail(sanitize_text(str(exc)), 2)
     for key in outcome.raise_as_unmatched:
@@ -141,13 +141,13 @@ def _replay_program(path: Path, command: list[str], mode: str, allow_network: bo
     """``stepfork replay BUNDLE -- python agent.py ARGS``: the program runs in its interpreter under the
     replay (:mod:`stepfork.cli.scriptrun`), which prints the report; exits with its status."""
     from stepfork.cli.commands.record import python_target, run_child
-    from stepfork.cli.output import fail
+    from stepfork.cli.output import fail, shown
 
     found = python_target(command)
     if found is None:
         fail("stepfork replay BUNDLE -- python SCRIPT ARGS... replays a Python program", 2)
     if not path.exists():
-        fail(f"Unreadable trace {path}: no such bundle", 2)
+        fail(f"Unreadable trace {shown(path)}: no such bundle", 2)
     interpreter, target = found
     head = ["replay", str(path), mode, "open" if allow_network else "", ",".join(hosts)]
     raise typer.Exit(run_child(interpreter, head, target))
@@ -160,11 +160,12 @@ def render_outcome(outcome: Any, path: Path, entrypoint: str) -> None:
 
 def _header(path: Path, entrypoint: str, mode: str, classes: dict[str, str] | None) -> list[str]:
     from stepfork.cli.options import describe_raise_as
+    from stepfork.cli.output import shown
 
     lines = [
         "Stepfork Replay",
         "",
-        f"{'Trace':<14}{path}",
+        f"{'Trace':<14}{shown(path)}",
         f"{'Entrypoint':<14}{entrypoint}",
         f"{'Mode':<14}{mode}",
     ]
