@@ -28,5 +28,5 @@ TOP_LEVEL_HELP = (
     "  check     Replay every bundle of a corpus against a candidate build and...\n"
     "  import    Import OpenTelemetry spans (GenAI or OpenInference) as...\n"
     "  redact    Write a redacted copy of a bundle with a new integrity.json.\n"
-    "  upload    Upload a spooled bundle to object storage (integrity.json last).\n"
+    "  upload    Upload a local bundle (a spool a recording left) to object...\n"
 )

@@ -123,9 +123,11 @@ def not_a_test_problem(path: Path, command: str) -> str | None:
     neither calls ``run_regression_case`` nor names a ``TRACE_PATH`` is "not a test stepfork export wrote"
     (advice about constants or pytest would not apply to it). A missing path is left to the command.
     """
+    from stepfork.trace._outputs import is_bundle_dir
+
     export = "stepfork export BUNDLE -e MODULE:FUNCTION --expect-output EXPECTED.json"
     if path.is_dir():
-        if path.name.endswith(".sftrace") or (path / "manifest.json").is_file():
+        if is_bundle_dir(path):
             return (
                 f"{path} is a bundle, not a test: `stepfork {command}` takes the pytest file "
                 f"`stepfork export` writes. Make one with: {export.replace('BUNDLE', str(path))}"

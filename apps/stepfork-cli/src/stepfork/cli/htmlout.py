@@ -14,10 +14,22 @@ HTML_HELP = "Also write the report as a self-contained HTML page to FILE (see `s
 
 
 def check_target(path: Path | None, *, overwrite: bool) -> None:
-    """Exit 2 (``FILE exists; pass --overwrite``) when ``path`` exists and ``overwrite`` is false."""
-    from stepfork.cli.output import fail
+    """Exit 2 with one line when the HTML page may not be written at ``path`` (None: no page asked for).
 
-    if path is not None and not overwrite and os.path.lexists(path):
+    Refused even with ``overwrite``: ``path`` is or lies inside a bundle directory, is a directory or
+    another non-regular file (the shared rule, :func:`stepfork.trace._outputs.output_target_problem`).
+    Refused without ``overwrite`` (``FILE exists; pass --overwrite``): ``path`` exists. Used by ``view``,
+    ``replay --html`` and ``minimize --html`` before any work.
+    """
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.trace._outputs import output_target_problem
+
+    if path is None:
+        return
+    problem = output_target_problem(path, what="the HTML report", overwrite=True)
+    if problem is not None:
+        fail(sanitize_text(problem), 2)
+    if not overwrite and os.path.lexists(path):
         fail(f"{path} exists; pass --overwrite to replace it.", 2)
 
 

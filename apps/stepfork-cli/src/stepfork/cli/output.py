@@ -24,6 +24,17 @@ class CliExit(Exception):
         self.stream = stream
 
 
+def shown(path: Any) -> str:
+    """How a message names a bundle argument: a URL in its URL form (``s3://b/run.sftrace``, not the
+    ``s3:/b/run.sftrace`` that typing the argument as a ``Path`` makes of it; docs/decisions.md), else
+    the path as given."""
+    import os
+
+    from stepfork.trace._urls import url_of
+
+    return url_of(path) or os.fspath(path)
+
+
 def fail(message: str, code: int) -> NoReturn:
     """Print ``message`` to stderr and exit with ``code`` (typer.Exit, so no traceback)."""
     import typer

@@ -19,9 +19,32 @@ from xml.etree import ElementTree as ET
 from stepfork.analysis._atomic import write_text_atomically
 from stepfork.analysis._render import html_table
 
-__all__ = ["BundleVerdict", "CheckResult"]
+__all__ = ["BundleVerdict", "CheckResult", "is_junit_file", "receipt_file_name"]
 
 _SLOWEST = 5  # bundles listed under "Slowest"
+_JUNIT_SUITE = 'name="stepfork check"'
+_JUNIT_HEAD_BYTES = 4096
+
+
+def receipt_file_name(bundle: str) -> str:
+    """The file name of a bundle's receipt in ``--receipts DIR``: ``<bundle stem>-<8 hex>.json`` (the
+    stem made file-safe, at most 80 characters; the hex from SHA-256 of the bundle as named)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", bundle.rstrip("/").rsplit("/", 1)[-1])[:80]
+    return f"{stem}-{hashlib.sha256(bundle.encode()).hexdigest()[:8]}.json"
+
+
+def is_junit_file(path: Path) -> bool:
+    """True when ``path`` is a regular file that :meth:`CheckResult.write_junit` wrote: its first 4 KiB
+    hold ``<testsuites>`` and the suite ``name="stepfork check"``. Never raises. What ``stepfork check
+    --junit`` replaces without ``--overwrite``."""
+    try:
+        if not path.is_file():
+            return False
+        with path.open("rb") as handle:
+            head = handle.read(_JUNIT_HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return head.lstrip().startswith("<?xml") and "<testsuites>" in head and _JUNIT_SUITE in head
 
 
 @dataclass(frozen=True)
@@ -230,9 +253,7 @@ class CheckResult:
 
         out: dict[str, dict[str, Any]] = {}
         for v in self.verdicts:
-            stem = re.sub(r"[^A-Za-z0-9._-]+", "_", v.bundle.rstrip("/").rsplit("/", 1)[-1])[:80]
-            name = f"{stem}-{hashlib.sha256(v.bundle.encode()).hexdigest()[:8]}.json"
-            out[name] = {
+            out[receipt_file_name(v.bundle)] = {
                 "receipt_version": 1,
                 "kind": "check",
                 "verdict": v.outcome,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from stepfork.analysis._atomic import write_text_atomically
+from stepfork.trace._outputs import output_target_problem
 
 RECEIPT_VERSION = 1
 VERDICTS = ("passed", "failed", "could_not_execute")
@@ -138,10 +139,11 @@ def receipt_target_problem(
 
     Checked before the test runs, so that a refusal wastes no run and writes nothing. Refused always:
     ``path`` names the test file (also through a symlink or hard link), or is or lies inside ``bundle``
-    (the bundle the check reads; None when unknown), or is a directory or another non-regular file
-    (device, FIFO), or has a parent that is not a directory, or cannot be resolved. Refused unless
-    ``overwrite``: ``path`` exists and is not a receipt (:func:`is_receipt_file`). A missing file, or an
-    earlier receipt (re-running CI), is fine. Rule: docs/decisions.md, "`run --receipt` over an existing
+    (the bundle the check reads; None when unknown), or lies inside any other bundle directory, or is a
+    directory or another non-regular file (device, FIFO), or has a parent that is not a directory, or
+    cannot be resolved (the shared rule: :func:`stepfork.trace._outputs.output_target_problem`). Refused
+    unless ``overwrite``: ``path`` exists and is not a receipt (:func:`is_receipt_file`). A missing file,
+    or an earlier receipt (re-running CI), is fine. Rule: docs/decisions.md, "`run --receipt` over an existing
     file".
 
     Returns:
@@ -161,18 +163,7 @@ def receipt_target_problem(
             return f"{where}: it is the bundle the check reads"
         if inside in resolved.parents:
             return f"{where}: it is inside the bundle the check reads"
-    if target.is_dir():
-        return f"{where}: it is a directory"
-    if target.exists() and not target.is_file():  # a device or FIFO: never replace its directory entry
-        return f"{where}: it is not a regular file"
-    for parent in target.parents:
-        if parent.exists() or parent.is_symlink():
-            if not parent.is_dir():
-                return f"{where}: {parent} is not a directory"
-            break
-    if not overwrite and (target.exists() or target.is_symlink()) and not is_receipt_file(target):
-        return f"{where}: it exists and is not a Stepfork receipt; pass --overwrite to replace it"
-    return None
+    return output_target_problem(target, what="the receipt", overwrite=overwrite, is_previous=is_receipt_file)
 
 
 def _same_file(a: Path, b: Path) -> bool:

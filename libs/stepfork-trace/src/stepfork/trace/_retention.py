@@ -19,7 +19,7 @@ from typing import Any
 
 from stepfork.trace import _files
 
-__all__ = ["SPOOL_ENV", "Keep", "check_keep", "expand_output", "finish_bundle", "spool_path"]
+__all__ = ["SPOOL_ENV", "Keep", "check_keep", "expand_output", "finish_bundle", "is_spool", "spool_path"]
 
 logger = logging.getLogger("stepfork.trace")
 
@@ -57,9 +57,26 @@ def expand_output(output: str, *, run_id: str, agent: str) -> str:
     return output.replace("{run_id}", run_id).replace("{agent}", agent)
 
 
+def _spool_root() -> Path:
+    return Path(os.environ.get(SPOOL_ENV) or Path(tempfile.gettempdir()) / "stepfork-spool")
+
+
+def is_spool(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a spool a URL recording left: ``<spool root>/<run_id>/<name>.sftrace``
+    (:func:`spool_path`; the root is ``$STEPFORK_SPOOL_DIR`` or ``<tmp>/stepfork-spool``), compared
+    after resolving symlinks. What ``stepfork upload`` removes after a verified upload; any other bundle is
+    the user's and is kept (docs/remote.md). Never raises."""
+    try:
+        resolved = Path(path).resolve()
+        root = _spool_root().resolve()
+    except (OSError, RuntimeError):
+        return False
+    return resolved.parent.parent == root and resolved.name.endswith(".sftrace")
+
+
 def spool_path(url: str, run_id: str) -> Path:
     """Where a run recorded to ``url`` is spooled: ``<spool root>/<run_id>/<bundle name>``."""
-    root = Path(os.environ.get(SPOOL_ENV) or Path(tempfile.gettempdir()) / "stepfork-spool")
+    root = _spool_root()
     name = url.rstrip("/").rsplit("/", 1)[-1]
     return root / run_id / name
 

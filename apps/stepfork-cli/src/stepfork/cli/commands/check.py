@@ -1,10 +1,13 @@
-"""``stepfork check CORPUS --entrypoint M:F [--jobs N] [--junit FILE] [--receipts DIR] [--json]`` (issue 17).
+"""``stepfork check CORPUS --entrypoint M:F [--jobs N] [--junit FILE] [--receipts DIR] [--overwrite]
+[--json]`` (issue 17).
 
 Replays every bundle of a corpus frozen against a candidate build (``stepfork.analysis.check_corpus``) and
 prints the summary table (or ``--json``). Exit 0 every bundle replays as recorded, 1 a bundle diverged (or
 could not be checked while others were), 2 nothing could be checked: bad options, a corpus naming no
-bundle, or every bundle unreadable/unrunnable. The progress bar (rich, on stderr) shows only on a
-terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md).
+bundle, every bundle unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
+before any replay: inside a bundle, a directory where a file goes, or an existing file that is not an
+earlier Stepfork output without ``--overwrite``; docs/check.md). The progress bar (rich, on stderr) shows
+only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md).
 """
 
 from __future__ import annotations
@@ -40,6 +43,14 @@ def check(
     receipts: Annotated[
         Path | None, typer.Option("--receipts", help="Write one JSON receipt per bundle into DIR.")
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Let --junit / --receipts replace an existing file that is not an earlier Stepfork "
+            "JUnit report / receipt (earlier ones are always replaced).",
+        ),
+    ] = False,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds per replay before it is killed.")
     ] = 60.0,
@@ -80,6 +91,8 @@ def check(
     classes = parse_raise_as(raise_as)
 
     from stepfork.analysis.check import CorpusError, check_corpus, dask_executor
+
+    _check_outputs(corpus, junit, receipts, overwrite=overwrite)  # before any replay: no verdict is lost
 
     executor: Any = None
     close = None
@@ -122,6 +135,48 @@ def check(
     except OSError as exc:
         fail(f"Cannot write the check's reports: {exc}", 2)
     exit_with_result(result, as_json=as_json)
+
+
+def _check_outputs(corpus: str, junit: Path | None, receipts: Path | None, *, overwrite: bool) -> None:
+    """Exit 2 with one line when ``--junit`` or ``--receipts`` may not be written (the shared rule,
+    :func:`stepfork.trace._outputs.output_target_problem`): inside a bundle directory, a directory where
+    the JUnit file goes (or a file where the receipts directory goes), or, without ``--overwrite``, an
+    existing file that is not an earlier Stepfork JUnit report / receipt."""
+    from stepfork.analysis._check_result import is_junit_file, receipt_file_name
+    from stepfork.analysis.check import CorpusError, resolve_corpus
+    from stepfork.analysis.receipt import is_receipt_file
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.trace._outputs import output_target_problem
+
+    problems = []
+    if junit is not None:
+        problems.append(
+            output_target_problem(
+                junit, what="the JUnit report", overwrite=overwrite, is_previous=is_junit_file
+            )
+        )
+    if receipts is not None:
+        problems.append(
+            output_target_problem(receipts, what="the receipts", overwrite=overwrite, directory=True)
+        )
+        if receipts.is_dir() and problems[-1] is None:
+            try:
+                bundles = resolve_corpus(corpus)
+            except (CorpusError, ImportError, OSError):
+                bundles = []  # check_corpus reports it in its own words
+            for bundle in bundles:
+                problem = output_target_problem(
+                    receipts / receipt_file_name(bundle),
+                    what="the receipt",
+                    overwrite=overwrite,
+                    is_previous=is_receipt_file,
+                )
+                if problem is not None:
+                    problems.append(problem)
+                    break
+    for problem in problems:
+        if problem is not None:
+            fail(sanitize_text(problem), 2)
 
 
 class _Progress:

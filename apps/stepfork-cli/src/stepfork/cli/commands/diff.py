@@ -28,7 +28,7 @@ def diff(
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
-    from stepfork.cli.output import exit_with_result, sanitize_text
+    from stepfork.cli.output import exit_with_result, sanitize_text, shown
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
     loaded = []
@@ -39,7 +39,7 @@ def diff(
             typer.echo(sanitize_text(str(exc)), err=True)
             raise typer.Exit(2) from None
         except (TraceError, OSError) as exc:
-            typer.echo(f"Unreadable {role} bundle {path}: {sanitize_text(str(exc))}", err=True)
+            typer.echo(f"Unreadable {role} bundle {shown(path)}: {sanitize_text(str(exc))}", err=True)
             raise typer.Exit(2) from None
     base, cand = loaded
     if base.agent_name != cand.agent_name:

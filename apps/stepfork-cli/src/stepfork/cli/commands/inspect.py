@@ -36,7 +36,7 @@ def inspect(
     ] = False,
 ) -> None:
     """Inspect a .sftrace bundle locally."""
-    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.cli.output import fail, sanitize_text, shown
     from stepfork.cli.render.inspection import Keep, inspect_bundle
     from stepfork.trace.errors import TraceStorageError
 
@@ -44,7 +44,7 @@ def inspect(
     try:
         found = inspect_bundle(path, step=step, errors_only=errors_only, keep=keep)
     except TraceStorageError as exc:
-        message = f"Unreadable bundle {path}: {sanitize_text(str(exc))}"
+        message = f"Unreadable bundle {shown(path)}: {sanitize_text(str(exc))}"
         if as_json:
             _emit_json({"error": "unreadable_trace", "message": message})
             raise typer.Exit(2) from None

@@ -80,10 +80,11 @@ def minimize(
         mode = parse_mode(mode, "minimize")  # an unknown mode: the choices and the closest one, exit 2
 
     from stepfork.cli import htmlout
+    from stepfork.cli.output import shown
 
     htmlout.check_target(html, overwrite=overwrite)
     say("Stepfork Minimize\n")
-    say(f"Original trace:  {path}")
+    say(f"Original trace:  {shown(path)}")
     try:
         from stepfork.trace import TraceIntegrityError, load_verified_trace
 

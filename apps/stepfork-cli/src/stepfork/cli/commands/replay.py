@@ -146,7 +146,7 @@ def replay(
 def fail_for_error(exc: Exception, path: Path) -> NoReturn:
     """Print the one line (or the spec's two lines) for an error raised before a replay runs and exit 2;
     the rule of both forms (``--entrypoint`` and ``-- python SCRIPT``). Anything else is re-raised."""
-    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.cli.output import fail, sanitize_text, shown
     from stepfork.replay.entrypoint import EntrypointError
     from stepfork.replay.raise_as import RaiseAsClassError
     from stepfork.trace.errors import TraceError, TraceIntegrityError
@@ -158,7 +158,7 @@ def fail_for_error(exc: Exception, path: Path) -> NoReturn:
     if isinstance(exc, TraceIntegrityError):
         fail(sanitize_text(str(exc)), 2)
     if isinstance(exc, TraceError):
-        fail(f"Unreadable trace {path}: {sanitize_text(str(exc))}", 2)
+        fail(f"Unreadable trace {shown(path)}: {sanitize_text(str(exc))}", 2)
     if isinstance(exc, ValueError):
         fail(sanitize_text(str(exc)), 2)
     raise exc
@@ -197,11 +197,12 @@ def render_outcome(outcome: Any, path: Path, entrypoint: str, *, verbose: bool =
 
 def _header(path: Path, entrypoint: str, mode: str, classes: dict[str, str] | None) -> list[str]:
     from stepfork.cli.options import describe_raise_as
+    from stepfork.cli.output import shown
 
     lines = [
         "Stepfork Replay",
         "",
-        f"{'Trace':<14}{path}",
+        f"{'Trace':<14}{shown(path)}",
         f"{'Entrypoint':<14}{entrypoint}",
         f"{'Mode':<14}{mode}",
     ]

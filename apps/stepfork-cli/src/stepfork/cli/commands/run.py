@@ -73,9 +73,10 @@ def run(
     from stepfork.analysis.runner import RunInputError, run_exported_test
     from stepfork.cli.guide import not_a_test_problem
     from stepfork.cli.output import fail, sanitize_text
+    from stepfork.trace._outputs import is_bundle_dir
 
     for item in tests:  # a bundle given where a test belongs: say so, with the export line (issue 13)
-        if item.is_dir() and (item.name.endswith(".sftrace") or (item / "manifest.json").is_file()):
+        if is_bundle_dir(item):
             fail(sanitize_text(not_a_test_problem(item, "run") or f"{item} is a bundle"), 2)
     if len(tests) != 1 or tests[0].is_dir() or shard is not None or receipts is not None:
         from stepfork.cli.commands._run_many import run_many_command

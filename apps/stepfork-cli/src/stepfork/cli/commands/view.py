@@ -2,8 +2,10 @@
 
 One bundle: the run's view. Two bundles: the behaviour diff of BASELINE and CANDIDATE side by side. The
 page is one self-contained HTML file (:mod:`stepfork.analysis.view`). Default output: beside the bundle
-(``run.sftrace`` -> ``run.html``; for a diff ``BASE-vs-CAND.html`` beside the candidate). Exit 0 written,
-2 unreadable bundle, an existing output without ``--overwrite``, or a file that cannot be written.
+(``run.sftrace`` -> ``run.html``; for a diff ``BASE-vs-CAND.html`` beside the candidate; for a bundle URL
+``run.html`` in the current directory). Exit 0 written, 2 unreadable bundle, an existing output without
+``--overwrite``, an output inside a bundle directory (even with ``--overwrite``), or a file that cannot
+be written.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def view(
 ) -> None:
     """Write a self-contained HTML view of a run (or the diff of two runs)."""
     from stepfork.analysis import view as views
+    from stepfork.cli import htmlout
     from stepfork.cli.output import fail, sanitize_text
     from stepfork.trace import TraceError
 
@@ -39,6 +42,7 @@ def view(
     else:
         base, cand = views.default_output(bundles[0]), views.default_output(bundles[1])
         target = output or cand.with_name(f"{base.stem}-vs-{cand.stem}.html")
+    htmlout.check_target(target, overwrite=overwrite)  # never inside a bundle, even with --overwrite
     try:
         if len(bundles) == 1:
             written = views.write_trace_view(bundles[0], target, overwrite=overwrite)

@@ -36,7 +36,16 @@ PathLike = str | os.PathLike[str]
 
 def default_output(bundle: PathLike) -> Path:
     """Where ``stepfork view BUNDLE`` writes by default: beside the bundle, ``run.sftrace`` ->
-    ``run.html`` (a trailing slash ignored)."""
+    ``run.html`` (a trailing slash ignored). For a bundle URL (``s3://b/runs/run.sftrace``, also in the
+    collapsed ``s3:/b/...`` form a ``Path`` argument makes of it) there is no "beside": ``run.html`` in the
+    current directory (docs/view.md)."""
+    from stepfork.trace._urls import url_of
+
+    url = url_of(bundle)
+    if url is not None:
+        name = url.rstrip("/").rsplit("/", 1)[-1] or "bundle"
+        stem = name[: -len(".sftrace")] if name.endswith(".sftrace") else name
+        return Path(f"{stem}.html")
     path = Path(os.path.normpath(bundle))
     stem = path.name[: -len(".sftrace")] if path.name.endswith(".sftrace") else path.name
     return path.with_name(f"{stem}.html")
