@@ -118,7 +118,7 @@ def parse_mode(value: str, command: str) -> str:
 def not_a_test_problem(path: Path, command: str) -> str | None:
     """Why ``path`` cannot be the exported test ``command`` (``run``, ``score``) takes, or None.
 
-    A bundle (a ``.sftrace`` directory, or one holding manifest.json) is named as such with the
+    A bundle (a ``.sftrace`` directory, or one holding manifest.json and events.jsonl) is named as such with the
     ``stepfork export`` line that makes a test of it; another directory is "a directory"; a file that
     neither calls ``run_regression_case`` nor names a ``TRACE_PATH`` is "not a test stepfork export wrote"
     (advice about constants or pytest would not apply to it). A missing path is left to the command.
