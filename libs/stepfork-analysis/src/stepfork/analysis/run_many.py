@@ -122,6 +122,12 @@ class RunSummary:
             why = f" ({receipt.reason})" if receipt.reason else ""
             lines.append(f"  {receipt.verdict.upper():<19}{receipt.test}{why}")
         lines += ["", "Verdicts: " + (", ".join(f"{k} {n}" for k, n in self.counts.items()) or "none")]
+        plain = sum(r.reason == "not_exported" for r in self.receipts)
+        if plain:
+            lines.append(
+                f"not_exported: {plain} file(s) are not tests `stepfork export` wrote (no run_regression_case, "
+                "no TRACE_PATH); there is no Stepfork check in them to run"
+            )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -78,6 +78,11 @@ def check(
     from stepfork.cli.options import parse_raise_as
     from stepfork.cli.output import exit_with_result, fail, sanitize_text
 
+    from stepfork.analysis.check import python_file_problem
+
+    wrong = python_file_problem(corpus)  # a test or script where the bundles go: say so first
+    if wrong is not None:
+        fail(f"Invalid corpus: {sanitize_text(wrong)}", 2)
     if not entrypoint:
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     if jobs is not None and jobs < 1:
