@@ -8,7 +8,7 @@ The bug: ``run_agent`` reads the model's reply as if it still had the old ``shou
 shipped order is never notified. ``run_agent_fixed`` reads the current ``action`` field and reports the
 carrier too. Both make exactly the same dependency calls, so either replays against the recording.
 
-    python quickstart.py record notify.sftrace     # record the buggy run into a bundle (--overwrite to replace)
+    python quickstart.py record notify.sftrace     # record the buggy run into a bundle (--overwrite: replace)
     stepfork replay notify.sftrace --entrypoint quickstart:run_agent
 """
 
@@ -88,7 +88,8 @@ def record_run(bundle: str, *, overwrite: bool = False) -> dict[str, Any]:
     An existing bundle there is replaced only with ``overwrite`` (else ``record`` raises
     ``TraceStorageError`` with code ``already_exists`` before the agent runs).
     """
-    with record("notify-agent", output=bundle, overwrite=overwrite, run_input={"order_id": ORDER_ID}) as session:
+    run_input = {"order_id": ORDER_ID}
+    with record("notify-agent", output=bundle, overwrite=overwrite, run_input=run_input) as session:
         result = run_agent()
         session.set_output(result)
     return result

@@ -26,8 +26,8 @@ def _summary(path: Path) -> SummaryBuilder:
 def test_llm_usage_latency_and_what_was_recorded(tmp_path: Path) -> None:
     with record("agent", output=tmp_path / "a.sftrace") as session:
         lookup("x")
-        llm_request(model="m", provider="p", input={"q": 1}, call=lambda: LLMOutput({"a": 1}, prompt_tokens=3))
-        llm_request(model="m", provider="p", input={"q": 2}, call=lambda: LLMOutput({"a": 2}, cost_usd=0.25))
+        llm_request(model="m", provider="p", input={"q": 1}, call=lambda: LLMOutput({}, prompt_tokens=3))
+        llm_request(model="m", provider="p", input={"q": 2}, call=lambda: LLMOutput({}, cost_usd=0.25))
         session.set_output("done")
     summary = _summary(tmp_path / "a.sftrace")
     assert (summary.tool_calls, summary.llm_calls, summary.llm_responses, summary.errors) == (1, 2, 2, 0)

@@ -19,9 +19,9 @@ def test_check_given_a_python_file_says_it_is_not_a_corpus(quickstart: Path) -> 
         done = run_cli("check", "test_plain.py", *extra, cwd=quickstart)
         assert done.code == 2, done.text
         assert done.err == (
-            "Invalid corpus: test_plain.py is a Python file, not a corpus: `stepfork check` takes a directory "
-            "of bundles, a glob, a file listing *.sftrace bundles or a URL prefix; to run an exported test "
-            "use `stepfork run`\n"
+            "Invalid corpus: test_plain.py is a Python file, not a corpus: `stepfork check` takes a "
+            "directory of bundles, a glob, a file listing *.sftrace bundles or a URL prefix; to run an "
+            "exported test use `stepfork run`\n"
         )
         assert done.out == ""
     (quickstart / "runs.txt").write_text("notify.sftrace\nprint('x')\n")
@@ -33,7 +33,9 @@ def test_check_given_a_python_file_says_it_is_not_a_corpus(quickstart: Path) -> 
 
 
 def test_export_given_a_test_says_it_is_not_a_bundle(quickstart: Path) -> None:
-    exported = run_cli("export", "notify.sftrace", "-e", "quickstart:run_agent", "-o", "test_n.py", cwd=quickstart)
+    exported = run_cli(
+        "export", "notify.sftrace", "-e", "quickstart:run_agent", "-o", "test_n.py", cwd=quickstart
+    )
     assert exported.code == 0, exported.text
     done = run_cli("export", "test_n.py", "-e", "quickstart:run_agent", "-o", "test_m.py", cwd=quickstart)
     assert done.code == 2, done.text
@@ -52,7 +54,8 @@ def test_import_given_a_bundle_says_it_is_not_spans(quickstart: Path) -> None:
         done = run_cli("import", given, "-o", "copy.sftrace", cwd=quickstart)
         assert done.code == 2, done.text
         assert done.err.startswith(f"{given} is ")
-        assert "Stepfork bundle" in done.err and "not OpenTelemetry spans" in done.err
+        assert "Stepfork bundle" in done.err
+        assert "not OpenTelemetry spans" in done.err
         assert done.err.count("\n") == 1
     assert not (quickstart / "copy.sftrace").exists()
 

@@ -118,8 +118,8 @@ def parse_mode(value: str, command: str) -> str:
 def not_a_test_problem(path: Path, command: str) -> str | None:
     """Why ``path`` cannot be the exported test ``command`` (``run``, ``score``) takes, or None.
 
-    A bundle (a ``.sftrace`` directory, or one holding manifest.json and events.jsonl) is named as such with the
-    ``stepfork export`` line that makes a test of it; another directory is "a directory"; a file that
+    A bundle (a ``.sftrace`` directory, or one holding manifest.json and events.jsonl) is named as such
+    with the ``stepfork export`` line that makes a test of it; another directory is "a directory"; a file that
     neither calls ``run_regression_case`` nor names a ``TRACE_PATH`` is "not a test stepfork export wrote"
     (advice about constants or pytest would not apply to it). A missing path is left to the command.
     """
@@ -168,7 +168,8 @@ def not_a_bundle_problem(path: Path, command: str) -> str | None:
         return None
     takes = f"`stepfork {command}` takes the .sftrace bundle directory a recording wrote"
     if b"run_regression_case" in head or b"TRACE_PATH" in head:
-        return f"{path} is a test `stepfork export` wrote, not a bundle: {takes} (`stepfork run {path}` runs the test)"
+        run = f"`stepfork run {path}` runs the test"
+        return f"{path} is a test `stepfork export` wrote, not a bundle: {takes} ({run})"
     if path.suffix in (".py", ".pyw"):
         return f"{path} is a Python file, not a bundle: {takes}"
     return f"{path} is a file, not a bundle: {takes}"

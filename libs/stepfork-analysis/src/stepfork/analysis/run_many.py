@@ -125,8 +125,8 @@ class RunSummary:
         plain = sum(r.reason == "not_exported" for r in self.receipts)
         if plain:
             lines.append(
-                f"not_exported: {plain} file(s) are not tests `stepfork export` wrote (no run_regression_case, "
-                "no TRACE_PATH); there is no Stepfork check in them to run"
+                f"not_exported: {plain} file(s) are not tests `stepfork export` wrote "
+                "(no run_regression_case, no TRACE_PATH); there is no Stepfork check in them to run"
             )
         return "\n".join(lines)
 

@@ -51,7 +51,6 @@ from stepfork.trace.errors import TraceError, TraceIntegrityError, TraceStorageE
 from stepfork.trace.jsonable import to_jsonable
 from stepfork.trace.redaction import redact_json, redact_text
 
-
 COULD_NOT_EXECUTE = "stepfork: could not execute: "
 """The prefix of a failure that means the check never ran (``stepfork run`` reads it from the report)."""
 

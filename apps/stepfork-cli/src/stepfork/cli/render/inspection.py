@@ -2,7 +2,8 @@
 
 events.jsonl is read one event at a time (:func:`stepfork.trace.reading.open_bundle`, ``EventStream``) and
 each event is counted by :class:`stepfork.analysis.run_summary.SummaryBuilder` (the summary the HTML view
-shows too), so memory holds the counts, the rows kept and one event, never the trace: a 10,000-call bundle is inspected
+shows too), so memory holds the counts, the rows kept and one event, never the trace: a 10,000-call bundle
+is inspected
 in bounded memory (benchmarks/bench_inspect.py; docs/performance.md, "inspect"). Only the rows shown are
 built (a row redacts its event's payload again: the costly step).
 
