@@ -8,7 +8,7 @@ The bug: ``run_agent`` reads the model's reply as if it still had the old ``shou
 shipped order is never notified. ``run_agent_fixed`` reads the current ``action`` field and reports the
 carrier too. Both make exactly the same dependency calls, so either replays against the recording.
 
-    python quickstart.py record notify.sftrace     # record the buggy run into a bundle
+    python quickstart.py record notify.sftrace     # record the buggy run into a bundle (--overwrite: replace)
     stepfork replay notify.sftrace --entrypoint quickstart:run_agent
 """
 
@@ -82,15 +82,38 @@ def run_agent_fixed(order_id: str = ORDER_ID) -> dict[str, Any]:
     return result
 
 
-def record_run(bundle: str) -> dict[str, Any]:
-    """Run the buggy agent under ``stepfork.record`` and write the bundle to ``bundle``."""
-    with record("notify-agent", output=bundle, overwrite=True, run_input={"order_id": ORDER_ID}) as session:
+def record_run(bundle: str, *, overwrite: bool = False) -> dict[str, Any]:
+    """Run the buggy agent under ``stepfork.record`` and write the bundle to ``bundle``.
+
+    An existing bundle there is replaced only with ``overwrite`` (else ``record`` raises
+    ``TraceStorageError`` with code ``already_exists`` before the agent runs).
+    """
+    run_input = {"order_id": ORDER_ID}
+    with record("notify-agent", output=bundle, overwrite=overwrite, run_input=run_input) as session:
         result = run_agent()
         session.set_output(result)
     return result
 
 
+def main(argv: list[str]) -> int:
+    """``record BUNDLE.sftrace [--overwrite]``: record, print the run's output; 2 for bad input (one line)."""
+    from stepfork.trace.errors import TraceStorageError
+
+    overwrite = "--overwrite" in argv
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] != "record":
+        print("usage: python quickstart.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
+        return 2
+    try:
+        print(record_run(args[1], overwrite=overwrite))
+    except TraceStorageError as exc:
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python quickstart.py record BUNDLE.sftrace")
-    print(record_run(sys.argv[2]))
+    sys.exit(main(sys.argv[1:]))

@@ -34,6 +34,10 @@ AGENT = textwrap.dedent(
         return forecast(**request)
 
 
+    def regional(city: str, region: str) -> dict:
+        return forecast(city)
+
+
     if __name__ == "__main__":
         with record("weather", output=sys.argv[1], run_input={"city": "Oslo"}) as session:
             session.set_output(forecast(city="Oslo"))
@@ -90,3 +94,23 @@ def test_minimize_passes_it(project: Path) -> None:
     # the failure is the wrong temperature, not a TypeError from a call without arguments
     signature = json.loads(result.out)["signature"]
     assert signature == {"kind": "output_mismatch", "detail": "temp", "divergence": None}
+
+
+_UNCALLABLE = (
+    "the entrypoint regional cannot be called with the recorded run input: parameter 'region' is missing "
+    "(the recorded run input is an object with the keys: city)"
+)
+
+
+def test_an_entrypoint_needing_a_parameter_the_run_did_not_record_could_not_execute(project: Path) -> None:
+    """Not FAILED (a caught regression) and not DIVERGED: the check cannot run; one line names the
+    parameter."""
+    replayed = run_cli("replay", "oslo.sftrace", "-e", "weather:regional", cwd=project)
+    assert (replayed.code, replayed.err, replayed.out) == (2, _UNCALLABLE + "\n", "")
+    exported = run_cli("export", "oslo.sftrace", "-e", "weather:regional", "-o", "test_r.py", cwd=project)
+    assert exported.code == 0, exported.text
+    result = run_cli("run", "test_r.py", "--json", cwd=project)
+    assert result.code == 2, result.text
+    receipt = json.loads(result.out)
+    assert (receipt["verdict"], receipt["reason"]) == ("could_not_execute", "entrypoint_uncallable")
+    assert receipt["detail"] == _UNCALLABLE + "; the check cannot run, so this is not a regression"

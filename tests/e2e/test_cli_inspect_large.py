@@ -103,6 +103,6 @@ def test_the_scan_streams_the_bundle(big: Path) -> None:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert found.events == 2 * CALLS + 3  # run_start, run_end and one error event
+    assert found.counts.events == 2 * CALLS + 3  # run_start, run_end and one error event
     assert size > 3_000_000
     assert peak < size / 10, f"peak {peak} bytes for a {size}-byte events.jsonl"

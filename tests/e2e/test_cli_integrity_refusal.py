@@ -172,6 +172,8 @@ def test_the_pytest_marker_errors_with_the_same_line_and_no_traceback(quickstart
     assert "1 error" in out, out
     bundle = str(quickstart / "notify.sftrace")
     assert refusal(bundle).rstrip("\n") in out, out
+    assert out.count(refusal(bundle).rstrip("\n")) == 1, out  # once, not again as "during handling of"
+    assert "another exception occurred" not in out
     assert "Traceback" not in out
     assert "load_verified_trace" not in out
 

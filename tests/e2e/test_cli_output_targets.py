@@ -198,3 +198,38 @@ def test_upload_keeps_an_ordinary_bundle_and_removes_only_a_spool(
     assert missing.code == 2
     assert missing.err == "Cannot upload nothere.sftrace: no such bundle\n"
     assert not (store / "up4.sftrace").exists()
+
+
+# --- run --receipts DIR and what counts as a bundle ----------------------------------------------------
+
+_EXPORTED_SHAPE = 'TRACE_PATH = "gone.sftrace"\n\n\ndef test_case():\n    run_regression_case(TRACE_PATH)\n'
+
+
+def test_run_receipts_dir_follows_the_one_output_rule_before_any_test_runs(quickstart: Path) -> None:
+    for name in ("test_a.py", "test_b.py"):
+        (quickstart / name).write_text(_EXPORTED_SHAPE)
+    into_bundle = run_cli("run", "test_a.py", "test_b.py", "--receipts", "out.sftrace", cwd=quickstart)
+    assert into_bundle.code == 2, into_bundle.text
+    assert into_bundle.err.startswith("refusing to write the receipts to out.sftrace: ")
+    assert _INSIDE in into_bundle.err
+    assert into_bundle.err.count("\n") == 1
+    assert into_bundle.out == ""  # refused before any test ran
+    assert not (quickstart / "out.sftrace").exists()
+    (quickstart / "afile").write_text("mine\n")
+    into_file = run_cli("run", "test_a.py", "test_b.py", "--receipts", "afile", cwd=quickstart)
+    assert into_file.code == 2
+    assert into_file.err == "refusing to write the receipts to afile: it exists and is not a directory\n"
+
+
+def test_a_users_folder_holding_a_manifest_json_is_not_taken_for_a_bundle(quickstart: Path) -> None:
+    """A web app's folder has a manifest.json too; a bundle also has events.jsonl (or a .sftrace name)."""
+    webapp = quickstart / "webapp"
+    webapp.mkdir()
+    (webapp / "manifest.json").write_text('{"name": "my app", "start_url": "/"}\n')
+    viewed = run_cli("view", "notify.sftrace", "-o", "webapp/run.html", cwd=quickstart)
+    assert viewed.code == 0, viewed.text
+    assert (webapp / "run.html").is_file()
+    (quickstart / "test_a.py").write_text(_EXPORTED_SHAPE)
+    ran = run_cli("run", "test_a.py", "test_a.py", "--receipts", "webapp/receipts", cwd=quickstart)
+    assert "refusing" not in ran.err, ran.text
+    assert len(list((webapp / "receipts").glob("test_a-*.json"))) == 1

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from stepfork.replay.entrypoint import call_entrypoint, entrypoint_arguments
+from stepfork.replay.entrypoint import EntrypointCallError, call_entrypoint, entrypoint_arguments
 from stepfork.trace import to_jsonable
 
 
@@ -68,10 +68,8 @@ class Agent:
         (one, "Oslo", (("Oslo",), {})),
         (one, [1, 2], (([1, 2],), {})),
         (none, {"city": "Oslo"}, ((), {})),
-        (kw, None, ((), {})),  # nothing recorded: called as before
-        (one, None, ((), {})),
-        (two_required, {"a": 1}, ((), {})),  # a required parameter missing, two parameters: no rule fits
-        (two_required, 5, ((), {})),
+        (none, None, ((), {})),
+        (star, None, ((), {})),
         (star, {"x": 1}, ((), {"x": 1})),
         (only_args, {"x": 1}, ((), {})),
         (Agent("> ").run, {"city": "Oslo"}, ((), {"city": "Oslo"})),  # a bound method: self is not counted
@@ -80,6 +78,30 @@ class Agent:
 )
 def test_the_rule(function: Any, run_input: Any, expected: Any) -> None:
     assert entrypoint_arguments(function, run_input) == expected
+
+
+@pytest.mark.parametrize(
+    ("function", "run_input", "missing", "recorded"),
+    [
+        (two_required, {"a": 1}, ("b",), "an object with the keys: a"),  # no rule fits
+        (two_required, 5, ("b",), "one int value"),
+        (kw, None, ("city",), "no run input"),  # nothing recorded
+        (one, None, ("request",), "no run input"),
+    ],
+)
+def test_a_required_parameter_the_run_input_does_not_fill_is_named_before_any_call(
+    function: Any, run_input: Any, missing: tuple[str, ...], recorded: str
+) -> None:
+    """The entrypoint cannot be called with the recorded run input: one line naming the parameter, raised
+    before the call (the check could not execute), not a TypeError from inside the replay."""
+    with pytest.raises(EntrypointCallError) as caught:
+        entrypoint_arguments(function, run_input)
+    assert caught.value.code == "missing_argument"
+    assert caught.value.parameters == missing
+    message = str(caught.value)
+    assert "\n" not in message
+    assert f"parameter {missing[0]!r} is missing" in message
+    assert recorded in message
 
 
 def test_a_kwarg_is_validated_into_its_annotation() -> None:

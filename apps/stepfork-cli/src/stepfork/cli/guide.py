@@ -118,8 +118,8 @@ def parse_mode(value: str, command: str) -> str:
 def not_a_test_problem(path: Path, command: str) -> str | None:
     """Why ``path`` cannot be the exported test ``command`` (``run``, ``score``) takes, or None.
 
-    A bundle (a ``.sftrace`` directory, or one holding manifest.json) is named as such with the
-    ``stepfork export`` line that makes a test of it; another directory is "a directory"; a file that
+    A bundle (a ``.sftrace`` directory, or one holding manifest.json and events.jsonl) is named as such
+    with the ``stepfork export`` line that makes a test of it; another directory is "a directory"; a file that
     neither calls ``run_regression_case`` nor names a ``TRACE_PATH`` is "not a test stepfork export wrote"
     (advice about constants or pytest would not apply to it). A missing path is left to the command.
     """
@@ -148,4 +148,48 @@ def not_a_test_problem(path: Path, command: str) -> str | None:
     return (
         f"{path} is not a test `stepfork export` wrote (it neither calls run_regression_case nor names a "
         f"TRACE_PATH). Make one with: {export}"
+    )
+
+
+def not_a_bundle_problem(path: Path, command: str) -> str | None:
+    """Why ``path``, an existing file, cannot be the bundle ``command`` (``export``, ``import``) was given,
+    or None (a directory, or nothing there: left to the command's own reader).
+
+    A bundle is a directory. A test ``stepfork export`` wrote (it calls ``run_regression_case`` or names a
+    ``TRACE_PATH``) is named as such, with the bundle it replays; another Python file is "a Python file";
+    anything else is "a file". Only the first MiB is read, as bytes; nothing is imported.
+    """
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as handle:
+            head = handle.read(1 << 20)
+    except OSError:
+        return None
+    takes = f"`stepfork {command}` takes the .sftrace bundle directory a recording wrote"
+    if b"run_regression_case" in head or b"TRACE_PATH" in head:
+        run = f"`stepfork run {path}` runs the test"
+        return f"{path} is a test `stepfork export` wrote, not a bundle: {takes} ({run})"
+    if path.suffix in (".py", ".pyw"):
+        return f"{path} is a Python file, not a bundle: {takes}"
+    return f"{path} is a file, not a bundle: {takes}"
+
+
+def bundle_not_spans_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be the spans ``stepfork import`` reads, when it is a Stepfork bundle (a
+    ``.sftrace`` directory, or one holding manifest.json and events.jsonl, or a file inside one), else
+    None."""
+    from stepfork.trace._outputs import enclosing_bundle, is_bundle_dir
+
+    if is_bundle_dir(path):
+        what = "a Stepfork bundle"
+    else:
+        bundle = enclosing_bundle(path) if path.exists() else None
+        if bundle is None:
+            return None
+        what = f"part of the Stepfork bundle {bundle.name}"
+    return (
+        f"{path} is {what}, not OpenTelemetry spans: `stepfork import` reads OTLP JSON or protobuf "
+        "exported by an OpenTelemetry SDK or collector; a bundle needs no import (stepfork inspect, replay "
+        "and export read it as it is)"
     )

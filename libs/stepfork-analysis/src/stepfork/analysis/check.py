@@ -26,7 +26,8 @@ _GLOB_CHARS = frozenset("*?[")
 
 
 class CorpusError(ValueError):
-    """The corpus names no bundle: a missing path, an empty directory or glob, an unreadable list file."""
+    """The corpus names no bundle: a missing path, an empty directory or glob, an unreadable list file, or
+    a file that is not a list of bundles (a Python file, a line that names no ``*.sftrace`` bundle)."""
 
 
 def _is_url(text: str) -> bool:
@@ -77,16 +78,41 @@ def resolve_corpus(corpus: str | os.PathLike[str] | Iterable[str]) -> list[str]:
     return found
 
 
+def python_file_problem(corpus: str | os.PathLike[str]) -> str | None:
+    """Why ``corpus`` is no corpus when it is an existing Python file (a test or script given where the
+    bundles go), one line; else None."""
+    path = Path(corpus)
+    if path.suffix not in (".py", ".pyw", ".ipynb") or not path.is_file():
+        return None
+    hint = "; to run an exported test use `stepfork run`" if path.name.startswith("test_") else ""
+    return (
+        f"{path} is a Python file, not a corpus: `stepfork check` takes a directory of bundles, a glob, "
+        f"a file listing *.sftrace bundles or a URL prefix{hint}"
+    )
+
+
+_LIST_FORM = "a corpus file lists one *.sftrace bundle path or URL per line"
+
+
 def _read_list(path: Path) -> list[str]:
+    """The bundles a list file names. Every entry must name a bundle (a path ending in ``.sftrace``, as the
+    bundle reader requires, or a URL): a file of something else (a test, a script) is refused on its first
+    such line rather than read as a list of missing bundles."""
+    problem = python_file_problem(path)
+    if problem is not None:
+        raise CorpusError(problem)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise CorpusError(f"cannot read the corpus list {path}: {exc}") from exc
     bundles = []
-    for raw in lines:
+    for number, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
+        if not _is_url(line) and not line.rstrip("/\\").endswith(".sftrace"):
+            shown = line if len(line) <= 60 else line[:57] + "..."
+            raise CorpusError(f"{path}:{number}: {shown!r} is not a bundle path ({_LIST_FORM})")
         if _is_url(line) or Path(line).is_absolute():
             bundles.append(line)
         else:

@@ -18,8 +18,8 @@ from stepfork.trace._outputs import output_target_problem
 
 RECEIPT_VERSION = 1
 VERDICTS = ("passed", "failed", "could_not_execute")
-# Why a check could not execute (spec "run"; entrypoint_unresolvable, raise_as_unresolvable and timeout
-# go beyond the spec).
+# Why a check could not execute (spec "run"; entrypoint_unresolvable, entrypoint_uncallable,
+# raise_as_unresolvable, not_exported and timeout go beyond the spec).
 REASONS = (
     "bundle_missing",
     "bundle_unreadable",
@@ -29,7 +29,9 @@ REASONS = (
     "pytest_error",
     "report_missing",
     "entrypoint_unresolvable",
+    "entrypoint_uncallable",
     "raise_as_unresolvable",
+    "not_exported",
     "timeout",
 )
 EXIT_CODES = {"passed": 0, "failed": 1, "could_not_execute": 2}

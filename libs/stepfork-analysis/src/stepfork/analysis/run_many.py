@@ -122,6 +122,12 @@ class RunSummary:
             why = f" ({receipt.reason})" if receipt.reason else ""
             lines.append(f"  {receipt.verdict.upper():<19}{receipt.test}{why}")
         lines += ["", "Verdicts: " + (", ".join(f"{k} {n}" for k, n in self.counts.items()) or "none")]
+        plain = sum(r.reason == "not_exported" for r in self.receipts)
+        if plain:
+            lines.append(
+                f"not_exported: {plain} file(s) are not tests `stepfork export` wrote "
+                "(no run_regression_case, no TRACE_PATH); there is no Stepfork check in them to run"
+            )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -143,7 +149,7 @@ def run_many(
         paths: test files and directories (see :func:`collect_tests`).
         shard: ``(K, N)``: run only shard K of N (:func:`shard_of`).
         receipts_dir: write each receipt there as ``<test stem>-<8 hex of its path>.json`` (an earlier
-            receipt is replaced; anything else there is refused per file, as ``--receipt`` does).
+            receipt is replaced); every path is checked before any test runs (:func:`_receipt_targets`).
         pytest_args, timeout_seconds: as :func:`run_exported_test`, for each test.
 
     Raises:
@@ -152,9 +158,9 @@ def run_many(
     """
     tests = collect_tests(paths)
     chosen = shard_of(tests, *shard) if shard else tests
+    targets = _receipt_targets(chosen, receipts_dir)
     receipts, files = [], []
-    for test in chosen:
-        target = Path(receipts_dir) / _receipt_name(test) if receipts_dir is not None else None
+    for test, target in zip(chosen, targets, strict=True):
         receipts.append(
             run_exported_test(
                 test, receipt_path=target, pytest_args=pytest_args, timeout_seconds=timeout_seconds
@@ -163,3 +169,30 @@ def run_many(
         if target is not None:
             files.append(str(target))
     return RunSummary(tuple(receipts), shard, len(tests), tuple(files))
+
+
+def _receipt_targets(tests: Sequence[Path], receipts_dir: str | os.PathLike[str] | None) -> list[Path | None]:
+    """Where each test's receipt goes (None each without ``receipts_dir``), every path checked before any
+    test runs, so that a refusal wastes no run: the directory by the one output-target rule
+    (:func:`stepfork.trace._outputs.output_target_problem`, ``directory=True``: never a bundle, never a
+    file), then each receipt as ``stepfork run --receipt`` checks it (an earlier receipt is replaced).
+
+    Raises:
+        RunInputError: ``receipt_refused``, the first refusal's one line.
+    """
+    from stepfork.analysis.receipt import receipt_target_problem
+    from stepfork.trace._outputs import output_target_problem
+
+    if receipts_dir is None:
+        return [None] * len(tests)
+    problem = output_target_problem(receipts_dir, what="the receipts", overwrite=False, directory=True)
+    if problem is not None:
+        raise RunInputError(problem, code="receipt_refused", path=os.fspath(receipts_dir))
+    targets: list[Path | None] = []
+    for test in tests:
+        target = Path(receipts_dir) / _receipt_name(test)
+        problem = receipt_target_problem(target, test=test, bundle=None, overwrite=False)
+        if problem is not None:
+            raise RunInputError(problem, code="receipt_refused", path=str(target))
+        targets.append(target)
+    return targets

@@ -161,10 +161,24 @@ def run_exported_test(
         "bundle_digest": None,
         "stepfork_version": _version(),
     }
-    receipt = _classify(test_path, constants, unreadable, base, bundle_path, pytest_args, timeout_seconds)
+    if bundle is None and not _is_exported(source):
+        receipt = _stop(
+            base,
+            "not_exported",
+            f"{test_path} is not a test `stepfork export` wrote (it neither calls run_regression_case nor "
+            "names a TRACE_PATH): there is no Stepfork check in it to run",
+        )
+    else:
+        receipt = _classify(test_path, constants, unreadable, base, bundle_path, pytest_args, timeout_seconds)
     if receipt_path is not None:
         receipt.write(receipt_path, replace=replace)
     return receipt
+
+
+def _is_exported(source: str) -> bool:
+    """Whether ``source`` looks like a test ``stepfork export`` wrote: it calls ``run_regression_case`` or
+    names a ``TRACE_PATH`` (the test the CLI's one-test form refuses otherwise, stepfork.cli.guide)."""
+    return "run_regression_case" in source or "TRACE_PATH" in source
 
 
 def _read_constants(test_path: Path, source: str) -> tuple[dict[str, Any], str | None]:
@@ -356,6 +370,19 @@ def _launch(
     return _from_status(status, counts, message, fields)
 
 
+def _could_not_execute(message: str) -> str | None:
+    """The reason after ``stepfork: could not execute: `` in a failure message (the prefix
+    ``run_regression_case`` gives a check that never ran: the entrypoint cannot be called with the recorded
+    run input), or None."""
+    from stepfork.replay.regression import COULD_NOT_EXECUTE
+
+    for line in message.splitlines():
+        _, found, reason = line.partition(COULD_NOT_EXECUTE)
+        if found:
+            return reason.strip()
+    return None
+
+
 def _kill_group(child: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(child.pid, signal.SIGKILL)
@@ -380,6 +407,10 @@ def _from_status(status: int, counts: dict[str, int], message: str, fields: dict
         return _verdict("could_not_execute", "check_error", detail, fields, counts)
     if status == 0 and counts["failures"] == 0:
         return _verdict("passed", None, "the check ran and agreed", fields, counts)
+    cannot = _could_not_execute(message)
+    if cannot is not None:  # the test stopped before replaying: run_regression_case's COULD_NOT_EXECUTE
+        detail = f"{cannot}; the check cannot run, so this is not a regression"
+        return _verdict("could_not_execute", "entrypoint_uncallable", detail, fields, counts)
     if status == 1 and counts["failures"] > 0:
         detail = f"the check ran and disagreed: {message}" if message else "the check ran and disagreed"
         return _verdict("failed", None, detail, fields, counts)

@@ -16,7 +16,13 @@ from stepfork.replay.diagnostics import (
     first_difference,
     model_fingerprint,
 )
-from stepfork.replay.entrypoint import EntrypointError, call_entrypoint, resolve_entrypoint, run_in_session
+from stepfork.replay.entrypoint import (
+    EntrypointCallError,
+    EntrypointError,
+    call_entrypoint,
+    resolve_entrypoint,
+    run_in_session,
+)
 from stepfork.replay.errors import (
     RecordedDependencyError,
     ReplayError,
@@ -44,6 +50,7 @@ __all__ = [
     "MODES",
     "BehaviorReport",
     "Diagnostic",
+    "EntrypointCallError",
     "EntrypointError",
     "ExecutedCall",
     "ExecutionReport",

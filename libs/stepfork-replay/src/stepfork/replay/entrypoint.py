@@ -34,6 +34,20 @@ class EntrypointError(ValueError):
         self.spec = spec
 
 
+class EntrypointCallError(EntrypointError):
+    """The entrypoint cannot be called with the recorded run input: a required parameter gets no value
+    from it (code ``missing_argument``). Raised before the replay starts: the check could not execute,
+    which is neither a pass nor a caught regression (spec "run").
+
+    Attributes:
+        parameters: the names of the required parameters left without a value, in signature order.
+    """
+
+    def __init__(self, message: str, *, spec: str, parameters: tuple[str, ...]) -> None:
+        super().__init__(message, code="missing_argument", spec=spec)
+        self.parameters = parameters
+
+
 def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None = None) -> Callable[..., Any]:
     """Import ``MODULE`` and return its attribute ``FUNCTION`` (dotted attributes allowed: ``mod:Cls.run``).
 
@@ -121,20 +135,23 @@ def entrypoint_arguments(
     2. ``run_input`` is a JSON object whose keys ``function``'s parameters accept (``inspect.Signature.bind``
        succeeds, so every required parameter is among them): keyword arguments.
     3. ``function`` takes exactly one parameter, positional: ``run_input`` as that argument.
-    4. Otherwise no arguments (the call then fails as a plain call would, inside the replay).
+    4. Otherwise no arguments.
+
+    When the arguments so derived leave a required parameter without a value (rules 1 and 4), the
+    entrypoint cannot be called with the recorded run input: :class:`EntrypointCallError` names the
+    parameter, before anything runs (the check could not execute; it is not the agent failing).
 
     Values are decoded with ``from_jsonable`` and validated into the parameter's annotation when it has one
     that resolves (a ``Request`` model parameter gets a ``Request``); when validation fails the decoded JSON
     value is passed, so the agent, not Stepfork, reports the problem. Nothing named in the bundle is imported.
     """
-    if run_input is None:
-        return (), {}
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # a builtin without a signature: called as before
         return (), {}
     params = list(signature.parameters.values())
-    if not params:
+    if run_input is None or not params:
+        _check_callable_without_arguments(function, signature, run_input)
         return (), {}
     hints = _annotations(function)
     if isinstance(run_input, dict) and not _is_tagged(run_input):
@@ -147,7 +164,38 @@ def entrypoint_arguments(
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     if len(params) == 1 and params[0].kind in positional:
         return (_decode(run_input, hints.get(params[0].name)),), {}
+    _check_callable_without_arguments(function, signature, run_input)
     return (), {}
+
+
+def _check_callable_without_arguments(function: Callable[..., Any], signature: Any, run_input: Any) -> None:
+    """Raise :class:`EntrypointCallError` when ``function`` has a required parameter, naming the ones the
+    recorded ``run_input`` gives no value for (its missing keys when it is an object)."""
+    required = [
+        p.name
+        for p in signature.parameters.values()
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
+    if not required:
+        return
+    if isinstance(run_input, dict) and not _is_tagged(run_input):
+        missing = [name for name in required if name not in run_input] or required
+        keys = ", ".join(sorted(map(str, run_input))) or "none"
+        recorded = f"the recorded run input is an object with the keys: {keys}"
+    elif run_input is None:
+        missing, recorded = required, "the run recorded no run input"
+    else:
+        missing = required[1:] or required
+        recorded = f"the recorded run input is one {type(run_input).__name__} value"
+    names = ", ".join(repr(name) for name in missing)
+    what = f"parameter {names} is" if len(missing) == 1 else f"parameters {names} are"
+    name = getattr(function, "__qualname__", None) or repr(function)
+    raise EntrypointCallError(
+        f"the entrypoint {name} cannot be called with the recorded run input: {what} missing ({recorded})",
+        spec=name,
+        parameters=tuple(missing),
+    )
 
 
 def _is_tagged(value: dict[str, Any]) -> bool:
@@ -178,8 +226,18 @@ def _decode(value: Any, annotation: Any) -> Any:
 def call_entrypoint(function: Callable[..., Any], run_input: Any = None) -> Any:
     """Call ``function`` with the arguments :func:`entrypoint_arguments` derives from ``run_input`` (none
     when it is None); an ``async def`` (or a returned awaitable) runs with ``asyncio.run`` (spec
-    replay.txt: the exporter and the CLI accept async entrypoints)."""
+    replay.txt: the exporter and the CLI accept async entrypoints).
+
+    Raises:
+        EntrypointCallError: a required parameter gets no value from ``run_input`` (before the call).
+    """
     args, kwargs = entrypoint_arguments(function, run_input)
+    return call_with_arguments(function, args, kwargs)
+
+
+def call_with_arguments(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call ``function(*args, **kwargs)`` (arguments from :func:`entrypoint_arguments`); an ``async def``
+    (or a returned awaitable) runs with ``asyncio.run``. Returns what it returns; raises what it raises."""
     if inspect.iscoroutinefunction(function):
         return asyncio.run(function(*args, **kwargs))
     result = function(*args, **kwargs)
@@ -203,11 +261,14 @@ def run_in_session(
     user's Ctrl-C, and the session sees it.
 
     Raises:
+        EntrypointCallError: a required parameter gets no value from ``run_input`` (before the session
+            is entered: nothing was replayed).
         KeyboardInterrupt: raised by ``function`` (or delivered while it ran).
     """
+    args, kwargs = entrypoint_arguments(function, run_input)
     with session:
         try:
-            return call_entrypoint(function, run_input), None
+            return call_with_arguments(function, args, kwargs), None
         except KeyboardInterrupt:
             raise
         except BaseException as exc:

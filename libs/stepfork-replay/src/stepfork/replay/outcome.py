@@ -388,7 +388,8 @@ def replay_entrypoint(
         TraceStorageError: the bundle is unreadable.
         ValueError: an invalid mode, option combination or ``raise_as`` mapping.
         RaiseAsClassError: a ``raise_as`` string cannot be resolved (an EntrypointError; check it first).
-        EntrypointError: the entrypoint cannot be resolved.
+        EntrypointError: the entrypoint cannot be resolved, or (EntrypointCallError, code
+            ``missing_argument``) cannot be called with the recorded run input.
     """
     loaded = load_source(trace)
     classes = resolve_raise_as(raise_as, import_root=import_root)
@@ -410,7 +411,7 @@ def replay_entrypoint(
     function = (
         resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint
     )
-    result, raised = run_in_session(session, function, recorded_run_input(loaded))
+    result, raised = run_in_session(session, function, recorded_run_input(loaded))  # EntrypointCallError
     execution = (
         ExecutionReport("COMPLETED")
         if raised is None

@@ -217,8 +217,11 @@ def _build_session(item: pytest.Item, marker: StepforkMarker) -> Any:
         raise StepforkBundleMissingError(marker.path)
     try:
         return ReplaySession.from_trace(marker.path, marker.mode, **marker.options)
-    except TraceIntegrityError as exc:  # one line, as every command says it (no traceback)
-        pytest.fail(str(exc), pytrace=False)
+    except TraceIntegrityError as exc:
+        refused = str(exc)
+    # one line, as every command says it: failing outside the except block, or pytest shows the line
+    # twice ("During handling of the above exception, another exception occurred")
+    pytest.fail(refused, pytrace=False)
 
 
 def _marker_path(item: pytest.Item) -> str | None:

@@ -7,6 +7,8 @@ failure is an ``AssertionError`` whose message starts with one of the reference'
 
 - ``stepfork: trace bundle not found: ...`` / ``stepfork: trace bundle unreadable: ...``
 - ``stepfork: entrypoint failed: ...`` (cannot be resolved, raised, or returned a non-JSON value)
+- ``stepfork: could not execute: ...`` (the check cannot run: the entrypoint cannot be called with the
+  recorded run input; ``stepfork run`` reports it as could_not_execute, not as a caught regression)
 - ``stepfork replay policy violation: ...`` (a ReplayPolicyError)
 - ``stepfork replay divergence: ...`` (any other replay error, a caught divergence, unconsumed calls)
 - ``behavior mismatch at '<path>': expected <v>, got <v>`` (first difference; values as canonical JSON),
@@ -29,8 +31,10 @@ from stepfork.replay.diagnostics import (
     preview,
 )
 from stepfork.replay.entrypoint import (
+    EntrypointCallError,
     EntrypointError,
-    call_entrypoint,
+    call_with_arguments,
+    entrypoint_arguments,
     recorded_run_input,
     resolve_entrypoint,
 )
@@ -46,6 +50,9 @@ from stepfork.trace.bundle import Trace
 from stepfork.trace.errors import TraceError, TraceIntegrityError, TraceStorageError
 from stepfork.trace.jsonable import to_jsonable
 from stepfork.trace.redaction import redact_json, redact_text
+
+COULD_NOT_EXECUTE = "stepfork: could not execute: "
+"""The prefix of a failure that means the check never ran (``stepfork run`` reads it from the report)."""
 
 
 def _text(message: str) -> str:
@@ -145,8 +152,12 @@ def run_regression_case(
     else:
         function = entrypoint
     try:
+        args, kwargs = entrypoint_arguments(function, recorded_run_input(loaded))
+    except EntrypointCallError as exc:
+        raise AssertionError(f"{COULD_NOT_EXECUTE}{_text(str(exc))}") from None
+    try:
         with session:
-            result = call_entrypoint(function, recorded_run_input(loaded))
+            result = call_with_arguments(function, args, kwargs)
     except RecordedDependencyError as exc:
         if session.divergence is not None:
             raise _replay_failure(session.divergence) from exc

@@ -1,6 +1,8 @@
 """Where a tool may write an output file: the one "inside a bundle" rule and the one refusal of a target.
 
-A bundle directory is a directory whose name ends in ``.sftrace`` or that holds ``manifest.json``. No
+A bundle directory is a directory whose name ends in ``.sftrace`` (the name the bundle reader requires) or
+that holds both ``manifest.json`` and ``events.jsonl`` (a bundle copied under another name); a folder that
+merely holds a ``manifest.json`` (a web app's, a package's) is the user's, not a bundle. No
 report (JUnit XML, receipt, HTML page) is ever written into one, not even with ``--overwrite``: a bundle is
 the evidence, and a file added or replaced in it is a bundle silently changed (docs/decisions.md, "outputs
 never go inside a bundle"). Used by ``stepfork check``, ``run --receipt``, ``view``, ``replay --html`` and
@@ -17,9 +19,14 @@ __all__ = ["enclosing_bundle", "is_bundle_dir", "output_target_problem"]
 
 
 def is_bundle_dir(path: Path) -> bool:
-    """True when ``path`` is a directory named ``*.sftrace`` or holding ``manifest.json``. Never raises."""
+    """True when ``path`` is a directory named ``*.sftrace`` or holding both ``manifest.json`` and
+    ``events.jsonl`` (module docstring). Never raises."""
     try:
-        return path.is_dir() and (path.name.endswith(".sftrace") or (path / "manifest.json").is_file())
+        if not path.is_dir():
+            return False
+        if path.name.endswith(".sftrace"):
+            return True
+        return (path / "manifest.json").is_file() and (path / "events.jsonl").is_file()
     except OSError:
         return False
 

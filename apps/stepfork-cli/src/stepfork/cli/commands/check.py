@@ -75,9 +75,13 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
+    from stepfork.analysis.check import python_file_problem
     from stepfork.cli.options import parse_raise_as
     from stepfork.cli.output import exit_with_result, fail, sanitize_text
 
+    wrong = python_file_problem(corpus)  # a test or script where the bundles go: say so first
+    if wrong is not None:
+        fail(f"Invalid corpus: {sanitize_text(wrong)}", 2)
     if not entrypoint:
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     if jobs is not None and jobs < 1:

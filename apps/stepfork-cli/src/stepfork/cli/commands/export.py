@@ -84,6 +84,13 @@ def export(
     ] = "genai",
 ) -> None:
     """Export an executable pytest regression test from a trace."""
+    from stepfork.cli.guide import not_a_bundle_problem
+
+    wrong = not_a_bundle_problem(path, "export")
+    if wrong is not None:  # a test or script given where the bundle goes: one line, not a validation code
+        from stepfork.cli.output import fail
+
+        fail(wrong, 2)
     if otlp or otlp_endpoint is not None:  # issue 15: OTLP export (with --entrypoint: of a replay)
         from stepfork.cli.commands._export_otlp import export_otlp_command
 

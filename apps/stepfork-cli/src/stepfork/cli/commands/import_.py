@@ -29,8 +29,12 @@ def import_spans(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace OUT if it exists."),
 ) -> None:
     """Import OpenTelemetry spans (GenAI or OpenInference) as .sftrace bundles."""
+    from stepfork.cli.guide import bundle_not_spans_problem
     from stepfork.cli.output import fail, sanitize_text
 
+    wrong = bundle_not_spans_problem(spans)
+    if wrong is not None:
+        fail(wrong, 2)
     try:
         from stepfork.analysis.otlp import OtlpDecodeError, OtlpImportError, import_otlp
         from stepfork.trace.errors import TraceError

@@ -147,10 +147,12 @@ def fail_for_error(exc: Exception, path: Path) -> NoReturn:
     """Print the one line (or the spec's two lines) for an error raised before a replay runs and exit 2;
     the rule of both forms (``--entrypoint`` and ``-- python SCRIPT``). Anything else is re-raised."""
     from stepfork.cli.output import fail, sanitize_text, shown
-    from stepfork.replay.entrypoint import EntrypointError
+    from stepfork.replay.entrypoint import EntrypointCallError, EntrypointError
     from stepfork.replay.raise_as import RaiseAsClassError
     from stepfork.trace.errors import TraceError, TraceIntegrityError
 
+    if isinstance(exc, EntrypointCallError):  # resolved, but the recorded run input cannot call it
+        fail(sanitize_text(str(exc)), 2)
     if isinstance(exc, RaiseAsClassError):
         fail(f"Unable to resolve --raise-as class for {exc.key}.\n{_entrypoint_detail(exc, 'class')}", 2)
     if isinstance(exc, EntrypointError):

@@ -1,7 +1,9 @@
 """One streamed pass over a bundle for ``stepfork inspect``: the summary and a bounded timeline (issue 13).
 
-events.jsonl is read one event at a time (:func:`stepfork.trace.reading.open_bundle`, ``EventStream``), so
-memory holds the counts, the rows kept and one event, never the trace: a 10,000-call bundle is inspected
+events.jsonl is read one event at a time (:func:`stepfork.trace.reading.open_bundle`, ``EventStream``) and
+each event is counted by :class:`stepfork.analysis.run_summary.SummaryBuilder` (the summary the HTML view
+shows too), so memory holds the counts, the rows kept and one event, never the trace: a 10,000-call bundle
+is inspected
 in bounded memory (benchmarks/bench_inspect.py; docs/performance.md, "inspect"). Only the rows shown are
 built (a row redacts its event's payload again: the costly step).
 
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from stepfork.analysis.run_summary import SummaryBuilder
 from stepfork.cli.output import sanitize, sanitize_text
 from stepfork.cli.render.timeline import event_label, timeline_row
 
@@ -30,32 +33,20 @@ Keep = Literal["bounded", "all", "none"]
 
 @dataclass
 class Inspection:
-    """What one pass found: the summary (``summary()``), the rows kept, and how many selected events
-    were left out of a bounded timeline (``hidden``).
+    """What one pass found: the run summary (``summary()``, counted by ``counts``), the rows kept, and how
+    many selected events were left out of a bounded timeline (``hidden``).
 
     Attributes:
+        counts: the :class:`~stepfork.analysis.run_summary.SummaryBuilder` every event was added to (the
+            one summary implementation, shared with the HTML view and ``runs_df``).
         rows: ``(position, row)`` pairs in event order; ``position`` is the 0-based index among the
             selected events (a gap between two positions is where rows were left out).
         selected: how many events the ``--step``/``--errors-only`` filters selected.
         at_step: how many events are at ``--step`` (all events when no step is given).
     """
 
-    manifest: Any
+    counts: SummaryBuilder
     integrity: str
-    events: int = 0
-    tool_calls: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    llm_cost_usd: float = 0.0
-    llm_latency_ms: int = 0
-    llm_responses: int = 0
-    tokens_recorded: bool = False
-    cost_recorded: bool = False
-    latency_recorded: bool = False
-    errors: int = 0
-    ended_at: Any = None
     selected: int = 0
     at_step: int = 0
     rows: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
@@ -68,10 +59,12 @@ class Inspection:
     def summary(self) -> dict[str, Any]:
         """The summary fields of the reference's TraceInspection (sanitized), plus the LLM usage:
         ``tokens`` ``{prompt, completion, total}``, ``llm_cost_usd`` (the sum recorded on the LLM calls)
-        and ``llm_latency_ms`` (the sum of their durations), each None when no LLM call recorded it."""
+        and ``llm_latency_ms`` (the sum of their durations), each None when no LLM call recorded it.
+        ``duration_ms`` is the manifest's, else the span of the events' timestamps (an imported bundle)."""
         from stepfork.trace.models import format_timestamp
 
-        manifest = self.manifest
+        counts = self.counts
+        manifest = counts.manifest
         failure = None
         if manifest.failure is not None:
             failure = sanitize(manifest.failure.model_dump(mode="json"))
@@ -79,23 +72,23 @@ class Inspection:
             "agent_name": sanitize_text(manifest.agent_name),
             "run_id": manifest.run_id,
             "status": str(manifest.status),
-            "events": self.events,
+            "events": counts.events,
             "schema_version": "0.1",
             "created_at": format_timestamp(manifest.created_at),
-            "ended_at": format_timestamp(self.ended_at) if self.ended_at is not None else None,
-            "tool_calls": self.tool_calls,
-            "llm_calls": self.llm_calls,
-            "duration_ms": manifest.totals.duration_ms,
+            "ended_at": format_timestamp(counts.last) if counts.last is not None else None,
+            "tool_calls": counts.tool_calls,
+            "llm_calls": counts.llm_calls,
+            "duration_ms": counts.duration_ms(),
             "cost_usd": manifest.totals.cost_usd,
             "tokens": {
-                "prompt": self.prompt_tokens,
-                "completion": self.completion_tokens,
-                "total": self.total_tokens,
+                "prompt": counts.prompt_tokens,
+                "completion": counts.completion_tokens,
+                "total": counts.total_tokens,
             }
-            if self.tokens_recorded
+            if counts.tokens_recorded
             else None,
-            "llm_cost_usd": round(self.llm_cost_usd, 6) if self.cost_recorded else None,
-            "llm_latency_ms": self.llm_latency_ms if self.latency_recorded else None,
+            "llm_cost_usd": round(counts.cost_usd, 6) if counts.cost_usd is not None else None,
+            "llm_latency_ms": counts.llm_latency_ms,
             "integrity": self.integrity,
             "failure": failure,
         }
@@ -135,30 +128,8 @@ class _Scan:
 
     def add(self, event: Any) -> None:
         result = self.result
-        result.events += 1
-        result.ended_at = event.timestamp
-        kind = str(event.type)
-        if kind == "tool_call":
-            result.tool_calls += 1
-        elif kind == "llm_request":
-            result.llm_calls += 1
-        elif kind == "llm_response":
-            result.llm_responses += 1
-            result.tokens_recorded |= any(
-                value is not None
-                for value in (event.prompt_tokens, event.completion_tokens, event.total_tokens)
-            )
-            result.cost_recorded |= event.cost_usd is not None
-            result.latency_recorded |= event.duration_ms is not None
-            result.prompt_tokens += event.prompt_tokens or 0
-            result.completion_tokens += event.completion_tokens or 0
-            result.total_tokens += event.total_tokens or (
-                (event.prompt_tokens or 0) + (event.completion_tokens or 0)
-            )
-            result.llm_cost_usd += event.cost_usd or 0.0
-            result.llm_latency_ms += event.duration_ms or 0
+        result.counts.add(event)
         is_error = str(event.status) == "error"
-        result.errors += is_error
         label = self.label(event)
         if self.step is not None and event.step != self.step:
             return
@@ -218,7 +189,7 @@ def inspect_bundle(
         "unverified_legacy": "UNVERIFIED (legacy bundle)",
     }
     with open_bundle(path) as opened:
-        result = Inspection(opened.manifest, "UNKNOWN")
+        result = Inspection(SummaryBuilder(opened.manifest), "UNKNOWN")
         scan = _Scan(result, step=step, errors_only=errors_only, keep=keep, on_row=on_row)
         for event in opened.events():
             scan.add(event)
