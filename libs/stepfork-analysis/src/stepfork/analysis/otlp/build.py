@@ -17,6 +17,7 @@ from typing import Any
 
 from stepfork.analysis.otlp import conventions as conv
 from stepfork.analysis.otlp import exact
+from stepfork.analysis.otlp.concurrency import CallSpan, span_facts
 from stepfork.analysis.otlp.decode import Span
 from stepfork.trace.bundle import Trace
 from stepfork.trace.models import (
@@ -46,6 +47,7 @@ class _Call:
     role: str  # "llm" | "tool"
     convention: str
     request_id: str = ""
+    ended: bool = True  # False: the bundle holds no outcome of the call
 
 
 def _time(ns: int) -> datetime:
@@ -98,8 +100,9 @@ def _root(spans: list[Span], convention: str) -> Span:
 
 def build_trace(
     spans: list[Span], *, convention: str = "auto", agent_name: str | None = None
-) -> tuple[Trace, dict[str, Any]]:
-    """Build the ``Trace`` of one trace's ``spans`` and its ``otel-import.json`` data.
+) -> tuple[Trace, dict[str, Any], dict[str, Any]]:
+    """Build the ``Trace`` of one trace's ``spans``, its ``otel-import.json`` data and its concurrency
+    facts (``concurrency.json``, from the span times: :mod:`stepfork.analysis.otlp.concurrency`).
 
     Args:
         spans: the spans of one trace (any order).
@@ -108,7 +111,8 @@ def build_trace(
         agent_name: the bundle's agent name (default: the resource's ``service.name``, else ``otel-import``).
 
     Returns:
-        ``(trace, extension)``; ``extension`` is the JSON of ``otel-import.json`` (stepfork.replay.imported).
+        ``(trace, extension, facts)``; ``extension`` is the JSON of ``otel-import.json``
+        (stepfork.replay.imported), ``facts`` the JSON of ``concurrency.json`` (stepfork.trace.concurrency).
     """
     trace_id = spans[0].trace_id
     root = _root(spans, convention)
@@ -155,6 +159,7 @@ def build_trace(
 
     events: list[Any] = [RunStart(id=root_id, run_id=run_id, timestamp=_time(root.start_ns), input=run_input)]
     extension_calls: dict[str, Any] = {}
+    parent_ids: dict[str, str] = {}  # call event id -> its parent event id
     for _, _, _, edge, call in timeline:
         span = call.span
         step = len(events)
@@ -167,7 +172,7 @@ def build_trace(
                     LLMRequest(
                         id=call.request_id,
                         run_id=run_id,
-                        parent_id=parent_of(span),
+                        parent_id=parent_ids.setdefault(call.request_id, parent_of(span)),
                         step=step,
                         timestamp=_time(span.start_ns),
                         provider=llm.provider or None,
@@ -184,6 +189,7 @@ def build_trace(
                 continue
             duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
             if llm.missing and not failed:
+                call.ended = False
                 continue
             if failed and llm.output is None:
                 kind, message = _failure(span)
@@ -220,7 +226,7 @@ def build_trace(
                 ToolCall(
                     id=call.request_id,
                     run_id=run_id,
-                    parent_id=parent_of(span),
+                    parent_id=parent_ids.setdefault(call.request_id, parent_of(span)),
                     step=step,
                     timestamp=_time(span.start_ns),
                     name=tool.name,
@@ -232,6 +238,7 @@ def build_trace(
             continue
         duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
         if tool.missing and not failed:
+            call.ended = False
             continue
         if failed:
             kind, message = _failure(span)
@@ -324,4 +331,13 @@ def build_trace(
         "convention": conventions_seen[0] if len(conventions_seen) == 1 else "mixed",
         "calls": extension_calls,
     }
-    return trace, extension
+    facts = span_facts(
+        root_id,
+        min(s.start_ns for s in spans),
+        [
+            CallSpan(c.request_id, parent, c.span.start_ns, max(c.span.end_ns, c.span.start_ns) if c.ended else None)
+            for c in calls
+            if (parent := parent_ids.get(c.request_id)) is not None
+        ],
+    )
+    return trace, extension, facts
