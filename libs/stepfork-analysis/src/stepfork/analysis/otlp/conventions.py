@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepfork.analysis.otlp.decode import Span
-from stepfork.replay.imported import genai_to_openai, normalize_tools
+from stepfork.replay.imported import genai_to_openai, normalize_tools, streamed_output
 
 OI_KIND = "openinference.span.kind"
 STEPFORK_KIND = "stepfork.kind"
@@ -41,6 +41,10 @@ GENAI_PARAMS = {
     "gen_ai.request.choice.count": "n",
 }
 """GenAI request attributes -> the OpenAI Chat Completions body field they record."""
+
+GENAI_STREAM = "gen_ai.request.stream"
+"""Semconv's "the request was streamed" (``stream``); opentelemetry-instrumentation-openai-v2 does not set
+it, so replay serves a streamed live request the held completion as a stream (stepfork.replay.imported)."""
 
 FINISH_REASONS = {"tool_call": "tool_calls", "max_tokens": "length", "content_filtered": "content_filter"}
 """GenAI finish reasons (as some instrumentations normalize them) -> the OpenAI value."""
@@ -169,42 +173,6 @@ def _http_input(path: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def _http_output(body: Any) -> dict[str, Any]:
     return {"status": 200, "headers": {"content-type": "application/json"}, "json": body}
-
-
-def streamed_output(request: Any, completion: Any) -> dict[str, Any]:
-    """The capture's SSE output for a streamed Chat Completions request (``"stream": true``) whose
-    traced response is one accumulated completion (what the instrumentations keep of a stream): one
-    content/tool-call delta per choice, a finish chunk, the usage chunk when ``stream_options`` asked
-    for it, then ``[DONE]``. Anything else: the JSON output."""
-    if not (isinstance(request, dict) and request.get("stream") is True and isinstance(completion, dict)):
-        return _http_output(completion)
-    base = {
-        "id": completion.get("id", "chatcmpl-imported"),
-        "object": "chat.completion.chunk",
-        "created": completion.get("created", 0),
-        "model": completion.get("model", request.get("model")),
-    }
-    events: list[dict[str, Any]] = []
-    finals: list[dict[str, Any]] = []
-    for position, choice in enumerate(completion.get("choices") or ()):
-        message = choice.get("message") or {} if isinstance(choice, dict) else {}
-        index = choice.get("index", position) if isinstance(choice, dict) else position
-        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-        calls = message.get("tool_calls")
-        if isinstance(calls, list) and calls:
-            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
-        events.append(
-            {"data": {**base, "choices": [{"index": index, "delta": delta, "finish_reason": None}]}}
-        )
-        reason = choice.get("finish_reason") if isinstance(choice, dict) else None
-        finals.append({"index": index, "delta": {}, "finish_reason": reason or "stop"})
-    events.extend({"data": {**base, "choices": [final]}} for final in finals)
-    wants_usage = (request.get("stream_options") or {}).get("include_usage") is True
-    if wants_usage and isinstance(completion.get("usage"), dict):
-        events.append({"data": {**base, "choices": [], "usage": completion["usage"]}})
-    events.append({"text": "[DONE]"})
-    sse = {"end": "finished", "event_count": len(events), "events": events, "error": None}
-    return {"status": 200, "headers": {"content-type": "text/event-stream"}, "sse": sse}
 
 
 def _usage(prompt: Any, completion: Any) -> dict[str, int | None]:
@@ -363,6 +331,8 @@ def genai_llm(span: Span) -> LLMCall:
     for key, name in GENAI_PARAMS.items():
         if key in attrs:
             body[name] = attrs[key]
+    if isinstance(attrs.get(GENAI_STREAM), bool):  # held only when the instrumentation records it
+        body["stream"] = attrs[GENAI_STREAM]
     messages = _genai_messages(span)
     if messages is not None:
         body["messages"] = messages
@@ -375,7 +345,8 @@ def genai_llm(span: Span) -> LLMCall:
     output = None
     if choices is not None:
         response_model = str(attrs.get("gen_ai.response.model") or model)
-        output = _http_output(
+        output = streamed_output(  # the SSE form when the span says the request was streamed
+            body,
             {
                 "id": str(attrs.get("gen_ai.response.id") or f"chatcmpl-{span.span_id}"),
                 "object": "chat.completion",
