@@ -11,6 +11,7 @@ strict: a changed order diverges. In process: the point is the facts and the ord
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -107,7 +108,8 @@ def test_gathered_tool_spans_overlap_and_replay_matched_in_another_order(
     facts = read_extension(bundle, "concurrency")
     calls = list(facts["calls"].values())
     assert len(calls) == 3
-    assert len({c["lane"] for c in calls}) == 3 and facts["root_lane"] not in {c["lane"] for c in calls}
+    assert len({c["lane"] for c in calls}) == 3
+    assert facts["root_lane"] not in {c["lane"] for c in calls}
     starts = sorted(c["start_us"] for c in calls)
     assert all(start < max(c["end_us"] for c in calls) for start in starts)  # the spans overlap
     assert all(len(c["alive_tasks"]) == 2 for c in calls)
@@ -134,7 +136,7 @@ def test_sequential_tool_spans_share_the_run_lane_and_stay_strict(
     facts = read_extension(bundle, "concurrency")
     calls = sorted(facts["calls"].values(), key=lambda c: c["start_us"])
     assert [c["lane"] for c in calls] == [facts["root_lane"]] * 3
-    assert all(a["end_us"] <= b["start_us"] for a, b in zip(calls, calls[1:], strict=False))
+    assert all(a["end_us"] <= b["start_us"] for a, b in itertools.pairwise(calls))
     assert _replay(bundle, sequential_agent, {}).exit_code == 0
     # the same calls in another order: the default ordering keeps the recorded order and diverges
     reordered = _replay(bundle, sequential_agent, {"Paris": 2, "Lyon": 1})

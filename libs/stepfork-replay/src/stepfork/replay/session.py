@@ -31,7 +31,6 @@ when the agent catches it; :meth:`verify_complete` and every assertion fail afte
 from __future__ import annotations
 
 import dataclasses
-
 import os
 import threading
 import warnings

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import PrivateAttr
 
+from stepfork.analysis.otlp.concurrency import FILE_NAME as FACTS_FILE
 from stepfork.analysis.otlp.decode import OtlpDecodeError, Span, read_spans
 from stepfork.replay.imported import IMPORT_EXTENSION
 from stepfork.trace import _files
-from stepfork.analysis.otlp.concurrency import FILE_NAME as FACTS_FILE
 from stepfork.trace.bundle import Trace, save_trace
 from stepfork.trace.concurrency import ConcurrencyFacts, attach_facts
 from stepfork.trace.models import EnvironmentInfo, FailureInfo, RunStatus

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from stepfork.analysis.otlp import conventions as conv
-from stepfork.analysis.otlp import exact
+from stepfork.analysis.otlp import exact, flattened
 from stepfork.analysis.otlp.concurrency import CallSpan, span_facts
 from stepfork.analysis.otlp.decode import Span
 from stepfork.trace.bundle import Trace
@@ -48,6 +48,11 @@ class _Call:
     convention: str
     request_id: str = ""
     ended: bool = True  # False: the bundle holds no outcome of the call
+
+
+def _end_ns(call: _Call) -> int | None:
+    """When the call's span ended (never before it started), None when the bundle holds no outcome."""
+    return max(call.span.end_ns, call.span.start_ns) if call.ended else None
 
 
 def _time(ns: int) -> datetime:
@@ -125,6 +130,7 @@ def build_trace(
             assert found is not None
             calls.append(_Call(span, role, found))
     call_of = {c.span.span_id: c for c in calls}
+    model_tool_calls = flattened.tool_calls_by_id([c.span for c in calls if c.role == "llm"])
     conventions_seen = sorted({c.convention for c in calls}) or [_detect(root, convention) or "genai"]
 
     counter = 0
@@ -218,7 +224,7 @@ def build_trace(
         tool = (
             exact.stepfork_tool(span)
             if call.convention == "stepfork"
-            else conv.tool_call(span, call.convention)
+            else conv.tool_call(span, call.convention, model_tool_calls)
         )
         if edge == "start":
             call.request_id = new_id()
@@ -331,13 +337,10 @@ def build_trace(
         "convention": conventions_seen[0] if len(conventions_seen) == 1 else "mixed",
         "calls": extension_calls,
     }
-    facts = span_facts(
-        root_id,
-        min(s.start_ns for s in spans),
-        [
-            CallSpan(c.request_id, parent, c.span.start_ns, max(c.span.end_ns, c.span.start_ns) if c.ended else None)
-            for c in calls
-            if (parent := parent_ids.get(c.request_id)) is not None
-        ],
-    )
+    call_spans = [
+        CallSpan(c.request_id, parent, c.span.start_ns, _end_ns(c))
+        for c in calls
+        if (parent := parent_ids.get(c.request_id)) is not None
+    ]
+    facts = span_facts(root_id, min(s.start_ns for s in spans), call_spans)
     return trace, extension, facts

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from stepfork.analysis.otlp import flattened
 from stepfork.analysis.otlp.decode import Span
 from stepfork.replay.imported import genai_to_openai, normalize_tools, streamed_output
 
@@ -182,18 +183,6 @@ def _usage(prompt: Any, completion: Any) -> dict[str, int | None]:
     return {"prompt_tokens": prompt_i, "completion_tokens": completion_i, "total_tokens": total}
 
 
-def _flattened(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """OpenInference's flattened lists (``llm.input_messages.0.message.role``) as a list of dicts."""
-    items: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if not key.startswith(prefix):
-            continue
-        index, _, rest = key[len(prefix) :].partition(".")
-        if index.isdigit():
-            items.setdefault(int(index), {})[rest] = value
-    return [items[i] for i in sorted(items)]
-
-
 def openinference_llm(span: Span) -> LLMCall:
     """An OpenInference LLM span as an LLM call: ``input.value`` is the request body the SDK sent,
     ``output.value`` the response body; without them, the flattened ``llm.input_messages.*``,
@@ -211,39 +200,34 @@ def openinference_llm(span: Span) -> LLMCall:
     model = str(
         attrs.get("llm.model_name") or (body.get("model") if isinstance(body, dict) else "") or "unknown"
     )
-    if isinstance(body, dict):
+    if isinstance(body, dict) and ("model" in body or not flattened.has_messages(span)):
         model = str(body.get("model") or model)
         call = LLMCall(provider, model, _http_input(path, body), None, usage)
-    else:
-        messages = [
-            {k.removeprefix("message."): v for k, v in m.items() if k in ("message.role", "message.content")}
-            for m in _flattened(attrs, "llm.input_messages.")
-        ]
-        params = _json(attrs.get("llm.invocation_parameters"))
-        partial: dict[str, Any] = dict(params) if isinstance(params, dict) else {}
-        partial.setdefault("model", model)
-        if messages:
-            partial["messages"] = messages
-        tools = [_json(t.get("tool.json_schema")) for t in _flattened(attrs, "llm.tools.")]
-        if tools:
-            partial["tools"] = tools
-        captured = bool(messages)
-        call = LLMCall(
-            provider,
-            model,
-            _http_input(path, partial),
-            None,
-            usage,
-            content_captured=captured,
-            fields=sorted(partial),
-        )
-    if isinstance(output, dict):
-        call.output = (
-            streamed_output(body, output) if path == "/v1/chat/completions" else _http_output(output)
-        )
-    else:
-        call.content_captured = False
-    return call
+        if isinstance(output, dict):
+            call.output = (
+                streamed_output(body, output) if path == "/v1/chat/completions" else _http_output(output)
+            )
+        else:
+            call.content_captured = False
+        return call
+    # input.value is not the request (a framework's run inputs: LangChain) or is hidden: the flattened
+    # llm.* attributes hold the request and the response (stepfork.analysis.otlp.flattened)
+    partial, normalize = flattened.request_body(span, model)
+    response = (
+        output
+        if isinstance(output, dict) and output.get("object") == "chat.completion"
+        else flattened.completion(span, model, usage)
+    )
+    return LLMCall(
+        provider,
+        model,
+        _http_input(path, partial),
+        streamed_output(partial, response) if response is not None else None,
+        usage,
+        content_captured="messages" in partial and response is not None,
+        fields=sorted(partial),
+        normalize=normalize or None,
+    )
 
 
 def _genai_messages(span: Span) -> list[dict[str, Any]] | None:
@@ -354,7 +338,7 @@ def genai_llm(span: Span) -> LLMCall:
                 "model": response_model,
                 "choices": choices,
                 "usage": {k: v for k, v in usage.items() if v is not None} or None,
-            }
+            },
         )
     return LLMCall(
         provider,
@@ -371,15 +355,24 @@ def genai_llm(span: Span) -> LLMCall:
 # -- tool calls -------------------------------------------------------------------------------------------
 
 
-def tool_call(span: Span, convention: str) -> ToolCall:
+def tool_call(span: Span, convention: str, calls: dict[str, Any] | None = None) -> ToolCall:
     """A tool span as a tool call: OpenInference ``tool.name``, ``input.value`` (the bound arguments),
-    ``output.value``; GenAI ``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``/``result``."""
+    ``output.value``; GenAI ``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``/``result``.
+
+    ``calls``: ``{tool call id: arguments}`` of the trace's LLM output messages
+    (:func:`stepfork.analysis.otlp.flattened.tool_calls_by_id`): a LangChain tool span's input is not its
+    arguments object, its ``ToolMessage`` output names the tool call that has them."""
     attrs = span.attributes
     if convention == "openinference":
         name = str(attrs.get("tool.name") or span.name)
         raw_in, raw_out = attrs.get("input.value"), attrs.get("output.value")
         json_out = attrs.get("output.mime_type") == "application/json"
         output = _json(raw_out) if json_out else raw_out
+        message = flattened.tool_message(output)
+        if message is not None:  # LangChain's ToolMessage: its content is what the tool returned
+            arguments = flattened.tool_arguments(raw_in, output, calls or {})
+            captured = raw_in is not None or raw_out is not None
+            return ToolCall(name, arguments, message.get("content"), captured)
     else:
         name = str(
             attrs.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool ").strip() or span.name
