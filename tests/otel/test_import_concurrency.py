@@ -5,7 +5,9 @@ OpenInference TOOL span around each tool body) runs its tool calls with ``asynci
 The imported bundle holds ``concurrency.json`` (listed in integrity.json) placing the overlapping tool
 calls in lanes of their own, so the default ``auto`` ordering replays the agent MATCHED when its live calls
 arrive in another order than the spans'. The same agent making the calls one after the other stays
-strict: a changed order diverges. In process: the point is the facts and the ordering, not the CLI.
+strict: a changed order diverges. A framework that wraps each call in a task span (LangGraph's thread pool)
+makes its calls concurrent when the task spans overlap. In process: the point is the facts and the
+ordering, not the CLI.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ TRACER: list[Any] = [otel_trace.get_tracer("unused")]
 # how many times each task yields before calling its tool: the scheduling the live run happens to get
 # (production: none; a replay may see another order, as a real event loop under other latencies would)
 YIELDS: dict[str, int] = {}
+CHAIN = {"openinference.span.kind": "CHAIN"}
 
 
 @trace_tool
@@ -142,3 +145,46 @@ def test_sequential_tool_spans_share_the_run_lane_and_stay_strict(
     reordered = _replay(bundle, sequential_agent, {"Paris": 2, "Lyon": 1})
     assert reordered.exit_code == 1
     assert reordered.matching.status != "COMPLETE"
+
+
+def _tool_span(tracer: Any, city: str, task: Any) -> Any:
+    attrs = {
+        "openinference.span.kind": "TOOL",
+        "tool.name": "get_weather",
+        "input.value": json.dumps({"city": city}),
+        "input.mime_type": "application/json",
+        "output.value": "{}",
+        "output.mime_type": "application/json",
+    }
+    return tracer.start_span("get_weather", attributes=attrs, context=otel_trace.set_span_in_context(task))
+
+
+def test_task_spans_that_overlap_make_their_tool_calls_concurrent(sdk_spans: Callable[..., Path]) -> None:
+    """A framework that wraps each call in a task span (LangGraph's ``tools`` tasks in a thread pool):
+    the task spans overlap while the short tool spans do not; per-step task spans one after the other
+    stay sequential."""
+
+    def build(tracer: Any) -> None:
+        agent_attrs = {"openinference.span.kind": "AGENT", "input.value": "Weather?"}
+        with tracer.start_as_current_span("agent", attributes=agent_attrs) as agent:
+            root = otel_trace.set_span_in_context(agent)
+            # two pool tasks started together; their tools run one after the other
+            first = tracer.start_span("tools", context=root, attributes=CHAIN)
+            second = tracer.start_span("tools", context=root, attributes=CHAIN)
+            for task, city in ((first, "Paris"), (second, "Lyon")):
+                _tool_span(tracer, city, task).end()
+            first.end()
+            second.end()
+            # then two steps, each in its own task span, one after the other
+            for city in ("Nice", "Lille"):
+                step = tracer.start_span("tools", context=root, attributes=CHAIN)
+                _tool_span(tracer, city, step).end()
+                step.end()
+
+    [imported] = import_otlp(sdk_spans(build, "spans.json"))
+    facts = imported.concurrency
+    cities = {e.id: e.input["city"] for e in imported.events if e.type == "tool_call"}
+    lane = {cities[event_id]: entry["lane"] for event_id, entry in facts["calls"].items()}
+    assert lane["Paris"] != lane["Lyon"]
+    assert facts["root_lane"] not in (lane["Paris"], lane["Lyon"])
+    assert lane["Nice"] == lane["Lille"] == facts["root_lane"]

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from stepfork.replay import replay_entrypoint
+from stepfork.trace.bundle import read_extension
 
 from .conftest import FAKE, HERE, run, stepfork_exe
 
@@ -38,6 +39,14 @@ def test_langchain_agent_imports_and_replays(tmp_path: Path, monkeypatch: pytest
     code, text = cli("import", "spans.jsonl", "-o", "prod.sftrace")
     assert code == 0, text
     assert "2 LLM calls, 2 tool calls" in text
+    # LangGraph's ToolNode ran the turn's two tool calls as tasks of a thread pool: their `tools` task
+    # spans overlap (the short tool spans may not), so the facts give them lanes of their own and replay
+    # matches them in whichever order the pool makes them
+    facts = read_extension(tmp_path / "prod.sftrace", "concurrency")
+    lanes = [entry["lane"] for entry in facts["calls"].values()]
+    assert len(lanes) == 4
+    assert lanes[0] == lanes[3] == facts["root_lane"]
+    assert len({lanes[0], lanes[1], lanes[2]}) == 3
     code, text = cli("replay", "prod.sftrace", "--entrypoint", "langchain_otel:run_agent")
     assert code == 0, text
     assert "1. llm openai/gpt-4o-mini (substituted, matched on partial input)" in text

@@ -55,6 +55,18 @@ def _end_ns(call: _Call) -> int | None:
     return max(call.span.end_ns, call.span.start_ns) if call.ended else None
 
 
+def _path(span: Span, by_id: dict[str, Span]) -> tuple[tuple[str, int, int], ...]:
+    """``(span_id, start_ns, end_ns)`` of ``span``'s ancestors from the root down to ``span`` itself."""
+    chain: list[tuple[str, int, int]] = []
+    seen: set[str] = set()
+    current: Span | None = span
+    while current is not None and current.span_id not in seen:  # a malformed parent cycle ends the walk
+        seen.add(current.span_id)
+        chain.append((current.span_id, current.start_ns, max(current.end_ns, current.start_ns)))
+        current = by_id.get(current.parent_id or "")
+    return tuple(reversed(chain))
+
+
 def _time(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1_000_000_000, tz=UTC) if ns > 0 else datetime.fromtimestamp(0, tz=UTC)
 
@@ -338,7 +350,7 @@ def build_trace(
         "calls": extension_calls,
     }
     call_spans = [
-        CallSpan(c.request_id, parent, c.span.start_ns, _end_ns(c))
+        CallSpan(c.request_id, parent, c.span.start_ns, _end_ns(c), _path(c.span, by_id))
         for c in calls
         if (parent := parent_ids.get(c.request_id)) is not None
     ]

@@ -8,11 +8,15 @@ an import derives the facts from the times alone:
 - ``start_us``/``end_us``: the span's start and end in microseconds since the trace started (its earliest
   span), the end rounded up so that spans overlapping by less than a microsecond still overlap;
   ``end_us`` null when the call's outcome is not in the bundle;
-- lanes: sibling calls (same parent event) are split into clusters of spans that overlap (a chain of
-  overlaps: an ``asyncio.gather`` of traced tools, a thread pool). A call alone in its cluster ran in
-  its parent's lane (run_start's lane for calls of the run), as a sequential step does; each member of a
-  cluster of two or more gets a lane of its own: an asyncio task of the parent's thread, with the other
-  members whose spans overlap its span as ``alive_tasks``.
+- lanes: sibling calls (same parent event) ran side by side when their *branches* overlap in time: the
+  spans just below the two calls' lowest common ancestor span on the way to each call (the calls' own
+  spans when they share their parent span: an ``asyncio.gather`` of traced tools; the framework's task
+  spans when it wraps each call in one: LangGraph runs each tool call of a model turn as its own ``tools``
+  task in a thread pool, and the tool spans themselves may not overlap while the tasks did). Siblings are
+  split into clusters linked by such overlaps, in start order. A call alone in its cluster ran in its
+  parent's lane (run_start's lane for calls of the run), as a sequential step does; each member of a
+  cluster of two or more gets a lane of its own (an asyncio task of the parent's thread) with the other
+  members as ``alive_tasks``.
 
 So replay's ``auto`` ordering (:func:`stepfork.replay.ordering.auto_groups`) serves a cluster's calls in
 whichever order the live run makes them, and keeps every other call in recorded order.
@@ -32,34 +36,52 @@ FILE_NAME = f"{EXTENSION_NAME}.json"
 
 @dataclass(frozen=True)
 class CallSpan:
-    """One imported call: its call event ``event_id``, the ``parent`` event id, and its span's
-    ``start_ns``/``end_ns`` (Unix epoch ns; ``end_ns`` None when the bundle holds no outcome)."""
+    """One imported call: its call event ``event_id``, the ``parent`` event id, its span's
+    ``start_ns``/``end_ns`` (Unix epoch ns; ``end_ns`` None when the bundle holds no outcome), and
+    ``path``: the ``(start_ns, end_ns)`` of its span's ancestors from the trace's root down to its own
+    span, keyed by span id: ``((span_id, start_ns, end_ns), ...)``."""
 
     event_id: str
     parent: str
     start_ns: int
     end_ns: int | None
+    path: tuple[tuple[str, int, int], ...] = ()
+
+
+NEVER = 1 << 62
+"""The end of a call that never ended: it overlaps everything after its start."""
+
+
+def _branches(one: CallSpan, two: CallSpan) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The intervals of the two calls' branches: the spans just below their lowest common ancestor (the
+    calls' own intervals when the paths are unknown)."""
+    own = ((one.start_ns, one.end_ns or NEVER), (two.start_ns, two.end_ns or NEVER))
+    if not one.path or not two.path:
+        return own
+    for mine, theirs in zip(one.path, two.path, strict=False):
+        if mine[0] != theirs[0]:
+            first = (mine[1], NEVER if mine is one.path[-1] and one.end_ns is None else mine[2])
+            second = (theirs[1], NEVER if theirs is two.path[-1] and two.end_ns is None else theirs[2])
+            return first, second
+    return own
+
+
+def concurrent(one: CallSpan, two: CallSpan) -> bool:
+    """True when the two sibling calls' branches overlap in time (module docstring)."""
+    first, second = _branches(one, two)
+    return first[0] < second[1] and second[0] < first[1]
 
 
 def _clusters(siblings: list[CallSpan]) -> list[list[CallSpan]]:
-    """``siblings`` (one parent) sorted by start, cut into runs linked by overlapping spans."""
+    """``siblings`` (one parent) in start order, cut into runs linked by :func:`concurrent` pairs."""
     ordered = sorted(siblings, key=lambda c: (c.start_ns, c.end_ns or c.start_ns))
     clusters: list[list[CallSpan]] = []
-    reach = -1
     for call in ordered:
-        end = call.end_ns if call.end_ns is not None else 1 << 62  # never ended: overlaps all that follow
-        if clusters and call.start_ns < reach:
+        if clusters and any(concurrent(call, member) for member in clusters[-1]):
             clusters[-1].append(call)
-            reach = max(reach, end)
         else:
             clusters.append([call])
-            reach = end
     return clusters
-
-
-def _overlap(one: CallSpan, two: CallSpan) -> bool:
-    never = 1 << 62
-    return one.start_ns < (two.end_ns or never) and two.start_ns < (one.end_ns or never)
 
 
 def span_facts(root_id: str, origin_ns: int, calls: list[CallSpan]) -> dict[str, Any]:
@@ -104,6 +126,6 @@ def span_facts(root_id: str, origin_ns: int, calls: list[CallSpan]) -> dict[str,
     for call in calls:
         cluster = cluster_of[call.event_id]
         if len(cluster) > 1:
-            alive = [task_of[o.event_id] for o in cluster if o is not call and _overlap(call, o)]
+            alive = [task_of[o.event_id] for o in cluster if o is not call]
             entries[call.event_id]["alive_tasks"] = sorted(alive)
     return {"format": FORMAT, "root": root_id, "root_lane": 0, "lanes": lanes, "calls": entries}
