@@ -244,6 +244,65 @@ def normalize_tools(tools: Any) -> list[Any]:
     return out
 
 
+def streamed_output(request: Any, completion: Any) -> dict[str, Any]:
+    """The HTTP capture's output (stepfork.integrations._http_exchange) of the Chat Completions
+    ``request`` body given its traced response ``completion`` (a ``chat.completion`` JSON object).
+
+    A streamed request (``"stream": true``) gets the capture's SSE form built from the one accumulated
+    completion the instrumentations keep of a stream: one content/tool-call delta per choice, a finish
+    chunk per choice, the usage chunk when ``stream_options.include_usage`` asked for it, then ``[DONE]``
+    (the text and tool calls of the stream, not its chunk boundaries). Anything else: the JSON form
+    ``{"status": 200, "headers", "json": completion}``. The one builder of both forms, used on import
+    (stepfork.analysis.otlp) and when replay serves a call whose trace did not record ``stream``
+    (:func:`served_output`)."""
+    if not (isinstance(request, dict) and request.get("stream") is True and isinstance(completion, dict)):
+        return {"status": 200, "headers": {"content-type": "application/json"}, "json": completion}
+    base = {
+        "id": completion.get("id", "chatcmpl-imported"),
+        "object": "chat.completion.chunk",
+        "created": completion.get("created", 0),
+        "model": completion.get("model", request.get("model")),
+    }
+    events: list[dict[str, Any]] = []
+    finals: list[dict[str, Any]] = []
+    for position, choice in enumerate(completion.get("choices") or ()):
+        message = choice.get("message") or {} if isinstance(choice, dict) else {}
+        index = choice.get("index", position) if isinstance(choice, dict) else position
+        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
+        events.append(
+            {"data": {**base, "choices": [{"index": index, "delta": delta, "finish_reason": None}]}}
+        )
+        reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        finals.append({"index": index, "delta": {}, "finish_reason": reason or "stop"})
+    events.extend({"data": {**base, "choices": [final]}} for final in finals)
+    wants_usage = (request.get("stream_options") or {}).get("include_usage") is True
+    if wants_usage and isinstance(completion.get("usage"), dict):
+        events.append({"data": {**base, "choices": [], "usage": completion["usage"]}})
+    events.append({"text": "[DONE]"})
+    sse = {"end": "finished", "event_count": len(events), "events": events, "error": None}
+    return {"status": 200, "headers": {"content-type": "text/event-stream"}, "sse": sse}
+
+
+def served_output(info: ImportedCall, recorded: Any, live_input: Any) -> Any:
+    """What replay serves for an imported LLM call: ``recorded`` (its output), or, when the trace did not
+    record whether the request was streamed (``stream`` not among the held ``fields``: the GenAI
+    instrumentations never record it) and the live request asks for a stream, the same completion in the
+    SSE form of :func:`streamed_output` built for the live request body. The SDK then reads the stream it
+    asked for, as it read it in production."""
+    if info.fields is None or "stream" in info.fields:
+        return recorded
+    body = live_input.get("body") if isinstance(live_input, dict) else None
+    completion = recorded.get("json") if isinstance(recorded, dict) else None
+    if not isinstance(body, dict) or body.get("stream") is not True or not isinstance(completion, dict):
+        return recorded
+    if completion.get("object") != "chat.completion":
+        return recorded
+    return streamed_output(body, completion)
+
+
 def import_summary(data: Any) -> dict[str, int] | None:
     """Counts over an ``otel-import.json`` (None when ``data`` is not one): ``calls`` listed,
     ``not_captured`` (no content) and ``partial`` (part of the request held)."""

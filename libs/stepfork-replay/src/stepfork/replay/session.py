@@ -30,6 +30,7 @@ when the agent catches it; :meth:`verify_complete` and every assertion fail afte
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import warnings
@@ -46,6 +47,7 @@ from stepfork.replay.imported import (
     ImportedCalls,
     content_not_captured,
     project_input,
+    served_output,
 )
 from stepfork.replay.matching import (
     LiveInput,
@@ -397,7 +399,7 @@ class ReplaySession:
             expected = check_identity(cursor.select(call, live, self._compares), call, live)
             # not self._compares(expected), inlined: this runs once per replayed call
             live_llm = self.hybrid and expected.kind == "llm" and expected.label in self.live_llms
-            served_live, match = live, "full"
+            served_live, match, served = live, "full", expected
             if self.imported is not None and (info := self.imported.get(expected.call_event_id)) is not None:
                 if not info.content_captured and not live_llm:
                     raise content_not_captured(
@@ -405,6 +407,11 @@ class ReplaySession:
                     )
                 if info.partial:
                     live, match = LiveInput(project_input(call.input, info)), "partial"
+                    if expected.kind == "llm" and expected.output is not None:
+                        # a trace that did not record `stream`: a streaming live request reads a stream
+                        output = served_output(info, expected.output, call.input)
+                        if output is not expected.output:
+                            served = dataclasses.replace(expected, output=output)
             ignored_paths = self._ignore.get(expected.label, ())
             ignored = check_input(cursor, expected, call, live, compare=not live_llm, ignore=ignored_paths)
             for path, before, after in ignored:
@@ -424,7 +431,7 @@ class ReplaySession:
             return True, None
         if expected.status == "error":  # EventStatus.ERROR.value
             raise recorded_failure(expected, call, live, self._raise_as)
-        return False, rebuild_output(expected, call, live)  # a mismatch diverges in _decide
+        return False, rebuild_output(served, call, live)  # a mismatch diverges in _decide
 
     def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
         """Serve or run a synchronous call (BoundaryHandler protocol); see the module docstring.

@@ -15,10 +15,12 @@ from typing import Any
 
 from pydantic import PrivateAttr
 
+from stepfork.analysis.otlp.concurrency import FILE_NAME as FACTS_FILE
 from stepfork.analysis.otlp.decode import OtlpDecodeError, Span, read_spans
 from stepfork.replay.imported import IMPORT_EXTENSION
 from stepfork.trace import _files
 from stepfork.trace.bundle import Trace, save_trace
+from stepfork.trace.concurrency import ConcurrencyFacts, attach_facts
 from stepfork.trace.models import EnvironmentInfo, FailureInfo, RunStatus
 from stepfork.trace.redaction import Redactor, redact_json
 
@@ -37,6 +39,13 @@ class ImportedTrace(Trace):
     (per call: ``content_captured``, the held request ``fields``; stepfork.replay.imported)."""
 
     _import_info: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _facts: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def concurrency(self) -> dict[str, Any]:
+        """The JSON of the bundle's ``concurrency.json``: the concurrency facts read from the span times
+        (stepfork.analysis.otlp.concurrency)."""
+        return self._facts
 
     @property
     def import_info(self) -> dict[str, Any]:
@@ -71,8 +80,12 @@ class ImportedTrace(Trace):
         redactor: Redactor | None = None,
     ) -> Path:
         """Save as a bundle (redacted like a recording: ``save_trace``) with ``otel-import.json`` (redacted
-        too) written beside it and listed in ``integrity.json``. Raises as :func:`save_trace`."""
+        too) and ``concurrency.json`` written beside it and listed in ``integrity.json``. Raises as
+        :func:`save_trace`."""
         info = redact_json(self._import_info).value
+        extras = {IMPORT_FILE: _files.pretty_json(info)}
+        if self._facts:
+            extras[FACTS_FILE] = _files.pretty_json(self._facts)
         return save_trace(
             self,
             path,
@@ -81,7 +94,7 @@ class ImportedTrace(Trace):
             status=status,
             failure=failure,
             environment=environment,
-            extra_files={IMPORT_FILE: _files.pretty_json(info)},
+            extra_files=extras,
         )
 
 
@@ -126,8 +139,10 @@ def import_otlp(
         groups = {wanted: groups[wanted]}
     traces: list[ImportedTrace] = []
     for spans in groups.values():
-        trace, info = build_trace(spans, convention=convention, agent_name=agent_name)
+        trace, info, facts = build_trace(spans, convention=convention, agent_name=agent_name)
         imported = ImportedTrace.model_validate(trace.model_dump())
         imported._import_info = info
+        imported._facts = facts
+        attach_facts(imported, ConcurrencyFacts.parse(facts))  # an in-memory replay reads them too
         traces.append(imported)
     return traces

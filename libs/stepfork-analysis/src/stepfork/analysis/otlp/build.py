@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from stepfork.analysis.otlp import conventions as conv
-from stepfork.analysis.otlp import exact
+from stepfork.analysis.otlp import exact, flattened
+from stepfork.analysis.otlp.concurrency import CallSpan, span_facts
 from stepfork.analysis.otlp.decode import Span
 from stepfork.trace.bundle import Trace
 from stepfork.trace.models import (
@@ -46,6 +47,24 @@ class _Call:
     role: str  # "llm" | "tool"
     convention: str
     request_id: str = ""
+    ended: bool = True  # False: the bundle holds no outcome of the call
+
+
+def _end_ns(call: _Call) -> int | None:
+    """When the call's span ended (never before it started), None when the bundle holds no outcome."""
+    return max(call.span.end_ns, call.span.start_ns) if call.ended else None
+
+
+def _path(span: Span, by_id: dict[str, Span]) -> tuple[tuple[str, int, int], ...]:
+    """``(span_id, start_ns, end_ns)`` of ``span``'s ancestors from the root down to ``span`` itself."""
+    chain: list[tuple[str, int, int]] = []
+    seen: set[str] = set()
+    current: Span | None = span
+    while current is not None and current.span_id not in seen:  # a malformed parent cycle ends the walk
+        seen.add(current.span_id)
+        chain.append((current.span_id, current.start_ns, max(current.end_ns, current.start_ns)))
+        current = by_id.get(current.parent_id or "")
+    return tuple(reversed(chain))
 
 
 def _time(ns: int) -> datetime:
@@ -98,8 +117,9 @@ def _root(spans: list[Span], convention: str) -> Span:
 
 def build_trace(
     spans: list[Span], *, convention: str = "auto", agent_name: str | None = None
-) -> tuple[Trace, dict[str, Any]]:
-    """Build the ``Trace`` of one trace's ``spans`` and its ``otel-import.json`` data.
+) -> tuple[Trace, dict[str, Any], dict[str, Any]]:
+    """Build the ``Trace`` of one trace's ``spans``, its ``otel-import.json`` data and its concurrency
+    facts (``concurrency.json``, from the span times: :mod:`stepfork.analysis.otlp.concurrency`).
 
     Args:
         spans: the spans of one trace (any order).
@@ -108,7 +128,8 @@ def build_trace(
         agent_name: the bundle's agent name (default: the resource's ``service.name``, else ``otel-import``).
 
     Returns:
-        ``(trace, extension)``; ``extension`` is the JSON of ``otel-import.json`` (stepfork.replay.imported).
+        ``(trace, extension, facts)``; ``extension`` is the JSON of ``otel-import.json``
+        (stepfork.replay.imported), ``facts`` the JSON of ``concurrency.json`` (stepfork.trace.concurrency).
     """
     trace_id = spans[0].trace_id
     root = _root(spans, convention)
@@ -121,6 +142,7 @@ def build_trace(
             assert found is not None
             calls.append(_Call(span, role, found))
     call_of = {c.span.span_id: c for c in calls}
+    model_tool_calls = flattened.tool_calls_by_id([c.span for c in calls if c.role == "llm"])
     conventions_seen = sorted({c.convention for c in calls}) or [_detect(root, convention) or "genai"]
 
     counter = 0
@@ -155,6 +177,7 @@ def build_trace(
 
     events: list[Any] = [RunStart(id=root_id, run_id=run_id, timestamp=_time(root.start_ns), input=run_input)]
     extension_calls: dict[str, Any] = {}
+    parent_ids: dict[str, str] = {}  # call event id -> its parent event id
     for _, _, _, edge, call in timeline:
         span = call.span
         step = len(events)
@@ -167,7 +190,7 @@ def build_trace(
                     LLMRequest(
                         id=call.request_id,
                         run_id=run_id,
-                        parent_id=parent_of(span),
+                        parent_id=parent_ids.setdefault(call.request_id, parent_of(span)),
                         step=step,
                         timestamp=_time(span.start_ns),
                         provider=llm.provider or None,
@@ -184,6 +207,7 @@ def build_trace(
                 continue
             duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
             if llm.missing and not failed:
+                call.ended = False
                 continue
             if failed and llm.output is None:
                 kind, message = _failure(span)
@@ -212,7 +236,7 @@ def build_trace(
         tool = (
             exact.stepfork_tool(span)
             if call.convention == "stepfork"
-            else conv.tool_call(span, call.convention)
+            else conv.tool_call(span, call.convention, model_tool_calls)
         )
         if edge == "start":
             call.request_id = new_id()
@@ -220,7 +244,7 @@ def build_trace(
                 ToolCall(
                     id=call.request_id,
                     run_id=run_id,
-                    parent_id=parent_of(span),
+                    parent_id=parent_ids.setdefault(call.request_id, parent_of(span)),
                     step=step,
                     timestamp=_time(span.start_ns),
                     name=tool.name,
@@ -232,6 +256,7 @@ def build_trace(
             continue
         duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
         if tool.missing and not failed:
+            call.ended = False
             continue
         if failed:
             kind, message = _failure(span)
@@ -324,4 +349,10 @@ def build_trace(
         "convention": conventions_seen[0] if len(conventions_seen) == 1 else "mixed",
         "calls": extension_calls,
     }
-    return trace, extension
+    call_spans = [
+        CallSpan(c.request_id, parent, c.span.start_ns, _end_ns(c), _path(c.span, by_id))
+        for c in calls
+        if (parent := parent_ids.get(c.request_id)) is not None
+    ]
+    facts = span_facts(root_id, min(s.start_ns for s in spans), call_spans)
+    return trace, extension, facts

@@ -13,8 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from stepfork.analysis.otlp import flattened
 from stepfork.analysis.otlp.decode import Span
-from stepfork.replay.imported import genai_to_openai, normalize_tools
+from stepfork.replay.imported import genai_to_openai, normalize_tools, streamed_output
 
 OI_KIND = "openinference.span.kind"
 STEPFORK_KIND = "stepfork.kind"
@@ -41,6 +42,10 @@ GENAI_PARAMS = {
     "gen_ai.request.choice.count": "n",
 }
 """GenAI request attributes -> the OpenAI Chat Completions body field they record."""
+
+GENAI_STREAM = "gen_ai.request.stream"
+"""Semconv's "the request was streamed" (``stream``); opentelemetry-instrumentation-openai-v2 does not set
+it, so replay serves a streamed live request the held completion as a stream (stepfork.replay.imported)."""
 
 FINISH_REASONS = {"tool_call": "tool_calls", "max_tokens": "length", "content_filtered": "content_filter"}
 """GenAI finish reasons (as some instrumentations normalize them) -> the OpenAI value."""
@@ -171,59 +176,11 @@ def _http_output(body: Any) -> dict[str, Any]:
     return {"status": 200, "headers": {"content-type": "application/json"}, "json": body}
 
 
-def streamed_output(request: Any, completion: Any) -> dict[str, Any]:
-    """The capture's SSE output for a streamed Chat Completions request (``"stream": true``) whose
-    traced response is one accumulated completion (what the instrumentations keep of a stream): one
-    content/tool-call delta per choice, a finish chunk, the usage chunk when ``stream_options`` asked
-    for it, then ``[DONE]``. Anything else: the JSON output."""
-    if not (isinstance(request, dict) and request.get("stream") is True and isinstance(completion, dict)):
-        return _http_output(completion)
-    base = {
-        "id": completion.get("id", "chatcmpl-imported"),
-        "object": "chat.completion.chunk",
-        "created": completion.get("created", 0),
-        "model": completion.get("model", request.get("model")),
-    }
-    events: list[dict[str, Any]] = []
-    finals: list[dict[str, Any]] = []
-    for position, choice in enumerate(completion.get("choices") or ()):
-        message = choice.get("message") or {} if isinstance(choice, dict) else {}
-        index = choice.get("index", position) if isinstance(choice, dict) else position
-        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-        calls = message.get("tool_calls")
-        if isinstance(calls, list) and calls:
-            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
-        events.append(
-            {"data": {**base, "choices": [{"index": index, "delta": delta, "finish_reason": None}]}}
-        )
-        reason = choice.get("finish_reason") if isinstance(choice, dict) else None
-        finals.append({"index": index, "delta": {}, "finish_reason": reason or "stop"})
-    events.extend({"data": {**base, "choices": [final]}} for final in finals)
-    wants_usage = (request.get("stream_options") or {}).get("include_usage") is True
-    if wants_usage and isinstance(completion.get("usage"), dict):
-        events.append({"data": {**base, "choices": [], "usage": completion["usage"]}})
-    events.append({"text": "[DONE]"})
-    sse = {"end": "finished", "event_count": len(events), "events": events, "error": None}
-    return {"status": 200, "headers": {"content-type": "text/event-stream"}, "sse": sse}
-
-
 def _usage(prompt: Any, completion: Any) -> dict[str, int | None]:
     prompt_i = prompt if isinstance(prompt, int) else None
     completion_i = completion if isinstance(completion, int) else None
     total = prompt_i + completion_i if prompt_i is not None and completion_i is not None else None
     return {"prompt_tokens": prompt_i, "completion_tokens": completion_i, "total_tokens": total}
-
-
-def _flattened(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """OpenInference's flattened lists (``llm.input_messages.0.message.role``) as a list of dicts."""
-    items: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if not key.startswith(prefix):
-            continue
-        index, _, rest = key[len(prefix) :].partition(".")
-        if index.isdigit():
-            items.setdefault(int(index), {})[rest] = value
-    return [items[i] for i in sorted(items)]
 
 
 def openinference_llm(span: Span) -> LLMCall:
@@ -243,39 +200,34 @@ def openinference_llm(span: Span) -> LLMCall:
     model = str(
         attrs.get("llm.model_name") or (body.get("model") if isinstance(body, dict) else "") or "unknown"
     )
-    if isinstance(body, dict):
+    if isinstance(body, dict) and ("model" in body or not flattened.has_messages(span)):
         model = str(body.get("model") or model)
         call = LLMCall(provider, model, _http_input(path, body), None, usage)
-    else:
-        messages = [
-            {k.removeprefix("message."): v for k, v in m.items() if k in ("message.role", "message.content")}
-            for m in _flattened(attrs, "llm.input_messages.")
-        ]
-        params = _json(attrs.get("llm.invocation_parameters"))
-        partial: dict[str, Any] = dict(params) if isinstance(params, dict) else {}
-        partial.setdefault("model", model)
-        if messages:
-            partial["messages"] = messages
-        tools = [_json(t.get("tool.json_schema")) for t in _flattened(attrs, "llm.tools.")]
-        if tools:
-            partial["tools"] = tools
-        captured = bool(messages)
-        call = LLMCall(
-            provider,
-            model,
-            _http_input(path, partial),
-            None,
-            usage,
-            content_captured=captured,
-            fields=sorted(partial),
-        )
-    if isinstance(output, dict):
-        call.output = (
-            streamed_output(body, output) if path == "/v1/chat/completions" else _http_output(output)
-        )
-    else:
-        call.content_captured = False
-    return call
+        if isinstance(output, dict):
+            call.output = (
+                streamed_output(body, output) if path == "/v1/chat/completions" else _http_output(output)
+            )
+        else:
+            call.content_captured = False
+        return call
+    # input.value is not the request (a framework's run inputs: LangChain) or is hidden: the flattened
+    # llm.* attributes hold the request and the response (stepfork.analysis.otlp.flattened)
+    partial, normalize = flattened.request_body(span, model)
+    response = (
+        output
+        if isinstance(output, dict) and output.get("object") == "chat.completion"
+        else flattened.completion(span, model, usage)
+    )
+    return LLMCall(
+        provider,
+        model,
+        _http_input(path, partial),
+        streamed_output(partial, response) if response is not None else None,
+        usage,
+        content_captured="messages" in partial and response is not None,
+        fields=sorted(partial),
+        normalize=normalize or None,
+    )
 
 
 def _genai_messages(span: Span) -> list[dict[str, Any]] | None:
@@ -363,6 +315,8 @@ def genai_llm(span: Span) -> LLMCall:
     for key, name in GENAI_PARAMS.items():
         if key in attrs:
             body[name] = attrs[key]
+    if isinstance(attrs.get(GENAI_STREAM), bool):  # held only when the instrumentation records it
+        body["stream"] = attrs[GENAI_STREAM]
     messages = _genai_messages(span)
     if messages is not None:
         body["messages"] = messages
@@ -375,7 +329,8 @@ def genai_llm(span: Span) -> LLMCall:
     output = None
     if choices is not None:
         response_model = str(attrs.get("gen_ai.response.model") or model)
-        output = _http_output(
+        output = streamed_output(  # the SSE form when the span says the request was streamed
+            body,
             {
                 "id": str(attrs.get("gen_ai.response.id") or f"chatcmpl-{span.span_id}"),
                 "object": "chat.completion",
@@ -383,7 +338,7 @@ def genai_llm(span: Span) -> LLMCall:
                 "model": response_model,
                 "choices": choices,
                 "usage": {k: v for k, v in usage.items() if v is not None} or None,
-            }
+            },
         )
     return LLMCall(
         provider,
@@ -400,15 +355,24 @@ def genai_llm(span: Span) -> LLMCall:
 # -- tool calls -------------------------------------------------------------------------------------------
 
 
-def tool_call(span: Span, convention: str) -> ToolCall:
+def tool_call(span: Span, convention: str, calls: dict[str, Any] | None = None) -> ToolCall:
     """A tool span as a tool call: OpenInference ``tool.name``, ``input.value`` (the bound arguments),
-    ``output.value``; GenAI ``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``/``result``."""
+    ``output.value``; GenAI ``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``/``result``.
+
+    ``calls``: ``{tool call id: arguments}`` of the trace's LLM output messages
+    (:func:`stepfork.analysis.otlp.flattened.tool_calls_by_id`): a LangChain tool span's input is not its
+    arguments object, its ``ToolMessage`` output names the tool call that has them."""
     attrs = span.attributes
     if convention == "openinference":
         name = str(attrs.get("tool.name") or span.name)
         raw_in, raw_out = attrs.get("input.value"), attrs.get("output.value")
         json_out = attrs.get("output.mime_type") == "application/json"
         output = _json(raw_out) if json_out else raw_out
+        message = flattened.tool_message(output)
+        if message is not None:  # LangChain's ToolMessage: its content is what the tool returned
+            arguments = flattened.tool_arguments(raw_in, output, calls or {})
+            captured = raw_in is not None or raw_out is not None
+            return ToolCall(name, arguments, message.get("content"), captured)
     else:
         name = str(
             attrs.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool ").strip() or span.name
