@@ -218,7 +218,11 @@ class FakeProvider:
             isinstance(m.get("content"), list) and any(b.get("type") == "tool_result" for b in m["content"])
             for m in body["messages"]
         )
-        if body.get("tools") and not has_result:
+        forced = body.get("tool_choice") or {}
+        if forced.get("type") == "tool":  # a forced tool (LangChain's with_structured_output): answer with it
+            tool_use = {"type": "tool_use", "id": "toolu_02", "name": forced["name"], "input": self.structured}
+            content, stop, usage = [tool_use], "tool_use", (120, 20)
+        elif body.get("tools") and not has_result:
             tool_use = {
                 "type": "tool_use",
                 "id": "toolu_01",
