@@ -38,12 +38,19 @@ class Weather(pydantic.BaseModel):
     celsius: int
 
 
-class Forecast(pydantic.BaseModel):
-    """The weather in a city, with rain."""
+def _with_rain() -> type[pydantic.BaseModel]:
+    class Weather(pydantic.BaseModel):  # the same name: only the fields change
+        """The weather in a city."""
 
-    city: str
-    celsius: int
-    rain: bool = False
+        city: str
+        celsius: int
+        rain: bool = False
+
+    return Weather
+
+
+WeatherWithRain = _with_rain()
+"""``Weather`` with one more field: a changed output schema."""
 
 
 @tool
@@ -122,7 +129,9 @@ async def async_agent(llm: Any) -> list[Any]:
 
 def react_agent(llm: Any, tools: list[Any] | None = None, question: str = QUESTION) -> list[BaseMessage]:
     """LangGraph's prebuilt ReAct agent: ``create_react_agent(model, tools)``; the final state's messages."""
-    agent = create_react_agent(llm, tools or [get_weather])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        agent = create_react_agent(llm, tools or [get_weather])
     state = agent.invoke({"messages": [{"role": "user", "content": question}]})
     messages: list[BaseMessage] = state["messages"]
     return messages
