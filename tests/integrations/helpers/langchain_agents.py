@@ -16,7 +16,6 @@ from unittest import mock
 import httpx2
 import pydantic
 from fake_providers import FakeProvider
-from langchain_anthropic import ChatAnthropic, chat_models
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import StructuredTool, tool
 from langchain_openai import ChatOpenAI
@@ -81,6 +80,8 @@ def openai_chat(fake: FakeProvider) -> Any:
 
 def anthropic_chat(fake: FakeProvider) -> Any:
     """``ChatAnthropic`` as the docs build it; its (lazily made) SDK clients get ``fake`` as transport."""
+    from langchain_anthropic import ChatAnthropic, chat_models  # imported when used: it is slow to import
+
     llm = ChatAnthropic(model="claude-sonnet-4-5", api_key="sk-ant-test", max_retries=0)
 
     def client(**kwargs: Any) -> Any:
