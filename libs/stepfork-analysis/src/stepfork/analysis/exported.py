@@ -39,6 +39,7 @@ CONSTANT_NAMES = (
     "ALLOW_HOSTS",
     "ORDERING",
     "IGNORE",
+    "COMMAND",
 )
 _PATH_CONSTANTS = ("TRACE_PATH", "IMPORT_ROOT")
 HERE_EXPRESSION = "Path(__file__).resolve().parent"
