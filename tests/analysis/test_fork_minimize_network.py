@@ -64,7 +64,9 @@ def test_fork_is_sealed_before_the_fork_point_unless_allowed(tmp_path: Path, por
     # fork at the third lookup: the first two are frozen, the third runs live
     step = [e.step for e in Trace.load(parent).events if e.type == "tool_call"][2]
 
-    sealed = fork(parent, step=step, entrypoint=agent, output=tmp_path / "a.sftrace", allow_live_tools=["lookup"])
+    sealed = fork(
+        parent, step=step, entrypoint=agent, output=tmp_path / "a.sftrace", allow_live_tools=["lookup"]
+    )
     assert sealed.status == "failed"
     assert "ReplayPolicyError" in str(sealed.error)
     assert f"{ALIAS}:{port}" in str(sealed.error)

@@ -49,7 +49,9 @@ def assert_same_messages(live: list[Any], replayed: list[Any]) -> None:
     """Same message types and fields, field by field. Ids are left out: LangChain names a generated
     message after its run (``lc_run--<uuid>``), fresh on every run, live or replayed."""
     assert [type(m) for m in replayed] == [type(m) for m in live]
-    assert_same([m.model_dump(exclude={"id"}) for m in live], [m.model_dump(exclude={"id"}) for m in replayed])
+    assert_same(
+        [m.model_dump(exclude={"id"}) for m in live], [m.model_dump(exclude={"id"}) for m in replayed]
+    )
 
 
 def requests_of(bundle: Path) -> list[dict[str, Any]]:
@@ -70,7 +72,8 @@ def test_bind_tools_is_recorded_with_its_tools_and_replays(bundle: Path, chat: C
     assert [(r["provider"], tool_names(r)) for r in requests] == [(provider, ["get_weather"])] * 2
     assert requests[0]["input"]["path"].endswith(("/chat/completions", "/messages"))
     first = responses_of(bundle)[0]
-    assert first["prompt_tokens"] and first["completion_tokens"]  # usage from the provider's body
+    assert first["prompt_tokens"]  # usage from the provider's body
+    assert first["completion_tokens"]
 
     replayed = replay_run(bundle, tools_agent, chat)
     assert_same_messages(live, replayed)
@@ -173,4 +176,3 @@ def test_the_exported_test_of_a_langgraph_agent_passes(tmp_path: Path) -> None:
     export = ["export", "run.sftrace", "--pytest", "--entrypoint", "langchain_agents:run_agent"]
     run([str(STEPFORK), *export, "--expect-output", "expected.json", "--output", "test_regression.py"])
     assert "PASSED" in run([str(STEPFORK), "run", "test_regression.py"]).stdout
-

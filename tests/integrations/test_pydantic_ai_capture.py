@@ -11,15 +11,15 @@ from typing import Any
 import anthropic
 import httpx2
 import openai
-import pytest
 import pydantic
+import pytest
 from capture_harness import assert_same, divergence, record_run, replay_run
 from fake_providers import FakeProvider
 from integration_helpers import events_of
 from pydantic_ai import Agent
 from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from stepfork.integrations.pydantic_ai import instrument_model
@@ -105,10 +105,14 @@ def anthropic_model(fake: FakeProvider) -> Any:
     client = anthropic.AsyncAnthropic(
         api_key="sk-ant-test", http_client=httpx2.AsyncClient(transport=fake.transport()), max_retries=0
     )
-    return instrument_model(AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider(anthropic_client=client)))
+    return instrument_model(
+        AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider(anthropic_client=client))
+    )
 
 
-def sync_weather_agent(output: type[pydantic.BaseModel], description: str = "Current weather of a city.") -> Any:
+def sync_weather_agent(
+    output: type[pydantic.BaseModel], description: str = "Current weather of a city."
+) -> Any:
     """The agent of pydantic-ai's docs run with ``run_sync`` (no event loop of the caller's)."""
 
     def agent(m: Any) -> Any:
@@ -132,7 +136,9 @@ def test_run_sync_records_and_replays(bundle: Path, make: Any) -> None:
     assert_same(live[0], replayed[0])
 
     def responses(messages: list[Any]) -> list[Any]:
-        return [(m.parts, m.model_name, m.provider_details, m.usage) for m in messages if m.kind == "response"]
+        return [
+            (m.parts, m.model_name, m.provider_details, m.usage) for m in messages if m.kind == "response"
+        ]
 
     assert_same(responses(live[1]), responses(replayed[1]))
 

@@ -145,10 +145,11 @@ def test_export_of_a_script_writes_a_test_that_replays_it(tmp_path: Path, server
     script = tmp_path / "weather_script.py"  # a regression: the prompt changed; the test's body fails
     script.write_text(script.read_text().replace("Should I take an umbrella", "Do I need an umbrella"))
     env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "sk-script-secret"}
-    with pytest.MonkeyPatch.context() as patch, pytest.raises(AssertionError, match=r"failed \(exit 1\)"):
+    with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():
             patch.setenv(name, value)
-        run_script_regression_case(trace_path=tmp_path / "run.sftrace", command=program, cwd=tmp_path)
+        with pytest.raises(AssertionError, match=r"failed \(exit 1\)"):
+            run_script_regression_case(trace_path=tmp_path / "run.sftrace", command=program, cwd=tmp_path)
     assert len(fake.requests) == 2
 
     refused = run(

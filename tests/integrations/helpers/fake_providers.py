@@ -228,7 +228,12 @@ class FakeProvider:
         )
         forced = body.get("tool_choice") or {}
         if forced.get("type") == "tool":  # a forced tool (LangChain's with_structured_output): answer with it
-            tool_use = {"type": "tool_use", "id": "toolu_02", "name": forced["name"], "input": self.structured}
+            tool_use = {
+                "type": "tool_use",
+                "id": "toolu_02",
+                "name": forced["name"],
+                "input": self.structured,
+            }
             content, stop, usage = [tool_use], "tool_use", (120, 20)
         elif has_result and "final_result" in [t.get("name") for t in body.get("tools") or []]:
             final = {"type": "tool_use", "id": "toolu_03", "name": "final_result", "input": self.structured}
@@ -286,7 +291,9 @@ def _content_events(
     model: str, content: list[dict[str, Any]], stop: str, usage: tuple[int, int]
 ) -> list[dict[str, Any]]:
     """The Messages event stream of an answer with these content blocks (text and tool_use)."""
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": _message(model, [], None, (usage[0], 1))}]
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": _message(model, [], None, (usage[0], 1))}
+    ]
     for index, block in enumerate(content):
         if block["type"] == "tool_use":
             start = {**block, "input": {}}

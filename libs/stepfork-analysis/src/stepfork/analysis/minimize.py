@@ -214,9 +214,8 @@ def minimize_trace(
     if attempts < 1 or timeout <= 0:
         raise MinimizeError("--attempts must be >= 1 and --timeout > 0", code="invalid_option")
     _check_mode(mode)
-    from stepfork.replay.ordering import normalize_ordering
-
     from stepfork.replay.network import network_for
+    from stepfork.replay.ordering import normalize_ordering
 
     try:
         normalize_ordering(ordering)

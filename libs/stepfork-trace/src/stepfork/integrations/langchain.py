@@ -108,7 +108,7 @@ def _sdk_clients(model: Any) -> list[Any]:
     for name in _SDK_CLIENT_ATTRIBUTES:
         try:
             client = getattr(model, name, None)
-        except Exception:  # noqa: BLE001 - a lazily made client that cannot be made: not an HTTP model
+        except Exception:  # noqa: S112 - a lazily made client that cannot be made: not an HTTP model
             continue
         if client is not None and type(client).__module__.split(".", 1)[0] in ("openai", "anthropic"):
             clients.append(client)

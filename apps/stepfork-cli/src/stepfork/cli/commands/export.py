@@ -149,7 +149,9 @@ def export(
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)
 
     typer.echo(f"Wrote {result.path}")
-    typer.echo(f"Command:    {escape_controls(' '.join(command))}" if command else f"Entrypoint: {entrypoint}")
+    typer.echo(
+        f"Command:    {escape_controls(' '.join(command))}" if command else f"Entrypoint: {entrypoint}"
+    )
     typer.echo(f"Mode:       {mode}")
     if ordering != "auto":
         typer.echo(f"Ordering:   {ordering}")

@@ -2,9 +2,10 @@
 
 Calls before step N are served from the recording, calls from N on run live (tools only with
 --allow-live-tool); the whole run is recorded into OUT. The network is sealed while the run is frozen (as
-in a frozen replay) and opens at the fork point; --allow-network/--allow-host as replay's. Exit codes: 0 the forked run completed, 1 the
-entrypoint raised (the failed run is still recorded in OUT), 2 invalid input (unreadable trace, unknown
-step, bad --override, unresolvable entrypoint, OUT exists without --overwrite).
+in a frozen replay) and opens at the fork point; --allow-network/--allow-host as replay's. Exit codes: 0
+the forked run completed, 1 the entrypoint raised (the failed run is still recorded in OUT), 2 invalid
+input (unreadable trace, unknown step, bad --override, unresolvable entrypoint, OUT exists without
+--overwrite).
 """
 
 from __future__ import annotations
