@@ -52,7 +52,39 @@ def ask(port: int) -> bytes:
         return conn.recv(1024)
 
 
-def test_fork_is_sealed_before_the_fork_point_unless_allowed(tmp_path: Path, port: int) -> None:
+FORK_AGENT = """
+import os
+import socket
+
+from stepfork.trace import trace_tool
+
+
+@trace_tool
+def lookup(city: str) -> str:
+    return f"{city}: sunny"
+
+
+def run_agent():
+    first = lookup("Paris")
+    with socket.create_connection(("127.1", int(os.environ["NET_TEST_PORT"])), timeout=5) as conn:
+        conn.sendall(b"select 1")
+        db = conn.recv(1024).decode()
+    return {"first": first, "second": lookup("Lyon"), "third": lookup("Nice"), "db": db}
+"""
+
+
+def stepfork(*args: str) -> int:
+    """The real command line, in this process: its exit status."""
+    from stepfork.cli.app import main
+
+    with pytest.raises(SystemExit) as done:
+        main(list(args))
+    return int(done.value.code or 0)
+
+
+def test_fork_is_sealed_before_the_fork_point_unless_allowed(
+    tmp_path: Path, port: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def agent() -> dict[str, object]:
         first = lookup("Paris")
         db = ask(port).decode()  # before the fork point: the run is still a frozen replay here
@@ -83,6 +115,17 @@ def test_fork_is_sealed_before_the_fork_point_unless_allowed(tmp_path: Path, por
             "db": "SELECT 1",
         }
 
+    # the same through `stepfork fork` (an agent module in the working directory)
+    (tmp_path / "fork_net_agent.py").write_text(FORK_AGENT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NET_TEST_PORT", str(port))
+    fork_args = ["fork", str(parent), "--step", str(step), "-e", "fork_net_agent:run_agent"]
+    fork_args += ["--allow-live-tool", "lookup"]
+    assert stepfork(*fork_args, "-o", "cli-sealed.sftrace") == 1  # the entrypoint raised
+    assert f"{ALIAS}:{port}" in capsys.readouterr().out
+    assert stepfork(*fork_args, "-o", "cli-host.sftrace", "--allow-host", ALIAS) == 0
+    assert stepfork(*fork_args, "-o", "cli-open.sftrace", "--allow-network") == 0
+
 
 AGENT = """
 import socket
@@ -105,7 +148,9 @@ def run_agent():
 """
 
 
-def test_minimize_is_sealed_unless_the_network_or_the_host_is_allowed(tmp_path: Path, port: int) -> None:
+def test_minimize_is_sealed_unless_the_network_or_the_host_is_allowed(
+    tmp_path: Path, port: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "net_agent.py").write_text(textwrap.dedent(AGENT.format(alias=ALIAS, port=port)))
     script = (
         "from stepfork.trace import record\nimport net_agent\n"
@@ -126,6 +171,9 @@ def test_minimize_is_sealed_unless_the_network_or_the_host_is_allowed(tmp_path: 
 
     with pytest.raises(MinimizeError, match=r"replay error \(network_sealed\)"):
         minimize("sealed.sftrace")  # the agent's own failure is never reached: nothing to minimize
-    for name, options in (("open", {"network": "open"}), ("host", {"allow_hosts": [ALIAS]})):
-        allowed = minimize(f"{name}.sftrace", **options)
-        assert (allowed.signature.kind, allowed.signature.detail) == ("exception", "ValueError"), name
+    allowed = minimize("open.sftrace", network="open")
+    assert (allowed.signature.kind, allowed.signature.detail) == ("exception", "ValueError")
+    # through `stepfork minimize`, the host allowed
+    monkeypatch.chdir(tmp_path)
+    assert stepfork("minimize", "m.sftrace", "-e", "net_agent:run_agent", "--allow-host", ALIAS) == 0
+    assert "ValueError" in capsys.readouterr().out
