@@ -158,9 +158,11 @@ class StepforkChatModel(BaseChatModel):
     """A chat model whose generations are Stepfork LLM boundaries; it delegates to ``inner``.
 
     Attributes:
-        inner: the real chat model (or a ``bind_tools`` binding of it).
-        provider: the provider recorded on the events (default ``"langchain"``).
-        model: the model name recorded; default: the inner model's ``model_name``/``model``.
+        inner: the real chat model (or a ``bind_tools`` binding of it). When it holds an ``openai`` or
+            ``anthropic`` SDK client, the capture is installed in it here (module docstring).
+        provider: the provider recorded on wrapper-level events (default ``"langchain"``); HTTP-captured
+            calls take the request's (``openai``, ``anthropic``).
+        model: the model name recorded at the wrapper; default: the inner model's ``model_name``/``model``.
     """
 
     inner: Any
