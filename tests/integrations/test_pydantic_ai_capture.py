@@ -1,5 +1,6 @@
-"""pydantic-ai on an HTTP model (OpenAIChatModel) through the capture (issue 11): run with tools and an
-output_type, run_stream, and a changed output type or tool description diverging at the right path."""
+"""pydantic-ai on an HTTP model (OpenAIChatModel, AnthropicModel) through the capture (issue 11): run and
+run_sync with tools and an output_type, run_stream, and a changed output type or tool description
+diverging at the right path."""
 
 from __future__ import annotations
 
@@ -7,14 +8,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx2
 import openai
 import pydantic
+import pytest
 from capture_harness import assert_same, divergence, record_run, replay_run
 from fake_providers import FakeProvider
 from integration_helpers import events_of
 from pydantic_ai import Agent
+from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from stepfork.integrations.pydantic_ai import instrument_model
@@ -94,3 +99,52 @@ def test_run_stream(bundle: Path) -> None:
     live = record_run(bundle, agent, model)
     assert "".join(live) == FakeProvider().answer
     assert replay_run(bundle, agent, model) == live
+
+
+def anthropic_model(fake: FakeProvider) -> Any:
+    client = anthropic.AsyncAnthropic(
+        api_key="sk-ant-test", http_client=httpx2.AsyncClient(transport=fake.transport()), max_retries=0
+    )
+    return instrument_model(
+        AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider(anthropic_client=client))
+    )
+
+
+def sync_weather_agent(
+    output: type[pydantic.BaseModel], description: str = "Current weather of a city."
+) -> Any:
+    """The agent of pydantic-ai's docs run with ``run_sync`` (no event loop of the caller's)."""
+
+    def agent(m: Any) -> Any:
+        a = Agent(m, output_type=output, instructions="Answer with the weather.")
+        a.tool_plain(description=description)(get_weather)
+        result = a.run_sync("Weather in Paris?")
+        return result.output, result.all_messages()
+
+    return agent
+
+
+@pytest.mark.parametrize("make", [model, anthropic_model], ids=["OpenAIChatModel", "AnthropicModel"])
+def test_run_sync_records_and_replays(bundle: Path, make: Any) -> None:
+    agent = sync_weather_agent(Weather)
+    live = record_run(bundle, agent, make)
+    assert live[0] == Weather(city="Paris", celsius=21)
+    requests = [e for e in events_of(bundle) if e["type"] == "llm_request"]
+    assert len(requests) == 2
+    assert {e["provider"] for e in requests} == {"openai" if make is model else "anthropic"}
+    replayed = replay_run(bundle, agent, make)
+    assert_same(live[0], replayed[0])
+
+    def responses(messages: list[Any]) -> list[Any]:
+        return [
+            (m.parts, m.model_name, m.provider_details, m.usage) for m in messages if m.kind == "response"
+        ]
+
+    assert_same(responses(live[1]), responses(replayed[1]))
+
+    tools = "$.body.tools[1].function.parameters" if make is model else "$.body.tools[1].input_schema"
+    error = divergence(bundle, sync_weather_agent(Forecast), make)
+    assert error.path.startswith(tools)
+    error = divergence(bundle, sync_weather_agent(Weather, "Weather forecast of a city."), make)
+    described = "$.body.tools[0].function.description" if make is model else "$.body.tools[0].description"
+    assert error.path == described

@@ -22,6 +22,9 @@ sys.path.insert(0, str(EXAMPLE))
 
 from fake_server import serve  # noqa: E402
 
+from stepfork.analysis.exported import read_exported_constants  # noqa: E402
+from stepfork.cli.scriptrun import run_script_regression_case  # noqa: E402
+
 
 @pytest.fixture
 def server() -> Iterator[Any]:
@@ -120,3 +123,37 @@ def test_record_refuses_a_command_that_is_not_python(tmp_path: Path) -> None:
     done = run(["record", "--", "bash", "-c", "true"], tmp_path, 1)
     assert done.returncode == 2
     assert "python" in done.stderr
+
+
+def test_export_of_a_script_writes_a_test_that_replays_it(tmp_path: Path, server: Any) -> None:
+    srv, fake = server
+    port = srv.server_address[1]
+    shutil.copy2(EXAMPLE / "weather_script.py", tmp_path)
+    program = [sys.executable, "weather_script.py", "Paris"]
+    assert run(["record", "-o", "run.sftrace", "--", *program], tmp_path, port).returncode == 0
+    exported = run(["export", "run.sftrace", "-o", "test_weather.py", "--", *program], tmp_path, port)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert "Command:    " in exported.stdout
+    constants = read_exported_constants((tmp_path / "test_weather.py").read_text())
+    assert (constants["COMMAND"], constants["ENTRYPOINT"]) == (program, None)  # as typed, literals
+
+    passed = run(["run", "test_weather.py"], tmp_path, port)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "Verdict: PASSED" in passed.stdout
+    assert len(fake.requests) == 2  # the program's requests were served from the bundle
+
+    script = tmp_path / "weather_script.py"  # a regression: the prompt changed; the test's body fails
+    script.write_text(script.read_text().replace("Should I take an umbrella", "Do I need an umbrella"))
+    env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "sk-script-secret"}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        with pytest.raises(AssertionError, match=r"failed \(exit 1\)"):
+            run_script_regression_case(trace_path=tmp_path / "run.sftrace", command=program, cwd=tmp_path)
+    assert len(fake.requests) == 2
+
+    refused = run(
+        ["export", "run.sftrace", "-o", "t2.py", "--expect-output", "x.json", "--", *program], tmp_path, port
+    )
+    assert (refused.returncode, refused.stderr.count("\n")) == (2, 1)
+    assert "--expect-output is not supported with `-- python SCRIPT`" in refused.stderr

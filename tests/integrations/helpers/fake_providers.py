@@ -210,15 +210,35 @@ class FakeProvider:
     def messages(self, body: dict[str, Any]) -> httpx2.Response:
         model = body["model"]
         if body.get("stream"):
+            content, stop, usage = self._content(body)
+            events = _content_events(model, content, stop, usage) if body.get("tools") else None
             data = "".join(
-                f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in self._message_events(model)
+                f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
+                for e in events or self._message_events(model)
             )
             return httpx2.Response(200, headers={**SSE, **ANTHROPIC_HEADERS}, content=data.encode())
+        content, stop, usage = self._content(body)
+        return httpx2.Response(200, headers=ANTHROPIC_HEADERS, json=_message(model, content, stop, usage))
+
+    def _content(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str, tuple[int, int]]:
+        """The answer's content blocks, stop reason and usage for a Messages request."""
         has_result = any(
             isinstance(m.get("content"), list) and any(b.get("type") == "tool_result" for b in m["content"])
             for m in body["messages"]
         )
-        if body.get("tools") and not has_result:
+        forced = body.get("tool_choice") or {}
+        if forced.get("type") == "tool":  # a forced tool (LangChain's with_structured_output): answer with it
+            tool_use = {
+                "type": "tool_use",
+                "id": "toolu_02",
+                "name": forced["name"],
+                "input": self.structured,
+            }
+            content, stop, usage = [tool_use], "tool_use", (120, 20)
+        elif has_result and "final_result" in [t.get("name") for t in body.get("tools") or []]:
+            final = {"type": "tool_use", "id": "toolu_03", "name": "final_result", "input": self.structured}
+            content, stop, usage = [final], "tool_use", (160, 20)  # pydantic-ai's output tool
+        elif body.get("tools") and not has_result:
             tool_use = {
                 "type": "tool_use",
                 "id": "toolu_01",
@@ -229,7 +249,7 @@ class FakeProvider:
             stop, usage = "tool_use", (90, 40)
         else:
             content, stop, usage = [{"type": "text", "text": self.answer}], "end_turn", (140, 15)
-        return httpx2.Response(200, headers=ANTHROPIC_HEADERS, json=_message(model, content, stop, usage))
+        return content, stop, usage
 
     def _message_events(self, model: str) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = [
@@ -265,6 +285,36 @@ def _message(
         "stop_sequence": None,
         "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
     }
+
+
+def _content_events(
+    model: str, content: list[dict[str, Any]], stop: str, usage: tuple[int, int]
+) -> list[dict[str, Any]]:
+    """The Messages event stream of an answer with these content blocks (text and tool_use)."""
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": _message(model, [], None, (usage[0], 1))}
+    ]
+    for index, block in enumerate(content):
+        if block["type"] == "tool_use":
+            start = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            start = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": start},
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            {"type": "content_block_stop", "index": index},
+        ]
+    return [
+        *events,
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": usage[1]},
+        },
+        {"type": "message_stop"},
+    ]
 
 
 def _sse(chunks: list[dict[str, Any]], *, named: bool = False, done: bool = True) -> bytes:

@@ -149,6 +149,63 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
     return int(outcome.exit_code)
 
 
+def run_script_regression_case(
+    *,
+    trace_path: str | os.PathLike[str],
+    command: list[str],
+    cwd: str | os.PathLike[str] | None = None,
+    mode: str = "frozen",
+    allow_live_tools: list[str] | None = None,
+    network: str | None = None,
+    allow_hosts: list[str] | None = None,
+    ordering: str = "auto",
+    ignore: dict[str, list[str]] | None = None,
+) -> None:
+    """The test body of ``stepfork export BUNDLE -- python agent.py ARGS``: replay the program as
+    ``stepfork replay BUNDLE -- python agent.py ARGS`` does, and pass when that replay passes.
+
+    Args:
+        trace_path: the bundle.
+        command: ``["python", SCRIPT, ARGS...]`` or ``["python", "-m", MODULE, ARGS...]`` as typed; the
+            program runs with this interpreter (``sys.executable``: the one running the test, where
+            Stepfork is installed), whatever the first item names.
+        cwd: the directory the program runs in (the export's working directory); None: the current one.
+        mode, allow_live_tools, network, allow_hosts, ordering, ignore: as ``stepfork replay``'s options
+            (``network="open"`` is ``--allow-network``).
+
+    Raises:
+        AssertionError: the replay did not pass (divergence, unexpected failure, a program that cannot
+            run); the message holds the replay's exit status and its report.
+    """
+    import json
+    import subprocess
+
+    from stepfork.cli.commands.record import python_target
+
+    found = python_target(list(command))
+    if found is None:
+        raise AssertionError(f"COMMAND is not a Python program (python SCRIPT ARGS...): {command!r}")
+    options = {
+        "mode": mode,
+        "network": network or "",
+        "allow_hosts": list(allow_hosts or []),
+        "allow_live_tools": list(allow_live_tools or []),
+        "ordering": ordering,
+        "ignore": ignore or {},
+        "verbose": False,
+    }
+    args = [sys.executable, "-m", "stepfork.cli.scriptrun", "replay", str(trace_path), json.dumps(options)]
+    args += ["--", *found[1]]
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
+    sys.stdout.write(done.stdout)  # pytest shows them with the failure
+    sys.stderr.write(done.stderr)
+    if done.returncode != 0:
+        shown = " ".join(command)
+        raise AssertionError(
+            f"Stepfork replay of `{shown}` failed (exit {done.returncode}):\n{done.stdout}{done.stderr}"
+        )
+
+
 def main(argv: list[str]) -> int:
     """``record OUT AGENT OVERWRITE -- TARGET...`` or ``replay BUNDLE OPTIONS_JSON -- TARGET...``
     (OPTIONS_JSON as built by :func:`stepfork.cli.commands.replay._replay_program`); returns the exit

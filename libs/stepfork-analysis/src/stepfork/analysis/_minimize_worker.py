@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 def signature_of(job: dict[str, Any], bundle: str) -> Signature:
     """Replay ``bundle`` with the options of ``job`` (``entrypoint``, ``mode``, ``import_root``,
-    ``expected``, ``has_expected``) in this process and return its signature.
+    ``expected``, ``has_expected``, ``ordering``, ``network``, ``allow_hosts``) in this process and return
+    its signature.
 
     An exception raised while setting up (unreadable candidate, unresolvable entrypoint) becomes
     ``Signature("setup_error", <exception type name>)``: it never matches a real failure. Exceptions of the
@@ -36,6 +37,8 @@ def signature_of(job: dict[str, Any], bundle: str) -> Signature:
             expected=job["expected"],
             has_expected=job["has_expected"],
             ordering=job.get("ordering", "auto"),
+            network=job.get("network"),
+            allow_hosts=job.get("allow_hosts") or None,
         )
     except Exception as exc:
         return Signature("setup_error", type(exc).__name__)

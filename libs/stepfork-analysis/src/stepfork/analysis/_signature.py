@@ -169,6 +169,8 @@ def replay_signature(
     expected: Any = None,
     has_expected: bool = False,
     ordering: str = "auto",
+    network: str | None = None,
+    allow_hosts: list[str] | None = None,
 ) -> Signature:
     """Replay ``bundle`` through ``entrypoint`` (``MODULE:FUNCTION``) in this process; return its signature.
 
@@ -177,7 +179,8 @@ def replay_signature(
     ``has_expected``). Kind, in order: ``replay_error`` when the entrypoint raised a ReplayError other
     than RecordedDependencyError; ``exception``; ``output_mismatch``; ``none``. How the replay went (its
     first divergence, docs/replay.md, the number of divergences, the calls left unconsumed) is recorded
-    beside the kind whatever it is.
+    beside the kind whatever it is. ``network``/``allow_hosts``: the session's network policy
+    (``ReplaySession``; None: the mode's default).
 
     Raises:
         TraceError, OSError: the bundle cannot be read; EntrypointError: the entrypoint cannot be resolved;
@@ -196,7 +199,7 @@ def replay_signature(
 
     trace = Trace.load(bundle)
     ids_by_step = {event.step: event.id for event in trace.events}
-    session = ReplaySession(trace, mode, ordering=ordering)
+    session = ReplaySession(trace, mode, ordering=ordering, network=network, allow_hosts=allow_hosts)
     function = resolve_entrypoint(entrypoint, import_root=import_root)
     result, raised = run_in_session(session, function, recorded_run_input(trace))
     try:

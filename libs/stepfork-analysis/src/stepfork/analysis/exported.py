@@ -5,6 +5,9 @@ shape each (see :mod:`stepfork.analysis.export`): ``TRACE_PATH = HERE / '<relati
 ``IMPORT_ROOT = HERE / '<relative path>'`` or ``None``, with ``HERE = Path(__file__).resolve().parent``.
 Used by the exporter to check what it generated and by the runner before it launches pytest.
 
+A test of a program (``stepfork export BUNDLE -- python agent.py ARGS``) also holds ``COMMAND`` (a list of
+str literals) and ``ENTRYPOINT = None``; it is read like the others.
+
 ``RAISE_AS`` (``None`` or ``{"<recorded error type>": "MODULE:CLASS"}``) is read like the other literals;
 :func:`check_raise_as` is the shape both the exporter and the runner require of it.
 """

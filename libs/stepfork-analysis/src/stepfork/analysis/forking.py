@@ -168,10 +168,18 @@ class _ForkHandler:
 
         return serve
 
+    def _opened_if_live(self) -> None:
+        """At the fork point (the last frozen call served) the run goes live: the network seal lifts."""
+        if not self._frozen_now():
+            self.session.open_network()
+
     def handle(self, call: Any, body: Callable[[], T], *, orphan: bool = False) -> T:
         """Serve frozen (with overrides) before the fork point, run live after it; record both."""
         if self._frozen_now():
-            return self.recorder.handle(call, self._served(call, body, orphan), orphan=orphan)  # type: ignore[no-any-return]
+            try:
+                return self.recorder.handle(call, self._served(call, body, orphan), orphan=orphan)  # type: ignore[no-any-return]
+            finally:
+                self._opened_if_live()
         self._check_live(call)
         return self.recorder.handle(call, body, orphan=orphan)  # type: ignore[no-any-return]
 
@@ -183,7 +191,10 @@ class _ForkHandler:
             async def frozen() -> Any:
                 return serve()
 
-            return await self.recorder.ahandle(call, frozen, orphan=orphan)  # type: ignore[no-any-return]
+            try:
+                return await self.recorder.ahandle(call, frozen, orphan=orphan)  # type: ignore[no-any-return]
+            finally:
+                self._opened_if_live()
         self._check_live(call)
         return await self.recorder.ahandle(call, body, orphan=orphan)  # type: ignore[no-any-return]
 
@@ -232,6 +243,8 @@ def fork(
     import_root: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
     ordering: str = "auto",
+    network: str | None = None,
+    allow_hosts: Iterable[str] | None = None,
 ) -> ForkResult:
     """Fork the run recorded at ``path`` at ``step`` and record the new run into ``output``.
 
@@ -244,6 +257,11 @@ def fork(
         overrides: ``{step: JSON value}``: the recorded output of the call at ``step`` (its call or
             result event) before the fork point is replaced by the value.
         ordering: the replay ordering of the frozen part (``stepfork.replay.ordering``; default ``auto``).
+        network: ``"sealed"`` (None, the default) seals the network while the run is frozen, as a frozen
+            replay does (an uninstrumented outbound connection before the fork point raises
+            ReplayPolicyError ``network_sealed``); the seal lifts at the fork point, where the run goes
+            live. ``"open"`` (``--allow-network``) never seals it.
+        allow_hosts: hosts reachable while sealed (``--allow-host``).
 
     Returns:
         a :class:`ForkResult`; the bundle at ``output`` holds ``fork.json`` (see the module doc).
@@ -284,13 +302,15 @@ def fork(
         problem = bundle_replace_problem(target)  # --overwrite replaces a bundle, never a user's directory
         if problem is not None:
             raise ForkError(problem, code="invalid_option")
-    # network open: from the fork point on, the agent's LLM calls really go out (issue 11 seals only
-    # replays that must not reach the network)
+    # sealed while frozen, as a frozen replay; the handler lifts the seal at the fork point, where the
+    # agent's calls really go out (a fork at the first call is live, and open, from the start)
     try:
-        session = ReplaySession(trace, "frozen", ordering=ordering, network="open")
+        session = ReplaySession(trace, "frozen", ordering=ordering, network=network, allow_hosts=allow_hosts)
     except ValueError as exc:
         raise ForkError(str(exc), code="invalid_option") from None
     frozen = [c for c in session.calls if c.step < step]
+    if not frozen:
+        session.network = "open"
     by_step: dict[int, int] = {}
     for call in frozen:
         by_step[call.step] = call.index
@@ -344,6 +364,8 @@ def fork(
             "overrides": [{"step": s, "output": resolved[by_step[s]]} for s in sorted(overrides or {})],
             "live_llms": sorted(live_llms),
             "allow_live_tools": sorted(allow_live_tools),
+            "network": session.network,
+            "allow_hosts": sorted(allow_hosts or ()),
         },
     )
     safe_result = None if error else redact_json(to_jsonable(result)).value

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -177,6 +177,8 @@ def minimize_trace(
     progress: Callable[[str, int], None] | None = None,
     clean_replay: bool = False,
     ordering: str = "auto",
+    network: str | None = None,
+    allow_hosts: Iterable[str] | None = None,
 ) -> MinimizeResult:
     """Minimize the failing bundle ``path`` replayed through ``entrypoint`` (``MODULE:FUNCTION``).
 
@@ -192,6 +194,9 @@ def minimize_trace(
             divergence but the original's), so the saved bundle replays as the original does; default
             False: the same failure suffices, as the spec says (docs/minimize.md, docs/decisions.md).
         ordering: the replay ordering of every attempt (``stepfork.replay.ordering``; default ``auto``).
+        network, allow_hosts: the network policy of every attempt, as :class:`ReplaySession` takes them
+            (None: sealed in ``frozen`` mode, so an uninstrumented outbound connection fails with
+            ``network_sealed``; ``"open"`` is ``--allow-network``).
 
     Returns:
         a :class:`MinimizeResult` (the minimized bundle is saved at ``result.output``); its
@@ -209,10 +214,12 @@ def minimize_trace(
     if attempts < 1 or timeout <= 0:
         raise MinimizeError("--attempts must be >= 1 and --timeout > 0", code="invalid_option")
     _check_mode(mode)
+    from stepfork.replay.network import network_for
     from stepfork.replay.ordering import normalize_ordering
 
     try:
         normalize_ordering(ordering)
+        network_for(mode, network)
     except ValueError as exc:
         raise MinimizeError(str(exc), code="invalid_option") from None
     source = Path(path)
@@ -248,6 +255,8 @@ def minimize_trace(
         has_expected=expect_output is not None,
         timeout=timeout,
         ordering=ordering,
+        network=network,
+        allow_hosts=sorted(set(allow_hosts or ())),
     )
     with tempfile.TemporaryDirectory(prefix="stepfork-minimize-") as tmp, attempts_runner:
         counter = iter(range(10**9))

@@ -250,6 +250,13 @@ def _classify(
                 f"the entrypoint this test runs cannot be resolved: {problem}; the check cannot run, "
                 "so this is not a regression",
             )
+    problem = _command_problem(constants.get("COMMAND"), import_root)
+    if problem is not None:
+        return _stop(
+            base,
+            "entrypoint_unresolvable",
+            f"{problem}; the check cannot run, so this is not a regression",
+        )
     problem = _raise_as_problem(constants.get("RAISE_AS"), import_root)
     if problem is not None:
         return _stop(
@@ -260,6 +267,20 @@ def _classify(
     if importlib.util.find_spec("pytest") is None:
         return _stop(base, "pytest_unavailable", pytest_unavailable_detail())
     return _launch(test_path, base, pytest_args, timeout_seconds)
+
+
+def _command_problem(command: Any, import_root: Path | None) -> str | None:
+    """Why the program of a script-form test (COMMAND: ``python SCRIPT ARGS``) cannot run: its script
+    is not a file where the test runs it (IMPORT_ROOT); None when it is, for ``-m MODULE`` and without
+    COMMAND."""
+    if not (isinstance(command, list) and len(command) >= 2 and isinstance(command[1], str)):
+        return None
+    if command[1] == "-m":
+        return None
+    script = (import_root if import_root is not None else Path.cwd()) / command[1]
+    if script.is_file():
+        return None
+    return f"the program this test runs is not there: {command[1]} (in {script.parent})"
 
 
 def pytest_unavailable_detail() -> str:

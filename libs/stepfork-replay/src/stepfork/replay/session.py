@@ -260,6 +260,13 @@ class ReplaySession:
         if self.network == "sealed":
             self._seal = seal_network(self, self.allow_hosts)
 
+    def open_network(self) -> None:
+        """Lift this session's network seal from now on (``fork`` from its fork point, where the run goes
+        live); nothing happens when it is not sealed. Idempotent."""
+        if self._seal is not None:
+            unseal_network(self._seal)
+            self._seal = None
+
     def _exit(self) -> None:
         self._active = False
         if self._seal is not None:

@@ -1,12 +1,23 @@
-"""LangChain / LangGraph integration: :class:`StepforkChatModel` (docs/integrations.md; issue 6).
+"""LangChain / LangGraph integration: :class:`StepforkChatModel` (docs/integrations.md; issues 6 and 11).
 
 ``StepforkChatModel(inner=ChatOpenAI(...))`` (or ``instrument_chat_model(model)``) is a LangChain chat
-model whose every generation (``invoke``/``ainvoke``, ``generate``/``agenerate``, ``stream``/``astream``,
-and so every LangGraph node calling it) is an LLM boundary: provider ``langchain`` unless given, the inner
-model's name, and the input ``{"endpoint": "chat_model", "request": {"model", "messages", "stop",
-...}}`` where each message is its JSON without its ``id`` (LangGraph gives messages fresh random ids on
-every run; they are not what the model sees). Replay returns real ``AIMessage``/``AIMessageChunk``
-objects. ``bind_tools`` binds the inner model and stays instrumented.
+model that delegates to ``inner``; every generation (``invoke``/``ainvoke``, ``generate``/``agenerate``,
+``stream``/``astream``, through ``bind_tools`` and ``with_structured_output``, and so every LangGraph node
+calling it) is an LLM boundary, recorded in one of two ways:
+
+- A chat model that calls its provider through an ``openai`` or ``anthropic`` SDK client (``ChatOpenAI``,
+  ``AzureChatOpenAI``, ``ChatAnthropic``...) is captured at that client's HTTP transport (issue 11): the
+  wrapper installs the capture (``instrument_openai``/``instrument_anthropic``) and records nothing
+  itself. The input is the HTTP request the SDK sent, so the tools from ``bind_tools``, the
+  ``with_structured_output`` schema and every sampling parameter are in it; provider and model come from
+  the request (``openai``, ``gpt-4o-mini``). Replay serves the recorded HTTP response and LangChain builds
+  its own messages from it.
+- Any other chat model (LangChain's fake chat models, in-process local models) is recorded at the wrapper:
+  provider ``langchain`` unless given, the inner model's name, and the input ``{"endpoint": "chat_model",
+  "request": {"model", "messages", "stop", ...}}`` where each message is its JSON without its ``id``
+  (LangGraph gives messages fresh random ids on every run; they are not what the model sees). Replay
+  returns real ``AIMessage``/``AIMessageChunk`` objects. Bundles recorded this way from an HTTP chat model
+  (before issue 11) replay the same way: under a replay of such a recording the wrapper serves them.
 
 Tools: stack ``@tool`` over ``@trace_tool`` so a LangChain tool's body is a Stepfork tool boundary::
 
@@ -17,10 +28,14 @@ Tools: stack ``@tool`` over ``@trace_tool`` so a LangChain tool's body is a Step
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from stepfork.integrations._common import Endpoint, call_async, call_sync, require, usage_fields
+from stepfork.trace import boundary
 
 _core = require("langchain_core", "langchain", "LangChain")
 
@@ -32,6 +47,7 @@ from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult  # noqa: E402
 from langchain_core.runnables import Runnable  # noqa: E402
+from pydantic import PrivateAttr  # noqa: E402
 
 __all__ = ["StepforkChatModel", "instrument_chat_model"]
 
@@ -77,22 +93,95 @@ def _model_name(inner: Any) -> str:
     return llm_type if isinstance(llm_type, str) and llm_type else type(bound).__name__
 
 
+_SDK_CLIENT_ATTRIBUTES = ("root_client", "root_async_client", "_client", "_async_client")
+"""Where LangChain's provider packages keep their SDK clients (``ChatOpenAI.root_client``,
+``ChatAnthropic._client``: a cached property that makes the client on first access)."""
+
+
+def _sdk_clients(model: Any) -> list[Any]:
+    """The ``openai``/``anthropic`` SDK clients of a chat model (or of the model a binding wraps)."""
+    seen: set[int] = set()
+    while hasattr(model, "bound") and id(model) not in seen:  # RunnableBinding from bind_tools/bind
+        seen.add(id(model))
+        model = model.bound
+    clients = []
+    for name in _SDK_CLIENT_ATTRIBUTES:
+        try:
+            client = getattr(model, name, None)
+        except Exception:  # noqa: S112 - a lazily made client that cannot be made: not an HTTP model
+            continue
+        if client is not None and type(client).__module__.split(".", 1)[0] in ("openai", "anthropic"):
+            clients.append(client)
+    return clients
+
+
+def _instrument_http_clients(model: Any) -> bool:
+    """Install the HTTP capture in every SDK client of ``model``; True if it has one."""
+    instrumented = False
+    for client in _sdk_clients(model):
+        root = type(client).__module__.split(".", 1)[0]
+        if root == "openai" and "openai" in sys.modules:
+            from stepfork.integrations.openai import instrument_openai
+
+            with contextlib.suppress(TypeError):  # not an OpenAI client (a resource, a mock)
+                instrument_openai(client)
+                instrumented = True
+        elif root == "anthropic" and "anthropic" in sys.modules:
+            from stepfork.integrations.anthropic import instrument_anthropic
+
+            with contextlib.suppress(TypeError):
+                instrument_anthropic(client)
+                instrumented = True
+    return instrumented
+
+
+_wrapper_replays: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _replays_wrapper_recording() -> bool:
+    """True under a replay of a recording made at this wrapper from an HTTP chat model (before issue 11):
+    it has ``chat_model`` inputs and no HTTP-captured ones."""
+    handler, _ = boundary.resolve_handler()
+    if handler is None or not getattr(handler, "is_replay", False):
+        return False
+    with contextlib.suppress(KeyError, TypeError):
+        return _wrapper_replays[handler]
+    inputs = [c.input for c in getattr(handler, "calls", ()) or () if c.kind == "llm"]
+    wrapper = any(isinstance(i, dict) and i.get("endpoint") == "chat_model" for i in inputs)
+    http = any(isinstance(i, dict) and "method" in i and "path" in i for i in inputs)
+    with contextlib.suppress(TypeError):
+        _wrapper_replays[handler] = wrapper and not http
+    return wrapper and not http
+
+
 class StepforkChatModel(BaseChatModel):
     """A chat model whose generations are Stepfork LLM boundaries; it delegates to ``inner``.
 
     Attributes:
-        inner: the real chat model (or a ``bind_tools`` binding of it).
-        provider: the provider recorded on the events (default ``"langchain"``).
-        model: the model name recorded; default: the inner model's ``model_name``/``model``.
+        inner: the real chat model (or a ``bind_tools`` binding of it). When it holds an ``openai`` or
+            ``anthropic`` SDK client, the capture is installed in it here (module docstring).
+        provider: the provider recorded on wrapper-level events (default ``"langchain"``); HTTP-captured
+            calls take the request's (``openai``, ``anthropic``).
+        model: the model name recorded at the wrapper; default: the inner model's ``model_name``/``model``.
     """
 
     inner: Any
     provider: str = "langchain"
     model: str | None = None
+    _http: bool = PrivateAttr(default=False)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Install the HTTP capture in the inner model's SDK clients, when it has any."""
+        super().model_post_init(context)
+        self._http = _instrument_http_clients(self.inner)
 
     @property
     def _llm_type(self) -> str:
         return "stepfork"
+
+    def _captured(self) -> bool:
+        """True when this call goes to the HTTP capture (not recorded at the wrapper)."""
+        return self._http and not _replays_wrapper_recording()
 
     def _request(
         self, messages: Sequence[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
@@ -113,6 +202,15 @@ class StepforkChatModel(BaseChatModel):
             inner=bound, provider=self.provider, model=self.model or _model_name(self.inner)
         )
 
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
+        """The inner model's own structured output when it is captured over HTTP (``ChatOpenAI`` uses
+        ``response_format``; the schema is in the recorded request); else LangChain's default
+        (``bind_tools`` and a parser), recorded at the wrapper."""
+        if self._http:
+            result: Runnable[Any, Any] = self.inner.with_structured_output(schema, **kwargs)
+            return result
+        return super().with_structured_output(schema, **kwargs)
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -120,6 +218,9 @@ class StepforkChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if self._captured():
+            message = self.inner.invoke(messages, stop=stop, **kwargs)
+            return ChatResult(generations=[ChatGeneration(message=message)])
         endpoint = _endpoint(self.provider)
 
         def send(**_: Any) -> Any:
@@ -135,6 +236,9 @@ class StepforkChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if self._captured():
+            message = await self.inner.ainvoke(messages, stop=stop, **kwargs)
+            return ChatResult(generations=[ChatGeneration(message=message)])
         endpoint = _endpoint(self.provider)
 
         async def send(**_: Any) -> Any:
@@ -156,7 +260,8 @@ class StepforkChatModel(BaseChatModel):
             return self.inner.stream(messages, stop=stop, **kwargs)
 
         request = {**self._request(messages, stop, kwargs), "stream": True}
-        for chunk in call_sync(endpoint, request, send):
+        chunks = send() if self._captured() else call_sync(endpoint, request, send)
+        for chunk in chunks:
             if run_manager is not None and isinstance(chunk.content, str):
                 run_manager.on_llm_new_token(chunk.content, chunk=ChatGenerationChunk(message=chunk))
             yield ChatGenerationChunk(message=chunk)
@@ -173,8 +278,12 @@ class StepforkChatModel(BaseChatModel):
         async def send(**_: Any) -> Any:
             return self.inner.astream(messages, stop=stop, **kwargs)
 
-        request = {**self._request(messages, stop, kwargs), "stream": True}
-        async for chunk in await call_async(endpoint, request, send):
+        if self._captured():
+            chunks = self.inner.astream(messages, stop=stop, **kwargs)
+        else:
+            request = {**self._request(messages, stop, kwargs), "stream": True}
+            chunks = await call_async(endpoint, request, send)
+        async for chunk in chunks:
             if run_manager is not None and isinstance(chunk.content, str):
                 await run_manager.on_llm_new_token(chunk.content, chunk=ChatGenerationChunk(message=chunk))
             yield ChatGenerationChunk(message=chunk)

@@ -4,8 +4,9 @@ Thin adapters over Stepfork's LangChain integration (:mod:`stepfork.integrations
 written against the earlier implementation:
 
 - ``traced_chat_model(model)`` instruments a LangChain chat model *in place* and returns the same instance
-  (its generations become LLM boundaries through a :class:`StepforkChatModel` around an uninstrumented copy);
-  calling it twice is harmless.
+  (its generations become LLM boundaries through a :class:`StepforkChatModel` around an uninstrumented copy;
+  a ``ChatOpenAI``/``ChatAnthropic`` is captured at its SDK client's HTTP transport, as that wrapper
+  does); calling it twice is harmless.
 - ``traced_tool(func)`` returns a LangChain ``BaseTool`` whose body is a ``trace_tool`` boundary.
 
 Needs ``langchain_core`` (``pip install stepfork-trace[langchain]``).

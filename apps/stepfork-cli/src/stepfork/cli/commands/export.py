@@ -1,4 +1,5 @@
-"""``stepfork export PATH --pytest --entrypoint M:F [...]`` (spec/cli-reference.txt "export").
+"""``stepfork export PATH --pytest --entrypoint M:F [...]`` (spec/cli-reference.txt "export"), or
+``stepfork export PATH [...] -- python agent.py ARGS`` (issue 11: a test that replays that program).
 
 Exit 0 written; 1 when the destination exists or the write fails; 2 for bad input (non-pytest format,
 missing entrypoint or one that is not ``MODULE:FUNCTION`` (replay's two lines), invalid mode, strict
@@ -28,6 +29,13 @@ _EXIT_1_CODES = frozenset({"already_exists", "write_failed"})
 
 def export(
     path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="After --: the Python program the test replays (python SCRIPT ARGS...), instead of "
+            "--entrypoint."
+        ),
+    ] = None,
     pytest_format: Annotated[
         bool,
         typer.Option(
@@ -109,9 +117,11 @@ def export(
 
     if not pytest_format:
         fail("v0.1 supports pytest export only (--pytest).", 2)
-    if not entrypoint:
+    if command:
+        entrypoint = _script_command(command, entrypoint, expect_output, expect_trajectory, raise_as)
+    elif not entrypoint:
         fail("An executable regression test needs --entrypoint MODULE:FUNCTION.", 2)
-    problem = entrypoint_form_problem(entrypoint)
+    problem = None if command else entrypoint_form_problem(entrypoint)
     if problem is not None:  # replay's two lines for the same entrypoint (spec "replay", Common errors)
         fail(f"Unable to resolve entrypoint.\n{problem}", 2)
     from stepfork.cli.guide import parse_mode
@@ -140,12 +150,15 @@ def export(
             allow_hosts=allow_host or None,
             ordering=ordering,
             ignore=ignored_paths,
+            command=command or None,
         )
     except ExportError as exc:
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)
 
     typer.echo(f"Wrote {result.path}")
-    typer.echo(f"Entrypoint: {entrypoint}")
+    typer.echo(
+        f"Command:    {escape_controls(' '.join(command))}" if command else f"Entrypoint: {entrypoint}"
+    )
     typer.echo(f"Mode:       {mode}")
     if ordering != "auto":
         typer.echo(f"Ordering:   {ordering}")
@@ -167,13 +180,46 @@ def export(
             "behavior.",
             err=True,
         )
-    elif result.expectation_source == "none":
+    elif result.expectation_source == "none" and not command:
         typer.echo(
             "Warning: no --expect-output given and the recorded run has no completed output to assert; the "
             "test checks that the entrypoint replays the recording and returns. Pass --expect-output with "
             "the corrected behavior.",
             err=True,
         )
+
+
+def _script_command(
+    command: list[str],
+    entrypoint: str | None,
+    expect_output: Path | None,
+    expect_trajectory: Path | None,
+    raise_as: list[str] | None,
+) -> str:
+    """Check the script form (``-- python SCRIPT ARGS``) before anything is read: one line and exit 2 for
+    a command that is not a Python program, a missing script, or options it cannot honour. Returns the
+    empty entrypoint the exporter is given with a command."""
+    from stepfork.cli.commands.record import check_script, python_target
+    from stepfork.cli.output import fail
+
+    if entrypoint:
+        fail("give either --entrypoint MODULE:FUNCTION or -- python SCRIPT ARGS, not both", 2)
+    refused = [
+        name
+        for name, given in (
+            ("--expect-output", expect_output),
+            ("--expect-trajectory", expect_trajectory),
+            ("--raise-as", raise_as),
+        )
+        if given
+    ]
+    if refused:
+        fail(f"{refused[0]} is not supported with `-- python SCRIPT`; use --entrypoint", 2)
+    found = python_target(command)
+    if found is None:
+        fail("stepfork export BUNDLE -- python SCRIPT ARGS... exports a test of a Python program", 2)
+    check_script(found[1])
+    return ""
 
 
 def register(app: typer.Typer) -> None:

@@ -1,9 +1,11 @@
 """``stepfork fork PATH --step N --entrypoint M:F --output OUT [...]`` (issue 5, "fork").
 
 Calls before step N are served from the recording, calls from N on run live (tools only with
---allow-live-tool); the whole run is recorded into OUT. Exit codes: 0 the forked run completed, 1 the
-entrypoint raised (the failed run is still recorded in OUT), 2 invalid input (unreadable trace, unknown
-step, bad --override, unresolvable entrypoint, OUT exists without --overwrite).
+--allow-live-tool); the whole run is recorded into OUT. The network is sealed while the run is frozen (as
+in a frozen replay) and opens at the fork point; --allow-network/--allow-host as replay's. Exit codes: 0
+the forked run completed, 1 the entrypoint raised (the failed run is still recorded in OUT), 2 invalid
+input (unreadable trace, unknown step, bad --override, unresolvable entrypoint, OUT exists without
+--overwrite).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from stepfork.cli.options import ordering_option
+from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, ordering_option
 
 
 def fork(
@@ -35,6 +37,10 @@ def fork(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ordering: Annotated[str, ordering_option()] = "auto",
+    allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
+    allow_host: Annotated[
+        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+    ] = None,
 ) -> None:
     """Fork a recorded run at a step: frozen before it, live from it, recorded into a new bundle."""
     from stepfork.cli.options import parse_ordering
@@ -66,6 +72,8 @@ def fork(
             overrides=overrides,
             overwrite=overwrite,
             ordering=ordering,
+            network="open" if allow_network else None,
+            allow_hosts=allow_host or None,
         )
     except ForkError as exc:
         typer.echo(str(exc), err=True)

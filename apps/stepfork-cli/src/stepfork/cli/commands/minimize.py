@@ -14,7 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from stepfork.cli.htmlout import HTML_HELP
-from stepfork.cli.options import ordering_option
+from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, ordering_option
 
 
 def minimize(
@@ -51,6 +51,10 @@ def minimize(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     html: Path | None = typer.Option(None, "--html", metavar="FILE", help=HTML_HELP),
     ordering: Annotated[str, ordering_option()] = "auto",
+    allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
+    allow_host: Annotated[
+        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+    ] = None,
 ) -> None:
     """Minimize a failing trace to the smallest reproducible subset."""
     import json
@@ -129,6 +133,8 @@ def minimize(
             progress=progress,
             clean_replay=clean_replay,
             ordering=ordering,
+            network="open" if allow_network else None,
+            allow_hosts=allow_host or None,
         )
     except MinimizeError as exc:
         if status is not None:

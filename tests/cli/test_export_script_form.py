@@ -1,0 +1,74 @@
+"""The script form of export (``stepfork export BUNDLE -- python agent.py ARGS``, issue 11) in-process:
+the constants it writes, what it refuses, and ``stepfork run``'s check of the program before pytest starts.
+The real CLI round trip (record, export, run PASSED) is tests/integrations/test_script_agent.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepfork.analysis.export import ExportError, export_pytest_test
+from stepfork.analysis.exported import read_exported_constants
+from stepfork.analysis.runner import run_exported_test
+from stepfork.trace import record, trace_tool
+
+
+@trace_tool
+def lookup(city: str) -> str:
+    return city
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    path = tmp_path / "run.sftrace"
+    with record("script", output=path):
+        lookup("Paris")
+    return path
+
+
+def test_the_command_and_the_network_options_are_literals(bundle: Path, tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text("print('hi')\n")
+    command = ["python", "agent.py", "Paris", 'it\'s "quoted"\n']
+    out = tmp_path / "test_script.py"
+    result = export_pytest_test(
+        trace_path=bundle,
+        entrypoint="",
+        output_path=out,
+        command=command,
+        import_root=tmp_path,
+        network="open",
+        allow_hosts=["db.internal"],
+    )
+    assert (result.has_expectation, result.expectation_source) == (False, "none")
+    constants = read_exported_constants(out.read_text())
+    assert constants["COMMAND"] == command  # data stays data
+    assert (constants["ENTRYPOINT"], constants["NETWORK"], constants["ALLOW_HOSTS"]) == (
+        None,
+        "open",
+        ["db.internal"],
+    )
+    assert (constants["TRACE_PATH"], constants["IMPORT_ROOT"]) == ("run.sftrace", ".")
+    assert "run_script_regression_case(" in out.read_text()
+
+
+def test_an_expectation_is_refused_with_a_command(bundle: Path, tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match="not supported with -- python SCRIPT") as info:
+        export_pytest_test(
+            trace_path=bundle,
+            entrypoint="",
+            output_path=tmp_path / "t.py",
+            command=["python", "agent.py"],
+            expectation={"answer": 1},
+        )
+    assert info.value.code == "invalid_option"
+
+
+def test_run_says_the_program_is_missing_before_pytest_starts(bundle: Path, tmp_path: Path) -> None:
+    out = tmp_path / "test_gone.py"
+    export_pytest_test(
+        trace_path=bundle, entrypoint="", output_path=out, command=["python", "gone.py"], import_root=tmp_path
+    )
+    receipt = run_exported_test(out)
+    assert (receipt.verdict, receipt.reason) == ("could_not_execute", "entrypoint_unresolvable")
+    assert "gone.py" in receipt.detail
