@@ -52,15 +52,16 @@ _SLOW_DESELECTED = pytest.StashKey[int]()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    """Say how many slow tests were deselected and how to run them."""
+    """Say that slow tests were deselected (how many, when this process collected) and how to run them.
+
+    Under pytest-xdist the workers collect, so the controller gives the line without the count."""
+    if RUN_SLOW:
+        return
     count = config.stash.get(_SLOW_DESELECTED, 0)
     if count:
         terminalreporter.write_line(f"{count} {_SLOW_HINT}")
-
-# The bundles an earlier public implementation wrote (schema 0.1), copied into the repository with their
-# PROVENANCE.md so the suite runs from a plain clone (tests/test_self_contained.py keeps it so).
-REFERENCE = Path(__file__).resolve().parent / "interop" / "data" / "reference-bundles"
-GOLDEN = REFERENCE / "tests" / "golden"
+    elif getattr(config.option, "numprocesses", None):
+        terminalreporter.write_line(_SLOW_HINT[0].upper() + _SLOW_HINT[1:])
 
 
 @pytest.fixture
