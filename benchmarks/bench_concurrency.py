@@ -99,9 +99,7 @@ def _timed_block(workload: Callable[[int], None], calls: int, facts: bool, out: 
         concurrency.RECORD_FACTS = True
 
 
-def measure(
-    workload: Callable[[int], None], folder: Path, *, calls: int, rounds: int
-) -> dict[str, float]:
+def measure(workload: Callable[[int], None], folder: Path, *, calls: int, rounds: int) -> dict[str, float]:
     """Per-call µs with and without the facts (medians) and the median per-round ratio."""
     block = max(1, calls // BLOCKS)
     per_call: dict[bool, list[float]] = {True: [], False: []}

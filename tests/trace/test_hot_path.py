@@ -164,8 +164,10 @@ def test_the_screen_flags_exactly_the_texts_holding_a_needle_in_any_ascii_case(p
 
 
 _KEYS = st.sampled_from(
-    ["t", "max_tokens", "prompt_tokens", "Total_Tokens", "api_key", "token", "x-token", 'a"token', "é_token"]
-    + ["token=abcdefghij", "sk-abcdefghijkl", "secret_name", "aws"]
+    [
+        *("t", "max_tokens", "prompt_tokens", "Total_Tokens", "api_key", "token", "x-token", 'a"token'),
+        *("é_token", "token=abcdefghij", "sk-abcdefghijkl", "secret_name", "aws"),
+    ]
 )
 _VALUES = st.recursive(
     st.one_of(st.lists(_FRAGMENTS, max_size=4).map("".join), st.integers(0, 9), st.none()),

@@ -158,7 +158,8 @@ class Capture:
             _, _, replay_sync, replay_async = stream_classes(self.lib)
             stream = (replay_async if is_async else replay_sync)(sse, call, self.lib, request)
             return self.lib.Response(output["status"], headers=headers, stream=stream, request=request)
-        return _whole_response(self.lib, output["status"], list(headers.items()), wire.encode_body(output), request)
+        body = wire.encode_body(output)
+        return _whole_response(self.lib, output["status"], list(headers.items()), body, request)
 
     def raise_recorded(self, exc: BaseException, request: Any) -> None:
         """Raise a recorded transport failure as the library's own exception class, when it is one."""

@@ -55,9 +55,12 @@ whose sibling is not listed is only served in recorded order)."""
 
 def _current_task() -> Any:
     asyncio = sys.modules.get("asyncio")  # never imported here just to ask
-    if asyncio is None or asyncio._get_running_loop() is None:  # no loop: no task (and no exception)
+    if asyncio is None:
         return None
-    return asyncio.current_task()
+    loop = asyncio._get_running_loop()
+    if loop is None:  # no loop: no task (and no exception)
+        return None
+    return asyncio.current_task(loop)
 
 
 _perf_ns = time.perf_counter_ns
@@ -218,7 +221,9 @@ class ConcurrencyLog:
 _NEIGHBOURS = 8  # calls on each side whose tasks are kept first when MAX_ALIVE cuts the list
 
 
-def _alive_others(snapshot: tuple[int, ...] | None, own: int | None, owners: list[Any], index: int) -> list[int]:
+def _alive_others(
+    snapshot: tuple[int, ...] | None, own: int | None, owners: list[Any], index: int
+) -> list[int]:
     """The ``alive_tasks`` of the call at ``index``: its snapshot without its own task, at most
     ``MAX_ALIVE``. When the bound cuts, the tasks of the calls started just before and after it come
     first: replay's ``auto`` ordering compares each call with its neighbours (``_alive_together`` in
