@@ -17,7 +17,8 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 def _load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"_smoke_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -29,7 +30,7 @@ def test_the_capture_benchmark_measures_baseline_record_and_replay() -> None:
     rows = _load("bench_capture").measure_all(httpx2, openai, calls=5, rounds=1)
     assert set(rows) == {"plain", "stream"}
     for row in rows.values():
-        assert row["baseline_us"] > 0 and row["record_ratio"] > 0 and row["replay_ratio"] > 0
+        assert min(row["baseline_us"], row["record_ratio"], row["replay_ratio"]) > 0
 
 
 def test_the_concurrency_benchmark_measures_every_workload_with_and_without_the_facts() -> None:
@@ -37,7 +38,7 @@ def test_the_concurrency_benchmark_measures_every_workload_with_and_without_the_
     rows = bench.measure_all(calls=8, rounds=1)
     assert set(rows) == {"loop", "threads", "gather-10", "gather-200"}
     for row in rows.values():
-        assert row["with_facts_us"] > 0 and row["without_us"] > 0
+        assert min(row["with_facts_us"], row["without_us"]) > 0
     from stepfork.trace import concurrency
 
     assert concurrency.RECORD_FACTS is True  # the switch is always restored
