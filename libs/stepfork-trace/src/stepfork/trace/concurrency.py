@@ -94,7 +94,9 @@ class ConcurrencyLog:
         self._lanes: list[dict[str, Any]] = []
         # call id -> [lane, start ns, end ns | None, alive snapshot | None, the calling task's number | None]
         self._calls: dict[str, list[Any]] = {}
-        self._snapshots: dict[int, tuple[Any, tuple[int, ...]]] = {}  # id(loop) -> (loop, task numbers)
+        # id(loop) -> (weak reference to the loop, task numbers): a loop that stopped before the snapshot
+        # expired is neither kept alive nor confused with a later loop at the same address
+        self._snapshots: dict[int, tuple[weakref.ref[Any], tuple[int, ...]]] = {}
         self._local = threading.local()
         self.root_lane = self.lane()
 
@@ -173,7 +175,7 @@ class ConcurrencyLog:
         loop = task.get_loop()
         key = id(loop)
         cached = self._snapshots.get(key)
-        if cached is not None and cached[0] is loop:
+        if cached is not None and cached[0]() is loop:
             return cached[1]
         asyncio = sys.modules["asyncio"]
         try:
@@ -181,7 +183,7 @@ class ConcurrencyLog:
         except RuntimeError:
             return ()
         numbers = tuple(sorted(map(self._task_number, tasks)))
-        self._snapshots[key] = (loop, numbers)
+        self._snapshots[key] = (weakref.ref(loop), numbers)
         try:  # expires when the loop starts its next iteration (callbacks queued now run then)
             loop.call_soon(self._snapshots.pop, key, None)
         except RuntimeError:  # a closed loop: never reused
