@@ -92,8 +92,11 @@ class ConcurrencyLog:
         self._numbers = itertools.count()  # thread/task numbers: never reused
         self._lane_of: dict[tuple[int, int | None], int] = {}
         self._lanes: list[dict[str, Any]] = []
-        # call id -> [lane, start ns, end ns | None, alive snapshot | None, the calling task's number | None]
-        self._calls: dict[str, list[Any]] = {}
+        # call id -> (lane, start ns, alive snapshot | None, the calling task's number | None), and call id ->
+        # end ns: tuples and ints only, which the cyclic GC stops tracking (a list per call made every
+        # collection longer as the recording grew)
+        self._calls: dict[str, tuple[int, int, tuple[int, ...] | None, int | None]] = {}
+        self._ends: dict[str, int] = {}
         # id(loop) -> (weak reference to the loop, task numbers): a loop that stopped before the snapshot
         # expired is neither kept alive nor confused with a later loop at the same address
         self._snapshots: dict[int, tuple[weakref.ref[Any], tuple[int, ...]]] = {}
@@ -161,13 +164,13 @@ class ConcurrencyLog:
             lane = getattr(self._local, "lane", None)
             if lane is None:
                 lane = self.lane(None, look=False)
-            self._calls[call_id] = [lane, _perf_ns(), None, None, None]
+            self._calls[call_id] = (lane, _perf_ns(), None, None)
             return
         entry = self._task_lanes.get(id(task))
         if entry is None or entry[0]() is not task:
             self.lane(task, look=False)
             entry = self._task_lanes[id(task)]
-        self._calls[call_id] = [entry[1], _perf_ns(), None, self._alive_snapshot(task), entry[2]]
+        self._calls[call_id] = (entry[1], _perf_ns(), self._alive_snapshot(task), entry[2])
 
     def _alive_snapshot(self, task: Any) -> tuple[int, ...]:
         """Numbers of the tasks of ``task``'s loop alive (not done) when this loop iteration first asked,
@@ -192,9 +195,8 @@ class ConcurrencyLog:
 
     def end(self, call_id: str) -> None:
         """Note that the call ``call_id`` finished (its outcome is about to be written)."""
-        entry = self._calls.get(call_id)
-        if entry is not None and entry[2] is None:
-            entry[2] = _perf_ns()
+        if call_id in self._calls and call_id not in self._ends:
+            self._ends[call_id] = _perf_ns()
 
     def to_json(self, root_id: str) -> dict[str, Any]:
         """The ``concurrency.json`` value (see the module docstring); ``root_id`` is run_start's id."""
@@ -202,9 +204,11 @@ class ConcurrencyLog:
             lanes = [dict(lane) for lane in self._lanes]
         entries = list(self._calls.items())
         origin = self._origin
-        owners = [entry[4] for _, entry in entries]  # in start order (the dict keeps insertion order)
+        ends = dict(self._ends)
+        owners = [entry[3] for _, entry in entries]  # in start order (the dict keeps insertion order)
         calls = {}
-        for index, (call_id, (lane, start, end, snapshot, own)) in enumerate(entries):
+        for index, (call_id, (lane, start, snapshot, own)) in enumerate(entries):
+            end = ends.get(call_id)
             calls[call_id] = {
                 "lane": lane,
                 "start_us": (start - origin) // 1000,
