@@ -9,15 +9,29 @@ serving a realistic ~2 KB completion or a 20-chunk SSE stream), with no Stepfork
 - ``replay``: the same calls replayed by a frozen ``ReplaySession`` (the fake is never called: the
   capture serves the recorded response and the SDK builds its objects from it).
 
-Ratios = per-call time / baseline per-call time; targets: record <= 1.3x, replay <= 1.0x. Timings are the
-best of several repeats, interleaved. Run: ``hatch run bench:all capture`` or ``python
-benchmarks/bench_capture.py``; JSON goes to benchmarks/results/capture.json. Needs the openai SDK.
+Per-call cost: only the calls are timed; opening and finishing the session (bundle creation, fsync,
+integrity; ``Trace.load``) are per-session costs, timed apart and reported as ``session_ms``.
+
+Noise (the machine is shared): in each round the three measures alternate in blocks of ``BLOCK`` calls
+(each session open in its own ``contextvars`` context, so a recording and a replay can be open at once),
+in a rotating order, until each made ``CALLS`` calls; one warm-up round is not counted. Time is the
+process's CPU time (``time.process_time``: time spent waiting for a core while other processes run is
+not counted; wall time is reported beside it). The ratio of a round is record (or replay) over the
+baseline of the *same* round, and the figure is the **median of the per-round ratios** over ``ROUNDS``
+rounds (the lowest and highest round ratio beside it). Targets: record <= 1.3x, replay <=
+1.0x. Run: ``hatch run bench:all capture`` or ``python benchmarks/bench_capture.py``;
+``STEPFORK_BENCH_CAPTURE_ROUNDS`` / ``STEPFORK_BENCH_CAPTURE_CALLS`` change the size; JSON goes to
+benchmarks/results/capture.json. Needs the openai SDK.
 """
 
 from __future__ import annotations
 
+import contextvars
+import gc
 import json
+import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -26,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results" / "capture.json"
-CALLS = 200
-REPEATS = 9
+CALLS = int(os.environ.get("STEPFORK_BENCH_CAPTURE_CALLS", "100"))
+ROUNDS = int(os.environ.get("STEPFORK_BENCH_CAPTURE_ROUNDS", "15"))
+BLOCK = 5  # calls of one measure in a row before the next measure runs
 MESSAGES = [
     {"role": "system", "content": "You are a concise weather assistant. " * 8},
     {"role": "user", "content": "Should I take an umbrella in Paris today? " * 4},
@@ -74,11 +89,42 @@ def main() -> None:
     except ImportError:
         print("bench_capture: the openai SDK is not installed in this environment; skipped")
         return
+    rows = measure_all(httpx2, openai, calls=CALLS, rounds=ROUNDS)
+    print(
+        f"{'call':<8}{'baseline':>11}{'record':>11}{'replay':>11}{'record x':>21}{'replay x':>21}"
+        f"{'wall: record x':>16}{'replay x':>10}"
+    )
+    for name, row in rows.items():
+        print(
+            f"{name:<8}{row['baseline_us']:>9.0f}us{row['record_us']:>9.0f}us{row['replay_us']:>9.0f}us"
+            f"{row['record_ratio']:>8.2f}x ({row['record_ratio_min']:.2f}-{row['record_ratio_max']:.2f})"
+            f"{row['replay_ratio']:>8.2f}x ({row['replay_ratio_min']:.2f}-{row['replay_ratio_max']:.2f})"
+            f"{row['record_wall_ratio']:>15.2f}x{row['replay_wall_ratio']:>9.2f}x"
+        )
+    print(
+        f"CPU time per call, median of {ROUNDS} rounds of {CALLS} calls interleaved in blocks of {BLOCK} "
+        "(range of the round ratios in brackets); "
+        "targets: record <= 1.3x, replay <= 1.0x the un-instrumented call on the fake transport"
+    )
+    RESULTS.parent.mkdir(exist_ok=True)
+    meta = {
+        "python": sys.version_info[:3],
+        "machine": platform.machine(),
+        "openai": openai.__version__,
+        "calls": CALLS,
+        "rounds": ROUNDS,
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
+    RESULTS.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+
+
+def measure_all(httpx2: Any, openai: Any, *, calls: int, rounds: int) -> dict[str, dict[str, float]]:
+    """``{"plain": row, "stream": row}``: per-call µs (medians), median round ratios and their ranges."""
     from stepfork.integrations.openai import instrument_openai
     from stepfork.replay import ReplaySession
     from stepfork.trace import record
 
-    def serve(request: httpx2.Request) -> httpx2.Response:
+    def serve(request: Any) -> Any:
         body = json.loads(request.content)
         if body.get("stream"):
             return httpx2.Response(
@@ -86,80 +132,96 @@ def main() -> None:
             )
         return httpx2.Response(200, json=_completion(body["model"]))
 
-    def client(instrumented: bool) -> openai.OpenAI:
+    def client(instrumented: bool) -> Any:
         http = httpx2.Client(transport=httpx2.MockTransport(serve))
         c = openai.OpenAI(api_key="sk-bench", http_client=http, max_retries=0)
         return instrument_openai(c) if instrumented else c
 
-    def plain(c: openai.OpenAI) -> Any:
+    def plain(c: Any) -> Any:
         return c.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, temperature=0)
 
-    def streamed(c: openai.OpenAI) -> Any:
+    def streamed(c: Any) -> Any:
         return list(c.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True))
-
-    def per_call(run: Callable[[], None]) -> float:
-        start = time.perf_counter()
-        run()
-        return (time.perf_counter() - start) / CALLS
-
-    def measure(call: Callable[[openai.OpenAI], Any], folder: Path) -> dict[str, float]:
-        """Best per-call seconds of the baseline, recording and replay of ``call``, interleaved."""
-        bundle = folder / "recorded.sftrace"
-        with record("bench", output=bundle):
-            c = client(True)
-            for _ in range(CALLS):
-                call(c)
-        best = {"baseline": float("inf"), "record": float("inf"), "replay": float("inf")}
-        for repeat in range(REPEATS):
-            base_client, rec_client = client(False), client(True)
-
-            def baseline() -> None:
-                for _ in range(CALLS):
-                    call(base_client)  # noqa: B023 - runs before the next iteration rebinds it
-
-            def recording() -> None:
-                with record("bench", output=folder / f"r{repeat}.sftrace"):  # noqa: B023
-                    for _ in range(CALLS):
-                        call(rec_client)  # noqa: B023
-
-            def replaying() -> None:
-                with ReplaySession.from_trace(bundle):
-                    for _ in range(CALLS):
-                        call(rec_client)  # noqa: B023
-
-            best["baseline"] = min(best["baseline"], per_call(baseline))
-            best["record"] = min(best["record"], per_call(recording))
-            best["replay"] = min(best["replay"], per_call(replaying))
-        return best
 
     rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, call in (("plain", plain), ("stream", streamed)):
             folder = Path(tmp) / name
             folder.mkdir()
-            best = measure(call, folder)
-            rows[name] = {
-                "baseline_us": best["baseline"] * 1e6,
-                "record_us": best["record"] * 1e6,
-                "replay_us": best["replay"] * 1e6,
-                "record_ratio": best["record"] / best["baseline"],
-                "replay_ratio": best["replay"] / best["baseline"],
-            }
-    print(f"{'call':<8}{'baseline':>12}{'record':>12}{'replay':>12}{'record x':>10}{'replay x':>10}")
-    for name, row in rows.items():
-        print(
-            f"{name:<8}{row['baseline_us']:>10.0f}us{row['record_us']:>10.0f}us{row['replay_us']:>10.0f}us"
-            f"{row['record_ratio']:>9.2f}x{row['replay_ratio']:>9.2f}x"
-        )
-    print("targets: record <= 1.3x, replay <= 1.0x the un-instrumented call on the fake transport")
-    RESULTS.parent.mkdir(exist_ok=True)
-    meta = {
-        "python": sys.version.split()[0],
-        "machine": platform.machine(),
-        "calls": CALLS,
-        "repeats": REPEATS,
-    }
-    RESULTS.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+            rows[name] = _measure(call, folder, client, record, ReplaySession, calls=calls, rounds=rounds)
+    return rows
+
+
+def _measure(
+    call: Callable[[Any], Any],
+    folder: Path,
+    client: Callable[[bool], Any],
+    record: Any,
+    replay_session: Any,
+    *,
+    calls: int,
+    rounds: int,
+) -> dict[str, float]:
+    """Per-call cost of baseline, recording and replay of ``call``, interleaved (module docstring)."""
+    base_client, rec_client = client(False), client(True)
+    bundle = folder / "recorded.sftrace"
+    with record("bench", output=bundle):
+        for _ in range(calls):
+            call(rec_client)
+    clients = {"baseline": base_client, "record": rec_client, "replay": rec_client}
+    cpu: dict[str, list[float]] = {k: [] for k in clients}
+    wall: dict[str, list[float]] = {k: [] for k in clients}
+    session_s: dict[str, list[float]] = {"record": [], "replay": []}
+    order = list(clients)
+    for round_ in range(rounds + 1):  # round 0 warms every path up and is not counted
+        # Each session lives in its own context (ContextVar state), so calls of the three measures can
+        # alternate in blocks of BLOCK: a load spike from another process then hits all three alike.
+        contexts = {"baseline": contextvars.copy_context()}
+        sessions = {
+            "record": record("bench", output=folder / f"r{round_ % 2}.sftrace", overwrite=True),
+            "replay": replay_session.from_trace(bundle),
+        }
+        for name, session in sessions.items():
+            contexts[name] = contextvars.copy_context()
+            opened = time.perf_counter()
+            contexts[name].run(session.__enter__)
+            session_s[name].append(time.perf_counter() - opened)
+        spent_cpu = dict.fromkeys(clients, 0.0)
+        spent_wall = dict.fromkeys(clients, 0.0)
+        gc.collect()
+        for block in range(0, calls, BLOCK):
+            n = min(BLOCK, calls - block)
+            for name in order:
+                ctx, c = contexts[name], clients[name]
+                w, t = time.perf_counter(), time.process_time()
+                for _ in range(n):
+                    ctx.run(call, c)
+                spent_cpu[name] += time.process_time() - t
+                spent_wall[name] += time.perf_counter() - w
+            order = order[1:] + order[:1]  # rotate: no measure always runs first
+        for name, session in sessions.items():
+            closed = time.perf_counter()
+            contexts[name].run(session.__exit__, None, None, None)
+            session_s[name][-1] += time.perf_counter() - closed
+        if round_ == 0:
+            for lists in (session_s,):
+                for values in lists.values():
+                    values.clear()
+            continue
+        for name in clients:
+            cpu[name].append(spent_cpu[name] / calls)
+            wall[name].append(spent_wall[name] / calls)
+    row: dict[str, float] = {f"{k}_us": statistics.median(v) * 1e6 for k, v in cpu.items()}
+    row.update({f"{k}_wall_us": statistics.median(v) * 1e6 for k, v in wall.items()})
+    for name in ("record", "replay"):
+        ratios = [m / b for m, b in zip(cpu[name], cpu["baseline"], strict=True)]
+        row[f"{name}_ratio"] = statistics.median(ratios)
+        row[f"{name}_ratio_min"] = min(ratios)
+        row[f"{name}_ratio_max"] = max(ratios)
+        walls = [m / b for m, b in zip(wall[name], wall["baseline"], strict=True)]
+        row[f"{name}_wall_ratio"] = statistics.median(walls)
+        row[f"{name}_session_ms"] = statistics.median(session_s[name]) * 1e3
+    return row
 
 
 if __name__ == "__main__":

@@ -145,3 +145,37 @@ def test_without_concurrency_facts_only_interleaved_lines_prove_concurrency(tmp_
         _replay(path, pool_sequential, ["c", "a", "b"])
     replayed = _replay(path, pool_sequential, ["c", "a", "b"], ordering="unordered")
     assert replayed == ["value-c", "value-a", "value-b"]
+
+
+def test_a_gather_wider_than_the_alive_bound_replays_in_another_order_by_default(tmp_path: Path) -> None:
+    # 100 tasks alive together, more than MAX_ALIVE (64) can list per call: the bound keeps the tasks of
+    # the neighbouring calls, which are the ones the auto ordering compares, so the fan-out is one group.
+    async def task(key: str, delay: int) -> str:
+        for _ in range(delay % 3):  # calls spread over loop iterations, never overlapping
+            await asyncio.sleep(0)
+        return await alookup(key)  # type: ignore[no-any-return]
+
+    async def fan_out(keys: list[str]) -> list[str]:
+        return list(await asyncio.gather(*(task(key, n) for n, key in enumerate(keys))))
+
+    keys = [f"k{n}" for n in range(100)]
+    path = tmp_path / "wide.sftrace"
+
+    async def rec() -> None:
+        async with record("agent", output=path):
+            await fan_out(keys)
+
+    asyncio.run(rec())
+    trace = Trace.load(path)
+    facts = facts_of(trace)
+    assert facts is not None
+    assert max(len(f.alive) for f in facts.calls.values()) == 64
+    assert auto_groups(ReplaySession(trace).calls, facts) == [(0, 100)]
+
+    async def rep() -> list[str]:
+        async with ReplaySession.from_trace(path) as session:
+            result = await fan_out(list(reversed(keys)))
+        session.verify_complete()
+        return result
+
+    assert asyncio.run(rep()) == [f"value-{key}" for key in reversed(keys)]

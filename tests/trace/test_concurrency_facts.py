@@ -123,3 +123,32 @@ def test_validate_warns_on_a_timestamp_earlier_than_the_line_before(tmp_path: Pa
     with record("fresh", output=fresh):
         work(1)
     assert TIMESTAMP_ORDER not in [w.code for w in validate_bundle(fresh, strict=True).warnings]
+
+
+def test_the_alive_tasks_are_listed_once_per_loop_iteration_not_once_per_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # asyncio.all_tasks() is O(tasks): taken per call, a gather of n tasks cost O(n^2) (issue 12 benchmark)
+    path = tmp_path / "wide.sftrace"
+    real = asyncio.all_tasks
+    asked: list[int] = []
+
+    def counting(loop: Any = None) -> set[asyncio.Task[Any]]:
+        asked.append(1)
+        return real(loop)
+
+    monkeypatch.setattr(asyncio, "all_tasks", counting)
+
+    async def main() -> None:
+        async with record("wide", output=path):
+            await asyncio.gather(*(fetch(f"c{n}") for n in range(50)))
+
+    asyncio.run(main())
+    monkeypatch.undo()
+    assert 1 <= len(asked) <= 2  # the 50 calls start in one loop iteration
+    facts = ConcurrencyFacts.parse(read_extension(path, "concurrency"))
+    assert facts is not None
+    tasks = {facts.task_of(f.lane) for f in facts.calls.values()}
+    for fact in facts.calls.values():
+        assert facts.task_of(fact.lane) not in fact.alive  # never the caller itself
+        assert tasks - {facts.task_of(fact.lane)} <= fact.alive  # every sibling, alive together

@@ -161,3 +161,46 @@ def test_the_screen_flags_exactly_the_texts_holding_a_needle_in_any_ascii_case(p
     encoded = orjson.dumps({"t": text})
     expected = any(needle in encoded.lower() for needle in SCREEN_NEEDLES)
     assert Redactor().may_change(["t"], encoded) is expected
+
+
+_KEYS = st.sampled_from(
+    [
+        *("t", "max_tokens", "prompt_tokens", "Total_Tokens", "api_key", "token", "x-token", 'a"token'),
+        *("é_token", "token=abcdefghij", "sk-abcdefghijkl", "secret_name", "aws"),
+    ]
+)
+_VALUES = st.recursive(
+    st.one_of(st.lists(_FRAGMENTS, max_size=4).map("".join), st.integers(0, 9), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.dictionaries(_KEYS, _VALUES, max_size=5))
+def test_a_payload_the_key_aware_screen_passes_is_never_changed_by_the_walk(value: dict[str, Any]) -> None:
+    # Soundness of cutting clean needle-holding keys (max_tokens...) out of the screened text: whatever the
+    # screen lets through, the full redaction walk leaves unchanged, with no finding.
+    facts = take_plain_facts(value)
+    assert facts is not None
+    rules = Redactor()
+    if not rules.may_change(facts.keys, facts.encoded):
+        result = rules.redact(value)
+        assert result.findings == []
+        assert result.value is value
+
+
+def test_provider_usage_keys_do_not_send_a_clean_payload_to_the_walk() -> None:
+    rules = Redactor()
+    clean = {"model": "m", "max_tokens": 5, "usage": {"prompt_tokens": 1, "completion_tokens": 2}}
+    facts = take_plain_facts(clean)
+    assert facts is not None
+    assert rules.may_change(facts.keys, facts.encoded) is False
+    for dirty in (
+        {**clean, "note": "token=abcdefghijkl"},  # a needle in a value still goes to the walk
+        {**clean, "token=abcdefghijkl": 1},  # a key that a text rule changes
+        {**clean, 'x"token': 1},  # a needle-holding key with an escaped character: not cut
+    ):
+        facts = take_plain_facts(dirty)
+        assert facts is not None
+        assert rules.may_change(facts.keys, facts.encoded) is True

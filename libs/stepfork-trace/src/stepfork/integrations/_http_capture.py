@@ -107,12 +107,13 @@ class Capture:
         }
         usage = wire.body_usage(body.get("json"))
         kept = [(k, v) for k, v in headers.multi_items() if k.lower() not in _DROPPED_RESPONSE_HEADERS]
-        fresh = self.lib.Response(
+        fresh = _whole_response(
+            self.lib,
             response.status_code,
-            headers=kept,
-            content=content,
-            request=response.request if _has_request(response) else None,
-            extensions=response.extensions,
+            kept,
+            content,
+            response.request if _has_request(response) else None,
+            response.extensions,
         )
         return LLMOutput(out, **usage), fresh
 
@@ -157,9 +158,8 @@ class Capture:
             _, _, replay_sync, replay_async = stream_classes(self.lib)
             stream = (replay_async if is_async else replay_sync)(sse, call, self.lib, request)
             return self.lib.Response(output["status"], headers=headers, stream=stream, request=request)
-        return self.lib.Response(
-            output["status"], headers=headers, content=wire.encode_body(output), request=request
-        )
+        body = wire.encode_body(output)
+        return _whole_response(self.lib, output["status"], list(headers.items()), body, request)
 
     def raise_recorded(self, exc: BaseException, request: Any) -> None:
         """Raise a recorded transport failure as the library's own exception class, when it is one."""
@@ -187,6 +187,28 @@ def _snapshot(pending: list[Exchange]) -> LLMOutput:
     if pending:
         return pending[0].output()
     return LLMOutput({"status": None, "headers": {}, "incomplete": "the session ended before the response"})
+
+
+def _whole_response(
+    lib: ModuleType,
+    status: int,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    request: Any,
+    extensions: Any = None,
+) -> Any:
+    """What ``lib.Response(status, headers=headers, content=body, ...)`` builds, without running ``body``
+    through the library's read path (chunkers, content decoders) once more: ``body`` is already whole and
+    decoded. The response keeps an unread ``ByteStream`` of the same bytes, so reading it raw works too,
+    and closing it records ``elapsed`` as for a network response. ``Content-Length`` is set as
+    ``content=`` sets it (the recorded headers never hold it)."""
+    if not any(k.lower() == "content-length" for k, _ in headers):
+        headers = [*headers, ("Content-Length", str(len(body)))]
+    response = lib.Response(
+        status, headers=headers, stream=lib.ByteStream(body), request=request, extensions=extensions
+    )
+    response._content = body  # what Response.read() keeps: the SDK's read() returns it as is
+    return response
 
 
 def _has_request(response: Any) -> bool:

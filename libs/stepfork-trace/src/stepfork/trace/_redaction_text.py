@@ -33,6 +33,7 @@ DEFAULT_PATTERNS: Final[_Patterns] = tuple((re.compile(p, re.ASCII), needles) fo
 """The default credential patterns (``_redaction_rules.PATTERNS``), compiled, each with its needles."""
 
 _SHORT_TEXT: Final = 128  # texts up to this length (tool and model names, roles) have cached verdicts
+_PLAIN_KEY: Final = re.compile(r"[A-Za-z0-9_-]+")  # keys whose JSON text is the key itself (no escapes)
 
 
 @functools.cache
@@ -110,7 +111,7 @@ class TextRules:
         secrets: registered secret values, already checked with :func:`check_secret`.
     """
 
-    __slots__ = ("_cache", "_patterns", "_screen", "_secret_blob_re", "_secret_re")
+    __slots__ = ("_cache", "_key_cuts", "_patterns", "_screen", "_secret_blob_re", "_secret_re")
 
     def __init__(self, extra_patterns: Iterable[re.Pattern[str]], secrets: Iterable[str]) -> None:
         extras = tuple((p, None) for p in extra_patterns)
@@ -126,6 +127,9 @@ class TextRules:
         self._secret_blob_re = re.compile(b"|".join(map(re.escape, escaped))) if ordered else None
         # The cache belongs to these rules: a new rule set starts a new, empty cache.
         self._cache: dict[str, tuple[str, Reason | None]] = {}
+        # key -> its ``"key":`` bytes when it holds a needle and is clean (cut before screening again),
+        # b"" when it holds no needle, None when it holds one and cannot be cut (blob_may_match_values)
+        self._key_cuts: dict[str, bytes | None] = {}
 
     def redact(self, text: str) -> tuple[str, Reason | None]:
         """``(new_text, reason)``: ``text`` with every registered secret and pattern match replaced, and
@@ -196,6 +200,53 @@ class TextRules:
             except UnicodeDecodeError:  # not JSON text from orjson or the rule: test needle by needle
                 pass
         return any(map(low.__contains__, screen))
+
+    def blob_may_match_values(self, blob: bytes, keys: Iterable[Any]) -> bool:
+        """:meth:`blob_may_match` for the JSON text ``blob`` of a value whose distinct dict keys are
+        ``keys``, not counting needles that only occur in clean keys.
+
+        Provider payloads hold keys such as ``max_tokens`` and ``prompt_tokens``, where the screen finds
+        the needle ``token`` on every call and sends the payload to the walk for nothing. A key made only
+        of ``[A-Za-z0-9_-]`` that no text rule changes (:meth:`redact`, cached) is cut out of the text as
+        ``"key":`` before screening again. Sound because, in compact JSON, a quote right after such a key
+        is an unescaped delimiter followed by ``:``, so every cut is the text of an object key (never of a
+        string value), and the cut leaves ``{`` or ``,`` (no needle character) next to the value. Any
+        other key holding a needle keeps the answer True (the walk decides).
+        """
+        if not self.blob_may_match(blob):
+            return False
+        cuts = self._key_cuts
+        found: list[bytes] = []
+        for key in keys:
+            cut = cuts.get(key, b"-")
+            if cut == b"-":
+                cut = self._key_cut(key)
+                if len(cuts) > 10_000:  # bounded: keys can be data
+                    cuts.clear()
+                cuts[key] = cut
+            if cut is None:
+                return True
+            if cut:
+                found.append(cut)
+        if not found:
+            return True  # the needle is in a value
+        for cut in found:
+            blob = blob.replace(cut, b"")
+        return self.blob_may_match(blob)
+
+    def _key_cut(self, key: Any) -> bytes | None:
+        screen = self._screen
+        if type(key) is not str or screen is None:
+            return None
+        low = key.lower().encode("utf-8", "surrogatepass")
+        if not any(needle in low for needle in screen) and not self._secret_in(key):
+            return b""
+        if _PLAIN_KEY.fullmatch(key) is None or self.redact(key)[1] is not None:
+            return None
+        return b'"' + key.encode("ascii") + b'":'
+
+    def _secret_in(self, key: str) -> bool:
+        return self._secret_re is not None and self._secret_re.search(key) is not None
 
     def strings_may_match(self, value: Any) -> bool:
         """Screen a whole JSON ``value`` in one pass (:meth:`blob_may_match` over its orjson text); False

@@ -10,9 +10,16 @@ readers ignore it) with, for every ``tool_call``/``llm_request``:
   thread and task (names only, for a reader; never used to decide);
 - ``start_us``/``end_us``: microseconds on a monotonic clock since the recording started, taken when the
   call event was written and when its outcome was about to be written (``end_us`` null: never finished);
-- ``alive_tasks``: the numbers (``task_no`` of ``lanes``) of the other asyncio tasks alive when the call
-  started (at most ``MAX_ALIVE``): two calls from tasks alive together ran side by side
-  (``asyncio.gather``) even when the calls themselves never overlapped.
+- ``alive_tasks``: the numbers (``task_no`` of ``lanes``) of other asyncio tasks alive together with the
+  calling task when the call started (at most ``MAX_ALIVE``): two calls from tasks alive together ran side
+  by side (``asyncio.gather``) even when the calls themselves never overlapped. The list is the loop's
+  tasks when the current loop iteration first asked (``asyncio.all_tasks()`` once per iteration, not once
+  per call, which is O(tasks) per call in a large gather): every task listed was alive together with the
+  caller at that moment (the caller already existed: a task created later in the iteration runs only at
+  the next one, after the snapshot expired); a task created later in the same iteration is left out, and
+  a task that ended since may still be listed (it was alive together with the caller). Leaving a task out
+  only makes replay keep the recorded order. When the bound cuts, the tasks of the neighbouring calls are
+  kept first (the ones replay's ordering compares).
 
 ``root_lane`` is the lane that entered the session (the lane of ``run_start``). Replay's default ordering
 (``stepfork.replay.ordering``) reads these facts: two sibling calls may be served in either order only when
@@ -36,6 +43,11 @@ EXTENSION_NAME = "concurrency"
 FORMAT = "stepfork-concurrency/1"
 """The ``format`` value of ``concurrency.json``."""
 
+RECORD_FACTS = True
+"""Internal switch, for benchmarks/bench_concurrency.py only: False records sessions without
+``concurrency.json`` (as before issue 12), so the benchmark can measure what the facts cost. Never turn it
+off otherwise: replay's default ordering needs the facts to tolerate concurrent calls."""
+
 MAX_ALIVE = 64
 """At most this many alive tasks are noted per call (a bound on the file, not on correctness: a call
 whose sibling is not listed is only served in recorded order)."""
@@ -43,32 +55,65 @@ whose sibling is not listed is only served in recorded order)."""
 
 def _current_task() -> Any:
     asyncio = sys.modules.get("asyncio")  # never imported here just to ask
-    if asyncio is None or asyncio._get_running_loop() is None:  # no loop: no task (and no exception)
+    if asyncio is None:
         return None
-    return asyncio.current_task()
+    loop = asyncio._get_running_loop()
+    if loop is None:  # no loop: no task (and no exception)
+        return None
+    return asyncio.current_task(loop)
+
+
+_perf_ns = time.perf_counter_ns
 
 
 class ConcurrencyLog:
     """Collects the concurrency facts of one recording; thread-safe.
 
-    Threads and tasks are held weakly (a finished task is not kept alive), each numbered once, so a thread
-    id or task id reused by the interpreter after its owner died never merges two lanes.
+    Tasks are held weakly (a finished task is not kept alive) and threads by thread-local state, each
+    numbered once, so a thread id or task id reused by the interpreter after its owner died never merges
+    two lanes.
+
+    Cost per call (benchmarks/bench_concurrency.py, docs/performance.md "Concurrency facts"): a thread's
+    lane is cached thread-locally and a task's in a dict keyed by its id (checked by identity); the clock
+    is read raw and converted when the file is written. The alive tasks are not listed per call:
+    ``asyncio.all_tasks()`` is O(tasks), so it is taken at most once per loop iteration per event loop
+    (a snapshot that expires with a ``call_soon`` callback at the loop's next iteration) and every call
+    keeps a reference to it; the calling task is removed and the ``MAX_ALIVE`` bound applied in
+    :meth:`to_json`, off the call path. What that changes is written in the module docstring.
     """
 
     def __init__(self) -> None:
-        self._origin = time.perf_counter_ns()
+        self._origin = _perf_ns()
         self._lock = threading.Lock()
-        self._threads: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-        self._tasks: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-        self._numbers = itertools.count()  # thread/task numbers: never reused (len() of a weak dict is)
+        # id(task) -> (weak reference, number) / (weak reference, lane): a lookup creates no weak reference
+        # (a WeakKeyDictionary does, on every get); a reused id is told apart by the identity check
+        self._task_numbers: dict[int, tuple[weakref.ref[Any], int]] = {}
+        self._task_lanes: dict[int, tuple[weakref.ref[Any], int, int]] = {}  # (ref, lane, task number)
+        self._numbers = itertools.count()  # thread/task numbers: never reused
         self._lane_of: dict[tuple[int, int | None], int] = {}
         self._lanes: list[dict[str, Any]] = []
-        self._calls: dict[str, list[Any]] = {}
+        # call id -> (lane, start ns, alive snapshot | None, the calling task's number | None), and call id ->
+        # end ns: tuples and ints only, which the cyclic GC stops tracking (a list per call made every
+        # collection longer as the recording grew)
+        self._calls: dict[str, tuple[int, int, tuple[int, ...] | None, int | None]] = {}
+        self._ends: dict[str, int] = {}
+        # id(loop) -> (weak reference to the loop, task numbers): a loop that stopped before the snapshot
+        # expired is neither kept alive nor confused with a later loop at the same address
+        self._snapshots: dict[int, tuple[weakref.ref[Any], tuple[int, ...]]] = {}
         self._local = threading.local()
         self.root_lane = self.lane()
 
-    def _now_us(self) -> int:
-        return (time.perf_counter_ns() - self._origin) // 1000
+    def _task_number(self, task: Any) -> int:
+        # A task is numbered from its own loop's thread only (its calls, its loop's snapshots), and
+        # next() on the counter is atomic: no lock. Entries of dead tasks stay (one per task seen in
+        # the recording, as its lane does); a reused id fails the identity check and is numbered anew.
+        key = id(task)
+        entry = self._task_numbers.get(key)
+        if entry is not None and entry[0]() is task:
+            return entry[1]
+        number = next(self._numbers)
+        self._task_numbers[key] = (weakref.ref(task), number)
+        return number
 
     def lane(self, task: Any = None, *, look: bool = True) -> int:
         """The lane index of the calling thread and asyncio task (a new lane on first use).
@@ -81,16 +126,17 @@ class ConcurrencyLog:
             cached: int | None = getattr(self._local, "lane", None)
             if cached is not None:
                 return cached
+        else:  # a task runs on one loop, so in one thread: its lane is cached with it
+            entry = self._task_lanes.get(id(task))
+            if entry is not None and entry[0]() is task:
+                return entry[1]
         thread = threading.current_thread()
+        task_no = self._task_number(task) if task is not None else None
+        local = self._local
         with self._lock:
-            thread_no = self._threads.get(thread)
+            thread_no: int | None = getattr(local, "thread_no", None)
             if thread_no is None:
-                thread_no = self._threads[thread] = next(self._numbers)
-            task_no: int | None = None
-            if task is not None:
-                task_no = self._tasks.get(task)
-                if task_no is None:
-                    task_no = self._tasks[task] = next(self._numbers)
+                thread_no = local.thread_no = next(self._numbers)
             key = (thread_no, task_no)
             index = self._lane_of.get(key)
             if index is None:
@@ -101,50 +147,74 @@ class ConcurrencyLog:
                 )
         if task is None:
             self._local.lane = index
+        else:
+            assert task_no is not None
+            self._task_lanes[id(task)] = (weakref.ref(task), index, task_no)
         return index
 
     def start(self, call_id: str) -> None:
         """Note that the call event ``call_id`` was just written, in the calling lane.
 
-        Also notes which other asyncio tasks were alive then: two calls from tasks alive together
-        (``asyncio.gather`` siblings) may come in another order, even if the calls never overlapped.
+        In a task, also notes which other asyncio tasks were alive with it (this loop iteration's
+        snapshot, see the class docstring): two calls from tasks alive together (``asyncio.gather``
+        siblings) may come in another order, even if the calls never overlapped.
         """
         task = _current_task()
-        lane = self.lane(task, look=False)
-        alive = self._alive_tasks(task) if task is not None else []
-        self._calls[call_id] = [lane, self._now_us(), None, alive]
+        if task is None:
+            lane = getattr(self._local, "lane", None)
+            if lane is None:
+                lane = self.lane(None, look=False)
+            self._calls[call_id] = (lane, _perf_ns(), None, None)
+            return
+        entry = self._task_lanes.get(id(task))
+        if entry is None or entry[0]() is not task:
+            self.lane(task, look=False)
+            entry = self._task_lanes[id(task)]
+        self._calls[call_id] = (entry[1], _perf_ns(), self._alive_snapshot(task), entry[2])
 
-    def _alive_tasks(self, task: Any) -> list[int]:
-        """Numbers of the asyncio tasks of this loop other than ``task`` not done yet (at most
-        ``MAX_ALIVE``)."""
+    def _alive_snapshot(self, task: Any) -> tuple[int, ...]:
+        """Numbers of the tasks of ``task``'s loop alive (not done) when this loop iteration first asked,
+        ``task`` included; taken once per iteration (class docstring)."""
+        loop = task.get_loop()
+        key = id(loop)
+        cached = self._snapshots.get(key)
+        if cached is not None and cached[0]() is loop:
+            return cached[1]
         asyncio = sys.modules["asyncio"]
         try:
-            others = [t for t in asyncio.all_tasks() if t is not task]
+            tasks = asyncio.all_tasks(loop)
         except RuntimeError:
-            return []
-        numbers = []
-        with self._lock:
-            for other in others[:MAX_ALIVE]:
-                number = self._tasks.get(other)
-                if number is None:
-                    number = self._tasks[other] = next(self._numbers)
-                numbers.append(number)
-        return sorted(numbers)
+            return ()
+        numbers = tuple(sorted(map(self._task_number, tasks)))
+        self._snapshots[key] = (weakref.ref(loop), numbers)
+        try:  # expires when the loop starts its next iteration (callbacks queued now run then)
+            loop.call_soon(self._snapshots.pop, key, None)
+        except RuntimeError:  # a closed loop: never reused
+            self._snapshots.pop(key, None)
+        return numbers
 
     def end(self, call_id: str) -> None:
         """Note that the call ``call_id`` finished (its outcome is about to be written)."""
-        entry = self._calls.get(call_id)
-        if entry is not None and entry[2] is None:
-            entry[2] = self._now_us()
+        if call_id in self._calls and call_id not in self._ends:
+            self._ends[call_id] = _perf_ns()
 
     def to_json(self, root_id: str) -> dict[str, Any]:
         """The ``concurrency.json`` value (see the module docstring); ``root_id`` is run_start's id."""
         with self._lock:
             lanes = [dict(lane) for lane in self._lanes]
-        calls = {
-            call_id: {"lane": lane, "start_us": start, "end_us": end, "alive_tasks": alive}
-            for call_id, (lane, start, end, alive) in list(self._calls.items())
-        }
+        entries = list(self._calls.items())
+        origin = self._origin
+        ends = dict(self._ends)
+        owners = [entry[3] for _, entry in entries]  # in start order (the dict keeps insertion order)
+        calls = {}
+        for index, (call_id, (lane, start, snapshot, own)) in enumerate(entries):
+            end = ends.get(call_id)
+            calls[call_id] = {
+                "lane": lane,
+                "start_us": (start - origin) // 1000,
+                "end_us": None if end is None else (end - origin) // 1000,
+                "alive_tasks": _alive_others(snapshot, own, owners, index),
+            }
         return {
             "format": FORMAT,
             "root": root_id,
@@ -152,6 +222,33 @@ class ConcurrencyLog:
             "lanes": lanes,
             "calls": calls,
         }
+
+
+_NEIGHBOURS = 8  # calls on each side whose tasks are kept first when MAX_ALIVE cuts the list
+
+
+def _alive_others(
+    snapshot: tuple[int, ...] | None, own: int | None, owners: list[Any], index: int
+) -> list[int]:
+    """The ``alive_tasks`` of the call at ``index``: its snapshot without its own task, at most
+    ``MAX_ALIVE``. When the bound cuts, the tasks of the calls started just before and after it come
+    first: replay's ``auto`` ordering compares each call with its neighbours (``_alive_together`` in
+    stepfork.replay.ordering), so those are the entries that decide."""
+    if not snapshot:
+        return []
+    others = [n for n in snapshot if n != own]
+    if len(others) <= MAX_ALIVE:
+        return others
+    alive = set(others)
+    near = owners[max(0, index - _NEIGHBOURS) : index + _NEIGHBOURS + 1]
+    kept = list(dict.fromkeys(n for n in near if n is not None and n != own and n in alive))[:MAX_ALIVE]
+    chosen = set(kept)
+    for number in others:
+        if len(kept) >= MAX_ALIVE:
+            break
+        if number not in chosen:
+            kept.append(number)
+    return sorted(kept)
 
 
 class CallFacts:

@@ -218,9 +218,10 @@ class RecordingSession(ExplicitRecording):
         writer = BundleWriter(self.output_path, self._manifest("running"), overwrite=self.overwrite)
         self.path = self.output_path
         log = EventLog(writer, self.run_id, self.redactor)
-        from stepfork.trace.concurrency import ConcurrencyLog
+        from stepfork.trace import concurrency
 
-        self._concurrency = ConcurrencyLog()  # the lane entering the session is run_start's lane
+        if concurrency.RECORD_FACTS:  # the lane entering the session is run_start's lane
+            self._concurrency = concurrency.ConcurrencyLog()
         self._root_id = new_id("evt_")
         try:
             log.emit("run_start", {"input": run_input}, parent_id=None, event_id=self._root_id)

@@ -177,7 +177,9 @@ class Redactor:
             encoded: its JSON text as orjson or the canonical rule writes it (any key order).
 
         Returns True when a key is sensitive or a string may match (the one-pass screen of
-        :meth:`redact`, run over bytes the recorder needs anyway): the walk decides then.
+        :meth:`redact`, run over bytes the recorder needs anyway, not counting clean keys such as
+        ``max_tokens`` that merely hold a needle: ``TextRules.blob_may_match_values``): the walk
+        decides then.
         """
         names, verdicts = self._keys
         for key in keys:
@@ -186,7 +188,7 @@ class Redactor:
                 sensitive = _remember(names, verdicts, key)
             if sensitive:
                 return True
-        return self._text.blob_may_match(encoded)
+        return self._text.blob_may_match_values(encoded, keys)
 
     def _walk(
         self, value: Any, base: str, parts: list[str | int], found: list[RedactionFinding], scan: bool

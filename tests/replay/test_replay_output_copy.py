@@ -1,0 +1,46 @@
+"""A frozen replay of an unannotated call hands back a fresh, equal copy of the recorded output.
+
+Untagged outputs are copied by an orjson round trip (docs/performance.md, "HTTP capture"); tagged ones
+still go through the decoding walk. Either way the agent gets values equal to the recorded ones, in
+recorded key order, and mutating them never changes what the session recorded as served.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import stepfork
+from stepfork.replay import ReplaySession
+from stepfork.trace import record
+
+OUTPUTS: list[Any] = []
+
+
+@stepfork.trace_tool
+def lookup(n: int):  # type: ignore[no-untyped-def]  # no return annotation: the output as decoded
+    return OUTPUTS[n]
+
+
+def test_unannotated_outputs_replay_as_fresh_equal_copies(tmp_path: Path) -> None:
+    OUTPUTS[:] = [
+        {"zeta": 1, "alpha": [{"y": 0.1, "x": -0.0}, None, True], "big": 2**63 - 1, "s": "é\u2028"},
+        [1.5e-7, {"k": "v"}],
+        {"raw": b"\x00\xff"},  # recorded as a tagged form: decoded to bytes by the walk
+        {"huge": 2**70},  # beyond 64 bits: orjson refuses it, the walk decodes it
+    ]
+    bundle = tmp_path / "copy.sftrace"
+    with record("copy", output=bundle):
+        recorded = [lookup(n) for n in range(len(OUTPUTS))]
+    with ReplaySession.from_trace(bundle) as session:
+        replayed = [lookup(n) for n in range(len(OUTPUTS))]
+        replayed[0]["alpha"][0]["y"] = "changed"
+        again = session.trace.events  # what the session serves from is untouched
+    assert replayed[1:] == recorded[1:]
+    assert replayed[2] == {"raw": b"\x00\xff"}
+    assert replayed[3] == {"huge": 2**70}
+    assert list(replayed[0]) == ["zeta", "alpha", "big", "s"]
+    assert list(replayed[0]["alpha"][0]) == ["y", "x"]
+    assert str(replayed[0]["alpha"][0]["x"]) == "-0.0"
+    served = [e.output for e in again if e.type.value == "tool_result"]
+    assert served[0]["alpha"][0]["y"] == 0.1

@@ -1,0 +1,44 @@
+"""The benchmarks still run (benchmarks/, `hatch run bench:all`): each measure once, at a toy size.
+
+Figures come from the benchmarks themselves, never from tests (GUIDE.md: no timing in tests); this only
+keeps the scripts from rotting as the code they measure changes. Cheap: a few calls per measure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_smoke_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_capture_benchmark_measures_baseline_record_and_replay() -> None:
+    httpx2 = pytest.importorskip("httpx2")
+    openai = pytest.importorskip("openai")
+    rows = _load("bench_capture").measure_all(httpx2, openai, calls=5, rounds=1)
+    assert set(rows) == {"plain", "stream"}
+    for row in rows.values():
+        assert min(row["baseline_us"], row["record_ratio"], row["replay_ratio"]) > 0
+
+
+def test_the_concurrency_benchmark_measures_every_workload_with_and_without_the_facts() -> None:
+    bench = _load("bench_concurrency")
+    rows = bench.measure_all(calls=8, rounds=1)
+    assert set(rows) == {"loop", "threads", "gather-10", "gather-200"}
+    for row in rows.values():
+        assert min(row["with_facts_us"], row["without_us"]) > 0
+    from stepfork.trace import concurrency
+
+    assert concurrency.RECORD_FACTS is True  # the switch is always restored
