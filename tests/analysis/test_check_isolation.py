@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "examples" / "quickstart"
 
 # Candidate builds of the quickstart agent. A bundle without run input (order_id None) is a "bad" one.
-AGENTS = '''
+AGENTS = """
 import os, threading, time
 import quickstart
 
@@ -50,7 +50,7 @@ def leaky(order_id=None):
 def threaded(order_id=None):
     threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
     return quickstart.run_agent(order_id or "ORD-1002")
-'''
+"""
 
 
 def _corpus_module():
@@ -121,8 +121,6 @@ def test_module_state_a_replay_changes_never_reaches_the_next_verdict(corpus) ->
         b: ("DIVERGED" if b in bad else "MATCHED") for b in corpus[1]
     }
     assert len({v.worker for v in result.verdicts}) == len(corpus[1])  # a fresh worker after each
-    same = _check(corpus, "candidates:leaky", isolation="bundle")
-    assert [v.verdict for v in same.verdicts] == [v.verdict for v in result.verdicts]
 
 
 def test_a_thread_left_running_sends_the_next_bundle_to_a_fresh_worker(corpus) -> None:

@@ -140,6 +140,7 @@ def test_bad_input_is_one_line_and_exit_2(corpus: tuple[Path, dict[str, str]], t
         [tmp_path, "--entrypoint", "quickstart:run_agent"],  # a directory without bundles
         ["corpus"],
         ["corpus", "--entrypoint", "quickstart:run_agent", "--jobs", "0"],
+        ["corpus", "--entrypoint", "quickstart:run_agent", "--isolation", "thread"],
     ):
         done = _check(work, *args)
         assert done.code == 2, done.text

@@ -75,8 +75,9 @@ class CheckRunner:
             return self._zygote if self._ready else None
 
     def run(self, bundles: list[str]) -> list[dict[str, Any]]:
-        """Replay ``bundles`` (paths or URLs) and return their verdicts in order (``_check_worker.verdict_of``'s
-        form, plus ``duration_ms``: wall time of that bundle's replay in its worker, milliseconds)."""
+        """Replay ``bundles`` (paths or URLs) and return their verdicts in order (the form of
+        ``_check_worker.verdict_of``, plus ``duration_ms``: wall time of that bundle's replay in its worker,
+        milliseconds)."""
         zygote = self._usable_zygote()
         if zygote is not None:
             try:

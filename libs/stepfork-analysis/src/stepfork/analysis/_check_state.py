@@ -68,10 +68,15 @@ def agent_module_names(import_root: str | None, among: Iterable[str] | None = No
     Returns:
         Module names, sorted.
     """
-    root = os.path.realpath(import_root or os.getcwd()) + os.sep
+    root = _real_root(import_root or os.getcwd())
     loaded = sys.modules
     names = list(loaded) if among is None else [n for n in among if n in loaded]
     return sorted(n for n in names if _is_agent_module(root, n, loaded[n]))
+
+
+@functools.lru_cache(maxsize=16)
+def _real_root(path: str) -> str:
+    return os.path.realpath(path) + os.sep  # resolved once: realpath is a system call per path component
 
 
 _SEEN: dict[tuple[str, str], tuple[Any, bool]] = {}  # (root, name) -> (the module, verdict): realpath is slow
@@ -133,7 +138,8 @@ class _Walker:
 
     def _container(self, value: Any, kind: type, depth: int) -> Any:
         if isinstance(value, dict):
-            return (kind.__name__, tuple((self.walk(k, depth), self.walk(v, depth)) for k, v in value.items()))
+            pairs = tuple((self.walk(k, depth), self.walk(v, depth)) for k, v in list(value.items()))
+            return (kind.__name__, pairs)
         if isinstance(value, (list, tuple, deque)):
             return (kind.__name__, tuple(self.walk(v, depth) for v in value))
         if isinstance(value, (set, frozenset)):
@@ -168,7 +174,7 @@ def snapshot(names: list[str]) -> tuple[Any, ...]:
         TooBig: the walk passed :data:`BUDGET` nodes or a depth of 64.
     """
     walker = _Walker(frozenset(names))
-    modules = []
+    modules: list[tuple[Any, ...]] = []
     for name in names:
         module = sys.modules.get(name)
         if module is None:
