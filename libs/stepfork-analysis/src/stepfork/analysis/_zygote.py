@@ -364,15 +364,20 @@ def main() -> None:
     config = json.loads(line)
     zygote = _Zygote(config, proto_in, proto_out)
 
-    import stepfork.analysis._check_worker
-    import stepfork.analysis._minimize_worker
-    import stepfork.analysis._signature
-    import stepfork.analysis.behavior
-    import stepfork.analysis.minimize
     import stepfork.replay
     import stepfork.replay.outcome
-    import stepfork.trace  # noqa: F401 - preloaded for every child
+    import stepfork.trace
     from stepfork.replay import resolve_entrypoint
+
+    if config.get("task") == "check":  # what a check worker runs, and only that (a shorter start)
+        import stepfork.analysis._check_batch
+        import stepfork.analysis._check_state
+        import stepfork.analysis._check_worker
+    else:
+        import stepfork.analysis._minimize_worker
+        import stepfork.analysis._signature
+        import stepfork.analysis.behavior
+        import stepfork.analysis.minimize  # noqa: F401
 
     with contextlib.suppress(Exception):  # a child resolves again and reports the setup error as before
         resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
