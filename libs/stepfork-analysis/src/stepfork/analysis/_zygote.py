@@ -1,5 +1,7 @@
-"""The zygote of ``minimize``: one long-lived process, run as ``python -m stepfork.analysis._zygote``, that
-imports stepfork and the user's entrypoint once and then ``os.fork()``s a fresh child per replay attempt.
+"""The zygote of ``minimize`` (and ``check``): one long-lived process, run as ``python -m
+stepfork.analysis._zygote``, that imports stepfork and the user's entrypoint once and then ``os.fork()``s a
+fresh child per replay attempt (``check``: per batch of bundles, :mod:`._check_batch`, which decides when a
+batch needs a fresh child).
 
 Starting Python and importing stepfork, pydantic and the agent costs about 0.3 s per attempt; a fork costs
 a few milliseconds. Isolation is kept: every attempt runs in its own process, a copy of the zygote taken
