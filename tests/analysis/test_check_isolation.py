@@ -47,6 +47,11 @@ def leaky(order_id=None):
     return quickstart.run_agent(order_id if len(SEEN) == 1 else "ORD-1002")
 
 
+def envy(order_id=None):
+    os.environ["STEPFORK_TEST_REPLAYS"] = os.environ.get("STEPFORK_TEST_REPLAYS", "") + "x"
+    return quickstart.run_agent(order_id or "ORD-1002")
+
+
 def threaded(order_id=None):
     threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
     return quickstart.run_agent(order_id or "ORD-1002")
@@ -68,6 +73,11 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], d
     work = tmp_path_factory.mktemp("check-isolation")
     shutil.copy2(QUICKSTART / "quickstart.py", work / "quickstart.py")
     (work / "candidates.py").write_text(AGENTS)
+    # a state too large to compare after every replay (over 50,000 values): every replay gets a fresh worker
+    (work / "bigstate.py").write_text(
+        "import quickstart\n\nTABLE = list(range(60_000))\n\n"
+        "def run(order_id=None):\n    return quickstart.run_agent(order_id or 'ORD-1002')\n"
+    )
     expected = _corpus_module().make_corpus(work / "corpus", 8, diverge_every=4)
     sys.modules.pop("quickstart", None)  # corpus.py imported the example's own copy; children import work's
     return work, sorted(expected), expected
@@ -124,8 +134,12 @@ def test_module_state_a_replay_changes_never_reaches_the_next_verdict(corpus) ->
     assert len({v.worker for v in result.verdicts}) == len(corpus[1])  # a fresh worker after each
 
 
-def test_a_thread_left_running_sends_the_next_bundle_to_a_fresh_worker(corpus) -> None:
-    result = _check(corpus, "candidates:threaded")
+@pytest.mark.parametrize("agent", ["candidates:threaded", "candidates:envy", "bigstate:run"])
+def test_what_the_probe_cannot_clear_sends_the_next_bundle_to_a_fresh_worker(corpus, agent: str) -> None:
+    # a thread left running, a changed os.environ, a state too large to compare
+    result = _check(corpus, agent)
+    # these candidates look up the recorded order of the bundles without run input too: all match
+    assert [v.verdict for v in result.verdicts] == ["MATCHED"] * len(corpus[1])
     assert len({v.worker for v in result.verdicts}) == len(corpus[1])
 
 
