@@ -1,5 +1,5 @@
 """``stepfork check CORPUS --entrypoint M:F [--jobs N] [--junit FILE] [--receipts DIR] [--overwrite]
-[--isolation worker|bundle] [--json]`` (issue 17).
+[--isolation worker|bundle] [--batch-size N] [--json]`` (issue 17).
 
 Replays every bundle of a corpus frozen against a candidate build (``stepfork.analysis.check_corpus``) and
 prints the summary table (or ``--json``). Exit 0 every bundle replays as recorded, 1 a bundle diverged (or
@@ -80,6 +80,13 @@ def check(
             "the agent's module state; bundle: a fresh process per bundle (slower).",
         ),
     ] = "worker",
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            help="Bundles per task (default: two tasks per job, at most 256); smaller for slow agents.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
@@ -92,6 +99,8 @@ def check(
         fail(f"--jobs must be at least 1, got {jobs}.", 2)
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}.", 2)
+    if batch_size is not None and batch_size < 1:
+        fail(f"--batch-size must be at least 1, got {batch_size}.", 2)
     if isolation not in ("worker", "bundle"):
         fail(f"--isolation must be worker or bundle, got {sanitize_text(isolation)!r}.", 2)
     if dask and jobs is not None:
@@ -123,6 +132,7 @@ def check(
             executor_name=f"dask ({dask})" if dask else None,
             warm=warm,
             isolation=isolation,
+            batch_size=batch_size,
             timeout=timeout,
             ordering=ordering,
             raise_as=classes,
