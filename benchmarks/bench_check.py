@@ -6,14 +6,21 @@ diverges on purpose). The baseline is the cheapest correct way to check them wit
 process, the entrypoint imported once, ``_check_worker.verdict_of`` (the very code a forked child runs)
 over every bundle in turn. Against it, in the same run and interleaved for ``ROUNDS`` rounds:
 
-- ``check_corpus(jobs=2)``: the zygote forks a child per bundle, two at a time. Figure: throughput
-  (bundles/s) over the loop's; target at least 1.7x on 2 cores.
-- ``check_corpus(jobs=1)``: one child at a time. Figure: per-bundle overhead, (its time per bundle minus
+- ``check_corpus(jobs=2)``: batches of bundles, each replayed by a worker forked from the zygote, two
+  workers at a time. Figure: throughput (bundles/s) over the loop's; target at least 1.7x on 2 cores.
+- ``check_corpus(jobs=1)``: one worker at a time. Figure: per-bundle overhead, (its time per bundle minus
   the loop's) / the loop's time per bundle, i.e. what isolation costs per bundle in units of one in-process
   replay; target at most 2x.
+- ``check_corpus(jobs=2, isolation="bundle")``: a fork per bundle, the isolation before batch workers
+  (the "before" figure, same run; first round only, it is slow).
+
+Both ``check`` figures include starting the zygote (a fresh Python importing stepfork and the entrypoint),
+which the warm loop does not pay; the zygote's start alone is measured too (median of the rounds), and
+the throughput without it is printed beside (``throughput_ratio_jobs2_without_start``).
 
 Every run's verdicts must equal the loop's, or the benchmark fails. Median over the rounds. Prints a table
-and writes benchmarks/results/check.json. ``STEPFORK_BENCH_CHECK_SIZE`` overrides the corpus size.
+and writes benchmarks/results/check.json. ``STEPFORK_BENCH_CHECK_SIZE`` overrides the corpus size,
+``STEPFORK_BENCH_CHECK_ROUNDS`` the rounds (default 3).
 """
 
 from __future__ import annotations
@@ -64,13 +71,31 @@ def in_process_loop(bundles: list[str], root: str) -> tuple[float, float, dict[s
     return time.perf_counter() - start, _cpu() - cpu, verdicts
 
 
-def checked(bundles: list[str], root: str, jobs: int) -> tuple[float, float, dict[str, str]]:
+def zygote_start(root: str) -> float:
+    """Wall seconds from starting a check zygote to its ``ready`` (Python start, stepfork and entrypoint
+    imports)."""
+    from stepfork.analysis._check_runner import CheckRunner
+
+    start = time.perf_counter()
+    runner = CheckRunner(
+        {"entrypoint": ENTRYPOINT, "import_root": root, "ordering": "strict", "raise_as": None, "timeout": 60}
+    )
+    try:
+        assert runner._usable_zygote() is not None, "the zygote did not start"
+        return time.perf_counter() - start
+    finally:
+        runner.close()
+
+
+def checked(
+    bundles: list[str], root: str, jobs: int, isolation: str = "worker"
+) -> tuple[float, float, dict[str, str]]:
     """Wall and CPU seconds for ``check_corpus`` with ``jobs`` (zygote start included; CPU of the zygote
-    and every forked replay included), and its verdicts."""
+    and every forked worker included), and its verdicts."""
     from stepfork.analysis import check_corpus
 
     start, cpu = time.perf_counter(), _cpu()
-    result = check_corpus(bundles, ENTRYPOINT, jobs=jobs, import_root=root)
+    result = check_corpus(bundles, ENTRYPOINT, jobs=jobs, import_root=root, isolation=isolation)
     elapsed = time.perf_counter() - start
     return elapsed, _cpu() - cpu, {v.bundle: v.verdict for v in result.verdicts}
 
@@ -85,19 +110,25 @@ def main() -> dict[str, Any]:
         root = str(work)
         sys.path.insert(0, root)  # the loop imports the entrypoint in this process
         in_process_loop(bundles[:20], root)  # warm the imports the loop would otherwise pay in round 1
-        loop_s, two_s, one_s, loop_cpu, one_cpu = [], [], [], [], []
+        loop_s, two_s, one_s, per_bundle_s, start_s, loop_cpu, one_cpu = [], [], [], [], [], [], []
         for _ in range(ROUNDS):
             seconds, cpu, verdicts = in_process_loop(bundles, root)
             assert verdicts == expected, "the in-process loop gave wrong verdicts"
             loop_s.append(seconds)
             loop_cpu.append(cpu)
-            for jobs, sink in ((2, two_s), (1, one_s)):
-                seconds, cpu, verdicts = checked(bundles, root, jobs)
-                assert verdicts == expected, f"check_corpus(jobs={jobs}) gave wrong verdicts"
+            start_s.append(zygote_start(root))
+            runs = [(2, "worker", two_s), (1, "worker", one_s)]
+            if not per_bundle_s:  # a fork per bundle is the slow "before" figure: one round of it
+                runs.append((2, "bundle", per_bundle_s))
+            for jobs, isolation, sink in runs:
+                seconds, cpu, verdicts = checked(bundles, root, jobs, isolation)
+                assert verdicts == expected, f"check_corpus(jobs={jobs}, {isolation}) gave wrong verdicts"
                 sink.append(seconds)
                 if jobs == 1:
                     one_cpu.append(cpu)
-        loop, two, one = (statistics.median(s) for s in (loop_s, two_s, one_s))
+        loop, two, one, per_bundle, zygote = (
+            statistics.median(s) for s in (loop_s, two_s, one_s, per_bundle_s, start_s)
+        )
         cpu_loop, cpu_check = statistics.median(loop_cpu), statistics.median(one_cpu)
         n = len(bundles)
         replay_ms = 1000 * loop / n
@@ -109,9 +140,13 @@ def main() -> dict[str, Any]:
             "loop_s": round(loop, 3),
             "check_jobs2_s": round(two, 3),
             "check_jobs1_s": round(one, 3),
+            "check_jobs2_fork_per_bundle_s": round(per_bundle, 3),
+            "zygote_start_s": round(zygote, 3),
             "replay_in_process_ms": round(replay_ms, 3),
             "check_jobs1_per_bundle_ms": round(1000 * one / n, 3),
             "throughput_ratio_jobs2": round(loop / two, 2),
+            "throughput_ratio_jobs2_without_start": round(loop / max(two - zygote, 1e-9), 2),
+            "throughput_ratio_jobs2_fork_per_bundle": round(loop / per_bundle, 2),
             "overhead_per_bundle_x_replay": round((one / n - loop / n) / (loop / n), 2),
             # CPU time, which other work on a shared machine disturbs less than wall time: what one bundle
             # costs in the loop and under check (fork, replay in the child, exit, protocol; all processes)
@@ -127,6 +162,14 @@ def main() -> dict[str, Any]:
     print(f"{'in-process loop (baseline)':<38}{loop:8.2f} s  {replay_ms:7.2f} ms/bundle")
     print(
         f"{'check --jobs 2':<38}{two:8.2f} s  {figures['throughput_ratio_jobs2']:.2f}x the loop's throughput"
+    )
+    print(
+        f"{'  without the zygote start':<38}{two - zygote:8.2f} s  "
+        f"{figures['throughput_ratio_jobs2_without_start']:.2f}x (zygote start {zygote:.2f} s)"
+    )
+    print(
+        f"{'check --jobs 2 --isolation bundle':<38}{per_bundle:8.2f} s  "
+        f"{figures['throughput_ratio_jobs2_fork_per_bundle']:.2f}x (a fork per bundle)"
     )
     print(
         f"{'check --jobs 1':<38}{one:8.2f} s  overhead {figures['overhead_per_bundle_x_replay']:.2f}x "

@@ -51,10 +51,16 @@ def test_each_bundle_gets_the_verdict_of_replay(corpus: tuple[Path, dict[str, st
     diverged = [v for v in report["verdicts"] if v["verdict"] == "DIVERGED"]
     assert {v["code"] for v in diverged} == {"input_diverged"}
     assert all(v["step"] == 1 for v in diverged)
+    assert len({v["worker"] for v in report["verdicts"]}) == 4  # batch workers: 2 jobs x 2 batches
     warm = _check(work, "corpus", "--entrypoint", "quickstart:run_agent", "--warm", "--json")
     assert warm.code == 1, warm.text
     warm_verdicts = [v["verdict"] for v in json.loads(warm.out)["verdicts"]]
     assert warm_verdicts == [v["verdict"] for v in report["verdicts"]]
+    # a fork per bundle, one bundle per task: the same verdicts
+    args = ("--isolation", "bundle", "--batch-size", "1", "--json")
+    per_bundle = _check(work, "corpus", "--entrypoint", "quickstart:run_agent", *args)
+    assert [v["verdict"] for v in json.loads(per_bundle.out)["verdicts"]] == warm_verdicts
+    assert len({v["worker"] for v in json.loads(per_bundle.out)["verdicts"]}) == 12
     # the same verdict `stepfork replay` gives one of them
     one = diverged[0]["bundle"]
     assert run_cli("replay", one, "--entrypoint", "quickstart:run_agent", cwd=work).code == 1
@@ -140,6 +146,8 @@ def test_bad_input_is_one_line_and_exit_2(corpus: tuple[Path, dict[str, str]], t
         [tmp_path, "--entrypoint", "quickstart:run_agent"],  # a directory without bundles
         ["corpus"],
         ["corpus", "--entrypoint", "quickstart:run_agent", "--jobs", "0"],
+        ["corpus", "--entrypoint", "quickstart:run_agent", "--isolation", "thread"],
+        ["corpus", "--entrypoint", "quickstart:run_agent", "--batch-size", "0"],
     ):
         done = _check(work, *args)
         assert done.code == 2, done.text

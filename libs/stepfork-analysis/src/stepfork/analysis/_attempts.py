@@ -140,9 +140,10 @@ class _ZygoteClient:
         except TimeoutError:
             return False
 
-    def run(self, bundle: Path | str, wait: float) -> Any:
-        """Replay ``bundle`` in a forked child and return its decoded answer (a :class:`Signature` by
-        default); raise :class:`_ZygoteBroken` when no answer can come."""
+    def run(self, bundle: Path | str | list[str], wait: float) -> Any:
+        """Replay ``bundle`` in a forked child (a list: a ``check`` batch, :mod:`._check_batch`) and return
+        its decoded answer (a :class:`Signature` by default); raise :class:`_ZygoteBroken` when no answer
+        can come within ``wait`` seconds."""
         future: Future[Any] = Future()
         with self._lock:
             if self._broken:
@@ -150,7 +151,10 @@ class _ZygoteClient:
             job = next(self._ids)
             self._pending[job] = future
             try:
-                self._write({"id": job, "bundle": str(bundle)})
+                if isinstance(bundle, list):
+                    self._write({"id": job, "bundles": bundle})
+                else:
+                    self._write({"id": job, "bundle": str(bundle)})
             except OSError:
                 del self._pending[job]
                 raise _ZygoteBroken() from None

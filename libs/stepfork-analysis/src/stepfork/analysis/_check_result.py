@@ -61,8 +61,12 @@ class BundleVerdict:
         code: the first divergence's code (a replay error code, ``behavior_mismatch``), else None.
         step: the recorded step of the first divergence when known, else None.
         agent_name, run_id: from the bundle (None when it could not be read).
-        duration_ms: wall time of the task (fork and replay) in milliseconds.
-        host: ``hostname:pid`` of the process that ran the task.
+        duration_ms: wall time of the bundle's replay in its worker process, in milliseconds (a worker's
+            first bundle includes its fork).
+        host: ``hostname:pid`` of the process that ran the task (the batch holding this bundle).
+        worker: pid of the worker process that replayed it (forked from the zygote; one worker replays
+            many bundles until a replay changes the agent's state; docs/check.md "Isolation"), None when
+            it ran in a fresh subprocess.
     """
 
     bundle: str
@@ -76,10 +80,11 @@ class BundleVerdict:
     run_id: str | None = None
     duration_ms: float = 0.0
     host: str = ""
+    worker: int | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BundleVerdict:
-        """The verdict from ``check_bundle``'s dict (unknown keys ignored)."""
+        """The verdict from ``check_batch``'s dict (unknown keys ignored)."""
         return cls(
             bundle=str(data["bundle"]),
             verdict=str(data["verdict"]),
@@ -92,6 +97,7 @@ class BundleVerdict:
             run_id=data.get("run_id"),
             duration_ms=float(data.get("duration_ms") or 0.0),
             host=str(data.get("host") or ""),
+            worker=data["worker"] if isinstance(data.get("worker"), int) else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +114,7 @@ class BundleVerdict:
             "run_id": self.run_id,
             "duration_ms": self.duration_ms,
             "host": self.host,
+            "worker": self.worker,
         }
 
 

@@ -1,13 +1,14 @@
-"""Where ``stepfork check`` replays one bundle: :func:`check_bundle`, the task every executor runs.
+"""Where ``stepfork check`` replays a batch of bundles: :func:`check_batch`, the task every executor runs.
 
 The task is a plain module-level function of JSON arguments, so any ``concurrent.futures.Executor`` can
-run it: the default thread pool in this process, or a Dask cluster's ``Client.get_executor()`` (the
-function is pickled by reference: Dask workers import this module and the entrypoint themselves).
+run it: the default pool in this process, or a Dask cluster's ``Client.get_executor()`` (the function is
+pickled by reference: Dask workers import this module and the entrypoint themselves).
 
 In each process that runs tasks, one :class:`CheckRunner` per configuration keeps a zygote
-(:mod:`._zygote`, the one ``minimize`` uses): the entrypoint is imported once, and each replay runs in a
-forked child with a timeout, so an agent that mutates module state, hangs or crashes never reaches another
-bundle. Where the zygote cannot run (no ``fork``, an entrypoint that starts threads on import), each
+(:mod:`._zygote`, the one ``minimize`` uses): the entrypoint is imported once, and a batch is replayed by
+a child forked from it (:mod:`._check_batch`: many bundles per child; a crash or hang costs only its own
+bundle, a replay that changes the agent's state sends the next bundle to a fresh child), with a timeout
+per bundle. Where the zygote cannot run (no ``fork``, an entrypoint that starts threads on import), each
 replay runs in a fresh ``python -m stepfork.analysis._check_worker`` instead; both give the same verdict.
 """
 
@@ -25,7 +26,7 @@ from typing import Any
 from stepfork.analysis._attempts import _GRACE, FORCE_SUBPROCESS_ENV, _ZygoteBroken, _ZygoteClient
 from stepfork.analysis._check_worker import VERDICT_LINE, could_not_execute
 
-__all__ = ["CheckRunner", "check_bundle", "close_runners"]
+__all__ = ["CheckRunner", "check_batch", "check_bundle", "close_runners"]
 
 
 def _identity(message: dict[str, Any]) -> dict[str, Any]:
@@ -73,15 +74,32 @@ class CheckRunner:
                     self._zygote.close()
             return self._zygote if self._ready else None
 
-    def run(self, bundle: str) -> dict[str, Any]:
-        """Replay ``bundle`` (a path or URL) and return its verdict (``_check_worker.verdict_of``'s form)."""
+    def run(self, bundles: list[str]) -> list[dict[str, Any]]:
+        """Replay ``bundles`` (paths or URLs) and return their verdicts in order (the form of
+        ``_check_worker.verdict_of``, plus ``duration_ms``: wall time of that bundle's replay in its worker,
+        milliseconds)."""
         zygote = self._usable_zygote()
         if zygote is not None:
             try:
-                return _from_zygote(zygote.run(bundle, self.timeout + _GRACE), self.timeout)
+                answer = zygote.run(list(bundles), self.timeout * len(bundles) + _GRACE)
+                verdicts = answer["verdicts"]
+                if len(verdicts) == len(bundles):
+                    return [self._from_batch(v) for v in verdicts]
             except _ZygoteBroken:
                 pass
-        return self._run_in_subprocess(bundle)
+        return [self._timed_subprocess(bundle) for bundle in bundles]
+
+    def _from_batch(self, answer: dict[str, Any]) -> dict[str, Any]:
+        duration = answer.pop("duration_ms", None)
+        verdict = _from_zygote(answer, self.timeout)
+        verdict["duration_ms"] = duration
+        return verdict
+
+    def _timed_subprocess(self, bundle: str) -> dict[str, Any]:
+        start = time.perf_counter()
+        verdict = self._run_in_subprocess(bundle)
+        verdict["duration_ms"] = round((time.perf_counter() - start) * 1000, 3)
+        return verdict
 
     def _run_in_subprocess(self, bundle: str) -> dict[str, Any]:
         try:
@@ -138,21 +156,28 @@ def close_runners() -> None:
         runner.close()
 
 
-def check_bundle(bundle: str, config: dict[str, Any]) -> dict[str, Any]:
-    """The task of ``stepfork check``: replay ``bundle`` with ``config`` and return its verdict.
+def check_batch(bundles: list[str], config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The task of ``stepfork check``: replay a batch of bundles with ``config`` and return their verdicts.
 
     Args:
-        bundle: a bundle path or URL, as listed in the corpus.
-        config: JSON: ``entrypoint``, ``import_root``, ``ordering``, ``raise_as``, ``timeout``.
+        bundles: bundle paths or URLs, as listed in the corpus.
+        config: JSON: ``entrypoint``, ``import_root``, ``ordering``, ``raise_as``, ``timeout`` (seconds per
+            bundle), ``isolation`` (``worker`` or ``bundle``), ``warm_bundle``.
 
     Returns:
-        The verdict dict of ``_check_worker.verdict_of`` plus ``bundle`` and ``duration_ms`` (wall time of
-        the task, milliseconds) and ``host`` (the process that ran it, ``hostname:pid``). Never raises for a
-        bad bundle or agent: those are verdicts.
+        One verdict dict per bundle, in order: ``_check_worker.verdict_of``'s plus ``bundle``,
+        ``duration_ms`` (wall time of that bundle's replay in its worker process, milliseconds) and
+        ``host`` (the process that ran the task, ``hostname:pid``). Never raises for a bad bundle or agent:
+        those are verdicts.
     """
-    start = time.perf_counter()
-    verdict = _runner(config).run(bundle)
-    verdict["bundle"] = bundle
-    verdict["duration_ms"] = round((time.perf_counter() - start) * 1000, 3)
-    verdict["host"] = f"{os.uname().nodename if hasattr(os, 'uname') else 'local'}:{os.getpid()}"
-    return verdict
+    host = f"{os.uname().nodename if hasattr(os, 'uname') else 'local'}:{os.getpid()}"
+    verdicts = _runner(config).run(list(bundles))
+    for bundle, verdict in zip(bundles, verdicts, strict=True):
+        verdict["bundle"] = bundle
+        verdict["host"] = host
+    return verdicts
+
+
+def check_bundle(bundle: str, config: dict[str, Any]) -> dict[str, Any]:
+    """:func:`check_batch` of one bundle: its verdict dict."""
+    return check_batch([bundle], config)[0]

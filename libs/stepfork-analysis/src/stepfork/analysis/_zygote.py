@@ -1,5 +1,7 @@
-"""The zygote of ``minimize``: one long-lived process, run as ``python -m stepfork.analysis._zygote``, that
-imports stepfork and the user's entrypoint once and then ``os.fork()``s a fresh child per replay attempt.
+"""The zygote of ``minimize`` (and ``check``): one long-lived process, run as ``python -m
+stepfork.analysis._zygote``, that imports stepfork and the user's entrypoint once and then ``os.fork()``s a
+fresh child per replay attempt (``check``: per batch of bundles, :mod:`._check_batch`, which decides when a
+batch needs a fresh child).
 
 Starting Python and importing stepfork, pydantic and the agent costs about 0.3 s per attempt; a fork costs
 a few milliseconds. Isolation is kept: every attempt runs in its own process, a copy of the zygote taken
@@ -21,8 +23,12 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
     in   {"id": N, "bundle": PATH}                                                      per attempt
     out  {"id": N, "kind": "...", "detail": ..., ...}  (Signature.to_json() + id)     each, any order
 
-With ``"task": "check"`` in the first line (``stepfork check``), each answer is the replay's verdict
-(:func:`stepfork.analysis._check_worker.verdict_of`, ``kind: "verdict"``) instead of a signature.
+With ``"task": "check"`` in the first line (``stepfork check``), a job is a batch, ``{"id": N, "bundles":
+[PATH, ...]}``, replayed by one child after another (:mod:`._check_batch`): each child replays bundles in
+turn and writes one verdict line per bundle (:func:`stepfork.analysis._check_worker.verdict_of`), exiting
+early when a replay left state behind; the timeout is per bundle; a child that dies or runs out of time
+costs only its current bundle a ``crash`` / ``timeout`` answer, and the rest of the batch goes on in a fresh
+child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order.
 
 End of input (or SIGTERM) shuts the zygote down after killing and reaping every running child.
 """
@@ -55,7 +61,12 @@ class _Child:
     result_fd: int
     stderr: IO[bytes]
     deadline: float
+    bundles: list[str] = field(default_factory=list)  # what this child replays, in order
     output: bytearray = field(default_factory=bytearray)
+    answered: int = 0  # check batches: answer lines received from this child
+    restart: bool = False  # check batches: the last answer said the child exits for a fresh one
+    stderr_at: int = 0  # check batches: where the current bundle's stderr starts
+    since: float = 0.0  # check batches: when the current bundle started (monotonic)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -80,24 +91,33 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
-def _last_stderr_line(stream: IO[bytes]) -> str:
-    """The last non-blank line of a child's stderr (its first 200 characters; ``no output`` when there is
-    none), as the subprocess path reports it; reads only as much of the end of the file as that needs."""
+def _last_stderr_line(stream: IO[bytes], since: int = 0) -> str:
+    """The last non-blank line of a child's stderr written at or after offset ``since`` (a batch child's
+    current bundle; its first 200 characters; ``no output`` when there is none), as the subprocess path
+    reports it; reads only as much of the end of the file as that needs."""
     size = stream.seek(0, os.SEEK_END)
     tail = _STDERR_TAIL
     while True:
-        start = max(0, size - tail)
+        start = max(since, size - tail)
         stream.seek(start)
         lines = stream.read().decode("utf-8", "replace").strip().splitlines()
-        if start == 0 or len(lines) > 1:  # the last line is whole: a line break precedes it
+        if start == since or len(lines) > 1:  # the last line is whole: a line break precedes it
             return (lines or ["no output"])[-1][:200]
         tail *= 4
 
 
+def _join_threads() -> None:
+    """As interpreter shutdown would: wait for the non-daemon threads the replay left running."""
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+
+
 def _run_attempt(
-    config: dict[str, Any], bundle: str, result_fd: int, stderr_fd: int, owned: list[int]
+    config: dict[str, Any], bundles: list[str], result_fd: int, stderr_fd: int, owned: list[int]
 ) -> NoReturn:
-    """The child's whole life: isolate, replay ``bundle``, write the signature line, ``os._exit``.
+    """The child's whole life: isolate, replay ``bundles`` (one for ``minimize``; a batch for ``check``,
+    :mod:`._check_batch`), write one answer line per bundle, ``os._exit``.
 
     Never returns into the zygote's loop: every path ends in ``os._exit`` (no atexit handlers, no flushing
     of buffers copied from the zygote), as the forked children of multiprocessing do.
@@ -115,21 +135,16 @@ def _run_attempt(
         os.dup2(devnull, 1)  # agent prints go nowhere, as the worker's unread stdout did
         os.dup2(stderr_fd, 2)
         os.close(devnull)
-        if config.get("task") == "check":  # `stepfork check`: the replay's verdict (analysis/check.py)
-            from stepfork.analysis._check_worker import verdict_of
+        if config.get("task") == "check":  # `stepfork check`: a verdict per bundle (analysis/check.py)
+            from stepfork.analysis._check_batch import replay_batch
 
-            before = set(sys.modules)
-            answer = verdict_of(config, bundle)
-            # what the replay imported lazily (an SDK's modules): the zygote preloads them (_Zygote.warm)
-            answer["modules"] = sorted(set(sys.modules) - before)
+            replay_batch(config, bundles, lambda a: _write_all(result_fd, json.dumps(a).encode() + b"\n"))
         else:
             from stepfork.analysis._minimize_worker import signature_of
 
-            answer = signature_of(config, bundle).to_json()
-        for thread in threading.enumerate():  # as interpreter shutdown would: wait for non-daemon threads
-            if thread is not threading.current_thread() and not thread.daemon:
-                thread.join()
-        _write_all(result_fd, json.dumps(answer).encode() + b"\n")
+            answer = signature_of(config, bundles[0]).to_json()
+            _join_threads()
+            _write_all(result_fd, json.dumps(answer).encode() + b"\n")
         code = 0
     except SystemExit as exc:  # what the interpreter prints for an uncaught SystemExit
         if exc.code is None or isinstance(exc.code, int):
@@ -158,14 +173,17 @@ class _Zygote:
         self.proto_in = proto_in
         self.proto_out = proto_out
         self.children: dict[int, _Child] = {}  # result_fd -> child
+        self.batches: dict[int, list[dict[str, Any]]] = {}  # check: job id -> the answers so far
+        self.to_warm: set[str] = set()  # check: modules replays imported lazily, preloaded before a fork
         self.selector = selectors.PollSelector()  # no descriptor of its own for children to inherit
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one protocol line to the client."""
         _write_all(self.proto_out, json.dumps(message).encode() + b"\n")
 
-    def spawn(self, job: int, bundle: str) -> None:
-        """Fork a child replaying ``bundle``; register its result pipe and deadline."""
+    def spawn(self, job: int, bundles: list[str]) -> None:
+        """Fork a child replaying ``bundles`` (one, or a ``check`` batch); register its result pipe and
+        deadline."""
         read_fd, write_fd = os.pipe()
         # A file, not a pipe: a chatty agent never blocks on it. Closed in finish().
         stderr = tempfile.TemporaryFile()  # noqa: SIM115
@@ -176,20 +194,71 @@ class _Zygote:
         sys.stderr.flush()  # nothing buffered here may be written again by the child
         pid = os.fork()
         if pid == 0:
-            _run_attempt(self.config, bundle, write_fd, stderr.fileno(), owned)
+            _run_attempt(self.config, bundles, write_fd, stderr.fileno(), owned)
         with contextlib.suppress(OSError):  # also here: the group exists before any kill, whoever runs first
             os.setpgid(pid, pid)
         os.close(write_fd)
-        child = _Child(job, pid, read_fd, stderr, time.monotonic() + self.timeout)
+        now = time.monotonic()
+        child = _Child(job, pid, read_fd, stderr, now + self.timeout, bundles, since=now)
         self.children[read_fd] = child
         self.selector.register(read_fd, selectors.EVENT_READ, child)
 
+    def received(self, child: _Child, data: bytes) -> None:
+        """Take what ``child`` wrote; a ``check`` batch's answer lines are taken one by one: each restarts
+        the deadline for the next bundle (the timeout is per bundle)."""
+        child.output += data
+        if not self.batch or b"\n" not in data:
+            return
+        *lines, rest = bytes(child.output).split(b"\n")
+        child.output = bytearray(rest)
+        for line in lines:
+            answer = json.loads(line)  # the pipe is the child's own (the agent's fds 1 and 2 are elsewhere)
+            now = time.monotonic()
+            answer["duration_ms"] = round((now - child.since) * 1000, 3)
+            child.restart = bool(answer.pop("restart", False))
+            child.stderr_at = int(answer.pop("stderr_at", child.stderr_at))
+            self.to_warm.update(m for m in answer.pop("modules", None) or () if isinstance(m, str))
+            self.batches.setdefault(child.job, []).append(answer)
+            child.answered += 1
+            child.since, child.deadline = now, now + self.timeout
+
+    @property
+    def batch(self) -> bool:
+        """True for ``stepfork check``, whose jobs are batches of bundles (:mod:`._check_batch`)."""
+        return self.config.get("task") == "check"
+
+    def finish_batch(self, child: _Child, *, timed_out: bool) -> None:
+        """A ``check`` batch child ended: the bundle it was replaying when it died or ran out of time gets a
+        ``crash`` / ``timeout`` answer; the rest of the batch goes to a fresh child; a complete batch is
+        reported as ``{"id", "kind": "batch", "verdicts": [...]}``."""
+        rest = child.bundles[child.answered :]
+        answers = self.batches.setdefault(child.job, [])
+        if rest and not child.restart:  # not a deliberate exit: the current bundle is the culprit
+            if timed_out:
+                culprit: dict[str, Any] = {"kind": "timeout", "detail": None}
+            else:
+                culprit = {"kind": "crash", "detail": _last_stderr_line(child.stderr, child.stderr_at)}
+            culprit["duration_ms"] = round((time.monotonic() - child.since) * 1000, 3)
+            answers.append(culprit)
+            rest = rest[1:]
+        child.stderr.close()
+        if not rest:
+            self.send({"id": child.job, "kind": "batch", "verdicts": self.batches.pop(child.job)})
+        modules, self.to_warm = sorted(self.to_warm), set()
+        self.warm(modules)
+        if rest:
+            self.spawn(child.job, rest)
+
     def finish(self, child: _Child, *, timed_out: bool) -> None:
-        """Kill (a no-op when it exited) and reap ``child``, then report its signature."""
+        """Kill (a no-op when it exited) and reap ``child``, then report its signature (or go on with its
+        batch, :meth:`finish_batch`)."""
         self.selector.unregister(child.result_fd)
         del self.children[child.result_fd]
         _reap(child.pid)
         os.close(child.result_fd)
+        if self.batch:
+            self.finish_batch(child, timed_out=timed_out)
+            return
         message: dict[str, Any] = {"kind": "timeout", "detail": None}
         if not timed_out:
             try:
@@ -239,7 +308,8 @@ class _Zygote:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     job = json.loads(line)
-                    self.spawn(int(job["id"]), str(job["bundle"]))
+                    bundles = job["bundles"] if "bundles" in job else [job["bundle"]]
+                    self.spawn(int(job["id"]), [str(b) for b in bundles])
                 deadlines = [c.deadline for c in self.children.values()]
                 wait = min(_MAX_WAIT, max(0.0, min(deadlines) - time.monotonic())) if deadlines else None
                 for key, _ in self.selector.select(wait):
@@ -252,7 +322,7 @@ class _Zygote:
                         continue
                     data = os.read(child.result_fd, 65536)
                     if data:
-                        child.output += data
+                        self.received(child, data)
                     else:
                         self.finish(child, timed_out=False)
                 now = time.monotonic()
@@ -296,15 +366,20 @@ def main() -> None:
     config = json.loads(line)
     zygote = _Zygote(config, proto_in, proto_out)
 
-    import stepfork.analysis._check_worker
-    import stepfork.analysis._minimize_worker
-    import stepfork.analysis._signature
-    import stepfork.analysis.behavior
-    import stepfork.analysis.minimize
     import stepfork.replay
     import stepfork.replay.outcome
-    import stepfork.trace  # noqa: F401 - preloaded for every child
+    import stepfork.trace
     from stepfork.replay import resolve_entrypoint
+
+    if config.get("task") == "check":  # what a check worker runs, and only that (a shorter start)
+        import stepfork.analysis._check_batch
+        import stepfork.analysis._check_state
+        import stepfork.analysis._check_worker
+    else:
+        import stepfork.analysis._minimize_worker
+        import stepfork.analysis._signature
+        import stepfork.analysis.behavior
+        import stepfork.analysis.minimize  # noqa: F401
 
     with contextlib.suppress(Exception):  # a child resolves again and reports the setup error as before
         resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])

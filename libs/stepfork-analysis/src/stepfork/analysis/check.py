@@ -1,15 +1,19 @@
 """``check_corpus``: replay every bundle of a corpus against a candidate build (issue 17, ``stepfork check``).
 
-Each bundle is replayed frozen, in isolation, through the entrypoint (``_check_runner.check_bundle``: a
-forked child of a zygote that imported the entrypoint once, with a timeout), with the verdicts of
-``stepfork replay``. Work is scheduled only through a ``concurrent.futures.Executor``: by default a pool of
-``jobs`` threads here, each driving one forked replay at a time (so ``jobs`` replays run in ``jobs``
-processes); a Dask cluster's ``Client.get_executor()`` to scale out (``dask_executor``).
+Each bundle is replayed frozen, in isolation, through the entrypoint, with the verdicts of ``stepfork
+replay``. The corpus is cut into batches; a batch is one task (``_check_runner.check_batch``), replayed by a
+worker process forked from a zygote that imported the entrypoint once, many bundles per worker
+(``_check_batch``: a crash or hang costs only its own bundle, a replay that changes the agent's state sends
+the next bundle to a fresh worker; timeout per bundle). Work is scheduled only through a
+``concurrent.futures.Executor``: by default a pool of ``jobs`` threads here, each waiting on one worker
+process at a time (so ``jobs`` batches replay at once, in ``jobs`` processes); a Dask cluster's
+``Client.get_executor()`` to scale out (``dask_executor``).
 """
 
 from __future__ import annotations
 
 import glob
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -23,6 +27,10 @@ from stepfork.analysis._check_result import BundleVerdict, CheckResult
 __all__ = ["BundleVerdict", "CheckResult", "CorpusError", "check_corpus", "resolve_corpus"]
 
 _GLOB_CHARS = frozenset("*?[")
+ISOLATION = ("worker", "bundle")
+# bundles per task at most: a worker's fork costs about 40 ms of CPU (copy-on-write faults of the zygote's
+# pages), 60 small replays; smaller batches balance better and move the progress bar more often
+_MAX_BATCH = 256
 
 
 class CorpusError(ValueError):
@@ -150,6 +158,8 @@ def check_corpus(
     import_root: str | os.PathLike[str] | None = None,
     executor_name: str | None = None,
     warm: bool = False,
+    isolation: str = "worker",
+    batch_size: int | None = None,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[BundleVerdict], None] | None = None,
 ) -> CheckResult:
@@ -168,6 +178,11 @@ def check_corpus(
         warm: replay the first bundle once in each zygote before forking, so every replay starts with the
             caches an SDK builds on its first request (much faster for SDK agents); module state that
             replay changes is then what every replay starts from (docs/check.md "Warm start").
+        isolation: ``"worker"`` (default): a worker process replays many bundles, and a replay that changes
+            the agent's module state, environment or working directory sends the next bundle to a fresh
+            worker; ``"bundle"``: a fresh process per bundle, whatever the agent does (slower; for agents
+            that keep behaviour in installed packages' state). docs/check.md "Isolation".
+        batch_size: bundles per task (default: the corpus spread over two tasks per job, at most 256).
         on_start: called with the number of bundles before any replay; on_result: with each verdict as it
             arrives (in completion order; a progress bar).
 
@@ -175,12 +190,17 @@ def check_corpus(
         A :class:`CheckResult`, verdicts in corpus order.
 
     Raises:
-        CorpusError: the corpus names no bundle. ValueError: ``jobs`` < 1 or ``timeout`` <= 0.
+        CorpusError: the corpus names no bundle. ValueError: ``jobs`` or ``batch_size`` < 1, ``timeout`` <= 0,
+        or an unknown ``isolation``.
     """
-    from stepfork.analysis._check_runner import check_bundle, close_runners
+    from stepfork.analysis._check_runner import check_batch, close_runners
 
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if isolation not in ISOLATION:
+        raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}, got {isolation!r}")
     if timeout <= 0:
         raise ValueError(f"timeout must be positive, got {timeout}")
     bundles = resolve_corpus(corpus)
@@ -192,28 +212,32 @@ def check_corpus(
         "raise_as": dict(raise_as) if raise_as else None,
         "timeout": float(timeout),
         "warm_bundle": bundles[0] if warm else None,
+        "isolation": isolation,
     }
+    workers = jobs or os.cpu_count() or 1
+    size = batch_size or max(1, min(_MAX_BATCH, math.ceil(len(bundles) / (2 * workers))))
+    batches = [list(range(i, min(i + size, len(bundles)))) for i in range(0, len(bundles), size)]
     if on_start is not None:
         on_start(len(bundles))
     start = time.perf_counter()
     results: dict[int, BundleVerdict] = {}
     with ExitStack() as stack:
         if executor is None:
-            workers = jobs or os.cpu_count() or 1
             executor = stack.enter_context(ThreadPoolExecutor(workers, thread_name_prefix="stepfork-check"))
             stack.callback(close_runners)  # after the pool is shut down: stop this process's zygote
             label = f"local ({workers} job{'s' if workers != 1 else ''})"
         else:
             label = executor_name or type(executor).__name__
-        futures: dict[Future[dict[str, Any]], int] = {
-            executor.submit(check_bundle, bundle, config): index for index, bundle in enumerate(bundles)
+        futures: dict[Future[list[dict[str, Any]]], list[int]] = {
+            executor.submit(check_batch, [bundles[i] for i in batch], config): batch for batch in batches
         }
         try:
             for future in as_completed(futures):
-                verdict = BundleVerdict.from_json(future.result())
-                results[futures[future]] = verdict
-                if on_result is not None:
-                    on_result(verdict)
+                for index, answer in zip(futures[future], future.result(), strict=True):
+                    verdict = BundleVerdict.from_json(answer)
+                    results[index] = verdict
+                    if on_result is not None:
+                        on_result(verdict)
         except BaseException:
             for future in futures:
                 future.cancel()

@@ -1,5 +1,5 @@
 """``stepfork check CORPUS --entrypoint M:F [--jobs N] [--junit FILE] [--receipts DIR] [--overwrite]
-[--json]`` (issue 17).
+[--isolation worker|bundle] [--batch-size N] [--json]`` (issue 17).
 
 Replays every bundle of a corpus frozen against a candidate build (``stepfork.analysis.check_corpus``) and
 prints the summary table (or ``--json``). Exit 0 every bundle replays as recorded, 1 a bundle diverged (or
@@ -72,6 +72,21 @@ def check(
             help="Replay the first bundle once before forking: SDK caches start warm (module state too).",
         ),
     ] = False,
+    isolation: Annotated[
+        str,
+        typer.Option(
+            "--isolation",
+            help="worker: a worker process replays many bundles, a fresh one after a replay that changes "
+            "the agent's module state; bundle: a fresh process per bundle (slower).",
+        ),
+    ] = "worker",
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            help="Bundles per task (default: two tasks per job, at most 256); smaller for slow agents.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
@@ -88,6 +103,10 @@ def check(
         fail(f"--jobs must be at least 1, got {jobs}.", 2)
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}.", 2)
+    if batch_size is not None and batch_size < 1:
+        fail(f"--batch-size must be at least 1, got {batch_size}.", 2)
+    if isolation not in ("worker", "bundle"):
+        fail(f"--isolation must be worker or bundle, got {sanitize_text(isolation)!r}.", 2)
     if dask and jobs is not None:
         fail(
             "--jobs and --dask exclude each other: the Dask cluster decides how many replays run at once.", 2
@@ -116,6 +135,8 @@ def check(
             executor=executor,
             executor_name=f"dask ({dask})" if dask else None,
             warm=warm,
+            isolation=isolation,
+            batch_size=batch_size,
             timeout=timeout,
             ordering=ordering,
             raise_as=classes,

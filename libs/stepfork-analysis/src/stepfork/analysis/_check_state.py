@@ -1,0 +1,192 @@
+"""The state probe of ``stepfork check``'s batch workers: did a replay change state the next replay could see?
+
+A batch worker (a child forked from the zygote, :mod:`._check_batch`) replays many bundles in one process.
+That is only sound when no replay leaves state behind that could change a later replay's verdict. After each
+replay the worker compares a :func:`snapshot` taken before its first replay with one taken now; when they
+differ, the worker reports that replay's verdict (it started from the zygote's state, so it is right) and
+exits, and the next bundle starts in a fresh child forked from the zygote. The verdicts are then those of a
+fork per bundle (the isolation ``minimize`` uses) for every agent whose state the probe can see.
+
+What the snapshot covers (docs/check.md, "Isolation"):
+
+- the agent's own modules: every module whose file is under the import root and not in an installed
+  package (site-packages, the interpreter's prefix, stepfork itself). The value of each global, walked
+  deeply: scalars by value, lists, tuples, dicts, sets and deques by content, instances and the classes
+  these modules define by their attributes (``__dict__`` and slots), functions, classes and modules of
+  other packages by identity; anything opaque (a C object without attributes) by identity only;
+- which of those modules are loaded (a replay importing a new agent module counts as a change);
+- ``os.environ`` and the working directory.
+
+Not covered: state kept inside installed packages (an SDK's caches, which are what a warm worker keeps on
+purpose), files, and C-level state of opaque objects. ``isolation="bundle"`` (``--isolation bundle``)
+forks a child per bundle for agents that keep behaviour there. A snapshot larger than
+:data:`BUDGET` nodes is not taken: the worker then forks per bundle too (:class:`TooBig`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import sysconfig
+from collections import deque
+from collections.abc import Iterable
+from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
+from typing import Any
+
+__all__ = ["BUDGET", "TooBig", "agent_module_names", "snapshot"]
+
+BUDGET = 50_000  # nodes per snapshot; past it a fork per bundle is cheaper than the walk
+_MAX_DEPTH = 64
+_SCALARS = (str, bytes, int, bool, type(None), complex)
+_REFERENCES = (FunctionType, BuiltinFunctionType, MethodType, ModuleType, type)
+_EXACT_SCALARS = frozenset(_SCALARS)
+_EXACT_REFERENCES = frozenset((FunctionType, BuiltinFunctionType, MethodType, ModuleType))
+
+
+class TooBig(Exception):
+    """The agent's state is too large (or too deep) to snapshot after every replay."""
+
+
+@functools.cache
+def _installed_roots() -> tuple[str, ...]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    for key in ("purelib", "platlib", "stdlib", "platstdlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            roots.add(path)
+    return tuple(os.path.realpath(r) + os.sep for r in roots)
+
+
+def agent_module_names(import_root: str | None, among: Iterable[str] | None = None) -> list[str]:
+    """The loaded modules that are the agent's own code: file under ``import_root`` (default: the working
+    directory), not under the interpreter's prefix or an installed-packages directory, not stepfork's.
+
+    Args:
+        import_root: as above; among: only these module names (default: every loaded module).
+
+    Returns:
+        Module names, sorted.
+    """
+    root = _real_root(import_root or os.getcwd())
+    loaded = sys.modules
+    names = list(loaded) if among is None else [n for n in among if n in loaded]
+    return sorted(n for n in names if _is_agent_module(root, n, loaded[n]))
+
+
+@functools.lru_cache(maxsize=16)
+def _real_root(path: str) -> str:
+    return os.path.realpath(path) + os.sep  # resolved once: realpath is a system call per path component
+
+
+_SEEN: dict[tuple[str, str], tuple[Any, bool]] = {}  # (root, name) -> (the module, verdict): realpath is slow
+
+
+def _is_agent_module(root: str, name: str, module: Any) -> bool:
+    seen = _SEEN.get((root, name))
+    if seen is not None and seen[0] is module:
+        return seen[1]
+    path = getattr(module, "__file__", None)
+    own = False
+    if isinstance(path, str) and name not in ("__main__", "stepfork") and not name.startswith("stepfork."):
+        real = os.path.realpath(path)
+        own = (
+            real.startswith(root)
+            and not real.startswith(_installed_roots())
+            # a virtual environment inside the project
+            and f"{os.sep}site-packages{os.sep}" not in real
+            and f"{os.sep}dist-packages{os.sep}" not in real
+        )
+    _SEEN[(root, name)] = (module, own)
+    return own
+
+
+class _Walker:
+    """One snapshot walk: a hashable, comparable description of a value graph, within :data:`BUDGET`."""
+
+    def __init__(self, own: frozenset[str]) -> None:
+        self.own = own  # modules whose classes are walked by attribute
+        self.nodes = 0
+        self.path: set[int] = set()  # ids on the current path: a cycle is named, not followed
+
+    def walk(self, value: Any, depth: int = 0) -> Any:
+        self.nodes += 1
+        if self.nodes > BUDGET or depth > _MAX_DEPTH:
+            raise TooBig()
+        kind = type(value)
+        if kind in _EXACT_SCALARS:  # the common cases first, by exact type
+            return (kind, value)
+        if kind in _EXACT_REFERENCES:
+            return ("ref", id(value))
+        if isinstance(value, _SCALARS):
+            return (kind.__name__, value)
+        if isinstance(value, float):
+            return ("float", repr(value))  # NaN equals itself by repr
+        key = id(value)
+        if key in self.path:
+            return ("cycle", key)
+        if isinstance(value, type):
+            if getattr(value, "__module__", None) not in self.own:
+                return ("ref", key)
+        elif isinstance(value, _REFERENCES):
+            return ("ref", key)
+        self.path.add(key)
+        try:
+            return self._container(value, kind, depth + 1)
+        finally:
+            self.path.discard(key)
+
+    def _container(self, value: Any, kind: type, depth: int) -> Any:
+        if isinstance(value, dict):
+            pairs = tuple((self.walk(k, depth), self.walk(v, depth)) for k, v in list(value.items()))
+            return (kind.__name__, pairs)
+        if isinstance(value, (list, tuple, deque)):
+            return (kind.__name__, tuple(self.walk(v, depth) for v in value))
+        if isinstance(value, (set, frozenset)):
+            return (kind.__name__, frozenset(self.walk(v, depth) for v in value))
+        if isinstance(value, type):  # a class of the agent's: its attributes (class-level counters...)
+            return ("class", id(value), tuple((k, self.walk(v, depth)) for k, v in list(vars(value).items())))
+        attributes: list[tuple[str, Any]] = []
+        instance_dict = getattr(value, "__dict__", None)
+        if isinstance(instance_dict, dict):
+            attributes += [(k, self.walk(v, depth)) for k, v in list(instance_dict.items())]
+        for klass in kind.__mro__:
+            slots = klass.__dict__.get("__slots__", ())
+            for slot in (slots,) if isinstance(slots, str) else slots:
+                if slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
+                    attributes.append((slot, self.walk(getattr(value, slot), depth)))
+        if not attributes and not isinstance(instance_dict, dict):
+            return ("opaque", id(value))  # a C object: identity only
+        return ("object", id(kind), tuple(attributes))
+
+
+def snapshot(names: list[str]) -> tuple[Any, ...]:
+    """A comparable description of the state a replay could leave for the next one (see the module doc).
+
+    Args:
+        names: the agent's modules (:func:`agent_module_names`); a replay that imports another is
+            noticed by the caller, which sees the new names.
+
+    Returns:
+        A tuple; two snapshots compare equal when no covered state changed between them.
+
+    Raises:
+        TooBig: the walk passed :data:`BUDGET` nodes or a depth of 64.
+    """
+    walker = _Walker(frozenset(names))
+    modules: list[tuple[Any, ...]] = []
+    for name in names:
+        module = sys.modules.get(name)
+        if module is None:
+            modules.append((name, None))
+            continue
+        # dunder names are the import system's bookkeeping (__spec__, __loader__, __builtins__...)
+        items = [(k, walker.walk(v)) for k, v in list(vars(module).items()) if not _is_dunder(k)]
+        modules.append((name, id(module), tuple(items)))
+    # os.environ's own mapping (bytes on POSIX): a copy of it is a C-level dict copy, decoding each is not
+    environ = getattr(os.environ, "_data", None)
+    return (tuple(modules), dict(environ if isinstance(environ, dict) else os.environ), os.getcwd())
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and name != "__all__"

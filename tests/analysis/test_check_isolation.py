@@ -1,0 +1,151 @@
+"""``check_corpus``'s batch workers (issue 17): one worker process replays many bundles, yet a crash or a hang
+costs only its own bundle, and module state a replay changes never reaches the next replay's verdict.
+
+The corpus is real quickstart recordings (examples/quickstart/corpus.py): every fourth bundle has no
+recorded run input, so the candidate entrypoints below can single those out (their ``order_id`` is None).
+Each test runs the whole corpus as ONE batch (``batch_size``), so every bundle goes through one task.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from stepfork.analysis import check_corpus
+
+REPO = Path(__file__).resolve().parents[2]
+QUICKSTART = REPO / "examples" / "quickstart"
+
+# Candidate builds of the quickstart agent. A bundle without run input (order_id None) is a "bad" one.
+AGENTS = """
+import os, threading, time
+import quickstart
+
+SEEN = []
+
+
+def crashy(order_id=None):
+    if order_id is None:
+        print("agent: giving up on", order_id, file=__import__("sys").stderr)
+        os._exit(3)
+    return quickstart.run_agent(order_id)
+
+
+def hangy(order_id=None):
+    if order_id is None:
+        time.sleep(600)
+    return quickstart.run_agent(order_id)
+
+
+def leaky(order_id=None):
+    # module state: were it left for the next replay, that replay would ask for another order and diverge
+    SEEN.append(order_id)
+    return quickstart.run_agent(order_id if len(SEEN) == 1 else "ORD-1002")
+
+
+def envy(order_id=None):
+    os.environ["STEPFORK_TEST_REPLAYS"] = os.environ.get("STEPFORK_TEST_REPLAYS", "") + "x"
+    return quickstart.run_agent(order_id or "ORD-1002")
+
+
+def threaded(order_id=None):
+    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+    return quickstart.run_agent(order_id or "ORD-1002")
+"""
+
+
+def _corpus_module():
+    spec = importlib.util.spec_from_file_location("stepfork_example_corpus_iso", QUICKSTART / "corpus.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], dict[str, str]]:
+    """An import root holding quickstart and the candidates above, and 8 bundles (2 without run input)."""
+    work = tmp_path_factory.mktemp("check-isolation")
+    shutil.copy2(QUICKSTART / "quickstart.py", work / "quickstart.py")
+    (work / "candidates.py").write_text(AGENTS)
+    # a state too large to compare after every replay (over 50,000 values): every replay gets a fresh worker
+    (work / "bigstate.py").write_text(
+        "import quickstart\n\nTABLE = list(range(60_000))\n\n"
+        "def run(order_id=None):\n    return quickstart.run_agent(order_id or 'ORD-1002')\n"
+    )
+    expected = _corpus_module().make_corpus(work / "corpus", 8, diverge_every=4)
+    sys.modules.pop("quickstart", None)  # corpus.py imported the example's own copy; children import work's
+    return work, sorted(expected), expected
+
+
+def _check(corpus: tuple[Path, list[str], dict[str, str]], entrypoint: str, **options):
+    work, bundles, _ = corpus
+    return check_corpus(bundles, entrypoint, jobs=1, batch_size=len(bundles), import_root=work, **options)
+
+
+def _bad(corpus: tuple[Path, list[str], dict[str, str]]) -> set[str]:
+    return {b for b, v in corpus[2].items() if v == "DIVERGED"}  # recorded without run input
+
+
+def test_one_worker_replays_the_whole_batch(corpus) -> None:
+    result = _check(corpus, "quickstart:run_agent")
+    assert {v.bundle: v.verdict for v in result.verdicts} == corpus[2]
+    assert len({v.worker for v in result.verdicts}) == 1  # no fork per bundle
+    assert all(v.worker for v in result.verdicts)
+
+
+def test_a_crash_costs_only_its_own_bundle(corpus) -> None:
+    result = _check(corpus, "candidates:crashy")
+    bad = _bad(corpus)
+    for verdict in result.verdicts:
+        if verdict.bundle in bad:
+            assert (verdict.verdict, verdict.reason) == ("COULD NOT EXECUTE", "check_error")
+            # described by its own last stderr line, not by an earlier bundle's
+            assert verdict.detail == "the replay's process died: agent: giving up on None"
+        else:
+            assert verdict.verdict == "MATCHED", verdict
+    # the bundles after each crash went on in a fresh worker: three workers for two crashes (at 4th and 8th)
+    assert len({v.worker for v in result.verdicts if v.bundle not in bad}) == 2
+
+
+def test_a_hang_costs_only_its_own_bundle(corpus) -> None:
+    result = _check(corpus, "candidates:hangy", timeout=1.0)
+    bad = _bad(corpus)
+    for verdict in result.verdicts:
+        if verdict.bundle in bad:
+            assert (verdict.verdict, verdict.reason) == ("COULD NOT EXECUTE", "timeout")
+        else:
+            assert verdict.verdict == "MATCHED", verdict
+
+
+def test_module_state_a_replay_changes_never_reaches_the_next_verdict(corpus) -> None:
+    result = _check(corpus, "candidates:leaky")
+    # as a fork per bundle would give: each replay sees SEEN empty, so only the bundles without run input
+    # (their order_id None is looked up as given) diverge
+    bad = _bad(corpus)
+    assert {v.bundle: v.verdict for v in result.verdicts} == {
+        b: ("DIVERGED" if b in bad else "MATCHED") for b in corpus[1]
+    }
+    assert len({v.worker for v in result.verdicts}) == len(corpus[1])  # a fresh worker after each
+
+
+@pytest.mark.parametrize("agent", ["candidates:threaded", "candidates:envy", "bigstate:run"])
+def test_what_the_probe_cannot_clear_sends_the_next_bundle_to_a_fresh_worker(corpus, agent: str) -> None:
+    # a thread left running, a changed os.environ, a state too large to compare
+    result = _check(corpus, agent)
+    # these candidates look up the recorded order of the bundles without run input too: all match
+    assert [v.verdict for v in result.verdicts] == ["MATCHED"] * len(corpus[1])
+    assert len({v.worker for v in result.verdicts}) == len(corpus[1])
+
+
+def test_isolation_bundle_forks_per_bundle_with_the_same_verdicts(corpus) -> None:
+    result = _check(corpus, "quickstart:run_agent", isolation="bundle")
+    assert {v.bundle: v.verdict for v in result.verdicts} == corpus[2]
+    assert len({v.worker for v in result.verdicts}) == len(corpus[1])
+    with pytest.raises(ValueError, match="isolation"):
+        _check(corpus, "quickstart:run_agent", isolation="thread")
