@@ -49,7 +49,8 @@ def test_the_resumed_run_records_its_command_as_the_run_input_redacted(hitl: Any
     fields = run_input["value"]
     assert fields["resume"]["type"] == "accept"
     assert "sk-proj" not in str(run_input)  # redacted like any input
-    assert fields["graph"] is None and fields["update"] is None
+    assert fields["graph"] is None
+    assert fields["update"] is None
     # the tool that called interrupt() recorded the answer as its input, redacted too
     (call,) = _events(path, "tool_call")
     assert call.name == "book_hotel"
@@ -80,10 +81,14 @@ def test_replaying_the_resumed_run_with_its_recorded_input_resumes_identically(
     with ReplaySession.from_trace(path) as session:
         replayed = hitl.resume_agent(Command(resume={"type": "accept"}))
     session.verify_complete()
-    assert replayed == recorded == {
-        "tool": ["Booked a stay at Hotel Lutetia."],
-        "answer": "Done: the Hotel Lutetia is booked.",
-    }
+    assert (
+        replayed
+        == recorded
+        == {
+            "tool": ["Booked a stay at Hotel Lutetia."],
+            "answer": "Done: the Hotel Lutetia is booked.",
+        }
+    )
 
 
 def test_a_changed_resume_value_diverges_at_the_tool_that_receives_it(hitl: Any, tmp_path: Path) -> None:
@@ -97,20 +102,22 @@ def test_a_changed_resume_value_diverges_at_the_tool_that_receives_it(hitl: Any,
     assert error.diagnostic.expected_label == "book_hotel"
     assert error.diagnostic.difference is not None
     assert error.diagnostic.difference.path == RESUME_TYPE_PATH
-    assert "reject" in str(error) and "accept" in str(error)
+    assert "reject" in str(error)
+    assert "accept" in str(error)
 
 
-def test_the_whole_conversation_records_the_answer_on_the_resumed_tool_call(hitl: Any, tmp_path: Path) -> None:
+def test_the_whole_conversation_records_the_answer_on_the_resumed_tool_call(
+    hitl: Any, tmp_path: Path
+) -> None:
     path = tmp_path / "run.sftrace"
     hitl.record_run(str(path))
     first, second = _events(path, "tool_call")
     assert "$resume" not in first.input  # the call that paused had no answer yet
     assert second.input["$resume"] == [{"type": "accept"}]
-    with ReplaySession.from_trace(path) as session, pytest.raises(ReplayMismatchError) as caught:
+    with ReplaySession.from_trace(path), pytest.raises(ReplayMismatchError) as caught:
         hitl.run_agent(decision={"type": "reject"})
     assert caught.value.diagnostic is not None
     assert caught.value.diagnostic.index == 2  # call #3: the resumed book_hotel, after the model's turn
-    del session
 
 
 def test_diff_shows_a_changed_resume_value_at_the_tool_input(hitl: Any, tmp_path: Path) -> None:
