@@ -8,6 +8,12 @@ graph pauses where it paused, and resumes. The chat model is LangChain's ``Gener
 
     python hitl_agent.py record run.sftrace
     stepfork replay run.sftrace --entrypoint hitl_agent:run_agent
+
+The resumed run on its own, as a service records it (one run per ``invoke``): its input is the
+``Command(resume=...)`` it was invoked with, and the entrypoint takes it back as a ``Command``:
+
+    python hitl_agent.py resume resumed.sftrace
+    stepfork replay resumed.sftrace --entrypoint hitl_agent:resume_agent
 """
 
 from __future__ import annotations
@@ -38,20 +44,17 @@ class ScriptedChatModel(GenericFakeChatModel):
         return self
 
 
-def scripted_model() -> ScriptedChatModel:
-    return ScriptedChatModel(
-        messages=iter(
-            [
-                AIMessage(
-                    content="",
-                    tool_calls=[
-                        {"name": "book_hotel", "args": {"hotel_name": "Hotel Lutetia"}, "id": "call_1"}
-                    ],
-                ),
-                AIMessage(content="Done: the Hotel Lutetia is booked."),
-            ]
-        )
-    )
+ASK_TO_BOOK = AIMessage(
+    content="",
+    tool_calls=[{"name": "book_hotel", "args": {"hotel_name": "Hotel Lutetia"}, "id": "call_1"}],
+    id="ai-1",
+)
+
+
+def scripted_model(*, resumed_only: bool = False) -> ScriptedChatModel:
+    """The model's turns: ask for ``book_hotel``, then answer (only the answer for a resumed run)."""
+    answer = AIMessage(content="Done: the Hotel Lutetia is booked.")
+    return ScriptedChatModel(messages=iter([answer] if resumed_only else [ASK_TO_BOOK, answer]))
 
 
 @tool
@@ -91,6 +94,39 @@ def run_agent(question: str = QUESTION, decision: dict[str, Any] | None = None) 
     return {"asked": pending, "tool": tools, "answer": done["messages"][-1].content}
 
 
+def paused_thread(graph: Any, config: dict[str, Any], question: str = QUESTION) -> None:
+    """Put the thread where the first run left it: the question asked, the model's ``book_hotel`` call
+    pending, the tools node next. A service finds this in its durable checkpointer; the example seeds an
+    ``InMemorySaver`` with LangGraph's ``update_state``, as a test fixture would."""
+    graph.update_state(
+        config, {"messages": [HumanMessage(question, id="human-1"), ASK_TO_BOOK]}, as_node="agent"
+    )
+
+
+def resume_agent(command: Command) -> dict[str, Any]:
+    """The resumed run: ``graph.invoke(Command(resume=...), config)`` on the paused thread.
+
+    The replay entrypoint of a resumed run's bundle: its recorded input is the ``Command``
+    (docs/integrations.md, "Human in the loop"), handed back as a ``Command``.
+    """
+    chat = instrument_chat_model(scripted_model(resumed_only=True), name="scripted-chat")
+    graph = build_graph(chat)
+    config = {"configurable": {"thread_id": "hitl-1"}}
+    paused_thread(graph, config)
+    done = graph.invoke(command, config)
+    tools = [m.content for m in done["messages"] if type(m).__name__ == "ToolMessage"]
+    return {"tool": tools, "answer": done["messages"][-1].content}
+
+
+def record_resumed_run(bundle: str, decision: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Record the resumed run into ``bundle``, its ``Command(resume=decision)`` as the run's input."""
+    command = Command(resume=decision or DECISION)
+    with record("langgraph-hitl-resume", output=bundle, overwrite=True, run_input=command) as session:
+        result = resume_agent(command)
+        session.set_output(result)
+    return result
+
+
 def record_run(bundle: str, question: str = QUESTION) -> dict[str, Any]:
     with record("langgraph-hitl", output=bundle, overwrite=True, run_input=question) as session:
         result = run_agent(question)
@@ -99,8 +135,9 @@ def record_run(bundle: str, question: str = QUESTION) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python hitl_agent.py record BUNDLE.sftrace")
+    if len(sys.argv) != 3 or sys.argv[1] not in ("record", "resume"):
+        sys.exit("usage: python hitl_agent.py record|resume BUNDLE.sftrace")
     import hitl_agent
 
-    print(json.dumps(hitl_agent.record_run(sys.argv[2])))
+    recorder = hitl_agent.record_run if sys.argv[1] == "record" else hitl_agent.record_resumed_run
+    print(json.dumps(recorder(sys.argv[2])))

@@ -5,7 +5,9 @@ a LangGraph human-in-the-loop graph with interrupt() resumed by Command(resume=.
 fan-out): consecutive `stepfork replay` runs of one unchanged bundle all MATCHED (a few in
 CI, 100 with STEPFORK_SOAK=1), the exported test PASSED via `stepfork run`, a changed tool argument reported
 at the right call and path, and `diff` of two recordings of the same code equivalent while a changed prompt
-is BEHAVIOR CHANGED at its path. Each step runs the real command in a subprocess, in a copy of the example.
+is BEHAVIOR CHANGED at its path. The HITL graph's resumed run, recorded on its own with its
+Command(resume=...) as the run's input, replays MATCHED and its exported test passes. Each step runs the real
+command in a subprocess, in a copy of the example.
 """
 
 from __future__ import annotations
@@ -223,3 +225,24 @@ def test_diff_aligns_gathered_siblings_by_identity_and_reports_a_changed_one(wor
     assert [(s.label, [c.path for c in s.changes]) for s in result.steps if s.kind == "changed"] == [
         ("fetch_weather", ["input.city"])
     ]
+
+
+@pytest.mark.slow
+def test_the_resumed_hitl_run_replays_from_its_recorded_command_and_its_exported_test_passes(
+    workdir: Path,
+) -> None:
+    agent = AGENTS[2]
+    _copy(agent, workdir)
+    done = run([sys.executable, "hitl_agent.py", "resume", "resumed.sftrace"], workdir)
+    assert done.returncode == 0, done.stderr
+    entry = "hitl_agent:resume_agent"
+    for _ in range(REPLAYS):
+        replayed = stepfork(workdir, "replay", "resumed.sftrace", "--entrypoint", entry)
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+        assert "Recorded behavior: MATCHED" in replayed.stdout
+        assert "1. tool book_hotel (substituted)" in replayed.stdout
+    exported = stepfork(workdir, "export", "resumed.sftrace", "--entrypoint", entry, "-o", "test_resumed.py")
+    assert exported.returncode == 0, exported.stderr
+    ran = stepfork(workdir, "run", "test_resumed.py")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "PASSED" in ran.stdout

@@ -131,3 +131,25 @@ def test_async_entrypoints_get_the_input_too() -> None:
 def test_a_one_parameter_agent_no_longer_fails_with_type_error() -> None:
     assert call_entrypoint(one, {"anything": 1}) == {"anything": 1}
     assert call_entrypoint(none, {"anything": 1}) == "none"
+
+
+class Opaque:
+    """A class pydantic has no schema for (as LangGraph's ``Send`` in ``Command.goto``)."""
+
+
+@dataclass
+class Resume:
+    resume: Any = None
+    goto: Opaque | tuple[Any, ...] = ()
+
+
+def takes_resume(command: Resume) -> Resume:
+    return command
+
+
+def test_a_dataclass_pydantic_cannot_validate_is_built_from_the_decoded_fields() -> None:
+    (built,), _ = entrypoint_arguments(takes_resume, to_jsonable(Resume(resume={"type": "accept"})))
+    assert built == Resume(resume={"type": "accept"}, goto=())  # the tuple tag decoded, too
+    # fields the class does not have: the decoded JSON value, for the agent to report
+    (passed,), _ = entrypoint_arguments(takes_resume, {"resume": 1, "other": 2})
+    assert passed == {"resume": 1, "other": 2}

@@ -142,7 +142,8 @@ def entrypoint_arguments(
     parameter, before anything runs (the check could not execute; it is not the agent failing).
 
     Values are decoded with ``from_jsonable`` and validated into the parameter's annotation when it has one
-    that resolves (a ``Request`` model parameter gets a ``Request``); when validation fails the decoded JSON
+    that resolves (a ``Request`` model parameter gets a ``Request``; a dataclass pydantic cannot validate,
+    such as LangGraph's ``Command``, is built from the decoded fields); when that fails the decoded JSON
     value is passed, so the agent, not Stepfork, reports the problem. Nothing named in the bundle is imported.
     """
     try:
@@ -220,7 +221,29 @@ def _decode(value: Any, annotation: Any) -> Any:
     if annotation is not None:
         with contextlib.suppress(Exception):  # else the agent gets the JSON value and reports the mismatch
             return from_jsonable(value, annotation)
-    return from_jsonable(value)
+    decoded = from_jsonable(value)
+    built = _dataclass_from_fields(decoded, annotation)
+    return decoded if built is None else built
+
+
+def _dataclass_from_fields(decoded: Any, annotation: Any) -> Any:
+    """``annotation(**decoded)`` when ``annotation`` is a dataclass that pydantic cannot build a schema for
+    (LangGraph's ``Command``: its ``goto`` names ``Send``) and ``decoded`` is an object of its init fields;
+    else None. The class is the one the entrypoint's own annotation names, never one named by the bundle
+    (docs/decisions.md, "the resumed run's input")."""
+    import dataclasses
+
+    if not (isinstance(annotation, type) and dataclasses.is_dataclass(annotation)):
+        return None
+    if not isinstance(decoded, dict):
+        return None
+    names = {f.name for f in dataclasses.fields(annotation) if f.init}
+    if not set(decoded) <= names:
+        return None
+    try:
+        return annotation(**decoded)
+    except Exception:  # the agent gets the JSON value and reports the mismatch
+        return None
 
 
 def call_entrypoint(function: Callable[..., Any], run_input: Any = None) -> Any:

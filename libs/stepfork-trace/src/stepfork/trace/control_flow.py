@@ -22,6 +22,9 @@ from typing import Any
 CONTROL_FLOW_KEY = "control_flow"
 """The key of an error event's ``details`` holding ``{"kind", "payload"}``."""
 
+RESUME_KEY = "$resume"
+"""The key of a tool call's recorded input holding the resume values of the LangGraph task it runs in."""
+
 # qualified class name (on the exception's MRO) -> kind
 _KINDS = {
     "langgraph.errors.GraphInterrupt": "langgraph.interrupt",
@@ -97,6 +100,37 @@ def stable_message(exc: BaseException, control: dict[str, Any] | None) -> str | 
 
 def _module(name: str) -> Any:
     return sys.modules.get(name)
+
+
+def resume_values() -> list[Any] | None:
+    """The values the running LangGraph task resumes with (``Command(resume=...)``), or None.
+
+    A tool that calls ``interrupt()`` receives the human's answer as ``interrupt()``'s return value on the
+    resumed run: an input of the call that its arguments do not show. ``trace_tool`` adds these values to
+    the recorded and matched input under ``"$resume"`` (docs/integrations.md, "Human in the loop"), so a
+    changed answer is a divergence at that tool and path instead of a stale frozen result.
+
+    Returns:
+        The task's resume values in interrupt order (LangGraph's scratchpad ``resume`` list; else the
+        pending ``Command(resume=value)`` not yet consumed, as ``[value]``); None outside a LangGraph task
+        (LangGraph not imported, no runnable config, no scratchpad) or when the task resumes nothing.
+        Read without consuming anything and without importing LangGraph.
+    """
+    config_module = _module("langchain_core.runnables.config")
+    if config_module is None or _module("langgraph.types") is None:
+        return None
+    try:
+        config = config_module.var_child_runnable_config.get()
+        scratchpad = (config or {}).get("configurable", {}).get("__pregel_scratchpad")
+        if scratchpad is None:
+            return None
+        values = list(scratchpad.resume)
+        if not values:
+            pending = scratchpad.get_null_resume(False)
+            values = [] if pending is None else [pending]
+    except Exception:  # another LangGraph's internals: record the call as before
+        return None
+    return values or None
 
 
 def _interrupt(payload: dict[str, Any]) -> BaseException | None:

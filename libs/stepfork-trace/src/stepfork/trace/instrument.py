@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
@@ -24,6 +25,7 @@ from typing import Any, TypeVar, cast, overload
 from stepfork.trace import boundary as _boundary
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.context_args import EXCLUDED_KEY, is_context_value
+from stepfork.trace.control_flow import RESUME_KEY, resume_values
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -191,13 +193,18 @@ class _ToolSpec:
 
     def _without_context(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """``arguments`` minus the context arguments (stepfork.trace.context_args), which are listed under
-        ``"$excluded"``; the same dict when there are none."""
+        ``"$excluded"``, plus the LangGraph task's resume values under ``"$resume"``
+        (stepfork.trace.control_flow.resume_values); the same dict when there are neither."""
         context = self._context
         dropped = [n for n, v in arguments.items() if n in context or is_context_value(v)]
-        if not dropped:
+        resumed = resume_values() if "langgraph.types" in sys.modules else None
+        if not dropped and resumed is None:
             return arguments
         kept = {n: v for n, v in arguments.items() if n not in dropped}
-        kept[EXCLUDED_KEY] = sorted(dropped)
+        if dropped:
+            kept[EXCLUDED_KEY] = sorted(dropped)
+        if resumed is not None:  # interrupt()'s answers are an input of the call (control_flow.py)
+            kept[RESUME_KEY] = resumed
         return kept
 
     def _fast_bind(
