@@ -63,6 +63,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     elif getattr(config.option, "numprocesses", None):
         terminalreporter.write_line(_SLOW_HINT[0].upper() + _SLOW_HINT[1:])
 
+
 # The bundles an earlier public implementation wrote (schema 0.1), copied into the repository with their
 # PROVENANCE.md so the suite runs from a plain clone (tests/test_self_contained.py keeps it so).
 REFERENCE = Path(__file__).resolve().parent / "interop" / "data" / "reference-bundles"

@@ -6,7 +6,7 @@ human to approve with ``interrupt(...)``, a checkpointer, and a second ``invoke`
 (stepfork.trace.control_flow); a replay raises LangGraph's own ``GraphInterrupt`` with that payload, so the
 graph pauses where it paused, and resumes. The chat model is LangChain's ``GenericFakeChatModel``.
 
-    python hitl_agent.py record run.sftrace
+    python hitl_agent.py record run.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay run.sftrace --entrypoint hitl_agent:run_agent
 """
 
@@ -25,7 +25,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import record, trace_tool
+from stepfork.trace import TraceStorageError, record, trace_tool
 
 QUESTION = "Book me the Hotel Lutetia in Paris."
 DECISION = {"type": "accept"}
@@ -91,16 +91,35 @@ def run_agent(question: str = QUESTION, decision: dict[str, Any] | None = None) 
     return {"asked": pending, "tool": tools, "answer": done["messages"][-1].content}
 
 
-def record_run(bundle: str, question: str = QUESTION) -> dict[str, Any]:
-    with record("langgraph-hitl", output=bundle, overwrite=True, run_input=question) as session:
+def record_run(bundle: str, question: str = QUESTION, *, overwrite: bool = False) -> dict[str, Any]:
+    """Run the agent on ``question`` under ``stepfork.record`` into ``bundle``; return its result.
+    An existing bundle is replaced only with ``overwrite`` (else ``TraceStorageError``, code
+    ``already_exists``, before the agent runs)."""
+    with record("langgraph-hitl", output=bundle, overwrite=overwrite, run_input=question) as session:
         result = run_agent(question)
         session.set_output(result)
     return result
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python hitl_agent.py record BUNDLE.sftrace")
-    import hitl_agent
+def main(argv: list[str]) -> int:
+    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
+    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] != "record":
+        print("usage: python hitl_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
+        return 2
+    import hitl_agent  # record through the imported module (tagged values name their class)
 
-    print(json.dumps(hitl_agent.record_run(sys.argv[2])))
+    try:
+        print(json.dumps(hitl_agent.record_run(args[1], overwrite="--overwrite" in argv)))
+    except TraceStorageError as exc:  # record() refuses before the agent runs
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -114,7 +114,8 @@ def test_an_entrypoint_needing_a_parameter_the_run_did_not_record_could_not_exec
     exported = run_cli("export", "oslo.sftrace", "-e", "weather:forecast", "-o", "test_r.py", cwd=project)
     assert exported.code == 0, exported.text
     agent = project / "weather.py"  # the agent changes after the test was written
-    agent.write_text(agent.read_text().replace("def forecast(city: str,", "def forecast(city: str, region: str,"))
+    changed = agent.read_text().replace("def forecast(city: str,", "def forecast(city: str, region: str,")
+    agent.write_text(changed)
     result = run_cli("run", "test_r.py", "--json", cwd=project)
     assert result.code == 2, result.text
     receipt = json.loads(result.out)
