@@ -4,7 +4,7 @@ The client is an ordinary ``anthropic.Anthropic`` whose HTTP transport is the lo
 ``fake_anthropic.py`` (a ``tool_use`` turn, a final turn, a streamed answer); no network, no key. One line
 instruments it: ``instrument_anthropic(client)``.
 
-    python anthropic_agent.py record weather.sftrace
+    python anthropic_agent.py record weather.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay weather.sftrace --entrypoint anthropic_agent:run_agent
 """
 
@@ -19,7 +19,7 @@ import httpx2
 from fake_anthropic import FakeAnthropic
 
 from stepfork.integrations.anthropic import instrument_anthropic
-from stepfork.trace import record, trace_tool
+from stepfork.trace import TraceStorageError, record, trace_tool
 
 MODEL = "claude-sonnet-5-5"
 QUESTION = "Should I take an umbrella in Paris today?"
@@ -71,17 +71,35 @@ def run_agent(question: str = QUESTION) -> dict[str, Any]:
     return {"answer": answer, "streamed": streamed, "tool_calls": tool_calls}
 
 
-def record_run(bundle: str) -> dict[str, Any]:
-    """Run the agent under ``stepfork.record`` into ``bundle``; return its result."""
-    with record("anthropic-weather-agent", output=bundle, overwrite=True, run_input=QUESTION) as session:
+def record_run(bundle: str, *, overwrite: bool = False) -> dict[str, Any]:
+    """Run the agent under ``stepfork.record`` into ``bundle``; return its result.
+    An existing bundle is replaced only with ``overwrite`` (else ``TraceStorageError``, code
+    ``already_exists``, before the agent runs)."""
+    with record("anthropic-weather-agent", output=bundle, overwrite=overwrite, run_input=QUESTION) as session:
         result = run_agent()
         session.set_output(result)
     return result
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python anthropic_agent.py record BUNDLE.sftrace")
+def main(argv: list[str]) -> int:
+    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
+    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] != "record":
+        print("usage: python anthropic_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
+        return 2
     import anthropic_agent  # record through the imported module (tagged values name their class)
 
-    print(json.dumps(anthropic_agent.record_run(sys.argv[2])))
+    try:
+        print(json.dumps(anthropic_agent.record_run(args[1], overwrite="--overwrite" in argv)))
+    except TraceStorageError as exc:  # record() refuses before the agent runs
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

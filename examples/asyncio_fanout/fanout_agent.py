@@ -7,7 +7,7 @@ weather service a dict. ``run_nordic`` is the same agent on a trip whose first c
 fails, and ``stepfork minimize`` reduces its 11 events to the 7 that reproduce the failure (the LLM call and
 the one bad tool call).
 
-    python fanout_agent.py record run.sftrace            # or: record-nordic failing.sftrace
+    python fanout_agent.py record run.sftrace  # or: record-nordic failing.sftrace; --overwrite replaces
     stepfork replay run.sftrace --entrypoint fanout_agent:run_agent
 """
 
@@ -18,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-from stepfork.trace import LLMOutput, allm_request, record, trace_tool
+from stepfork.trace import LLMOutput, TraceStorageError, allm_request, record, trace_tool
 
 PROMPT = "Compare the weather in three cities for a city break."
 NORDIC = "Compare the weather in three Nordic capitals."
@@ -69,25 +69,47 @@ def run_nordic() -> dict[str, Any]:
     return asyncio.run(arun(NORDIC))
 
 
-def record_run(bundle: str, prompt: str = PROMPT) -> Any:
-    """Record the agent on ``prompt`` into ``bundle``; return its output (or the failure's message)."""
+def record_run(bundle: str, prompt: str = PROMPT, *, overwrite: bool = False) -> Any:
+    """Record the agent on ``prompt`` into ``bundle``; return its output (or the failure's message).
+    An existing bundle is replaced only with ``overwrite`` (else ``TraceStorageError``, code
+    ``already_exists``, before the agent runs)."""
 
     async def main() -> Any:
-        async with record("fanout-agent", output=bundle, overwrite=True, run_input=prompt) as session:
+        async with record("fanout-agent", output=bundle, overwrite=overwrite, run_input=prompt) as session:
             output = await arun(prompt)
             session.set_output(output)
         return output
 
     try:
         return asyncio.run(main())
+    except TraceStorageError:  # a ValueError too: the bundle was not written, the agent did not fail
+        raise
     except ValueError as exc:
         return {"failed": str(exc)}
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("record", "record-nordic"):
-        sys.exit("usage: python fanout_agent.py record|record-nordic BUNDLE.sftrace")
-    import fanout_agent
+def main(argv: list[str]) -> int:
+    """``record|record-nordic BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2
+    with one line for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever
+    replaced silently)."""
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] not in ("record", "record-nordic"):
+        usage = "usage: python fanout_agent.py record|record-nordic BUNDLE.sftrace [--overwrite]"
+        print(usage, file=sys.stderr)
+        return 2
+    import fanout_agent  # record through the imported module (tagged values name their class)
 
-    prompt = NORDIC if sys.argv[1] == "record-nordic" else PROMPT
-    print(json.dumps(fanout_agent.record_run(sys.argv[2], prompt)))
+    prompt = NORDIC if args[0] == "record-nordic" else PROMPT
+    try:
+        print(json.dumps(fanout_agent.record_run(args[1], prompt, overwrite="--overwrite" in argv)))
+    except TraceStorageError as exc:  # record() refuses before the agent runs
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

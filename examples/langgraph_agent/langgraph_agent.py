@@ -4,7 +4,7 @@ A two-node graph (``agent`` -> ``tools`` -> ``agent``) on LangChain's own test c
 (``GenericFakeChatModel``, scripted: a ``get_weather`` tool call, then the answer); no network, no key.
 The model is wrapped once, ``instrument_chat_model(model)``; the tool is ``@tool`` over ``@trace_tool``.
 
-    python langgraph_agent.py record weather.sftrace
+    python langgraph_agent.py record weather.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay weather.sftrace --entrypoint langgraph_agent:run_agent
 """
 
@@ -21,7 +21,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import record, trace_tool
+from stepfork.trace import TraceStorageError, record, trace_tool
 
 QUESTION = "Should I take an umbrella in Paris today?"
 
@@ -80,17 +80,35 @@ def run_agent(question: str = QUESTION, model: Any = None) -> dict[str, Any]:
     return {"answer": messages[-1].content, "steps": [type(m).__name__ for m in messages]}
 
 
-def record_run(bundle: str) -> dict[str, Any]:
-    """Run the agent under ``stepfork.record`` into ``bundle``; return its result."""
-    with record("langgraph-weather-agent", output=bundle, overwrite=True, run_input=QUESTION) as session:
+def record_run(bundle: str, *, overwrite: bool = False) -> dict[str, Any]:
+    """Run the agent under ``stepfork.record`` into ``bundle``; return its result.
+    An existing bundle is replaced only with ``overwrite`` (else ``TraceStorageError``, code
+    ``already_exists``, before the agent runs)."""
+    with record("langgraph-weather-agent", output=bundle, overwrite=overwrite, run_input=QUESTION) as session:
         result = run_agent()
         session.set_output(result)
     return result
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python langgraph_agent.py record BUNDLE.sftrace")
+def main(argv: list[str]) -> int:
+    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
+    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] != "record":
+        print("usage: python langgraph_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
+        return 2
     import langgraph_agent  # record through the imported module (tagged values name their class)
 
-    print(json.dumps(langgraph_agent.record_run(sys.argv[2])))
+    try:
+        print(json.dumps(langgraph_agent.record_run(args[1], overwrite="--overwrite" in argv)))
+    except TraceStorageError as exc:  # record() refuses before the agent runs
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -6,7 +6,7 @@ human to approve with ``interrupt(...)``, a checkpointer, and a second ``invoke`
 (stepfork.trace.control_flow); a replay raises LangGraph's own ``GraphInterrupt`` with that payload, so the
 graph pauses where it paused, and resumes. The chat model is LangChain's ``GenericFakeChatModel``.
 
-    python hitl_agent.py record run.sftrace
+    python hitl_agent.py record run.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay run.sftrace --entrypoint hitl_agent:run_agent
 
 The resumed run on its own, as a service records it (one run per ``invoke``): its input is the
@@ -31,7 +31,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import record, trace_tool
+from stepfork.trace import TraceStorageError, record, trace_tool
 
 QUESTION = "Book me the Hotel Lutetia in Paris."
 DECISION = {"type": "accept"}
@@ -118,26 +118,48 @@ def resume_agent(command: Command) -> dict[str, Any]:
     return {"tool": tools, "answer": done["messages"][-1].content}
 
 
-def record_resumed_run(bundle: str, decision: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Record the resumed run into ``bundle``, its ``Command(resume=decision)`` as the run's input."""
+def record_resumed_run(
+    bundle: str, decision: dict[str, Any] | None = None, *, overwrite: bool = False
+) -> dict[str, Any]:
+    """Record the resumed run into ``bundle``, its ``Command(resume=decision)`` as the run's input.
+    An existing bundle is replaced only with ``overwrite``."""
     command = Command(resume=decision or DECISION)
-    with record("langgraph-hitl-resume", output=bundle, overwrite=True, run_input=command) as session:
+    with record("langgraph-hitl-resume", output=bundle, overwrite=overwrite, run_input=command) as session:
         result = resume_agent(command)
         session.set_output(result)
     return result
 
 
-def record_run(bundle: str, question: str = QUESTION) -> dict[str, Any]:
-    with record("langgraph-hitl", output=bundle, overwrite=True, run_input=question) as session:
+def record_run(bundle: str, question: str = QUESTION, *, overwrite: bool = False) -> dict[str, Any]:
+    """Run the agent on ``question`` under ``stepfork.record`` into ``bundle``; return its result.
+    An existing bundle is replaced only with ``overwrite`` (else ``TraceStorageError``, code
+    ``already_exists``, before the agent runs)."""
+    with record("langgraph-hitl", output=bundle, overwrite=overwrite, run_input=question) as session:
         result = run_agent(question)
         session.set_output(result)
     return result
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("record", "resume"):
-        sys.exit("usage: python hitl_agent.py record|resume BUNDLE.sftrace")
-    import hitl_agent
+def main(argv: list[str]) -> int:
+    """``record|resume BUNDLE.sftrace [--overwrite]``: record the first or the resumed run and print the result as JSON; exit 2 with one line
+    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] not in ("record", "resume"):
+        print("usage: python hitl_agent.py record|resume BUNDLE.sftrace [--overwrite]", file=sys.stderr)
+        return 2
+    import hitl_agent  # record through the imported module (tagged values name their class)
 
-    recorder = hitl_agent.record_run if sys.argv[1] == "record" else hitl_agent.record_resumed_run
-    print(json.dumps(recorder(sys.argv[2])))
+    recorder = hitl_agent.record_run if args[0] == "record" else hitl_agent.record_resumed_run
+    try:
+        print(json.dumps(recorder(args[1], overwrite="--overwrite" in argv)))
+    except TraceStorageError as exc:  # record() refuses before the agent runs
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

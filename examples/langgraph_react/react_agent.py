@@ -6,7 +6,7 @@ recorder, or a replay, in any order. The default replay ordering (``auto``) matc
 because ``concurrency.json`` shows they were made from pool threads. The chat model is LangChain's
 ``GenericFakeChatModel`` (scripted); no network.
 
-    python react_agent.py record run.sftrace
+    python react_agent.py record run.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay run.sftrace --entrypoint react_agent:run_agent
 """
 
@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import record, trace_tool
+from stepfork.trace import TraceStorageError, record, trace_tool
 
 QUESTION = "Plan my Tuesday in Paris: weather, a museum and a restaurant."
 
@@ -100,17 +100,35 @@ def run_agent(question: str = QUESTION, model: Any = None) -> dict[str, Any]:
     return {"answer": messages[-1].content, "tools": tools}
 
 
-def record_run(bundle: str, question: str = QUESTION) -> dict[str, Any]:
-    """Run the agent under ``stepfork.record`` into ``bundle``; return its result."""
-    with record("langgraph-react-agent", output=bundle, overwrite=True, run_input=question) as session:
+def record_run(bundle: str, question: str = QUESTION, *, overwrite: bool = False) -> dict[str, Any]:
+    """Run the agent under ``stepfork.record`` into ``bundle``; return its result.
+    An existing bundle is replaced only with ``overwrite`` (else ``TraceStorageError``, code
+    ``already_exists``, before the agent runs)."""
+    with record("langgraph-react-agent", output=bundle, overwrite=overwrite, run_input=question) as session:
         result = run_agent(question)
         session.set_output(result)
     return result
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python react_agent.py record BUNDLE.sftrace")
+def main(argv: list[str]) -> int:
+    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
+    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] != "record":
+        print("usage: python react_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
+        return 2
     import react_agent  # record through the imported module (tagged values name their class)
 
-    print(json.dumps(react_agent.record_run(sys.argv[2])))
+    try:
+        print(json.dumps(react_agent.record_run(args[1], overwrite="--overwrite" in argv)))
+    except TraceStorageError as exc:  # record() refuses before the agent runs
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -7,7 +7,7 @@ key. One line instruments it: ``instrument_openai(client)``. The agent asks the 
 report from a worker thread with a bearer token in an unremarkable field (redacted, C5), streams the final
 answer and summarizes it with the Responses API.
 
-    python openai_agent.py record weather.sftrace
+    python openai_agent.py record weather.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay weather.sftrace --entrypoint openai_agent:run_agent
 """
 
@@ -25,7 +25,7 @@ import openai
 from fake_openai import FakeOpenAI
 
 from stepfork.integrations.openai import instrument_openai
-from stepfork.trace import record, trace_tool
+from stepfork.trace import TraceStorageError, record, trace_tool
 
 MODEL = "gpt-4o-mini"
 QUESTION = "Should I take an umbrella in Paris today?"
@@ -109,19 +109,37 @@ def run_agent(question: str = QUESTION) -> dict[str, Any]:
     }
 
 
-def record_run(bundle: str) -> dict[str, Any]:
-    """Run the agent under ``stepfork.record`` into ``bundle``; return its result."""
-    with record("openai-weather-agent", output=bundle, overwrite=True, run_input=QUESTION) as session:
+def record_run(bundle: str, *, overwrite: bool = False) -> dict[str, Any]:
+    """Run the agent under ``stepfork.record`` into ``bundle``; return its result.
+    An existing bundle is replaced only with ``overwrite`` (else ``TraceStorageError``, code
+    ``already_exists``, before the agent runs)."""
+    with record("openai-weather-agent", output=bundle, overwrite=overwrite, run_input=QUESTION) as session:
         result = run_agent()
         session.set_output(result)
     return result
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python openai_agent.py record BUNDLE.sftrace")
+def main(argv: list[str]) -> int:
+    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
+    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] != "record":
+        print("usage: python openai_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
+        return 2
     # Run through the imported module, not __main__: tagged values name their class ("openai_agent.Report")
     # and that name is part of the recorded input a replay compares.
     import openai_agent
 
-    print(json.dumps(openai_agent.record_run(sys.argv[2])))
+    try:
+        print(json.dumps(openai_agent.record_run(args[1], overwrite="--overwrite" in argv)))
+    except TraceStorageError as exc:  # record() refuses before the agent runs
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

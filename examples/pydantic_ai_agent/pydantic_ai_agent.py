@@ -4,7 +4,7 @@ The agent runs on pydantic-ai's own test model, ``FunctionModel`` (scripted: a `
 then the answer); no network, no key. The model is wrapped once, ``instrument_model(model)``; the tool is
 ``@agent.tool_plain`` over ``@trace_tool``.
 
-    python pydantic_ai_agent.py record weather.sftrace
+    python pydantic_ai_agent.py record weather.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay weather.sftrace --entrypoint pydantic_ai_agent:run_agent
 """
 
@@ -19,7 +19,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from stepfork.integrations.pydantic_ai import instrument_model
-from stepfork.trace import record, trace_tool
+from stepfork.trace import TraceStorageError, record, trace_tool
 
 QUESTION = "Should I take an umbrella in Paris today?"
 
@@ -51,17 +51,36 @@ def run_agent(question: str = QUESTION) -> dict[str, Any]:
     return {"answer": result.output, "requests": requests}
 
 
-def record_run(bundle: str) -> dict[str, Any]:
-    """Run the agent under ``stepfork.record`` into ``bundle``; return its result."""
-    with record("pydantic-ai-weather-agent", output=bundle, overwrite=True, run_input=QUESTION) as session:
+def record_run(bundle: str, *, overwrite: bool = False) -> dict[str, Any]:
+    """Run the agent under ``stepfork.record`` into ``bundle``; return its result.
+    An existing bundle is replaced only with ``overwrite`` (else ``TraceStorageError``, code
+    ``already_exists``, before the agent runs)."""
+    name = "pydantic-ai-weather-agent"
+    with record(name, output=bundle, overwrite=overwrite, run_input=QUESTION) as session:
         result = run_agent()
         session.set_output(result)
     return result
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python pydantic_ai_agent.py record BUNDLE.sftrace")
+def main(argv: list[str]) -> int:
+    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
+    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] != "record":
+        print("usage: python pydantic_ai_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
+        return 2
     import pydantic_ai_agent  # record through the imported module (tagged values name their class)
 
-    print(json.dumps(pydantic_ai_agent.record_run(sys.argv[2])))
+    try:
+        print(json.dumps(pydantic_ai_agent.record_run(args[1], overwrite="--overwrite" in argv)))
+    except TraceStorageError as exc:  # record() refuses before the agent runs
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

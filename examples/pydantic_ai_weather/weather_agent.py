@@ -7,7 +7,7 @@ under each ``@agent.tool`` (the ``RunContext`` is left out of the recorded input
 model wrapped with ``instrument_model``, and no network: the model is pydantic-ai's ``FunctionModel``
 (scripted turns) and the demo endpoints are served by an ``httpx.MockTransport``.
 
-    python weather_agent.py record weather.sftrace
+    python weather_agent.py record weather.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay weather.sftrace --entrypoint weather_agent:run_agent
 """
 
@@ -26,7 +26,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from stepfork.integrations.pydantic_ai import instrument_model
-from stepfork.trace import record, trace_tool
+from stepfork.trace import TraceStorageError, record, trace_tool
 
 PROMPT = "What is the weather like in London and in Wiltshire?"
 
@@ -152,11 +152,14 @@ def run_agent() -> dict[str, Any]:
     return asyncio.run(arun_agent())
 
 
-def record_run(bundle: str, prompt: str = PROMPT) -> dict[str, Any]:
-    """Run the agent under ``stepfork.record`` into ``bundle``; return its output."""
+def record_run(bundle: str, prompt: str = PROMPT, *, overwrite: bool = False) -> dict[str, Any]:
+    """Run the agent under ``stepfork.record`` into ``bundle``; return its output.
+    An existing bundle is replaced only with ``overwrite`` (else ``TraceStorageError``, code
+    ``already_exists``, before the agent runs)."""
 
     async def main() -> dict[str, Any]:
-        async with record("pydantic-ai-weather", output=bundle, overwrite=True, run_input=prompt) as session:
+        name = "pydantic-ai-weather"
+        async with record(name, output=bundle, overwrite=overwrite, run_input=prompt) as session:
             output = await arun_agent(prompt)
             session.set_output(output)
         return output
@@ -164,9 +167,25 @@ def record_run(bundle: str, prompt: str = PROMPT) -> dict[str, Any]:
     return asyncio.run(main())
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python weather_agent.py record BUNDLE.sftrace")
+def main(argv: list[str]) -> int:
+    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
+    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
+    args = [arg for arg in argv if arg != "--overwrite"]
+    if len(args) != 2 or args[0] != "record":
+        print("usage: python weather_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
+        return 2
     import weather_agent  # record through the imported module (tagged values name their class)
 
-    print(json.dumps(weather_agent.record_run(sys.argv[2])))
+    try:
+        print(json.dumps(weather_agent.record_run(args[1], overwrite="--overwrite" in argv)))
+    except TraceStorageError as exc:  # record() refuses before the agent runs
+        if exc.code == "already_exists":
+            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
+        else:
+            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -104,13 +104,30 @@ _UNCALLABLE = (
 
 def test_an_entrypoint_needing_a_parameter_the_run_did_not_record_could_not_execute(project: Path) -> None:
     """Not FAILED (a caught regression) and not DIVERGED: the check cannot run; one line names the
-    parameter."""
+    parameter. ``export`` refuses it with the same line, before writing; a test exported before the agent
+    gained the parameter reports could_not_execute when it runs."""
     replayed = run_cli("replay", "oslo.sftrace", "-e", "weather:regional", cwd=project)
     assert (replayed.code, replayed.err, replayed.out) == (2, _UNCALLABLE + "\n", "")
-    exported = run_cli("export", "oslo.sftrace", "-e", "weather:regional", "-o", "test_r.py", cwd=project)
+    refused = run_cli("export", "oslo.sftrace", "-e", "weather:regional", "-o", "test_r.py", cwd=project)
+    assert (refused.code, refused.err, refused.out) == (2, _UNCALLABLE + "\n", "")
+    assert not (project / "test_r.py").exists()
+    exported = run_cli("export", "oslo.sftrace", "-e", "weather:forecast", "-o", "test_r.py", cwd=project)
     assert exported.code == 0, exported.text
+    agent = project / "weather.py"  # the agent changes after the test was written
+    changed = agent.read_text().replace("def forecast(city: str,", "def forecast(city: str, region: str,")
+    agent.write_text(changed)
     result = run_cli("run", "test_r.py", "--json", cwd=project)
     assert result.code == 2, result.text
     receipt = json.loads(result.out)
     assert (receipt["verdict"], receipt["reason"]) == ("could_not_execute", "entrypoint_uncallable")
-    assert receipt["detail"] == _UNCALLABLE + "; the check cannot run, so this is not a regression"
+    assert receipt["detail"] == _UNCALLABLE.replace("regional", "forecast") + (
+        "; the check cannot run, so this is not a regression"
+    )
+
+
+def test_export_checks_the_entrypoint_it_can_import_only(project: Path) -> None:
+    """An entrypoint that does not import here is left to the test, as before: export writes it (the
+    parameter check needs the function, and only the named entrypoint is ever imported)."""
+    exported = run_cli("export", "oslo.sftrace", "-e", "elsewhere:run", "-o", "test_e.py", cwd=project)
+    assert exported.code == 0, exported.text
+    assert (project / "test_e.py").is_file()

@@ -366,6 +366,7 @@ def export_pytest_test(
     ordering: str = "auto",
     ignore: Mapping[str, list[str]] | None = None,
     command: Sequence[str] | None = None,
+    check_call: bool = False,
 ) -> ExportResult:
     """Validate the bundle strictly, generate the test and write it atomically.
 
@@ -380,6 +381,8 @@ def export_pytest_test(
     ``raise_as``: ``{recorded error type: "MODULE:CLASS"}`` written as RAISE_AS (nothing is imported
     here); keys are matched against the failures the replay serves by stepfork.replay.raise_as's rules:
     an ambiguous pair is refused, a key matching nothing is reported in ``raise_as_unmatched``.
+    ``check_call`` (the CLI sets it): import ``entrypoint`` from ``import_root`` and refuse it when the
+    recorded run input cannot call it (:func:`stepfork.analysis._export_call.check_entrypoint_call`).
 
     Returns:
         an :class:`ExportResult` (``expectation_source`` says which expectation was embedded).
@@ -389,7 +392,9 @@ def export_pytest_test(
             integrity verification (integrity.json digests, stored payload hashes; a legacy bundle
             without them passes), checked after the entrypoint's form; the codes of
             :func:`generate_pytest_source` (``invalid_option`` also for two ``raise_as`` keys
-            matching one recorded type), ``write_failed`` on an OS error.
+            matching one recorded type), ``write_failed`` on an OS error, ``missing_argument`` (with
+            ``check_call``) when a required parameter of the entrypoint gets no value from the recorded
+            run input (replay's one line).
         ExportExistsError: the destination exists and ``overwrite`` is false (never overwritten).
     """
     from stepfork.trace.bundle import Trace
@@ -415,6 +420,10 @@ def export_pytest_test(
             code="invalid_option",
         )
     unmatched = _raise_as_unmatched(raise_as, trace, mode, live_llms)
+    if check_call and command is None:
+        from stepfork.analysis._export_call import check_entrypoint_call
+
+        check_entrypoint_call(trace, entrypoint, Path.cwd() if import_root is None else import_root)
 
     source_kind = "file"
     if command is not None:

@@ -4,7 +4,8 @@
 Exit 0 written; 1 when the destination exists or the write fails; 2 for bad input (non-pytest format,
 missing entrypoint or one that is not ``MODULE:FUNCTION`` (replay's two lines), invalid mode, strict
 validation or integrity verification failed, bad expectation JSON, a ``--raise-as`` value that is not
-``TYPE=MODULE:CLASS`` or two matching one recorded type) (notes section 4 table).
+``TYPE=MODULE:CLASS`` or two matching one recorded type, an entrypoint with a required parameter the
+recorded run input gives no value for (replay's one line)) (notes section 4 table).
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ def export(
             ordering=ordering,
             ignore=ignored_paths,
             command=command or None,
+            check_call=True,  # refuse an entrypoint the recorded run input cannot call, as replay does
         )
     except ExportError as exc:
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)
