@@ -73,8 +73,17 @@ def test_credentials_are_never_part_of_the_input_and_answer_headers_are() -> Non
 
 
 header_names = st.sampled_from(
-    ["Authorization", "x-api-key", "Anthropic-Version", "anthropic-beta", "OpenAI-Beta", "Content-Type",
-     "content-type", "X-Stainless-Retry-Count", "accept"]
+    [
+        "Authorization",
+        "x-api-key",
+        "Anthropic-Version",
+        "anthropic-beta",
+        "OpenAI-Beta",
+        "Content-Type",
+        "content-type",
+        "X-Stainless-Retry-Count",
+        "accept",
+    ]
 )
 
 

@@ -65,7 +65,9 @@ def test_a_call_that_only_reads_its_output_gets_the_checked_recorded_value(tmp_p
         tagged = session.handle(BoundaryCall("tool", "lookup", {"n": 1}, reads_output=True), body)
         copied = session.handle(BoundaryCall("tool", "lookup", {"n": 2}), body)
         recorded = session.calls
-    assert first is recorded[0].output and first == {"zeta": [1, {"k": "v"}]}
+    assert first is recorded[0].output
+    assert first == {"zeta": [1, {"k": "v"}]}
     assert tagged == {"raw": b"\x00"}  # decoded from its tagged form, not the tag itself
-    assert copied == {"zeta": 2} and copied is not recorded[2].output
+    assert copied == {"zeta": 2}
+    assert copied is not recorded[2].output
     session.verify_complete()
