@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stepfork.integrations._http_exchange import (
     SSEParser,
+    answer_headers,
+    body_input,
     encode_event,
     events_usage,
     provider_for,
@@ -68,6 +70,37 @@ def test_credentials_are_never_part_of_the_input_and_answer_headers_are() -> Non
         "headers": {"anthropic-version": "2023-06-01"},
         "body": {"model": "m"},
     }
+
+
+header_names = st.sampled_from(
+    [
+        "Authorization",
+        "x-api-key",
+        "Anthropic-Version",
+        "anthropic-beta",
+        "OpenAI-Beta",
+        "Content-Type",
+        "content-type",
+        "X-Stainless-Retry-Count",
+        "accept",
+    ]
+)
+
+
+@settings(deadline=None)  # the first example imports httpx2
+@given(st.lists(st.tuples(header_names, st.text(st.characters(min_codepoint=32, max_codepoint=126)))))
+def test_raw_header_scan_describes_the_request_as_the_text_headers_do(pairs: list[tuple[str, str]]) -> None:
+    """What the capture reads from ``Headers.raw`` (one pass over bytes) is what ``request_input`` makes
+    of the decoded headers, and the content type is what ``Headers.get`` joins."""
+    import httpx2
+
+    headers = httpx2.Headers(pairs)
+    kept, content_type = answer_headers(headers.raw, headers.encoding)
+    assert content_type == headers.get("content-type")
+    body = b'{"model": "m"}'
+    assert body_input("post", "/v1/x", kept, body, content_type) == request_input(
+        "post", "/v1/x", headers.multi_items(), body, headers.get("content-type")
+    )
 
 
 def test_response_headers_keep_what_the_sdk_reads() -> None:

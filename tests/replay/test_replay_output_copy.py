@@ -44,3 +44,30 @@ def test_unannotated_outputs_replay_as_fresh_equal_copies(tmp_path: Path) -> Non
     assert str(replayed[0]["alpha"][0]["x"]) == "-0.0"
     served = [e.output for e in again if e.type.value == "tool_result"]
     assert served[0]["alpha"][0]["y"] == 0.1
+
+
+def test_a_call_that_only_reads_its_output_gets_the_checked_recorded_value(tmp_path: Path) -> None:
+    """``BoundaryCall(reads_output=True)`` (the HTTP capture): the recorded JSON itself, no copy, once its
+    fingerprint was checked; a tagged output is still decoded, and other calls still get copies."""
+    from stepfork.trace.boundary import BoundaryCall
+
+    OUTPUTS[:] = [{"zeta": [1, {"k": "v"}]}, {"raw": b"\x00"}, {"zeta": 2}]
+    bundle = tmp_path / "borrow.sftrace"
+    with record("borrow", output=bundle):
+        for n in range(len(OUTPUTS)):
+            lookup(n)
+
+    def body() -> Any:
+        raise AssertionError("a frozen replay never runs the body")
+
+    with ReplaySession.from_trace(bundle) as session:
+        first = session.handle(BoundaryCall("tool", "lookup", {"n": 0}, reads_output=True), body)
+        tagged = session.handle(BoundaryCall("tool", "lookup", {"n": 1}, reads_output=True), body)
+        copied = session.handle(BoundaryCall("tool", "lookup", {"n": 2}), body)
+        recorded = session.calls
+    assert first is recorded[0].output
+    assert first == {"zeta": [1, {"k": "v"}]}
+    assert tagged == {"raw": b"\x00"}  # decoded from its tagged form, not the tag itself
+    assert copied == {"zeta": 2}
+    assert copied is not recorded[2].output
+    session.verify_complete()

@@ -334,8 +334,11 @@ def test_boundary_call_is_a_frozen_dataclass_built_by_position_or_keyword() -> N
         "replay_policy",
         "return_type",
         "function",
+        "reads_output",
     ]
     defaults = BoundaryCall("tool", "search", [])
+    assert defaults.reads_output is False
+    assert dataclasses.replace(defaults, reads_output=True).reads_output is True
     assert (defaults.provider, defaults.model, defaults.replay_policy) == (None, None, "frozen")
     assert (defaults.return_type, defaults.function, defaults.label) == (None, None, "search")
     assert dataclasses.replace(defaults, input=[1]).input == [1]

@@ -33,7 +33,7 @@ from stepfork.replay.diagnostics import (
 from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
-from stepfork.trace.canonical import canonical_json, fingerprint
+from stepfork.trace.canonical import canonical_json
 from stepfork.trace.jsonable import take_plain_facts
 from stepfork.trace.redaction import redact_json
 
@@ -383,8 +383,14 @@ def _same_plain_input(expected: RecordedCall, live: LiveInput) -> bool:
     return recorded == data and (expected.input_hash is None or _sha(data) == expected.input_hash)
 
 
-def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> None:
+def check_outcome(
+    cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput
+) -> bytes | None:
     """Check that the recorded call has an outcome and that its stored output fingerprint is valid.
+
+    Returns:
+        the canonical bytes of the recorded output that were checked against ``output_hash``, or None
+        when the call has no stored output fingerprint (nothing was encoded).
 
     Raises:
         ReplayMismatchError: ``missing_result`` or ``invalid_output_fingerprint`` (``recommendation`` set).
@@ -395,9 +401,10 @@ def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall
             f"no captured result for recorded {expected.kind} {expected.label!r}",
             build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
         )
-    if expected.output_hash is not None and fingerprint(expected.output, assume_json=True) != (
-        expected.output_hash
-    ):
+    if expected.output_hash is None:
+        return None
+    data = canonical_json(expected.output, assume_json=True)
+    if _sha(data) != expected.output_hash:
         raise _mismatch(
             "invalid_output_fingerprint",
             f"invalid output fingerprint for recorded {expected.kind} {expected.label!r}: the stored "
@@ -405,6 +412,7 @@ def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall
             build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
             recommendation=INTEGRITY_HINT,
         )
+    return data
 
 
 def incomplete_error(remaining: tuple[str, ...], next_call: RecordedCall | None) -> ReplayExhaustedError:

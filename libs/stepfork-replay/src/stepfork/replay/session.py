@@ -426,8 +426,7 @@ class ReplaySession:
                     IgnoredDifference(expected.index, expected.step, expected.label, path, before, after)
                 )
             check_call_policy(mode, expected, call, live)
-            if not live_llm:
-                check_outcome(cursor, expected, call, live)
+            checked = None if live_llm else check_outcome(cursor, expected, call, live)
             execute = live_llm or (mode == "live" and expected.kind == "llm")
             if mode == "live" and expected.kind == "tool":
                 check_live_tool(self.allow_live_tools, expected, call, live)
@@ -438,7 +437,9 @@ class ReplaySession:
             return True, None
         if expected.status == "error":  # EventStatus.ERROR.value
             raise recorded_failure(expected, call, live, self._raise_as)
-        return False, rebuild_output(served, call, live)  # a mismatch diverges in _decide
+        # the checked bytes are those of expected.output, so only when that is the output served
+        checked = checked if served is expected else None
+        return False, rebuild_output(served, call, live, checked)  # a mismatch diverges in _decide
 
     def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
         """Serve or run a synchronous call (BoundaryHandler protocol); see the module docstring.

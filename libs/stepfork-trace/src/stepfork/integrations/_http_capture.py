@@ -65,15 +65,15 @@ class Capture:
         """The boundary call of ``request`` (its body already read) and, for a 0.2.0 recording being
         replayed, the legacy input it was matched with (else None)."""
         url = request.url
-        query = url.query.decode("ascii", errors="replace") if url.query else ""
-        path = url.path + (f"?{query}" if query else "")
+        bare = url.path
+        query = url.query
+        path = f"{bare}?{query.decode('ascii', errors='replace')}" if query else bare
         headers = request.headers
-        data = wire.request_input(
-            request.method, path, headers.multi_items(), request.content, headers.get("content-type")
-        )
+        kept, content_type = wire.answer_headers(headers.raw, headers.encoding)
+        data = wire.body_input(request.method, path, kept, request.content, content_type)
         model = wire.model_of(data["body"])
         legacy = wire.legacy_input(path, data["body"]) if _replays_legacy(handler) else None
-        name = model or f"{data['method']} {url.path}"
+        name = model or f"{data['method']} {bare}"
         call = BoundaryCall(
             kind="llm",
             name=name,
@@ -81,7 +81,8 @@ class Capture:
             provider=wire.provider_for(url.host, self.hosts, self.provider),
             input=legacy if legacy is not None else data,
             return_type=None,
-            function=f"{self.sdk[0] if self.sdk else self.lib.__name__}:{data['method']} {url.path}",
+            function=f"{self.sdk[0] if self.sdk else self.lib.__name__}:{data['method']} {bare}",
+            reads_output=True,  # replayed() only reads the output to build the response's bytes
         )
         return call, legacy
 

@@ -145,9 +145,36 @@ def request_input(
 ) -> dict[str, Any]:
     """The matched input of one request (module docstring); ``path`` includes the query string."""
     kept = {k.lower(): v for k, v in headers if k.lower() in ANSWER_HEADERS}
+    return body_input(method, path, kept, content, content_type)
+
+
+def body_input(
+    method: str, path: str, kept: dict[str, str], content: bytes, content_type: str | None
+) -> dict[str, Any]:
+    """:func:`request_input` with the answer-changing headers already chosen (``kept``, lower-case names)."""
     body = decode_body(content, content_type)
     value = body["json"] if body is not None and "json" in body else body
     return {"method": method.upper(), "path": path, "headers": kept, "body": value}
+
+
+_ANSWER_HEADERS_RAW = frozenset(name.encode("ascii") for name in ANSWER_HEADERS)
+
+
+def answer_headers(raw: Iterable[tuple[bytes, bytes]], encoding: str) -> tuple[dict[str, str], str | None]:
+    """``(kept, content_type)`` of raw request headers (``httpx.Headers.raw``, decoded with the headers'
+    ``encoding``): the :data:`ANSWER_HEADERS` by lower-case name, and the ``Content-Type`` (None when
+    absent). One pass over the byte pairs: decoding every header to text, as ``multi_items()`` does,
+    cost more than the rest of describing the request."""
+    kept: dict[str, str] = {}
+    content_types: list[bytes] = []
+    for key, value in raw:
+        low = key.lower()
+        if low in _ANSWER_HEADERS_RAW:
+            kept[low.decode(encoding)] = value.decode(encoding)  # the last one wins, as in a dict
+        elif low == b"content-type":
+            content_types.append(value)
+    # several values are joined with ", ", as Headers.get() joins them
+    return kept, b", ".join(content_types).decode(encoding) if content_types else None
 
 
 def legacy_input(path: str, body: Any) -> dict[str, Any] | None:
@@ -300,6 +327,14 @@ class SSEParser:
 
 def encode_event(event: Mapping[str, Any]) -> bytes:
     """The SSE bytes of one recorded event (one ``data:`` line per line of text)."""
+    data = event.get("data", _NO_DATA)
+    if data is not _NO_DATA and len(event) <= 2:  # most events: a JSON data line and maybe a name
+        line = b"data: " + orjson.dumps(data) + b"\n\n"  # JSON text holds no line break
+        if len(event) == 1:
+            return line
+        name = event.get("event")
+        if type(name) is str:
+            return b"event: " + name.encode("utf-8") + b"\n" + line
     lines: list[str] = []
     if "event" in event:
         lines.append(f"event: {event['event']}")
@@ -312,6 +347,9 @@ def encode_event(event: Mapping[str, Any]) -> bytes:
     elif "text" in event:
         lines.extend(f"data: {part}" for part in str(event["text"]).split("\n"))
     return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+_NO_DATA: Any = object()
 
 
 def sse_output(

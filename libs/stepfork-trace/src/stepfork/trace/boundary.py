@@ -53,6 +53,10 @@ class BoundaryCall:
             the declared type (``None`` when there is no annotation).
         function: the qualified name of the instrumented function (``module:qualname``), for
             diagnostics only; never imported.
+        reads_output: True when the caller only *reads* the value the handler returns (with
+            ``return_type`` None) and never changes it: replay may then hand back the recorded JSON
+            itself instead of a fresh copy. The HTTP capture sets it: it turns the output into response
+            bytes at once. False (default): the agent gets a value of its own.
     """
 
     kind: CallKind
@@ -63,6 +67,7 @@ class BoundaryCall:
     replay_policy: str = "frozen"
     return_type: Any = None
     function: str | None = None
+    reads_output: bool = False
 
     def __init__(
         self,
@@ -74,6 +79,7 @@ class BoundaryCall:
         replay_policy: str = "frozen",
         return_type: Any = None,
         function: str | None = None,
+        reads_output: bool = False,
     ) -> None:
         """Set the fields (see the class docstring); a missing ``kind``, ``name`` or ``input`` raises
         TypeError, as the generated dataclass ``__init__`` does, and the instance is frozen after."""
@@ -87,6 +93,7 @@ class BoundaryCall:
         _set_replay_policy(self, replay_policy)
         _set_return_type(self, return_type)
         _set_function(self, function)
+        _set_reads_output(self, reads_output)
 
     @property
     def label(self) -> str:
@@ -102,8 +109,8 @@ _slot: Any = BoundaryCall.__dict__  # the slot descriptors of the fields (set on
 _set_kind, _set_name, _set_input, _set_provider = (
     _slot[n].__set__ for n in ("kind", "name", "input", "provider")
 )
-_set_model, _set_replay_policy, _set_return_type, _set_function = (
-    _slot[n].__set__ for n in ("model", "replay_policy", "return_type", "function")
+_set_model, _set_replay_policy, _set_return_type, _set_function, _set_reads_output = (
+    _slot[n].__set__ for n in ("model", "replay_policy", "return_type", "function", "reads_output")
 )
 
 
