@@ -53,9 +53,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
@@ -66,11 +65,11 @@ SDK_DIVERGE_EVERY = 50  # 20 of 1,000: "a few diverging on purpose"
 OTHER_QUESTION = "Is it windy in Oslo?"
 
 
-@dataclass(frozen=True)
-class Agent:
+class Agent(NamedTuple):
     """One corpus: the example's files copied into the work directory, its entrypoint, and how its corpus
     is made (``make(out, count) -> {bundle: expected verdict}``, called with the work directory on
-    ``sys.path``)."""
+    ``sys.path``). A NamedTuple, not a dataclass: run_all.py executes this file without registering it in
+    ``sys.modules``, which dataclasses need."""
 
     name: str
     files: tuple[Path, ...]
@@ -132,7 +131,7 @@ AGENTS = {
     ),
     "anthropic": Agent(
         "anthropic",
-        (EXAMPLES / "anthropic_agent" / "anthropic_agent.py", EXAMPLES / "anthropic_agent" / "fake_anthropic.py"),
+        tuple(EXAMPLES / "anthropic_agent" / f for f in ("anthropic_agent.py", "fake_anthropic.py")),
         "anthropic_agent:run_agent",
         _sdk_corpus("anthropic_agent", "anthropic-weather-agent"),
         True,
@@ -198,7 +197,7 @@ def measure(agent: Agent, work: Path, count: int, rounds: int) -> dict[str, Any]
         bundles = sorted(expected)
         entry = agent.entrypoint
         warm = agent.sdk  # the SDK agents: the fair check starts from the loop's warmed state
-        in_process_loop(entry, bundles[:20], root)  # warm the imports and caches the loop would pay in round 1
+        in_process_loop(entry, bundles[:20], root)  # warm the imports and caches round 1 would pay
         samples: dict[str, list[float]] = {}
 
         def keep(key: str, value: float) -> None:
@@ -259,25 +258,32 @@ def measure(agent: Agent, work: Path, count: int, rounds: int) -> dict[str, Any]
     return figures
 
 
+def _row(label: str, seconds: float, text: str) -> None:
+    print(f"{label:<40}{seconds:8.2f} s  {text}")
+
+
 def _print(name: str, f: dict[str, Any]) -> None:
     warm = " warm" if f["warm"] else ""
-    print(f"== {name} ({f['entrypoint']}): {f['bundles']} bundles ({f['diverging']} diverging), load {f['load_average_1min']}")
-    print(f"{'  in-process loop (baseline)':<40}{f['loop_s']:8.2f} s  {f['replay_in_process_ms']:7.2f} ms/bundle")
-    print(f"{'  check --jobs 2' + warm:<40}{f['check_jobs2_s']:8.2f} s  {f['throughput_ratio_jobs2']:.2f}x the loop's throughput")
-    print(
-        f"{'    without the zygote start':<40}{f['check_jobs2_s'] - f['zygote_start_s']:8.2f} s  "
-        f"{f['throughput_ratio_jobs2_without_start']:.2f}x (zygote start {f['zygote_start_s']:.2f} s)"
+    head = f"{f['bundles']} bundles ({f['diverging']} diverging)"
+    print(f"== {name} ({f['entrypoint']}): {head}, load {f['load_average_1min']}")
+    _row("  in-process loop (baseline)", f["loop_s"], f"{f['replay_in_process_ms']:.2f} ms/bundle")
+    ratio = f["throughput_ratio_jobs2"]
+    _row(f"  check --jobs 2{warm}", f["check_jobs2_s"], f"{ratio:.2f}x the loop's throughput")
+    _row(
+        "    without the zygote start",
+        f["check_jobs2_s"] - f["zygote_start_s"],
+        f"{f['throughput_ratio_jobs2_without_start']:.2f}x (zygote start {f['zygote_start_s']:.2f} s)",
     )
     if "check_jobs2_cold_s" in f:
-        print(f"{'  check --jobs 2 (cold)':<40}{f['check_jobs2_cold_s']:8.2f} s  {f['throughput_ratio_jobs2_cold']:.2f}x")
+        _row("  check --jobs 2 (cold)", f["check_jobs2_cold_s"], f"{f['throughput_ratio_jobs2_cold']:.2f}x")
     if "check_jobs2_fork_per_bundle_s" in f:
-        print(
-            f"{'  check --jobs 2 --isolation bundle':<40}{f['check_jobs2_fork_per_bundle_s']:8.2f} s  "
-            f"{f['throughput_ratio_jobs2_fork_per_bundle']:.2f}x (a fork per bundle)"
-        )
-    print(
-        f"{'  check --jobs 1' + warm:<40}{f['check_jobs1_s']:8.2f} s  overhead {f['overhead_per_bundle_x_replay']:.2f}x "
-        f"one in-process replay per bundle ({f['overhead_per_bundle_x_replay_without_start']:.2f}x without the start)"
+        ratio = f["throughput_ratio_jobs2_fork_per_bundle"]
+        _row("  check --jobs 2 --isolation bundle", f["check_jobs2_fork_per_bundle_s"], f"{ratio:.2f}x")
+    _row(
+        f"  check --jobs 1{warm}",
+        f["check_jobs1_s"],
+        f"overhead {f['overhead_per_bundle_x_replay']:.2f}x one in-process replay per bundle "
+        f"({f['overhead_per_bundle_x_replay_without_start']:.2f}x without the start)",
     )
     print(
         f"{'  CPU per bundle: loop / check --jobs 1':<40}{f['cpu_loop_ms_per_bundle']:.2f} ms / "
@@ -290,7 +296,8 @@ def main(agents: list[str] | None = None, count: int = CORPUS_SIZE, rounds: int 
     """Run the benchmark for ``agents`` (names of ``AGENTS``; default ``STEPFORK_BENCH_CHECK_AGENTS`` or
     all); print a table per agent; write results/check.json; return ``{agent: figures}`` plus ``cpus``,
     ``rounds`` and ``targets``."""
-    names = agents or [a for a in os.environ.get("STEPFORK_BENCH_CHECK_AGENTS", ",".join(AGENTS)).split(",") if a]
+    chosen = os.environ.get("STEPFORK_BENCH_CHECK_AGENTS", ",".join(AGENTS))
+    names = agents or [a for a in chosen.split(",") if a]
     results: dict[str, Any] = {
         "cpus": os.cpu_count(),
         "rounds": rounds,
