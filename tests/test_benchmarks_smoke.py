@@ -42,3 +42,19 @@ def test_the_concurrency_benchmark_measures_every_workload_with_and_without_the_
     from stepfork.trace import concurrency
 
     assert concurrency.RECORD_FACTS is True  # the switch is always restored
+
+
+def test_the_check_benchmark_corpus_of_an_sdk_example_agent_gets_the_expected_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("anthropic")
+    bench = _load("bench_check")
+    monkeypatch.setattr(bench, "SDK_DIVERGE_EVERY", 2)  # the second bundle diverges on purpose
+    agent = bench.AGENTS["anthropic"]
+    for file in agent.files:
+        (tmp_path / file.name).write_bytes(file.read_bytes())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    expected = agent.make(tmp_path / "corpus", 2)
+    assert sorted(expected.values()) == ["DIVERGED", "MATCHED"]
+    _, _, verdicts = bench.in_process_loop(agent.entrypoint, sorted(expected), str(tmp_path))
+    assert verdicts == expected
