@@ -142,8 +142,8 @@ def record_run(bundle: str, question: str = QUESTION, *, overwrite: bool = False
 
 def main(argv: list[str]) -> int:
     """``record|resume BUNDLE.sftrace [--overwrite]``: record the first or the resumed run and print the
-    result as JSON; exit 2 with one line
-    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
+    result as JSON; exit 2 with one line for bad input, such as an existing bundle without ``--overwrite``
+    (nothing is ever replaced silently)."""
     args = [arg for arg in argv if arg != "--overwrite"]
     if len(args) != 2 or args[0] not in ("record", "resume"):
         print("usage: python hitl_agent.py record|resume BUNDLE.sftrace [--overwrite]", file=sys.stderr)
