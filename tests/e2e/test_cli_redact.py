@@ -107,7 +107,7 @@ def test_redact_refuses_in_place_and_existing_outputs(tmp_path: Path) -> None:
     shutil.copytree(GOLDEN / "successful_run.sftrace", source)
     same = run_cli("redact", source, "-o", source, "--overwrite")
     assert same.code == 2
-    assert "never in place" in same.err
+    assert "redact never writes over its input" in same.err
     copy = tmp_path / "copy.sftrace"
     assert run_cli("redact", source, "-o", copy).code == 0
     again = run_cli("redact", source, "-o", copy)

@@ -146,9 +146,16 @@ def write_atomically(destination: Path, source: str, *, overwrite: bool) -> None
     race); with it, ``os.replace`` replaces it.
 
     Raises:
+        ExportError: ``invalid_option`` when ``destination`` is a bundle or lies inside one, even with
+            ``overwrite`` (:func:`stepfork.trace._outputs.inside_bundle_problem`); ``write_failed`` on any
+            other OS error (directory, permissions, disk).
         ExportExistsError: ``destination`` exists and ``overwrite`` is false.
-        ExportError: ``write_failed`` on any other OS error (directory, permissions, disk).
     """
+    from stepfork.trace._outputs import inside_bundle_problem
+
+    inside = inside_bundle_problem(destination, what="the test")
+    if inside is not None:
+        raise ExportError(inside, code="invalid_option", path=str(destination))
     if destination.exists() and not overwrite:
         raise ExportExistsError(destination)
     try:

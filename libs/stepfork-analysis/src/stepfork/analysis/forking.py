@@ -294,6 +294,11 @@ def fork(
         known = f"steps {min(steps)}..{max(steps)}" if steps else "it has no events"
         raise ForkError(f"step {step} is not a step of {source} ({known})", code="invalid_step")
     target = Path(output)
+    from stepfork.trace._outputs import bundle_output_problem, overlap_problem
+
+    problem = overlap_problem(source, target, command="fork") or bundle_output_problem(target)
+    if problem is not None:  # never over its parent recording, never inside a bundle, even with --overwrite
+        raise ForkError(problem, code="invalid_option")
     if target.exists() and not overwrite:
         raise ForkError(f"{target} already exists; pass --overwrite to replace it.", code="already_exists")
     if target.is_dir() and not target.is_symlink() and any(target.iterdir()):

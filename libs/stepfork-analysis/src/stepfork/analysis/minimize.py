@@ -117,13 +117,11 @@ def _target(source: Path, output: str | os.PathLike[str] | None, overwrite: bool
     )
     if not target.name.endswith(".sftrace") or target.name == ".sftrace":
         raise MinimizeError(f"--output must be a .sftrace bundle path: {target}", code="invalid_option")
-    here, there = source.resolve(), target.resolve()
-    if there == here or there.is_relative_to(here) or here.is_relative_to(there):
-        raise MinimizeError(
-            f"--output {target} overlaps the input bundle {source} (the same directory, inside it or "
-            "containing it); minimize never writes over its input, even with --overwrite.",
-            code="invalid_option",
-        )
+    from stepfork.trace._outputs import bundle_output_problem, overlap_problem
+
+    problem = overlap_problem(source, target, command="minimize") or bundle_output_problem(target)
+    if problem is not None:
+        raise MinimizeError(problem, code="invalid_option")
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise MinimizeError(f"--output {target} exists and is not a bundle directory", code="invalid_option")
     if target.exists() and not overwrite:

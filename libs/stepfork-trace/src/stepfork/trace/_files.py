@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
+from stepfork.trace._outputs import bundle_output_problem
 from stepfork.trace.canonical import compact_json, loads_json
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.models import EVENT_ADAPTER, SCHEMA_VERSION, Event, RedactionManifest, TraceManifest
@@ -183,7 +184,8 @@ def check_target(path: Path, *, overwrite: bool) -> bool:
     """Check that a bundle may be written at ``path``; return True when a previous bundle must be replaced.
 
     Raises:
-        TraceStorageError: ``invalid_path`` when the name does not end in ``.sftrace`` or ``path`` exists and
+        TraceStorageError: ``invalid_path`` when the name does not end in ``.sftrace``, ``path`` lies inside
+            another bundle (:func:`stepfork.trace._outputs.bundle_output_problem`), or ``path`` exists and
             is not a plain directory; ``already_exists`` when it is a non-empty directory and not
             ``overwrite`` (notes 5, "Saving"); ``not_a_bundle`` when, with ``overwrite``, that directory
             is not a bundle (:func:`not_replaceable`).
@@ -192,6 +194,9 @@ def check_target(path: Path, *, overwrite: bool) -> bool:
         raise TraceStorageError(
             f"bundle path must end with {BUNDLE_SUFFIX}: {path}", code="invalid_path", path=str(path)
         )
+    inside = bundle_output_problem(path)
+    if inside is not None:
+        raise TraceStorageError(inside, code="invalid_path", path=str(path))
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         raise TraceStorageError(
             f"bundle path exists and is not a directory: {path}", code="invalid_path", path=str(path)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stepfork.trace import _files
+from stepfork.trace._outputs import overlap_problem
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.models import RedactionEntry
 from stepfork.trace.redaction import Redactor
@@ -90,14 +91,9 @@ def redact_bundle(
     from stepfork.trace.validation import validate_bundle
 
     src, target = Path(source), Path(output)
-    here, there = src.resolve(), target.resolve()
-    if there == here or there.is_relative_to(here) or here.is_relative_to(there):
-        raise TraceStorageError(
-            f"output {target} overlaps the bundle {src} (the same directory, inside it or containing it); "
-            "redact writes a copy, never in place",
-            code="invalid_path",
-            path=str(target),
-        )
+    problem = overlap_problem(src, target, command="redact")
+    if problem is not None:
+        raise TraceStorageError(problem, code="invalid_path", path=str(target))
     _files.check_target(target, overwrite=overwrite)  # refuse before reading anything big
     checked = validate_bundle(src, strict=False, verify_integrity=True)
     unreadable = [i for i in checked.issues if i.code not in _TAMPERED and i.code != "integrity_unverified"]

@@ -45,6 +45,11 @@ def import_spans(
     except (OtlpDecodeError, OtlpImportError, ValueError, OSError) as exc:
         fail(f"Cannot import {spans}: {sanitize_text(str(exc))}", 2)
     single = len(traces) == 1
+    from stepfork.trace._outputs import bundle_output_problem
+
+    inside = bundle_output_problem(output, into=not single)
+    if inside is not None:  # never a bundle inside a bundle (docs/cli.md "Where outputs may go")
+        fail(sanitize_text(inside), 2)
     if single and output.suffix != ".sftrace":
         fail(f"Cannot import {spans}: the output must end in .sftrace: {output}", 2)
     if not single:

@@ -12,8 +12,8 @@ from stepfork.trace.bundle import Trace
 
 
 class OtlpExportError(ValueError):
-    """The export cannot be made: ``code`` is ``unreadable_bundle``, ``already_exists``, ``write_failed``,
-    ``send_failed`` or ``replay_failed``; the message is one line naming the problem."""
+    """The export cannot be made: ``code`` is ``unreadable_bundle``, ``invalid_output`` (``output`` is a
+    bundle or lies inside one), ``already_exists``, ``write_failed``, ``send_failed`` or ``replay_failed``; the message is one line naming the problem."""
 
     def __init__(self, message: str, *, code: str) -> None:
         super().__init__(message)
@@ -44,8 +44,12 @@ def export_otlp(
 
     from stepfork.analysis._atomic import write_text_atomically
     from stepfork.analysis.forking import read_fork_info
+    from stepfork.trace._outputs import inside_bundle_problem
     from stepfork.trace.errors import TraceError
 
+    inside = None if output is None else inside_bundle_problem(output, what="the spans")
+    if inside is not None:  # before any replay: a bundle is never written into
+        raise OtlpExportError(inside, code="invalid_output")
     path = Path(bundle)
     try:
         trace = Trace.load(path)
