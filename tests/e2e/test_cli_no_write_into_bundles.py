@@ -19,6 +19,7 @@ from .conftest import run_cli
 _INSIDE = "is inside the bundle directory"
 _OVERLAP = "overlaps the input bundle notify.sftrace"
 _E = ("-e", "quickstart:run_agent")
+_EXPECTED = "expected.json"
 
 CASES: dict[str, tuple[tuple[str, ...], str]] = {
     "export-over-events": (
@@ -51,7 +52,7 @@ CASES: dict[str, tuple[tuple[str, ...], str]] = {
         _INSIDE,
     ),
     "minimize-inside": (
-        ("minimize", "notify.sftrace", *_E, "--expect-output", "expected.json", "-o", "other.sftrace/m.sftrace"),
+        ("minimize", "notify.sftrace", *_E, "-o", "other.sftrace/m.sftrace", "--expect-output", _EXPECTED),
         _INSIDE,
     ),
     "redact-inside": (("redact", "notify.sftrace", "-o", "other.sftrace/r.sftrace"), _INSIDE),

@@ -47,7 +47,9 @@ def test_save_refuses_through_a_symlink_to_a_bundle(parent: Path) -> None:
 
 def test_record_refuses_a_bundle_inside_a_bundle(parent: Path) -> None:
     before = _tree(parent)
-    with pytest.raises(TraceStorageError, match="is inside the bundle directory"):
-        with record("agent", output=parent / "in.sftrace"):
-            pass
+    with (
+        pytest.raises(TraceStorageError, match="is inside the bundle directory"),
+        record("agent", output=parent / "in.sftrace"),
+    ):
+        pass
     assert _tree(parent) == before

@@ -73,7 +73,10 @@ def inside_bundle_problem(path: str | os.PathLike[str], *, what: str) -> str | N
     bundle = enclosing_bundle(path)
     if bundle is None:
         return None
-    return f"refusing to write {what} to {path}: it is inside the bundle directory {bundle} (a bundle is never written into)"
+    return (
+        f"refusing to write {what} to {path}: it is inside the bundle directory {bundle} "
+        "(a bundle is never written into)"
+    )
 
 
 def output_target_problem(
@@ -154,7 +157,10 @@ def bundle_output_problem(path: str | os.PathLike[str], *, into: bool = False) -
     if bundle is None:
         return None
     kind = "bundles into" if into else "the bundle"
-    return f"refusing to write {kind} {target}: it is inside the bundle directory {bundle} (a bundle is never written into)"
+    return (
+        f"refusing to write {kind} {target}: it is inside the bundle directory {bundle} "
+        "(a bundle is never written into)"
+    )
 
 
 def overlap_problem(

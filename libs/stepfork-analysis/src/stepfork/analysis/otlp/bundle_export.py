@@ -13,7 +13,8 @@ from stepfork.trace.bundle import Trace
 
 class OtlpExportError(ValueError):
     """The export cannot be made: ``code`` is ``unreadable_bundle``, ``invalid_output`` (``output`` is a
-    bundle or lies inside one), ``already_exists``, ``write_failed``, ``send_failed`` or ``replay_failed``; the message is one line naming the problem."""
+    bundle or lies inside one), ``already_exists``, ``write_failed``, ``send_failed`` or ``replay_failed``;
+    the message is one line naming the problem."""
 
     def __init__(self, message: str, *, code: str) -> None:
         super().__init__(message)
