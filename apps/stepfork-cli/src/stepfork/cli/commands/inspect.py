@@ -27,6 +27,14 @@ def inspect(
     path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
     as_json: Annotated[bool, typer.Option("--json", help="Emit sanitized machine-readable JSON.")] = False,
     events: Annotated[bool, typer.Option("--events", help="Show sanitized event details.")] = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="With --events, print each payload whole; by default a long payload is cut to a "
+            "one-line preview, as replay's messages cut them. --json is always whole.",
+        ),
+    ] = False,
     errors_only: Annotated[bool, typer.Option("--errors-only", help="Show only error events.")] = False,
     step: Annotated[
         int | None, typer.Option("--step", help="Show events at a specific logical step.")
@@ -79,6 +87,7 @@ def inspect(
         found,
         imported,
         show_details=events,
+        full=full,
         show_all=show_all,
         step=step,
         errors_only=errors_only,
@@ -246,13 +255,16 @@ def _render(
     imported: _Imported,
     *,
     show_details: bool,
+    full: bool,
     show_all: bool,
     step: int | None,
     errors_only: bool,
     partial: bool,
 ) -> None:
     """The summary, then the timeline: the bounded rows of ``found``, or with ``show_all`` every row from
-    a second streamed pass (through the terminal's pager when stdout is a terminal)."""
+    a second streamed pass (through the terminal's pager when stdout is a terminal). With
+    ``show_details``, each payload is replay's one-line preview (cut to ``PREVIEW_CHARS``, a 6 MB tool
+    output must not print a 6 MB line) unless ``full``."""
     import contextlib
     import json
     import sys
@@ -261,8 +273,10 @@ def _render(
 
     from stepfork.cli.output import console, escape_controls
     from stepfork.cli.render.inspection import inspect_bundle
+    from stepfork.replay.diagnostics import PREVIEW_CHARS, preview
 
     out = console()
+    cut = False
     out.soft_wrap = True  # one line per row, however wide: a pipe's 80 columns must not fold it
     out.print("Stepfork Trace Inspector")
     out.print()
@@ -287,9 +301,19 @@ def _render(
     def row_text(row: dict[str, Any]) -> str:
         cells = _cells(imported.mark(row))
         if show_details:
-            details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
+            nonlocal cut
+            if full:
+                details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
+            else:
+                details = preview(row["details"])
+                cut = cut or len(details) >= PREVIEW_CHARS and details.endswith("...")
             cells.append(escape_controls(details))
         return line(cells)
+
+    def cut_note() -> None:
+        if cut:
+            out.print()
+            out.print(Text(f"Details longer than {PREVIEW_CHARS} characters are cut; --full prints them whole."))
 
     pager = out.pager() if show_all and sys.stdout.isatty() else contextlib.nullcontext()
     with pager:
@@ -303,6 +327,7 @@ def _render(
                 on_row=lambda _position, row: out.print(Text(row_text(row))),
                 partial=partial,
             )
+            cut_note()
             return
         expected = 0
         for position, row in found.rows:
@@ -320,6 +345,7 @@ def _render(
                     f"{HEAD_ROWS}, and errors between them; --all shows every event."
                 )
             )
+        cut_note()
 
 
 def register(app: typer.Typer) -> None:
