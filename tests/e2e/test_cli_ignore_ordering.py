@@ -180,7 +180,6 @@ def test_a_divergence_on_a_random_id_hints_at_ignore(tmp_path: Path) -> None:
     plain = run_cli("replay", "u.sftrace", "--entrypoint", "uuid_agent:run", cwd=tmp_path)
     assert plain.code == 1, plain.text
     assert "if this value is random or a clock, ignore it: --ignore 'fetch:$.request_id'" in plain.text
-    hinted = run_cli(
-        "replay", "u.sftrace", "--entrypoint", "uuid_agent:run", "--ignore", "fetch:$.request_id", cwd=tmp_path
-    )
+    args = ("replay", "u.sftrace", "--entrypoint", "uuid_agent:run", "--ignore", "fetch:$.request_id")
+    hinted = run_cli(*args, cwd=tmp_path)
     assert hinted.code == 0, hinted.text

@@ -45,7 +45,7 @@ def test_partial_inspects_what_was_written_and_repairs_nothing(tmp_path: Path) -
     assert human.code == 0, human.text
     assert f"events.jsonl:{lines + 1} cut by a crash; not read" in human.out
     assert (bundle / "events.jsonl").read_bytes() == before
-    assert sorted(p.name for p in bundle.iterdir()) == sorted(["events.jsonl", "manifest.json", "redactions.json"])
+    assert sorted(p.name for p in bundle.iterdir()) == ["events.jsonl", "manifest.json", "redactions.json"]
 
 
 def test_partial_does_not_accept_a_finished_run_cut_short(tmp_path: Path) -> None:

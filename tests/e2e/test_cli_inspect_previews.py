@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from stepfork.replay.diagnostics import PREVIEW_CHARS
+
 from ..view_support import calls_trace
 from .conftest import run_cli
 

@@ -62,4 +62,4 @@ def test_the_hint_names_the_tool_and_path_shell_quoted() -> None:
     assert volatile_hint("search", "$.request_id") == (
         "if this value is random or a clock, ignore it: --ignore 'search:$.request_id'"
     )
-    assert volatile_hint("search", "$[\"it's\"]").endswith("""--ignore 'search:$["it'"'"'s"]'""")
+    assert volatile_hint("search", '$["it\'s"]').endswith("""--ignore 'search:$["it'"'"'s"]'""")

@@ -306,14 +306,15 @@ def _render(
                 details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
             else:
                 details = preview(row["details"])
-                cut = cut or len(details) >= PREVIEW_CHARS and details.endswith("...")
+                cut = cut or (len(details) >= PREVIEW_CHARS and details.endswith("..."))
             cells.append(escape_controls(details))
         return line(cells)
 
     def cut_note() -> None:
         if cut:
             out.print()
-            out.print(Text(f"Details longer than {PREVIEW_CHARS} characters are cut; --full prints them whole."))
+            note = f"Details longer than {PREVIEW_CHARS} characters are cut; --full prints them whole."
+            out.print(Text(note))
 
     pager = out.pager() if show_all and sys.stdout.isatty() else contextlib.nullcontext()
     with pager:
