@@ -145,3 +145,41 @@ def test_fork_with_an_explicit_ordering_runs(project: Path) -> None:
     done = run_cli(*args, "--ordering", "strict", cwd=project)
     assert done.code in (0, 1), done.text
     assert (project / "f.sftrace" / "manifest.json").exists()
+
+
+UUID_AGENT = """
+import uuid
+from stepfork.trace import record, trace_tool
+
+
+@trace_tool
+def fetch(query: str, request_id: str) -> list[str]:
+    return [query]
+
+
+def run() -> list[str]:
+    return fetch("shoes", str(uuid.uuid4()))
+
+
+def record_to(path: str) -> None:
+    with record("uuid", output=path) as session:
+        session.set_output(run())
+"""
+
+
+def test_a_divergence_on_a_random_id_hints_at_ignore(tmp_path: Path) -> None:
+    (tmp_path / "uuid_agent.py").write_text(UUID_AGENT)
+    done = subprocess.run(
+        [sys.executable, "-c", "import uuid_agent; uuid_agent.record_to('u.sftrace')"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    plain = run_cli("replay", "u.sftrace", "--entrypoint", "uuid_agent:run", cwd=tmp_path)
+    assert plain.code == 1, plain.text
+    assert "if this value is random or a clock, ignore it: --ignore 'fetch:$.request_id'" in plain.text
+    args = ("replay", "u.sftrace", "--entrypoint", "uuid_agent:run", "--ignore", "fetch:$.request_id")
+    hinted = run_cli(*args, cwd=tmp_path)
+    assert hinted.code == 0, hinted.text

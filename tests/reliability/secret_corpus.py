@@ -64,6 +64,7 @@ CORPUS: list[tuple[str, str, str, str | None]] = [
         None,
     ),
     ("google_api_key", (k := "AIza" + _token("google", 35)), k, None),
+    ("huggingface_token", (k := "hf_" + _token("huggingface", 34)), k, None),
     ("stripe_secret_key", (k := "sk_live_" + _token("stripe", 24)), k, None),
     ("stripe_restricted_key", (k := "rk_live_" + _token("stripe-rk", 24)), k, None),
     ("jwt", _JWT, _JWT.rsplit(".", 1)[1], None),

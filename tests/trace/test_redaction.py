@@ -94,6 +94,7 @@ def test_key_normalization_follows_the_reference_rule():
         ("github_pat_11ABCDEFG0123456789_abcdefghijk", R),
         ("xoxb-123456789012-abcdefghijkl", R),
         ("AIzaSyA1234567890abcdefghijklmnopqrstu", R),
+        ("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH used", f"HF_TOKEN={R} used"),
         ("sk_live_abcdefghijklmnop rk_live_abcdefghijkl", f"{R} {R}"),
         ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", R),
         ("a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nb", f"a\n{R}\nb"),
@@ -123,6 +124,7 @@ def test_credential_patterns_are_replaced_whatever_the_key_keeping_prefixes(text
         "https://example.com/path?page=2&q=tokens",
         "email me at someone@example.com",
         "see https://example.com:8080/x",
+        "the hf_hub cache and hf_transfer_enabled_for_downloads_x",  # hf_ words, not a token
     ],
 )
 def test_ordinary_text_is_left_alone(text):

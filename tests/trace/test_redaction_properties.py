@@ -39,6 +39,7 @@ credentials: st.SearchStrategy[tuple[str, str]] = st.one_of(
     ).map(lambda p: (p[0] + p[1],) * 2),
     st.tuples(st.sampled_from("abprs"), token(B62 + "-", 8, 30)).map(lambda p: (f"xox{p[0]}-{p[1]}",) * 2),
     token(B62 + "_-", 35, 35).map(lambda t: ("AIza" + t, "AIza" + t)),
+    token(B62, 34, 40).map(lambda t: ("hf_" + t, "hf_" + t)),
     st.tuples(st.sampled_from(["sk_live_", "rk_live_"]), token(B62, 8, 30)).map(lambda p: (p[0] + p[1],) * 2),
     st.tuples(token(B62, 4, 20), token(B62, 4, 20), token(B62, 0, 20)).map(
         lambda p: (f"eyJ{p[0]}.eyJ{p[1]}.{p[2]}",) * 2

@@ -32,6 +32,7 @@ from stepfork.replay.diagnostics import (
 )
 from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.plan import RecordedCall
+from stepfork.replay.volatile import looks_volatile, volatile_hint
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.canonical import canonical_json
 from stepfork.trace.jsonable import take_plain_facts
@@ -212,7 +213,7 @@ def build_diagnostic(
         difference=differences[0] if differences else None,
         differences=differences,
         difference_count=count,
-        hint=difference_hint(differences[0]) if differences else None,
+        hint=_difference_hint(expected.label, differences[0]) if differences else None,
         expected_input_fingerprint=expected.input_hash or _sha(expected_bytes),
         actual_input_fingerprint=actual_fp,
         recorded_output_fingerprint=_output_fingerprint(expected),
@@ -225,6 +226,15 @@ def build_diagnostic(
         actual_model_fingerprint=model_fingerprint(call.provider, call.model) if call.kind == "llm" else None,
         function=call.function,
     )
+
+
+def _difference_hint(label: str, difference: JsonDifference) -> str | None:
+    """The hint of a divergence's first difference: a common cause (``difference_hint``), else, when both
+    values look random or like a clock (``stepfork.replay.volatile``), the ``--ignore`` that accepts it."""
+    hint = difference_hint(difference)
+    if hint is None and looks_volatile(difference.expected, difference.actual):
+        hint = volatile_hint(label, difference.path)
+    return hint
 
 
 def _hinted(diagnostic: Diagnostic, hint: str) -> Diagnostic:

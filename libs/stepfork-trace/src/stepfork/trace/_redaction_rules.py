@@ -83,6 +83,7 @@ PATTERNS: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
     ),
     ("slack", ("xox",), r"\bxox[abprs]-[A-Za-z0-9-]{8,}"),
     ("google_api_key", ("aiza",), r"\bAIza[0-9A-Za-z_-]{30,}"),
+    ("huggingface", ("hf_",), r"\bhf_[A-Za-z0-9]{34,}"),  # Hugging Face user access tokens
     ("jwt", ("eyj",), r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
     (
         "url_query_secret",

@@ -1,8 +1,13 @@
-"""``stepfork inspect PATH [--json] [--events] [--errors-only] [--step N] [--all]`` (spec "inspect").
+"""``stepfork inspect PATH [--json] [--events] [--full] [--errors-only] [--step N] [--all] [--partial]``
+(spec "inspect").
 
 The bundle is streamed (stepfork.cli.render.inspection): the timeline shows the first and last rows and
 the errors between them, with a count of the rest; ``--all`` shows every row (paged on a terminal), and
 ``--json`` writes every row, streamed from a second pass.
+
+``--partial`` reads a run that did not finish as ``validate --partial`` does (a torn final line of a
+``running`` bundle is left out and reported, never repaired); without it such a bundle is refused with
+a pointer to ``--partial``.
 
 Exit 0 shown, 1 when ``--step`` matches no event, 2 for an unreadable bundle. With ``--json`` errors are
 JSON objects on stdout: ``{"error": "unreadable_trace" | "missing_step", "message": ...}``.
@@ -22,6 +27,14 @@ def inspect(
     path: Annotated[Path, typer.Argument(help="Path to a .sftrace directory bundle.")],
     as_json: Annotated[bool, typer.Option("--json", help="Emit sanitized machine-readable JSON.")] = False,
     events: Annotated[bool, typer.Option("--events", help="Show sanitized event details.")] = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="With --events, print each payload whole; by default a long payload is cut to a "
+            "one-line preview, as replay's messages cut them. --json is always whole.",
+        ),
+    ] = False,
     errors_only: Annotated[bool, typer.Option("--errors-only", help="Show only error events.")] = False,
     step: Annotated[
         int | None, typer.Option("--step", help="Show events at a specific logical step.")
@@ -34,6 +47,14 @@ def inspect(
             f"{HEAD_ROWS} and the errors.",
         ),
     ] = False,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial",
+            help="Allow incomplete in-progress traces (a run that did not finish): a final line cut by a "
+            "crash is left out and reported, never repaired.",
+        ),
+    ] = False,
 ) -> None:
     """Inspect a .sftrace bundle locally."""
     from stepfork.cli.output import fail, sanitize_text, shown
@@ -42,9 +63,11 @@ def inspect(
 
     keep: Keep = "none" if as_json or show_all else "bounded"
     try:
-        found = inspect_bundle(path, step=step, errors_only=errors_only, keep=keep)
+        found = inspect_bundle(path, step=step, errors_only=errors_only, keep=keep, partial=partial)
     except TraceStorageError as exc:
         message = f"Unreadable bundle {shown(path)}: {sanitize_text(str(exc))}"
+        if not partial and _torn_running(path, exc):
+            message += "; pass --partial to inspect a run that did not finish"
         if as_json:
             _emit_json({"error": "unreadable_trace", "message": message})
             raise typer.Exit(2) from None
@@ -57,9 +80,35 @@ def inspect(
         fail(message, 1)
     imported = _Imported.read(path)
     if as_json:
-        _stream_json(path, found, imported, step=step, errors_only=errors_only)
+        _stream_json(path, found, imported, step=step, errors_only=errors_only, partial=partial)
         return
-    _render(path, found, imported, show_details=events, show_all=show_all, step=step, errors_only=errors_only)
+    _render(
+        path,
+        found,
+        imported,
+        show_details=events,
+        full=full,
+        show_all=show_all,
+        step=step,
+        errors_only=errors_only,
+        partial=partial,
+    )
+
+
+def _torn_running(path: Path, exc: Exception) -> bool:
+    """True when ``exc`` is the refusal of a torn final events.jsonl line in a bundle whose manifest says
+    ``running`` (a run killed mid-write: what ``--partial`` reads); a finished bundle so cut is corrupt."""
+    from stepfork.trace.errors import TraceError
+    from stepfork.trace.models import RunStatus
+    from stepfork.trace.reading import open_bundle
+
+    if getattr(exc, "code", None) != "invalid_json" or "truncated final line" not in str(exc):
+        return False
+    try:
+        with open_bundle(path) as opened:
+            return opened.manifest.status == RunStatus.RUNNING
+    except (TraceError, ValueError, OSError):
+        return False
 
 
 def _emit_json(value: object) -> None:
@@ -103,7 +152,9 @@ class _Imported:
         return row
 
 
-def _stream_json(path: Path, found: Any, imported: _Imported, *, step: int | None, errors_only: bool) -> None:
+def _stream_json(
+    path: Path, found: Any, imported: _Imported, *, step: int | None, errors_only: bool, partial: bool
+) -> None:
     """Write ``{summary..., "timeline": [rows]}`` (the reference's TraceInspection), the rows streamed
     from a second pass over the bundle, so memory never holds the whole timeline."""
     import json
@@ -124,7 +175,7 @@ def _stream_json(path: Path, found: Any, imported: _Imported, *, step: int | Non
         out.write(("\n" if first else ",\n") + shown)
         first = False
 
-    inspect_bundle(path, step=step, errors_only=errors_only, keep="all", on_row=write)
+    inspect_bundle(path, step=step, errors_only=errors_only, keep="all", on_row=write, partial=partial)
     out.write("]\n}\n" if first else "\n  ]\n}\n")
 
 
@@ -160,6 +211,8 @@ def _summary_lines(head: dict[str, Any]) -> list[tuple[str, object]]:
             )
         )
     lines.append(("Integrity", head["integrity"]))
+    if head.get("torn_line") is not None:
+        lines.append(("Torn line", f"events.jsonl:{head['torn_line']} cut by a crash; not read (--partial)"))
     failure = head["failure"]
     if isinstance(failure, dict):
         lines.append(("Failure", f"{failure['type']}: {failure['message']} (step {failure['step']})"))
@@ -202,12 +255,16 @@ def _render(
     imported: _Imported,
     *,
     show_details: bool,
+    full: bool,
     show_all: bool,
     step: int | None,
     errors_only: bool,
+    partial: bool,
 ) -> None:
     """The summary, then the timeline: the bounded rows of ``found``, or with ``show_all`` every row from
-    a second streamed pass (through the terminal's pager when stdout is a terminal)."""
+    a second streamed pass (through the terminal's pager when stdout is a terminal). With
+    ``show_details``, each payload is replay's one-line preview (cut to ``PREVIEW_CHARS``, a 6 MB tool
+    output must not print a 6 MB line) unless ``full``."""
     import contextlib
     import json
     import sys
@@ -216,8 +273,10 @@ def _render(
 
     from stepfork.cli.output import console, escape_controls
     from stepfork.cli.render.inspection import inspect_bundle
+    from stepfork.replay.diagnostics import PREVIEW_CHARS, preview
 
     out = console()
+    cut = False
     out.soft_wrap = True  # one line per row, however wide: a pipe's 80 columns must not fold it
     out.print("Stepfork Trace Inspector")
     out.print()
@@ -242,9 +301,20 @@ def _render(
     def row_text(row: dict[str, Any]) -> str:
         cells = _cells(imported.mark(row))
         if show_details:
-            details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
+            nonlocal cut
+            if full:
+                details = json.dumps(row["details"], ensure_ascii=False, separators=(",", ":"))
+            else:
+                details = preview(row["details"])
+                cut = cut or (len(details) >= PREVIEW_CHARS and details.endswith("..."))
             cells.append(escape_controls(details))
         return line(cells)
+
+    def cut_note() -> None:
+        if cut:
+            out.print()
+            note = f"Details longer than {PREVIEW_CHARS} characters are cut; --full prints them whole."
+            out.print(Text(note))
 
     pager = out.pager() if show_all and sys.stdout.isatty() else contextlib.nullcontext()
     with pager:
@@ -256,7 +326,9 @@ def _render(
                 errors_only=errors_only,
                 keep="all",
                 on_row=lambda _position, row: out.print(Text(row_text(row))),
+                partial=partial,
             )
+            cut_note()
             return
         expected = 0
         for position, row in found.rows:
@@ -274,6 +346,7 @@ def _render(
                     f"{HEAD_ROWS}, and errors between them; --all shows every event."
                 )
             )
+        cut_note()
 
 
 def register(app: typer.Typer) -> None:

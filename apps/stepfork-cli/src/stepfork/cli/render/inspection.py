@@ -43,6 +43,8 @@ class Inspection:
             selected events (a gap between two positions is where rows were left out).
         selected: how many events the ``--step``/``--errors-only`` filters selected.
         at_step: how many events are at ``--step`` (all events when no step is given).
+        torn_line: with ``partial``, the 1-based number of a final events.jsonl line cut by a crash and
+            left out (not read, not repaired), else None.
     """
 
     counts: SummaryBuilder
@@ -50,6 +52,7 @@ class Inspection:
     selected: int = 0
     at_step: int = 0
     rows: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    torn_line: int | None = None
 
     @property
     def hidden(self) -> int:
@@ -68,7 +71,7 @@ class Inspection:
         failure = None
         if manifest.failure is not None:
             failure = sanitize(manifest.failure.model_dump(mode="json"))
-        return {
+        head: dict[str, Any] = {
             "agent_name": sanitize_text(manifest.agent_name),
             "run_id": manifest.run_id,
             "status": str(manifest.status),
@@ -92,6 +95,9 @@ class Inspection:
             "integrity": self.integrity,
             "failure": failure,
         }
+        if self.torn_line is not None:  # only on a crashed run read with --partial (the view's key)
+            head["torn_line"] = self.torn_line
+        return head
 
 
 class _Scan:
@@ -169,13 +175,16 @@ def inspect_bundle(
     errors_only: bool = False,
     keep: Keep = "bounded",
     on_row: Callable[[int, dict[str, Any]], None] | None = None,
+    partial: bool = False,
 ) -> Inspection:
     """Read the bundle at ``path`` in one streamed pass and return its :class:`Inspection`.
 
     ``step`` and ``errors_only`` select the timeline's events (``--step``, ``--errors-only``); ``keep``
     says which selected rows are kept (module docstring); with ``keep="all"`` and ``on_row``, each row is
     given to ``on_row(position, row)`` as it is read instead of being kept (``--all``, ``--json``).
-    Integrity is verified too (streamed hashing).
+    Integrity is verified too (streamed hashing). ``partial`` (``--partial``, validate's reader mode):
+    a final events.jsonl line without ``\\n`` in a ``running`` bundle (a run killed mid-write) is left out
+    and its number kept in ``torn_line``; nothing on disk changes.
 
     Raises:
         TraceStorageError: the bundle is unreadable (as ``Trace.load`` would raise it).
@@ -191,8 +200,10 @@ def inspect_bundle(
     with open_bundle(path) as opened:
         result = Inspection(SummaryBuilder(opened.manifest), "UNKNOWN")
         scan = _Scan(result, step=step, errors_only=errors_only, keep=keep, on_row=on_row)
-        for event in opened.events():
+        stream = opened.events(torn_tail_ok=partial)
+        for event in stream:
             scan.add(event)
+        result.torn_line = stream.torn
         opened.redactions()  # refused as Trace.load refuses it
     scan.finish()
     result.integrity = labels.get(str(verify_bundle_integrity(path).status), "UNKNOWN")

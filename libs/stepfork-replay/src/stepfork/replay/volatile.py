@@ -1,0 +1,65 @@
+"""Recognising a divergence on a value made anew at every run (a random id, a clock reading).
+
+A tool input holding ``uuid4()`` or ``datetime.now().isoformat()`` diverges at every replay; ``--ignore
+TOOL:PATH`` (:mod:`stepfork.replay.ignoring`) accepts such a path, and the mismatch message says so when
+both the recorded and the live value have the same volatile shape: two UUIDs, two hex ids of one length
+(after one shared non-hex prefix such as ``req_``), or two ISO 8601 timestamps with a time of day written
+alike. Ordinary strings never get the hint (the rule must stay precise: a wrong hint teaches users to
+ignore real regressions).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import datetime
+from typing import Any
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+# a hex id: 16+ hex digits (span ids, trace ids, digests) after an optional prefix of letters and _ or -
+# ending in a separator, so an English word is never read as a prefix of hex letters
+_HEX_ID = re.compile(r"((?:[A-Za-z]+[_-])*)([0-9a-fA-F]{16,})")
+_ISO_TIMESTAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?", re.IGNORECASE
+)
+
+
+def _hex_shape(text: str) -> tuple[str, int] | None:
+    found = _HEX_ID.fullmatch(text)
+    if found is None or not any(c.isdigit() for c in found.group(2)):
+        return None
+    return found.group(1), len(found.group(2))
+
+
+def _timestamp_shape(text: str) -> str | None:
+    if _ISO_TIMESTAMP.fullmatch(text) is None:
+        return None
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00").replace(",", "."))
+    except ValueError:  # digits in the right places but not a date (2024-13-45)
+        return None
+    return re.sub(r"\d", "0", text)
+
+
+def looks_volatile(expected: Any, actual: Any) -> bool:
+    """True when ``expected`` and ``actual`` are two different strings of one volatile shape: both UUIDs
+    (any version, any letter case), both hex ids with the same prefix and number of hex digits (16 or more,
+    at least one a digit), or both ISO 8601 timestamps with a time of day and the same layout (digits in
+    the same places, the same separator, precision and zone form). Any other pair (numbers, ordinary
+    strings, a UUID against a timestamp, equal strings) gives False."""
+    if not isinstance(expected, str) or not isinstance(actual, str) or expected == actual:
+        return False
+    if _UUID.fullmatch(expected) and _UUID.fullmatch(actual):
+        return True
+    hex_shape = _hex_shape(expected)
+    if hex_shape is not None and hex_shape == _hex_shape(actual):
+        return True
+    stamp = _timestamp_shape(expected)
+    return stamp is not None and stamp == _timestamp_shape(actual)
+
+
+def volatile_hint(label: str, path: str) -> str:
+    """The hint for a divergence at ``path`` (``$.request_id``) of the call labelled ``label`` (a tool
+    name, or an LLM's ``provider/model``: the key ``--ignore`` takes) whose values look volatile:
+    ``if this value is random or a clock, ignore it: --ignore 'search:$.request_id'`` (shell-quoted)."""
+    return f"if this value is random or a clock, ignore it: --ignore {shlex.quote(f'{label}:{path}')}"
