@@ -43,7 +43,7 @@ def import_spans(
     except ImportError as exc:
         fail(f"stepfork import needs the otel extra: pip install 'stepfork-analysis[otel]' ({exc})", 2)
     except (OtlpDecodeError, OtlpImportError, ValueError, OSError) as exc:
-        fail(f"Cannot import {spans}: {sanitize_text(str(exc))}", 2)
+        fail(f"Cannot import {spans}: {sanitize_text(str(exc), keep=(spans,))}", 2)
     single = len(traces) == 1
     if single and output.suffix != ".sftrace":
         fail(f"Cannot import {spans}: the output must end in .sftrace: {output}", 2)

@@ -44,7 +44,7 @@ def inspect(
     try:
         found = inspect_bundle(path, step=step, errors_only=errors_only, keep=keep)
     except TraceStorageError as exc:
-        message = f"Unreadable bundle {shown(path)}: {sanitize_text(str(exc))}"
+        message = f"Unreadable bundle {shown(path)}: {sanitize_text(str(exc), keep=(path, shown(path)))}"
         if as_json:
             _emit_json({"error": "unreadable_trace", "message": message})
             raise typer.Exit(2) from None

@@ -160,7 +160,7 @@ def fail_for_error(exc: Exception, path: Path) -> NoReturn:
     if isinstance(exc, TraceIntegrityError):
         fail(sanitize_text(str(exc)), 2)
     if isinstance(exc, TraceError):
-        fail(f"Unreadable trace {shown(path)}: {sanitize_text(str(exc))}", 2)
+        fail(f"Unreadable trace {shown(path)}: {sanitize_text(str(exc), keep=(path, shown(path)))}", 2)
     if isinstance(exc, ValueError):
         fail(sanitize_text(str(exc)), 2)
     raise exc
