@@ -65,6 +65,7 @@ def import_spans(
         trace, target = rows[0]
         typer.echo(f"Imported trace {trace.trace_id} -> {target}")
         typer.echo(f"  {_describe(trace)}")
+        _warn_skipped(traces, convention)
         return
     typer.echo(f"Imported {len(rows)} traces into {output}")
     typer.echo("")
@@ -76,6 +77,25 @@ def import_spans(
             f"{trace.trace_id:<34}{trace.status.value:<11}{llm:>5}{tools:>7}"
             f"{trace.not_captured():>12}{trace.partial():>9}  {target.name}"
         )
+    _warn_skipped(traces, convention)
+
+
+def _warn_skipped(traces: list[object], convention: str) -> None:
+    """One warning line on stderr when ``--convention`` ignored LLM/tool spans of the other convention
+    (the import still succeeds, exit 0: docs/import.md)."""
+    skipped: dict[str, int] = {}
+    for trace in traces:
+        for name, count in trace.skipped_calls().items():  # type: ignore[attr-defined]
+            skipped[name] = skipped.get(name, 0) + count
+    if not skipped:
+        return
+    names = ", ".join(f"{count} {name}" for name, count in sorted(skipped.items()))
+    other = sorted(skipped)[0]
+    typer.echo(
+        f"Warning: --convention {convention} skipped the LLM and tool spans of another convention "
+        f"({names}); import them with --convention auto (or --convention {other}).",
+        err=True,
+    )
 
 
 def _describe(trace: object) -> str:
