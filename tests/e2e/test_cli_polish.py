@@ -87,3 +87,17 @@ def test_the_users_typed_path_is_not_redacted_in_error_messages(tmp_path: Path) 
     cleaned = sanitize_text(text, keep=["secret:abc"])
     assert cleaned.startswith("secret:abc: ")
     assert "sk-abcdefghij" not in cleaned and "hunter2" not in cleaned
+
+
+def test_export_and_replay_of_a_program_that_is_not_python_say_what_was_wrong(tmp_path: Path) -> None:
+    bundle = _record(tmp_path / "run.sftrace", agent="agent", answer="sunny")
+    done = run_cli("export", bundle, "-o", tmp_path / "t3.py", "--", "node", "agent.js")
+    assert done.code == 2
+    assert done.err.strip() == (
+        "stepfork export BUNDLE -- python SCRIPT ARGS... exports a test of a Python program: "
+        "the command starts with 'node', which is not a Python interpreter"
+    )
+    assert not (tmp_path / "t3.py").exists()
+    done = run_cli("replay", bundle, "--", "python")
+    assert done.code == 2
+    assert done.err.strip().endswith("python is given no SCRIPT (or -m MODULE) to run")
