@@ -285,7 +285,8 @@ def test_convention_filter_ignores_the_other_convention(
     assert trace.skipped_calls() == {"openinference": 2}  # the LLM and the TOOL span
     assert import_otlp(spans)[0].skipped_calls() == {}
     # the command says what it skipped and how to import it; the bundle is still written (exit 0)
-    done: Done = run([stepfork_exe(), "import", str(spans), "-o", "g.sftrace", "--convention", "genai"], tmp_path)
+    command = [stepfork_exe(), "import", str(spans), "-o", "g.sftrace", "--convention", "genai"]
+    done: Done = run(command, tmp_path)
     assert done.code == 0
     assert "0 LLM calls, 0 tool calls" in done.out
     assert done.err.strip() == (

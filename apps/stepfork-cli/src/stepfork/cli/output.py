@@ -111,9 +111,8 @@ def sanitize_text(text: str, *, keep: Iterable[Any] = ()) -> str:
     if kept and any(k in text for k in kept):
         pieces = re.split("(" + "|".join(map(re.escape, kept)) + ")", text)
         # odd pieces are the kept strings themselves (still escaped: a typed path is shown, not acted on)
-        return "".join(
-            escape_controls(piece) if index % 2 else sanitize_text(piece) for index, piece in enumerate(pieces)
-        )
+        shown = (escape_controls(p) if i % 2 else sanitize_text(p) for i, p in enumerate(pieces))
+        return "".join(shown)
     redacted = sanitize(text)
     return escape_controls(redacted) if isinstance(redacted, str) else "[REDACTED]"
 
