@@ -11,7 +11,9 @@ no such trace, OUT exists without --overwrite, the ``otel`` extra missing).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -80,12 +82,12 @@ def import_spans(
     _warn_skipped(traces, convention)
 
 
-def _warn_skipped(traces: list[object], convention: str) -> None:
+def _warn_skipped(traces: Sequence[Any], convention: str) -> None:
     """One warning line on stderr when ``--convention`` ignored LLM/tool spans of the other convention
     (the import still succeeds, exit 0: docs/import.md)."""
     skipped: dict[str, int] = {}
     for trace in traces:
-        for name, count in trace.skipped_calls().items():  # type: ignore[attr-defined]
+        for name, count in trace.skipped_calls().items():
             skipped[name] = skipped.get(name, 0) + count
     if not skipped:
         return
