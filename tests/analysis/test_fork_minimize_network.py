@@ -165,8 +165,12 @@ def test_minimize_is_sealed_unless_the_network_or_the_host_is_allowed(
             **options,
         )
 
-    with pytest.raises(MinimizeError, match=r"replay error \(network_sealed\)"):
+    with pytest.raises(MinimizeError, match=r"replay error \(network_sealed\)") as sealed:
         minimize("sealed.sftrace")  # the agent's own failure is never reached: nothing to minimize
+    # the host and the fix, as replay and fork say them
+    assert f"{ALIAS}:{port}" in str(sealed.value)
+    assert f"--allow-host {ALIAS}" in str(sealed.value)
+    assert "--allow-network" in str(sealed.value)
     allowed = minimize("open.sftrace", network="open")
     assert (allowed.signature.kind, allowed.signature.detail) == ("exception", "ValueError")
     # through `stepfork minimize`, the host allowed

@@ -276,9 +276,25 @@ def test_genai_older_event_form(sdk_spans: Callable[..., Path]) -> None:
     assert trace.import_info["calls"][request.id]["content_captured"] is True
 
 
-def test_convention_filter_ignores_the_other_convention(sdk_spans: Callable[..., Path]) -> None:
-    (trace,) = import_otlp(sdk_spans(openinference_run, "spans.json"), convention="genai")
+def test_convention_filter_ignores_the_other_convention(
+    sdk_spans: Callable[..., Path], tmp_path: Path
+) -> None:
+    spans = sdk_spans(openinference_run, "spans.json")
+    (trace,) = import_otlp(spans, convention="genai")
     assert [e.type.value for e in trace.events] == ["run_start", "run_end"]
+    assert trace.skipped_calls() == {"openinference": 2}  # the LLM and the TOOL span
+    assert import_otlp(spans)[0].skipped_calls() == {}
+    # the command says what it skipped and how to import it; the bundle is still written (exit 0)
+    command = [stepfork_exe(), "import", str(spans), "-o", "g.sftrace", "--convention", "genai"]
+    done: Done = run(command, tmp_path)
+    assert done.code == 0
+    assert "0 LLM calls, 0 tool calls" in done.out
+    assert done.err.strip() == (
+        "Warning: --convention genai skipped the LLM and tool spans of another convention "
+        "(2 openinference); import them with --convention auto (or --convention openinference)."
+    )
+    done = run([stepfork_exe(), "import", str(spans), "-o", "a.sftrace"], tmp_path)
+    assert (done.code, done.err) == (0, "")
 
 
 def test_the_extension_is_listed_in_integrity(sdk_spans: Callable[..., Path], tmp_path: Path) -> None:

@@ -193,3 +193,18 @@ def bundle_not_spans_problem(path: Path) -> str | None:
         "exported by an OpenTelemetry SDK or collector; a bundle needs no import (stepfork inspect, replay "
         "and export read it as it is)"
     )
+
+
+def not_python_problem(command: list[str]) -> str:
+    """What is wrong with ``command`` (the words after ``--``), which ``python_target`` refused: said
+    after the usage line of ``record``, ``replay`` and ``export`` (the one thing to change, named)."""
+    from stepfork.cli.output import sanitize_text
+
+    if not command:
+        return "no command was given after --"
+    first = sanitize_text(command[0])
+    if not Path(command[0]).name.startswith("python"):
+        return f"the command starts with {first!r}, which is not a Python interpreter"
+    if len(command) < 2 or command[1:] == ["-m"]:
+        return f"{first} is given no SCRIPT (or -m MODULE) to run"
+    return f"{first} {sanitize_text(command[1])} is not a SCRIPT (or -m MODULE)"

@@ -94,17 +94,33 @@ def ordering_option() -> Any:
 
 
 def parse_ordering(value: str) -> str:
-    """Return ``value`` when it is one of :data:`ORDERING_VALUES`.
+    """Return ``value`` as one of :data:`ORDERING_VALUES`, in any letter case (docs/cli.md).
 
     Raises:
         typer.Exit: (2), after printing one line naming the valid orderings.
     """
-    if value not in ORDERING_VALUES:
-        from stepfork.cli.output import fail, sanitize_text
+    return parse_choice("--ordering", value, ORDERING_VALUES)
 
-        expected = ", ".join(ORDERING_VALUES)
-        fail(f"Invalid --ordering {sanitize_text(repr(value))}; expected one of {expected}.", 2)
-    return value
+
+ISOLATION_VALUES = ("worker", "bundle")
+"""The ``stepfork check --isolation`` values (stepfork.analysis.check_corpus)."""
+
+
+def parse_choice(option: str, value: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` as the one of ``choices`` it names in any letter case (docs/cli.md: fixed-value
+    options accept any letter case).
+
+    Raises:
+        typer.Exit: (2), after printing one line naming ``option`` and its choices.
+    """
+    folded = value.casefold()
+    for choice in choices:
+        if choice == folded:
+            return choice
+    from stepfork.cli.output import fail, sanitize_text
+
+    expected = ", ".join(choices)
+    fail(f"Invalid {option} {sanitize_text(repr(value))}; expected one of {expected}.", 2)
 
 
 IGNORE_HELP = (

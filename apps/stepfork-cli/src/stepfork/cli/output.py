@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,6 +80,10 @@ def sanitize(value: Any) -> Any:
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
+# The ones json.dumps(ensure_ascii=False) writes raw (it escapes C0 itself; newlines are its layout).
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
 def _escape(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape").decode("ascii")
 
@@ -88,10 +93,34 @@ def escape_controls(text: str) -> str:
     return _CONTROL.sub(_escape, text)
 
 
-def sanitize_text(text: str) -> str:
-    """``text`` with credential patterns replaced by ``[REDACTED]`` and control characters escaped."""
+def escape_json_controls(text: str) -> str:
+    """JSON text with the terminal control characters json.dumps leaves raw (DEL, C1, bidi) written as
+    ``\\uXXXX`` escapes: still valid JSON, the same value once parsed (controls only occur in strings)."""
+    return _JSON_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def sanitize_text(text: str, *, keep: Iterable[Any] = ()) -> str:
+    """``text`` with credential patterns replaced by ``[REDACTED]`` and control characters escaped.
+
+    ``keep``: what the user typed (the paths given as arguments, ``os.fspath`` taken) that an error
+    message repeats: left as typed, the text between them redacted piece by piece, so a path such as
+    ``token`` or ``secret:abc`` does not make the message's own words look like ``key: value`` (a
+    ``[REDACTED]`` where "neither" stood). Only the given strings are kept; the rest is redacted as before.
+    """
+    kept = sorted({k for k in map(_fspath, keep) if len(k) >= 2}, key=len, reverse=True)
+    if kept and any(k in text for k in kept):
+        pieces = re.split("(" + "|".join(map(re.escape, kept)) + ")", text)
+        # odd pieces are the kept strings themselves (still escaped: a typed path is shown, not acted on)
+        shown = (escape_controls(p) if i % 2 else sanitize_text(p) for i, p in enumerate(pieces))
+        return "".join(shown)
     redacted = sanitize(text)
     return escape_controls(redacted) if isinstance(redacted, str) else "[REDACTED]"
+
+
+def _fspath(value: Any) -> str:
+    import os
+
+    return value if isinstance(value, str) else os.fspath(value)
 
 
 def compact(value: Any) -> str:

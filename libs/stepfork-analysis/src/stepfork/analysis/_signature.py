@@ -49,6 +49,8 @@ class Signature:
         complete: True when the replay never diverged and consumed every recorded call it expects
             (``verify_complete``).
         reached: ids of the recorded call events the replay consumed, in order.
+        message: for ``replay_error``, the replay error's own message (``network_sealed`` names the host
+            and ``--allow-host HOST`` / ``--allow-network``), shown when minimize stops on it; else None.
     """
 
     kind: str
@@ -59,6 +61,7 @@ class Signature:
     pending: int = field(default=0, compare=False)
     complete: bool = field(default=True, compare=False)
     reached: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    message: str | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         name = _NAMES.get(self.kind, self.kind.replace("_", " ").title())
@@ -104,6 +107,7 @@ class Signature:
             "pending": self.pending,
             "complete": self.complete,
             "reached": list(self.reached),
+            "message": self.message,
         }
 
     @classmethod
@@ -133,6 +137,7 @@ class Signature:
             pending=counts[1],
             complete=bool(data.get("complete", True)),
             reached=tuple(str(r) for r in reached),
+            message=data["message"] if isinstance(data.get("message"), str) else None,
         )
 
 
@@ -217,7 +222,7 @@ def replay_signature(
         "reached": tuple(ids_by_step[c.step] for c in session.executed_calls if c.step in ids_by_step),
     }
     if isinstance(raised, ReplayError) and not isinstance(raised, RecordedDependencyError):
-        return Signature("replay_error", raised.code, **state)
+        return Signature("replay_error", raised.code, message=str(raised), **state)
     if raised is not None:
         return Signature("exception", _qualified(raised), **state)
     if has_expected:

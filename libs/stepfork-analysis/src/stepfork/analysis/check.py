@@ -153,7 +153,7 @@ def check_corpus(
     jobs: int | None = None,
     executor: Executor | None = None,
     timeout: float = 60.0,
-    ordering: str = "strict",
+    ordering: str = "auto",
     raise_as: Mapping[str, str] | None = None,
     import_root: str | os.PathLike[str] | None = None,
     executor_name: str | None = None,

@@ -159,6 +159,11 @@ class DiffResult(BaseModel):
             "steps": [s.to_dict() for s in self.steps],
         }
 
+    def lines(self) -> list[str]:
+        """The ``str()`` report as a list of lines (each line's data may itself hold a newline or other
+        control characters: the CLI escapes each line, docs/cli.md)."""
+        return self._lines()
+
     def _lines(self) -> list[str]:
         lines = [
             f"Baseline:   {self.baseline.path or self.baseline.run_id} ({self.baseline.agent_name}, "

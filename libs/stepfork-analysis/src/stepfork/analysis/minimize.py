@@ -146,6 +146,12 @@ def _no_failure(signature: Signature, timeout: float) -> MinimizeError:
             f"the replay diverged from the recording ({signature.divergence}); a replay divergence "
             "is not a failure to minimize (stepfork replay shows where)"
         )
+    elif signature.kind == "replay_error" and signature.detail == "network_sealed" and signature.message:
+        # the host and the fix, as replay and fork say them (stepfork.replay.network)
+        reason = (
+            "the replay raised a Stepfork replay error (network_sealed), not a failure of the agent: "
+            f"{signature.message}"
+        )
     elif signature.kind == "replay_error":
         reason = (
             f"the replay raised a Stepfork replay error ({signature.detail}), not a failure of the agent "

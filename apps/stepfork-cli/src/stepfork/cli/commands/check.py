@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stepfork.cli.options import RAISE_AS_HELP
+from stepfork.cli.options import ISOLATION_VALUES, RAISE_AS_HELP, ordering_option
 
 
 def check(
@@ -54,9 +54,7 @@ def check(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds per replay before it is killed.")
     ] = 60.0,
-    ordering: Annotated[
-        str, typer.Option("--ordering", help="Call ordering, as `stepfork replay`: strict or relaxed.")
-    ] = "strict",
+    ordering: Annotated[str, ordering_option()] = "auto",
     raise_as: Annotated[
         list[str] | None,
         typer.Option("--raise-as", metavar="TYPE=MODULE:CLASS", help=RAISE_AS_HELP),
@@ -76,6 +74,7 @@ def check(
         str,
         typer.Option(
             "--isolation",
+            metavar="[" + "|".join(ISOLATION_VALUES) + "]",
             help="worker: a worker process replays many bundles, a fresh one after a replay that changes "
             "the agent's module state; bundle: a fresh process per bundle (slower).",
         ),
@@ -91,7 +90,7 @@ def check(
 ) -> None:
     """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
     from stepfork.analysis.check import python_file_problem
-    from stepfork.cli.options import parse_raise_as
+    from stepfork.cli.options import parse_choice, parse_ordering, parse_raise_as
     from stepfork.cli.output import exit_with_result, fail, sanitize_text
 
     wrong = python_file_problem(corpus)  # a test or script where the bundles go: say so first
@@ -105,8 +104,8 @@ def check(
         fail(f"--timeout must be positive, got {timeout:g}.", 2)
     if batch_size is not None and batch_size < 1:
         fail(f"--batch-size must be at least 1, got {batch_size}.", 2)
-    if isolation not in ("worker", "bundle"):
-        fail(f"--isolation must be worker or bundle, got {sanitize_text(isolation)!r}.", 2)
+    ordering = parse_ordering(ordering)  # up front, as replay: not one could_not_execute per bundle
+    isolation = parse_choice("--isolation", isolation, ISOLATION_VALUES)
     if dask and jobs is not None:
         fail(
             "--jobs and --dask exclude each other: the Dask cluster decides how many replays run at once.", 2

@@ -6,7 +6,9 @@ Exit codes: 0 behaviour equivalent, 1 meaningful behavioural difference, 2 inval
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
 
@@ -28,7 +30,7 @@ def diff(
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
-    from stepfork.cli.output import exit_with_result, sanitize_text, shown
+    from stepfork.cli.output import sanitize_text, shown
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
     loaded = []
@@ -39,7 +41,8 @@ def diff(
             typer.echo(sanitize_text(str(exc)), err=True)
             raise typer.Exit(2) from None
         except (TraceError, OSError) as exc:
-            typer.echo(f"Unreadable {role} bundle {shown(path)}: {sanitize_text(str(exc))}", err=True)
+            why = sanitize_text(str(exc), keep=(path, shown(path)))
+            typer.echo(f"Unreadable {role} bundle {shown(path)}: {why}", err=True)
             raise typer.Exit(2) from None
     base, cand = loaded
     if base.agent_name != cand.agent_name:
@@ -56,7 +59,21 @@ def diff(
             "candidate": result.candidate.model_copy(update={"path": str(candidate)}),
         }
     )
-    exit_with_result(result, as_json=as_json)
+    _print(result, as_json=as_json)
+
+
+def _print(result: Any, *, as_json: bool) -> NoReturn:
+    """Print the diff with the escaping every command applies to trace text: each report line through
+    ``sanitize_text`` (a name holding ESC or a newline shows as ``\\x1b`` / ``\\n``), the JSON with
+    the terminal controls json leaves raw (C1, bidi overrides) as ``\\uXXXX`` escapes; exit 0 or 1."""
+    from stepfork.cli.colour import echo
+    from stepfork.cli.output import escape_json_controls, sanitize_text
+
+    if as_json:
+        typer.echo(escape_json_controls(json.dumps(result.to_dict(), ensure_ascii=False, indent=2)))
+    else:
+        echo("\n".join(sanitize_text(line) for line in result.lines()))
+    raise typer.Exit(result.exit_code)
 
 
 def register(app: typer.Typer) -> None:

@@ -219,7 +219,13 @@ def _script_command(
         fail(f"{refused[0]} is not supported with `-- python SCRIPT`; use --entrypoint", 2)
     found = python_target(command)
     if found is None:
-        fail("stepfork export BUNDLE -- python SCRIPT ARGS... exports a test of a Python program", 2)
+        from stepfork.cli.guide import not_python_problem
+
+        fail(
+            "stepfork export BUNDLE -- python SCRIPT ARGS... exports a test of a Python program: "
+            f"{not_python_problem(command)}",
+            2,
+        )
     check_script(found[1])
     return ""
 

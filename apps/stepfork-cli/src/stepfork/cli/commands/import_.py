@@ -11,7 +11,9 @@ no such trace, OUT exists without --overwrite, the ``otel`` extra missing).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -43,7 +45,7 @@ def import_spans(
     except ImportError as exc:
         fail(f"stepfork import needs the otel extra: pip install 'stepfork-analysis[otel]' ({exc})", 2)
     except (OtlpDecodeError, OtlpImportError, ValueError, OSError) as exc:
-        fail(f"Cannot import {spans}: {sanitize_text(str(exc))}", 2)
+        fail(f"Cannot import {spans}: {sanitize_text(str(exc), keep=(spans,))}", 2)
     single = len(traces) == 1
     from stepfork.trace._outputs import bundle_output_problem
 
@@ -70,6 +72,7 @@ def import_spans(
         trace, target = rows[0]
         typer.echo(f"Imported trace {trace.trace_id} -> {target}")
         typer.echo(f"  {_describe(trace)}")
+        _warn_skipped(traces, convention)
         return
     typer.echo(f"Imported {len(rows)} traces into {output}")
     typer.echo("")
@@ -81,6 +84,25 @@ def import_spans(
             f"{trace.trace_id:<34}{trace.status.value:<11}{llm:>5}{tools:>7}"
             f"{trace.not_captured():>12}{trace.partial():>9}  {target.name}"
         )
+    _warn_skipped(traces, convention)
+
+
+def _warn_skipped(traces: Sequence[Any], convention: str) -> None:
+    """One warning line on stderr when ``--convention`` ignored LLM/tool spans of the other convention
+    (the import still succeeds, exit 0: docs/import.md)."""
+    skipped: dict[str, int] = {}
+    for trace in traces:
+        for name, count in trace.skipped_calls().items():
+            skipped[name] = skipped.get(name, 0) + count
+    if not skipped:
+        return
+    names = ", ".join(f"{count} {name}" for name, count in sorted(skipped.items()))
+    other = sorted(skipped)[0]
+    typer.echo(
+        f"Warning: --convention {convention} skipped the LLM and tool spans of another convention "
+        f"({names}); import them with --convention auto (or --convention {other}).",
+        err=True,
+    )
 
 
 def _describe(trace: object) -> str:

@@ -65,7 +65,7 @@ def inspect(
     try:
         found = inspect_bundle(path, step=step, errors_only=errors_only, keep=keep, partial=partial)
     except TraceStorageError as exc:
-        message = f"Unreadable bundle {shown(path)}: {sanitize_text(str(exc))}"
+        message = f"Unreadable bundle {shown(path)}: {sanitize_text(str(exc), keep=(path, shown(path)))}"
         if not partial and _torn_running(path, exc):
             message += "; pass --partial to inspect a run that did not finish"
         if as_json:

@@ -160,7 +160,7 @@ def fail_for_error(exc: Exception, path: Path) -> NoReturn:
     if isinstance(exc, TraceIntegrityError):
         fail(sanitize_text(str(exc)), 2)
     if isinstance(exc, TraceError):
-        fail(f"Unreadable trace {shown(path)}: {sanitize_text(str(exc))}", 2)
+        fail(f"Unreadable trace {shown(path)}: {sanitize_text(str(exc), keep=(path, shown(path)))}", 2)
     if isinstance(exc, ValueError):
         fail(sanitize_text(str(exc)), 2)
     raise exc
@@ -179,7 +179,13 @@ def _replay_program(path: Path, command: list[str], options: dict[str, Any]) -> 
 
     found = python_target(command)
     if found is None:
-        fail("stepfork replay BUNDLE -- python SCRIPT ARGS... replays a Python program", 2)
+        from stepfork.cli.guide import not_python_problem
+
+        fail(
+            "stepfork replay BUNDLE -- python SCRIPT ARGS... replays a Python program: "
+            f"{not_python_problem(command)}",
+            2,
+        )
     interpreter, target = found
     if options["mode"] == "manual" and not sys.stdin.isatty():
         fail("Manual replay mode asks for approval on a terminal; standard input is not a terminal.", 2)

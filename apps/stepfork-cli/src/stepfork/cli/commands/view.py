@@ -52,7 +52,7 @@ def view(
             result = diff_traces(bundles[0], bundles[1])
             written = views.write_diff_view(result, target, overwrite=overwrite)
     except TraceError as exc:
-        fail(f"Unreadable bundle: {sanitize_text(str(exc))}", 2)
+        fail(f"Unreadable bundle: {sanitize_text(str(exc), keep=bundles)}", 2)
     except FileExistsError:
         fail(f"{target} exists; pass --overwrite to replace it.", 2)
     except OSError as exc:

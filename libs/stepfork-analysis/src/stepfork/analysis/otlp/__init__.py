@@ -40,6 +40,7 @@ class ImportedTrace(Trace):
 
     _import_info: dict[str, Any] = PrivateAttr(default_factory=dict)
     _facts: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _skipped: dict[str, int] = PrivateAttr(default_factory=dict)
 
     @property
     def concurrency(self) -> dict[str, Any]:
@@ -61,6 +62,11 @@ class ImportedTrace(Trace):
         """How many calls were recorded without content."""
         calls = self._import_info.get("calls", {})
         return sum(1 for info in calls.values() if info.get("content_captured") is False)
+
+    def skipped_calls(self) -> dict[str, int]:
+        """``{convention: n}``: the LLM and tool spans of another convention than the ``convention``
+        asked for, which it ignored (empty for ``"auto"``, which reads every span; docs/import.md)."""
+        return dict(self._skipped)
 
     def partial(self) -> int:
         """How many LLM calls hold part of their request only."""
@@ -143,6 +149,24 @@ def import_otlp(
         imported = ImportedTrace.model_validate(trace.model_dump())
         imported._import_info = info
         imported._facts = facts
+        imported._skipped = _skipped_calls(spans, convention)
         attach_facts(imported, ConcurrencyFacts.parse(facts))  # an in-memory replay reads them too
         traces.append(imported)
     return traces
+
+
+def _skipped_calls(spans: list[Span], convention: str) -> dict[str, int]:
+    """``{other convention: n}``: the LLM and tool spans ``convention`` ignores (none for ``auto``)."""
+    from stepfork.analysis.otlp import conventions as conv
+
+    skipped: dict[str, int] = {}
+    if convention == "auto":
+        return skipped
+    for span in spans:
+        found = conv.convention_of(span)
+        if found in (None, "stepfork", convention):
+            continue
+        assert found is not None
+        if conv.role_of(span, found) in ("llm", "tool"):
+            skipped[found] = skipped.get(found, 0) + 1
+    return skipped
