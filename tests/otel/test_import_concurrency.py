@@ -188,3 +188,29 @@ def test_task_spans_that_overlap_make_their_tool_calls_concurrent(sdk_spans: Cal
     assert lane["Paris"] != lane["Lyon"]
     assert facts["root_lane"] not in (lane["Paris"], lane["Lyon"])
     assert lane["Nice"] == lane["Lille"] == facts["root_lane"]
+
+
+def test_tasks_of_one_langgraph_superstep_are_concurrent_even_when_their_spans_do_not_overlap() -> None:
+    # LangGraph ran a model turn's two tool calls as two tasks of superstep 2 (distinct langgraph_path); in
+    # production the pool happened to run them one after the other, which says nothing about the replay
+    from stepfork.analysis.otlp.concurrency import CallSpan, span_facts, superstep_task
+
+    def task(step: int, index: int) -> tuple[int, str] | None:
+        metadata = {"langgraph_step": step, "langgraph_path": ["__pregel_push", index]}
+        return superstep_task({"metadata": json.dumps(metadata)})
+
+    root = ("root", 0, 100, None)
+    calls = [
+        CallSpan("a", "run", 10, 20, (root, ("t1", 9, 21, task(2, 0)), ("a", 10, 20, None))),
+        CallSpan("b", "run", 30, 40, (root, ("t2", 29, 41, task(2, 1)), ("b", 30, 40, None))),
+        # two calls inside one task (the same langgraph_path) keep their order
+        CallSpan("c", "run", 50, 55, (root, ("t3", 49, 70, task(3, 0)), ("c", 50, 55, None))),
+        CallSpan("d", "run", 60, 65, (root, ("t3", 49, 70, task(3, 0)), ("d", 60, 65, None))),
+    ]
+    facts = span_facts("run", 0, calls)["calls"]
+    assert facts["a"]["lane"] != facts["b"]["lane"]
+    assert facts["a"]["alive_tasks"]
+    assert facts["b"]["alive_tasks"]
+    assert facts["c"]["lane"] == facts["d"]["lane"] == 0
+    assert superstep_task({"metadata": "not json"}) is None
+    assert superstep_task({"metadata": json.dumps({"langgraph_step": 1})}) is None

@@ -17,7 +17,7 @@ from typing import Any
 
 from stepfork.analysis.otlp import conventions as conv
 from stepfork.analysis.otlp import exact, flattened
-from stepfork.analysis.otlp.concurrency import CallSpan, span_facts
+from stepfork.analysis.otlp.concurrency import CallSpan, PathSpan, span_facts, superstep_task
 from stepfork.analysis.otlp.decode import Span
 from stepfork.trace.bundle import Trace
 from stepfork.trace.models import (
@@ -55,14 +55,16 @@ def _end_ns(call: _Call) -> int | None:
     return max(call.span.end_ns, call.span.start_ns) if call.ended else None
 
 
-def _path(span: Span, by_id: dict[str, Span]) -> tuple[tuple[str, int, int], ...]:
-    """``(span_id, start_ns, end_ns)`` of ``span``'s ancestors from the root down to ``span`` itself."""
-    chain: list[tuple[str, int, int]] = []
+def _path(span: Span, by_id: dict[str, Span]) -> tuple[PathSpan, ...]:
+    """``(span_id, start_ns, end_ns, task)`` of ``span``'s ancestors from the root down to ``span`` itself
+    (``task``: :func:`superstep_task` of the span's attributes)."""
+    chain: list[PathSpan] = []
     seen: set[str] = set()
     current: Span | None = span
     while current is not None and current.span_id not in seen:  # a malformed parent cycle ends the walk
         seen.add(current.span_id)
-        chain.append((current.span_id, current.start_ns, max(current.end_ns, current.start_ns)))
+        end = max(current.end_ns, current.start_ns)
+        chain.append((current.span_id, current.start_ns, end, superstep_task(current.attributes)))
         current = by_id.get(current.parent_id or "")
     return tuple(reversed(chain))
 

@@ -17,6 +17,12 @@ an import derives the facts from the times alone:
   parent's lane (run_start's lane for calls of the run), as a sequential step does; each member of a
   cluster of two or more gets a lane of its own (an asyncio task of the parent's thread) with the other
   members as ``alive_tasks``.
+- LangGraph supersteps: branches whose spans carry LangGraph's run metadata (the ``metadata`` attribute
+  OpenInference's LangChain instrumentor writes) with the same ``langgraph_step`` and different
+  ``langgraph_path`` are distinct tasks of one superstep, which LangGraph runs side by side (a model turn's
+  tool calls under ``ToolNode``): they are concurrent even when their spans happen not to overlap (a pool
+  that ran one task after the other in production may not in the replay). Two calls inside one task share
+  its ``langgraph_path`` and keep their order.
 
 So replay's ``auto`` ordering (:func:`stepfork.replay.ordering.auto_groups`) serves a cluster's calls in
 whichever order the live run makes them, and keeps every other call in recorded order.
@@ -24,6 +30,7 @@ whichever order the live run makes them, and keeps every other call in recorded 
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -34,41 +41,68 @@ FILE_NAME = f"{EXTENSION_NAME}.json"
 """The extension file the facts are saved in (listed in integrity.json)."""
 
 
+PathSpan = tuple[str, int, int, "tuple[Any, str] | None"]
+"""One span on a call's path: ``(span_id, start_ns, end_ns, task)``; ``task`` from :func:`superstep_task`."""
+
+
+def superstep_task(attributes: dict[str, Any]) -> tuple[Any, str] | None:
+    """``(langgraph_step, langgraph_path as JSON)`` from a span's ``metadata`` attribute (a JSON object, as
+    OpenInference's LangChain instrumentor writes LangGraph's run metadata), or None when it has neither."""
+    metadata = attributes.get("metadata")
+    if isinstance(metadata, str):
+        try:
+            metadata = json.loads(metadata)
+        except ValueError:
+            return None
+    if not isinstance(metadata, dict) or "langgraph_step" not in metadata or "langgraph_path" not in metadata:
+        return None
+    return metadata["langgraph_step"], json.dumps(metadata["langgraph_path"], sort_keys=True, default=str)
+
+
 @dataclass(frozen=True)
 class CallSpan:
     """One imported call: its call event ``event_id``, the ``parent`` event id, its span's
     ``start_ns``/``end_ns`` (Unix epoch ns; ``end_ns`` None when the bundle holds no outcome), and
-    ``path``: the ``(start_ns, end_ns)`` of its span's ancestors from the trace's root down to its own
-    span, keyed by span id: ``((span_id, start_ns, end_ns), ...)``."""
+    ``path``: its span's ancestors from the trace's root down to its own span,
+    ``((span_id, start_ns, end_ns, task), ...)`` (:data:`PathSpan`)."""
 
     event_id: str
     parent: str
     start_ns: int
     end_ns: int | None
-    path: tuple[tuple[str, int, int], ...] = ()
+    path: tuple[PathSpan, ...] = ()
 
 
 NEVER = 1 << 62
 """The end of a call that never ended: it overlaps everything after its start."""
 
 
-def _branches(one: CallSpan, two: CallSpan) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The intervals of the two calls' branches: the spans just below their lowest common ancestor (the
-    calls' own intervals when the paths are unknown)."""
-    own = ((one.start_ns, one.end_ns or NEVER), (two.start_ns, two.end_ns or NEVER))
+Branch = tuple[int, int, "tuple[Any, str] | None"]
+
+
+def _branches(one: CallSpan, two: CallSpan) -> tuple[Branch, Branch]:
+    """``(start_ns, end_ns, task)`` of the two calls' branches: the spans just below their lowest common
+    ancestor (the calls' own intervals, with no task, when the paths are unknown)."""
+    own = ((one.start_ns, one.end_ns or NEVER, None), (two.start_ns, two.end_ns or NEVER, None))
     if not one.path or not two.path:
         return own
     for mine, theirs in zip(one.path, two.path, strict=False):
         if mine[0] != theirs[0]:
-            first = (mine[1], NEVER if mine is one.path[-1] and one.end_ns is None else mine[2])
-            second = (theirs[1], NEVER if theirs is two.path[-1] and two.end_ns is None else theirs[2])
+            open_one = mine is one.path[-1] and one.end_ns is None  # a call that never ended
+            open_two = theirs is two.path[-1] and two.end_ns is None
+            first = (mine[1], NEVER if open_one else mine[2], mine[3])
+            second = (theirs[1], NEVER if open_two else theirs[2], theirs[3])
             return first, second
     return own
 
 
 def concurrent(one: CallSpan, two: CallSpan) -> bool:
-    """True when the two sibling calls' branches overlap in time (module docstring)."""
+    """True when the two sibling calls' branches overlap in time, or are distinct tasks of one LangGraph
+    superstep (module docstring)."""
     first, second = _branches(one, two)
+    task_one, task_two = first[2], second[2]
+    if task_one is not None and task_two is not None and task_one[0] == task_two[0] and task_one != task_two:
+        return True  # two tasks of one LangGraph superstep
     return first[0] < second[1] and second[0] < first[1]
 
 
