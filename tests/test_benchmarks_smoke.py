@@ -12,6 +12,9 @@ from types import ModuleType
 
 import pytest
 
+# the benchmarks at toy size: `hatch run slow:test` (tests/conftest.py)
+pytestmark = pytest.mark.slow
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 

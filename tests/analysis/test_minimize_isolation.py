@@ -34,6 +34,9 @@ AGENT = """
 import os, signal, sys, time
 from stepfork.trace import trace_tool
 
+# forks, kills and timeouts of minimize's zygote: `hatch run slow:test` (tests/conftest.py)
+pytestmark = pytest.mark.slow
+
 BAD = {{3, 7}}
 
 @trace_tool

@@ -12,6 +12,9 @@ import pytest
 
 from .conftest import run_cli
 
+# many exported tests run through pytest, sharded and under xdist: `hatch run slow:test` (tests/conftest.py)
+pytestmark = pytest.mark.slow
+
 # quickstart:run_agent_fixed passes against expected.json; quickstart:run_agent (the bug) fails
 ENTRYPOINTS = {
     "test_a_fixed.py": "quickstart:run_agent_fixed",

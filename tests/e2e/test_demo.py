@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import QUICKSTART, REPO, cli_env
 
 
@@ -44,6 +46,7 @@ def test_the_demo_runs_every_step_as_the_story_says(tmp_path: Path) -> None:
     assert _tree_state() == before
 
 
+@pytest.mark.slow  # long end-to-end story: `hatch run slow:test` (tests/conftest.py)
 def test_the_demo_runs_again_into_the_directory_it_made(tmp_path: Path) -> None:
     out_dir = tmp_path / "demo"
     assert _demo(out_dir).returncode == 0

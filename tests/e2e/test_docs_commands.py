@@ -108,6 +108,7 @@ def sandbox(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow  # long end-to-end story: `hatch run slow:test` (tests/conftest.py)
 @pytest.mark.parametrize("document", documents(), ids=lambda p: p.name)
 def test_documented_commands_run_as_shown(document: Path, sandbox: Path) -> None:
     commands = extract_commands(document.read_text(encoding="utf-8"))

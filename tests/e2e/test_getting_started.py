@@ -53,6 +53,7 @@ def test_the_guide_covers_the_whole_workflow() -> None:
     assert "python -m pytest test_quickstart_marker.py" in commands
 
 
+@pytest.mark.slow  # long end-to-end story: `hatch run slow:test` (tests/conftest.py)
 def test_the_guide_can_be_followed_twice_and_what_it_writes_is_ignored_by_git(tmp_path: Path) -> None:
     sandbox = tmp_path / "repo"
     shutil.copytree(REPO / "examples", sandbox / "examples", ignore=shutil.ignore_patterns("__pycache__"))

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# every example recorded, replayed, exported and run through the CLI: `hatch run slow:test`
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STEPFORK = Path(sys.executable).parent / "stepfork"
 SECRET = "c2VjcmV0LXRva2Vu"  # the bearer token's payload in examples/openai_agent (C5)

@@ -45,6 +45,7 @@ def run(args: list[str], cwd: Path, port: int) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.slow  # long end-to-end story: `hatch run slow:test` (tests/conftest.py)
 def test_record_then_replay_a_script_with_no_stepfork_import(tmp_path: Path, server: Any) -> None:
     srv, fake = server
     port = srv.server_address[1]
@@ -125,6 +126,7 @@ def test_record_refuses_a_command_that_is_not_python(tmp_path: Path) -> None:
     assert "python" in done.stderr
 
 
+@pytest.mark.slow  # long end-to-end story: `hatch run slow:test` (tests/conftest.py)
 def test_export_of_a_script_writes_a_test_that_replays_it(tmp_path: Path, server: Any) -> None:
     srv, fake = server
     port = srv.server_address[1]
