@@ -22,6 +22,9 @@ import pytest
 from stepfork.analysis import MinimizeError, MinimizeResult, minimize_trace
 from stepfork.trace import Trace
 
+# forks, kills and timeouts of minimize's zygote: `hatch run slow:test` (tests/conftest.py)
+pytestmark = pytest.mark.slow
+
 FORCE_SUBPROCESS = "_STEPFORK_MINIMIZE_SUBPROCESS"  # internal switch of stepfork.analysis._attempts
 
 # Ten fetches; the agent alerts when two sources are bad; sources 3 and 7 are. Each fetch made a nested
@@ -30,12 +33,10 @@ FORCE_SUBPROCESS = "_STEPFORK_MINIMIZE_SUBPROCESS"  # internal switch of stepfor
 # error of every other fetch); with ``clean_replay`` it is the ten fetches without the audits, since a
 # fetch the agent still makes would diverge. ``missing(source)`` runs where a fetch is missing from the
 # candidate (the replay error the agent catches), ``start()`` at the start of every attempt.
+
 AGENT = """
 import os, signal, sys, time
 from stepfork.trace import trace_tool
-
-# forks, kills and timeouts of minimize's zygote: `hatch run slow:test` (tests/conftest.py)
-pytestmark = pytest.mark.slow
 
 BAD = {{3, 7}}
 
