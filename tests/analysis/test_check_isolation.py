@@ -55,6 +55,13 @@ def envy(order_id=None):
 def threaded(order_id=None):
     threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
     return quickstart.run_agent(order_id or "ORD-1002")
+
+
+def lazy(order_id=None):
+    # an agent module imported on first use: its import-time state is new to the worker
+    import lazyhelper
+
+    return quickstart.run_agent(lazyhelper.order(order_id))
 """
 
 
@@ -73,6 +80,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], d
     work = tmp_path_factory.mktemp("check-isolation")
     shutil.copy2(QUICKSTART / "quickstart.py", work / "quickstart.py")
     (work / "candidates.py").write_text(AGENTS)
+    (work / "lazyhelper.py").write_text("def order(order_id):\n    return order_id or 'ORD-1002'\n")
     # a state too large to compare after every replay (over 50,000 values): every replay gets a fresh worker
     (work / "bigstate.py").write_text(
         "import quickstart\n\nTABLE = list(range(60_000))\n\n"
@@ -149,3 +157,13 @@ def test_isolation_bundle_forks_per_bundle_with_the_same_verdicts(corpus) -> Non
     assert len({v.worker for v in result.verdicts}) == len(corpus[1])
     with pytest.raises(ValueError, match="isolation"):
         _check(corpus, "quickstart:run_agent", isolation="thread")
+
+
+def test_a_replay_importing_a_new_agent_module_sends_the_next_bundle_to_a_fresh_worker(corpus) -> None:
+    result = _check(corpus, "candidates:lazy")
+    assert [v.verdict for v in result.verdicts] == ["MATCHED"] * len(corpus[1])
+    # the first replay imported lazyhelper: the next bundle went to a fresh worker, forked after the zygote
+    # preloaded lazyhelper, and no later replay imported anything new
+    workers = [v.worker for v in result.verdicts]
+    assert workers[0] != workers[1]
+    assert len(set(workers[1:])) == 1

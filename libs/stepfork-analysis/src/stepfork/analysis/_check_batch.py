@@ -22,7 +22,48 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["replay_batch"]
+__all__ = ["ImportWatch", "replay_batch"]
+
+
+class ImportWatch:
+    """The modules a replay imports, without copying ``sys.modules`` around every replay.
+
+    An SDK agent has 1,000-4,000 modules loaded; ``set(sys.modules)`` before and after each replay cost
+    about 0.15 ms per bundle with the Anthropic SDK, 7% of its replay. A finder first on ``sys.meta_path``
+    (:meth:`find_spec` always returns None, so the import goes on unchanged) hears the name of every module
+    the import system loads; when ``len(sys.modules)`` then equals the known modules plus those heard, that
+    is the whole change. Anything else (a module put into or deleted from ``sys.modules`` by hand) falls
+    back to comparing every name. Missed only: a replay that both inserts and deletes the same number of
+    modules by hand, without the import system; the state probe still sees the agent's own modules.
+
+    Use: :meth:`install` once per worker, then :meth:`new_modules` after each replay.
+    """
+
+    def __init__(self) -> None:
+        self.known: set[str] = set(sys.modules)
+        self.heard: list[str] = []
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        """Note ``name`` (the import system asks finders only for modules not in ``sys.modules``); return
+        None so the next finder loads it."""
+        self.heard.append(name)
+
+    def install(self) -> None:
+        """Put this finder first on ``sys.meta_path`` (this process is a forked worker: it exits with it)."""
+        sys.meta_path.insert(0, self)  # type: ignore[arg-type]  # a finder by protocol
+
+    def new_modules(self) -> list[str]:
+        """The names added to ``sys.modules`` since the last call (or since construction), sorted."""
+        loaded = sys.modules
+        heard, self.heard = self.heard, []
+        new = {name for name in heard if name in loaded and name not in self.known}
+        if len(loaded) != len(self.known) + len(new):  # changed by hand: compare every name
+            current = set(loaded)
+            new = current - self.known
+            self.known = current
+        else:
+            self.known |= new
+        return sorted(new)
 
 
 def _probe(names: list[str]) -> Any:
@@ -61,10 +102,11 @@ def replay_batch(config: dict[str, Any], bundles: list[str], send: Callable[[dic
     baseline = None if config.get("isolation") == "bundle" else _probe(names)
     main = threading.current_thread()
     last = len(bundles) - 1
+    watch = ImportWatch()
+    watch.install()
     for index, bundle in enumerate(bundles):
-        before = set(sys.modules)
         answer = verdict_of(config, bundle)
-        imported = sorted(set(sys.modules) - before)
+        imported = watch.new_modules()
         answer["modules"] = imported
         answer["worker"] = os.getpid()
         for thread in threading.enumerate():  # as interpreter shutdown would: wait for non-daemon threads
