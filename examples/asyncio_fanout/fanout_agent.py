@@ -14,11 +14,11 @@ the one bad tool call).
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 import sys
 from typing import Any
 
-from stepfork.trace import LLMOutput, TraceStorageError, allm_request, record, trace_tool
+from stepfork.trace import LLMOutput, TraceStorageError, allm_request, record, record_main, trace_tool
 
 PROMPT = "Compare the weather in three cities for a city break."
 NORDIC = "Compare the weather in three Nordic capitals."
@@ -89,26 +89,12 @@ def record_run(bundle: str, prompt: str = PROMPT, *, overwrite: bool = False) ->
 
 
 def main(argv: list[str]) -> int:
-    """``record|record-nordic BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2
-    with one line for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever
-    replaced silently)."""
-    args = [arg for arg in argv if arg != "--overwrite"]
-    if len(args) != 2 or args[0] not in ("record", "record-nordic"):
-        usage = "usage: python fanout_agent.py record|record-nordic BUNDLE.sftrace [--overwrite]"
-        print(usage, file=sys.stderr)
-        return 2
+    """``record|record-nordic BUNDLE.sftrace [--overwrite]``: record, print the result as JSON; 2 for bad
+    input (one line)."""
     import fanout_agent  # record through the imported module (tagged values name their class)
 
-    prompt = NORDIC if args[0] == "record-nordic" else PROMPT
-    try:
-        print(json.dumps(fanout_agent.record_run(args[1], prompt, overwrite="--overwrite" in argv)))
-    except TraceStorageError as exc:  # record() refuses before the agent runs
-        if exc.code == "already_exists":
-            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
-        else:
-            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    nordic = functools.partial(fanout_agent.record_run, prompt=NORDIC)
+    return record_main(argv, {"record": fanout_agent.record_run, "record-nordic": nordic})
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ The model is wrapped once, ``instrument_chat_model(model)``; the tool is ``@tool
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -21,7 +20,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import TraceStorageError, record, trace_tool
+from stepfork.trace import record, record_main, trace_tool
 
 QUESTION = "Should I take an umbrella in Paris today?"
 
@@ -91,23 +90,10 @@ def record_run(bundle: str, *, overwrite: bool = False) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
-    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
-    args = [arg for arg in argv if arg != "--overwrite"]
-    if len(args) != 2 or args[0] != "record":
-        print("usage: python langgraph_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
-        return 2
+    """``record BUNDLE.sftrace [--overwrite]``: record, print the result as JSON (exit 2: bad input)."""
     import langgraph_agent  # record through the imported module (tagged values name their class)
 
-    try:
-        print(json.dumps(langgraph_agent.record_run(args[1], overwrite="--overwrite" in argv)))
-    except TraceStorageError as exc:  # record() refuses before the agent runs
-        if exc.code == "already_exists":
-            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
-        else:
-            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return record_main(argv, {"record": langgraph_agent.record_run})
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ The resumed run on its own, as a service records it (one run per ``invoke``): it
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -31,7 +30,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import TraceStorageError, record, trace_tool
+from stepfork.trace import record, record_main, trace_tool
 
 QUESTION = "Book me the Hotel Lutetia in Paris."
 DECISION = {"type": "accept"}
@@ -141,25 +140,11 @@ def record_run(bundle: str, question: str = QUESTION, *, overwrite: bool = False
 
 
 def main(argv: list[str]) -> int:
-    """``record|resume BUNDLE.sftrace [--overwrite]``: record the first or the resumed run and print the
-    result as JSON; exit 2 with one line for bad input, such as an existing bundle without ``--overwrite``
-    (nothing is ever replaced silently)."""
-    args = [arg for arg in argv if arg != "--overwrite"]
-    if len(args) != 2 or args[0] not in ("record", "resume"):
-        print("usage: python hitl_agent.py record|resume BUNDLE.sftrace [--overwrite]", file=sys.stderr)
-        return 2
+    """``record|resume BUNDLE.sftrace [--overwrite]``: record the first or the resumed run, print the result
+    as JSON; 2 for bad input (one line)."""
     import hitl_agent  # record through the imported module (tagged values name their class)
 
-    recorder = hitl_agent.record_run if args[0] == "record" else hitl_agent.record_resumed_run
-    try:
-        print(json.dumps(recorder(args[1], overwrite="--overwrite" in argv)))
-    except TraceStorageError as exc:  # record() refuses before the agent runs
-        if exc.code == "already_exists":
-            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
-        else:
-            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return record_main(argv, {"record": hitl_agent.record_run, "resume": hitl_agent.record_resumed_run})
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import openai
 from fake_openai import FakeOpenAI
 
 from stepfork.integrations.openai import instrument_openai
-from stepfork.trace import TraceStorageError, record, trace_tool
+from stepfork.trace import record, record_main, trace_tool
 
 MODEL = "gpt-4o-mini"
 QUESTION = "Should I take an umbrella in Paris today?"
@@ -120,25 +120,12 @@ def record_run(bundle: str, *, overwrite: bool = False) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
-    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
-    args = [arg for arg in argv if arg != "--overwrite"]
-    if len(args) != 2 or args[0] != "record":
-        print("usage: python openai_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
-        return 2
+    """``record BUNDLE.sftrace [--overwrite]``: record, print the result as JSON (exit 2: bad input)."""
     # Run through the imported module, not __main__: tagged values name their class ("openai_agent.Report")
     # and that name is part of the recorded input a replay compares.
     import openai_agent
 
-    try:
-        print(json.dumps(openai_agent.record_run(args[1], overwrite="--overwrite" in argv)))
-    except TraceStorageError as exc:  # record() refuses before the agent runs
-        if exc.code == "already_exists":
-            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
-        else:
-            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return record_main(argv, {"record": openai_agent.record_run})
 
 
 if __name__ == "__main__":

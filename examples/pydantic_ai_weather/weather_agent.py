@@ -14,7 +14,6 @@ model wrapped with ``instrument_model``, and no network: the model is pydantic-a
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from stepfork.integrations.pydantic_ai import instrument_model
-from stepfork.trace import TraceStorageError, record, trace_tool
+from stepfork.trace import record, record_main, trace_tool
 
 PROMPT = "What is the weather like in London and in Wiltshire?"
 
@@ -168,23 +167,10 @@ def record_run(bundle: str, prompt: str = PROMPT, *, overwrite: bool = False) ->
 
 
 def main(argv: list[str]) -> int:
-    """``record BUNDLE.sftrace [--overwrite]``: record and print the result as JSON; exit 2 with one line
-    for bad input, such as an existing bundle without ``--overwrite`` (nothing is ever replaced silently)."""
-    args = [arg for arg in argv if arg != "--overwrite"]
-    if len(args) != 2 or args[0] != "record":
-        print("usage: python weather_agent.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
-        return 2
+    """``record BUNDLE.sftrace [--overwrite]``: record, print the result as JSON (exit 2: bad input)."""
     import weather_agent  # record through the imported module (tagged values name their class)
 
-    try:
-        print(json.dumps(weather_agent.record_run(args[1], overwrite="--overwrite" in argv)))
-    except TraceStorageError as exc:  # record() refuses before the agent runs
-        if exc.code == "already_exists":
-            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
-        else:
-            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return record_main(argv, {"record": weather_agent.record_run})
 
 
 if __name__ == "__main__":

@@ -97,22 +97,9 @@ def record_run(bundle: str, *, overwrite: bool = False) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     """``record BUNDLE.sftrace [--overwrite]``: record, print the run's output; 2 for bad input (one line)."""
-    from stepfork.trace.errors import TraceStorageError
+    from stepfork.trace import record_main
 
-    overwrite = "--overwrite" in argv
-    args = [arg for arg in argv if arg != "--overwrite"]
-    if len(args) != 2 or args[0] != "record":
-        print("usage: python quickstart.py record BUNDLE.sftrace [--overwrite]", file=sys.stderr)
-        return 2
-    try:
-        print(record_run(args[1], overwrite=overwrite))
-    except TraceStorageError as exc:
-        if exc.code == "already_exists":
-            print(f"{args[1]} exists; pass --overwrite to replace it", file=sys.stderr)
-        else:
-            print(f"Cannot record to {args[1]}: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return record_main(argv, {"record": record_run}, show=str)
 
 
 if __name__ == "__main__":

@@ -8,17 +8,13 @@ Each test runs the whole corpus as ONE batch (``batch_size``), so every bundle g
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from stepfork.analysis import check_corpus
 
-REPO = Path(__file__).resolve().parents[2]
-QUICKSTART = REPO / "examples" / "quickstart"
+from ..corpus_support import quickstart_corpus
 
 # Candidate builds of the quickstart agent. A bundle without run input (order_id None) is a "bad" one.
 AGENTS = """
@@ -65,20 +61,10 @@ def lazy(order_id=None):
 """
 
 
-def _corpus_module():
-    spec = importlib.util.spec_from_file_location("stepfork_example_corpus_iso", QUICKSTART / "corpus.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], dict[str, str]]:
     """An import root holding quickstart and the candidates above, and 8 bundles (2 without run input)."""
     work = tmp_path_factory.mktemp("check-isolation")
-    shutil.copy2(QUICKSTART / "quickstart.py", work / "quickstart.py")
     (work / "candidates.py").write_text(AGENTS)
     (work / "lazyhelper.py").write_text("def order(order_id):\n    return order_id or 'ORD-1002'\n")
     # a state too large to compare after every replay (over 50,000 values): every replay gets a fresh worker
@@ -86,8 +72,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], d
         "import quickstart\n\nTABLE = list(range(60_000))\n\n"
         "def run(order_id=None):\n    return quickstart.run_agent(order_id or 'ORD-1002')\n"
     )
-    expected = _corpus_module().make_corpus(work / "corpus", 8, diverge_every=4)
-    sys.modules.pop("quickstart", None)  # corpus.py imported the example's own copy; children import work's
+    expected = quickstart_corpus(work, 8, diverge_every=4)
     return work, sorted(expected), expected
 
 

@@ -6,7 +6,6 @@ fourth one recorded for another order so that it diverges on purpose.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -14,16 +13,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from .conftest import QUICKSTART, run_cli
-
-
-def _corpus_module():
-    spec = importlib.util.spec_from_file_location("stepfork_example_corpus", QUICKSTART / "corpus.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from ..corpus_support import quickstart_corpus
+from .conftest import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +22,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, st
     """A working copy of the quickstart agent beside a 12-bundle corpus (3 diverging) and its expected
     verdicts."""
     work = tmp_path_factory.mktemp("check")
-    shutil.copy2(QUICKSTART / "quickstart.py", work / "quickstart.py")
-    expected = _corpus_module().make_corpus(work / "corpus", 12, diverge_every=4)
-    return work, expected
+    return work, quickstart_corpus(work, 12, diverge_every=4)
 
 
 def _check(work: Path, *args: str | Path):
@@ -175,8 +164,7 @@ def test_library_result_renders_three_ways(corpus: tuple[Path, dict[str, str]]) 
 
 @pytest.mark.slow
 def test_a_corpus_of_1000_bundles_gets_the_right_verdict_each(tmp_path: Path) -> None:
-    shutil.copy2(QUICKSTART / "quickstart.py", tmp_path / "quickstart.py")
-    expected = _corpus_module().make_corpus(tmp_path / "corpus", 1000)
+    expected = quickstart_corpus(tmp_path, 1000)
     assert sum(v == "DIVERGED" for v in expected.values()) == 100
     done = _check(tmp_path, "corpus", "--entrypoint", "quickstart:run_agent", "--json", "--timeout", "300")
     assert done.code == 1, done.text

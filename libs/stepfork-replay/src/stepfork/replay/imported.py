@@ -115,13 +115,19 @@ def project_input(value: Any, info: ImportedCall) -> Any:
 # -- OpenAI Chat Completions messages <-> GenAI semconv messages ----------------------------------------
 
 
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
+def parse_json_text(value: Any) -> Any:
+    """``value`` parsed with ``json.loads`` when it is a string holding JSON, else ``value`` unchanged
+    (a string that is not JSON, or any other value). Never raises.
+
+    Span attributes hold structured values (messages, tool arguments, outputs) as JSON text or as plain
+    text, depending on the instrumentation: one reader for both, here and in stepfork.analysis.otlp.
+    """
+    if isinstance(value, str):
         try:
-            return json.loads(raw)
+            return json.loads(value)
         except ValueError:
-            return raw
-    return raw
+            return value
+    return value
 
 
 def _text_of(content: Any) -> list[str]:
@@ -158,7 +164,7 @@ def openai_to_genai(messages: Any) -> list[dict[str, Any]]:
                         "type": "tool_call",
                         "id": call.get("id"),
                         "name": function.get("name"),
-                        "arguments": _arguments(function.get("arguments")),
+                        "arguments": parse_json_text(function.get("arguments")),
                     }
                 )
         out.append({"role": role, "parts": parts})

@@ -4,6 +4,7 @@ Public names are imported lazily (PEP 562): decorating a function with ``trace_t
 boundary, not pydantic, and ``import stepfork.trace`` never imports replay, analysis, typer or rich.
 
 Main entry points: :func:`record` / :class:`RecordingSession` (record a run into a ``.sftrace`` bundle),
+:func:`record_main` (a recording script's ``COMMAND BUNDLE.sftrace [--overwrite]`` command line),
 :func:`trace_tool`, :func:`llm_request`, :func:`allm_request` (instrumented boundaries), :class:`Trace`
 (``Trace.load(path)``, ``trace.save(path)``), :func:`validate_bundle`, :func:`canonical_json` and
 :func:`fingerprint` (schema 0.1 canonical bytes and their SHA-256).
@@ -31,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "active_recorder": "stepfork.trace.recording",
     "OrphanCallWarning": "stepfork.trace.recording",
     "DEFAULT_TRACE_DIR": "stepfork.trace.recording",
+    "record_main": "stepfork.trace.command_line",
     # canonical JSON and values
     "canonical_json": "stepfork.trace.canonical",
     "fingerprint": "stepfork.trace.canonical",
@@ -177,6 +179,7 @@ __all__ = [
     "loads_json",
     "manifest_json_schema",
     "record",
+    "record_main",
     "redact_json",
     "register_secret",
     "save_trace",
@@ -209,6 +212,7 @@ if TYPE_CHECKING:  # pragma: no cover
         hash_json,
         loads_json,
     )
+    from stepfork.trace.command_line import record_main
     from stepfork.trace.errors import (
         BoundaryContextError,
         CanonicalJsonError,

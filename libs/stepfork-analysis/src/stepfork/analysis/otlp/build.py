@@ -11,6 +11,7 @@ that is a call, else ``run_start``. docs/import.md has the tables.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -180,6 +181,23 @@ def build_trace(
     events: list[Any] = [RunStart(id=root_id, run_id=run_id, timestamp=_time(root.start_ns), input=run_input)]
     extension_calls: dict[str, Any] = {}
     parent_ids: dict[str, str] = {}  # call event id -> its parent event id
+
+    def add(kind: Callable[..., Any], call: _Call, edge: str, step: int, **fields: Any) -> str:
+        """Append the ``kind`` event of ``call``'s span at ``edge``; return its id. ``"start"``: the call's
+        request (it becomes ``call.request_id``), under the nearest enclosing call or the run, at the span's
+        start. ``"end"``: its outcome, under the request, at the span's end, with ``duration_ms``."""
+        span = call.span
+        event_id = new_id()
+        if edge == "start":
+            call.request_id = event_id
+            parent, at = parent_ids.setdefault(event_id, parent_of(span)), span.start_ns
+        else:
+            parent, at = call.request_id, span.end_ns
+            fields["duration_ms"] = max(0, (span.end_ns - span.start_ns) // 1_000_000)
+        fields.update(id=event_id, run_id=run_id, parent_id=parent, step=step, timestamp=_time(at))
+        events.append(kind(**fields))
+        return event_id
+
     for _, _, _, edge, call in timeline:
         span = call.span
         step = len(events)
@@ -187,27 +205,22 @@ def build_trace(
         if call.role == "llm":
             llm = _LLM_READERS[call.convention](span)
             if edge == "start":
-                call.request_id = new_id()
-                events.append(
-                    LLMRequest(
-                        id=call.request_id,
-                        run_id=run_id,
-                        parent_id=parent_ids.setdefault(call.request_id, parent_of(span)),
-                        step=step,
-                        timestamp=_time(span.start_ns),
-                        provider=llm.provider or None,
-                        model=llm.model,
-                        input=llm.input,
-                    )
+                request_id = add(
+                    LLMRequest,
+                    call,
+                    edge,
+                    step,
+                    provider=llm.provider or None,
+                    model=llm.model,
+                    input=llm.input,
                 )
                 info: dict[str, Any] = {"span_id": span.span_id, "content_captured": llm.content_captured}
                 if llm.fields is not None:
                     info["fields"] = llm.fields
                 if llm.normalize:
                     info["normalize"] = llm.normalize
-                extension_calls[call.request_id] = info
+                extension_calls[request_id] = info
                 continue
-            duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
             if llm.missing and not failed:
                 call.ended = False
                 continue
@@ -217,22 +230,17 @@ def build_trace(
                     _error_event(new_id(), run_id, call.request_id, step, _time(span.end_ns), kind, message)
                 )
                 continue
-            events.append(
-                LLMResponse(
-                    id=new_id(),
-                    run_id=run_id,
-                    parent_id=call.request_id,
-                    step=step,
-                    timestamp=_time(span.end_ns),
-                    duration_ms=duration,
-                    model=llm.model,
-                    output=llm.output
-                    if llm.output is not None or call.convention == "stepfork"
-                    else {"content_captured": False},
-                    prompt_tokens=llm.usage.get("prompt_tokens"),
-                    completion_tokens=llm.usage.get("completion_tokens"),
-                    total_tokens=llm.usage.get("total_tokens"),
-                )
+            captured = llm.output is not None or call.convention == "stepfork"
+            add(
+                LLMResponse,
+                call,
+                edge,
+                step,
+                model=llm.model,
+                output=llm.output if captured else {"content_captured": False},
+                prompt_tokens=llm.usage.get("prompt_tokens"),
+                completion_tokens=llm.usage.get("completion_tokens"),
+                total_tokens=llm.usage.get("total_tokens"),
             )
             continue
         tool = (
@@ -241,58 +249,25 @@ def build_trace(
             else conv.tool_call(span, call.convention, model_tool_calls)
         )
         if edge == "start":
-            call.request_id = new_id()
-            events.append(
-                ToolCall(
-                    id=call.request_id,
-                    run_id=run_id,
-                    parent_id=parent_ids.setdefault(call.request_id, parent_of(span)),
-                    step=step,
-                    timestamp=_time(span.start_ns),
-                    name=tool.name,
-                    input=tool.input,
-                )
-            )
+            request_id = add(ToolCall, call, edge, step, name=tool.name, input=tool.input)
             if not tool.content_captured:
-                extension_calls[call.request_id] = {"span_id": span.span_id, "content_captured": False}
+                extension_calls[request_id] = {"span_id": span.span_id, "content_captured": False}
             continue
-        duration = max(0, (span.end_ns - span.start_ns) // 1_000_000)
         if tool.missing and not failed:
             call.ended = False
             continue
         if failed:
             kind, message = _failure(span)
-            result_id = new_id()
             exported = tool.output if call.convention == "stepfork" and not tool.missing else None
-            events.append(
-                ToolResult(
-                    id=result_id,
-                    run_id=run_id,
-                    parent_id=call.request_id,
-                    step=step,
-                    timestamp=_time(span.end_ns),
-                    duration_ms=duration,
-                    status=EventStatus.ERROR,
-                    name=tool.name,
-                    output=exported if exported is not None else {"error_type": kind, "message": message},
-                )
+            output = exported if exported is not None else {"error_type": kind, "message": message}
+            result_id = add(
+                ToolResult, call, edge, step, status=EventStatus.ERROR, name=tool.name, output=output
             )
             events.append(
                 _error_event(new_id(), run_id, result_id, step + 1, _time(span.end_ns), kind, message)
             )
             continue
-        events.append(
-            ToolResult(
-                id=new_id(),
-                run_id=run_id,
-                parent_id=call.request_id,
-                step=step,
-                timestamp=_time(span.end_ns),
-                duration_ms=duration,
-                name=tool.name,
-                output=tool.output,
-            )
-        )
+        add(ToolResult, call, edge, step, name=tool.name, output=tool.output)
 
     failure = None
     status = RunStatus.COMPLETED

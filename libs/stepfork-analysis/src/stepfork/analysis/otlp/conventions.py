@@ -9,13 +9,12 @@ objects from the imported response.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from stepfork.analysis.otlp import flattened
 from stepfork.analysis.otlp.decode import Span
-from stepfork.replay.imported import genai_to_openai, normalize_tools, streamed_output
+from stepfork.replay.imported import genai_to_openai, normalize_tools, parse_json_text, streamed_output
 
 OI_KIND = "openinference.span.kind"
 STEPFORK_KIND = "stepfork.kind"
@@ -88,15 +87,6 @@ class ToolCall:
     missing: bool = False
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
 def convention_of(span: Span) -> str | None:
     """``"stepfork"`` (a span ``stepfork export --otlp`` wrote: read exactly), ``"openinference"``,
     ``"genai"`` or None (a span of neither convention)."""
@@ -136,13 +126,14 @@ def run_io(span: Span, convention: str | None) -> tuple[Any, Any]:
     ``gen_ai.output.messages`` (GenAI)."""
     attrs = span.attributes
     if STEPFORK_KIND in attrs:
-        return _json(attrs.get("stepfork.input", "null")), _json(attrs.get("stepfork.output", "null"))
+        run_input = parse_json_text(attrs.get("stepfork.input", "null"))
+        return run_input, parse_json_text(attrs.get("stepfork.output", "null"))
     run_input = _io_value(attrs, "input")
     run_output = _io_value(attrs, "output")
     if run_input is None and "gen_ai.input.messages" in attrs:
-        run_input = _messages_text(_json(attrs["gen_ai.input.messages"]))
+        run_input = _messages_text(parse_json_text(attrs["gen_ai.input.messages"]))
     if run_output is None and "gen_ai.output.messages" in attrs:
-        run_output = _messages_text(_json(attrs["gen_ai.output.messages"]))
+        run_output = _messages_text(parse_json_text(attrs["gen_ai.output.messages"]))
     return run_input, run_output
 
 
@@ -150,7 +141,7 @@ def _io_value(attrs: dict[str, Any], which: str) -> Any:
     """OpenInference ``input.value``/``output.value``: parsed when its mime type is JSON, else the text."""
     value = attrs.get(f"{which}.value")
     if attrs.get(f"{which}.mime_type") == "application/json":
-        return _json(value)
+        return parse_json_text(value)
     return value
 
 
@@ -188,14 +179,14 @@ def openinference_llm(span: Span) -> LLMCall:
     ``output.value`` the response body; without them, the flattened ``llm.input_messages.*``,
     ``llm.invocation_parameters`` and ``llm.tools.*`` give a partial request."""
     attrs = span.attributes
-    body = _json(attrs.get("input.value"))
+    body = parse_json_text(attrs.get("input.value"))
     if not isinstance(body, dict) and "gen_ai.input.messages" in attrs:
         # OpenInference's span processors over GenAI spans (pydantic-ai): input.value is the user prompt,
         # the GenAI attributes hold the request
         return genai_llm(span)
     provider = str(attrs.get("llm.provider") or attrs.get("llm.system") or "openai")
     path = OI_PATHS.get(span.name, "/v1/chat/completions")
-    output = _json(attrs.get("output.value"))
+    output = parse_json_text(attrs.get("output.value"))
     usage = _usage(attrs.get("llm.token_count.prompt"), attrs.get("llm.token_count.completion"))
     model = str(
         attrs.get("llm.model_name") or (body.get("model") if isinstance(body, dict) else "") or "unknown"
@@ -235,11 +226,11 @@ def _genai_messages(span: Span) -> list[dict[str, Any]] | None:
     or the older per-message span events), None when the span holds no content."""
     attrs = span.attributes
     messages: list[dict[str, Any]] = []
-    instructions = _json(attrs.get("gen_ai.system_instructions"))
+    instructions = parse_json_text(attrs.get("gen_ai.system_instructions"))
     if isinstance(instructions, list) and instructions:
         text = "".join(str(p.get("content", "")) for p in instructions if isinstance(p, dict))
         messages.append({"role": "system", "content": text})
-    new_form = _json(attrs.get("gen_ai.input.messages"))
+    new_form = parse_json_text(attrs.get("gen_ai.input.messages"))
     if isinstance(new_form, list):
         messages.extend(genai_to_openai(new_form))
         return messages
@@ -248,9 +239,9 @@ def _genai_messages(span: Span) -> list[dict[str, Any]] | None:
         return messages or None
     for event in old:
         role = OLD_MESSAGE_EVENTS[event.name]
-        content = _json(event.attributes.get("content"))
+        content = parse_json_text(event.attributes.get("content"))
         message: dict[str, Any] = {"role": role, "content": content if isinstance(content, str) else None}
-        calls = _json(event.attributes.get("tool_calls"))
+        calls = parse_json_text(event.attributes.get("tool_calls"))
         if isinstance(calls, list) and calls:
             message["tool_calls"] = calls
         if role == "tool":
@@ -271,7 +262,7 @@ def _genai_choices(span: Span) -> list[dict[str, Any]] | None:
     """The response choices as Chat Completions ``choices``, None when not captured."""
     attrs = span.attributes
     reasons = attrs.get("gen_ai.response.finish_reasons") or []
-    output = _json(attrs.get("gen_ai.output.messages"))
+    output = parse_json_text(attrs.get("gen_ai.output.messages"))
     if isinstance(output, list):
         choices = []
         for index, (raw, message) in enumerate(zip(output, genai_to_openai(output), strict=True)):
@@ -289,7 +280,7 @@ def _genai_choices(span: Span) -> list[dict[str, Any]] | None:
         return None
     choices = []
     for position, event in enumerate(old):
-        message = _json(event.attributes.get("message"))
+        message = parse_json_text(event.attributes.get("message"))
         if not isinstance(message, dict):
             return None
         index = event.attributes.get("index", position)
@@ -320,7 +311,7 @@ def genai_llm(span: Span) -> LLMCall:
     messages = _genai_messages(span)
     if messages is not None:
         body["messages"] = messages
-    tools = _json(attrs.get("gen_ai.tool.definitions"))
+    tools = parse_json_text(attrs.get("gen_ai.tool.definitions"))
     if isinstance(tools, list):
         body["tools"] = normalize_tools(tools)
         normalize["tools"] = "genai"
@@ -367,7 +358,7 @@ def tool_call(span: Span, convention: str, calls: dict[str, Any] | None = None) 
         name = str(attrs.get("tool.name") or span.name)
         raw_in, raw_out = attrs.get("input.value"), attrs.get("output.value")
         json_out = attrs.get("output.mime_type") == "application/json"
-        output = _json(raw_out) if json_out else raw_out
+        output = parse_json_text(raw_out) if json_out else raw_out
         message = flattened.tool_message(output)
         if message is not None:  # LangChain's ToolMessage: its content is what the tool returned
             arguments = flattened.tool_arguments(raw_in, output, calls or {})
@@ -378,8 +369,8 @@ def tool_call(span: Span, convention: str, calls: dict[str, Any] | None = None) 
             attrs.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool ").strip() or span.name
         )
         raw_in, raw_out = attrs.get("gen_ai.tool.call.arguments"), attrs.get("gen_ai.tool.call.result")
-        output = _json(raw_out)
-    arguments = _json(raw_in)
+        output = parse_json_text(raw_out)
+    arguments = parse_json_text(raw_in)
     return ToolCall(
         name, arguments if arguments is not None else {}, output, raw_in is not None or raw_out is not None
     )

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 
-from stepfork.analysis.otlp.conventions import LLMCall, ToolCall, _json
+from stepfork.analysis.otlp.conventions import LLMCall, ToolCall
 from stepfork.analysis.otlp.decode import Span
+from stepfork.replay.imported import parse_json_text
 
 
 def stepfork_llm(span: Span) -> LLMCall:
@@ -20,7 +21,7 @@ def stepfork_llm(span: Span) -> LLMCall:
     output = json.loads(attrs["stepfork.output"]) if "stepfork.output" in attrs else None
     usage = {k: attrs.get(f"stepfork.{k}") for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
     provider = attrs.get("stepfork.provider")
-    mark = _json(attrs.get("stepfork.imported"))  # a call that was itself imported: keep its marks
+    mark = parse_json_text(attrs.get("stepfork.imported"))  # a call that was itself imported: keep its marks
     mark = mark if isinstance(mark, dict) else {}
     return LLMCall(
         str(provider) if provider else "",
@@ -39,7 +40,7 @@ def stepfork_tool(span: Span) -> ToolCall:
     """A tool span Stepfork exported: its exact name, input and output."""
     attrs = span.attributes
     output = json.loads(attrs["stepfork.output"]) if "stepfork.output" in attrs else None
-    mark = _json(attrs.get("stepfork.imported"))
+    mark = parse_json_text(attrs.get("stepfork.imported"))
     return ToolCall(
         str(attrs.get("stepfork.name") or span.name),
         json.loads(attrs.get("stepfork.input", "null")),

@@ -22,11 +22,10 @@ arguments from the model's tool call with the message's ``tool_call_id``, :func:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from stepfork.analysis.otlp.decode import Span
-from stepfork.replay.imported import normalize_messages
+from stepfork.replay.imported import normalize_messages, parse_json_text
 
 CHAT_BODY_FIELDS = frozenset(
     {
@@ -55,15 +54,6 @@ CHAT_BODY_FIELDS = frozenset(
 )
 """OpenAI Chat Completions body fields read from ``llm.invocation_parameters`` (the API reference); other
 keys there are the framework's own."""
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def _items(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -106,7 +96,7 @@ def _message(flat: dict[str, Any]) -> dict[str, Any]:
 def request_body(span: Span, model: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The partial Chat Completions body of the span and its ``normalize`` rules (module docstring)."""
     attrs = span.attributes
-    params = _json(attrs.get("llm.invocation_parameters"))
+    params = parse_json_text(attrs.get("llm.invocation_parameters"))
     body: dict[str, Any] = {
         key: value
         for key, value in (params.items() if isinstance(params, dict) else ())
@@ -119,7 +109,7 @@ def request_body(span: Span, model: str) -> tuple[dict[str, Any], dict[str, str]
         body["messages"] = normalize_messages(messages)
         normalize["messages"] = "genai"
     if "tools" not in body:
-        tools = [_json(t.get("tool.json_schema")) for t in _items(attrs, "llm.tools.")]
+        tools = [parse_json_text(t.get("tool.json_schema")) for t in _items(attrs, "llm.tools.")]
         if tools:
             body["tools"] = tools
     return body, normalize
@@ -134,7 +124,7 @@ def completion(span: Span, model: str, usage: dict[str, int | None]) -> dict[str
     if not outputs:
         return None
     metadata: dict[str, Any] = {}
-    result = _json(attrs.get("output.value"))
+    result = parse_json_text(attrs.get("output.value"))
     try:
         metadata = result["generations"][0][0]["message"]["kwargs"]["response_metadata"]
     except (KeyError, IndexError, TypeError):
@@ -166,7 +156,7 @@ def tool_calls_by_id(spans: list[Span]) -> dict[str, Any]:
         for flat in _items(span.attributes, "llm.output_messages."):
             for call in _items(flat, "message.tool_calls."):
                 if isinstance(call.get("tool_call.id"), str):
-                    found[call["tool_call.id"]] = _json(call.get("tool_call.function.arguments"))
+                    found[call["tool_call.id"]] = parse_json_text(call.get("tool_call.function.arguments"))
     return found
 
 
@@ -180,7 +170,7 @@ def tool_message(output: Any) -> dict[str, Any] | None:
 def tool_arguments(raw: Any, output: Any, calls: dict[str, Any]) -> Any:
     """A tool span's arguments: its ``input.value`` when that is a JSON object, else the arguments of the
     model's tool call whose id the tool's ``ToolMessage`` names; else the value as recorded."""
-    value = _json(raw)
+    value = parse_json_text(raw)
     if isinstance(value, dict):
         return value
     message = tool_message(output)
