@@ -152,3 +152,21 @@ def test_a_replay_importing_a_new_agent_module_sends_the_next_bundle_to_a_fresh_
     workers = [v.worker for v in result.verdicts]
     assert workers[0] != workers[1]
     assert len(set(workers[1:])) == 1
+
+
+def test_a_worker_replays_batch_after_batch(corpus) -> None:
+    work, bundles, expected = corpus
+    result = check_corpus(bundles, "quickstart:run_agent", jobs=1, batch_size=2, import_root=work)
+    assert {v.bundle: v.verdict for v in result.verdicts} == expected
+    assert len({v.worker for v in result.verdicts}) == 1  # four batches, one fork
+
+
+@pytest.mark.parametrize("agent", ["candidates:crashy", "candidates:leaky"])
+def test_small_batches_give_the_verdicts_of_one_batch(corpus, agent: str) -> None:
+    # a crash or a state change in one batch never reaches the next batch a worker takes
+    work, bundles, _ = corpus
+    one = _check(corpus, agent)
+    small = check_corpus(bundles, agent, jobs=2, batch_size=3, import_root=work)
+    assert [(v.verdict, v.reason, v.detail) for v in small.verdicts] == [
+        (v.verdict, v.reason, v.detail) for v in one.verdicts
+    ]
