@@ -14,7 +14,9 @@ the JSON body, input and output as :mod:`stepfork.integrations._http_exchange` d
   response from it and the SDK builds its own objects from the bytes, so every SDK surface (``parse``,
   ``stream()``, ``with_raw_response``...) replays with the SDK's own types. The wrapped transport is never
   called, except for a call the session executes (hybrid live LLMs). A recorded transport error is raised
-  again as the same ``httpx``/``httpx2`` class, so the SDK converts it as it did.
+  again as the same ``httpx``/``httpx2`` class, so the SDK converts it as it did. A body, or an SSE stream
+  recorded to its end, is served already in memory; a stream the recorded consumer left early is a lazy
+  stream that stops where it stopped (:mod:`stepfork.integrations._http_streams`).
 - Bundles of 0.2.0 (SDK-level ``{"endpoint", "request"}`` inputs) still replay: when the session's
   recording has such inputs, the request is described that way and the recorded SDK JSON is served as
   the equivalent HTTP response (:func:`_http_exchange.legacy_output`).
@@ -156,6 +158,13 @@ class Capture:
         headers = output.get("headers") or {}
         sse = output.get("sse")
         if isinstance(sse, dict):
+            if sse.get("end") == wire.FINISHED:
+                # Nothing follows the last event: the whole body is in memory, so it is served as a read
+                # body (what the fake transports and ``Response(content=...)`` give), sparing the SDK
+                # httpx's raw-stream pipeline (chunker, decoder, request context) for bytes already here.
+                events = wire.encode_events(sse.get("events") or [])
+                kept = list(headers.items())
+                return _whole_response(self.lib, output["status"], kept, events, request, length=False)
             _, _, replay_sync, replay_async = stream_classes(self.lib)
             stream = (replay_async if is_async else replay_sync)(sse, call, self.lib, request)
             return self.lib.Response(output["status"], headers=headers, stream=stream, request=request)
@@ -197,13 +206,16 @@ def _whole_response(
     body: bytes,
     request: Any,
     extensions: Any = None,
+    *,
+    length: bool = True,
 ) -> Any:
     """What ``lib.Response(status, headers=headers, content=body, ...)`` builds, without running ``body``
     through the library's read path (chunkers, content decoders) once more: ``body`` is already whole and
     decoded. The response keeps an unread ``ByteStream`` of the same bytes, so reading it raw works too,
     and closing it records ``elapsed`` as for a network response. ``Content-Length`` is set as
-    ``content=`` sets it (the recorded headers never hold it)."""
-    if not any(k.lower() == "content-length" for k, _ in headers):
+    ``content=`` sets it (the recorded headers never hold it), unless ``length`` is False (a replayed
+    event stream keeps its recorded headers)."""
+    if length and not any(k.lower() == "content-length" for k, _ in headers):
         headers = [*headers, ("Content-Length", str(len(body)))]
     response = lib.Response(
         status, headers=headers, stream=lib.ByteStream(body), request=request, extensions=extensions

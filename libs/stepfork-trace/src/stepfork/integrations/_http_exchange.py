@@ -352,6 +352,11 @@ def encode_event(event: Mapping[str, Any]) -> bytes:
 _NO_DATA: Any = object()
 
 
+def encode_events(events: Iterable[Any]) -> bytes:
+    """The SSE bytes of recorded events, in order (an event that is not a dict is sent as text)."""
+    return b"".join(encode_event(e if isinstance(e, dict) else {"text": str(e)}) for e in events)
+
+
 def sse_output(
     status: int, headers: dict[str, str], events: list[dict[str, Any]], end: str, error: dict[str, str] | None
 ) -> dict[str, Any]:
