@@ -259,6 +259,14 @@ def _mismatch(
     return ReplayMismatchError(text, code=code, diagnostic=diagnostic, **extra)
 
 
+def _order_hint(expected: RecordedCall, call: BoundaryCall) -> str:
+    """The hint of a kind or tool-name mismatch (built only when one is raised: this check runs per call)."""
+    return (
+        f"the agent calls {call.kind} {call.label!r} where the recording has {expected.kind} "
+        f"{expected.label!r}: a call was added, removed or reordered; {RERECORD}"
+    )
+
+
 def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: LiveInput) -> RecordedCall:
     """Check that a next recorded call exists and has the live call's kind, name, provider and model.
 
@@ -277,22 +285,18 @@ def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: Live
             code="exhausted",
             diagnostic=_hinted(diagnostic, hint),
         )
-    order_hint = (
-        f"the agent calls {call.kind} {call.label!r} where the recording has {expected.kind} "
-        f"{expected.label!r}: a call was added, removed or reordered; {RERECORD}"
-    )
     if expected.kind != call.kind:
         raise _mismatch(
             "kind_mismatch",
             f"expected {expected.kind} {expected.label!r}, got {call.kind} {call.label!r}",
-            _hinted(build_diagnostic(expected, call, live), order_hint),
+            _hinted(build_diagnostic(expected, call, live), _order_hint(expected, call)),
         )
     if call.kind == "tool":
         if expected.name != call.name:
             raise _mismatch(
                 "name_mismatch",
                 f"expected tool {expected.name!r}, got tool {call.name!r}",
-                _hinted(build_diagnostic(expected, call, live), order_hint),
+                _hinted(build_diagnostic(expected, call, live), _order_hint(expected, call)),
             )
         return expected
     if expected.model != call.model:
