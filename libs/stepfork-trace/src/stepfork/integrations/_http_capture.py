@@ -71,7 +71,11 @@ class Capture:
         query = url.query
         path = f"{bare}?{query.decode('ascii', errors='replace')}" if query else bare
         headers = request.headers
-        kept, content_type = wire.answer_headers(headers.raw, headers.encoding)
+        items = getattr(headers, "_list", None)  # httpx's (name, lower-case name, value) triples
+        if isinstance(items, list):
+            kept, content_type = wire.answer_headers_lowered(items, headers.encoding)
+        else:
+            kept, content_type = wire.answer_headers(headers.raw, headers.encoding)
         data = wire.body_input(request.method, path, kept, request.content, content_type)
         model = wire.model_of(data["body"])
         legacy = wire.legacy_input(path, data["body"]) if _replays_legacy(handler) else None
