@@ -77,3 +77,39 @@ def test_a_stream_the_consumer_left_early_stays_lazy_and_stops_where_it_stopped(
         with pytest.raises(ReplayMismatchError) as info:
             next(chunks)  # reading past the point where the recorded consumer stopped
     assert info.value.code == "stream_exhausted"
+
+
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "temperature": 1e-05}
+
+
+def _recorded_chat(bundle: Path) -> Trace:
+    with record("chat", output=bundle):
+        _client(FakeProvider().transport()).post(URL, json=CHAT)
+    return Trace.load(bundle)
+
+
+def test_a_request_with_a_float_orjson_writes_otherwise_still_matches(bundle: Path) -> None:
+    # 1e-05: orjson writes "1e-5", the canonical rule "1e-05"; the match takes the exact rule
+    trace = _recorded_chat(bundle)
+    with ReplaySession.from_trace(trace) as session:
+        response = _client(FakeProvider().seal().transport()).post(URL, json=CHAT)
+    assert response.json()["object"] == "chat.completion"
+    session.verify_complete()
+
+
+@pytest.mark.parametrize("payload", ["input", "output"])
+def test_a_recorded_payload_changed_after_hashing_is_refused_even_when_the_request_matches_it(
+    bundle: Path, payload: str
+) -> None:
+    trace = _recorded_chat(bundle)
+    kind = "llm_request" if payload == "input" else "llm_response"
+    (event,) = [e for e in trace.events if e.type == kind]
+    altered = {**CHAT, "messages": [{"role": "user", "content": "hello"}]}
+    if payload == "input":
+        event.input["body"] = altered  # the live request below is exactly this; its stored hash is not
+    else:
+        event.output["json"]["model"] = "gpt-4o"
+    client = _client(FakeProvider().seal().transport())
+    with ReplaySession.from_trace(trace), pytest.raises(ReplayMismatchError) as info:
+        client.post(URL, json=altered if payload == "input" else CHAT)
+    assert info.value.code == f"invalid_{payload}_fingerprint"

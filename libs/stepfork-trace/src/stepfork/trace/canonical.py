@@ -29,6 +29,7 @@ __all__ = [
     "CANONICAL_JSON_PROFILE",
     "MAX_JSON_DEPTH",
     "canonical_json",
+    "canonical_twin",
     "compact_json",
     "fingerprint",
     "json_path_child",
@@ -210,6 +211,29 @@ def canonical_json(value: Any, *, assume_json: bool = False) -> bytes:
             surrogate, any other type, nesting deeper than MAX_JSON_DEPTH); ``path`` names it (``$.a[0]``).
     """
     return _encode(value, _SORTED, assume_json)
+
+
+def canonical_twin(value: Any, other: Any) -> bytes | None:
+    """The canonical bytes of ``value`` when ``other`` has the very same ones, proven with one float check
+    for both (replay compares a live input with the recorded one this way).
+
+    Args:
+        value, other: plain JSON, as :func:`canonical_json` takes with ``assume_json=True``.
+
+    Returns:
+        ``canonical_json(value)``, which is also ``canonical_json(other)``; or None when orjson writes the
+        two differently, refuses one, or writes a float the exact rule may write otherwise: None only
+        means "not proven here", and the caller compares with :func:`canonical_json`. Never raises.
+    """
+    try:
+        out = orjson.dumps(value, option=_SORTED, default=_refuse)
+        twin = orjson.dumps(other, option=_SORTED, default=_refuse)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+    # equal bytes hold the same floats: when the check passes for one it passes for both
+    if out != twin or _ORJSON_ZERO_RUN.search(out) or _ORJSON_SMALL_FLOAT.search(out):
+        return None
+    return out
 
 
 def compact_json(value: Any, *, assume_json: bool = False) -> bytes:
