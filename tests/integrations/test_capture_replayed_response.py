@@ -61,9 +61,9 @@ def _chunked_stream(request: httpx2.Request) -> httpx2.Response:
 
 
 def test_a_stream_the_consumer_left_early_stays_lazy_and_stops_where_it_stopped(bundle: Path) -> None:
-    with record("sse", output=bundle):
-        with _client(httpx2.MockTransport(_chunked_stream)).stream("POST", URL, json=BODY) as response:
-            first = next(response.iter_raw())  # one event, then the consumer gives up
+    client = _client(httpx2.MockTransport(_chunked_stream))
+    with record("sse", output=bundle), client.stream("POST", URL, json=BODY) as response:
+        first = next(response.iter_raw())  # one event, then the consumer gives up
     sse = _recorded_sse(bundle)["sse"]
     assert (sse["end"], sse["event_count"]) == ("consumer_closed", 1)
 
