@@ -217,15 +217,23 @@ def _whole_response(
     through the library's read path (chunkers, content decoders) once more: ``body`` is already whole and
     decoded. The response keeps an unread ``ByteStream`` of the same bytes, so reading it raw works too,
     and closing it records ``elapsed`` as for a network response. ``Content-Length`` is set as
-    ``content=`` sets it (the recorded headers never hold it), unless ``length`` is False (a replayed
-    event stream keeps its recorded headers)."""
-    if length and not any(k.lower() == "content-length" for k, _ in headers):
-        headers = [*headers, ("Content-Length", str(len(body)))]
+    ``content=`` sets it (the recorded headers never hold it), appended to ``headers`` (a list of the
+    caller's own), unless ``length`` is False (a replayed event stream keeps its recorded headers)."""
+    if length and not _has_length(headers):
+        headers.append(("Content-Length", str(len(body))))
     response = lib.Response(
         status, headers=headers, stream=lib.ByteStream(body), request=request, extensions=extensions
     )
     response._content = body  # what Response.read() keeps: the SDK's read() returns it as is
     return response
+
+
+def _has_length(headers: list[tuple[str, str]]) -> bool:
+    """True when ``headers`` hold a ``Content-Length`` (a loop, not ``any()`` over a generator: per call)."""
+    for name, _ in headers:
+        if len(name) == 14 and name.lower() == "content-length":
+            return True
+    return False
 
 
 def _has_request(response: Any) -> bool:
