@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from stepfork.integrations._http_exchange import (
     SSEParser,
     answer_headers,
+    answer_headers_lowered,
     body_input,
     encode_event,
     events_usage,
@@ -97,6 +98,8 @@ def test_raw_header_scan_describes_the_request_as_the_text_headers_do(pairs: lis
     headers = httpx2.Headers(pairs)
     kept, content_type = answer_headers(headers.raw, headers.encoding)
     assert content_type == headers.get("content-type")
+    # the capture's scan of the items httpx keeps (names lower-cased already) finds the same
+    assert answer_headers_lowered(headers._list, headers.encoding) == (kept, content_type)
     body = b'{"model": "m"}'
     assert body_input("post", "/v1/x", kept, body, content_type) == request_input(
         "post", "/v1/x", headers.multi_items(), body, headers.get("content-type")

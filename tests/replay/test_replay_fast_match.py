@@ -76,3 +76,42 @@ def test_a_diagnostic_built_after_the_call_was_consumed_still_fingerprints_the_l
     assert diagnostic.actual_input_fingerprint == diagnostic.expected_input_fingerprint
     assert diagnostic.actual_input_fingerprint == fingerprint(live_input)
     assert replay.executed_calls[0].input == live_input
+
+
+def test_a_matched_call_reports_its_input_without_keeping_the_live_one() -> None:
+    # An exact match keeps no live input (the recorded one stands for it): the report is equal to the
+    # live input, and a copy the caller may change without touching the recording.
+    recorded = {"x": 2.5, "n": 7}
+    trace = _one_call(recorded, fingerprint(recorded))
+    with ReplaySession.from_trace(trace) as replay:
+        measure(2.5, 7)
+    (executed,) = replay.executed_calls
+    assert executed.input == {"x": 2.5, "n": 7}
+    executed.input["n"] = 8
+    assert replay.calls[0].input == {"x": 2.5, "n": 7}
+    assert replay.executed_calls[0].input == {"x": 2.5, "n": 8}  # the same record, read again
+
+
+def test_an_ignored_difference_reports_the_live_input_not_the_recorded_one() -> None:
+    recorded = {"x": 2.5, "n": 7}
+    trace = _one_call(recorded, fingerprint(recorded))
+    with ReplaySession.from_trace(trace, ignore={"measure": ["$.n"]}) as replay:
+        measure(2.5, 9)
+    assert replay.executed_calls[0].input == {"x": 2.5, "n": 9}
+    assert [d.path for d in replay.ignored_differences] == ["$.n"]
+
+
+def test_served_calls_keep_no_live_input_for_an_exact_match() -> None:
+    # The memory side of the above (docs/performance.md, "HTTP capture"): nothing of the live call is
+    # held per matched call; an inexact match (ignored paths, hybrid live LLM) keeps its live input.
+    from stepfork.replay.matching import LiveInput
+    from stepfork.replay.plan import extract_recorded_calls
+    from stepfork.replay.results import ServedCalls
+
+    (recorded,) = extract_recorded_calls(list(_one_call({"x": 1}, None).events))
+    served = ServedCalls()
+    served.add(recorded, LiveInput({"x": 1}), "substituted", same_input=True)
+    kept = LiveInput({"x": 2})
+    served.add(recorded, kept, "substituted")
+    assert served._inputs == [None, kept]
+    assert [c.input for c in served.executed()] == [{"x": 1}, {"x": 2}]

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 sys.path.insert(0, str(Path(__file__).parent))  # the shared strategies (importlib import mode)
 from json_strategies import json_values, same
 
-from stepfork.trace.canonical import canonical_json, compact_json, fingerprint, loads_json
+from stepfork.trace.canonical import canonical_json, canonical_twin, compact_json, fingerprint, loads_json
 
 
 def rule(value: object, *, sort_keys: bool = True) -> bytes:
@@ -28,6 +28,23 @@ def test_canonical_json_equals_the_python_json_rule_byte_for_byte(value):
     assert canonical_json(value) == expected
     assert canonical_json(value, assume_json=True) == expected
     assert fingerprint(value) == hashlib.sha256(expected).hexdigest()
+
+
+@settings(max_examples=300)
+@given(json_values, json_values)
+def test_canonical_twin_proves_equal_canonical_bytes_or_says_nothing(value, other):
+    # replay's one-check comparison of a live input with the recorded one (stepfork.replay.matching)
+    for a, b in ((value, other), (value, value), (value, json.loads(json.dumps(value)))):
+        twin = canonical_twin(a, b)
+        if twin is not None:
+            assert twin == rule(a) == rule(b)
+
+
+def test_canonical_twin_examples():
+    assert canonical_twin({"b": [1, "x"], "a": None}, {"a": None, "b": [1, "x"]}) == b'{"a":null,"b":[1,"x"]}'
+    assert canonical_twin({"a": 1}, {"a": 1.0}) is None  # different bytes
+    assert canonical_twin({"t": 1e-05}, {"t": 1e-05}) is None  # orjson writes 1e-5: the exact rule decides
+    assert canonical_twin({"n": 2**70}, {"n": 2**70}) is None  # orjson refuses it
 
 
 @settings(max_examples=200)

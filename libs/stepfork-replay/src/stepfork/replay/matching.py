@@ -34,7 +34,7 @@ from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.plan import RecordedCall
 from stepfork.replay.volatile import looks_volatile, volatile_hint
 from stepfork.trace.boundary import BoundaryCall
-from stepfork.trace.canonical import canonical_json
+from stepfork.trace.canonical import canonical_json, canonical_twin
 from stepfork.trace.jsonable import take_plain_facts
 from stepfork.trace.redaction import redact_json
 
@@ -259,6 +259,14 @@ def _mismatch(
     return ReplayMismatchError(text, code=code, diagnostic=diagnostic, **extra)
 
 
+def _order_hint(expected: RecordedCall, call: BoundaryCall) -> str:
+    """The hint of a kind or tool-name mismatch (built only when one is raised: this check runs per call)."""
+    return (
+        f"the agent calls {call.kind} {call.label!r} where the recording has {expected.kind} "
+        f"{expected.label!r}: a call was added, removed or reordered; {RERECORD}"
+    )
+
+
 def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: LiveInput) -> RecordedCall:
     """Check that a next recorded call exists and has the live call's kind, name, provider and model.
 
@@ -277,22 +285,18 @@ def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: Live
             code="exhausted",
             diagnostic=_hinted(diagnostic, hint),
         )
-    order_hint = (
-        f"the agent calls {call.kind} {call.label!r} where the recording has {expected.kind} "
-        f"{expected.label!r}: a call was added, removed or reordered; {RERECORD}"
-    )
     if expected.kind != call.kind:
         raise _mismatch(
             "kind_mismatch",
             f"expected {expected.kind} {expected.label!r}, got {call.kind} {call.label!r}",
-            _hinted(build_diagnostic(expected, call, live), order_hint),
+            _hinted(build_diagnostic(expected, call, live), _order_hint(expected, call)),
         )
     if call.kind == "tool":
         if expected.name != call.name:
             raise _mismatch(
                 "name_mismatch",
                 f"expected tool {expected.name!r}, got tool {call.name!r}",
-                _hinted(build_diagnostic(expected, call, live), order_hint),
+                _hinted(build_diagnostic(expected, call, live), _order_hint(expected, call)),
             )
         return expected
     if expected.model != call.model:
@@ -335,6 +339,10 @@ def check_input(
     """
     if compare and _same_plain_input(expected, live):
         return []
+    if compare and live.plain_bytes is None:  # a live input from elsewhere (the HTTP capture parses JSON)
+        same = canonical_twin(live.raw, expected.input)
+        if same is not None and (expected.input_hash is None or _sha(same) == expected.input_hash):
+            return []  # else the full check below decides and explains
     expected_bytes = cursor.recorded_input_bytes(expected)
     if expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
         diagnostic = build_diagnostic(expected, call, live, expected_bytes=expected_bytes)

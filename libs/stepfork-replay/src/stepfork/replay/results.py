@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +82,7 @@ class ExecutedCall:
     def input(self) -> Any:
         """The redacted live input (JSON)."""
         value = self._input
-        return value.value if isinstance(value, LiveInput) else value
+        return value.value if isinstance(value, (LiveInput, _RecordedInput)) else value
 
     def _key(self) -> tuple[Any, ...]:
         return (
@@ -127,38 +128,76 @@ class ReplaySummary:
     remaining: tuple[str, ...]
 
 
+class _RecordedInput:
+    """The input of a call whose redacted live input equals the recorded one (same canonical JSON): a
+    copy of the recorded input, made on first read, stands for it (the caller may change it freely)."""
+
+    __slots__ = ("_recorded", "_value")
+
+    def __init__(self, recorded: Any) -> None:
+        self._recorded = recorded
+        self._value: Any = _UNSET
+
+    @property
+    def value(self) -> Any:
+        if self._value is _UNSET:
+            self._value = copy.deepcopy(self._recorded)
+        return self._value
+
+
+_UNSET: Any = object()
+
+
 class ServedCalls:
     """The calls a session consumed, in order; their MatchedCall/ExecutedCall records are built on read.
 
     A consumed call costs three list appends of objects that already exist (the recorded call, the
-    :class:`LiveInput`, the action): building two records and an ``EventStatus`` per call was about a
+    :class:`LiveInput` or None, the action): building two records and an ``EventStatus`` per call was about a
     tenth of a replayed call's cost, and each record was one more long-lived object for the cyclic GC to
     walk (docs/performance.md, "Replay"). The records are built once, on the first read that needs them,
     and kept, so every read returns the same objects. Not thread-safe on its own: the session serializes
     :meth:`add` and the reads.
+
+    A call whose live input matched the recorded one exactly keeps no live input at all (``None``): its
+    redacted live input *is* the recorded input (equal canonical JSON), and a replay session then holds no
+    memory per call beyond the records' own (keeping every live request body alive made each replayed
+    call allocate fresh memory instead of reusing the block just freed; docs/performance.md).
     """
 
     __slots__ = ("_actions", "_calls", "_executed", "_inputs", "_matched", "_partial")
 
     def __init__(self) -> None:
         self._calls: list[RecordedCall] = []
-        self._inputs: list[LiveInput] = []
+        self._inputs: list[LiveInput | None] = []
         self._actions: list[str] = []
         self._matched: list[MatchedCall] = []
         self._executed: list[ExecutedCall] = []
         self._partial: set[int] = set()  # positions matched on partial input (imported calls)
 
-    def add(self, expected: RecordedCall, live: LiveInput, action: str, match: str = "full") -> None:
+    def add(
+        self,
+        expected: RecordedCall,
+        live: LiveInput,
+        action: str,
+        match: str = "full",
+        *,
+        same_input: bool = False,
+    ) -> None:
         """Record that ``expected`` was consumed by a live call with input ``live``; ``action`` is
         ``"executed"`` (the body ran) or ``"substituted"`` (the recorded outcome was served).
+        ``same_input``: the redacted live input equals the recorded input (the full comparison passed
+        with nothing ignored); then ``live`` is not kept and the record reports the recorded input.
 
         Only ``live.value`` is read from now on, so its cached bytes are released (recomputed on demand).
         """
-        live.release_bytes()
         if match != "full":
             self._partial.add(len(self._calls))
         self._calls.append(expected)
-        self._inputs.append(live)
+        if same_input and match == "full":
+            self._inputs.append(None)
+        else:
+            live.release_bytes()
+            self._inputs.append(live)
         self._actions.append(action)
 
     def __len__(self) -> int:
@@ -180,7 +219,7 @@ class ServedCalls:
                     expected.index,
                     expected.kind,
                     expected.label,
-                    self._inputs[position],
+                    self._inputs[position] or _RecordedInput(expected.input),
                     None if executed else EventStatus(expected.status),
                     action,
                     expected.step,

@@ -23,6 +23,7 @@ from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.control_flow import rebuild as rebuild_control_flow
 from stepfork.trace.errors import TraceSerializationError
 from stepfork.trace.jsonable import from_jsonable
+from stepfork.trace.plainjson import holds_tag
 from stepfork.trace.redaction import redact_json, redact_text
 
 
@@ -73,7 +74,7 @@ def rebuild_output(
     """
     annotation = call.return_type
     if annotation is None or annotation is inspect.Signature.empty:
-        if call.reads_output and checked is not None and _TAG_BYTES not in checked:
+        if call.reads_output and checked is not None and not holds_tag(checked):
             return expected.output
         copied = _tagless_copy(expected.output)
         if copied is not _NOT_PLAIN:
@@ -93,7 +94,6 @@ def rebuild_output(
 
 
 _NOT_PLAIN: Final = object()
-_TAG_BYTES: Final = b'"$stepfork":'
 # orjson would write these Python types itself; refused, so that only JSON values take the copy
 _NATIVE_TYPES_REFUSED: Final = (
     orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
@@ -116,6 +116,6 @@ def _tagless_copy(output: Any) -> Any:
         data = orjson.dumps(output, option=_NATIVE_TYPES_REFUSED)
     except orjson.JSONEncodeError:
         return _NOT_PLAIN
-    if _TAG_BYTES in data:
+    if holds_tag(data):
         return _NOT_PLAIN
     return orjson.loads(data)

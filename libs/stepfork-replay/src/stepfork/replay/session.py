@@ -432,7 +432,10 @@ class ReplaySession:
                 check_live_tool(self.allow_live_tools, expected, call, live)
                 execute = True
             cursor.consume(expected)
-            self._served.add(expected, served_live, "executed" if execute else "substituted", match)
+            action = "executed" if execute else "substituted"
+            # compared in full and equal (nothing ignored): the redacted live input is the recorded one
+            same_input = not live_llm and not ignored
+            self._served.add(expected, served_live, action, match, same_input=same_input)
         if execute:
             return True, None
         if expected.status == "error":  # EventStatus.ERROR.value

@@ -14,7 +14,9 @@ the JSON body, input and output as :mod:`stepfork.integrations._http_exchange` d
   response from it and the SDK builds its own objects from the bytes, so every SDK surface (``parse``,
   ``stream()``, ``with_raw_response``...) replays with the SDK's own types. The wrapped transport is never
   called, except for a call the session executes (hybrid live LLMs). A recorded transport error is raised
-  again as the same ``httpx``/``httpx2`` class, so the SDK converts it as it did.
+  again as the same ``httpx``/``httpx2`` class, so the SDK converts it as it did. A body, or an SSE stream
+  recorded to its end, is served already in memory; a stream the recorded consumer left early is a lazy
+  stream that stops where it stopped (:mod:`stepfork.integrations._http_streams`).
 - Bundles of 0.2.0 (SDK-level ``{"endpoint", "request"}`` inputs) still replay: when the session's
   recording has such inputs, the request is described that way and the recorded SDK JSON is served as
   the equivalent HTTP response (:func:`_http_exchange.legacy_output`).
@@ -69,7 +71,11 @@ class Capture:
         query = url.query
         path = f"{bare}?{query.decode('ascii', errors='replace')}" if query else bare
         headers = request.headers
-        kept, content_type = wire.answer_headers(headers.raw, headers.encoding)
+        items = getattr(headers, "_list", None)  # httpx's (name, lower-case name, value) triples
+        if isinstance(items, list):
+            kept, content_type = wire.answer_headers_lowered(items, headers.encoding)
+        else:
+            kept, content_type = wire.answer_headers(headers.raw, headers.encoding)
         data = wire.body_input(request.method, path, kept, request.content, content_type)
         model = wire.model_of(data["body"])
         legacy = wire.legacy_input(path, data["body"]) if _replays_legacy(handler) else None
@@ -156,6 +162,13 @@ class Capture:
         headers = output.get("headers") or {}
         sse = output.get("sse")
         if isinstance(sse, dict):
+            if sse.get("end") == wire.FINISHED:
+                # Nothing follows the last event: the whole body is in memory, so it is served as a read
+                # body (what the fake transports and ``Response(content=...)`` give), sparing the SDK
+                # httpx's raw-stream pipeline (chunker, decoder, request context) for bytes already here.
+                events = wire.encode_events(sse.get("events") or [])
+                kept = list(headers.items())
+                return _whole_response(self.lib, output["status"], kept, events, request, length=False)
             _, _, replay_sync, replay_async = stream_classes(self.lib)
             stream = (replay_async if is_async else replay_sync)(sse, call, self.lib, request)
             return self.lib.Response(output["status"], headers=headers, stream=stream, request=request)
@@ -197,19 +210,30 @@ def _whole_response(
     body: bytes,
     request: Any,
     extensions: Any = None,
+    *,
+    length: bool = True,
 ) -> Any:
     """What ``lib.Response(status, headers=headers, content=body, ...)`` builds, without running ``body``
     through the library's read path (chunkers, content decoders) once more: ``body`` is already whole and
     decoded. The response keeps an unread ``ByteStream`` of the same bytes, so reading it raw works too,
     and closing it records ``elapsed`` as for a network response. ``Content-Length`` is set as
-    ``content=`` sets it (the recorded headers never hold it)."""
-    if not any(k.lower() == "content-length" for k, _ in headers):
-        headers = [*headers, ("Content-Length", str(len(body)))]
+    ``content=`` sets it (the recorded headers never hold it), appended to ``headers`` (a list of the
+    caller's own), unless ``length`` is False (a replayed event stream keeps its recorded headers)."""
+    if length and not _has_length(headers):
+        headers.append(("Content-Length", str(len(body))))
     response = lib.Response(
         status, headers=headers, stream=lib.ByteStream(body), request=request, extensions=extensions
     )
     response._content = body  # what Response.read() keeps: the SDK's read() returns it as is
     return response
+
+
+def _has_length(headers: list[tuple[str, str]]) -> bool:
+    """True when ``headers`` hold a ``Content-Length`` (a loop, not ``any()`` over a generator: per call)."""
+    for name, _ in headers:  # noqa: SIM110 - any() over a generator costs more, once per replayed call
+        if len(name) == 14 and name.lower() == "content-length":
+            return True
+    return False
 
 
 def _has_request(response: Any) -> bool:

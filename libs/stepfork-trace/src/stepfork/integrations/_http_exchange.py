@@ -165,10 +165,18 @@ def answer_headers(raw: Iterable[tuple[bytes, bytes]], encoding: str) -> tuple[d
     ``encoding``): the :data:`ANSWER_HEADERS` by lower-case name, and the ``Content-Type`` (None when
     absent). One pass over the byte pairs: decoding every header to text, as ``multi_items()`` does,
     cost more than the rest of describing the request."""
+    return answer_headers_lowered(((key, key.lower(), value) for key, value in raw), encoding)
+
+
+def answer_headers_lowered(
+    items: Iterable[tuple[bytes, bytes, bytes]], encoding: str
+) -> tuple[dict[str, str], str | None]:
+    """:func:`answer_headers` over ``(raw name, lower-case name, value)`` byte triples, the form an
+    ``httpx.Headers`` keeps its items in (``Headers._list``): the names come lower-cased already, which
+    spares a ``lower()`` per header of every request (about 1 us of the 1.8 us the scan took)."""
     kept: dict[str, str] = {}
     content_types: list[bytes] = []
-    for key, value in raw:
-        low = key.lower()
+    for _, low, value in items:
         if low in _ANSWER_HEADERS_RAW:
             kept[low.decode(encoding)] = value.decode(encoding)  # the last one wins, as in a dict
         elif low == b"content-type":
@@ -350,6 +358,11 @@ def encode_event(event: Mapping[str, Any]) -> bytes:
 
 
 _NO_DATA: Any = object()
+
+
+def encode_events(events: Iterable[Any]) -> bytes:
+    """The SSE bytes of recorded events, in order (an event that is not a dict is sent as text)."""
+    return b"".join(encode_event(e if isinstance(e, dict) else {"text": str(e)}) for e in events)
 
 
 def sse_output(

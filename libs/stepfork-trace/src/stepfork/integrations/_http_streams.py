@@ -5,8 +5,9 @@ a streamed body) and closes the boundary call once, when the stream ends: ``fini
 to its end), ``consumer_closed`` (closed or dropped before; also when the session ends first), ``failed``
 (the transport raised while reading, re-raised untouched). Events are recorded as their bytes arrive.
 
-Replay: the recorded events are encoded back to SSE bytes, one chunk per event, then the stream stops
-(``finished``), raises the recorded transport error again (``failed``: the same ``httpx``/``httpx2``
+Replay: a stream recorded to its end (``finished``) is served whole, its events encoded back to SSE bytes
+as a body already read (``_http_capture.Capture.replayed``); any other stream is one lazy chunk of the
+recorded events, then it raises the recorded transport error again (``failed``: the same ``httpx``/``httpx2``
 exception class when it is one, so the SDK converts it as it did, else ``RecordedDependencyError``), or
 raises ``ReplayMismatchError`` ``stream_exhausted`` when the agent reads past the point where the recorded
 consumer stopped.
@@ -27,7 +28,7 @@ from stepfork.integrations._http_exchange import (
     FAILED,
     FINISHED,
     SSEParser,
-    encode_event,
+    encode_events,
     events_usage,
     is_terminal,
     sse_output,
@@ -122,7 +123,7 @@ class _Replay:
         # one chunk: the events arrived in network reads of their own sizes anyway, and the SDKs' SSE
         # decoders split on event boundaries, not on reads
         if self._events:
-            yield b"".join(encode_event(e if isinstance(e, dict) else {"text": str(e)}) for e in self._events)
+            yield encode_events(self._events)
 
     def _after(self) -> None:
         """Raise what the recorded stream did after its last event (nothing when it finished)."""

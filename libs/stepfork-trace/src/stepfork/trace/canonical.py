@@ -29,6 +29,7 @@ __all__ = [
     "CANONICAL_JSON_PROFILE",
     "MAX_JSON_DEPTH",
     "canonical_json",
+    "canonical_twin",
     "compact_json",
     "fingerprint",
     "json_path_child",
@@ -52,6 +53,9 @@ _U64_MAX: Final = 2**64 - 1
 _FLOAT_SAFE_MIN: Final = 1e-4
 # Bytes orjson writes for a float in the band: "0.0000..." or a one-digit negative exponent ("1e-7").
 _ORJSON_SMALL_FLOAT: Final = re.compile(rb"e-\d(?!\d)")
+# The other half as a pattern too: re's literal search scans bytes about twice as fast as ``in`` here
+# (an output of 1.6 KB: 0.5 us against 0.7 us; and ``b"e-" in out`` took 1.5 us, more than the regex).
+_ORJSON_ZERO_RUN: Final = re.compile(rb"0\.0000")
 _IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 _INF: Final = math.inf
@@ -185,7 +189,7 @@ def _encode(value: Any, option: int, assume_json: bool) -> bytes:
         out = orjson.dumps(value, option=option, default=_refuse)
     except (orjson.JSONEncodeError, TypeError):
         return _json_rule(value, option == _SORTED)
-    if assume_json and (b"0.0000" in out or (b"e-" in out and _ORJSON_SMALL_FLOAT.search(out))):
+    if assume_json and (_ORJSON_ZERO_RUN.search(out) or _ORJSON_SMALL_FLOAT.search(out)):
         return _json_rule(value, option == _SORTED)
     return out
 
@@ -207,6 +211,29 @@ def canonical_json(value: Any, *, assume_json: bool = False) -> bytes:
             surrogate, any other type, nesting deeper than MAX_JSON_DEPTH); ``path`` names it (``$.a[0]``).
     """
     return _encode(value, _SORTED, assume_json)
+
+
+def canonical_twin(value: Any, other: Any) -> bytes | None:
+    """The canonical bytes of ``value`` when ``other`` has the very same ones, proven with one float check
+    for both (replay compares a live input with the recorded one this way).
+
+    Args:
+        value, other: plain JSON, as :func:`canonical_json` takes with ``assume_json=True``.
+
+    Returns:
+        ``canonical_json(value)``, which is also ``canonical_json(other)``; or None when orjson writes the
+        two differently, refuses one, or writes a float the exact rule may write otherwise: None only
+        means "not proven here", and the caller compares with :func:`canonical_json`. Never raises.
+    """
+    try:
+        out = orjson.dumps(value, option=_SORTED, default=_refuse)
+        twin = orjson.dumps(other, option=_SORTED, default=_refuse)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+    # equal bytes hold the same floats: when the check passes for one it passes for both
+    if out != twin or _ORJSON_ZERO_RUN.search(out) or _ORJSON_SMALL_FLOAT.search(out):
+        return None
+    return out
 
 
 def compact_json(value: Any, *, assume_json: bool = False) -> bytes:
