@@ -1,5 +1,6 @@
 """The state probe of ``stepfork check``'s batch workers (``stepfork.analysis._check_state``): which changes
-to an agent's module state it sees (then the next bundle gets a fresh worker), and which bookkeeping it skips."""
+to an agent's module state it sees (then the next bundle gets a fresh worker), and which bookkeeping it
+skips."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from stepfork.analysis._check_state import agent_module_names, snapshot
 
-AGENT = '''
+AGENT = """
 from dataclasses import dataclass, field
 
 
@@ -49,7 +50,7 @@ SETTINGS = Settings()
 SLOTTED = Slotted()
 CHILD = Child()
 HISTORY = []
-'''
+"""
 
 
 @pytest.fixture
@@ -81,7 +82,13 @@ def test_an_unchanged_state_compares_equal(agent) -> None:
         lambda m: setattr(m, "NEW_GLOBAL", 1),
     ],
     ids=[
-        "class-attribute", "slot", "inherited-slot", "nested-list", "instance-field", "global-list", "new-global"
+        "class-attribute",
+        "slot",
+        "inherited-slot",
+        "nested-list",
+        "instance-field",
+        "global-list",
+        "new-global",
     ],
 )
 def test_a_change_of_the_agents_state_is_seen(agent, change) -> None:
