@@ -53,6 +53,12 @@ def threaded(order_id=None):
     return quickstart.run_agent(order_id or "ORD-1002")
 
 
+def sleepy(order_id=None):
+    if order_id is None:
+        time.sleep(0.3)
+    return quickstart.run_agent(order_id or "ORD-1002")
+
+
 def lazy(order_id=None):
     # an agent module imported on first use: its import-time state is new to the worker
     import lazyhelper
@@ -170,3 +176,16 @@ def test_small_batches_give_the_verdicts_of_one_batch(corpus, agent: str) -> Non
     assert [(v.verdict, v.reason, v.detail) for v in small.verdicts] == [
         (v.verdict, v.reason, v.detail) for v in one.verdicts
     ]
+
+
+def test_each_bundle_is_timed_by_its_own_replay(corpus) -> None:
+    # the zygote reads verdict lines in gathers; each line carries its worker's own finishing time
+    work, bundles, _ = corpus
+    result = check_corpus(bundles, "candidates:sleepy", jobs=1, batch_size=len(bundles), import_root=work)
+    assert [v.verdict for v in result.verdicts] == ["MATCHED"] * len(bundles)
+    bad = _bad(corpus)
+    for index, verdict in enumerate(result.verdicts):
+        if verdict.bundle in bad:
+            assert verdict.duration_ms >= 300, verdict
+            after = result.verdicts[index + 1] if index + 1 < len(bundles) else None
+            assert after is None or after.duration_ms < 300, after  # the sleep is not counted twice

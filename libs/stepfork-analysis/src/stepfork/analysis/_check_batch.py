@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -143,6 +144,7 @@ class BatchWorker:
                 answer["stderr_at"] = os.lseek(2, 0, os.SEEK_CUR)
             except OSError:  # not the zygote's file (fd 2 is always a file there): crashes described whole
                 answer["stderr_at"] = 0
+            answer["done_at"] = time.monotonic()  # the zygote reads verdicts in gathers (_zygote._GATHER)
             send(answer)
             if restart:
                 return False

@@ -51,6 +51,10 @@ from typing import IO, Any, NoReturn
 
 _STDERR_TAIL = 65536  # bytes read back from a child's stderr to find its last line
 _MAX_WAIT = 3600.0  # seconds per poll() at most: poll takes a C int of milliseconds; the loop waits again
+# check: after reading verdict lines, let more gather before the next read. A wake-up per verdict cost the
+# zygote ~0.06 ms of CPU per bundle, taken from the workers on a busy machine (8% of a 0.5 ms replay); the
+# workers stamp each verdict with its own time, so durations and per-bundle deadlines stay exact
+_GATHER = 0.01
 
 
 @dataclass
@@ -258,6 +262,9 @@ class _Zygote:
         for line in lines:
             answer = json.loads(line)  # the pipe is the child's own (the agent's fds 1 and 2 are elsewhere)
             now = time.monotonic()
+            done = answer.pop("done_at", None)  # when the child had it (one monotonic clock for the machine)
+            if isinstance(done, float) and child.since <= done < now:
+                now = done
             answer["duration_ms"] = round((now - child.since) * 1000, 3)
             child.restart = bool(answer.pop("restart", False))
             child.stderr_at = int(answer.pop("stderr_at", child.stderr_at))
@@ -380,6 +387,7 @@ class _Zygote:
                     self.dispatch(int(job["id"]), [str(b) for b in bundles])
                 deadlines = [c.deadline for c in self.children.values()]
                 wait = min(_MAX_WAIT, max(0.0, min(deadlines) - time.monotonic())) if deadlines else None
+                gather = False
                 for key, _ in self.selector.select(wait):
                     child = key.data
                     if child is None:
@@ -391,11 +399,14 @@ class _Zygote:
                     data = os.read(child.result_fd, 65536)
                     if data:
                         self.received(child, data)
+                        gather = self.batch
                     else:
                         self.finish(child, timed_out=False)
                 now = time.monotonic()
                 for child in [c for c in self.children.values() if c.deadline <= now]:
                     self.finish(child, timed_out=True)
+                if gather:
+                    time.sleep(_GATHER)
         finally:
             for child in self.children.values():
                 _reap(child.pid)
