@@ -21,7 +21,7 @@ very code a worker runs) on every bundle in turn, twice. Against it, in the same
 ``ROUNDS`` rounds:
 
 - **Throughput, steady state** (the target: at least 1.7x on 2 cores): ``check_corpus(jobs=2)`` with its
-  zygote already started (the entrypoint imported, and for the SDK agents one bundle replayed: ``warm``)
+  zygote already started (the entrypoint imported and one bundle replayed: ``warm``)
   against the loop's second pass (imported and warmed alike). Throughput is a rate, bundles per second
   once running; the one-time start of either side is not part of it (docs/decisions.md). Batches of
   bundles, each replayed by a worker forked from the zygote, two workers at a time: forks, protocol and the
@@ -32,8 +32,8 @@ very code a worker runs) on every bundle in turn, twice. Against it, in the same
   loop's process from its start to the end of its first pass (Python start, imports, every replay): what
   ``stepfork check`` costs against a sequential script. The zygote's start alone is measured too, and the
   ratio against the warm loop (the figure this benchmark reported before) is kept beside.
-- One round of each other setting: the SDK agents without ``warm`` (each worker's first replay builds the
-  SDK's lazy caches), the quickstart agent with ``isolation="bundle"`` (a fork per bundle, the isolation
+- One round of each other setting: without ``warm`` (each worker's first replay builds the SDK's lazy
+  caches, the default), the quickstart agent with ``isolation="bundle"`` (a fork per bundle, the isolation
   before batch workers).
 
 Every run's verdicts must equal the loop's (and the corpus's expected verdicts), or the benchmark fails.
@@ -270,7 +270,7 @@ def measure(agent: Agent, work: Path, count: int, rounds: int) -> dict[str, Any]
         expected = agent.make(work / "corpus", count)
         bundles = sorted(expected)
         entry = agent.entrypoint
-        warm = agent.sdk  # the SDK agents: the fair check starts from the loop's warmed state
+        warm = True  # the steady state: every worker starts from a zygote warmed as the loop's second pass
         samples: dict[str, list[float]] = {}
 
         def keep(key: str, value: float) -> None:
@@ -293,9 +293,8 @@ def measure(agent: Agent, work: Path, count: int, rounds: int) -> dict[str, Any]
                 ("jobs2_cold_start", 2, "worker", warm, False),
             ]
             if round_ == 0:  # figures of other settings: one round of each
-                if agent.sdk:
-                    runs.append(("jobs2_unwarmed", 2, "worker", False, False))
-                else:  # a fork per bundle: the slow isolation of before
+                runs.append(("jobs2_unwarmed", 2, "worker", False, False))
+                if not agent.sdk:  # a fork per bundle: the slow isolation of before
                     runs.append(("jobs2_fork_per_bundle", 2, "bundle", False, False))
             for key, jobs, isolation, warm_run, started in runs:
                 seconds, cpu, verdicts = checked(entry, bundles, root, jobs, isolation, warm_run, started)

@@ -399,7 +399,8 @@ class _Zygote:
                     data = os.read(child.result_fd, 65536)
                     if data:
                         self.received(child, data)
-                        gather = self.batch
+                        # gather while the child replays; not when it waits for its next batch
+                        gather = self.batch and child.job is not None
                     else:
                         self.finish(child, timed_out=False)
                 now = time.monotonic()
