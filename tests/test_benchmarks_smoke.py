@@ -62,5 +62,6 @@ def test_the_check_benchmark_corpus_of_an_sdk_example_agent_gets_the_expected_ve
     loop = bench.sequential_loop(agent.entrypoint, sorted(expected), str(tmp_path))
     assert loop.cold_verdicts == expected
     assert loop.warm_verdicts == expected
-    _, _, verdicts = bench.checked(agent.entrypoint, sorted(expected), str(tmp_path), 1, warm=True, started=True)
+    root = str(tmp_path)
+    _, _, verdicts = bench.checked(agent.entrypoint, sorted(expected), root, 1, warm=True, started=True)
     assert verdicts == expected
