@@ -59,5 +59,9 @@ def test_the_check_benchmark_corpus_of_an_sdk_example_agent_gets_the_expected_ve
     monkeypatch.syspath_prepend(str(tmp_path))
     expected = agent.make(tmp_path / "corpus", 2)
     assert sorted(expected.values()) == ["DIVERGED", "MATCHED"]
-    _, _, verdicts = bench.in_process_loop(agent.entrypoint, sorted(expected), str(tmp_path))
+    loop = bench.sequential_loop(agent.entrypoint, sorted(expected), str(tmp_path))
+    assert loop.cold_verdicts == expected
+    assert loop.warm_verdicts == expected
+    root = str(tmp_path)
+    _, _, verdicts = bench.checked(agent.entrypoint, sorted(expected), root, 1, warm=True, started=True)
     assert verdicts == expected

@@ -51,6 +51,19 @@ def envy(order_id=None):
 def threaded(order_id=None):
     threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
     return quickstart.run_agent(order_id or "ORD-1002")
+
+
+def sleepy(order_id=None):
+    if order_id is None:
+        time.sleep(0.3)
+    return quickstart.run_agent(order_id or "ORD-1002")
+
+
+def lazy(order_id=None):
+    # an agent module imported on first use: its import-time state is new to the worker
+    import lazyhelper
+
+    return quickstart.run_agent(lazyhelper.order(order_id))
 """
 
 
@@ -59,6 +72,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], d
     """An import root holding quickstart and the candidates above, and 8 bundles (2 without run input)."""
     work = tmp_path_factory.mktemp("check-isolation")
     (work / "candidates.py").write_text(AGENTS)
+    (work / "lazyhelper.py").write_text("def order(order_id):\n    return order_id or 'ORD-1002'\n")
     # a state too large to compare after every replay (over 50,000 values): every replay gets a fresh worker
     (work / "bigstate.py").write_text(
         "import quickstart\n\nTABLE = list(range(60_000))\n\n"
@@ -134,3 +148,44 @@ def test_isolation_bundle_forks_per_bundle_with_the_same_verdicts(corpus) -> Non
     assert len({v.worker for v in result.verdicts}) == len(corpus[1])
     with pytest.raises(ValueError, match="isolation"):
         _check(corpus, "quickstart:run_agent", isolation="thread")
+
+
+def test_a_replay_importing_a_new_agent_module_sends_the_next_bundle_to_a_fresh_worker(corpus) -> None:
+    result = _check(corpus, "candidates:lazy")
+    assert [v.verdict for v in result.verdicts] == ["MATCHED"] * len(corpus[1])
+    # the first replay imported lazyhelper: the next bundle went to a fresh worker, forked after the zygote
+    # preloaded lazyhelper, and no later replay imported anything new
+    workers = [v.worker for v in result.verdicts]
+    assert workers[0] != workers[1]
+    assert len(set(workers[1:])) == 1
+
+
+def test_a_worker_replays_batch_after_batch(corpus) -> None:
+    work, bundles, expected = corpus
+    result = check_corpus(bundles, "quickstart:run_agent", jobs=1, batch_size=2, import_root=work)
+    assert {v.bundle: v.verdict for v in result.verdicts} == expected
+    assert len({v.worker for v in result.verdicts}) == 1  # four batches, one fork
+
+
+@pytest.mark.parametrize("agent", ["candidates:crashy", "candidates:leaky"])
+def test_small_batches_give_the_verdicts_of_one_batch(corpus, agent: str) -> None:
+    # a crash or a state change in one batch never reaches the next batch a worker takes
+    work, bundles, _ = corpus
+    one = _check(corpus, agent)
+    small = check_corpus(bundles, agent, jobs=2, batch_size=3, import_root=work)
+    assert [(v.verdict, v.reason, v.detail) for v in small.verdicts] == [
+        (v.verdict, v.reason, v.detail) for v in one.verdicts
+    ]
+
+
+def test_each_bundle_is_timed_by_its_own_replay(corpus) -> None:
+    # the zygote reads verdict lines in gathers; each line carries its worker's own finishing time
+    work, bundles, _ = corpus
+    result = check_corpus(bundles, "candidates:sleepy", jobs=1, batch_size=len(bundles), import_root=work)
+    assert [v.verdict for v in result.verdicts] == ["MATCHED"] * len(bundles)
+    bad = _bad(corpus)
+    for index, verdict in enumerate(result.verdicts):
+        if verdict.bundle in bad:
+            assert verdict.duration_ms >= 300, verdict
+            after = result.verdicts[index + 1] if index + 1 < len(bundles) else None
+            assert after is None or after.duration_ms < 300, after  # the sleep is not counted twice

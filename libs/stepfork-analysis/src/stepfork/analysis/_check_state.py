@@ -145,19 +145,32 @@ class _Walker:
         if isinstance(value, (set, frozenset)):
             return (kind.__name__, frozenset(self.walk(v, depth) for v in value))
         if isinstance(value, type):  # a class of the agent's: its attributes (class-level counters...)
-            return ("class", id(value), tuple((k, self.walk(v, depth)) for k, v in list(vars(value).items())))
+            # dunder names are the class machinery's (__dict__, __doc__, a dataclass's __dataclass_fields__)
+            items = [(k, v) for k, v in list(vars(value).items()) if not _is_dunder(k)]
+            return ("class", id(value), tuple((k, self.walk(v, depth)) for k, v in items))
         attributes: list[tuple[str, Any]] = []
         instance_dict = getattr(value, "__dict__", None)
         if isinstance(instance_dict, dict):
             attributes += [(k, self.walk(v, depth)) for k, v in list(instance_dict.items())]
-        for klass in kind.__mro__:
-            slots = klass.__dict__.get("__slots__", ())
-            for slot in (slots,) if isinstance(slots, str) else slots:
-                if slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
-                    attributes.append((slot, self.walk(getattr(value, slot), depth)))
+        for slot in _slots(kind):
+            if hasattr(value, slot):
+                attributes.append((slot, self.walk(getattr(value, slot), depth)))
         if not attributes and not isinstance(instance_dict, dict):
             return ("opaque", id(value))  # a C object: identity only
         return ("object", id(kind), tuple(attributes))
+
+
+@functools.lru_cache(maxsize=4096)
+def _slots(kind: type) -> tuple[str, ...]:
+    """The slot names of ``kind``'s instances, from every class of its MRO (cached: a class's slots are
+    fixed when it is created)."""
+    names: list[str] = []
+    for klass in kind.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot not in ("__dict__", "__weakref__"):
+                names.append(slot)
+    return tuple(names)
 
 
 def snapshot(names: list[str]) -> tuple[Any, ...]:

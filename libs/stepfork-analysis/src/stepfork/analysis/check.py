@@ -146,6 +146,32 @@ def dask_executor(address: str) -> tuple[Executor, Callable[[], None]]:
     return executor, client.close
 
 
+def task_config(
+    entrypoint: str,
+    *,
+    import_root: str | os.PathLike[str] | None = None,
+    ordering: str = "auto",
+    raise_as: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+    warm_bundle: str | None = None,
+    isolation: str = "worker",
+) -> dict[str, Any]:
+    """The JSON configuration every task of one :func:`check_corpus` run gets (``_check_runner.check_batch``);
+    a process keeps one zygote per distinct configuration. Arguments as :func:`check_corpus`
+    (``warm_bundle``: the bundle the zygote replays before forking, or None); ``import_root`` defaults to
+    the current directory, made absolute."""
+    root = os.path.abspath(import_root if import_root is not None else os.getcwd())
+    return {
+        "entrypoint": entrypoint,
+        "import_root": root,
+        "ordering": ordering,
+        "raise_as": dict(raise_as) if raise_as else None,
+        "timeout": float(timeout),
+        "warm_bundle": warm_bundle,
+        "isolation": isolation,
+    }
+
+
 def check_corpus(
     corpus: str | os.PathLike[str] | Iterable[str],
     entrypoint: str,
@@ -204,16 +230,15 @@ def check_corpus(
     if timeout <= 0:
         raise ValueError(f"timeout must be positive, got {timeout}")
     bundles = resolve_corpus(corpus)
-    root = os.path.abspath(import_root if import_root is not None else os.getcwd())
-    config: dict[str, Any] = {
-        "entrypoint": entrypoint,
-        "import_root": root,
-        "ordering": ordering,
-        "raise_as": dict(raise_as) if raise_as else None,
-        "timeout": float(timeout),
-        "warm_bundle": bundles[0] if warm else None,
-        "isolation": isolation,
-    }
+    config = task_config(
+        entrypoint,
+        import_root=import_root,
+        ordering=ordering,
+        raise_as=raise_as,
+        timeout=timeout,
+        warm_bundle=bundles[0] if warm else None,
+        isolation=isolation,
+    )
     workers = jobs or os.cpu_count() or 1
     size = batch_size or max(1, min(_MAX_BATCH, math.ceil(len(bundles) / (2 * workers))))
     batches = [list(range(i, min(i + size, len(bundles)))) for i in range(0, len(bundles), size)]

@@ -1,0 +1,118 @@
+"""The state probe of ``stepfork check``'s batch workers (``stepfork.analysis._check_state``): which changes
+to an agent's module state it sees (then the next bundle gets a fresh worker), and which bookkeeping it
+skips."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from stepfork.analysis._check_state import agent_module_names, snapshot
+
+AGENT = """
+from dataclasses import dataclass, field
+
+
+class Counter:
+    calls = 0
+
+
+class Slotted:
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 1
+
+
+class Base:
+    __slots__ = ("inherited",)
+
+
+class Child(Base):
+    __slots__ = ("own",)
+
+    def __init__(self):
+        self.inherited = "a"
+        self.own = "b"
+
+
+@dataclass
+class Settings:
+    model: str = "gpt"
+    tags: list = field(default_factory=list)
+
+
+SETTINGS = Settings()
+SLOTTED = Slotted()
+CHILD = Child()
+HISTORY = []
+"""
+
+
+@pytest.fixture
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, list[str]]:
+    (tmp_path / "probe_agent.py").write_text(AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "probe_agent", raising=False)
+    module = importlib.import_module("probe_agent")
+    names = agent_module_names(str(tmp_path))
+    assert names == ["probe_agent"]
+    yield module, names
+    sys.modules.pop("probe_agent", None)
+
+
+def test_an_unchanged_state_compares_equal(agent) -> None:
+    _, names = agent
+    assert snapshot(names) == snapshot(names)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: setattr(m.Counter, "calls", 1),  # a class-level counter
+        lambda m: setattr(m.SLOTTED, "value", 2),  # a slot
+        lambda m: setattr(m.CHILD, "inherited", "z"),  # a slot of a base class
+        lambda m: m.SETTINGS.tags.append("x"),  # a dataclass instance's list
+        lambda m: setattr(m.SETTINGS, "model", "claude"),
+        lambda m: m.HISTORY.append({"q": 1}),
+        lambda m: setattr(m, "NEW_GLOBAL", 1),
+    ],
+    ids=[
+        "class-attribute",
+        "slot",
+        "inherited-slot",
+        "nested-list",
+        "instance-field",
+        "global-list",
+        "new-global",
+    ],
+)
+def test_a_change_of_the_agents_state_is_seen(agent, change) -> None:
+    module, names = agent
+    before = snapshot(names)
+    change(module)
+    assert snapshot(names) != before
+
+
+def test_the_class_machinerys_dunder_attributes_are_not_state(agent) -> None:
+    module, names = agent
+    before = snapshot(names)
+    module.Settings.__doc__ = "changed documentation"  # bookkeeping, as a module's __doc__ is
+    assert snapshot(names) == before
+
+
+def test_the_environment_and_working_directory_are_state(
+    agent, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _, names = agent
+    before = snapshot(names)
+    monkeypatch.setenv("STEPFORK_PROBE_TEST", "1")
+    assert snapshot(names) != before
+    monkeypatch.delenv("STEPFORK_PROBE_TEST")
+    assert snapshot(names) == before
+    monkeypatch.chdir(tmp_path)
+    assert snapshot(names) != before
