@@ -50,6 +50,26 @@ SETTINGS = Settings()
 SLOTTED = Slotted()
 CHILD = Child()
 HISTORY = []
+
+import functools, itertools, random
+
+
+def remember(item, seen=[]):
+    seen.append(item)
+
+
+def counted():
+    counted.calls = getattr(counted, "calls", 0) + 1
+
+
+@functools.cache
+def cached(key):
+    return key
+
+
+RNG = random.Random(7)
+IDS = itertools.count()
+BUFFER = bytearray(b"ab")
 """
 
 
@@ -80,6 +100,13 @@ def test_an_unchanged_state_compares_equal(agent) -> None:
         lambda m: setattr(m.SETTINGS, "model", "claude"),
         lambda m: m.HISTORY.append({"q": 1}),
         lambda m: setattr(m, "NEW_GLOBAL", 1),
+        lambda m: m.remember(1),  # a mutable default argument
+        lambda m: m.counted(),  # an attribute set on a function
+        lambda m: m.cached("k"),  # a functools.cache entry
+        lambda m: m.RNG.random(),
+        lambda m: next(m.IDS),
+        lambda m: m.BUFFER.append(99),
+        lambda m: sys.path.append("/nowhere"),
     ],
     ids=[
         "class-attribute",
@@ -89,13 +116,29 @@ def test_an_unchanged_state_compares_equal(agent) -> None:
         "instance-field",
         "global-list",
         "new-global",
+        "mutable-default",
+        "function-attribute",
+        "cache-entry",
+        "random-state",
+        "counter",
+        "bytearray",
+        "sys-path",
     ],
 )
-def test_a_change_of_the_agents_state_is_seen(agent, change) -> None:
+def test_a_change_of_the_agents_state_is_seen(agent, change, monkeypatch: pytest.MonkeyPatch) -> None:
     module, names = agent
+    monkeypatch.setattr(sys, "path", list(sys.path))
     before = snapshot(names)
     change(module)
     assert snapshot(names) != before
+
+
+def test_the_entrypoints_own_code_is_the_agents_wherever_it_lives(agent, tmp_path: Path) -> None:
+    # imported through PYTHONPATH from another directory than the import root (the working directory)
+    elsewhere = tmp_path.parent / "not-the-agent"
+    elsewhere.mkdir(exist_ok=True)
+    assert agent_module_names(str(elsewhere)) == []
+    assert agent_module_names(str(elsewhere), entrypoint="probe_agent:run") == ["probe_agent"]
 
 
 def test_the_class_machinerys_dunder_attributes_are_not_state(agent) -> None:

@@ -73,11 +73,11 @@ class ImportWatch:
 def _probe(names: list[str]) -> Any:
     """The state snapshot of the agent's modules ``names``, or None when it cannot be taken (then every
     replay restarts the child)."""
-    from stepfork.analysis._check_state import TooBig, snapshot
+    from stepfork.analysis._check_state import snapshot
 
     try:
         return snapshot(names)
-    except (TooBig, RecursionError):
+    except Exception:  # too big, too deep, or a value that raises when read (a proxy of a web framework)
         return None
 
 
@@ -95,7 +95,9 @@ class BatchWorker:
 
         self.config = config
         self.import_root = config.get("import_root")
-        self.names = agent_module_names(self.import_root)
+        self.entrypoint = config.get("entrypoint")
+        self.pid = os.getpid()
+        self.names = agent_module_names(self.import_root, entrypoint=self.entrypoint)
         self.baseline = None if config.get("isolation") == "bundle" else _probe(self.names)
         self.watch = ImportWatch()
         self.watch.install()
@@ -125,16 +127,22 @@ class BatchWorker:
         main = threading.current_thread()
         for bundle in bundles:
             answer = verdict_of(self.config, bundle)
+            if os.getpid() != self.pid:  # the agent forked and its child returned here: it must not answer
+                os._exit(0)
             imported = self.watch.new_modules()
-            answer["modules"] = imported
-            answer["worker"] = os.getpid()
+            own = agent_module_names(self.import_root, imported, self.entrypoint)
+            # the zygote preloads what a replay imported lazily (an SDK's modules), never the agent's own:
+            # importing those runs the agent's import-time code outside any session
+            answer["modules"] = [name for name in imported if name not in own]
+            answer["worker"] = self.pid
             for thread in threading.enumerate():  # as interpreter shutdown would: wait for non-daemon threads
                 if thread is not main and not thread.daemon:
                     thread.join()
             restart = (
                 self.baseline is None
                 or threading.active_count() > 1  # a daemon thread still runs: it would reach the next replay
-                or bool(agent_module_names(self.import_root, imported))  # a new agent module: not in baseline
+                or bool(own)  # a new agent module: not in the baseline
+                or any(getattr(sys.modules.get(n), "__spec__", None) is None for n in imported)  # by hand
                 or _probe(self.names) != self.baseline
             )
             answer["restart"] = restart

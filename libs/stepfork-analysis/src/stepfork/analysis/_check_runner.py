@@ -33,6 +33,12 @@ def _identity(message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
+def _stopped() -> dict[str, Any]:
+    verdict = could_not_execute("check_error", "the check was stopped before this bundle's replay ended")
+    verdict["duration_ms"] = 0.0
+    return verdict
+
+
 def _from_zygote(message: dict[str, Any], timeout: float) -> dict[str, Any]:
     """A zygote answer as a verdict: its ``timeout`` and ``crash`` answers become could-not-execute."""
     kind = message.get("kind")
@@ -58,6 +64,7 @@ class CheckRunner:
         self._lock = threading.Lock()
         self._zygote: _ZygoteClient | None = None
         self._ready: bool | None = None
+        self._closed = False  # closed (Ctrl-C, the end of the check): no replay starts any more
         forkable = hasattr(os, "fork") and sys.platform.startswith(("linux", "darwin"))
         if forkable and not os.environ.get(FORCE_SUBPROCESS_ENV):
             try:
@@ -87,7 +94,13 @@ class CheckRunner:
                     return [self._from_batch(v) for v in verdicts]
             except _ZygoteBroken:
                 pass
-        return [self._timed_subprocess(bundle) for bundle in bundles]
+        verdicts = []
+        for bundle in bundles:  # where the zygote cannot run: a fresh process per bundle
+            if self._closed:  # stopped (Ctrl-C): the zygote's end is not a reason to replay elsewhere
+                verdicts.append(_stopped())
+            else:
+                verdicts.append(self._timed_subprocess(bundle))
+        return verdicts
 
     def _from_batch(self, answer: dict[str, Any]) -> dict[str, Any]:
         duration = answer.pop("duration_ms", None)
@@ -127,7 +140,8 @@ class CheckRunner:
         return verdict
 
     def close(self) -> None:
-        """Stop the zygote (killing replays still running); idempotent."""
+        """Stop the zygote (killing replays still running) and start no replay after; idempotent."""
+        self._closed = True
         if self._zygote is not None:
             self._zygote.close()
 

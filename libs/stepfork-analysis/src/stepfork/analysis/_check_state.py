@@ -15,7 +15,10 @@ What the snapshot covers (docs/check.md, "Isolation"):
   these modules define by their attributes (``__dict__`` and slots), functions, classes and modules of
   other packages by identity; anything opaque (a C object without attributes) by identity only;
 - which of those modules are loaded (a replay importing a new agent module counts as a change);
-- ``os.environ`` and the working directory.
+- the agent's functions by their defaults and attributes (a mutable default argument, a counter set on a
+  function), ``functools.cache``/``lru_cache`` wrappers by their size, ``random.Random`` by its state,
+  ``itertools.count`` by its next value, ``bytearray`` by content;
+- ``os.environ``, the working directory and ``sys.path``.
 
 Not covered: state kept inside installed packages (an SDK's caches, which are what a warm worker keeps on
 purpose), files, and C-level state of opaque objects. ``isolation="bundle"`` (``--isolation bundle``)
@@ -26,7 +29,9 @@ forks a child per bundle for agents that keep behaviour there. A snapshot larger
 from __future__ import annotations
 
 import functools
+import itertools
 import os
+import random
 import sys
 import sysconfig
 from collections import deque
@@ -58,20 +63,44 @@ def _installed_roots() -> tuple[str, ...]:
     return tuple(os.path.realpath(r) + os.sep for r in roots)
 
 
-def agent_module_names(import_root: str | None, among: Iterable[str] | None = None) -> list[str]:
-    """The loaded modules that are the agent's own code: file under ``import_root`` (default: the working
-    directory), not under the interpreter's prefix or an installed-packages directory, not stepfork's.
+def agent_module_names(
+    import_root: str | None, among: Iterable[str] | None = None, entrypoint: str | None = None
+) -> list[str]:
+    """The loaded modules that are the agent's own code, not stepfork's: a file under ``import_root``
+    (default: the working directory) and not under the interpreter's prefix or an installed-packages
+    directory; or, wherever it is installed, the entrypoint's own module or a module of its top-level
+    package (an agent imported through ``PYTHONPATH`` or installed with pip).
 
     Args:
-        import_root: as above; among: only these module names (default: every loaded module).
+        import_root: as above; among: only these module names (default: every loaded module);
+        entrypoint: ``MODULE:FUNCTION`` (its module must be loaded to count).
 
     Returns:
         Module names, sorted.
     """
     root = _real_root(import_root or os.getcwd())
+    home = _entrypoint_home(entrypoint)
     loaded = sys.modules
     names = list(loaded) if among is None else [n for n in among if n in loaded]
-    return sorted(n for n in names if _is_agent_module(root, n, loaded[n]))
+    return sorted(n for n in names if _is_agent_module(root, n, loaded[n], home))
+
+
+def _entrypoint_home(entrypoint: str | None) -> str | None:
+    """The real path that holds the entrypoint's code: its top-level package's directory (with a trailing
+    separator), or its module's file for a plain module; None when it is not loaded or has no file."""
+    if not entrypoint:
+        return None
+    top = entrypoint.split(":", 1)[0].split(".", 1)[0]
+    module = sys.modules.get(top)
+    path = getattr(module, "__file__", None)
+    if not isinstance(path, str):
+        return None
+    if hasattr(module, "__path__"):  # a package: everything under its directory
+        return _real_root(os.path.dirname(path))
+    real = os.path.realpath(path)
+    directory = os.path.dirname(real) + os.sep
+    # a module beside the user's other files: that directory; one installed alone: that file only
+    return real if directory.startswith(_installed_roots()) or "-packages" in directory else directory
 
 
 @functools.lru_cache(maxsize=16)
@@ -79,25 +108,26 @@ def _real_root(path: str) -> str:
     return os.path.realpath(path) + os.sep  # resolved once: realpath is a system call per path component
 
 
-_SEEN: dict[tuple[str, str], tuple[Any, bool]] = {}  # (root, name) -> (the module, verdict): realpath is slow
+# (root, entrypoint home, name) -> (the module, verdict): realpath is slow
+_SEEN: dict[tuple[str, str | None, str], tuple[Any, bool]] = {}
 
 
-def _is_agent_module(root: str, name: str, module: Any) -> bool:
-    seen = _SEEN.get((root, name))
+def _is_agent_module(root: str, name: str, module: Any, home: str | None = None) -> bool:
+    seen = _SEEN.get((root, home, name))
     if seen is not None and seen[0] is module:
         return seen[1]
     path = getattr(module, "__file__", None)
     own = False
     if isinstance(path, str) and name not in ("__main__", "stepfork") and not name.startswith("stepfork."):
         real = os.path.realpath(path)
-        own = (
+        own = (home is not None and (real == home or (real.startswith(home) and home.endswith(os.sep)))) or (
             real.startswith(root)
             and not real.startswith(_installed_roots())
             # a virtual environment inside the project
             and f"{os.sep}site-packages{os.sep}" not in real
             and f"{os.sep}dist-packages{os.sep}" not in real
         )
-    _SEEN[(root, name)] = (module, own)
+    _SEEN[(root, home, name)] = (module, own)
     return own
 
 
@@ -117,7 +147,12 @@ class _Walker:
         if kind in _EXACT_SCALARS:  # the common cases first, by exact type
             return (kind, value)
         if kind in _EXACT_REFERENCES:
+            if kind is FunctionType and getattr(value, "__module__", None) in self.own:
+                return self._function(value, depth + 1)
             return ("ref", id(value))
+        special = _SPECIAL.get(kind)
+        if special is not None:  # C objects whose state shows only through a method
+            return (kind.__name__, special(value))
         if isinstance(value, _SCALARS):
             return (kind.__name__, value)
         if isinstance(value, float):
@@ -133,6 +168,27 @@ class _Walker:
         self.path.add(key)
         try:
             return self._container(value, kind, depth + 1)
+        finally:
+            self.path.discard(key)
+
+    def _function(self, value: Any, depth: int) -> Any:
+        """An agent function: its identity, defaults and attributes (a mutable default, a counter set on
+        the function); not its closure (a decorator's cells are the decorating library's state)."""
+        extra = [(k, v) for k, v in list(vars(value).items()) if not _is_dunder(k)]
+        if value.__defaults__ is None and value.__kwdefaults__ is None and not extra:
+            return ("ref", id(value))
+        key = id(value)
+        if key in self.path:
+            return ("cycle", key)
+        self.path.add(key)
+        try:
+            return (
+                "function",
+                key,
+                self.walk(value.__defaults__, depth),
+                self.walk(value.__kwdefaults__, depth),
+                tuple((k, self.walk(v, depth)) for k, v in extra),
+            )
         finally:
             self.path.discard(key)
 
@@ -158,6 +214,23 @@ class _Walker:
         if not attributes and not isinstance(instance_dict, dict):
             return ("opaque", id(value))  # a C object: identity only
         return ("object", id(kind), tuple(attributes))
+
+
+def _cache_size(value: Any) -> int:
+    return int(value.cache_info().currsize)
+
+
+def _random_state(value: Any) -> int:
+    return hash(value.getstate())  # 625 numbers: one hash keeps the snapshot small
+
+
+# C objects whose state is not in attributes: read through the method that shows it
+_SPECIAL: dict[type, Any] = {
+    bytearray: bytes,
+    type(functools.lru_cache()(lambda: None)): _cache_size,  # functools.cache / lru_cache wrappers
+    random.Random: _random_state,
+    itertools.count: repr,  # count(7): its next value
+}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -198,7 +271,8 @@ def snapshot(names: list[str]) -> tuple[Any, ...]:
         modules.append((name, id(module), tuple(items)))
     # os.environ's own mapping (bytes on POSIX): a copy of it is a C-level dict copy, decoding each is not
     environ = getattr(os.environ, "_data", None)
-    return (tuple(modules), dict(environ if isinstance(environ, dict) else os.environ), os.getcwd())
+    state = dict(environ if isinstance(environ, dict) else os.environ)
+    return (tuple(modules), state, os.getcwd(), tuple(sys.path))
 
 
 def _is_dunder(name: str) -> bool:

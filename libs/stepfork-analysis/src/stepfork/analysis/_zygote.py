@@ -125,7 +125,7 @@ def _resolve_agent_modules(config: dict[str, Any]) -> None:
     resolving the path of every loaded module again, about 0.7 s per worker with an SDK loaded."""
     from stepfork.analysis._check_state import agent_module_names
 
-    agent_module_names(config.get("import_root"))
+    agent_module_names(config.get("import_root"), entrypoint=config.get("entrypoint"))
 
 
 def _run_attempt(
@@ -261,6 +261,8 @@ class _Zygote:
         child.output = bytearray(rest)
         for line in lines:
             answer = json.loads(line)  # the pipe is the child's own (the agent's fds 1 and 2 are elsewhere)
+            if answer.get("worker") != child.pid:  # written by a process the agent forked: not an answer
+                continue
             now = time.monotonic()
             done = answer.pop("done_at", None)  # when the child had it (one monotonic clock for the machine)
             if isinstance(done, float) and child.since <= done < now:

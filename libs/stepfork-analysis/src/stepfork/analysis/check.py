@@ -227,8 +227,8 @@ def check_corpus(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if isolation not in ISOLATION:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}, got {isolation!r}")
-    if timeout <= 0:
-        raise ValueError(f"timeout must be positive, got {timeout}")
+    if not (timeout > 0 and math.isfinite(timeout)):  # NaN compares false both ways
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
     bundles = resolve_corpus(corpus)
     config = task_config(
         entrypoint,
@@ -249,7 +249,9 @@ def check_corpus(
     with ExitStack() as stack:
         if executor is None:
             executor = stack.enter_context(ThreadPoolExecutor(workers, thread_name_prefix="stepfork-check"))
-            stack.callback(close_runners)  # after the pool is shut down: stop this process's zygote
+            # runs before the pool's shutdown (last in, first out): on Ctrl-C the zygote's end stops the
+            # replays the pool's threads wait for; at the normal end every task is already done
+            stack.callback(close_runners)
             label = f"local ({workers} job{'s' if workers != 1 else ''})"
         else:
             label = executor_name or type(executor).__name__

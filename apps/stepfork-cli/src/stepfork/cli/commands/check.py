@@ -12,6 +12,7 @@ only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -100,8 +101,8 @@ def check(
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
     if jobs is not None and jobs < 1:
         fail(f"--jobs must be at least 1, got {jobs}.", 2)
-    if timeout <= 0:
-        fail(f"--timeout must be positive, got {timeout:g}.", 2)
+    if not (timeout > 0 and math.isfinite(timeout)):  # NaN compares false both ways
+        fail(f"--timeout must be a positive number of seconds, got {timeout:g}.", 2)
     if batch_size is not None and batch_size < 1:
         fail(f"--batch-size must be at least 1, got {batch_size}.", 2)
     ordering = parse_ordering(ordering)  # up front, as replay: not one could_not_execute per bundle
