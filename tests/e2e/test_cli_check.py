@@ -145,6 +145,23 @@ def test_bad_input_is_one_line_and_exit_2(corpus: tuple[Path, dict[str, str]], t
         assert done.out == ""
 
 
+def test_malformed_entrypoint_is_refused_before_any_replay(
+    corpus: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """``-e quickstart`` (no colon): replay's own two lines, exit 2, no bundle replayed, no report written."""
+    work, expected = corpus
+    junit = tmp_path / "check.xml"
+    done = _check(work, "corpus", "-e", "quickstart", "--junit", junit)
+    replay = run_cli("replay", next(iter(expected)), "--entrypoint", "quickstart", cwd=work)
+    assert done.code == replay.code == 2, done.text
+    assert done.err.strip().splitlines() == [
+        "Unable to resolve entrypoint.",
+        "invalid entrypoint 'quickstart'; expected the form MODULE:FUNCTION",
+    ]
+    assert done.err == replay.err
+    assert done.out == "" and not junit.exists()
+
+
 def test_library_result_renders_three_ways(corpus: tuple[Path, dict[str, str]]) -> None:
     from stepfork.analysis import CheckResult, check_corpus
 
