@@ -83,7 +83,10 @@ def _positive(text: str) -> int:
     return value
 
 
-_positive.__name__ = "positive integer"  # argparse names the type in its message: "invalid positive integer value"
+_positive.__name__ = "positive integer"  # argparse's message: "invalid positive integer value: 'abc'"
+
+_SHARD = re.compile(r"shard-[0-9]")
+_BUNDLE = re.compile(r"run-[0-9]{4,}\.sftrace")
 
 
 def _foreign(out: Path) -> list[Path]:
@@ -95,10 +98,6 @@ def _foreign(out: Path) -> list[Path]:
         else:
             found.append(entry)
     return found
-
-
-_SHARD = re.compile(r"shard-[0-9]")
-_BUNDLE = re.compile(r"run-[0-9]{4,}\.sftrace")
 
 
 def main(argv: Sequence[str]) -> int:
