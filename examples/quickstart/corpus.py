@@ -90,7 +90,7 @@ _BUNDLE = re.compile(r"run-[0-9]{4,}\.sftrace")
 
 
 def _foreign(out: Path) -> list[Path]:
-    """What ``out`` holds besides the bundles an earlier ``corpus.py`` wrote (``shard-N/run-NNNN.sftrace``)."""
+    """What ``out`` holds besides the bundles an earlier ``corpus.py`` wrote (shard-N/run-NNNN.sftrace)."""
     found = []
     for entry in sorted(out.iterdir()):
         if entry.is_dir() and _SHARD.fullmatch(entry.name):
@@ -123,10 +123,8 @@ def main(argv: Sequence[str]) -> int:
     if out.is_dir() and any(out.iterdir()):
         foreign = _foreign(out)
         if foreign:
-            print(
-                f"corpus.py: {out} holds {foreign[0]}, not written by corpus.py; choose a new or empty OUT_DIR",
-                file=sys.stderr,
-            )
+            why = f"{foreign[0]}, not written by corpus.py; choose a new or empty OUT_DIR"
+            print(f"corpus.py: {out} holds {why}", file=sys.stderr)
             return 2
         if not args.overwrite:
             print(f"corpus.py: {out} already holds a corpus; pass --overwrite to replace it", file=sys.stderr)

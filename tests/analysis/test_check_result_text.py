@@ -42,16 +42,19 @@ def test_junit_with_control_characters_parses(tmp_path: Path) -> None:
     root = ET.parse(path).getroot()
     error = root.find("testsuite/testcase/error")
     failure = root.find("testsuite/testcase/failure")
-    assert error is not None and failure is not None
+    assert error is not None
+    assert failure is not None
     assert error.get("message") == "the replay's process died: boom\\x00 \\x1b[31mred\\x1b[0m \\ufffe"
     assert failure.get("message") == failure.text == "output differs: \\x00\\x1b[1m"
     names = [case.get("name") for case in root.iter("testcase")]
     assert names == ["runs/a\\x1b[2J.sftrace", "runs/b.sftrace"]
-    assert "\x1b" not in path.read_text(encoding="utf-8") and "\x00" not in path.read_text(encoding="utf-8")
+    written = path.read_text(encoding="utf-8")
+    assert "\x1b" not in written
+    assert "\x00" not in written
 
 
 def test_summary_shows_control_characters_escaped() -> None:
     text = str(_result())
-    assert "\x1b" not in text and "\x00" not in text and "\x07" not in text
+    assert not {"\x1b", "\x00", "\x07"} & set(text)
     assert "process_died: the replay's process died: boom\\x00 \\x1b[31mred" in text
     assert "runs/a\\x1b[2J.sftrace" in text

@@ -159,7 +159,8 @@ def test_malformed_entrypoint_is_refused_before_any_replay(
         "invalid entrypoint 'quickstart'; expected the form MODULE:FUNCTION",
     ]
     assert done.err == replay.err
-    assert done.out == "" and not junit.exists()
+    assert done.out == ""
+    assert not junit.exists()
 
 
 def test_library_result_renders_three_ways(corpus: tuple[Path, dict[str, str]]) -> None:

@@ -18,7 +18,8 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 @pytest.fixture
 def corpus_py() -> Iterator[ModuleType]:
     spec = importlib.util.spec_from_file_location("stepfork_example_corpus_cli", QUICKSTART / "corpus.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     yield module
