@@ -128,6 +128,27 @@ def test_unreadable_and_crashing_bundles_could_not_execute(
     assert json.loads(done.out)["verdicts"][0]["reason"] == "entrypoint_unresolvable"
 
 
+def test_a_crash_writing_control_characters_leaves_a_parsable_junit(
+    corpus: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """An agent that writes a NUL and an ANSI escape to stderr, then ``os._exit(1)``: the crash detail (its
+    last stderr line) is in the JUnit report and the summary as escapes, and the report parses."""
+    work, expected = corpus
+    good = next(b for b, v in expected.items() if v == "MATCHED")
+    (work / "noisy.py").write_text(
+        "import os, sys\n\ndef crash():\n"
+        "    sys.stderr.write('boom\\x00 \\x1b[31mred\\x1b[0m\\n')\n    sys.stderr.flush()\n    os._exit(1)\n"
+    )
+    junit = tmp_path / "check.xml"
+    done = _check(work, good, "--entrypoint", "noisy:crash", "--junit", junit)
+    assert done.code == 2, done.text
+    assert "\x1b" not in done.out
+    assert "\x00" not in done.out
+    assert "the replay's process died: boom\\x00 \\x1b[31mred\\x1b[0m" in done.out
+    (error,) = ET.parse(junit).getroot().iter("error")
+    assert error.get("message") == "the replay's process died: boom\\x00 \\x1b[31mred\\x1b[0m"
+
+
 def test_bad_input_is_one_line_and_exit_2(corpus: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     work, _ = corpus
     for args in (
@@ -143,6 +164,24 @@ def test_bad_input_is_one_line_and_exit_2(corpus: tuple[Path, dict[str, str]], t
         assert "Traceback" not in done.err
         assert len(done.err.strip().splitlines()) <= 2
         assert done.out == ""
+
+
+def test_malformed_entrypoint_is_refused_before_any_replay(
+    corpus: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """``-e quickstart`` (no colon): replay's own two lines, exit 2, no bundle replayed, no report written."""
+    work, expected = corpus
+    junit = tmp_path / "check.xml"
+    done = _check(work, "corpus", "-e", "quickstart", "--junit", junit)
+    replay = run_cli("replay", next(iter(expected)), "--entrypoint", "quickstart", cwd=work)
+    assert done.code == replay.code == 2, done.text
+    assert done.err.strip().splitlines() == [
+        "Unable to resolve entrypoint.",
+        "invalid entrypoint 'quickstart'; expected the form MODULE:FUNCTION",
+    ]
+    assert done.err == replay.err
+    assert done.out == ""
+    assert not junit.exists()
 
 
 def test_library_result_renders_three_ways(corpus: tuple[Path, dict[str, str]]) -> None:

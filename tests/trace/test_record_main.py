@@ -118,6 +118,9 @@ def test_a_failure_of_the_agent_itself_is_not_turned_into_a_usage_problem() -> N
         (["record", "run.sftrace", "-x"], "agent.py: unknown option -x; the options are --overwrite, --help"),
         (["recrod", "run.sftrace"], "agent.py: unknown command recrod; did you mean record?"),
         (["resum", "run.sftrace"], "agent.py: unknown command resum; did you mean resume?"),
+        # the beginning of both: no guess (abbreviations are not accepted), both named
+        (["re", "run.sftrace"], "agent.py: unknown command re; did you mean record or resume?"),
+        (["re", "--overwrite"], "agent.py: unknown command re; did you mean record or resume?"),
     ],
 )
 def test_a_typo_gets_one_line_naming_it_and_the_right_word_and_exit_2(
@@ -127,6 +130,15 @@ def test_a_typo_gets_one_line_naming_it_and_the_right_word_and_exit_2(
     commands = {"record": _recorder(calls), "resume": _recorder(calls)}
     assert record_main(argv, commands, prog="agent.py") == 2
     assert capsys.readouterr() == ("", line + "\n")
+    assert calls == []
+
+
+def test_a_prefix_of_three_commands_names_the_three(capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[tuple[str, bool]] = []
+    commands = {"record": _recorder(calls), "replay": _recorder(calls), "resume": _recorder(calls)}
+    assert record_main(["r", "run.sftrace"], commands, prog="agent.py") == 2
+    line = "agent.py: unknown command r; did you mean record, replay or resume?\n"
+    assert capsys.readouterr() == ("", line)
     assert calls == []
 
 

@@ -12,6 +12,10 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
+# escape_controls (trace text's terminal controls shown as escapes, issue 7) lives with the analysis
+# results, which escape their own text too: one rule for every command and notebook.
+from stepfork.analysis._render import escape_controls as escape_controls
+
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
 
@@ -74,23 +78,8 @@ def sanitize(value: Any) -> Any:
     return redact_json(value).value
 
 
-# Characters a terminal acts on instead of showing: C0 controls but tab, DEL, C1 controls, line and
-# paragraph separators, bidi embeddings, overrides and isolates. Trace text is data, so these are shown
-# escaped (issue 7: a tool name holding ESC or CR could restyle or overwrite what the user reads).
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
 # The ones json.dumps(ensure_ascii=False) writes raw (it escapes C0 itself; newlines are its layout).
 _JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    return match.group().encode("unicode_escape").decode("ascii")
-
-
-def escape_controls(text: str) -> str:
-    """``text`` with terminal control characters written as escapes (``\\x1b``, ``\\n``, ``\\u202e``)."""
-    return _CONTROL.sub(_escape, text)
 
 
 def escape_json_controls(text: str) -> str:

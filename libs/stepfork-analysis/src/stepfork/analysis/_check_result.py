@@ -17,7 +17,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from stepfork.analysis._atomic import write_text_atomically
-from stepfork.analysis._render import html_table
+from stepfork.analysis._render import escape_controls, html_table, xml_text
 
 __all__ = ["BundleVerdict", "CheckResult", "is_junit_file", "receipt_file_name"]
 
@@ -203,7 +203,8 @@ class CheckResult:
             lines += [f"  {v.duration_ms:>10.1f} ms  {v.bundle}" for v in self.slowest]
         status = {0: "PASSED", 1: "FAILED", 2: "NOTHING CHECKED"}[self.exit_code]
         lines += ["", f"Status: {status}"]
-        return "\n".join(lines)
+        # A detail repeats an agent's stderr or a bundle's data: its controls shown as escapes, not acted on
+        return "\n".join(escape_controls(line) for line in lines)
 
     def _repr_html_(self) -> str:
         rows = [[v.bundle, v.verdict, v.code or v.reason or "", v.detail] for v in self.verdicts]
@@ -213,7 +214,9 @@ class CheckResult:
     def junit_xml(self) -> str:
         """JUnit XML: one ``<testsuite name="stepfork check">`` with one ``<testcase>`` per bundle
         (``classname`` the agent, ``name`` the bundle, ``time`` seconds); a divergence is a ``<failure>``
-        and a bundle that could not be checked an ``<error>``, each with the verdict's detail."""
+        and a bundle that could not be checked an ``<error>``, each with the verdict's detail. Text from
+        the bundles and the agent has what XML 1.0 forbids (NUL, ESC, ...) written as escapes (``\\x1b``)
+        so every JUnit reader parses the report."""
         suite = ET.Element(
             "testsuite",
             name="stepfork check",
@@ -228,14 +231,16 @@ class CheckResult:
             case = ET.SubElement(
                 suite,
                 "testcase",
-                classname=v.agent_name or "stepfork.check",
-                name=v.bundle,
+                classname=xml_text(v.agent_name or "stepfork.check"),
+                name=xml_text(v.bundle),
                 time=f"{v.duration_ms / 1000:.3f}",
             )
+            detail = xml_text(v.detail)
             if v.outcome == "failed":
-                ET.SubElement(case, "failure", type=v.code or "DIVERGED", message=v.detail).text = v.detail
+                kind = xml_text(v.code or "DIVERGED")
+                ET.SubElement(case, "failure", type=kind, message=detail).text = detail
             elif v.outcome == "could_not_execute":
-                ET.SubElement(case, "error", type=v.reason or "could_not_execute", message=v.detail)
+                ET.SubElement(case, "error", type=xml_text(v.reason or "could_not_execute"), message=detail)
         suites = ET.Element("testsuites")
         suites.append(suite)
         ET.indent(suites)

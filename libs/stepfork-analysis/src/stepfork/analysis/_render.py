@@ -9,7 +9,33 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
+
+# Characters a terminal acts on instead of showing: C0 controls but tab, DEL, C1 controls, line and
+# paragraph separators, bidi embeddings, overrides and isolates. Trace text is data, so these are shown
+# escaped (issue 7: a tool name holding ESC or CR could restyle or overwrite what the user reads).
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+# What XML 1.0 forbids besides those (section 2.2, Char): lone surrogates, U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with terminal control characters written as escapes (``\\x1b``, ``\\n``, ``\\u202e``);
+    the one rule for trace text shown to a human (the CLI's commands and the analysis results)."""
+    return _CONTROL.sub(_escape, text)
+
+
+def xml_text(text: str) -> str:
+    """``text`` made fit for an XML 1.0 attribute or element and a terminal: :func:`escape_controls`, then
+    the characters XML 1.0 forbids that are not controls (lone surrogates, U+FFFE, U+FFFF) escaped alike.
+    A NUL or ESC in an agent's stderr would otherwise make a JUnit report no parser reads."""
+    return _NOT_XML.sub(_escape, escape_controls(text))
 
 
 class _Absent:

@@ -64,7 +64,8 @@ def record_main(
     - an unknown option: ``openai_agent.py: unknown option --overwite; did you mean --overwrite?``
       (the closest known option by ``difflib.get_close_matches``, else ``; the options are
       --overwrite, --help``; abbreviations are not accepted, so ``--over`` never means ``--overwrite``);
-    - an unknown command close to a known one: ``... unknown command recrod; did you mean record?``;
+    - an unknown command close to a known one: ``... unknown command recrod; did you mean record?``,
+      or the first few letters of several: ``... unknown command re; did you mean record or resume?``;
     - any other wrong line (a missing or extra argument, an unknown command unlike any):
       ``usage: python openai_agent.py record BUNDLE.sftrace [--overwrite]``;
     - the bundle exists and ``--overwrite`` was not given (the command raised ``TraceStorageError`` with
@@ -137,10 +138,15 @@ def _unknown_option(argv: Sequence[str]) -> str | None:
 
 def _unknown_command(argv: Sequence[str], commands: Mapping[str, Any]) -> str | None:
     """``unknown command recrod; did you mean record?`` when the first word is no command but close to
-    one, else None (the usage line then says what is wrong)."""
+    one, ``unknown command re; did you mean record or resume?`` when it begins several (abbreviations
+    are not accepted, so a prefix is named, not guessed), else None (the usage line then says what is
+    wrong)."""
     words = [word for word in argv if word != _OVERWRITE]
     if not words or words[0] in commands or words[0].startswith("-"):
         return None
+    begun = [command for command in commands if command.startswith(words[0])]
+    if len(begun) > 1:
+        return f"unknown command {words[0]}; did you mean {', '.join(begun[:-1])} or {begun[-1]}?"
     hint = _suggestion(words[0], tuple(commands))
     return f"unknown command {words[0]}{hint}" if hint else None
 

@@ -91,6 +91,7 @@ def check(
 ) -> None:
     """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
     from stepfork.analysis.check import python_file_problem
+    from stepfork.analysis.exported import entrypoint_form_problem
     from stepfork.cli.options import parse_choice, parse_ordering, parse_raise_as
     from stepfork.cli.output import exit_with_result, fail, sanitize_text
 
@@ -99,6 +100,9 @@ def check(
         fail(f"Invalid corpus: {sanitize_text(wrong)}", 2)
     if not entrypoint:
         fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
+    problem = entrypoint_form_problem(entrypoint)
+    if problem is not None:  # replay's two lines, before any replay (not one unresolvable per bundle)
+        fail(f"Unable to resolve entrypoint.\n{sanitize_text(problem, keep=(entrypoint,))}", 2)
     if jobs is not None and jobs < 1:
         fail(f"--jobs must be at least 1, got {jobs}.", 2)
     if not (timeout > 0 and math.isfinite(timeout)):  # NaN compares false both ways
