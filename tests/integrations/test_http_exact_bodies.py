@@ -5,13 +5,16 @@ real httpx2 client on a MockTransport and replayed by a frozen ReplaySession."""
 from __future__ import annotations
 
 import gzip
+import json
 import math
 from pathlib import Path
 
 import httpx2
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from stepfork.integrations._http_exchange import encode_event
+from stepfork.integrations._http_exchange import decode_body, encode_body, encode_event
 from stepfork.integrations.httpx import instrument_httpx
 from stepfork.replay import ReplayMismatchError, ReplaySession
 from stepfork.trace import Trace, record
@@ -114,3 +117,33 @@ def test_a_gzip_encoded_event_stream_is_recorded_decoded_and_replays_the_same_li
         assert "content-encoding" not in response.headers  # decoded events, served uncompressed
         replayed = [line for line in response.iter_lines() if line]
     assert [line.replace(" ", "") for line in replayed] == [line.replace(" ", "") for line in live]
+
+
+exact_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()  # any size: past 64 bits orjson would round them
+    | st.floats()  # NaN and the infinities included
+    | st.text(max_size=24),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+@given(st.dictionaries(st.text(max_size=8), exact_values, max_size=5))
+def test_a_json_body_survives_decoding_and_encoding_exactly(value: dict[str, object]) -> None:
+    content = json.dumps(value).encode()  # the stdlib writes NaN/Infinity and exact integers
+    body = decode_body(content, "application/json")
+    assert body is not None
+    assert _same(body["json"], value)
+    assert _same(json.loads(encode_body(body)), value)
