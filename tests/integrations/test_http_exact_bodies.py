@@ -4,9 +4,12 @@ real httpx2 client on a MockTransport and replayed by a frozen ReplaySession."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import math
+import zlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx2
@@ -125,6 +128,45 @@ def test_a_gzip_encoded_event_stream_is_recorded_decoded_and_replays_the_same_li
         assert "content-encoding" not in response.headers  # decoded events, served uncompressed
         replayed = [line for line in response.iter_lines() if line]
     assert [line.replace(" ", "") for line in replayed] == [line.replace(" ", "") for line in live]
+
+
+def test_an_async_client_records_a_deflate_encoded_stream_decoded(bundle: Path) -> None:
+    packer = zlib.compressobj()
+    compressed = packer.compress(_sse_body()) + packer.flush()
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        headers = {"content-type": "text/event-stream", "content-encoding": "deflate"}
+        return httpx2.Response(200, headers=headers, stream=_AsyncBytes(compressed))
+
+    async def run(client: httpx2.AsyncClient) -> list[str]:
+        async with client.stream("POST", URL, json={"model": "m"}) as response:
+            return [line async for line in response.aiter_lines() if line]
+
+    client = instrument_httpx(httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+    with record("deflate", output=bundle):
+        live = asyncio.run(run(client))
+    (output,) = _events(bundle, "llm_response")
+    assert output["sse"]["event_count"] == len(live) == 16  # type: ignore[index]
+
+    async def sealed_handler(request: httpx2.Request) -> httpx2.Response:
+        raise AssertionError("a frozen replay called the provider")
+
+    sealed = instrument_httpx(httpx2.AsyncClient(transport=httpx2.MockTransport(sealed_handler)))
+    with ReplaySession.from_trace(bundle):
+        replayed = asyncio.run(run(sealed))
+    assert [line.replace(" ", "") for line in replayed] == [line.replace(" ", "") for line in live]
+
+
+class _AsyncBytes(httpx2.AsyncByteStream):
+    """Bytes off an async wire, in two reads (not read before the consumer reads)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        half = len(self._data) // 2
+        yield self._data[:half]
+        yield self._data[half:]
 
 
 exact_values = st.recursive(
