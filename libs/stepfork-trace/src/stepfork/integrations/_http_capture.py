@@ -130,12 +130,19 @@ class Capture:
         """Wrap an SSE response's stream so its events are recorded as they pass; return the response.
         The :class:`Exchange` is appended to ``pending`` (what the session snapshots if it ends first)."""
         headers = wire.response_headers(response.headers.multi_items())
-        exchange = Exchange(recorder, opened, response.status_code, headers)
-        pending.append(exchange)
-        if hasattr(response, "_content"):  # already read (a response built from bytes): record it whole
+        if hasattr(response, "_content"):  # already read (a response built from bytes), and decoded
+            exchange = Exchange(recorder, opened, response.status_code, headers)
+            pending.append(exchange)
             exchange.feed(response._content)
             exchange.finish(wire.FINISHED)
             return response
+        # The wrapped stream sees the raw bytes (``iter_raw``): a compressed body is decoded for the
+        # recording by a decoder of its own. The recorded headers never keep ``Content-Encoding``
+        # (RESPONSE_HEADERS), so replay serves the decoded events as an uncompressed body, which httpx
+        # reads as the same lines the live run read after decoding.
+        decoder = _content_decoder(self.lib, response.headers)
+        exchange = Exchange(recorder, opened, response.status_code, headers, decoder)
+        pending.append(exchange)
         recording_sync, recording_async, _, _ = stream_classes(self.lib)
         cls = recording_async if is_async else recording_sync
         response.stream = cls(response.stream, exchange)
@@ -194,6 +201,17 @@ class Capture:
         again.__dict__.update(exc.__dict__)
         again.args = exc.args
         raise again.with_traceback(exc.__traceback__) from exc.__cause__
+
+
+def _content_decoder(lib: ModuleType, headers: Any) -> Any:
+    """A fresh content decoder of ``lib`` for a response's ``Content-Encoding`` (gzip, deflate, br...,
+    what the library supports), or None when the body is not encoded. The library builds it, on a bodiless
+    response of the same encoding, so the recording decodes exactly as the SDK's ``iter_bytes`` does."""
+    encoding = headers.get("content-encoding")
+    if not encoding or encoding.strip().lower() == "identity":
+        return None
+    probe = lib.Response(200, headers=[("content-encoding", encoding)])
+    return probe._get_content_decoder()
 
 
 def _snapshot(pending: list[Exchange]) -> LLMOutput:

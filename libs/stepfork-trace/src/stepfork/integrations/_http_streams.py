@@ -40,8 +40,11 @@ from stepfork.trace.instrument import LLMOutput
 class Exchange:
     """One streamed response being recorded; thread-safe (a stream may end in another thread)."""
 
-    def __init__(self, recorder: Any, opened: Any, status: int, headers: dict[str, str]) -> None:
+    def __init__(
+        self, recorder: Any, opened: Any, status: int, headers: dict[str, str], decoder: Any = None
+    ) -> None:
         self._recorder = recorder
+        self._decoder = decoder  # the library's content decoder of a compressed stream, or None
         self._opened = opened
         self._status = status
         self._headers = headers
@@ -52,8 +55,11 @@ class Exchange:
         self._lock = threading.Lock()
 
     def feed(self, chunk: bytes) -> None:
-        """Record the events completed by ``chunk``."""
+        """Record the events completed by ``chunk`` (raw bytes off the wire: decoded first when the
+        response has a ``Content-Encoding``; the SDK reads the decoded bytes, ``iter_bytes``)."""
         with self._lock:
+            if self._decoder is not None:
+                chunk = _joined(self._decoder.decode(chunk))
             self._events.extend(self._parser.feed(chunk))
 
     def output(self) -> LLMOutput:
@@ -69,6 +75,8 @@ class Exchange:
         with self._lock:
             if self._end is not None:
                 return
+            if self._decoder is not None and end == FINISHED:  # what the decoder still holds
+                self._events.extend(self._parser.feed(_joined(self._decoder.flush())))
             if end == CONSUMER_CLOSED and self._events and is_terminal(self._events[-1]):
                 end = FINISHED
             self._end = end
@@ -77,6 +85,11 @@ class Exchange:
 
                 self._error = {"error_type": qualified_type_name(exc), "message": exception_message(exc)}
         self._recorder.close_call(self._opened, self.output())
+
+
+def _joined(decoded: Any) -> bytes:
+    """The bytes of a decoder's result: httpx's decoders return bytes, httpx2's yield chunks."""
+    return decoded if isinstance(decoded, bytes) else b"".join(decoded)
 
 
 def transport_error(lib: ModuleType, error_type: str, message: str, request: Any) -> BaseException | None:
