@@ -32,6 +32,20 @@ def crashy(order_id=None):
     return quickstart.run_agent(order_id)
 
 
+def silent(order_id=None):
+    if order_id is None:
+        os._exit(3)  # nothing written to stderr
+    return quickstart.run_agent(order_id)
+
+
+def segfaulty(order_id=None):
+    if order_id is None:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return quickstart.run_agent(order_id)
+
+
 def hangy(order_id=None):
     if order_id is None:
         time.sleep(600)
@@ -267,3 +281,24 @@ def test_an_agent_that_forks_or_holds_a_raising_proxy_gets_the_verdicts_of_repla
     work, bundles, expected = corpus
     result = check_corpus(bundles, agent, jobs=2, batch_size=3, import_root=work, timeout=30)
     assert {v.bundle: v.verdict for v in result.verdicts} == expected
+
+
+@pytest.mark.parametrize(
+    ("agent", "how"),
+    [("candidates:silent", "exit status 3"), ("candidates:segfaulty", "killed by signal SIGSEGV")],
+)
+@pytest.mark.parametrize("path", ["zygote", "subprocess"])
+def test_a_silent_crash_is_described_by_how_the_process_ended(
+    corpus, agent: str, how: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if path == "subprocess":  # where the zygote cannot run: a fresh process per bundle
+        from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
+
+        monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
+    result = _check(corpus, agent)
+    bad = _bad(corpus)
+    for verdict in result.verdicts:
+        if verdict.bundle in bad:
+            assert verdict.detail == f"the replay's process died: no output ({how})", verdict
+        else:
+            assert verdict.verdict == "MATCHED", verdict

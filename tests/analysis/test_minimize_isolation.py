@@ -256,7 +256,7 @@ def test_a_hard_crash_in_an_attempt_is_a_crash_signature(tmp_path: Path, zygote:
             "print('fatal: state corrupt', file=sys.stderr, flush=True); os._exit(3)",
             "fatal: state corrupt",
         ),
-        ("sigkill", "os.kill(os.getpid(), signal.SIGKILL)", "no output"),
+        ("sigkill", "os.kill(os.getpid(), signal.SIGKILL)", "no output (killed by signal SIGKILL)"),
         ("interrupt", "raise KeyboardInterrupt", "KeyboardInterrupt"),
     ],
     ids=["os._exit", "SIGKILL", "KeyboardInterrupt"],

@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from stepfork.analysis._signature import Signature
+from stepfork.analysis._zygote import died
 
 # Tests and the benchmark set this to force the subprocess path; it is not a user setting.
 FORCE_SUBPROCESS_ENV = "_STEPFORK_MINIMIZE_SUBPROCESS"
@@ -67,7 +68,8 @@ def replay_in_subprocess(bundle: Path, config: dict[str, Any]) -> Signature:
         return Signature("timeout")
     lines = [line for line in proc.stdout.splitlines() if line.startswith("STEPFORK-SIGNATURE ")]
     if not lines:
-        return Signature("crash", (proc.stderr.strip().splitlines() or ["no output"])[-1][:200])
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return Signature("crash", died(last, proc.returncode))
     try:
         return Signature.from_json(json.loads(lines[-1].removeprefix("STEPFORK-SIGNATURE ")))
     except ValueError:  # a line the agent printed to look like ours (JSONDecodeError is a ValueError)

@@ -25,6 +25,7 @@ from typing import Any
 
 from stepfork.analysis._attempts import _GRACE, FORCE_SUBPROCESS_ENV, _ZygoteBroken, _ZygoteClient
 from stepfork.analysis._check_worker import VERDICT_LINE, could_not_execute
+from stepfork.analysis._zygote import died
 
 __all__ = ["CheckRunner", "check_batch", "check_bundle", "close_runners"]
 
@@ -130,7 +131,7 @@ class CheckRunner:
         lines = [line for line in proc.stdout.splitlines() if line.startswith(VERDICT_LINE)]
         if not lines:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-            return _from_zygote({"kind": "crash", "detail": last}, self.timeout)
+            return _from_zygote({"kind": "crash", "detail": died(last, proc.returncode)}, self.timeout)
         try:
             verdict = json.loads(lines[-1].removeprefix(VERDICT_LINE))
         except ValueError:

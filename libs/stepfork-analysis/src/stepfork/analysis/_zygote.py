@@ -73,6 +73,7 @@ class _Child:
     stderr_at: int = 0  # check batches: where the current bundle's stderr starts
     since: float = 0.0  # check batches: when the current bundle started (monotonic)
     jobs_fd: int = -1  # check batches: where the zygote writes this worker's next batch
+    status: int | None = None  # its wait status, once reaped
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -90,11 +91,34 @@ def _kill(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _reap(pid: int) -> None:
-    """Kill ``pid`` (see :func:`_kill`) and wait for it, so that no zombie is left."""
+def _reap(pid: int) -> int | None:
+    """Kill ``pid`` (see :func:`_kill`) and wait for it, so that no zombie is left; return its wait status
+    (a child that had already ended keeps its own: a kill does not change a zombie's), None if unknown."""
     _kill(pid)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return None
+
+
+def died(detail: str, code: int | None) -> str:
+    """A crash's one line: the last line the process wrote to stderr, or, when it wrote none, how it ended
+    from its exit ``code`` (``subprocess``'s convention: negative for a signal): ``no output (exit status
+    3)``, ``no output (killed by signal SIGSEGV)``. The zygote's children and the subprocess fallbacks of
+    ``check`` and ``minimize`` describe a crash alike."""
+    if detail != "no output" or code is None:
+        return detail
+    if code >= 0:
+        return f"no output (exit status {code})"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = str(-code)
+    return f"no output (killed by signal {name})"
+
+
+def _death(detail: str, status: int | None) -> str:
+    return died(detail, None if status is None else os.waitstatus_to_exitcode(status))
 
 
 def _last_stderr_line(stream: IO[bytes], since: int = 0) -> str:
@@ -309,7 +333,8 @@ class _Zygote:
             if timed_out:
                 culprit: dict[str, Any] = {"kind": "timeout", "detail": None}
             else:
-                culprit = {"kind": "crash", "detail": _last_stderr_line(child.stderr, child.stderr_at)}
+                line = _last_stderr_line(child.stderr, child.stderr_at)
+                culprit = {"kind": "crash", "detail": _death(line, child.status)}
             culprit["duration_ms"] = round((time.monotonic() - child.since) * 1000, 3)
             answers.append(culprit)
             rest = rest[1:]
@@ -326,7 +351,7 @@ class _Zygote:
         batch, :meth:`finish_batch`)."""
         self.selector.unregister(child.result_fd)
         del self.children[child.result_fd]
-        _reap(child.pid)
+        child.status = _reap(child.pid)
         os.close(child.result_fd)
         if child.jobs_fd >= 0:
             os.close(child.jobs_fd)
@@ -343,7 +368,7 @@ class _Zygote:
                     raise TypeError("not a signature")
                 message = data  # every field of Signature.to_json(), passed on unchanged
             except (ValueError, TypeError):  # no signature: the child died first
-                message = {"kind": "crash", "detail": _last_stderr_line(child.stderr)}
+                message = {"kind": "crash", "detail": _death(_last_stderr_line(child.stderr), child.status)}
         message["id"] = child.job
         child.stderr.close()
         modules = message.pop("modules", None)
