@@ -53,6 +53,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 _SLOW_DESELECTED = pytest.StashKey[int]()
 
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile stepfork's sources to bytecode once, in the controlling process, before any test runs.
+
+    Hundreds of tests start a fresh Python (the CLI, zygotes, exported tests), and each one imports the
+    editable packages from source. Where PYTHONDONTWRITEBYTECODE is set (CI images set it) no process writes
+    a .pyc, so every one compiled stepfork again: 1.1 s instead of 0.3 s to import the CLI. ``compileall``
+    writes them whatever that variable says; reading them is always allowed."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller did it
+        return
+    import compileall
+
+    for folder in ("libs", "apps", "examples"):
+        compileall.compile_dir(_REPO / folder, quiet=2, workers=1)
+
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """Say that slow tests were deselected (how many, when this process collected) and how to run them.
