@@ -8,8 +8,19 @@ import importlib.util
 import shutil
 import sys
 from pathlib import Path
+from types import ModuleType
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+
+
+def corpus_module(name: str = "stepfork_example_corpus") -> ModuleType:
+    """examples/quickstart/corpus.py loaded as a module called ``name`` (it is a script, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, QUICKSTART / "corpus.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def quickstart_corpus(work: Path, count: int, *, diverge_every: int = 10) -> dict[str, str]:
@@ -21,11 +32,7 @@ def quickstart_corpus(work: Path, count: int, *, diverge_every: int = 10) -> dic
     in-process import (``import_root=work``) finds the copy in ``work``.
     """
     shutil.copy2(QUICKSTART / "quickstart.py", work / "quickstart.py")
-    spec = importlib.util.spec_from_file_location("stepfork_example_corpus", QUICKSTART / "corpus.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = corpus_module()
     expected: dict[str, str] = module.make_corpus(work / "corpus", count, diverge_every=diverge_every)
     sys.modules.pop("quickstart", None)
     return expected

@@ -4,7 +4,6 @@ replaces an earlier corpus and nothing else. Called in-process (``main(argv)``, 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,17 +11,14 @@ from types import ModuleType
 
 import pytest
 
+from ..corpus_support import corpus_module
+
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 
 
 @pytest.fixture
 def corpus_py() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("stepfork_example_corpus_cli", QUICKSTART / "corpus.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
+    yield corpus_module("stepfork_example_corpus_cli")
     sys.modules.pop("quickstart", None)
 
 
