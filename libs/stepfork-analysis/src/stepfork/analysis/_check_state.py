@@ -100,7 +100,17 @@ def _entrypoint_home(entrypoint: str | None) -> str | None:
     real = os.path.realpath(path)
     directory = os.path.dirname(real) + os.sep
     # a module beside the user's other files: that directory; one installed alone: that file only
-    return real if directory.startswith(_installed_roots()) or "-packages" in directory else directory
+    return real if _is_installed(directory) else directory
+
+
+def _is_installed(real: str) -> bool:
+    """True for a real path under the interpreter's prefix or an installed-packages directory (a virtual
+    environment inside the project included)."""
+    return (
+        real.startswith(_installed_roots())
+        or f"{os.sep}site-packages{os.sep}" in real
+        or f"{os.sep}dist-packages{os.sep}" in real
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -120,13 +130,8 @@ def _is_agent_module(root: str, name: str, module: Any, home: str | None = None)
     own = False
     if isinstance(path, str) and name not in ("__main__", "stepfork") and not name.startswith("stepfork."):
         real = os.path.realpath(path)
-        own = (home is not None and (real == home or (real.startswith(home) and home.endswith(os.sep)))) or (
-            real.startswith(root)
-            and not real.startswith(_installed_roots())
-            # a virtual environment inside the project
-            and f"{os.sep}site-packages{os.sep}" not in real
-            and f"{os.sep}dist-packages{os.sep}" not in real
-        )
+        in_home = home is not None and (real == home or (home.endswith(os.sep) and real.startswith(home)))
+        own = in_home or (real.startswith(root) and not _is_installed(real))
     _SEEN[(root, home, name)] = (module, own)
     return own
 
