@@ -248,7 +248,11 @@ def checked(
     cpu = _cpu()
     if started:  # the process's runner for this exact configuration, which check_corpus then uses
         config = task_config(
-            entrypoint, import_root=root, warm_bundle=bundles[0] if warm else None, isolation=isolation
+            entrypoint,
+            import_root=root,
+            warm_bundle=bundles[0] if warm else None,
+            isolation=isolation,
+            workers=jobs,  # check_corpus's own pool gives its zygote a cap of `jobs` workers
         )
         zygote = _runner(config)._usable_zygote()
         assert zygote is not None, "the zygote did not start"

@@ -70,6 +70,12 @@ def cached(key):
 RNG = random.Random(7)
 IDS = itertools.count()
 BUFFER = bytearray(b"ab")
+LIMITS = {"retries": 1, "model": "gpt"}  # containers of plain scalars take the probe's flat path
+FLAGS = [1, "a", None]
+
+
+def limited(value, defaults=(1, "a")):
+    return value
 """
 
 
@@ -107,6 +113,12 @@ def test_an_unchanged_state_compares_equal(agent) -> None:
         lambda m: next(m.IDS),
         lambda m: m.BUFFER.append(99),
         lambda m: sys.path.append("/nowhere"),
+        lambda m: m.LIMITS.update(retries=True),  # equal in Python (1 == True), not the same state
+        lambda m: m.LIMITS.update(retries=2),
+        lambda m: m.LIMITS.update(timeout=1),
+        lambda m: m.FLAGS.__setitem__(0, True),
+        lambda m: m.FLAGS.append(0),
+        lambda m: setattr(m.limited, "__defaults__", (True, "a")),
     ],
     ids=[
         "class-attribute",
@@ -123,6 +135,12 @@ def test_an_unchanged_state_compares_equal(agent) -> None:
         "counter",
         "bytearray",
         "sys-path",
+        "flat-dict-type",
+        "flat-dict-value",
+        "flat-dict-key",
+        "flat-list-type",
+        "flat-list-item",
+        "flat-defaults",
     ],
 )
 def test_a_change_of_the_agents_state_is_seen(agent, change, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from stepfork.analysis._lines import line_of, parse_line
 from stepfork.analysis._signature import Signature
 from stepfork.analysis._zygote import died
 
@@ -104,7 +105,7 @@ class _ZygoteClient:
     def _write(self, message: dict[str, Any]) -> None:
         stdin = self._proc.stdin
         assert stdin is not None
-        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.write(line_of(message))
         stdin.flush()
 
     def _read(self) -> None:
@@ -112,7 +113,7 @@ class _ZygoteClient:
         assert stdout is not None
         try:
             for raw in stdout:
-                message = json.loads(raw)
+                message = parse_line(raw)
                 if "ready" in message:
                     self._ready.set_result(bool(message["ready"]))
                     continue

@@ -18,13 +18,14 @@ where it decides a verdict:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import IO, Any
+
+from stepfork.analysis._lines import parse_line
 
 __all__ = ["BatchWorker", "ImportWatch", "serve_batches"]
 
@@ -130,7 +131,7 @@ class BatchWorker:
             if os.getpid() != self.pid:  # the agent forked and its child returned here: it must not answer
                 os._exit(0)
             imported = self.watch.new_modules()
-            own = agent_module_names(self.import_root, imported, self.entrypoint)
+            own = agent_module_names(self.import_root, imported, self.entrypoint) if imported else []
             # the zygote preloads what a replay imported lazily (an SDK's modules), never the agent's own:
             # importing those runs the agent's import-time code outside any session
             answer["modules"] = [name for name in imported if name not in own]
@@ -170,4 +171,4 @@ def serve_batches(
         line = jobs.readline()
         if not line:
             return
-        bundles = [str(b) for b in json.loads(line)]
+        bundles = [str(b) for b in parse_line(line)]

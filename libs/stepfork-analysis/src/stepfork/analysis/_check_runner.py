@@ -56,7 +56,7 @@ class CheckRunner:
 
     Args:
         config: ``entrypoint``, ``import_root``, ``ordering``, ``raise_as``, ``timeout`` (seconds per
-            replay).
+            replay), ``workers`` (worker processes at once, or None: one per batch asked for at once).
     """
 
     def __init__(self, config: dict[str, Any]) -> None:
@@ -66,6 +66,7 @@ class CheckRunner:
         self._zygote: _ZygoteClient | None = None
         self._ready: bool | None = None
         self._closed = False  # closed (Ctrl-C, the end of the check): no replay starts any more
+        self._outstanding = 0  # bundles sent to the zygote and not answered yet (batches may queue there)
         forkable = hasattr(os, "fork") and sys.platform.startswith(("linux", "darwin"))
         if forkable and not os.environ.get(FORCE_SUBPROCESS_ENV):
             try:
@@ -88,13 +89,21 @@ class CheckRunner:
         milliseconds)."""
         zygote = self._usable_zygote()
         if zygote is not None:
+            with self._lock:
+                self._outstanding += len(bundles)
+                # a batch may wait in the zygote behind the others (its worker cap): every bundle ahead of
+                # it, one after another at worst, bounds when its answer is due
+                wait = self.timeout * self._outstanding + _GRACE
             try:
-                answer = zygote.run(list(bundles), self.timeout * len(bundles) + _GRACE)
+                answer = zygote.run(list(bundles), wait)
                 verdicts = answer["verdicts"]
                 if len(verdicts) == len(bundles):
                     return [self._from_batch(v) for v in verdicts]
             except _ZygoteBroken:
                 pass
+            finally:
+                with self._lock:
+                    self._outstanding -= len(bundles)
         verdicts = []
         for bundle in bundles:  # where the zygote cannot run: a fresh process per bundle
             if self._closed:  # stopped (Ctrl-C): the zygote's end is not a reason to replay elsewhere

@@ -35,7 +35,7 @@ import random
 import sys
 import sysconfig
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any
 
@@ -151,6 +151,11 @@ class _Walker:
         kind = type(value)
         if kind in _EXACT_SCALARS:  # the common cases first, by exact type
             return (kind, value)
+        if kind in _FLAT_KINDS:
+            flat = _flat(value, kind)
+            if flat is not None:
+                self.nodes += len(value)
+                return flat
         if kind in _EXACT_REFERENCES:
             if kind is FunctionType and getattr(value, "__module__", None) in self.own:
                 return self._function(value, depth + 1)
@@ -179,7 +184,7 @@ class _Walker:
     def _function(self, value: Any, depth: int) -> Any:
         """An agent function: its identity, defaults and attributes (a mutable default, a counter set on
         the function); not its closure (a decorator's cells are the decorating library's state)."""
-        extra = [(k, v) for k, v in list(vars(value).items()) if not _is_dunder(k)]
+        extra = _public_items(vars(value))
         if value.__defaults__ is None and value.__kwdefaults__ is None and not extra:
             return ("ref", id(value))
         key = id(value)
@@ -207,7 +212,7 @@ class _Walker:
             return (kind.__name__, frozenset(self.walk(v, depth) for v in value))
         if isinstance(value, type):  # a class of the agent's: its attributes (class-level counters...)
             # dunder names are the class machinery's (__dict__, __doc__, a dataclass's __dataclass_fields__)
-            items = [(k, v) for k, v in list(vars(value).items()) if not _is_dunder(k)]
+            items = _public_items(vars(value))
             return ("class", id(value), tuple((k, self.walk(v, depth)) for k, v in items))
         attributes: list[tuple[str, Any]] = []
         instance_dict = getattr(value, "__dict__", None)
@@ -219,6 +224,25 @@ class _Walker:
         if not attributes and not isinstance(instance_dict, dict):
             return ("opaque", id(value))  # a C object: identity only
         return ("object", id(kind), tuple(attributes))
+
+
+_FLAT_KINDS = frozenset((dict, list, tuple))
+
+
+def _flat(value: Any, kind: type) -> Any:
+    """The description of a dict, list or tuple holding only exact scalars (a table of settings, a function's
+    defaults), in a few C calls instead of a walk per item; None for any other. The types are part of it:
+    ``1``, ``True`` and ``1.0`` are equal in Python but not the same state."""
+    if kind is dict:
+        types = set(map(type, value.values()))
+        types.update(map(type, value))
+        if types <= _EXACT_SCALARS:
+            return ("dict=", tuple(value.items()), tuple(map(type, value)), tuple(map(type, value.values())))
+        return None
+    types = set(map(type, value))
+    if types <= _EXACT_SCALARS:
+        return (kind.__name__ + "=", tuple(value), tuple(map(type, value)))
+    return None
 
 
 def _cache_size(value: Any) -> int:
@@ -272,7 +296,7 @@ def snapshot(names: list[str]) -> tuple[Any, ...]:
             modules.append((name, None))
             continue
         # dunder names are the import system's bookkeeping (__spec__, __loader__, __builtins__...)
-        items = [(k, walker.walk(v)) for k, v in list(vars(module).items()) if not _is_dunder(k)]
+        items = [(k, walker.walk(v)) for k, v in _public_items(vars(module))]
         modules.append((name, id(module), tuple(items)))
     # os.environ's own mapping (bytes on POSIX): a copy of it is a C-level dict copy, decoding each is not
     environ = getattr(os.environ, "_data", None)
@@ -280,5 +304,9 @@ def snapshot(names: list[str]) -> tuple[Any, ...]:
     return (tuple(modules), state, os.getcwd(), tuple(sys.path))
 
 
-def _is_dunder(name: str) -> bool:
-    return name.startswith("__") and name.endswith("__") and name != "__all__"
+def _public_items(namespace: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The items of a module's, class's or function's namespace without the dunder names (the import
+    system's and the class machinery's bookkeeping: ``__spec__``, ``__wrapped__``...; ``__all__`` is kept).
+    One call per namespace, the test inlined: it runs for every global after every replay."""
+    items = list(namespace.items())
+    return [(k, v) for k, v in items if not (k[:2] == "__" and k[-2:] == "__" and k != "__all__")]

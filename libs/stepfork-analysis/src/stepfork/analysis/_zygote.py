@@ -28,7 +28,9 @@ With ``"task": "check"`` in the first line (``stepfork check``), a job is a batc
 turn and writes one verdict line per bundle (:func:`stepfork.analysis._check_worker.verdict_of`), exiting
 early when a replay left state behind; the timeout is per bundle; a child that dies or runs out of time
 costs only its current bundle a ``crash`` / ``timeout`` answer, and the rest of the batch goes on in a fresh
-child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order.
+child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order. With
+``"workers": K`` in the first line, at most K children run at once: further batches wait in the zygote and
+go to the first worker that finishes its batch, without a round trip to the client.
 
 End of input (or SIGTERM) shuts the zygote down after killing and reaping every running child.
 """
@@ -47,8 +49,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Any, NoReturn
+
+from stepfork.analysis._lines import line_of, parse_line
 
 _STDERR_TAIL = 65536  # bytes read back from a child's stderr to find its last line
 _MAX_WAIT = 3600.0  # seconds per poll() at most: poll takes a C int of milliseconds; the loop waits again
@@ -186,7 +191,7 @@ def _run_attempt(
         if config.get("task") == "check":  # `stepfork check`: a verdict per bundle (analysis/check.py)
             from stepfork.analysis._check_batch import serve_batches
 
-            send = lambda a: _write_all(result_fd, json.dumps(a).encode() + b"\n")  # noqa: E731
+            send = lambda a: _write_all(result_fd, line_of(a))  # noqa: E731
             with os.fdopen(jobs_fd, "rb") as jobs:
                 serve_batches(config, bundles, send, jobs)
         else:
@@ -194,7 +199,7 @@ def _run_attempt(
 
             answer = signature_of(config, bundles[0]).to_json()
             _join_threads()
-            _write_all(result_fd, json.dumps(answer).encode() + b"\n")
+            _write_all(result_fd, line_of(answer))
         code = 0
     except SystemExit as exc:  # what the interpreter prints for an uncaught SystemExit
         if exc.code is None or isinstance(exc.code, int):
@@ -226,26 +231,35 @@ class _Zygote:
         self.batches: dict[int, list[dict[str, Any]]] = {}  # check: job id -> the answers so far
         self.to_warm: set[str] = set()  # check: modules replays imported lazily, preloaded before a fork
         self.idle: list[_Child] = []  # check: workers waiting for a batch (their state is the zygote's)
+        workers = config.get("workers")
+        self.cap: int | None = workers if isinstance(workers, int) and workers > 0 else None
+        self.queue: deque[tuple[int, list[str]]] = deque()  # check: batches waiting for a worker (cap)
         self.selector = selectors.PollSelector()  # no descriptor of its own for children to inherit
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one protocol line to the client."""
-        _write_all(self.proto_out, json.dumps(message).encode() + b"\n")
+        _write_all(self.proto_out, line_of(message))
 
     def dispatch(self, job: int, bundles: list[str]) -> None:
         """Start ``bundles`` (one, or a ``check`` batch): on an idle ``check`` worker when there is one (it
         replays them in the state the zygote left it in, :func:`._check_batch.serve_batches`), else in a
-        child forked now."""
+        child forked now; with a worker cap reached, the batch waits in :attr:`queue` (:meth:`pump`)."""
         if not self.idle:
+            if self.cap is not None and len(self.children) >= self.cap:
+                self.queue.append((job, bundles))
+                return
             self.spawn(job, bundles)
             return
-        child = self.idle.pop()
+        self.assign(self.idle.pop(), job, bundles)
+
+    def assign(self, child: _Child, job: int, bundles: list[str]) -> None:
+        """Hand a batch to ``child``, a worker between batches (its last answer did not say ``restart``)."""
         now = time.monotonic()
         child.job, child.bundles, child.answered = job, bundles, 0
         child.since = child.batch_start = now
         child.deadline = now + self.timeout
         try:
-            _write_all(child.jobs_fd, json.dumps(bundles).encode() + b"\n")
+            _write_all(child.jobs_fd, line_of(bundles))
         except OSError:  # it died while idle: its end of file is read later; this batch goes to a fresh fork
             child.job, child.bundles, child.deadline = None, [], math.inf
             self.spawn(job, bundles)
@@ -275,9 +289,8 @@ class _Zygote:
         if jobs_read >= 0:
             os.close(jobs_read)
         now = time.monotonic()
-        child = _Child(
-            job, pid, read_fd, stderr, now + self.timeout, bundles, since=now, batch_start=now, jobs_fd=jobs_write
-        )
+        child = _Child(job, pid, read_fd, stderr, now + self.timeout, bundles, jobs_fd=jobs_write)
+        child.since = child.batch_start = now
         self.children[read_fd] = child
         self.selector.register(read_fd, selectors.EVENT_READ, child)
 
@@ -290,7 +303,7 @@ class _Zygote:
         *lines, rest = bytes(child.output).split(b"\n")
         child.output = bytearray(rest)
         for line in lines:
-            answer = json.loads(line)  # the pipe is the child's own (the agent's fds 1 and 2 are elsewhere)
+            answer = parse_line(line)  # the pipe is the child's own (the agent's fds 1 and 2 are elsewhere)
             if answer.get("worker") != child.pid:  # written by a process the agent forked: not an answer
                 continue
             now = time.monotonic()
@@ -314,10 +327,14 @@ class _Zygote:
         """``child`` answered its whole ``check`` batch: report the batch; the child waits for the next one,
         or exits if its last answer said ``restart``."""
         assert child.job is not None
-        self.send({"id": child.job, "kind": "batch", "verdicts": self.batches.pop(child.job)})
+        done = child.job
         child.job, child.bundles, child.answered, child.deadline = None, [], 0, math.inf
         if not child.restart:
-            self.idle.append(child)
+            if self.queue:  # the next batch first: the worker goes on while the client reads this one
+                self.assign(child, *self.queue.popleft())
+            else:
+                self.idle.append(child)
+        self.send({"id": done, "kind": "batch", "verdicts": self.batches.pop(done)})
         modules, self.to_warm = sorted(self.to_warm), set()
         self.warm(modules)
 
@@ -401,6 +418,11 @@ class _Zygote:
             gc.collect()
             gc.freeze()
 
+    def pump(self) -> None:
+        """Start queued batches while the worker cap allows (a worker ended, or is idle)."""
+        while self.queue and (self.idle or self.cap is None or len(self.children) < self.cap):
+            self.dispatch(*self.queue.popleft())
+
     def _gather_for(self, now: float) -> float:
         """How long to let verdict lines gather: :data:`_GATHER`, or less when a batch's last verdict is
         due sooner (at the pace of its verdicts so far), so the batch is reported without waiting."""
@@ -427,7 +449,7 @@ class _Zygote:
             while True:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
-                    job = json.loads(line)
+                    job = parse_line(line)
                     bundles = job["bundles"] if "bundles" in job else [job["bundle"]]
                     self.dispatch(int(job["id"]), [str(b) for b in bundles])
                 deadlines = [c.deadline for c in self.children.values()]
@@ -451,6 +473,7 @@ class _Zygote:
                 now = time.monotonic()
                 for child in [c for c in self.children.values() if c.deadline <= now]:
                     self.finish(child, timed_out=True)
+                self.pump()
                 if gather:
                     # a job from the client ends the wait (a worker may be waiting for it)
                     select.select([self.proto_in], [], [], self._gather_for(now))

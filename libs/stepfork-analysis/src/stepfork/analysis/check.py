@@ -5,8 +5,9 @@ replay``. The corpus is cut into batches; a batch is one task (``_check_runner.c
 worker process forked from a zygote that imported the entrypoint once, many bundles per worker
 (``_check_batch``: a crash or hang costs only its own bundle, a replay that changes the agent's state sends
 the next bundle to a fresh worker; timeout per bundle). Work is scheduled only through a
-``concurrent.futures.Executor``: by default a pool of ``jobs`` threads here, each waiting on one worker
-process at a time (so ``jobs`` batches replay at once, in ``jobs`` processes); a Dask cluster's
+``concurrent.futures.Executor``: by default a pool of threads here that keeps twice ``jobs`` batches asked
+of the zygote, which replays ``jobs`` at once in ``jobs`` worker processes and hands the next waiting batch to
+a worker as soon as it finishes one (no worker waits for this process); a Dask cluster's
 ``Client.get_executor()`` to scale out (``dask_executor``).
 """
 
@@ -28,9 +29,24 @@ __all__ = ["BundleVerdict", "CheckResult", "CorpusError", "check_corpus", "resol
 
 _GLOB_CHARS = frozenset("*?[")
 ISOLATION = ("worker", "bundle")
-# bundles per task at most: a worker's fork costs about 40 ms of CPU (copy-on-write faults of the zygote's
-# pages), 60 small replays; smaller batches balance better and move the progress bar more often
+# bundles per task at most; batches shrink towards the end of the corpus (_batches), down to _MIN_BATCH
 _MAX_BATCH = 256
+_MIN_BATCH = 8
+
+
+def _batches(count: int, workers: int, size: int | None = None) -> list[range]:
+    """The corpus's indices ``0..count-1`` cut into tasks: ``size`` each when given, else shrinking sizes
+    (guided self-scheduling, as OpenMP's ``guided``): each batch a quarter of what is left per worker,
+    between :data:`_MIN_BATCH` and :data:`_MAX_BATCH` bundles. Big batches first keep the tasks few; small
+    ones last let the workers end together (a worker that got slower bundles, or less of the CPU, takes
+    fewer of them) and move the progress bar towards the end."""
+    batches: list[range] = []
+    start = 0
+    while start < count:
+        step = size or min(_MAX_BATCH, max(_MIN_BATCH, math.ceil((count - start) / (4 * workers))))
+        batches.append(range(start, min(start + step, count)))
+        start += step
+    return batches
 
 
 class CorpusError(ValueError):
@@ -155,11 +171,13 @@ def task_config(
     timeout: float = 60.0,
     warm_bundle: str | None = None,
     isolation: str = "worker",
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """The JSON configuration every task of one :func:`check_corpus` run gets (``_check_runner.check_batch``);
     a process keeps one zygote per distinct configuration. Arguments as :func:`check_corpus`
-    (``warm_bundle``: the bundle the zygote replays before forking, or None); ``import_root`` defaults to
-    the current directory, made absolute."""
+    (``warm_bundle``: the bundle the zygote replays before forking, or None; ``workers``: worker processes
+    the zygote runs at once, queueing further batches, or None: one per batch asked of it at once, what an
+    executor of other processes needs); ``import_root`` defaults to the current directory, made absolute."""
     root = os.path.abspath(import_root if import_root is not None else os.getcwd())
     return {
         "entrypoint": entrypoint,
@@ -169,6 +187,7 @@ def task_config(
         "timeout": float(timeout),
         "warm_bundle": warm_bundle,
         "isolation": isolation,
+        "workers": workers,
     }
 
 
@@ -208,7 +227,8 @@ def check_corpus(
             the agent's module state, environment or working directory sends the next bundle to a fresh
             worker; ``"bundle"``: a fresh process per bundle, whatever the agent does (slower; for agents
             that keep behaviour in installed packages' state). docs/check.md "Isolation".
-        batch_size: bundles per task (default: the corpus spread over two tasks per job, at most 256).
+        batch_size: bundles per task (default: shrinking batches, from a quarter of the corpus per job, at
+            most 256, down to 8; see :func:`_batches`).
         on_start: called with the number of bundles before any replay; on_result: with each verdict as it
             arrives (in completion order; a progress bar).
 
@@ -230,6 +250,7 @@ def check_corpus(
     if not (timeout > 0 and math.isfinite(timeout)):  # NaN compares false both ways
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
     bundles = resolve_corpus(corpus)
+    workers = jobs or os.cpu_count() or 1
     config = task_config(
         entrypoint,
         import_root=import_root,
@@ -238,24 +259,25 @@ def check_corpus(
         timeout=timeout,
         warm_bundle=bundles[0] if warm else None,
         isolation=isolation,
+        workers=workers if executor is None else None,  # this process's zygote runs `jobs` workers
     )
-    workers = jobs or os.cpu_count() or 1
-    size = batch_size or max(1, min(_MAX_BATCH, math.ceil(len(bundles) / (2 * workers))))
-    batches = [list(range(i, min(i + size, len(bundles)))) for i in range(0, len(bundles), size)]
+    batches = _batches(len(bundles), workers, batch_size)
     if on_start is not None:
         on_start(len(bundles))
     start = time.perf_counter()
     results: dict[int, BundleVerdict] = {}
     with ExitStack() as stack:
         if executor is None:
-            executor = stack.enter_context(ThreadPoolExecutor(workers, thread_name_prefix="stepfork-check"))
+            # twice `jobs` batches asked at once: a worker that ends one finds the next waiting in the zygote
+            threads = min(len(batches), 2 * workers)
+            executor = stack.enter_context(ThreadPoolExecutor(threads, thread_name_prefix="stepfork-check"))
             # runs before the pool's shutdown (last in, first out): on Ctrl-C the zygote's end stops the
             # replays the pool's threads wait for; at the normal end every task is already done
             stack.callback(close_runners)
             label = f"local ({workers} job{'s' if workers != 1 else ''})"
         else:
             label = executor_name or type(executor).__name__
-        futures: dict[Future[list[dict[str, Any]]], list[int]] = {
+        futures: dict[Future[list[dict[str, Any]]], range] = {
             executor.submit(check_batch, [bundles[i] for i in batch], config): batch for batch in batches
         }
         try:

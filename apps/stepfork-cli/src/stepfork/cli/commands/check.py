@@ -84,7 +84,8 @@ def check(
         int | None,
         typer.Option(
             "--batch-size",
-            help="Bundles per task (default: two tasks per job, at most 256); smaller for slow agents.",
+            help="Bundles per task (default: shrinking from a quarter of the corpus per job, 256 at most, "
+            "to 8); smaller for slow agents.",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
