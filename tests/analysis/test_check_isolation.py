@@ -91,6 +91,21 @@ def sleepy(order_id=None):
     return quickstart.run_agent(order_id or "ORD-1002")
 
 
+def exclusive(order_id=None):
+    # notes a replay that runs while another holds the lock (two replays at once)
+    import fcntl
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "exclusive.lock"), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            with open(os.path.join(here, "overlaps.txt"), "a") as seen:
+                seen.write("overlap ")
+        time.sleep(0.2)  # long enough for a second replay, were one started, to reach the lock
+        return quickstart.run_agent(order_id)
+
+
 def lazy(order_id=None):
     # an agent module imported on first use: its import-time state is new to the worker
     import lazyhelper
@@ -302,3 +317,19 @@ def test_a_silent_crash_is_described_by_how_the_process_ended(
             assert verdict.detail == f"the replay's process died: no output ({how})", verdict
         else:
             assert verdict.verdict == "MATCHED", verdict
+
+
+@pytest.mark.parametrize("path", ["zygote", "subprocess"])
+def test_jobs_bounds_the_replays_at_once(corpus, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the local pool asks the zygote for more batches than --jobs (it queues them); where the zygote cannot
+    # run, the fresh process per bundle is bounded by --jobs all the same
+    work, bundles, expected = corpus
+    if path == "subprocess":
+        from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
+
+        monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
+    (work / "overlaps.txt").unlink(missing_ok=True)
+    chosen = bundles[:4]
+    result = check_corpus(chosen, "candidates:exclusive", jobs=1, batch_size=1, import_root=work)
+    assert {v.bundle: v.verdict for v in result.verdicts} == {b: expected[b] for b in chosen}, result.verdicts
+    assert not (work / "overlaps.txt").exists()

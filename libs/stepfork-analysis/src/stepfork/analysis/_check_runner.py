@@ -67,6 +67,9 @@ class CheckRunner:
         self._ready: bool | None = None
         self._closed = False  # closed (Ctrl-C, the end of the check): no replay starts any more
         self._outstanding = 0  # bundles sent to the zygote and not answered yet (batches may queue there)
+        workers = config.get("workers")
+        # where the zygote cannot run, `workers` subprocesses at once (more tasks than that may be running)
+        self._slots = threading.BoundedSemaphore(workers) if isinstance(workers, int) and workers > 0 else None
         forkable = hasattr(os, "fork") and sys.platform.startswith(("linux", "darwin"))
         if forkable and not os.environ.get(FORCE_SUBPROCESS_ENV):
             try:
@@ -108,8 +111,11 @@ class CheckRunner:
         for bundle in bundles:  # where the zygote cannot run: a fresh process per bundle
             if self._closed:  # stopped (Ctrl-C): the zygote's end is not a reason to replay elsewhere
                 verdicts.append(_stopped())
-            else:
+            elif self._slots is None:
                 verdicts.append(self._timed_subprocess(bundle))
+            else:
+                with self._slots:
+                    verdicts.append(self._stopped_or_replayed(bundle))
         return verdicts
 
     def _from_batch(self, answer: dict[str, Any]) -> dict[str, Any]:
@@ -117,6 +123,9 @@ class CheckRunner:
         verdict = _from_zygote(answer, self.timeout)
         verdict["duration_ms"] = duration
         return verdict
+
+    def _stopped_or_replayed(self, bundle: str) -> dict[str, Any]:
+        return _stopped() if self._closed else self._timed_subprocess(bundle)  # closed while waiting
 
     def _timed_subprocess(self, bundle: str) -> dict[str, Any]:
         start = time.perf_counter()
