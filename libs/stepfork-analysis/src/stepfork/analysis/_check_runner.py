@@ -68,9 +68,10 @@ class CheckRunner:
         self._closed = False  # closed (Ctrl-C, the end of the check): no replay starts any more
         self._outstanding = 0  # bundles sent to the zygote and not answered yet (batches may queue there)
         workers = config.get("workers")
-        capped = isinstance(workers, int) and workers > 0
         # where the zygote cannot run, `workers` subprocesses at once (more tasks than that may be running)
-        self._slots = threading.BoundedSemaphore(workers) if capped else None
+        self._slots: threading.BoundedSemaphore | None = None
+        if isinstance(workers, int) and workers > 0:
+            self._slots = threading.BoundedSemaphore(workers)
         forkable = hasattr(os, "fork") and sys.platform.startswith(("linux", "darwin"))
         if forkable and not os.environ.get(FORCE_SUBPROCESS_ENV):
             try:
