@@ -324,8 +324,8 @@ class _Zygote:
                 self.complete(child)
 
     def complete(self, child: _Child) -> None:
-        """``child`` answered its whole ``check`` batch: report the batch; the child waits for the next one,
-        or exits if its last answer said ``restart``."""
+        """``child`` answered its whole ``check`` batch: hand it the next queued batch (or let it wait idle
+        for one), unless its last answer said ``restart`` (it exits), then report the finished batch."""
         assert child.job is not None
         done = child.job
         child.job, child.bundles, child.answered, child.deadline = None, [], 0, math.inf
