@@ -45,6 +45,19 @@ def test_save_refuses_through_a_symlink_to_a_bundle(parent: Path) -> None:
     assert not (parent / "child.sftrace").exists()
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_bundle_path_that_is_a_symlink_is_named_as_one(parent: Path, overwrite: bool) -> None:
+    link = parent.with_name("link.sftrace")
+    link.symlink_to(parent.name)
+    before = _tree(parent)
+    with pytest.raises(TraceStorageError, match="bundle path is a symbolic link: .*link.sftrace") as info:
+        Trace.load(parent).save(link, overwrite=overwrite)
+    assert info.value.code == "invalid_path"
+    assert "give the bundle's real path" in str(info.value)
+    assert _tree(parent) == before
+    assert link.is_symlink()
+
+
 def test_record_refuses_a_bundle_inside_a_bundle(parent: Path) -> None:
     before = _tree(parent)
     with (

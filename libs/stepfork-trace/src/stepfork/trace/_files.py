@@ -197,7 +197,13 @@ def check_target(path: Path, *, overwrite: bool) -> bool:
     inside = bundle_output_problem(path)
     if inside is not None:
         raise TraceStorageError(inside, code="invalid_path", path=str(path))
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
+    if path.is_symlink():  # never written through: the link could point anywhere, even at another bundle
+        raise TraceStorageError(
+            f"bundle path is a symbolic link: {path} (to {os.readlink(path)}); give the bundle's real path",
+            code="invalid_path",
+            path=str(path),
+        )
+    if path.exists() and not path.is_dir():
         raise TraceStorageError(
             f"bundle path exists and is not a directory: {path}", code="invalid_path", path=str(path)
         )
