@@ -50,7 +50,7 @@ def test_a_bundle_path_that_is_a_symlink_is_named_as_one(parent: Path, overwrite
     link = parent.with_name("link.sftrace")
     link.symlink_to(parent.name)
     before = _tree(parent)
-    with pytest.raises(TraceStorageError, match="bundle path is a symbolic link: .*link.sftrace") as info:
+    with pytest.raises(TraceStorageError, match=r"bundle path is a symbolic link: .*link\.sftrace") as info:
         Trace.load(parent).save(link, overwrite=overwrite)
     assert info.value.code == "invalid_path"
     assert "give the bundle's real path" in str(info.value)
