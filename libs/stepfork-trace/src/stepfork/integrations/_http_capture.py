@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
+from stepfork.integrations._http_json import decode_body, encode_body
 from stepfork.integrations._http_streams import Exchange, stream_classes, through_class, transport_error
 from stepfork.trace import boundary
 from stepfork.trace.boundary import BoundaryCall
@@ -106,7 +107,7 @@ class Capture:
     def recorded(self, response: Any, content: bytes) -> tuple[LLMOutput, Any]:
         """The output of a read (non-SSE) response and the response handed to the SDK."""
         headers = response.headers
-        body = wire.decode_body(content, headers.get("content-type")) or {}
+        body = decode_body(content, headers.get("content-type")) or {}
         out = {
             "status": response.status_code,
             "headers": wire.response_headers(headers.multi_items()),
@@ -179,7 +180,7 @@ class Capture:
             _, _, replay_sync, replay_async = stream_classes(self.lib)
             stream = (replay_async if is_async else replay_sync)(sse, call, self.lib, request)
             return self.lib.Response(output["status"], headers=headers, stream=stream, request=request)
-        body = wire.encode_body(output)
+        body = encode_body(output)
         return _whole_response(self.lib, output["status"], list(headers.items()), body, request)
 
     def raise_recorded(self, exc: BaseException, request: Any) -> None:

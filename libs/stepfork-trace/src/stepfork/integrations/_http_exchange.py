@@ -22,14 +22,10 @@ rate-limit counters, ``date``) are in the output headers, for the SDK to read, a
 
 from __future__ import annotations
 
-import base64
-import binascii
-import gc
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import orjson
+from stepfork.integrations._http_json import decode_body_exactly, decode_json, dumps_json
 
 PROVIDER_HOSTS: dict[str, str] = {
     "api.openai.com": "openai",
@@ -104,121 +100,6 @@ def provider_for(host: str, hosts: Mapping[str, str] | None = None, default: str
     return default or host
 
 
-_EXACT_FLOAT_LIMIT = 2.0**63
-"""orjson holds integers in ``[-2**63, 2**64)`` exactly and reads any other as a float of at least this
-magnitude, so a float this large, rare in a provider's body, sends the text to the exact reader."""
-_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
-_LONG_RUN = b"0" * 19
-"""A small text's check (digits become ``0``, anything else a space): an integer orjson cannot hold has
-19 digits or more (``-9223372036854775809``). ``translate`` and ``in`` cost about 1.3 ns a byte, cheaper
-than the per-object float scan up to a few KB (an SSE event: 0.3 us against 1.5 us), dearer beyond."""
-_SMALL_TEXT = 2048
-
-
-def _non_finite(value: Any) -> float:
-    # the value of ``parse_constant``: NaN/Infinity/-Infinity as Python floats (to_jsonable tags them)
-    return float({"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[value])
-
-
-def decode_json(content: bytes | str, *, constants: bool = True) -> tuple[Any, bool]:
-    """``(value, exact)`` of JSON text; ``exact`` is True when orjson could not hold the value and the
-    stdlib reader parsed it (CASES C2): integers past 64 bits (exact ``int``, where orjson gives a rounded
-    float) and, when ``constants``, ``NaN``/``Infinity`` (Python ``float``; ``to_jsonable`` turns them into
-    the ``float`` tagged form, docs/values.md). Such a value is not plain JSON until converted.
-
-    orjson parses first (the hot path); the stdlib only runs for text orjson refuses or that may hold an
-    integer orjson rounded: a small text holding a run of 19 digits, a larger one whose value holds a
-    float of magnitude 2**63 or more (:func:`_holds_odd_float`, per object rather than per byte: long
-    prompts are few objects of many bytes). Raises ValueError when the text is not JSON (NaN/Infinity
-    too, unless ``constants``).
-    """
-    raw = content.encode("utf-8") if isinstance(content, str) else content
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
-    else:
-        if len(raw) <= _SMALL_TEXT:
-            if _LONG_RUN not in raw.translate(_DIGITS_AS_ZERO):
-                return value, False
-        elif not _holds_odd_float(value if type(value) is dict or type(value) is list else [value]):
-            return value, False
-    text = raw.decode("utf-8")  # UnicodeDecodeError is a ValueError
-    return json.loads(text, parse_constant=_non_finite if constants else _refuse_constant), True
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def decode_body(content: bytes, content_type: str | None) -> dict[str, Any] | None:
-    """``{"json": value}`` for a JSON body, ``{"text": str}`` for UTF-8 text, ``{"base64": str}`` for other
-    bytes, None for an empty body. Integers are exact at any size; NaN/Infinity are Python floats (the
-    recorder tags them; :func:`decode_json`)."""
-    return _decode(content, content_type)[0]
-
-
-def _decode(content: bytes, content_type: str | None) -> tuple[dict[str, Any] | None, bool]:
-    if not content:
-        return None, False
-    looks_json = content[:1] in (b"{", b"[") or "json" in (content_type or "")
-    if looks_json:
-        try:
-            value, exact = decode_json(content)
-            return {"json": value}, exact
-        except ValueError:
-            pass
-    try:
-        return {"text": content.decode("utf-8")}, False
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(content).decode("ascii")}, False
-
-
-def dumps_json(value: Any, *, constants: bool = True) -> bytes:
-    """Compact JSON bytes of a decoded body: orjson, or the stdlib for what orjson cannot write exactly:
-    integers past 64 bits and, when ``constants``, NaN/Infinity, which orjson writes as ``null``
-    (``NaN``/``Infinity``/``-Infinity`` instead, what the SDKs' ``json.loads`` reads back; CASES C2)."""
-    try:
-        data = orjson.dumps(value)
-    except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits (or a lone surrogate)
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    if constants and b"null" in data and _holds_odd_float(value):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return data
-
-
-def _holds_odd_float(value: Any) -> bool:
-    """True when ``value`` (a dict or list) holds a float that is NaN, infinite or of magnitude 2**63 or
-    more: one orjson writes as ``null``, or one that was an integer orjson could not hold. Level by level
-    with C primitives, as ``plainjson.scan_plain`` (about 3 us for a 1.5 KB chat completion)."""
-    level: list[Any] = [value]
-    while level:
-        types = set(map(type, level))
-        if float in types:
-            for x in level:
-                if type(x) is float and not -_EXACT_FLOAT_LIMIT < x < _EXACT_FLOAT_LIMIT:  # NaN too
-                    return True
-        if dict not in types and list not in types:
-            return False
-        level = gc.get_referents(*level)  # the items of lists, the values of dicts
-    return False
-
-
-def encode_body(body: Mapping[str, Any] | None) -> bytes:
-    """The bytes of a body decoded by :func:`decode_body` (JSON re-serialized compactly by
-    :func:`dumps_json`: exact integers, NaN/Infinity as written)."""
-    if not body:
-        return b""
-    if "json" in body:
-        return dumps_json(body["json"])
-    if "text" in body:
-        return str(body["text"]).encode("utf-8")
-    try:
-        return base64.b64decode(str(body.get("base64", "")))
-    except binascii.Error:
-        return b""
-
-
 def request_input(
     method: str, path: str, headers: Iterable[tuple[str, str]], content: bytes, content_type: str | None
 ) -> dict[str, Any]:
@@ -231,7 +112,7 @@ def body_input(
     method: str, path: str, kept: dict[str, str], content: bytes, content_type: str | None
 ) -> dict[str, Any]:
     """:func:`request_input` with the answer-changing headers already chosen (``kept``, lower-case names)."""
-    body, exact = _decode(content, content_type)
+    body, exact = decode_body_exactly(content, content_type)
     value = body["json"] if body is not None and "json" in body else body
     if exact:  # NaN/Infinity become the ``float`` tagged form: the input must be JSON (BoundaryCall)
         from stepfork.trace.jsonable import to_jsonable

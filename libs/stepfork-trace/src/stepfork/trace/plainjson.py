@@ -138,6 +138,24 @@ def scan_plain(value: Any) -> PlainFacts | None:
     return PlainFacts(dicts, risky, encoded)
 
 
+def holds_float_beyond(value: Any, limit: float) -> bool:
+    """True when ``value`` (any JSON value) holds a float that is NaN, infinite or of magnitude ``limit``
+    or more. Level by level with C primitives, as :func:`scan_plain` (about 1.3 us for a 1.6 KB chat
+    completion): the HTTP capture's test for floats orjson would not write back exactly (``null`` for NaN,
+    an integer past 64 bits that orjson read as a float; stepfork.integrations._http_json)."""
+    level: list[Any] = [value]
+    while level:
+        types = set(map(type, level))
+        if float in types:
+            for x in level:
+                if type(x) is float and not -limit < x < limit:  # NaN too: every comparison is False
+                    return True
+        if dict not in types and list not in types:
+            return False
+        level = gc.get_referents(*level)  # the items of lists, the values of dicts
+    return False
+
+
 def remember_plain(value: Any) -> bool:
     """Scan ``value`` (:func:`scan_plain`); when it is plain JSON keep its facts for this thread's next
     :func:`take_plain_facts` and return True, else return False (nothing kept). Never raises."""
