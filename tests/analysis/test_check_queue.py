@@ -36,12 +36,28 @@ def gated(order_id=None):
     return quickstart.run_agent(order_id)
 
 
+def slow_import(order_id=None):
+    if order_id is None:
+        import slowsdk  # noqa: F401  an installed package's module, imported lazily: the zygote preloads it
+    return quickstart.run_agent(order_id)
+
+
 def stuck(order_id=None):
     if order_id is None:
         with open(os.path.join(HERE, "stuck.pid"), "w") as pid:
             pid.write(str(os.getpid()))
         time.sleep(600)
     return quickstart.run_agent(order_id)
+"""
+
+
+# An installed package whose import is slow in the zygote only (the session leader; a worker is not one):
+# as an SDK's lazily imported modules are, which the zygote preloads between batches
+SLOW_SDK = """
+import os, time
+
+if os.getsid(0) == os.getpid():
+    time.sleep(1.5)
 """
 
 
@@ -120,3 +136,19 @@ def test_an_interrupted_check_kills_the_replays_it_runs(
     pid = int((work / "stuck.pid").read_text())
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(pid, 0)
+
+
+def test_a_verdict_given_while_the_zygote_was_busy_is_not_a_timeout(
+    small, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the zygote preloads what a replay imported (1.5 s here) after handing the worker its next batch; the
+    # verdicts the worker gave meanwhile waited unread in its pipe, and the batch was judged timed out
+    work, bundles, expected = small
+    packages = tmp_path_factory.mktemp("env") / "site-packages"
+    packages.mkdir()
+    (packages / "slowsdk.py").write_text(SLOW_SDK)
+    monkeypatch.setenv("PYTHONPATH", str(packages))
+    bad = [b for b in bundles if expected[b] == "DIVERGED"]
+    chosen = bad + [b for b in bundles if b not in bad]  # the slow import first, then batches queued
+    result = check_corpus(chosen, "queued:slow_import", jobs=1, batch_size=1, timeout=1.0, import_root=work)
+    assert [(v.verdict, v.reason) for v in result.verdicts] == [(expected[b], None) for b in chosen]

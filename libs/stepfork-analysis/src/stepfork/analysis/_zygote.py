@@ -62,6 +62,7 @@ _MAX_WAIT = 3600.0  # seconds per poll() at most: poll takes a C int of millisec
 # workers stamp each verdict with its own time, so durations and per-bundle deadlines stay exact. The
 # client's jobs still wake it at once, and it wakes by the time a batch's last verdict is due (_gather_for)
 _GATHER = 0.01
+_DRAIN_READS = 16  # reads of 64 KiB at most from a child past its deadline before it is judged (drain)
 
 
 @dataclass
@@ -418,6 +419,23 @@ class _Zygote:
             gc.collect()
             gc.freeze()
 
+    def drain(self, child: _Child) -> bool:
+        """Read what ``child`` wrote and this loop did not read yet, before it is judged out of time: while
+        the zygote was busy (preloading a slow import, :meth:`warm`), an answer given in time waited in
+        the pipe. Reads at most :data:`_DRAIN_READS` times (a child that never stops writing is still
+        judged). Returns False when ``child`` ended meanwhile (it is finished here, not timed out)."""
+        poll = select.poll()
+        poll.register(child.result_fd, select.POLLIN)
+        for _ in range(_DRAIN_READS):
+            if not poll.poll(0):
+                break
+            data = os.read(child.result_fd, 65536)
+            if not data:
+                self.finish(child, timed_out=False)
+                return False
+            self.received(child, data)
+        return True
+
     def pump(self) -> None:
         """Start queued batches while the worker cap allows (a worker ended, or is idle)."""
         while self.queue and (self.idle or self.cap is None or len(self.children) < self.cap):
@@ -472,7 +490,8 @@ class _Zygote:
                         self.finish(child, timed_out=False)
                 now = time.monotonic()
                 for child in [c for c in self.children.values() if c.deadline <= now]:
-                    self.finish(child, timed_out=True)
+                    if self.drain(child) and child.deadline <= now:
+                        self.finish(child, timed_out=True)
                 self.pump()
                 if gather:
                     # a job from the client ends the wait (a worker may be waiting for it)
