@@ -42,6 +42,21 @@ def slow_import(order_id=None):
     return quickstart.run_agent(order_id)
 
 
+HELPERS = []
+
+
+def spawner(order_id=None):
+    if order_id is None:
+        helper = os.fork()
+        if helper == 0:  # a helper process left running, as one multiprocessing starts by fork
+            time.sleep(600)
+            os._exit(0)
+        HELPERS.append(helper)  # state the probe sees: the worker exits after this verdict
+        with open(os.path.join(HERE, "helper.pid"), "w") as pid:
+            pid.write(str(helper))
+    return quickstart.run_agent(order_id)
+
+
 def stuck(order_id=None):
     if order_id is None:
         with open(os.path.join(HERE, "stuck.pid"), "w") as pid:
@@ -74,6 +89,20 @@ def _wait_for(path: Path, seconds: float = 60.0) -> None:
     end = time.monotonic() + seconds
     while not path.exists():
         assert time.monotonic() < end, f"{path} never appeared"
+        time.sleep(0.01)
+
+
+def _wait_gone(pid: int, seconds: float = 10.0) -> None:
+    """Wait until process ``pid`` has ended (gone, or a zombie its new parent has not reaped yet)."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return
+        if state in ("Z", "X"):
+            return
+        assert time.monotonic() < end, f"process {pid} still runs"
         time.sleep(0.01)
 
 
@@ -152,3 +181,24 @@ def test_a_verdict_given_while_the_zygote_was_busy_is_not_a_timeout(
     chosen = bad + [b for b in bundles if b not in bad]  # the slow import first, then batches queued
     result = check_corpus(chosen, "queued:slow_import", jobs=1, batch_size=1, timeout=1.0, import_root=work)
     assert [(v.verdict, v.reason) for v in result.verdicts] == [(expected[b], None) for b in chosen]
+
+
+@pytest.mark.parametrize(("isolation", "batch_size"), [("worker", 4), ("bundle", 1)])
+def test_a_worker_that_leaves_a_forked_process_behind_does_not_stall_the_queue(
+    small, isolation: str, batch_size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the helper holds the worker's answer pipe open: the zygote waited for its end before going on with
+    # the rest of the batch and before starting a queued batch in its place (--jobs 1), until the check's
+    # own process gave up on the zygote and replayed everything in fresh processes
+    from stepfork.analysis import _check_runner
+
+    monkeypatch.setattr(_check_runner, "_GRACE", 5.0)  # gives up sooner: a stall fails in seconds
+    work, bundles, expected = small
+    bad = [b for b in bundles if expected[b] == "DIVERGED"]
+    chosen = bad + [b for b in bundles if b not in bad]
+    result = check_corpus(
+        chosen, "queued:spawner", jobs=1, batch_size=batch_size, timeout=2.0, import_root=work, isolation=isolation
+    )
+    assert [v.verdict for v in result.verdicts] == [expected[b] for b in chosen]
+    assert all(v.worker for v in result.verdicts), result.verdicts  # answered by the zygote's workers
+    _wait_gone(int((work / "helper.pid").read_text()))  # killed with its worker's process group

@@ -320,6 +320,11 @@ class _Zygote:
                 continue
             self.batches.setdefault(child.job, []).append(answer)
             child.answered += 1
+            if child.restart:
+                # its last answer: it exits now. Its end is not awaited (the end of its pipe): a process the
+                # agent forked and left running holds the pipe open, and the rest of the batch, or a queued
+                # one in its place, would wait for that process
+                _kill(child.pid)
             child.since, child.deadline = now, now + self.timeout
             if child.answered == len(child.bundles):
                 self.complete(child)
