@@ -197,7 +197,13 @@ def test_a_worker_that_leaves_a_forked_process_behind_does_not_stall_the_queue(
     bad = [b for b in bundles if expected[b] == "DIVERGED"]
     chosen = bad + [b for b in bundles if b not in bad]
     result = check_corpus(
-        chosen, "queued:spawner", jobs=1, batch_size=batch_size, timeout=2.0, import_root=work, isolation=isolation
+        chosen,
+        "queued:spawner",
+        jobs=1,
+        batch_size=batch_size,
+        timeout=2.0,
+        import_root=work,
+        isolation=isolation,
     )
     assert [v.verdict for v in result.verdicts] == [expected[b] for b in chosen]
     assert all(v.worker for v in result.verdicts), result.verdicts  # answered by the zygote's workers
