@@ -156,8 +156,13 @@ class CheckRunner:
             try:
                 stdout, stderr = proc.communicate(json.dumps({**self.config, "bundle": bundle}), self.timeout)
             except subprocess.TimeoutExpired:
+                # as subprocess.run: kill and reap it, not read its pipes to their end (a process the
+                # agent forked may hold them open)
                 proc.kill()
-                proc.communicate()
+                proc.wait()
+                for stream in (proc.stdout, proc.stderr):
+                    if stream is not None:
+                        stream.close()
                 return _from_zygote({"kind": "timeout"}, self.timeout)
         finally:
             with self._procs_lock:
