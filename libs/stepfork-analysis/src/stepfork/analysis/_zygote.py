@@ -26,7 +26,8 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
 With ``"task": "check"`` in the first line (``stepfork check``), a job is a batch, ``{"id": N, "bundles":
 [PATH, ...]}``, replayed by one child after another (:mod:`._check_batch`): each child replays bundles in
 turn and writes one verdict line per bundle (:func:`stepfork.analysis._check_worker.verdict_of`), exiting
-early when a replay left state behind; the timeout is per bundle; a child that dies or runs out of time
+early when a replay left state behind (once it said so, the zygote kills its process group rather than
+wait for its pipe's end); the timeout is per bundle; a child that dies or runs out of time
 costs only its current bundle a ``crash`` / ``timeout`` answer, and the rest of the batch goes on in a fresh
 child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order. With
 ``"workers": K`` in the first line, at most K children run at once: further batches wait in the zygote and
