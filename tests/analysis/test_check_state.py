@@ -177,3 +177,22 @@ def test_the_environment_and_working_directory_are_state(
     assert snapshot(names) == before
     monkeypatch.chdir(tmp_path)
     assert snapshot(names) != before
+
+
+@pytest.mark.parametrize("table", ["list(range(60_000))", "dict.fromkeys(range(60_000))", "(1,) * 60_000"])
+def test_a_state_past_the_budget_is_not_compared_wherever_it_is(
+    table: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a table of plain scalars takes the probe's flat path; as the module's last global, the budget was
+    # never checked after it, and a state past 50,000 values was compared after every replay
+    from stepfork.analysis._check_state import TooBig
+
+    (tmp_path / "big_last.py").write_text(f"TABLE = {table}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "big_last", raising=False)
+    importlib.import_module("big_last")
+    try:
+        with pytest.raises(TooBig):
+            snapshot(["big_last"])
+    finally:
+        sys.modules.pop("big_last", None)

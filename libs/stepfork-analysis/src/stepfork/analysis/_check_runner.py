@@ -15,6 +15,7 @@ replay runs in a fresh ``python -m stepfork.analysis._check_worker`` instead; bo
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ from stepfork.analysis._attempts import _GRACE, FORCE_SUBPROCESS_ENV, _ZygoteBro
 from stepfork.analysis._check_worker import VERDICT_LINE, could_not_execute
 from stepfork.analysis._zygote import died
 
-__all__ = ["CheckRunner", "check_batch", "check_bundle", "close_runners"]
+__all__ = ["CheckRunner", "check_batch", "check_bundle", "close_runner", "close_runners"]
 
 
 def _identity(message: dict[str, Any]) -> dict[str, Any]:
@@ -66,6 +67,9 @@ class CheckRunner:
         self._zygote: _ZygoteClient | None = None
         self._ready: bool | None = None
         self._closed = False  # closed (Ctrl-C, the end of the check): no replay starts any more
+        # replays running in fresh processes (where the zygote cannot run), killed by close()
+        self._procs: set[subprocess.Popen[str]] = set()
+        self._procs_lock = threading.Lock()  # not _lock: that one is held while the zygote starts
         self._outstanding = 0  # bundles sent to the zygote and not answered yet (batches may queue there)
         workers = config.get("workers")
         # where the zygote cannot run, `workers` subprocesses at once (more tasks than that may be running)
@@ -136,21 +140,38 @@ class CheckRunner:
         return verdict
 
     def _run_in_subprocess(self, bundle: str) -> dict[str, Any]:
-        try:
-            proc = subprocess.run(
+        with self._procs_lock:  # close() kills what is registered here; nothing starts after it
+            if self._closed:
+                return _stopped()
+            proc = subprocess.Popen(
                 [sys.executable, "-m", "stepfork.analysis._check_worker"],
-                input=json.dumps({**self.config, "bundle": bundle}),
-                capture_output=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
-                timeout=self.timeout,
-                check=False,
                 cwd=self.config.get("import_root"),
             )
-        except subprocess.TimeoutExpired:
-            return _from_zygote({"kind": "timeout"}, self.timeout)
-        lines = [line for line in proc.stdout.splitlines() if line.startswith(VERDICT_LINE)]
+            self._procs.add(proc)
+        try:
+            try:
+                stdout, stderr = proc.communicate(json.dumps({**self.config, "bundle": bundle}), self.timeout)
+            except subprocess.TimeoutExpired:
+                # as subprocess.run: kill and reap it, not read its pipes to their end (a process the
+                # agent forked may hold them open)
+                proc.kill()
+                proc.wait()
+                for stream in (proc.stdout, proc.stderr):
+                    if stream is not None:
+                        stream.close()
+                return _from_zygote({"kind": "timeout"}, self.timeout)
+        finally:
+            with self._procs_lock:
+                self._procs.discard(proc)
+        if self._closed:  # killed by close() (Ctrl-C): no verdict of this replay
+            return _stopped()
+        lines = [line for line in stdout.splitlines() if line.startswith(VERDICT_LINE)]
         if not lines:
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+            last = (stderr.strip().splitlines() or ["no output"])[-1][:200]
             return _from_zygote({"kind": "crash", "detail": died(last, proc.returncode)}, self.timeout)
         try:
             verdict = json.loads(lines[-1].removeprefix(VERDICT_LINE))
@@ -161,8 +182,14 @@ class CheckRunner:
         return verdict
 
     def close(self) -> None:
-        """Stop the zygote (killing replays still running) and start no replay after; idempotent."""
-        self._closed = True
+        """Stop the zygote and kill the replays still running (in the zygote's children or in fresh
+        processes), and start no replay after; idempotent."""
+        with self._procs_lock:
+            self._closed = True
+            running = list(self._procs)
+        for proc in running:  # its thread reaps it (communicate) and answers _stopped()
+            with contextlib.suppress(OSError):
+                proc.kill()
         if self._zygote is not None:
             self._zygote.close()
 
@@ -180,6 +207,15 @@ def _runner(config: dict[str, Any]) -> CheckRunner:
                 atexit.register(close_runners)  # a Dask worker's zygote goes when the worker does
             runner = _RUNNERS[key] = CheckRunner(config)
         return runner
+
+
+def close_runner(config: dict[str, Any]) -> None:
+    """Close the runner of ``config`` (its zygote and its running replays), if this process started one;
+    the runners of other configurations (another check running in this process) go on."""
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.pop(json.dumps(config, sort_keys=True), None)
+    if runner is not None:
+        runner.close()
 
 
 def close_runners() -> None:

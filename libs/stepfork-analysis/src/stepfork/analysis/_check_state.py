@@ -152,9 +152,13 @@ class _Walker:
         if kind in _EXACT_SCALARS:  # the common cases first, by exact type
             return (kind, value)
         if kind in _FLAT_KINDS:
+            # the nodes a walk would count (a dict: a key and a value per item), checked before the copy
+            size = len(value) * 2 if kind is dict else len(value)
+            if self.nodes + size > BUDGET:
+                raise TooBig()
             flat = _flat(value, kind)
             if flat is not None:
-                self.nodes += len(value)
+                self.nodes += size
                 return flat
         if kind in _EXACT_REFERENCES:
             if kind is FunctionType and getattr(value, "__module__", None) in self.own:

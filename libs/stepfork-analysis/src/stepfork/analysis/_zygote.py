@@ -26,7 +26,8 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
 With ``"task": "check"`` in the first line (``stepfork check``), a job is a batch, ``{"id": N, "bundles":
 [PATH, ...]}``, replayed by one child after another (:mod:`._check_batch`): each child replays bundles in
 turn and writes one verdict line per bundle (:func:`stepfork.analysis._check_worker.verdict_of`), exiting
-early when a replay left state behind; the timeout is per bundle; a child that dies or runs out of time
+early when a replay left state behind (once it said so, the zygote kills its process group rather than
+wait for its pipe's end); the timeout is per bundle; a child that dies or runs out of time
 costs only its current bundle a ``crash`` / ``timeout`` answer, and the rest of the batch goes on in a fresh
 child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order. With
 ``"workers": K`` in the first line, at most K children run at once: further batches wait in the zygote and
@@ -62,6 +63,7 @@ _MAX_WAIT = 3600.0  # seconds per poll() at most: poll takes a C int of millisec
 # workers stamp each verdict with its own time, so durations and per-bundle deadlines stay exact. The
 # client's jobs still wake it at once, and it wakes by the time a batch's last verdict is due (_gather_for)
 _GATHER = 0.01
+_DRAIN_READS = 16  # reads of 64 KiB at most from a child past its deadline before it is judged (drain)
 
 
 @dataclass
@@ -319,6 +321,11 @@ class _Zygote:
                 continue
             self.batches.setdefault(child.job, []).append(answer)
             child.answered += 1
+            if child.restart:
+                # its last answer: it exits now. Its end is not awaited (the end of its pipe): a process the
+                # agent forked and left running holds the pipe open, and the rest of the batch, or a queued
+                # one in its place, would wait for that process
+                _kill(child.pid)
             child.since, child.deadline = now, now + self.timeout
             if child.answered == len(child.bundles):
                 self.complete(child)
@@ -418,6 +425,23 @@ class _Zygote:
             gc.collect()
             gc.freeze()
 
+    def drain(self, child: _Child) -> bool:
+        """Read what ``child`` wrote and this loop did not read yet, before it is judged out of time: while
+        the zygote was busy (preloading a slow import, :meth:`warm`), an answer given in time waited in
+        the pipe. Reads at most :data:`_DRAIN_READS` times (a child that never stops writing is still
+        judged). Returns False when ``child`` ended meanwhile (it is finished here, not timed out)."""
+        poll = select.poll()
+        poll.register(child.result_fd, select.POLLIN)
+        for _ in range(_DRAIN_READS):
+            if not poll.poll(0):
+                break
+            data = os.read(child.result_fd, 65536)
+            if not data:
+                self.finish(child, timed_out=False)
+                return False
+            self.received(child, data)
+        return True
+
     def pump(self) -> None:
         """Start queued batches while the worker cap allows (a worker ended, or is idle)."""
         while self.queue and (self.idle or self.cap is None or len(self.children) < self.cap):
@@ -472,7 +496,8 @@ class _Zygote:
                         self.finish(child, timed_out=False)
                 now = time.monotonic()
                 for child in [c for c in self.children.values() if c.deadline <= now]:
-                    self.finish(child, timed_out=True)
+                    if self.drain(child) and child.deadline <= now:
+                        self.finish(child, timed_out=True)
                 self.pump()
                 if gather:
                     # a job from the client ends the wait (a worker may be waiting for it)

@@ -17,6 +17,7 @@ import glob
 import math
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
 from contextlib import ExitStack
@@ -174,7 +175,8 @@ def task_config(
     workers: int | None = None,
 ) -> dict[str, Any]:
     """The JSON configuration every task of one :func:`check_corpus` run gets (``_check_runner.check_batch``);
-    a process keeps one zygote per distinct configuration. Arguments as :func:`check_corpus`
+    a process keeps one zygote per distinct configuration (a local run adds a ``run`` key of its own: its
+    zygote is its alone). Arguments as :func:`check_corpus`
     (``warm_bundle``: the bundle the zygote replays before forking, or None; ``workers``: worker processes
     the zygote runs at once, queueing further batches, or None: one per batch asked of it at once, what an
     executor of other processes needs); ``import_root`` defaults to the current directory, made absolute."""
@@ -239,7 +241,7 @@ def check_corpus(
         CorpusError: the corpus names no bundle. ValueError: ``jobs`` or ``batch_size`` < 1, ``timeout`` <= 0,
         or an unknown ``isolation``.
     """
-    from stepfork.analysis._check_runner import check_batch, close_runners
+    from stepfork.analysis._check_runner import check_batch, close_runner
 
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
@@ -271,9 +273,12 @@ def check_corpus(
             # twice `jobs` batches asked at once: a worker that ends one finds the next waiting in the zygote
             threads = min(len(batches), 2 * workers)
             executor = stack.enter_context(ThreadPoolExecutor(threads, thread_name_prefix="stepfork-check"))
+            # this run's own zygote: another check_corpus running in this process (a thread of a notebook or
+            # a service) neither shares it nor has it closed when that one ends
+            config["run"] = uuid.uuid4().hex
             # runs before the pool's shutdown (last in, first out): on Ctrl-C the zygote's end stops the
             # replays the pool's threads wait for; at the normal end every task is already done
-            stack.callback(close_runners)
+            stack.callback(close_runner, config)
             label = f"local ({workers} job{'s' if workers != 1 else ''})"
         else:
             label = executor_name or type(executor).__name__
