@@ -31,7 +31,9 @@ wait for its pipe's end); the timeout is per bundle; a child that dies or runs o
 costs only its current bundle a ``crash`` / ``timeout`` answer, and the rest of the batch goes on in a fresh
 child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order. With
 ``"workers": K`` in the first line, at most K children run at once: further batches wait in the zygote and
-go to the first worker that finishes its batch, without a round trip to the client.
+go to the first worker that finishes its batch, without a round trip to the client. That scheduling is
+:class:`stepfork.analysis._zygote_batches.BatchZygote`'s; this module is the process, the protocol and the
+fork per attempt of ``minimize``.
 
 End of input (or SIGTERM) shuts the zygote down after killing and reaping every running child.
 """
@@ -41,16 +43,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import math
 import os
-import select
 import selectors
 import signal
 import sys
 import tempfile
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Any, NoReturn
 
@@ -58,12 +57,6 @@ from stepfork.analysis._lines import line_of, parse_line
 
 _STDERR_TAIL = 65536  # bytes read back from a child's stderr to find its last line
 _MAX_WAIT = 3600.0  # seconds per poll() at most: poll takes a C int of milliseconds; the loop waits again
-# check: after reading verdict lines, let more gather before the next read. A wake-up per verdict cost the
-# zygote ~0.06 ms of CPU per bundle, taken from the workers on a busy machine (8% of a 0.5 ms replay); the
-# workers stamp each verdict with its own time, so durations and per-bundle deadlines stay exact. The
-# client's jobs still wake it at once, and it wakes by the time a batch's last verdict is due (_gather_for)
-_GATHER = 0.01
-_DRAIN_READS = 16  # reads of 64 KiB at most from a child past its deadline before it is judged (drain)
 
 
 @dataclass
@@ -222,7 +215,11 @@ class _Threaded(Exception):
 
 
 class _Zygote:
-    """The zygote's loop: reads jobs, forks children, enforces deadlines, reports signatures."""
+    """The zygote's loop for ``minimize``: reads jobs, forks a child per attempt, enforces deadlines, reports
+    signatures. ``check``'s batches run in a subclass, :class:`._zygote_batches.BatchZygote`, through the
+    hooks :meth:`gathers`, :meth:`expire` and :meth:`settle`."""
+
+    batch = False  # True for ``check``: a job is a batch of bundles and its children read further batches
 
     def __init__(self, config: dict[str, Any], proto_in: int, proto_out: int) -> None:
         self.config = config
@@ -230,12 +227,6 @@ class _Zygote:
         self.proto_in = proto_in
         self.proto_out = proto_out
         self.children: dict[int, _Child] = {}  # result_fd -> child
-        self.batches: dict[int, list[dict[str, Any]]] = {}  # check: job id -> the answers so far
-        self.to_warm: set[str] = set()  # check: modules replays imported lazily, preloaded before a fork
-        self.idle: list[_Child] = []  # check: workers waiting for a batch (their state is the zygote's)
-        workers = config.get("workers")
-        self.cap: int | None = workers if isinstance(workers, int) and workers > 0 else None
-        self.queue: deque[tuple[int, list[str]]] = deque()  # check: batches waiting for a worker (cap)
         self.selector = selectors.PollSelector()  # no descriptor of its own for children to inherit
 
     def send(self, message: dict[str, Any]) -> None:
@@ -243,28 +234,8 @@ class _Zygote:
         _write_all(self.proto_out, line_of(message))
 
     def dispatch(self, job: int, bundles: list[str]) -> None:
-        """Start ``bundles`` (one, or a ``check`` batch): on an idle ``check`` worker when there is one (it
-        replays them in the state the zygote left it in, :func:`._check_batch.serve_batches`), else in a
-        child forked now; with a worker cap reached, the batch waits in :attr:`queue` (:meth:`pump`)."""
-        if not self.idle:
-            if self.cap is not None and len(self.children) >= self.cap:
-                self.queue.append((job, bundles))
-                return
-            self.spawn(job, bundles)
-            return
-        self.assign(self.idle.pop(), job, bundles)
-
-    def assign(self, child: _Child, job: int, bundles: list[str]) -> None:
-        """Hand a batch to ``child``, a worker between batches (its last answer did not say ``restart``)."""
-        now = time.monotonic()
-        child.job, child.bundles, child.answered = job, bundles, 0
-        child.since = child.batch_start = now
-        child.deadline = now + self.timeout
-        try:
-            _write_all(child.jobs_fd, line_of(bundles))
-        except OSError:  # it died while idle: its end of file is read later; this batch goes to a fresh fork
-            child.job, child.bundles, child.deadline = None, [], math.inf
-            self.spawn(job, bundles)
+        """Start ``bundles`` (one attempt's bundle) in a child forked now."""
+        self.spawn(job, bundles)
 
     def spawn(self, job: int, bundles: list[str]) -> None:
         """Fork a child replaying ``bundles`` (one, or a ``check`` batch); register its result pipe and
@@ -297,99 +268,21 @@ class _Zygote:
         self.selector.register(read_fd, selectors.EVENT_READ, child)
 
     def received(self, child: _Child, data: bytes) -> None:
-        """Take what ``child`` wrote; a ``check`` batch's answer lines are taken one by one: each restarts
-        the deadline for the next bundle (the timeout is per bundle)."""
+        """Take what ``child`` wrote (a signature, read whole when the child ends)."""
         child.output += data
-        if not self.batch or b"\n" not in data:
-            return
-        *lines, rest = bytes(child.output).split(b"\n")
-        child.output = bytearray(rest)
-        for line in lines:
-            answer = parse_line(line)  # the pipe is the child's own (the agent's fds 1 and 2 are elsewhere)
-            if answer.get("worker") != child.pid:  # written by a process the agent forked: not an answer
-                continue
-            now = time.monotonic()
-            done = answer.pop("done_at", None)  # when the child had it (one monotonic clock for the machine)
-            if isinstance(done, float) and child.since <= done < now:
-                now = done
-            answer["duration_ms"] = round((now - child.since) * 1000, 3)
-            child.restart = bool(answer.pop("restart", False))
-            child.stderr_at = int(answer.pop("stderr_at", child.stderr_at))
-            self.to_warm.update(m for m in answer.pop("modules", None) or () if isinstance(m, str))
-            if child.job is None:  # nothing was asked of it: a confused child is not trusted further
-                _kill(child.pid)
-                continue
-            self.batches.setdefault(child.job, []).append(answer)
-            child.answered += 1
-            if child.restart:
-                # its last answer: it exits now. Its end is not awaited (the end of its pipe): a process the
-                # agent forked and left running holds the pipe open, and the rest of the batch, or a queued
-                # one in its place, would wait for that process
-                _kill(child.pid)
-            child.since, child.deadline = now, now + self.timeout
-            if child.answered == len(child.bundles):
-                self.complete(child)
 
-    def complete(self, child: _Child) -> None:
-        """``child`` answered its whole ``check`` batch: hand it the next queued batch (or let it wait idle
-        for one), unless its last answer said ``restart`` (it exits), then report the finished batch."""
-        assert child.job is not None
-        done = child.job
-        child.job, child.bundles, child.answered, child.deadline = None, [], 0, math.inf
-        if not child.restart:
-            if self.queue:  # the next batch first: the worker goes on while the client reads this one
-                self.assign(child, *self.queue.popleft())
-            else:
-                self.idle.append(child)
-        self.send({"id": done, "kind": "batch", "verdicts": self.batches.pop(done)})
-        modules, self.to_warm = sorted(self.to_warm), set()
-        self.warm(modules)
-
-    @property
-    def batch(self) -> bool:
-        """True for ``stepfork check``, whose jobs are batches of bundles (:mod:`._check_batch`)."""
-        return self.config.get("task") == "check"
-
-    def finish_batch(self, child: _Child, *, timed_out: bool) -> None:
-        """A ``check`` batch child ended: the bundle it was replaying when it died or ran out of time gets a
-        ``crash`` / ``timeout`` answer; the rest of the batch goes to a fresh child; a complete batch is
-        reported as ``{"id", "kind": "batch", "verdicts": [...]}``."""
-        if child.job is None:  # its batch was reported whole (complete); it exited or died between batches
-            child.stderr.close()
-            return
-        rest = child.bundles[child.answered :]
-        answers = self.batches.setdefault(child.job, [])
-        if rest and not child.restart:  # not a deliberate exit: the current bundle is the culprit
-            if timed_out:
-                culprit: dict[str, Any] = {"kind": "timeout", "detail": None}
-            else:
-                line = _last_stderr_line(child.stderr, child.stderr_at)
-                culprit = {"kind": "crash", "detail": _death(line, child.status)}
-            culprit["duration_ms"] = round((time.monotonic() - child.since) * 1000, 3)
-            answers.append(culprit)
-            rest = rest[1:]
-        child.stderr.close()
-        if not rest:
-            self.send({"id": child.job, "kind": "batch", "verdicts": self.batches.pop(child.job)})
-        modules, self.to_warm = sorted(self.to_warm), set()
-        self.warm(modules)
-        if rest:
-            self.dispatch(child.job, rest)
-
-    def finish(self, child: _Child, *, timed_out: bool) -> None:
-        """Kill (a no-op when it exited) and reap ``child``, then report its signature (or go on with its
-        batch, :meth:`finish_batch`)."""
+    def release(self, child: _Child) -> None:
+        """Kill (a no-op when it exited) and reap ``child``; close its pipes."""
         self.selector.unregister(child.result_fd)
         del self.children[child.result_fd]
         child.status = _reap(child.pid)
         os.close(child.result_fd)
         if child.jobs_fd >= 0:
             os.close(child.jobs_fd)
-        if child in self.idle:
-            self.idle.remove(child)
-        if self.batch:
-            self.finish_batch(child, timed_out=timed_out)
-            return
+
+    def finish(self, child: _Child, *, timed_out: bool) -> None:
+        """Release ``child`` (:meth:`release`), then report its signature."""
+        self.release(child)
         message: dict[str, Any] = {"kind": "timeout", "detail": None}
         if not timed_out:
             try:
@@ -425,39 +318,16 @@ class _Zygote:
             gc.collect()
             gc.freeze()
 
-    def drain(self, child: _Child) -> bool:
-        """Read what ``child`` wrote and this loop did not read yet, before it is judged out of time: while
-        the zygote was busy (preloading a slow import, :meth:`warm`), an answer given in time waited in
-        the pipe. Reads at most :data:`_DRAIN_READS` times (a child that never stops writing is still
-        judged). Returns False when ``child`` ended meanwhile (it is finished here, not timed out)."""
-        poll = select.poll()
-        poll.register(child.result_fd, select.POLLIN)
-        for _ in range(_DRAIN_READS):
-            if not poll.poll(0):
-                break
-            data = os.read(child.result_fd, 65536)
-            if not data:
-                self.finish(child, timed_out=False)
-                return False
-            self.received(child, data)
-        return True
+    def gathers(self, child: _Child) -> bool:
+        """Whether to let more output gather after reading ``child``'s (``check``); no for an attempt."""
+        return False
 
-    def pump(self) -> None:
-        """Start queued batches while the worker cap allows (a worker ended, or is idle)."""
-        while self.queue and (self.idle or self.cap is None or len(self.children) < self.cap):
-            self.dispatch(*self.queue.popleft())
+    def expire(self, child: _Child, now: float) -> None:
+        """``child`` is past its deadline at ``now``: it is killed and answered ``timeout``."""
+        self.finish(child, timed_out=True)
 
-    def _gather_for(self, now: float) -> float:
-        """How long to let verdict lines gather: :data:`_GATHER`, or less when a batch's last verdict is
-        due sooner (at the pace of its verdicts so far), so the batch is reported without waiting."""
-        wait = _GATHER
-        for child in self.children.values():
-            if child.job is None or not child.answered:
-                continue
-            pace = (child.since - child.batch_start) / child.answered
-            remaining = len(child.bundles) - child.answered
-            wait = min(wait, child.since + remaining * pace - now)
-        return max(0.0, wait)
+    def settle(self, now: float, gather: bool) -> None:
+        """The end of a round of the loop (``check`` starts queued batches and gathers output here)."""
 
     def serve(self, pending: bytes = b"") -> None:
         """Run jobs (``pending``: input already read) until end of input; always kill and reap the children
@@ -490,18 +360,13 @@ class _Zygote:
                     data = os.read(child.result_fd, 65536)
                     if data:
                         self.received(child, data)
-                        # gather while the child replays; not when it waits for its next batch
-                        gather = self.batch and child.job is not None
+                        gather = self.gathers(child)
                     else:
                         self.finish(child, timed_out=False)
                 now = time.monotonic()
                 for child in [c for c in self.children.values() if c.deadline <= now]:
-                    if self.drain(child) and child.deadline <= now:
-                        self.finish(child, timed_out=True)
-                self.pump()
-                if gather:
-                    # a job from the client ends the wait (a worker may be waiting for it)
-                    select.select([self.proto_in], [], [], self._gather_for(now))
+                    self.expire(child, now)
+                self.settle(now, gather)
         finally:
             for child in self.children.values():
                 _reap(child.pid)
@@ -538,7 +403,12 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
     line, rest = _read_line(proto_in)
     config = json.loads(line)
-    zygote = _Zygote(config, proto_in, proto_out)
+    if config.get("task") == "check":
+        from stepfork.analysis._zygote_batches import BatchZygote
+
+        zygote: _Zygote = BatchZygote(config, proto_in, proto_out)
+    else:
+        zygote = _Zygote(config, proto_in, proto_out)
 
     import stepfork.replay
     import stepfork.replay.outcome
@@ -583,4 +453,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # run the package's copy of this module, so that its classes are the ones _zygote_batches subclasses
+    from stepfork.analysis._zygote import main as _main
+
+    _main()

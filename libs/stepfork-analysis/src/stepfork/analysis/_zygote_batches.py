@@ -1,0 +1,203 @@
+"""``check``'s side of the zygote (:mod:`._zygote`): batches of bundles replayed by long-lived workers.
+
+A job is a batch, ``{"id": N, "bundles": [PATH, ...]}``. A worker (a child forked from the zygote,
+:mod:`._check_batch`) replays its bundles one after another and writes one verdict line per bundle; when its
+batch ends with the agent's state as the zygote had it, it waits for the next batch on its own jobs pipe.
+A crash or a timeout costs only the bundle being replayed (the rest of the batch goes to a fresh worker);
+the timeout is per bundle. With ``"workers": K`` in the configuration (``check_corpus``'s local pool), at
+most K workers run at once and further batches wait in :attr:`BatchZygote.queue`: a worker that finishes
+a batch gets the next one at once, without a round trip to the client (docs/check.md "Isolation and speed";
+docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import select
+import time
+from collections import deque
+from typing import Any
+
+from stepfork.analysis._lines import line_of, parse_line
+from stepfork.analysis._zygote import _Child, _death, _kill, _last_stderr_line, _write_all, _Zygote
+
+__all__ = ["BatchZygote"]
+
+# After reading verdict lines, let more gather before the next read. A wake-up per verdict cost the zygote
+# ~0.06 ms of CPU per bundle, taken from the workers on a busy machine (8% of a 0.5 ms replay); the workers
+# stamp each verdict with their own time, so durations and per-bundle deadlines stay exact. The client's jobs
+# still wake it at once, and it wakes by the time a batch's last verdict is due (_gather_for)
+_GATHER = 0.01
+_DRAIN_READS = 16  # reads of 64 KiB at most from a child past its deadline before it is judged (drain)
+
+
+class BatchZygote(_Zygote):
+    """The zygote's loop for ``check``: batches, long-lived workers, the worker cap and its queue."""
+
+    batch = True
+
+    def __init__(self, config: dict[str, Any], proto_in: int, proto_out: int) -> None:
+        super().__init__(config, proto_in, proto_out)
+        self.batches: dict[int, list[dict[str, Any]]] = {}  # job id -> the answers so far
+        self.to_warm: set[str] = set()  # modules replays imported lazily, preloaded before a fork
+        self.idle: list[_Child] = []  # workers waiting for a batch (their state is the zygote's)
+        workers = config.get("workers")
+        self.cap: int | None = workers if isinstance(workers, int) and workers > 0 else None
+        self.queue: deque[tuple[int, list[str]]] = deque()  # batches waiting for a worker (cap)
+
+    def dispatch(self, job: int, bundles: list[str]) -> None:
+        """Start the batch ``bundles``: on an idle worker when there is one (it
+        replays them in the state the zygote left it in, :func:`._check_batch.serve_batches`), else in a
+        child forked now; with a worker cap reached, the batch waits in :attr:`queue` (:meth:`pump`)."""
+        if not self.idle:
+            if self.cap is not None and len(self.children) >= self.cap:
+                self.queue.append((job, bundles))
+                return
+            self.spawn(job, bundles)
+            return
+        self.assign(self.idle.pop(), job, bundles)
+
+    def assign(self, child: _Child, job: int, bundles: list[str]) -> None:
+        """Hand a batch to ``child``, a worker between batches (its last answer did not say ``restart``)."""
+        now = time.monotonic()
+        child.job, child.bundles, child.answered = job, bundles, 0
+        child.since = child.batch_start = now
+        child.deadline = now + self.timeout
+        try:
+            _write_all(child.jobs_fd, line_of(bundles))
+        except OSError:  # it died while idle: its end of file is read later; this batch goes to a fresh fork
+            child.job, child.bundles, child.deadline = None, [], math.inf
+            self.spawn(job, bundles)
+
+    def received(self, child: _Child, data: bytes) -> None:
+        """Take what ``child`` wrote; its answer lines are taken one by one: each restarts the deadline for
+        the next bundle (the timeout is per bundle)."""
+        super().received(child, data)
+        if b"\n" not in data:
+            return
+        *lines, rest = bytes(child.output).split(b"\n")
+        child.output = bytearray(rest)
+        for line in lines:
+            answer = parse_line(line)  # the pipe is the child's own (the agent's fds 1 and 2 are elsewhere)
+            if answer.get("worker") != child.pid:  # written by a process the agent forked: not an answer
+                continue
+            now = time.monotonic()
+            done = answer.pop("done_at", None)  # when the child had it (one monotonic clock for the machine)
+            if isinstance(done, float) and child.since <= done < now:
+                now = done
+            answer["duration_ms"] = round((now - child.since) * 1000, 3)
+            child.restart = bool(answer.pop("restart", False))
+            child.stderr_at = int(answer.pop("stderr_at", child.stderr_at))
+            self.to_warm.update(m for m in answer.pop("modules", None) or () if isinstance(m, str))
+            if child.job is None:  # nothing was asked of it: a confused child is not trusted further
+                _kill(child.pid)
+                continue
+            self.batches.setdefault(child.job, []).append(answer)
+            child.answered += 1
+            if child.restart:
+                # its last answer: it exits now. Its end is not awaited (the end of its pipe): a process the
+                # agent forked and left running holds the pipe open, and the rest of the batch, or a queued
+                # one in its place, would wait for that process
+                _kill(child.pid)
+            child.since, child.deadline = now, now + self.timeout
+            if child.answered == len(child.bundles):
+                self.complete(child)
+
+    def complete(self, child: _Child) -> None:
+        """``child`` answered its whole ``check`` batch: hand it the next queued batch (or let it wait idle
+        for one), unless its last answer said ``restart`` (it exits), then report the finished batch."""
+        assert child.job is not None
+        done = child.job
+        child.job, child.bundles, child.answered, child.deadline = None, [], 0, math.inf
+        if not child.restart:
+            if self.queue:  # the next batch first: the worker goes on while the client reads this one
+                self.assign(child, *self.queue.popleft())
+            else:
+                self.idle.append(child)
+        self.send({"id": done, "kind": "batch", "verdicts": self.batches.pop(done)})
+        modules, self.to_warm = sorted(self.to_warm), set()
+        self.warm(modules)
+
+    def finish(self, child: _Child, *, timed_out: bool) -> None:
+        """Release ``child`` (:meth:`release`), then answer for its batch (:meth:`finish_batch`)."""
+        self.release(child)
+        if child in self.idle:
+            self.idle.remove(child)
+        self.finish_batch(child, timed_out=timed_out)
+
+    def finish_batch(self, child: _Child, *, timed_out: bool) -> None:
+        """A worker ended: the bundle it was replaying when it died or ran out of time gets a
+        ``crash`` / ``timeout`` answer; the rest of the batch goes to a fresh child; a complete batch is
+        reported as ``{"id", "kind": "batch", "verdicts": [...]}``."""
+        if child.job is None:  # its batch was reported whole (complete); it exited or died between batches
+            child.stderr.close()
+            return
+        rest = child.bundles[child.answered :]
+        answers = self.batches.setdefault(child.job, [])
+        if rest and not child.restart:  # not a deliberate exit: the current bundle is the culprit
+            if timed_out:
+                culprit: dict[str, Any] = {"kind": "timeout", "detail": None}
+            else:
+                line = _last_stderr_line(child.stderr, child.stderr_at)
+                culprit = {"kind": "crash", "detail": _death(line, child.status)}
+            culprit["duration_ms"] = round((time.monotonic() - child.since) * 1000, 3)
+            answers.append(culprit)
+            rest = rest[1:]
+        child.stderr.close()
+        if not rest:
+            self.send({"id": child.job, "kind": "batch", "verdicts": self.batches.pop(child.job)})
+        modules, self.to_warm = sorted(self.to_warm), set()
+        self.warm(modules)
+        if rest:
+            self.dispatch(child.job, rest)
+
+    def drain(self, child: _Child) -> bool:
+        """Read what ``child`` wrote and this loop did not read yet, before it is judged out of time: while
+        the zygote was busy (preloading a slow import, :meth:`warm`), an answer given in time waited in
+        the pipe. Reads at most :data:`_DRAIN_READS` times (a child that never stops writing is still
+        judged). Returns False when ``child`` ended meanwhile (it is finished here, not timed out)."""
+        poll = select.poll()
+        poll.register(child.result_fd, select.POLLIN)
+        for _ in range(_DRAIN_READS):
+            if not poll.poll(0):
+                break
+            data = os.read(child.result_fd, 65536)
+            if not data:
+                self.finish(child, timed_out=False)
+                return False
+            self.received(child, data)
+        return True
+
+    def pump(self) -> None:
+        """Start queued batches while the worker cap allows (a worker ended, or is idle)."""
+        while self.queue and (self.idle or self.cap is None or len(self.children) < self.cap):
+            self.dispatch(*self.queue.popleft())
+
+    def _gather_for(self, now: float) -> float:
+        """How long to let verdict lines gather: :data:`_GATHER`, or less when a batch's last verdict is
+        due sooner (at the pace of its verdicts so far), so the batch is reported without waiting."""
+        wait = _GATHER
+        for child in self.children.values():
+            if child.job is None or not child.answered:
+                continue
+            pace = (child.since - child.batch_start) / child.answered
+            remaining = len(child.bundles) - child.answered
+            wait = min(wait, child.since + remaining * pace - now)
+        return max(0.0, wait)
+
+    def gathers(self, child: _Child) -> bool:
+        """Gather while ``child`` replays; not when it waits for its next batch."""
+        return child.job is not None
+
+    def expire(self, child: _Child, now: float) -> None:
+        """Judge ``child`` out of time only after reading what it wrote in time (:meth:`drain`)."""
+        if self.drain(child) and child.deadline <= now:
+            self.finish(child, timed_out=True)
+
+    def settle(self, now: float, gather: bool) -> None:
+        """Start queued batches, then let verdict lines gather (a job from the client ends the wait: a
+        worker may be waiting for it)."""
+        self.pump()
+        if gather:
+            select.select([self.proto_in], [], [], self._gather_for(now))
