@@ -208,3 +208,16 @@ def test_a_worker_that_leaves_a_forked_process_behind_does_not_stall_the_queue(
     assert [v.verdict for v in result.verdicts] == [expected[b] for b in chosen]
     assert all(v.worker for v in result.verdicts), result.verdicts  # answered by the zygote's workers
     _wait_gone(int((work / "helper.pid").read_text()))  # killed with its worker's process group
+
+
+def test_a_replay_in_a_fresh_process_that_leaves_a_forked_process_behind_is_not_a_timeout(
+    small, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # where the zygote cannot run: the helper the agent forked held the replay's pipes open, so a replay
+    # done in milliseconds was reported as a timeout, and the helper ran on after the check
+    monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
+    work, bundles, expected = small
+    result = check_corpus(bundles, "queued:spawner", jobs=1, timeout=20.0, import_root=work)
+    assert [v.verdict for v in result.verdicts] == [expected[b] for b in bundles], result.verdicts
+    assert not any(v.worker for v in result.verdicts)  # each in a fresh process, not a zygote's worker
+    _wait_gone(int((work / "helper.pid").read_text()))  # killed with its replay's process group

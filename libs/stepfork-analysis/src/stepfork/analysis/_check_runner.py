@@ -18,8 +18,11 @@ import atexit
 import contextlib
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any
@@ -68,7 +71,7 @@ class CheckRunner:
         self._ready: bool | None = None
         self._closed = False  # closed (Ctrl-C, the end of the check): no replay starts any more
         # replays running in fresh processes (where the zygote cannot run), killed by close()
-        self._procs: set[subprocess.Popen[str]] = set()
+        self._procs: set[subprocess.Popen[bytes]] = set()
         self._procs_lock = threading.Lock()  # not _lock: that one is held while the zygote starts
         self._outstanding = 0  # bundles sent to the zygote and not answered yet (batches may queue there)
         workers = config.get("workers")
@@ -140,33 +143,39 @@ class CheckRunner:
         return verdict
 
     def _run_in_subprocess(self, bundle: str) -> dict[str, Any]:
-        with self._procs_lock:  # close() kills what is registered here; nothing starts after it
-            if self._closed:
-                return _stopped()
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "stepfork.analysis._check_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                cwd=self.config.get("import_root"),
-            )
-            self._procs.add(proc)
-        try:
+        # Output goes to files, not pipes, and the replay gets a process group of its own: a process the
+        # agent forked and left running would hold pipes open (the replay then looked like a timeout), and
+        # is killed with the group when the replay ends, as the zygote kills a worker's (_zygote._kill).
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            with self._procs_lock:  # close() kills what is registered here; nothing starts after it
+                if self._closed:
+                    return _stopped()
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "stepfork.analysis._check_worker"],
+                    stdin=subprocess.PIPE,
+                    stdout=out,
+                    stderr=err,
+                    cwd=self.config.get("import_root"),
+                    start_new_session=True,
+                )
+                self._procs.add(proc)
             try:
-                stdout, stderr = proc.communicate(json.dumps({**self.config, "bundle": bundle}), self.timeout)
-            except subprocess.TimeoutExpired:
-                # as subprocess.run: kill and reap it, not read its pipes to their end (a process the
-                # agent forked may hold them open)
-                proc.kill()
+                assert proc.stdin is not None
+                with contextlib.suppress(OSError):  # it died at once: its exit status tells
+                    proc.stdin.write(json.dumps({**self.config, "bundle": bundle}).encode())
+                    proc.stdin.close()
+                ended = _ended_within(proc, self.timeout)
+            finally:
+                _kill_group(proc)
                 proc.wait()
-                for stream in (proc.stdout, proc.stderr):
-                    if stream is not None:
-                        stream.close()
+                with self._procs_lock:
+                    self._procs.discard(proc)
+            if not ended:
                 return _from_zygote({"kind": "timeout"}, self.timeout)
-        finally:
-            with self._procs_lock:
-                self._procs.discard(proc)
+            out.seek(0)
+            err.seek(0)
+            stdout = out.read().decode("utf-8", "replace")
+            stderr = err.read().decode("utf-8", "replace")
         if self._closed:  # killed by close() (Ctrl-C): no verdict of this replay
             return _stopped()
         lines = [line for line in stdout.splitlines() if line.startswith(VERDICT_LINE)]
@@ -187,11 +196,40 @@ class CheckRunner:
         with self._procs_lock:
             self._closed = True
             running = list(self._procs)
-        for proc in running:  # its thread reaps it (communicate) and answers _stopped()
-            with contextlib.suppress(OSError):
-                proc.kill()
+        for proc in running:  # its thread reaps it and answers _stopped()
+            _kill_group(proc)
         if self._zygote is not None:
             self._zygote.close()
+
+
+def _ended_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether ``proc`` ended within ``timeout`` seconds. Where Linux gives a process descriptor, it is
+    waited for without being reaped: its process group then stays its own until :func:`_kill_group` (no
+    other process can take that number meanwhile)."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        with contextlib.suppress(OSError):  # no pidfd (an old kernel): wait as Popen does
+            descriptor = pidfd_open(proc.pid)
+            try:
+                return bool(select.select([descriptor], [], [], timeout)[0])
+            finally:
+                os.close(descriptor)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group of ``proc`` (its own: ``start_new_session``): the replay, and what the
+    agent forked and left running in it, which would hold the replay's files and run on; then ``proc``."""
+    killpg = getattr(os, "killpg", None)  # POSIX; elsewhere the process alone
+    if killpg is not None:
+        with contextlib.suppress(OSError):  # the group is gone already
+            killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
 
 
 _RUNNERS: dict[str, CheckRunner] = {}
