@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -92,8 +93,12 @@ def test_a_bundle_with_no_events_is_an_invalid_step_not_an_internal_error(
     recorded: Path, tmp_path: Path
 ) -> None:
     # found by the reliability soak: events.jsonl truncated to nothing still loads (0 events); with its
-    # integrity.json written again, so that the integrity refusal does not answer first
+    # manifest's count of events and its integrity.json written again, so that neither refusal of a damaged
+    # bundle answers first (tests/trace/test_verified_loading.py)
     (recorded / "events.jsonl").write_bytes(b"")
+    manifest = json.loads((recorded / "manifest.json").read_text())
+    manifest["totals"] = {**manifest["totals"], "events": 0, "llm_calls": 0, "tool_calls": 0}
+    (recorded / "manifest.json").write_text(json.dumps(manifest))
     write_integrity(recorded)
     with pytest.raises(ForkError) as info:
         fork(recorded, step=0, entrypoint=agent, output=tmp_path / "f.sftrace")

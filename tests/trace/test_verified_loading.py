@@ -45,6 +45,28 @@ def test_a_legacy_bundle_without_integrity_json_loads(golden_copy: Callable[...,
     assert load_verified_trace(bundle).events
 
 
+@pytest.mark.parametrize("kept", [1, 3])
+def test_a_legacy_bundle_cut_at_a_line_boundary_is_refused(
+    golden_copy: Callable[..., Path], kept: int
+) -> None:
+    # without integrity.json, a finished run's events.jsonl cut between two lines is still whole JSON lines:
+    # replayed, it diverged (the agent's call found nothing recorded) instead of being refused as damaged
+    bundle = golden_copy("successful_run")
+    (bundle / "integrity.json").unlink()
+    events = bundle / "events.jsonl"
+    lines = events.read_bytes().splitlines(keepends=True)
+    events.write_bytes(b"".join(lines[:kept]))
+    before = events.read_bytes()
+    with pytest.raises(TraceIntegrityError) as info:
+        load_verified_trace(bundle)
+    assert (info.value.code, info.value.path) == ("event_count_mismatch", str(events))
+    assert str(info.value) == (
+        f"{bundle}: events.jsonl holds {kept} event(s) but manifest.json counts {len(lines)} (totals.events) "
+        f"for a finished run: the bundle was cut or edited and is refused; run `stepfork validate {bundle}`"
+    )
+    assert events.read_bytes() == before  # never repaired
+
+
 def test_a_path_that_is_not_a_bundle_gets_the_loaders_error(tmp_path: Path) -> None:
     with pytest.raises(TraceStorageError) as info:
         load_verified_trace(tmp_path / "absent.sftrace")

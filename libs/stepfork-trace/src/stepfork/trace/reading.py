@@ -228,9 +228,24 @@ def check_integrity(path: str | os.PathLike[str]) -> None:
 
 def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
     """:func:`check_integrity`, then :func:`load_trace`: the loader of every command that replays or
-    rewrites a bundle. Raises TraceIntegrityError (a TraceStorageError) first, then as :func:`load_trace`."""
+    rewrites a bundle. Raises TraceIntegrityError (a TraceStorageError) first, then as :func:`load_trace`,
+    then TraceIntegrityError ``event_count_mismatch`` for a finished run (completed or failed) whose
+    events.jsonl does not hold the number of events its manifest counts (``totals.events``): a bundle
+    without integrity.json (written before it, or by another tool) cut at a line boundary, which would
+    otherwise replay as a divergence of the agent (``exhausted``) instead of being refused as damaged."""
     check_integrity(path)
-    return load_trace(path)
+    trace = load_trace(path)
+    if trace.status != RunStatus.RUNNING and trace.totals.events != len(trace.events):
+        bundle = url_of(path) or str(path)
+        raise TraceIntegrityError(
+            f"{bundle}: events.jsonl holds {len(trace.events)} event(s) but manifest.json counts "
+            f"{trace.totals.events} (totals.events) for a finished run: the bundle was cut or edited and is "
+            f"refused; run `stepfork validate {bundle}`",
+            code="event_count_mismatch",
+            path=str(Path(str(path)) / EVENTS_FILE) if url_of(path) is None else bundle,
+            bundle=bundle,
+        )
+    return trace
 
 
 def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> tuple[Trace, int | None]:
