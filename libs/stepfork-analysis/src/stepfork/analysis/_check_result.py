@@ -66,7 +66,8 @@ class BundleVerdict:
         host: ``hostname:pid`` of the process that ran the task (the batch holding this bundle).
         worker: pid of the worker process that replayed it (forked from the zygote; one worker replays
             many bundles until a replay changes the agent's state; docs/check.md "Isolation"), None when
-            it ran in a fresh subprocess.
+            it ran in a fresh subprocess or no worker answered for it (a timeout or a crash, which the zygote
+            answers).
     """
 
     bundle: str
