@@ -117,14 +117,13 @@ class CheckRunner:
                 with self._lock:
                     self._outstanding -= len(bundles)
         verdicts = []
+        slots = self._slots or contextlib.nullcontext()
         for bundle in bundles:  # where the zygote cannot run: a fresh process per bundle
             if self._closed:  # stopped (Ctrl-C): the zygote's end is not a reason to replay elsewhere
                 verdicts.append(_stopped())
-            elif self._slots is None:
+                continue
+            with slots:  # closed while waiting here: _run_in_subprocess answers _stopped()
                 verdicts.append(self._timed_subprocess(bundle))
-            else:
-                with self._slots:
-                    verdicts.append(self._stopped_or_replayed(bundle))
         return verdicts
 
     def _from_batch(self, answer: dict[str, Any]) -> dict[str, Any]:
@@ -132,9 +131,6 @@ class CheckRunner:
         verdict = _from_zygote(answer, self.timeout)
         verdict["duration_ms"] = duration
         return verdict
-
-    def _stopped_or_replayed(self, bundle: str) -> dict[str, Any]:
-        return _stopped() if self._closed else self._timed_subprocess(bundle)  # closed while waiting
 
     def _timed_subprocess(self, bundle: str) -> dict[str, Any]:
         start = time.perf_counter()
