@@ -294,29 +294,7 @@ class _Zygote:
                 message = {"kind": "crash", "detail": _death(_last_stderr_line(child.stderr), child.status)}
         message["id"] = child.job
         child.stderr.close()
-        modules = message.pop("modules", None)
         self.send(message)
-        if isinstance(modules, list):
-            self.warm(modules)
-
-    def warm(self, modules: list[Any]) -> None:
-        """Import the modules a replay imported lazily (``check`` only), so the next children start with
-        them: an SDK imports most of itself on the first request, which each fresh child would pay again
-        (0.7 s per replay for the OpenAI example). Only modules the agent's own code imported are named,
-        and importing is what the zygote already does for the entrypoint. Raises :class:`_Threaded` when an
-        import started a thread: forking is no longer safe."""
-        import importlib
-
-        fresh = [m for m in modules if isinstance(m, str) and m not in sys.modules and m != "__main__"]
-        for name in fresh:
-            with contextlib.suppress(Exception):  # not importable on its own (a dynamic module): skip
-                importlib.import_module(name)
-        if fresh:
-            if threading.active_count() > 1:
-                raise _Threaded()
-            _resolve_agent_modules(self.config)
-            gc.collect()
-            gc.freeze()
 
     def gathers(self, child: _Child) -> bool:
         """Whether to let more output gather after reading ``child``'s (``check``); no for an attempt."""
