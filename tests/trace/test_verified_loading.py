@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -65,6 +66,22 @@ def test_a_legacy_bundle_cut_at_a_line_boundary_is_refused(
         f"for a finished run: the bundle was cut or edited and is refused; run `stepfork validate {bundle}`"
     )
     assert events.read_bytes() == before  # never repaired
+
+
+@pytest.mark.parametrize("drop", ["totals", "events"])
+def test_a_legacy_manifest_that_counts_no_events_is_not_checked_against_them(
+    golden_copy: Callable[..., Path], drop: str
+) -> None:
+    # totals (and each count in it) may be left out of a manifest: nothing to compare, the bundle loads
+    bundle = golden_copy("successful_run")
+    (bundle / "integrity.json").unlink()
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    if drop == "totals":
+        del manifest["totals"]
+    else:
+        del manifest["totals"]["events"]
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    assert load_verified_trace(bundle).events
 
 
 def test_a_path_that_is_not_a_bundle_gets_the_loaders_error(tmp_path: Path) -> None:

@@ -230,12 +230,14 @@ def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
     """:func:`check_integrity`, then :func:`load_trace`: the loader of every command that replays or
     rewrites a bundle. Raises TraceIntegrityError (a TraceStorageError) first, then as :func:`load_trace`,
     then TraceIntegrityError ``event_count_mismatch`` for a finished run (completed or failed) whose
-    events.jsonl does not hold the number of events its manifest counts (``totals.events``): a bundle
-    without integrity.json (written before it, or by another tool) cut at a line boundary, which would
-    otherwise replay as a divergence of the agent (``exhausted``) instead of being refused as damaged."""
+    events.jsonl does not hold the number of events its manifest counts (``totals.events``, when given):
+    a bundle without integrity.json (written before it, or by another tool) cut at a line boundary, which
+    would otherwise replay as a divergence of the agent (``exhausted``) instead of being refused as
+    damaged."""
     check_integrity(path)
     trace = load_trace(path)
-    if trace.status != RunStatus.RUNNING and trace.totals.events != len(trace.events):
+    counted = "events" in trace.totals.model_fields_set  # a manifest may leave its totals out (notes 1.2)
+    if counted and trace.status != RunStatus.RUNNING and trace.totals.events != len(trace.events):
         bundle = url_of(path) or str(path)
         raise TraceIntegrityError(
             f"{bundle}: events.jsonl holds {len(trace.events)} event(s) but manifest.json counts "
