@@ -13,7 +13,14 @@ from hypothesis import given, settings
 sys.path.insert(0, str(Path(__file__).parent))  # the shared strategies (importlib import mode)
 from json_strategies import json_values, same
 
-from stepfork.trace.canonical import canonical_json, canonical_twin, compact_json, fingerprint, loads_json
+from stepfork.trace.canonical import (
+    canonical_json,
+    canonical_of_fingerprint,
+    canonical_twin,
+    compact_json,
+    fingerprint,
+    loads_json,
+)
 
 
 def rule(value: object, *, sort_keys: bool = True) -> bytes:
@@ -38,6 +45,44 @@ def test_canonical_twin_proves_equal_canonical_bytes_or_says_nothing(value, othe
         twin = canonical_twin(a, b)
         if twin is not None:
             assert twin == rule(a) == rule(b)
+
+
+@settings(max_examples=300)
+@given(json_values, json_values)
+def test_a_fingerprint_proves_canonical_bytes_without_a_float_check_or_says_nothing(value, other):
+    # replay's check of stored fingerprints (stepfork.replay.matching): orjson's bytes count only when they
+    # hash to the fingerprint of the exact rule's bytes
+    for a, b in ((value, other), (value, value), (value, json.loads(json.dumps(value)))):
+        stored = hashlib.sha256(rule(b)).hexdigest()
+        twin = canonical_twin(a, b, stored)
+        if twin is not None:
+            assert twin == rule(a) == rule(b)
+        if rule(a) == rule(b) and twin is None:  # only orjson's own limits leave it unproven
+            assert orjson_differs(a)
+        assert canonical_twin(a, b, "0" * 64) is None  # a fingerprint nothing hashes to proves nothing
+    proven = canonical_of_fingerprint(value, hashlib.sha256(rule(value)).hexdigest())
+    assert proven is None or proven == rule(value)
+    assert (proven is None) == orjson_differs(value)
+    assert canonical_of_fingerprint(value, hashlib.sha256(rule(value) + b" ").hexdigest()) is None
+
+
+def orjson_differs(value: object) -> bool:
+    """True when orjson's sorted encoding is not the exact rule's (some floats) or orjson refuses it."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS) != rule(value)
+    except orjson.JSONEncodeError:
+        return True
+
+
+def test_a_fingerprint_decides_where_the_byte_rule_alone_cannot():
+    stored = fingerprint({"t": 1e-05})  # orjson writes 1e-5, the rule 1e-05: its bytes do not hash to it
+    assert canonical_twin({"t": 1e-05}, {"t": 1e-05}, stored) is None
+    assert canonical_of_fingerprint({"t": 1e-05}, stored) is None
+    stored = fingerprint({"t": 0.5, "a": [1, "x"]})
+    proven = canonical_twin({"a": [1, "x"], "t": 0.5}, {"t": 0.5, "a": [1, "x"]}, stored)
+    assert proven == b'{"a":[1,"x"],"t":0.5}'
+    assert canonical_of_fingerprint({"t": 0.5, "a": [1, "x"]}, stored) == b'{"a":[1,"x"],"t":0.5}'
+    assert canonical_twin({"a": [1, "x"], "t": 0.5}, {"a": [1, "x"], "t": 0.25}, stored) is None
 
 
 def test_canonical_twin_examples():

@@ -34,7 +34,7 @@ from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.plan import RecordedCall
 from stepfork.replay.volatile import looks_volatile, volatile_hint
 from stepfork.trace.boundary import BoundaryCall
-from stepfork.trace.canonical import canonical_json, canonical_twin
+from stepfork.trace.canonical import canonical_json, canonical_of_fingerprint, canonical_twin
 from stepfork.trace.jsonable import take_plain_facts
 from stepfork.trace.redaction import redact_json
 
@@ -339,10 +339,14 @@ def check_input(
     """
     if compare and _same_plain_input(expected, live):
         return []
-    if compare and live.plain_bytes is None:  # a live input from elsewhere (the HTTP capture parses JSON)
-        same = canonical_twin(live.raw, expected.input)
-        if same is not None and (expected.input_hash is None or _sha(same) == expected.input_hash):
-            return []  # else the full check below decides and explains
+    # a live input from elsewhere (the HTTP capture parses JSON): proven by the stored fingerprint when
+    # there is one (no float check), else by the byte rule; None: the full check below decides and explains
+    if (
+        compare
+        and live.plain_bytes is None
+        and canonical_twin(live.raw, expected.input, expected.input_hash) is not None
+    ):
+        return []
     expected_bytes = cursor.recorded_input_bytes(expected)
     if expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
         diagnostic = build_diagnostic(expected, call, live, expected_bytes=expected_bytes)
@@ -421,6 +425,10 @@ def check_outcome(
         )
     if expected.output_hash is None:
         return None
+    data = canonical_of_fingerprint(expected.output, expected.output_hash)
+    if data is not None:
+        return data
+    # not proven by orjson's bytes (a float it writes otherwise, a big int, or a changed output): the rule
     data = canonical_json(expected.output, assume_json=True)
     if _sha(data) != expected.output_hash:
         raise _mismatch(

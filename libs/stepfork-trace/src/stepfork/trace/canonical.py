@@ -29,6 +29,7 @@ __all__ = [
     "CANONICAL_JSON_PROFILE",
     "MAX_JSON_DEPTH",
     "canonical_json",
+    "canonical_of_fingerprint",
     "canonical_twin",
     "compact_json",
     "fingerprint",
@@ -213,27 +214,51 @@ def canonical_json(value: Any, *, assume_json: bool = False) -> bytes:
     return _encode(value, _SORTED, assume_json)
 
 
-def canonical_twin(value: Any, other: Any) -> bytes | None:
+def canonical_twin(value: Any, other: Any, fingerprint: str | None = None) -> bytes | None:
     """The canonical bytes of ``value`` when ``other`` has the very same ones, proven with one float check
-    for both (replay compares a live input with the recorded one this way).
+    for both, or by ``fingerprint`` (replay compares a live input with the recorded one this way).
 
     Args:
         value, other: plain JSON, as :func:`canonical_json` takes with ``assume_json=True``.
+        fingerprint: the stored SHA-256 (hex) of ``other``'s canonical bytes, or None. When given, bytes
+            that hash to it *are* those canonical bytes (SHA-256 is collision resistant), so orjson's
+            encoding needs no float check, and the result also proves the fingerprint valid for ``other``.
 
     Returns:
         ``canonical_json(value)``, which is also ``canonical_json(other)``; or None when orjson writes the
-        two differently, refuses one, or writes a float the exact rule may write otherwise: None only
-        means "not proven here", and the caller compares with :func:`canonical_json`. Never raises.
+        two differently, refuses one, writes a float the exact rule may write otherwise (no
+        ``fingerprint``) or their bytes do not hash to ``fingerprint``: None only means "not proven
+        here", and the caller compares with :func:`canonical_json`. Never raises.
     """
     try:
         out = orjson.dumps(value, option=_SORTED, default=_refuse)
         twin = orjson.dumps(other, option=_SORTED, default=_refuse)
     except (orjson.JSONEncodeError, TypeError):
         return None
+    if out != twin:
+        return None
+    if fingerprint is not None:
+        return out if hashlib.sha256(out).hexdigest() == fingerprint else None
     # equal bytes hold the same floats: when the check passes for one it passes for both
-    if out != twin or _ORJSON_ZERO_RUN.search(out) or _ORJSON_SMALL_FLOAT.search(out):
+    if _ORJSON_ZERO_RUN.search(out) or _ORJSON_SMALL_FLOAT.search(out):
         return None
     return out
+
+
+def canonical_of_fingerprint(value: Any, fingerprint: str) -> bytes | None:
+    """The canonical bytes of ``value`` when they hash to ``fingerprint`` (a stored SHA-256, hex), else
+    None (never raises).
+
+    Replay's check of a stored output fingerprint: orjson's sorted encoding differs from the exact rule
+    only for some floats (``1e-05``, ``1e16``) and refuses ints past 64 bits; when it hashes to the stored
+    fingerprint of the canonical bytes it *is* those bytes (SHA-256 is collision resistant), with no float
+    check. None means "not proven here": hash :func:`canonical_json` to decide.
+    """
+    try:
+        out = orjson.dumps(value, option=_SORTED, default=_refuse)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+    return out if hashlib.sha256(out).hexdigest() == fingerprint else None
 
 
 def compact_json(value: Any, *, assume_json: bool = False) -> bytes:
