@@ -89,6 +89,7 @@ class _ZygoteClient:
         self._ready: Future[bool] = Future()
         self._ids = itertools.count()
         self._broken = False
+        self.refusal: dict[str, Any] = {}  # the zygote's {"ready": false, ...} line, when it refused
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "stepfork.analysis._zygote"],
             stdin=subprocess.PIPE,
@@ -115,6 +116,8 @@ class _ZygoteClient:
             for raw in stdout:
                 message = parse_line(raw)
                 if "ready" in message:
+                    if not message["ready"]:
+                        self.refusal = message
                     self._ready.set_result(bool(message["ready"]))
                     continue
                 with self._lock:

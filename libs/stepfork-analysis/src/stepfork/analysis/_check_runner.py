@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from stepfork.analysis._attempts import _GRACE, FORCE_SUBPROCESS_ENV, _ZygoteBroken, _ZygoteClient
-from stepfork.analysis._check_worker import VERDICT_LINE, could_not_execute
+from stepfork.analysis._check_worker import UNRESOLVABLE, VERDICT_LINE, could_not_execute
 from stepfork.analysis._zygote import died
 
 __all__ = ["CheckRunner", "check_batch", "check_bundle", "close_runner", "close_runners"]
@@ -74,6 +74,9 @@ class CheckRunner:
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._procs_lock = threading.Lock()  # not _lock: that one is held while the zygote starts
         self._outstanding = 0  # bundles sent to the zygote and not answered yet (batches may queue there)
+        # the verdict of every bundle once this process knows the entrypoint cannot be resolved here (the
+        # zygote's import, or a fresh process's, failed): given at once, no bundle read or replayed
+        self._unresolvable: dict[str, Any] | None = None
         workers = config.get("workers")
         # where the zygote cannot run, `workers` subprocesses at once (more tasks than that may be running)
         self._slots: threading.BoundedSemaphore | None = None
@@ -92,6 +95,7 @@ class CheckRunner:
                 # the entrypoint's import gets at least a minute, whatever the per-replay timeout
                 self._ready = self._zygote.wait_ready(max(self.timeout, 60.0))
                 if not self._ready:
+                    self._learn(self._zygote.refusal.get("verdict"))
                     self._zygote.close()
             return self._zygote if self._ready else None
 
@@ -100,6 +104,8 @@ class CheckRunner:
         ``_check_worker.verdict_of``, plus ``duration_ms``: wall time of that bundle's replay in its worker,
         milliseconds)."""
         zygote = self._usable_zygote()
+        if self._unresolvable is not None:
+            return [self._known_unresolvable() for _ in bundles]
         if zygote is not None:
             with self._lock:
                 self._outstanding += len(bundles)
@@ -110,6 +116,8 @@ class CheckRunner:
                 answer = zygote.run(list(bundles), wait)
                 verdicts = answer["verdicts"]
                 if len(verdicts) == len(bundles):
+                    for verdict in verdicts:
+                        self._learn(verdict)
                     return [self._from_batch(v) for v in verdicts]
             except _ZygoteBroken:
                 pass
@@ -123,8 +131,22 @@ class CheckRunner:
                 verdicts.append(_stopped())
                 continue
             with slots:  # closed while waiting here: _run_in_subprocess answers _stopped()
+                if self._unresolvable is not None:  # another replay learned it meanwhile
+                    verdicts.append(self._known_unresolvable())
+                    continue
                 verdicts.append(self._timed_subprocess(bundle))
+            self._learn(verdicts[-1])
         return verdicts
+
+    def _learn(self, verdict: Any) -> None:
+        """Remember ``verdict`` when it says the entrypoint cannot be resolved in this process's replays
+        (:data:`._check_worker.UNRESOLVABLE`): every later bundle gets it without a replay."""
+        if isinstance(verdict, dict) and verdict.get(UNRESOLVABLE) and self._unresolvable is None:
+            self._unresolvable = {k: v for k, v in verdict.items() if k not in ("duration_ms", "worker")}
+
+    def _known_unresolvable(self) -> dict[str, Any]:
+        assert self._unresolvable is not None
+        return {**self._unresolvable, "duration_ms": 0.0}
 
     def _from_batch(self, answer: dict[str, Any]) -> dict[str, Any]:
         duration = answer.pop("duration_ms", None)

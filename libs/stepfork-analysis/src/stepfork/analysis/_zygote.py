@@ -20,6 +20,7 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
 
     in   {"entrypoint", "mode", "import_root", "expected", "has_expected", "timeout"}  first line
     out  {"ready": true} | {"ready": false, "reason": "..."}                           once
+         (check, an entrypoint that cannot be resolved: also "verdict", every bundle's, and the zygote exits)
     in   {"id": N, "bundle": PATH}                                                      per attempt
     out  {"id": N, "kind": "...", "detail": ..., ...}  (Signature.to_json() + id)     each, any order
 
@@ -403,8 +404,17 @@ def main() -> None:
         import stepfork.analysis.behavior
         import stepfork.analysis.minimize  # noqa: F401
 
-    with contextlib.suppress(Exception):  # a child resolves again and reports the setup error as before
+    try:
         resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
+    except Exception as exc:  # minimize: a child resolves again and reports the setup error as before
+        if config.get("task") == "check":  # check: no bundle can be replayed here; say why, once
+            from stepfork.analysis._check_worker import entrypoint_unresolvable
+            from stepfork.replay import EntrypointError
+
+            if isinstance(exc, EntrypointError):
+                verdict = entrypoint_unresolvable(exc)
+                zygote.send({"ready": False, "reason": verdict["detail"], "verdict": verdict})
+                return
     if config.get("task") == "check" and config.get("warm_bundle"):
         # `check --warm`: one replay here first, so every child starts with the caches an SDK builds on its
         # first request (docs/check.md "Warm start"); its verdict is not used, the children replay it again

@@ -193,6 +193,18 @@ def task_config(
     }
 
 
+def _raise_unresolvable(entrypoint: str, answer: dict[str, Any], *, remote: bool) -> None:
+    """Raise the ``EntrypointError`` of :func:`check_corpus` from a verdict saying the entrypoint cannot be
+    resolved (``remote``: a caller's executor, so the message names the process that said so)."""
+    from stepfork.analysis._check_worker import UNRESOLVABLE
+    from stepfork.replay import EntrypointError
+
+    detail = str(answer.get("detail") or "")
+    if remote and answer.get("host"):
+        detail += f" (in the process that replays, {answer['host']})"
+    raise EntrypointError(detail, code=str(answer[UNRESOLVABLE]), spec=entrypoint)
+
+
 def check_corpus(
     corpus: str | os.PathLike[str] | Iterable[str],
     entrypoint: str,
@@ -239,9 +251,18 @@ def check_corpus(
 
     Raises:
         CorpusError: the corpus names no bundle. ValueError: ``jobs`` or ``batch_size`` < 1, ``timeout`` <= 0,
-        or an unknown ``isolation``.
+        or an unknown ``isolation``. EntrypointError (``stepfork.replay``, a ValueError; ``code``
+        ``import_failed``, ``missing_attribute``, ``not_callable`` or ``bad_form``, ``spec`` the
+        entrypoint): no process that replays could resolve the entrypoint, so no bundle was replayed. Each
+        such process learns it once (its zygote's import, or the first replay in a fresh process) and
+        answers its other bundles at once, so this comes after one import, not a replay per bundle. The
+        entrypoint is never imported in this process (a Dask cluster's workers may import what this
+        process cannot); where only some processes cannot resolve it (a Dask worker without the agent's
+        code), their bundles are ``COULD NOT EXECUTE`` with reason ``entrypoint_unresolvable`` and the
+        others are checked (docs/decisions.md).
     """
     from stepfork.analysis._check_runner import check_batch, close_runner
+    from stepfork.analysis._check_worker import UNRESOLVABLE
 
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
@@ -267,7 +288,9 @@ def check_corpus(
     if on_start is not None:
         on_start(len(bundles))
     start = time.perf_counter()
+    local = executor is None
     results: dict[int, BundleVerdict] = {}
+    unresolvable: list[dict[str, Any]] = []  # answers saying the entrypoint cannot be resolved there
     with ExitStack() as stack:
         if executor is None:
             # twice `jobs` batches asked at once: a worker that ends one finds the next waiting in the zygote
@@ -288,6 +311,8 @@ def check_corpus(
         try:
             for future in as_completed(futures):
                 for index, answer in zip(futures[future], future.result(), strict=True):
+                    if answer.get(UNRESOLVABLE):
+                        unresolvable.append(answer)
                     verdict = BundleVerdict.from_json(answer)
                     results[index] = verdict
                     if on_result is not None:
@@ -296,6 +321,8 @@ def check_corpus(
             for future in futures:
                 future.cancel()
             raise
+    if len(unresolvable) == len(bundles):  # nothing was replayed anywhere: bad input, not a verdict
+        _raise_unresolvable(entrypoint, unresolvable[0], remote=not local)
     wall_ms = (time.perf_counter() - start) * 1000
     return CheckResult(
         corpus=os.fspath(corpus) if isinstance(corpus, (str, os.PathLike)) else f"{len(bundles)} bundles",
