@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from stepfork.analysis._attempts import _GRACE, FORCE_SUBPROCESS_ENV, _ZygoteBroken, _ZygoteClient
@@ -99,13 +100,25 @@ class CheckRunner:
                     self._zygote.close()
             return self._zygote if self._ready else None
 
-    def run(self, bundles: list[str]) -> list[dict[str, Any]]:
+    def run(
+        self, bundles: list[str], on_verdict: Callable[[int, dict[str, Any]], None] | None = None
+    ) -> list[dict[str, Any]]:
         """Replay ``bundles`` (paths or URLs) and return their verdicts in order (the form of
         ``_check_worker.verdict_of``, plus ``duration_ms``: wall time of that bundle's replay in its worker,
-        milliseconds)."""
+        milliseconds). ``on_verdict(position, verdict)``: called with each verdict as it comes, before the
+        batch ends (from a thread of this runner: the zygote client's reader, or the caller's); with the
+        zygote, only when the configuration has ``"progress": true`` (it then sends verdicts ahead)."""
         zygote = self._usable_zygote()
         if self._unresolvable is not None:
             return [self._known_unresolvable() for _ in bundles]
+        got: list[dict[str, Any]] = []  # verdicts the zygote sent ahead of the batch's answer
+
+        def part(answers: list[Any]) -> None:
+            for answer in answers:
+                got.append(self._from_batch(dict(answer)))
+                if on_verdict is not None:
+                    on_verdict(len(got) - 1, got[-1])
+
         if zygote is not None:
             with self._lock:
                 self._outstanding += len(bundles)
@@ -113,7 +126,7 @@ class CheckRunner:
                 # it, one after another at worst, bounds when its answer is due
                 wait = self.timeout * self._outstanding + _GRACE
             try:
-                answer = zygote.run(list(bundles), wait)
+                answer = zygote.run(list(bundles), wait, part)
                 verdicts = answer["verdicts"]
                 if len(verdicts) == len(bundles):
                     for verdict in verdicts:
@@ -124,9 +137,9 @@ class CheckRunner:
             finally:
                 with self._lock:
                     self._outstanding -= len(bundles)
-        verdicts = []
+        verdicts = list(got)  # told already: kept, the rest replayed here
         slots = self._slots or contextlib.nullcontext()
-        for bundle in bundles:  # where the zygote cannot run: a fresh process per bundle
+        for bundle in bundles[len(got) :]:  # where the zygote cannot run: a fresh process per bundle
             if self._closed:  # stopped (Ctrl-C): the zygote's end is not a reason to replay elsewhere
                 verdicts.append(_stopped())
                 continue
@@ -136,6 +149,8 @@ class CheckRunner:
                     continue
                 verdicts.append(self._timed_subprocess(bundle))
             self._learn(verdicts[-1])
+            if on_verdict is not None:
+                on_verdict(len(verdicts) - 1, verdicts[-1])
         return verdicts
 
     def _learn(self, verdict: Any) -> None:
@@ -283,13 +298,22 @@ def close_runners() -> None:
         runner.close()
 
 
-def check_batch(bundles: list[str], config: dict[str, Any]) -> list[dict[str, Any]]:
+def check_batch(
+    bundles: list[str],
+    config: dict[str, Any],
+    on_verdict: Callable[[int, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     """The task of ``stepfork check``: replay a batch of bundles with ``config`` and return their verdicts.
 
     Args:
         bundles: bundle paths or URLs, as listed in the corpus.
         config: JSON: ``entrypoint``, ``import_root``, ``ordering``, ``raise_as``, ``timeout`` (seconds per
-            bundle), ``isolation`` (``worker`` or ``bundle``), ``warm_bundle``.
+            bundle), ``isolation`` (``worker`` or ``bundle``), ``warm_bundle``; ``progress`` (true: the
+            zygote sends verdicts as they come, for ``on_verdict``).
+        on_verdict: called with ``(position in bundles, verdict)`` as each verdict comes, from another
+            thread, before this returns (a progress bar in the process that runs the task; a remote
+            executor passes none: its verdicts come with the task's result). Some verdicts (a batch
+            answered at once) come only with the result.
 
     Returns:
         One verdict dict per bundle, in order: ``_check_worker.verdict_of``'s plus ``bundle``,
@@ -298,7 +322,13 @@ def check_batch(bundles: list[str], config: dict[str, Any]) -> list[dict[str, An
         those are verdicts.
     """
     host = f"{os.uname().nodename if hasattr(os, 'uname') else 'local'}:{os.getpid()}"
-    verdicts = _runner(config).run(list(bundles))
+    tell = None
+    if on_verdict is not None:
+
+        def tell(position: int, verdict: dict[str, Any]) -> None:
+            on_verdict(position, {**verdict, "bundle": bundles[position], "host": host})
+
+    verdicts = _runner(config).run(list(bundles), tell)
     for bundle, verdict in zip(bundles, verdicts, strict=True):
         verdict["bundle"] = bundle
         verdict["host"] = host

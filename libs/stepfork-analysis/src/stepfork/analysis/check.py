@@ -13,13 +13,15 @@ a worker as soon as it finishes one (no worker waits for this process); a Dask c
 
 from __future__ import annotations
 
+import functools
 import glob
 import math
+import queue
 import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -205,6 +207,16 @@ def _raise_unresolvable(entrypoint: str, answer: dict[str, Any], *, remote: bool
     raise EntrypointError(detail, code=str(answer[UNRESOLVABLE]), spec=entrypoint)
 
 
+def _teller(arrivals: queue.SimpleQueue[Any], offset: int) -> Callable[[int, dict[str, Any]], None]:
+    """``check_batch``'s ``on_verdict`` for the batch starting at corpus index ``offset``: each verdict
+    goes to ``arrivals`` as ``(corpus index, answer)``, for the thread of :func:`check_corpus`."""
+
+    def tell(position: int, answer: dict[str, Any]) -> None:
+        arrivals.put((offset + position, answer))
+
+    return tell
+
+
 def check_corpus(
     corpus: str | os.PathLike[str] | Iterable[str],
     entrypoint: str,
@@ -244,7 +256,9 @@ def check_corpus(
         batch_size: bundles per task (default: shrinking batches, from a quarter of the corpus per job, at
             most 256, down to 8; see :func:`_batches`).
         on_start: called with the number of bundles before any replay; on_result: with each verdict as it
-            arrives (in completion order; a progress bar).
+            arrives, in this thread (in completion order; a progress bar). With the default executor a
+            verdict arrives when its replay ends, not when its batch does; with another executor, when the
+            task holding it ends.
 
     Returns:
         A :class:`CheckResult`, verdicts in corpus order.
@@ -303,19 +317,38 @@ def check_corpus(
             # replays the pool's threads wait for; at the normal end every task is already done
             stack.callback(close_runner, config)
             label = f"local ({workers} job{'s' if workers != 1 else ''})"
+            if on_result is not None:
+                config["progress"] = True  # the zygote sends verdicts as they come, not a batch at a time
         else:
             label = executor_name or type(executor).__name__
-        futures: dict[Future[list[dict[str, Any]]], range] = {
-            executor.submit(check_batch, [bundles[i] for i in batch], config): batch for batch in batches
-        }
+        # what the main thread waits for: a finished task (its Future), or, from a task running in this
+        # process, one verdict as it comes ((index, answer)); on_result is called here, in this thread
+        arrivals: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        futures: dict[Future[list[dict[str, Any]]], range] = {}
+        for batch in batches:
+            task: Callable[..., list[dict[str, Any]]] = check_batch
+            if local and on_result is not None:
+                task = functools.partial(check_batch, on_verdict=_teller(arrivals, batch.start))
+            future = executor.submit(task, [bundles[i] for i in batch], config)
+            futures[future] = batch
+            future.add_done_callback(arrivals.put)
+        told: set[int] = set()  # indices on_result has seen
         try:
-            for future in as_completed(futures):
-                for index, answer in zip(futures[future], future.result(), strict=True):
+            for _ in range(len(futures)):
+                item = arrivals.get()
+                while not isinstance(item, Future):  # a verdict ahead of its task's end
+                    index, answer = item
+                    if index not in told and on_result is not None:
+                        told.add(index)
+                        on_result(BundleVerdict.from_json(answer))
+                    item = arrivals.get()
+                for index, answer in zip(futures[item], item.result(), strict=True):
                     if answer.get(UNRESOLVABLE):
                         unresolvable.append(answer)
                     verdict = BundleVerdict.from_json(answer)
                     results[index] = verdict
-                    if on_result is not None:
+                    if on_result is not None and index not in told:
+                        told.add(index)
                         on_result(verdict)
         except BaseException:
             for future in futures:
