@@ -101,23 +101,24 @@ class CheckRunner:
             return self._zygote if self._ready else None
 
     def run(
-        self, bundles: list[str], on_verdict: Callable[[int, dict[str, Any]], None] | None = None
+        self, bundles: list[str], on_verdicts: Callable[[int, list[dict[str, Any]]], None] | None = None
     ) -> list[dict[str, Any]]:
         """Replay ``bundles`` (paths or URLs) and return their verdicts in order (the form of
         ``_check_worker.verdict_of``, plus ``duration_ms``: wall time of that bundle's replay in its worker,
-        milliseconds). ``on_verdict(position, verdict)``: called with each verdict as it comes, before the
-        batch ends (from a thread of this runner: the zygote client's reader, or the caller's); with the
-        zygote, only when the configuration has ``"progress": true`` (it then sends verdicts ahead)."""
+        milliseconds). ``on_verdicts(position, verdicts)``: called with verdicts as they come (those of
+        ``bundles[position:position + len(verdicts)]``), before the batch ends, from a thread of this runner
+        (the zygote client's reader, or the caller's); with the zygote, only when the configuration has
+        ``"progress": true`` (it then sends verdicts ahead, a list per round of its loop)."""
         zygote = self._usable_zygote()
         if self._unresolvable is not None:
             return [self._known_unresolvable() for _ in bundles]
         got: list[dict[str, Any]] = []  # verdicts the zygote sent ahead of the batch's answer
 
         def part(answers: list[Any]) -> None:
-            for answer in answers:
-                got.append(self._from_batch(dict(answer)))
-                if on_verdict is not None:
-                    on_verdict(len(got) - 1, got[-1])
+            start = len(got)
+            got.extend(self._from_batch(dict(answer)) for answer in answers)
+            if on_verdicts is not None:
+                on_verdicts(start, got[start:])
 
         if zygote is not None:
             with self._lock:
@@ -149,8 +150,8 @@ class CheckRunner:
                     continue
                 verdicts.append(self._timed_subprocess(bundle))
             self._learn(verdicts[-1])
-            if on_verdict is not None:
-                on_verdict(len(verdicts) - 1, verdicts[-1])
+            if on_verdicts is not None:
+                on_verdicts(len(verdicts) - 1, verdicts[-1:])
         return verdicts
 
     def _learn(self, verdict: Any) -> None:
@@ -301,7 +302,7 @@ def close_runners() -> None:
 def check_batch(
     bundles: list[str],
     config: dict[str, Any],
-    on_verdict: Callable[[int, dict[str, Any]], None] | None = None,
+    on_verdicts: Callable[[int, list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The task of ``stepfork check``: replay a batch of bundles with ``config`` and return their verdicts.
 
@@ -309,11 +310,12 @@ def check_batch(
         bundles: bundle paths or URLs, as listed in the corpus.
         config: JSON: ``entrypoint``, ``import_root``, ``ordering``, ``raise_as``, ``timeout`` (seconds per
             bundle), ``isolation`` (``worker`` or ``bundle``), ``warm_bundle``; ``progress`` (true: the
-            zygote sends verdicts as they come, for ``on_verdict``).
-        on_verdict: called with ``(position in bundles, verdict)`` as each verdict comes, from another
-            thread, before this returns (a progress bar in the process that runs the task; a remote
-            executor passes none: its verdicts come with the task's result). Some verdicts (a batch
-            answered at once) come only with the result.
+            zygote sends verdicts as they come, for ``on_verdicts``).
+        on_verdicts: called with ``(position in bundles, verdicts)`` as verdicts come (those of
+            ``bundles[position:position + len(verdicts)]``, in the form returned), from another thread,
+            before this returns (a progress bar in the process that runs the task; a remote executor
+            passes none: its verdicts come with the task's result). Some verdicts (a batch answered at
+            once) come only with the result.
 
     Returns:
         One verdict dict per bundle, in order: ``_check_worker.verdict_of``'s plus ``bundle``,
@@ -323,10 +325,12 @@ def check_batch(
     """
     host = f"{os.uname().nodename if hasattr(os, 'uname') else 'local'}:{os.getpid()}"
     tell = None
-    if on_verdict is not None:
+    if on_verdicts is not None:
 
-        def tell(position: int, verdict: dict[str, Any]) -> None:
-            on_verdict(position, {**verdict, "bundle": bundles[position], "host": host})
+        def tell(position: int, verdicts: list[dict[str, Any]]) -> None:
+            for offset, verdict in enumerate(verdicts, position):
+                verdict["bundle"], verdict["host"] = bundles[offset], host
+            on_verdicts(position, verdicts)
 
     verdicts = _runner(config).run(list(bundles), tell)
     for bundle, verdict in zip(bundles, verdicts, strict=True):

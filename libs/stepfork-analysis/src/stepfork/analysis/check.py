@@ -207,12 +207,15 @@ def _raise_unresolvable(entrypoint: str, answer: dict[str, Any], *, remote: bool
     raise EntrypointError(detail, code=str(answer[UNRESOLVABLE]), spec=entrypoint)
 
 
-def _teller(arrivals: queue.SimpleQueue[Any], offset: int) -> Callable[[int, dict[str, Any]], None]:
-    """``check_batch``'s ``on_verdict`` for the batch starting at corpus index ``offset``: each verdict
-    goes to ``arrivals`` as ``(corpus index, answer)``, for the thread of :func:`check_corpus`."""
+def _teller(
+    arrivals: queue.SimpleQueue[Any], offset: int
+) -> Callable[[int, list[dict[str, Any]]], None]:
+    """``check_batch``'s ``on_verdicts`` for the batch starting at corpus index ``offset``: the verdicts go
+    to ``arrivals`` as ``(corpus index of the first, answers)``, one item per call (per round of the
+    zygote's loop, not per bundle: the thread of :func:`check_corpus` wakes once for them)."""
 
-    def tell(position: int, answer: dict[str, Any]) -> None:
-        arrivals.put((offset + position, answer))
+    def tell(position: int, answers: list[dict[str, Any]]) -> None:
+        arrivals.put((offset + position, answers))
 
     return tell
 
@@ -328,28 +331,28 @@ def check_corpus(
         for batch in batches:
             task: Callable[..., list[dict[str, Any]]] = check_batch
             if local and on_result is not None:
-                task = functools.partial(check_batch, on_verdict=_teller(arrivals, batch.start))
+                task = functools.partial(check_batch, on_verdicts=_teller(arrivals, batch.start))
             future = executor.submit(task, [bundles[i] for i in batch], config)
             futures[future] = batch
             future.add_done_callback(arrivals.put)
-        told: set[int] = set()  # indices on_result has seen
+        told: dict[int, BundleVerdict] = {}  # verdicts on_result heard ahead of their task's end
         try:
             for _ in range(len(futures)):
                 item = arrivals.get()
-                while not isinstance(item, Future):  # a verdict ahead of its task's end
-                    index, answer = item
-                    if index not in told and on_result is not None:
-                        told.add(index)
-                        on_result(BundleVerdict.from_json(answer))
+                while not isinstance(item, Future):  # verdicts ahead of their task's end
+                    first, answers = item
+                    for index, answer in enumerate(answers, first):
+                        if on_result is not None and index not in told:
+                            told[index] = BundleVerdict.from_json(answer)
+                            on_result(told[index])
                     item = arrivals.get()
                 for index, answer in zip(futures[item], item.result(), strict=True):
                     if answer.get(UNRESOLVABLE):
                         unresolvable.append(answer)
-                    verdict = BundleVerdict.from_json(answer)
-                    results[index] = verdict
-                    if on_result is not None and index not in told:
-                        told.add(index)
-                        on_result(verdict)
+                    early = told.pop(index, None)  # the same answer, already read
+                    results[index] = early or BundleVerdict.from_json(answer)
+                    if on_result is not None and early is None:
+                        on_result(results[index])
         except BaseException:
             for future in futures:
                 future.cancel()
