@@ -10,7 +10,9 @@ from stepfork.analysis._check_groups import group_verdicts
 INPUT = "call #1: input diverged from the recording at $.order_id (tool 'order_status', step 1)"
 
 
-def _diverged(index: int, detail: str = INPUT, code: str = "input_diverged", step: int | None = 1) -> BundleVerdict:
+def _diverged(
+    index: int, detail: str = INPUT, code: str = "input_diverged", step: int | None = 1
+) -> BundleVerdict:
     return BundleVerdict(
         bundle=f"runs/shard-{index % 10}/run-{index:04d}.sftrace",
         verdict="DIVERGED",
@@ -35,7 +37,9 @@ def _unreadable(index: int) -> BundleVerdict:
 
 
 def _result(verdicts: list[BundleVerdict]) -> CheckResult:
-    return CheckResult(corpus="runs", entrypoint="agent:run", executor="local (2 jobs)", verdicts=tuple(verdicts))
+    return CheckResult(
+        corpus="runs", entrypoint="agent:run", executor="local (2 jobs)", verdicts=tuple(verdicts)
+    )
 
 
 def test_a_thousand_alike_divergences_are_one_group() -> None:

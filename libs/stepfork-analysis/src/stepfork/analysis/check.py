@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 import glob
 import math
-import queue
 import os
+import queue
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -207,9 +207,7 @@ def _raise_unresolvable(entrypoint: str, answer: dict[str, Any], *, remote: bool
     raise EntrypointError(detail, code=str(answer[UNRESOLVABLE]), spec=entrypoint)
 
 
-def _teller(
-    arrivals: queue.SimpleQueue[Any], offset: int
-) -> Callable[[int, list[dict[str, Any]]], None]:
+def _teller(arrivals: queue.SimpleQueue[Any], offset: int) -> Callable[[int, list[dict[str, Any]]], None]:
     """``check_batch``'s ``on_verdicts`` for the batch starting at corpus index ``offset``: the verdicts go
     to ``arrivals`` as ``(corpus index of the first, answers)``, one item per call (per round of the
     zygote's loop, not per bundle: the thread of :func:`check_corpus` wakes once for them)."""
