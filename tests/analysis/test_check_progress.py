@@ -39,7 +39,7 @@ def waits(order_id=None):
 def work(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     work = tmp_path_factory.mktemp("check-progress")
     (work / "progress_agent.py").write_text(AGENT)
-    return work, quickstart_corpus(work, 4, diverge_every=4)  # the last of the 4 has no run input
+    return work, quickstart_corpus(work, 2, diverge_every=2)  # the second has no run input
 
 
 @pytest.mark.parametrize("path", ["zygote", "subprocess"])
@@ -59,7 +59,7 @@ def test_each_verdict_is_heard_before_its_batch_ends(
         (root / "go").touch()
 
     result = check_corpus(
-        bundles, "progress_agent:waits", jobs=1, batch_size=4, import_root=root, on_result=on_result
+        bundles, "progress_agent:waits", jobs=1, batch_size=2, import_root=root, on_result=on_result
     )
     assert (root / "heard-before-the-batch-ended").exists()
     assert [v.bundle for v in heard] == bundles  # each once, in the batch's order
