@@ -30,7 +30,9 @@ turn and writes one verdict line per bundle (:func:`stepfork.analysis._check_wor
 early when a replay left state behind (once it said so, the zygote kills its process group rather than
 wait for its pipe's end); the timeout is per bundle; a child that dies or runs out of time
 costs only its current bundle a ``crash`` / ``timeout`` answer, and the rest of the batch goes on in a fresh
-child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order. With
+child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order; with
+``"progress": true`` in the first line, a running batch's new verdicts go ahead as ``{"id": N, "kind":
+"part", "verdicts": [...]}`` (once per round of the loop) and the answer holds only the rest. With
 ``"workers": K`` in the first line, at most K children run at once: further batches wait in the zygote and
 go to the first worker that finishes its batch, without a round trip to the client. That scheduling is
 :class:`stepfork.analysis._zygote_batches.BatchZygote`'s; this module is the process, the protocol and the
