@@ -89,6 +89,10 @@ class _ZygoteClient:
         self._ready: Future[bool] = Future()
         self._ids = itertools.count()
         self._broken = False
+        self.refusal: dict[str, Any] = {}  # the zygote's {"ready": false, ...} line, when it refused
+        # check batches with progress: the verdicts of a job received ahead of its answer, and who hears them
+        self._parts: dict[int, list[Any]] = {}
+        self._on_part: dict[int, Callable[[list[Any]], None]] = {}
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "stepfork.analysis._zygote"],
             stdin=subprocess.PIPE,
@@ -115,10 +119,24 @@ class _ZygoteClient:
             for raw in stdout:
                 message = parse_line(raw)
                 if "ready" in message:
+                    if not message["ready"]:
+                        self.refusal = message
                     self._ready.set_result(bool(message["ready"]))
                     continue
+                job = int(message["id"])
+                if message.get("kind") == "part":  # a check batch's verdicts so far (config "progress")
+                    with self._lock:
+                        self._parts.setdefault(job, []).extend(message["verdicts"])
+                        listener = self._on_part.get(job)
+                    if listener is not None:
+                        listener(message["verdicts"])
+                    continue
                 with self._lock:
-                    future = self._pending.pop(int(message["id"]), None)
+                    future = self._pending.pop(job, None)
+                    parts = self._parts.pop(job, None)
+                    self._on_part.pop(job, None)
+                if parts:  # the batch's answer holds only the verdicts not sent ahead
+                    message["verdicts"] = parts + list(message["verdicts"])
                 if future is not None:
                     future.set_result(self._decode(message))
         except (OSError, ValueError, KeyError, TypeError):
@@ -130,6 +148,7 @@ class _ZygoteClient:
         with self._lock:
             self._broken = True
             pending, self._pending = list(self._pending.values()), {}
+            self._on_part.clear()
         if not self._ready.done():
             self._ready.set_result(False)
         for future in pending:
@@ -143,16 +162,25 @@ class _ZygoteClient:
         except TimeoutError:
             return False
 
-    def run(self, bundle: Path | str | list[str], wait: float) -> Any:
+    def run(
+        self,
+        bundle: Path | str | list[str],
+        wait: float,
+        on_part: Callable[[list[Any]], None] | None = None,
+    ) -> Any:
         """Replay ``bundle`` in a forked child (a list: a ``check`` batch, :mod:`._check_batch`) and return
         its decoded answer (a :class:`Signature` by default); raise :class:`_ZygoteBroken` when no answer
-        can come within ``wait`` seconds."""
+        can come within ``wait`` seconds. ``on_part``: called, in the reader thread, with each list of a
+        batch's verdicts the zygote sends ahead of the whole answer (a ``check`` configuration with
+        ``"progress": true``); the answer still holds every verdict."""
         future: Future[Any] = Future()
         with self._lock:
             if self._broken:
                 raise _ZygoteBroken()
             job = next(self._ids)
             self._pending[job] = future
+            if on_part is not None:
+                self._on_part[job] = on_part
             try:
                 if isinstance(bundle, list):
                     self._write({"id": job, "bundles": bundle})
@@ -160,6 +188,7 @@ class _ZygoteClient:
                     self._write({"id": job, "bundle": str(bundle)})
             except OSError:
                 del self._pending[job]
+                self._on_part.pop(job, None)
                 raise _ZygoteBroken() from None
         try:
             return future.result(timeout=_bounded(wait))

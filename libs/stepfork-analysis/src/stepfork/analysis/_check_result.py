@@ -17,6 +17,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from stepfork.analysis._atomic import write_text_atomically
+from stepfork.analysis._check_groups import group_lines, group_verdicts
 from stepfork.analysis._render import escape_controls, html_table, xml_text
 
 __all__ = ["BundleVerdict", "CheckResult", "is_junit_file", "receipt_file_name"]
@@ -192,13 +193,10 @@ class CheckResult:
             "Verdicts",
         ]
         lines += [f"  {name:<22}{count:>7}" for name, count in self.counts.items()] or ["  (no bundles)"]
+        # bundles with the same first divergence: one group, its count and first bundles (_check_groups)
         for title, group in (("Diverged", self.diverged), ("Could not execute", self.not_executed)):
             if group:
-                lines += ["", title]
-                for v in group:
-                    where = f" (step {v.step})" if v.step is not None else ""
-                    why = v.reason if v.outcome == "could_not_execute" else v.code
-                    lines.append(f"  {v.bundle}{where}: {why}: {v.detail}")
+                lines += ["", title, *group_lines(group_verdicts(group))]
         if self.verdicts:
             lines += ["", "Slowest"]
             lines += [f"  {v.duration_ms:>10.1f} ms  {v.bundle}" for v in self.slowest]

@@ -25,10 +25,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from stepfork.analysis._attempts import _GRACE, FORCE_SUBPROCESS_ENV, _ZygoteBroken, _ZygoteClient
-from stepfork.analysis._check_worker import VERDICT_LINE, could_not_execute
+from stepfork.analysis._check_worker import UNRESOLVABLE, VERDICT_LINE, could_not_execute
 from stepfork.analysis._zygote import died
 
 __all__ = ["CheckRunner", "check_batch", "check_bundle", "close_runner", "close_runners"]
@@ -74,6 +75,9 @@ class CheckRunner:
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._procs_lock = threading.Lock()  # not _lock: that one is held while the zygote starts
         self._outstanding = 0  # bundles sent to the zygote and not answered yet (batches may queue there)
+        # the verdict of every bundle once this process knows the entrypoint cannot be resolved here (the
+        # zygote's import, or a fresh process's, failed): given at once, no bundle read or replayed
+        self._unresolvable: dict[str, Any] | None = None
         workers = config.get("workers")
         # where the zygote cannot run, `workers` subprocesses at once (more tasks than that may be running)
         self._slots: threading.BoundedSemaphore | None = None
@@ -92,14 +96,30 @@ class CheckRunner:
                 # the entrypoint's import gets at least a minute, whatever the per-replay timeout
                 self._ready = self._zygote.wait_ready(max(self.timeout, 60.0))
                 if not self._ready:
+                    self._learn(self._zygote.refusal.get("verdict"))
                     self._zygote.close()
             return self._zygote if self._ready else None
 
-    def run(self, bundles: list[str]) -> list[dict[str, Any]]:
+    def run(
+        self, bundles: list[str], on_verdicts: Callable[[int, list[dict[str, Any]]], None] | None = None
+    ) -> list[dict[str, Any]]:
         """Replay ``bundles`` (paths or URLs) and return their verdicts in order (the form of
         ``_check_worker.verdict_of``, plus ``duration_ms``: wall time of that bundle's replay in its worker,
-        milliseconds)."""
+        milliseconds). ``on_verdicts(position, verdicts)``: called with verdicts as they come (those of
+        ``bundles[position:position + len(verdicts)]``), before the batch ends, from a thread of this runner
+        (the zygote client's reader, or the caller's); with the zygote, only when the configuration has
+        ``"progress": true`` (it then sends verdicts ahead, a list per round of its loop)."""
         zygote = self._usable_zygote()
+        if self._unresolvable is not None:
+            return [self._known_unresolvable() for _ in bundles]
+        got: list[dict[str, Any]] = []  # verdicts the zygote sent ahead of the batch's answer
+
+        def part(answers: list[Any]) -> None:
+            start = len(got)
+            got.extend(self._from_batch(dict(answer)) for answer in answers)
+            if on_verdicts is not None:
+                on_verdicts(start, got[start:])
+
         if zygote is not None:
             with self._lock:
                 self._outstanding += len(bundles)
@@ -107,24 +127,42 @@ class CheckRunner:
                 # it, one after another at worst, bounds when its answer is due
                 wait = self.timeout * self._outstanding + _GRACE
             try:
-                answer = zygote.run(list(bundles), wait)
+                answer = zygote.run(list(bundles), wait, part)
                 verdicts = answer["verdicts"]
                 if len(verdicts) == len(bundles):
+                    for verdict in verdicts:
+                        self._learn(verdict)
                     return [self._from_batch(v) for v in verdicts]
             except _ZygoteBroken:
                 pass
             finally:
                 with self._lock:
                     self._outstanding -= len(bundles)
-        verdicts = []
+        verdicts = list(got)  # told already: kept, the rest replayed here
         slots = self._slots or contextlib.nullcontext()
-        for bundle in bundles:  # where the zygote cannot run: a fresh process per bundle
+        for bundle in bundles[len(got) :]:  # where the zygote cannot run: a fresh process per bundle
             if self._closed:  # stopped (Ctrl-C): the zygote's end is not a reason to replay elsewhere
                 verdicts.append(_stopped())
                 continue
             with slots:  # closed while waiting here: _run_in_subprocess answers _stopped()
+                if self._unresolvable is not None:  # another replay learned it meanwhile
+                    verdicts.append(self._known_unresolvable())
+                    continue
                 verdicts.append(self._timed_subprocess(bundle))
+            self._learn(verdicts[-1])
+            if on_verdicts is not None:
+                on_verdicts(len(verdicts) - 1, verdicts[-1:])
         return verdicts
+
+    def _learn(self, verdict: Any) -> None:
+        """Remember ``verdict`` when it says the entrypoint cannot be resolved in this process's replays
+        (:data:`._check_worker.UNRESOLVABLE`): every later bundle gets it without a replay."""
+        if isinstance(verdict, dict) and verdict.get(UNRESOLVABLE) and self._unresolvable is None:
+            self._unresolvable = {k: v for k, v in verdict.items() if k not in ("duration_ms", "worker")}
+
+    def _known_unresolvable(self) -> dict[str, Any]:
+        assert self._unresolvable is not None
+        return {**self._unresolvable, "duration_ms": 0.0}
 
     def _from_batch(self, answer: dict[str, Any]) -> dict[str, Any]:
         duration = answer.pop("duration_ms", None)
@@ -261,13 +299,23 @@ def close_runners() -> None:
         runner.close()
 
 
-def check_batch(bundles: list[str], config: dict[str, Any]) -> list[dict[str, Any]]:
+def check_batch(
+    bundles: list[str],
+    config: dict[str, Any],
+    on_verdicts: Callable[[int, list[dict[str, Any]]], None] | None = None,
+) -> list[dict[str, Any]]:
     """The task of ``stepfork check``: replay a batch of bundles with ``config`` and return their verdicts.
 
     Args:
         bundles: bundle paths or URLs, as listed in the corpus.
         config: JSON: ``entrypoint``, ``import_root``, ``ordering``, ``raise_as``, ``timeout`` (seconds per
-            bundle), ``isolation`` (``worker`` or ``bundle``), ``warm_bundle``.
+            bundle), ``isolation`` (``worker`` or ``bundle``), ``warm_bundle``; ``progress`` (true: the
+            zygote sends verdicts as they come, for ``on_verdicts``).
+        on_verdicts: called with ``(position in bundles, verdicts)`` as verdicts come (those of
+            ``bundles[position:position + len(verdicts)]``, in the form returned), from another thread,
+            before this returns (a progress bar in the process that runs the task; a remote executor
+            passes none: its verdicts come with the task's result). Some verdicts (a batch answered at
+            once) come only with the result.
 
     Returns:
         One verdict dict per bundle, in order: ``_check_worker.verdict_of``'s plus ``bundle``,
@@ -276,7 +324,15 @@ def check_batch(bundles: list[str], config: dict[str, Any]) -> list[dict[str, An
         those are verdicts.
     """
     host = f"{os.uname().nodename if hasattr(os, 'uname') else 'local'}:{os.getpid()}"
-    verdicts = _runner(config).run(list(bundles))
+    tell = None
+    if on_verdicts is not None:
+
+        def tell(position: int, verdicts: list[dict[str, Any]]) -> None:
+            for offset, verdict in enumerate(verdicts, position):
+                verdict["bundle"], verdict["host"] = bundles[offset], host
+            on_verdicts(position, verdicts)
+
+    verdicts = _runner(config).run(list(bundles), tell)
     for bundle, verdict in zip(bundles, verdicts, strict=True):
         verdict["bundle"] = bundle
         verdict["host"] = host

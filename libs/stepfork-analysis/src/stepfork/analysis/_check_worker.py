@@ -47,6 +47,23 @@ def could_not_execute(reason: str, detail: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+# The key of a verdict that says the entrypoint itself cannot be resolved in the process that replays (its
+# value the EntrypointError's code): the same verdict for every bundle there, no bundle read or replayed
+UNRESOLVABLE = "entrypoint_error"
+
+
+def entrypoint_unresolvable(exc: Any) -> dict[str, Any]:
+    """The verdict of every bundle replayed where the entrypoint cannot be resolved (``exc``, an
+    ``EntrypointError`` from ``resolve_entrypoint``: the module cannot be imported, has no such attribute,
+    the attribute is not callable, or the name is not ``MODULE:FUNCTION``): ``COULD NOT EXECUTE``, reason
+    ``entrypoint_unresolvable``, the redacted message as detail, and :data:`UNRESOLVABLE` set to its code."""
+    from stepfork.trace.redaction import redact_text
+
+    return could_not_execute(
+        "entrypoint_unresolvable", redact_text(str(exc)), **{UNRESOLVABLE: str(getattr(exc, "code", ""))}
+    )
+
+
 def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
     """Replay ``bundle`` frozen through ``config["entrypoint"]`` in this process and return its verdict.
 
@@ -60,9 +77,11 @@ def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
         ``{"kind": "verdict", "verdict", "outcome" (passed | failed | could_not_execute), "reason",
         "detail", "code", "step", "agent_name", "run_id", "replay_ms"}``: JSON, so it crosses a pipe.
         Setup errors (unreadable bundle, unresolvable entrypoint or ``raise_as`` class, bad option) are a
-        ``could_not_execute`` verdict, never raised; BaseExceptions (KeyboardInterrupt) propagate.
+        ``could_not_execute`` verdict, never raised; BaseExceptions (KeyboardInterrupt) propagate. The
+        entrypoint is resolved before the bundle is read: when it cannot be, the verdict is
+        :func:`entrypoint_unresolvable`'s, whatever the bundle.
     """
-    from stepfork.replay.entrypoint import EntrypointError
+    from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
     from stepfork.replay.outcome import replay_entrypoint
     from stepfork.replay.raise_as import RaiseAsClassError
     from stepfork.trace.errors import TraceError
@@ -70,9 +89,14 @@ def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
 
     start = time.perf_counter()
     try:
+        # first, before the bundle is read: an entrypoint that cannot be resolved fails every bundle alike
+        function = resolve_entrypoint(config["entrypoint"], import_root=config.get("import_root"))
+    except EntrypointError as exc:
+        return entrypoint_unresolvable(exc)
+    try:
         outcome = replay_entrypoint(
             bundle,
-            config["entrypoint"],
+            function,
             mode="frozen",
             import_root=config.get("import_root"),
             ordering=config.get("ordering") or "strict",

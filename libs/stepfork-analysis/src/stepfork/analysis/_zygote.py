@@ -20,6 +20,7 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
 
     in   {"entrypoint", "mode", "import_root", "expected", "has_expected", "timeout"}  first line
     out  {"ready": true} | {"ready": false, "reason": "..."}                           once
+         (check, an entrypoint that cannot be resolved: also "verdict", every bundle's, and the zygote exits)
     in   {"id": N, "bundle": PATH}                                                      per attempt
     out  {"id": N, "kind": "...", "detail": ..., ...}  (Signature.to_json() + id)     each, any order
 
@@ -29,7 +30,9 @@ turn and writes one verdict line per bundle (:func:`stepfork.analysis._check_wor
 early when a replay left state behind (once it said so, the zygote kills its process group rather than
 wait for its pipe's end); the timeout is per bundle; a child that dies or runs out of time
 costs only its current bundle a ``crash`` / ``timeout`` answer, and the rest of the batch goes on in a fresh
-child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order. With
+child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per bundle, in order; with
+``"progress": true`` in the first line, a running batch's new verdicts go ahead as ``{"id": N, "kind":
+"part", "verdicts": [...]}`` (once per round of the loop) and the answer holds only the rest. With
 ``"workers": K`` in the first line, at most K children run at once: further batches wait in the zygote and
 go to the first worker that finishes its batch, without a round trip to the client. That scheduling is
 :class:`stepfork.analysis._zygote_batches.BatchZygote`'s; this module is the process, the protocol and the
@@ -403,8 +406,17 @@ def main() -> None:
         import stepfork.analysis.behavior
         import stepfork.analysis.minimize  # noqa: F401
 
-    with contextlib.suppress(Exception):  # a child resolves again and reports the setup error as before
+    try:
         resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
+    except Exception as exc:  # minimize: a child resolves again and reports the setup error as before
+        if config.get("task") == "check":  # check: no bundle can be replayed here; say why, once
+            from stepfork.analysis._check_worker import entrypoint_unresolvable
+            from stepfork.replay import EntrypointError
+
+            if isinstance(exc, EntrypointError):
+                verdict = entrypoint_unresolvable(exc)
+                zygote.send({"ready": False, "reason": verdict["detail"], "verdict": verdict})
+                return
     if config.get("task") == "check" and config.get("warm_bundle"):
         # `check --warm`: one replay here first, so every child starts with the caches an SDK builds on its
         # first request (docs/check.md "Warm start"); its verdict is not used, the children replay it again

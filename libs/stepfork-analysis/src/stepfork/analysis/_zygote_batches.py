@@ -58,6 +58,9 @@ class BatchZygote(_Zygote):
         workers = config.get("workers")
         self.cap: int | None = workers if isinstance(workers, int) and workers > 0 else None
         self.queue: deque[tuple[int, list[str]]] = deque()  # batches waiting for a worker (cap)
+        # "progress": send each batch's verdicts as they come (a progress bar), once per round of the loop
+        self.progress = bool(config.get("progress"))
+        self.sent: dict[int, int] = {}  # job id -> its answers already sent ahead ("part" lines)
 
     def dispatch(self, job: int, bundles: list[str]) -> None:
         """Start the batch ``bundles``: on an idle worker when there is one (it
@@ -128,9 +131,24 @@ class BatchZygote(_Zygote):
                 self.assign(child, *self.queue.popleft())
             else:
                 self.idle.append(child)
-        self.send({"id": done, "kind": "batch", "verdicts": self.batches.pop(done)})
+        self.send({"id": done, "kind": "batch", "verdicts": self.unsent(done)})
         modules, self.to_warm = sorted(self.to_warm), set()
         self.warm(modules)
+
+    def unsent(self, job: int) -> list[dict[str, Any]]:
+        """The answers of the finished batch ``job`` not yet sent ahead (:meth:`flush`); forgets the batch."""
+        return self.batches.pop(job)[self.sent.pop(job, 0) :]
+
+    def flush(self) -> None:
+        """With ``"progress"``: send each running batch's new answers as one ``{"id", "kind": "part",
+        "verdicts": [...]}`` line (the batch's answer then holds only the rest). Once per round of the
+        loop, which lets verdict lines gather (:data:`_GATHER`): a line per batch per round at most, not
+        one per bundle, and a slow agent's verdicts reach the client as they come, not a batch at a time."""
+        for job, answers in self.batches.items():
+            sent = self.sent.get(job, 0)
+            if len(answers) > sent:
+                self.send({"id": job, "kind": "part", "verdicts": answers[sent:]})
+                self.sent[job] = len(answers)
 
     def finish(self, child: _Child, *, timed_out: bool) -> None:
         """Release ``child`` (:meth:`release`), then answer for its batch (:meth:`finish_batch`)."""
@@ -159,7 +177,7 @@ class BatchZygote(_Zygote):
             rest = rest[1:]
         child.stderr.close()
         if not rest:
-            self.send({"id": child.job, "kind": "batch", "verdicts": self.batches.pop(child.job)})
+            self.send({"id": child.job, "kind": "batch", "verdicts": self.unsent(child.job)})
         modules, self.to_warm = sorted(self.to_warm), set()
         self.warm(modules)
         if rest:
@@ -231,5 +249,7 @@ class BatchZygote(_Zygote):
         """Start queued batches, then let verdict lines gather (a job from the client ends the wait: a
         worker may be waiting for it)."""
         self.pump()
+        if self.progress:
+            self.flush()
         if gather:
             select.select([self.proto_in], [], [], self._gather_for(now))

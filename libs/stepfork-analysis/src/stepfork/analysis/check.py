@@ -13,13 +13,15 @@ a worker as soon as it finishes one (no worker waits for this process); a Dask c
 
 from __future__ import annotations
 
+import functools
 import glob
 import math
 import os
+import queue
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -193,6 +195,29 @@ def task_config(
     }
 
 
+def _raise_unresolvable(entrypoint: str, answer: dict[str, Any], *, remote: bool) -> None:
+    """Raise the ``EntrypointError`` of :func:`check_corpus` from a verdict saying the entrypoint cannot be
+    resolved (``remote``: a caller's executor, so the message names the process that said so)."""
+    from stepfork.analysis._check_worker import UNRESOLVABLE
+    from stepfork.replay import EntrypointError
+
+    detail = str(answer.get("detail") or "")
+    if remote and answer.get("host"):
+        detail += f" (in the process that replays, {answer['host']})"
+    raise EntrypointError(detail, code=str(answer[UNRESOLVABLE]), spec=entrypoint)
+
+
+def _teller(arrivals: queue.SimpleQueue[Any], offset: int) -> Callable[[int, list[dict[str, Any]]], None]:
+    """``check_batch``'s ``on_verdicts`` for the batch starting at corpus index ``offset``: the verdicts go
+    to ``arrivals`` as ``(corpus index of the first, answers)``, one item per call (per round of the
+    zygote's loop, not per bundle: the thread of :func:`check_corpus` wakes once for them)."""
+
+    def tell(position: int, answers: list[dict[str, Any]]) -> None:
+        arrivals.put((offset + position, answers))
+
+    return tell
+
+
 def check_corpus(
     corpus: str | os.PathLike[str] | Iterable[str],
     entrypoint: str,
@@ -232,16 +257,27 @@ def check_corpus(
         batch_size: bundles per task (default: shrinking batches, from a quarter of the corpus per job, at
             most 256, down to 8; see :func:`_batches`).
         on_start: called with the number of bundles before any replay; on_result: with each verdict as it
-            arrives (in completion order; a progress bar).
+            arrives, in this thread (in completion order; a progress bar). With the default executor a
+            verdict arrives when its replay ends, not when its batch does; with another executor, when the
+            task holding it ends.
 
     Returns:
         A :class:`CheckResult`, verdicts in corpus order.
 
     Raises:
         CorpusError: the corpus names no bundle. ValueError: ``jobs`` or ``batch_size`` < 1, ``timeout`` <= 0,
-        or an unknown ``isolation``.
+        or an unknown ``isolation``. EntrypointError (``stepfork.replay``, a ValueError; ``code``
+        ``import_failed``, ``missing_attribute``, ``not_callable`` or ``bad_form``, ``spec`` the
+        entrypoint): no process that replays could resolve the entrypoint, so no bundle was replayed. Each
+        such process learns it once (its zygote's import, or the first replay in a fresh process) and
+        answers its other bundles at once, so this comes after one import, not a replay per bundle. The
+        entrypoint is never imported in this process (a Dask cluster's workers may import what this
+        process cannot); where only some processes cannot resolve it (a Dask worker without the agent's
+        code), their bundles are ``COULD NOT EXECUTE`` with reason ``entrypoint_unresolvable`` and the
+        others are checked (docs/decisions.md).
     """
     from stepfork.analysis._check_runner import check_batch, close_runner
+    from stepfork.analysis._check_worker import UNRESOLVABLE
 
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
@@ -267,7 +303,9 @@ def check_corpus(
     if on_start is not None:
         on_start(len(bundles))
     start = time.perf_counter()
+    local = executor is None
     results: dict[int, BundleVerdict] = {}
+    unresolvable: list[dict[str, Any]] = []  # answers saying the entrypoint cannot be resolved there
     with ExitStack() as stack:
         if executor is None:
             # twice `jobs` batches asked at once: a worker that ends one finds the next waiting in the zygote
@@ -280,22 +318,45 @@ def check_corpus(
             # replays the pool's threads wait for; at the normal end every task is already done
             stack.callback(close_runner, config)
             label = f"local ({workers} job{'s' if workers != 1 else ''})"
+            if on_result is not None:
+                config["progress"] = True  # the zygote sends verdicts as they come, not a batch at a time
         else:
             label = executor_name or type(executor).__name__
-        futures: dict[Future[list[dict[str, Any]]], range] = {
-            executor.submit(check_batch, [bundles[i] for i in batch], config): batch for batch in batches
-        }
+        # what the main thread waits for: a finished task (its Future), or, from a task running in this
+        # process, one verdict as it comes ((index, answer)); on_result is called here, in this thread
+        arrivals: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        futures: dict[Future[list[dict[str, Any]]], range] = {}
+        for batch in batches:
+            task: Callable[..., list[dict[str, Any]]] = check_batch
+            if local and on_result is not None:
+                task = functools.partial(check_batch, on_verdicts=_teller(arrivals, batch.start))
+            future = executor.submit(task, [bundles[i] for i in batch], config)
+            futures[future] = batch
+            future.add_done_callback(arrivals.put)
+        told: dict[int, BundleVerdict] = {}  # verdicts on_result heard ahead of their task's end
         try:
-            for future in as_completed(futures):
-                for index, answer in zip(futures[future], future.result(), strict=True):
-                    verdict = BundleVerdict.from_json(answer)
-                    results[index] = verdict
-                    if on_result is not None:
-                        on_result(verdict)
+            for _ in range(len(futures)):
+                item = arrivals.get()
+                while not isinstance(item, Future):  # verdicts ahead of their task's end
+                    first, answers = item
+                    for index, answer in enumerate(answers, first):
+                        if on_result is not None and index not in told:
+                            told[index] = BundleVerdict.from_json(answer)
+                            on_result(told[index])
+                    item = arrivals.get()
+                for index, answer in zip(futures[item], item.result(), strict=True):
+                    if answer.get(UNRESOLVABLE):
+                        unresolvable.append(answer)
+                    early = told.pop(index, None)  # the same answer, already read
+                    results[index] = early or BundleVerdict.from_json(answer)
+                    if on_result is not None and early is None:
+                        on_result(results[index])
         except BaseException:
             for future in futures:
                 future.cancel()
             raise
+    if len(unresolvable) == len(bundles):  # nothing was replayed anywhere: bad input, not a verdict
+        _raise_unresolvable(entrypoint, unresolvable[0], remote=not local)
     wall_ms = (time.perf_counter() - start) * 1000
     return CheckResult(
         corpus=os.fspath(corpus) if isinstance(corpus, (str, os.PathLike)) else f"{len(bundles)} bundles",

@@ -4,7 +4,8 @@
 Replays every bundle of a corpus frozen against a candidate build (``stepfork.analysis.check_corpus``) and
 prints the summary table (or ``--json``). Exit 0 every bundle replays as recorded, 1 a bundle diverged (or
 could not be checked while others were), 2 nothing could be checked: bad options, a corpus naming no
-bundle, every bundle unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
+bundle, an entrypoint that cannot be imported (one line, before the corpus is replayed), every bundle
+unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
 before any replay: inside a bundle, a directory where a file goes, or an existing file that is not an
 earlier Stepfork output without ``--overwrite``; docs/check.md). The progress bar (rich, on stderr) shows
 only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md).
@@ -119,6 +120,7 @@ def check(
     classes = parse_raise_as(raise_as)
 
     from stepfork.analysis.check import CorpusError, check_corpus, dask_executor
+    from stepfork.replay.entrypoint import EntrypointError
 
     _check_outputs(corpus, junit, receipts, overwrite=overwrite)  # before any replay: no verdict is lost
 
@@ -150,6 +152,9 @@ def check(
         )
     except CorpusError as exc:
         fail(f"Invalid corpus: {sanitize_text(str(exc))}", 2)
+    except EntrypointError as exc:  # no bundle could be replayed: one line, not one per bundle
+        detail = sanitize_text(str(exc), keep=(entrypoint,))
+        fail(f"Unable to resolve entrypoint {entrypoint}: {detail}", 2)
     except ImportError as exc:  # fsspec or a filesystem's package is missing (stepfork-trace[remote])
         fail(sanitize_text(str(exc)), 2)
     finally:

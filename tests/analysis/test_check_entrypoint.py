@@ -1,0 +1,75 @@
+"""``check_corpus`` with an entrypoint that cannot be resolved: it stops before replaying the corpus.
+
+The entrypoint is imported where the replays run (the zygote, or a fresh process per bundle where the
+zygote cannot run), never in the caller's process. When no such process can resolve it, ``check_corpus``
+raises ``EntrypointError`` once, after one import per process, instead of reading and replaying every
+bundle to give each the same ``entrypoint_unresolvable`` verdict (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepfork.analysis import check_corpus
+from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
+from stepfork.replay import EntrypointError
+
+from ..corpus_support import quickstart_corpus
+
+# Its import notes itself in imports.log, then fails: the log counts the imports tried.
+BROKEN = """
+import os
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "imports.log"), "a") as log:
+    log.write("import\\n")
+raise RuntimeError("boom at import")
+"""
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    work = tmp_path_factory.mktemp("check-entrypoint")
+    bundles = sorted(quickstart_corpus(work, 20, diverge_every=5))
+    (work / "broken.py").write_text(BROKEN)
+    return work, bundles
+
+
+@pytest.mark.parametrize("path", ["zygote", "subprocess"])
+def test_an_entrypoint_that_cannot_be_imported_is_raised_once(
+    work: tuple[Path, list[str]], path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, bundles = work
+    log = root / "imports.log"
+    log.unlink(missing_ok=True)
+    if path == "subprocess":
+        monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
+    seen = []
+    with pytest.raises(EntrypointError) as raised:
+        check_corpus(bundles, "broken:run", jobs=1, batch_size=4, import_root=root, on_result=seen.append)
+    assert raised.value.code == "import_failed"
+    assert raised.value.spec == "broken:run"
+    assert "RuntimeError: boom at import" in str(raised.value)
+    # one import tried (the zygote's, or the first fresh process's), not one per bundle
+    assert log.read_text().splitlines() == ["import"]
+    assert len(seen) == len(bundles)
+    assert {(v.verdict, v.reason) for v in seen} == {("COULD NOT EXECUTE", "entrypoint_unresolvable")}
+
+
+def test_a_missing_attribute_is_raised_with_its_suggestion(work: tuple[Path, list[str]]) -> None:
+    root, bundles = work
+    with pytest.raises(EntrypointError, match="has no attribute 'run_agnet'; did you mean 'run_agent'"):
+        check_corpus(bundles, "quickstart:run_agnet", jobs=2, import_root=root)
+
+
+def test_an_entrypoint_that_needs_what_a_run_did_not_record_stays_a_verdict(
+    work: tuple[Path, list[str]],
+) -> None:
+    """An entrypoint that resolves but cannot be called with a bundle's recorded input is that bundle's
+    verdict (``entrypoint_unresolvable``), not an error of the whole corpus."""
+    root, bundles = work
+    (root / "needs.py").write_text("import quickstart\n\ndef run(order_id, extra):\n    return None\n")
+    result = check_corpus(bundles[:3], "needs:run", jobs=1, import_root=root)
+    assert [v.reason for v in result.verdicts] == ["entrypoint_unresolvable"] * 3
+    assert result.exit_code == 2
