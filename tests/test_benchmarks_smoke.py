@@ -65,3 +65,19 @@ def test_the_check_benchmark_corpus_of_an_sdk_example_agent_gets_the_expected_ve
     root = str(tmp_path)
     _, _, verdicts = bench.checked(agent.entrypoint, sorted(expected), root, 1, warm=True, started=True)
     assert verdicts == expected
+
+
+@pytest.mark.parametrize("measure", ["baseline", "record", "replay"])
+def test_the_instruction_benchmark_process_makes_its_calls(measure: str) -> None:
+    # the process callgrind counts (benchmarks/bench_capture_instructions.py), here without valgrind
+    pytest.importorskip("httpx2")
+    pytest.importorskip("openai")
+    import subprocess
+    import sys
+
+    script = BENCHMARKS / "bench_capture_instructions.py"
+    for kind in ("plain", "stream"):
+        proc = subprocess.run(
+            [sys.executable, str(script), "--child", kind, measure, "2"], capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
