@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from stepfork.trace.bundle import Trace, save_trace
-from stepfork.trace.integrity import compute_integrity, verify_bundle_integrity, write_integrity
+from stepfork.trace.integrity import compute_integrity, file_sha256, verify_bundle_integrity, write_integrity
 from stepfork.trace.models import IntegrityStatus, RunStart
 
 T0 = datetime(2026, 10, 8, 10, 0, tzinfo=UTC)
@@ -127,3 +127,11 @@ def test_write_integrity_restores_verification_after_an_edit(bundle: Path) -> No
     assert verify_bundle_integrity(bundle).status == IntegrityStatus.MISMATCH
     assert write_integrity(bundle) == bundle / "integrity.json"
     assert verify_bundle_integrity(bundle).status == IntegrityStatus.VERIFIED
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 * (1 << 20) + 17])
+def test_file_sha256_is_the_sha256_of_the_whole_file_whatever_its_size(tmp_path: Path, size: int) -> None:
+    # one read up to 1 MiB, chunks beyond: the digest is the same either way
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    (tmp_path / "f").write_bytes(data)
+    assert file_sha256(tmp_path / "f") == hashlib.sha256(data).hexdigest()

@@ -6,7 +6,8 @@ status (``verified``, ``mismatch``, ``unverified_legacy``) and issues with exact
 ``integrity_unverified`` (no integrity.json: the legacy case), ``integrity_metadata_invalid``,
 ``integrity_algorithm_unsupported``, ``missing_file``, ``integrity_mismatch``.
 
-Files are hashed in chunks (``hashlib.file_digest``), so memory stays bounded whatever the bundle size.
+Files are hashed from one read up to 1 MiB, in chunks beyond (``hashlib.file_digest``), so memory stays
+bounded whatever the bundle size.
 """
 
 from __future__ import annotations
@@ -63,14 +64,27 @@ class IntegrityResult:
         return self.status == IntegrityStatus.VERIFIED
 
 
+_WHOLE_FILE = 1 << 20
+"""Files up to this size (bytes) are hashed from one read; larger ones in chunks (``hashlib.file_digest``).
+
+``file_digest`` zeroes a 256 KiB buffer on every call: for the few-KB files of a typical bundle that was a
+quarter of the instructions of loading and replaying it (callgrind, docs/performance.md "Check")."""
+
+
 def file_sha256(path: Path) -> str:
-    """Lowercase hex SHA-256 of the regular file at ``path``, read in chunks, symlinks refused.
+    """Lowercase hex SHA-256 of the regular file at ``path``, symlinks refused; a file over 1 MiB is read in
+    chunks, so memory stays bounded whatever the bundle size.
 
     Raises FileNotFoundError when absent, ``_files.UnsafeFileError`` when not a regular file.
     """
     fd = _files.open_regular(path)
     with os.fdopen(fd, "rb") as handle:
-        return hashlib.file_digest(handle, ALGORITHM).hexdigest()
+        if os.fstat(fd).st_size > _WHOLE_FILE:
+            return hashlib.file_digest(handle, ALGORITHM).hexdigest()
+        digest = hashlib.sha256(handle.read(_WHOLE_FILE))
+        while chunk := handle.read(_WHOLE_FILE):  # it grew since fstat: the rest, 1 MiB at a time
+            digest.update(chunk)
+        return digest.hexdigest()
 
 
 def compute_integrity(path: str | os.PathLike[str], extra_files: Sequence[str] = ()) -> IntegrityRecord:
