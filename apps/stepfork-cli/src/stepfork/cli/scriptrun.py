@@ -14,6 +14,7 @@ replay is judged by the usual rules (a reproduced failure is not a divergence).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
@@ -44,10 +45,15 @@ def program_exit(code: Any) -> ProgramExit:
 def run_program(target: list[str]) -> None:
     """Run ``SCRIPT ARGS`` or ``-m MODULE ARGS`` as ``__main__``.
 
+    A child the program forked (``os.fork``) and that leaves the program (returns, ``sys.exit``, raises)
+    exits here with its status, as it would have at the end of ``python SCRIPT``: it never goes on into
+    the recording's end or the replay's report, which are the parent's.
+
     Raises:
         ProgramExit: the program called ``sys.exit`` with a non-zero status. Anything else it raises
             propagates unchanged.
     """
+    parent = os.getpid()
     try:
         if target[0] == "-m":
             sys.argv = [target[1], *target[2:]]
@@ -57,8 +63,32 @@ def run_program(target: list[str]) -> None:
             sys.path.insert(0, os.path.dirname(os.path.abspath(target[0])))
             runpy.run_path(target[0], run_name="__main__")
     except SystemExit as exc:
+        if os.getpid() != parent:
+            _end_child(exc.code)
         if exc.code not in (None, 0):
             raise program_exit(exc.code) from None
+    except BaseException:
+        if os.getpid() != parent:
+            traceback.print_exc()
+            _end_child(1)
+        raise
+    if os.getpid() != parent:
+        _end_child(None)
+
+
+def _end_child(code: Any) -> None:
+    """End a forked child of the program with the status ``sys.exit(code)`` gives, stdio flushed."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
 
 
 def _status(exc: ProgramExit) -> int:
