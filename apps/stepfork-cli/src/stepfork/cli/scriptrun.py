@@ -175,7 +175,10 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
         except typer.Exit as done:
             return int(done.exit_code)
     sys.stdout.flush()
-    render_outcome(outcome, Path(bundle), " ".join(["python", *target]), verbose=options["verbose"])
+    from stepfork.cli.output import sanitize_text
+
+    shown = sanitize_text(" ".join(["python", *target]))  # a key typed as an argument is never printed
+    render_outcome(outcome, Path(bundle), shown, verbose=options["verbose"])
     return int(outcome.exit_code)
 
 
