@@ -129,6 +129,7 @@ def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
     if problem is not None:
         return _refuse(problem)
     enable()
+    _terminate_as_exit()
     try:
         with ExitStack() as stack:
             try:
@@ -138,10 +139,27 @@ def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
             run_program(target)
     except ProgramExit as exc:
         return _status(exc)
+    except KeyboardInterrupt:  # Ctrl-C: recorded as the run's failure; the shell's 128 + SIGINT
+        traceback.print_exc()
+        return 130
     except BaseException:  # the program's own failure: recorded by the session, shown as Python would
         traceback.print_exc()
         return 1
     return 0
+
+
+def _terminate_as_exit() -> None:
+    """Make SIGTERM end the program as ``sys.exit(143)`` (128 + SIGTERM) would, so the recording ends as a
+    failed run with its bundle written, instead of the process dying with the bundle still ``running``
+    (a CI timeout, ``docker stop``, ``stepfork record`` passing its own SIGTERM on). A program that sets
+    its own SIGTERM handler replaces this one."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, stop)
 
 
 def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
@@ -249,7 +267,11 @@ def main(argv: list[str]) -> int:
         return _record(head[1], head[2], head[3] == "1", target)
     import json
 
-    return _replay(head[1], json.loads(head[2]), target)
+    try:
+        return _replay(head[1], json.loads(head[2]), target)
+    except KeyboardInterrupt:  # Ctrl-C reaches this process itself (stepfork replay leaves it to us)
+        sys.stderr.write("Interrupted.\n")
+        return 130
 
 
 if __name__ == "__main__":
