@@ -51,7 +51,9 @@ def client(fake: FakeProvider) -> openai.OpenAI:
 
 def transcribe(audio: bytes, language: str = "en") -> Any:
     def agent(c: openai.OpenAI) -> Transcription:
-        return c.audio.transcriptions.create(model="whisper-1", file=("question.wav", audio), language=language)
+        return c.audio.transcriptions.create(
+            model="whisper-1", file=("question.wav", audio), language=language
+        )
 
     return agent
 

@@ -356,7 +356,7 @@ def test_an_ipv4_mapped_loopback_address_is_loopback(bundle: Path, server: tuple
         sock.settimeout(5)
         try:
             sock.connect(("::ffff:127.0.0.1", server[1]))
-        except OSError as exc:  # (ReplayPolicyError is no OSError: a refusal fails the test)  # a host without dual-stack sockets: what matters is the seal let it try
+        except OSError as exc:  # no dual-stack sockets here (ReplayPolicyError is no OSError: it fails)
             pytest.skip(f"IPv4-mapped addresses unsupported here: {exc}")
         sock.sendall(b"ping")
         assert sock.recv(16) == b"PING"

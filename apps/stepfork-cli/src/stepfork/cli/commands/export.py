@@ -158,9 +158,7 @@ def export(
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)
 
     typer.echo(f"Wrote {result.path}")
-    typer.echo(
-        f"Command:    {sanitize_text(' '.join(command))}" if command else f"Entrypoint: {entrypoint}"
-    )
+    typer.echo(f"Command:    {sanitize_text(' '.join(command))}" if command else f"Entrypoint: {entrypoint}")
     typer.echo(f"Mode:       {mode}")
     if ordering != "auto":
         typer.echo(f"Ordering:   {ordering}")
