@@ -183,6 +183,29 @@ class Capture:
         body = encode_body(output)
         return _whole_response(self.lib, output["status"], list(headers.items()), body, request)
 
+    def hint_sdk_change(self, exc: BaseException, handler: Any) -> None:
+        """Add to an ``input_diverged`` divergence the hint that the recording was made with another
+        version of this SDK (the bundle's ``sdk-versions.json``): an upgrade can change the request the
+        SDK builds from the same code, which the divergence's path alone does not say."""
+        diagnostic = getattr(exc, "diagnostic", None)
+        if self.sdk is None or diagnostic is None or getattr(exc, "code", None) != "input_diverged":
+            return
+        read = getattr(handler, "metadata", None)  # ReplaySession.metadata(name)
+        recorded = read(SDK_VERSIONS) if callable(read) else None
+        name, version = self.sdk
+        then = recorded.get(name) if isinstance(recorded, dict) else None
+        if not isinstance(then, str) or then == version:
+            return
+        import dataclasses
+
+        hint = (
+            f"the run was recorded with {name} {then}; this replay runs {name} {version}, whose requests may "
+            "differ for the same code: if the SDK upgrade is the change, record the run again"
+        )
+        if diagnostic.hint:
+            hint = f"{diagnostic.hint}; {hint}"
+        exc.diagnostic = dataclasses.replace(diagnostic, hint=hint)  # type: ignore[attr-defined]
+
     def raise_recorded(self, exc: BaseException, request: Any) -> None:
         """Raise a recorded transport failure as the library's own exception class, when it is one."""
         error_type = getattr(exc, "error_type", None)
@@ -311,6 +334,7 @@ class CaptureTransport:
             try:
                 out = handler.handle(call, execute, orphan=orphan)
             except Exception as exc:
+                capture.hint_sdk_change(exc, handler)
                 capture.raise_recorded(exc, request)
                 capture.raise_through(exc)
                 raise
@@ -384,6 +408,7 @@ class AsyncCaptureTransport:
             try:
                 out = await handler.ahandle(call, execute, orphan=orphan)
             except Exception as exc:
+                capture.hint_sdk_change(exc, handler)
                 capture.raise_recorded(exc, request)
                 capture.raise_through(exc)
                 raise
