@@ -30,7 +30,8 @@ def client(fake: FakeProvider) -> openai.OpenAI:
 
 def ask(question: str) -> Any:
     def agent(c: openai.OpenAI) -> Any:
-        return c.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": question}])
+        messages = [{"role": "user", "content": question}]
+        return c.chat.completions.create(model="gpt-4o-mini", messages=messages)
 
     return agent
 
@@ -62,7 +63,9 @@ def generic_client(user_agent: str | None) -> Any:
     def make(fake: FakeProvider) -> openai.OpenAI:
         http = instrument_httpx(httpx2.Client(transport=fake.transport()))
         headers = {"User-Agent": user_agent} if user_agent else None
-        return openai.OpenAI(api_key="sk-secret-test-key", http_client=http, max_retries=0, default_headers=headers)
+        return openai.OpenAI(
+            api_key="sk-secret-test-key", http_client=http, max_retries=0, default_headers=headers
+        )
 
     return make
 
