@@ -195,7 +195,10 @@ class Capture:
             stream = (replay_async if is_async else replay_sync)(sse, call, self.lib, request)
             return self.lib.Response(output["status"], headers=headers, stream=stream, request=request)
         body = encode_body(output)
-        return _whole_response(self.lib, output["status"], list(headers.items()), body, request)
+        served = list(headers.items())
+        if output["status"] >= 400:
+            served = _without_retry_wait(served)
+        return _whole_response(self.lib, output["status"], served, body, request)
 
     def hint_sdk_change(self, exc: BaseException, handler: Any, request: Any) -> None:
         """Add to an ``input_diverged`` divergence the hint that the recording was made with another
@@ -242,6 +245,30 @@ class Capture:
         again.__dict__.update(exc.__dict__)
         again.args = exc.args
         raise again.with_traceback(exc.__traceback__) from exc.__cause__
+
+
+RETRY_WAIT_HONOURED = 60.0
+"""Seconds of ``retry-after``/``retry-after-ms`` every version of the Stainless-built SDKs (openai,
+anthropic) honours; a longer wait may make an SDK give up instead of retrying."""
+
+
+def _without_retry_wait(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers of a replayed error response with ``retry-after-ms: 1``, so the SDK's retry (the same
+    retry: the answers are recorded) does not sleep the recorded wait again. Left as recorded when they
+    name a wait of more than :data:`RETRY_WAIT_HONOURED` seconds, which an SDK may refuse to retry after:
+    serving 1 ms could turn the recorded give-up into a retry the recording does not have."""
+    for name, value in headers:
+        low = name.lower()
+        if low in ("retry-after", "retry-after-ms"):
+            try:
+                wait = float(value) / (1000 if low == "retry-after-ms" else 1)
+            except ValueError:
+                continue  # an HTTP date: in the past by replay time, the SDK backs off on its own
+            if not wait <= RETRY_WAIT_HONOURED:  # NaN too
+                return headers
+    kept = [(name, value) for name, value in headers if name.lower() != "retry-after-ms"]
+    kept.append(("retry-after-ms", "1"))
+    return kept
 
 
 def _content_decoder(lib: ModuleType, headers: Any) -> Any:
