@@ -72,3 +72,43 @@ def test_run_says_the_program_is_missing_before_pytest_starts(bundle: Path, tmp_
     receipt = run_exported_test(out)
     assert (receipt.verdict, receipt.reason) == ("could_not_execute", "entrypoint_unresolvable")
     assert "gone.py" in receipt.detail
+
+
+SECRET = "sk-proj-Zabcdefghijklmnopqrstuvwxyz012345"
+
+
+def test_a_secret_on_the_command_line_is_refused_by_export_and_never_written(
+    bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CASES C5: nothing secret reaches an exported test. Written redacted, the test would run the program
+    # with "[REDACTED]" as its argument; so the export is refused, naming where the secret is.
+    from typer.testing import CliRunner
+
+    from stepfork.cli.app import build_app
+
+    (tmp_path / "agent.py").write_text("print('hi')\n")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "test_agent.py"
+    args = ["export", str(bundle), "-o", str(out), "--", "python", "agent.py", "--api-key", SECRET]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code == 2
+    assert "argument 3 of the command holds a secret" in result.output
+    assert SECRET not in result.output
+    assert not out.exists()
+
+
+def test_a_replayed_program_s_command_line_is_shown_redacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stepfork.cli.scriptrun import run_script_regression_case
+
+    (tmp_path / "agent.py").write_text("import sys\nprint(len(sys.argv))\n")
+    empty = tmp_path / "empty.sftrace"
+    with record("agent", output=empty):  # a program that calls nothing: its command line is the point
+        pass
+    run_script_regression_case(
+        trace_path=empty, command=["python", "agent.py", "--api-key", SECRET], cwd=tmp_path
+    )
+    shown = capsys.readouterr().out
+    assert "python agent.py --api-key [REDACTED]" in shown
+    assert SECRET not in shown

@@ -308,3 +308,55 @@ def test_fork_goes_live_from_the_fork_point_with_the_network_open(tmp_path: Path
         run_agent()
     result = fork(parent, step=2, entrypoint=run_agent, output=tmp_path / "child.sftrace")
     assert result.status == "completed", result.error
+
+
+class UdpEcho(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        data, sock = self.request
+        sock.sendto(data.upper(), self.client_address)
+
+
+def test_a_datagram_to_a_remote_address_is_refused_before_it_is_sent_and_loopback_ones_work(
+    bundle: Path,
+) -> None:
+    # UDP needs no connect: sendto/sendmsg name the address themselves (a metrics client, a DNS library)
+    with socketserver.ThreadingUDPServer(("127.0.0.1", 0), UdpEcho) as srv:
+        threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True).start()
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with ReplaySession.from_trace(bundle) as session, udp:
+            udp.settimeout(5)
+            udp.sendto(b"ping", srv.server_address)
+            assert udp.recv(16) == b"PING"
+            with pytest.raises(ReplayPolicyError) as info:
+                udp.sendto(b"x", (REMOTE, 53))
+            assert f"{REMOTE}:53" in str(info.value)
+            with pytest.raises(ReplayPolicyError):
+                udp.sendto(b"x", 0, (REMOTE, 53))
+            with pytest.raises(ReplayPolicyError):
+                udp.sendmsg([b"x"], [], 0, (REMOTE, 53))
+        srv.shutdown()
+    assert session.divergence is not None
+    assert session.divergence.code == "network_sealed"
+
+
+def test_the_legacy_resolvers_are_sealed_too(bundle: Path) -> None:
+    # gethostbyname()/gethostbyname_ex() send a DNS query as getaddrinfo() does; loopback names resolve
+    with ReplaySession.from_trace(bundle):
+        assert socket.gethostbyname("localhost") == "127.0.0.1"
+        for resolve in (socket.gethostbyname, socket.gethostbyname_ex):
+            with pytest.raises(ReplayPolicyError) as info:
+                resolve("api.openai.com")
+            assert "api.openai.com" in str(info.value)
+
+
+def test_an_ipv4_mapped_loopback_address_is_loopback(bundle: Path, server: tuple[str, int]) -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 sockets here")
+    with ReplaySession.from_trace(bundle), socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        try:
+            sock.connect(("::ffff:127.0.0.1", server[1]))
+        except OSError as exc:  # no dual-stack sockets here (ReplayPolicyError is no OSError: it fails)
+            pytest.skip(f"IPv4-mapped addresses unsupported here: {exc}")
+        sock.sendall(b"ping")
+        assert sock.recv(16) == b"PING"

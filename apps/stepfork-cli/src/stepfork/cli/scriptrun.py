@@ -14,6 +14,7 @@ replay is judged by the usual rules (a reproduced failure is not a divergence).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
@@ -44,10 +45,15 @@ def program_exit(code: Any) -> ProgramExit:
 def run_program(target: list[str]) -> None:
     """Run ``SCRIPT ARGS`` or ``-m MODULE ARGS`` as ``__main__``.
 
+    A child the program forked (``os.fork``) and that leaves the program (returns, ``sys.exit``, raises)
+    exits here with its status, as it would have at the end of ``python SCRIPT``: it never goes on into
+    the recording's end or the replay's report, which are the parent's.
+
     Raises:
         ProgramExit: the program called ``sys.exit`` with a non-zero status. Anything else it raises
             propagates unchanged.
     """
+    parent = os.getpid()
     try:
         if target[0] == "-m":
             sys.argv = [target[1], *target[2:]]
@@ -57,8 +63,32 @@ def run_program(target: list[str]) -> None:
             sys.path.insert(0, os.path.dirname(os.path.abspath(target[0])))
             runpy.run_path(target[0], run_name="__main__")
     except SystemExit as exc:
+        if os.getpid() != parent:
+            _end_child(exc.code)
         if exc.code not in (None, 0):
             raise program_exit(exc.code) from None
+    except BaseException:
+        if os.getpid() != parent:
+            traceback.print_exc()
+            _end_child(1)
+        raise
+    if os.getpid() != parent:
+        _end_child(None)
+
+
+def _end_child(code: Any) -> None:
+    """End a forked child of the program with the status ``sys.exit(code)`` gives, stdio flushed."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
 
 
 def _status(exc: ProgramExit) -> int:
@@ -99,6 +129,7 @@ def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
     if problem is not None:
         return _refuse(problem)
     enable()
+    _terminate_as_exit()
     try:
         with ExitStack() as stack:
             try:
@@ -108,10 +139,27 @@ def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
             run_program(target)
     except ProgramExit as exc:
         return _status(exc)
+    except KeyboardInterrupt:  # Ctrl-C: recorded as the run's failure; the shell's 128 + SIGINT
+        traceback.print_exc()
+        return 130
     except BaseException:  # the program's own failure: recorded by the session, shown as Python would
         traceback.print_exc()
         return 1
     return 0
+
+
+def _terminate_as_exit() -> None:
+    """Make SIGTERM end the program as ``sys.exit(143)`` (128 + SIGTERM) would, so the recording ends as a
+    failed run with its bundle written, instead of the process dying with the bundle still ``running``
+    (a CI timeout, ``docker stop``, ``stepfork record`` passing its own SIGTERM on). A program that sets
+    its own SIGTERM handler replaces this one."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, stop)
 
 
 def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
@@ -145,7 +193,10 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
         except typer.Exit as done:
             return int(done.exit_code)
     sys.stdout.flush()
-    render_outcome(outcome, Path(bundle), " ".join(["python", *target]), verbose=options["verbose"])
+    from stepfork.cli.output import sanitize_text
+
+    shown = sanitize_text(" ".join(["python", *target]))  # a key typed as an argument is never printed
+    render_outcome(outcome, Path(bundle), shown, verbose=options["verbose"])
     return int(outcome.exit_code)
 
 
@@ -216,7 +267,11 @@ def main(argv: list[str]) -> int:
         return _record(head[1], head[2], head[3] == "1", target)
     import json
 
-    return _replay(head[1], json.loads(head[2]), target)
+    try:
+        return _replay(head[1], json.loads(head[2]), target)
+    except KeyboardInterrupt:  # Ctrl-C reaches this process itself (stepfork replay leaves it to us)
+        sys.stderr.write("Interrupted.\n")
+        return 130
 
 
 if __name__ == "__main__":

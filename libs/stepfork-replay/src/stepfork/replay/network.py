@@ -9,10 +9,16 @@ divergence, so the CLI reports it and exit codes follow the spec even when the a
 
 Hooks (what Python gives; installed while at least one sealed session is active, removed after):
 
-- ``socket.getaddrinfo``: a name that is neither local nor allowed is refused before it is resolved (a
-  DNS query is network traffic too); the addresses of an allowed name are allowed in turn;
+- ``socket.getaddrinfo`` (and the older ``gethostbyname``/``gethostbyname_ex``): a name that is neither
+  local nor allowed is refused before it is resolved (a DNS query is network traffic too); the addresses
+  of an allowed name are allowed in turn;
 - ``socket.socket.connect`` / ``connect_ex``: every TCP/UDP connection, blocking or not. asyncio's
-  ``loop.sock_connect``/``create_connection`` and every HTTP library end there.
+  ``loop.sock_connect``/``create_connection`` and every HTTP library end there;
+- ``socket.socket.sendto`` / ``sendmsg`` with an address: a datagram needs no connection (a metrics
+  client, a DNS library), so one to a remote address is refused before it is sent.
+
+Loopback includes IPv4-mapped IPv6 loopback (``::ffff:127.0.0.1``, a dual-stack socket's view of a local
+server).
 
 ``allow_hosts`` lists host names or IP addresses that stay reachable (a database on another host, a
 service the test really needs). ``network="open"`` (the default in ``live`` and ``hybrid``, whose LLM
@@ -74,6 +80,9 @@ def _is_local(host: str) -> bool:
         address = ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 (ipaddress counts it from 3.13 only)
+    if mapped is not None:
+        address = mapped
     return address.is_loopback or address.is_unspecified
 
 
@@ -135,18 +144,59 @@ def _connect_ex(self: socket.socket, address: Any) -> int:
     return int(_original["connect_ex"](self, address))
 
 
-def _getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+def _sendto(self: socket.socket, data: Any, *args: Any) -> int:
+    # sendto(data, address) or sendto(data, flags, address)
+    if args:
+        _check_connect(self, args[-1])
+    return int(_original["sendto"](self, data, *args))
+
+
+def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
+    # sendmsg(buffers[, ancdata[, flags[, address]]])
+    if len(args) >= 3 and args[2] is not None:
+        _check_connect(self, args[2])
+    return int(_original["sendmsg"](self, buffers, *args))
+
+
+def _checked_name(host: Any, port: Any) -> str | None:
+    """The lower-case name of a host about to be resolved, refused when neither local nor allowed."""
     name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
-    if isinstance(name, str):
-        name = name.lower().rstrip(".")
-        if not _allowed(name):
-            _refuse(name, port)
+    if not isinstance(name, str):
+        return None
+    name = name.lower().rstrip(".")
+    if not _allowed(name):
+        _refuse(name, port)
+    return name
+
+
+def _allow_resolved(name: str | None, addresses: Iterable[Any]) -> None:
+    """The addresses an allowed name resolved to are allowed in turn."""
+    if name is None or _is_local(name):
+        return
+    with _lock:
+        for seal in _seals:
+            if seal.allows(name):
+                seal.addresses.update(str(address).lower() for address in addresses)
+
+
+def _getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+    name = _checked_name(host, port)
     result = _original["getaddrinfo"](host, port, *args, **kwargs)
-    if isinstance(name, str) and not _is_local(name):
-        with _lock:
-            for seal in _seals:
-                if seal.allows(name):
-                    seal.addresses.update(str(info[4][0]).lower() for info in result)
+    _allow_resolved(name, (info[4][0] for info in result))
+    return result
+
+
+def _gethostbyname(host: Any) -> str:
+    name = _checked_name(host, None)
+    address = str(_original["gethostbyname"](host))
+    _allow_resolved(name, [address])
+    return address
+
+
+def _gethostbyname_ex(host: Any) -> Any:
+    name = _checked_name(host, None)
+    result = _original["gethostbyname_ex"](host)
+    _allow_resolved(name, result[2])
     return result
 
 
@@ -159,11 +209,20 @@ def seal(session: Any, allow_hosts: Iterable[str] = ()) -> Seal:
             _original.update(
                 connect=socket.socket.connect,
                 connect_ex=socket.socket.connect_ex,
+                sendto=socket.socket.sendto,
+                sendmsg=getattr(socket.socket, "sendmsg", None),
                 getaddrinfo=socket.getaddrinfo,
+                gethostbyname=socket.gethostbyname,
+                gethostbyname_ex=socket.gethostbyname_ex,
             )
             socket.socket.connect = _connect  # type: ignore[method-assign,assignment]
             socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign,assignment]
+            socket.socket.sendto = _sendto  # type: ignore[method-assign,assignment]
+            if _original["sendmsg"] is not None:  # POSIX only
+                socket.socket.sendmsg = _sendmsg  # type: ignore[method-assign,assignment]
             socket.getaddrinfo = _getaddrinfo
+            socket.gethostbyname = _gethostbyname
+            socket.gethostbyname_ex = _gethostbyname_ex
         _seals.append(handle)
     return handle
 
@@ -176,7 +235,13 @@ def unseal(handle: Seal) -> None:
         if not _seals and _original:
             socket.socket.connect = _original.pop("connect")  # type: ignore[method-assign]
             socket.socket.connect_ex = _original.pop("connect_ex")  # type: ignore[method-assign]
+            socket.socket.sendto = _original.pop("sendto")  # type: ignore[method-assign]
+            sendmsg = _original.pop("sendmsg")
+            if sendmsg is not None:
+                socket.socket.sendmsg = sendmsg  # type: ignore[method-assign]
             socket.getaddrinfo = _original.pop("getaddrinfo")
+            socket.gethostbyname = _original.pop("gethostbyname")
+            socket.gethostbyname_ex = _original.pop("gethostbyname_ex")
 
 
 def is_sealed() -> bool:

@@ -25,6 +25,7 @@ the JSON body, input and output as :mod:`stepfork.integrations._http_exchange` d
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import weakref
 from collections.abc import Mapping
@@ -40,6 +41,7 @@ from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
 
 SDK_VERSIONS = "sdk-versions"
+_SDK_USER_AGENT = re.compile(r"([A-Za-z][\w.-]*)/Python (\S+)")
 _DROPPED_RESPONSE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
@@ -93,14 +95,26 @@ class Capture:
         )
         return call, legacy
 
-    def note_sdk(self, handler: Any) -> None:
+    def sdk_of(self, request: Any) -> tuple[str, str] | None:
+        """``(distribution, version)`` of the SDK sending ``request``: the one the capture was given, else
+        the one its ``User-Agent`` names (``OpenAI/Python 3.57.0``, the form of the Stainless-built SDKs:
+        openai, anthropic, groq...), as for a client instrumented by zero-code recording."""
+        if self.sdk is not None:
+            return self.sdk
+        match = _SDK_USER_AGENT.match(request.headers.get("user-agent", ""))
+        return (match[1].lower(), match[2]) if match else None
+
+    def note_sdk(self, handler: Any, request: Any) -> None:
         """Add the SDK version to the recording's ``sdk-versions.json`` (once per session)."""
         add = getattr(handler, "add_metadata", None)
-        if self.sdk is None or add is None:
+        if add is None:
+            return
+        sdk = self.sdk_of(request)
+        if sdk is None:
             return
         known = getattr(handler, "metadata", {}).get(SDK_VERSIONS)
-        if not (isinstance(known, dict) and self.sdk[0] in known):
-            add(SDK_VERSIONS, {self.sdk[0]: self.sdk[1]}, merge=True)
+        if not (isinstance(known, dict) and sdk[0] in known):
+            add(SDK_VERSIONS, {sdk[0]: sdk[1]}, merge=True)
 
     # -- recording -----------------------------------------------------------------------------------
 
@@ -181,7 +195,36 @@ class Capture:
             stream = (replay_async if is_async else replay_sync)(sse, call, self.lib, request)
             return self.lib.Response(output["status"], headers=headers, stream=stream, request=request)
         body = encode_body(output)
-        return _whole_response(self.lib, output["status"], list(headers.items()), body, request)
+        served = list(headers.items())
+        if output["status"] >= 400:
+            served = _without_retry_wait(served)
+        return _whole_response(self.lib, output["status"], served, body, request)
+
+    def hint_sdk_change(self, exc: BaseException, handler: Any, request: Any) -> None:
+        """Add to an ``input_diverged`` divergence the hint that the recording was made with another
+        version of this SDK (the bundle's ``sdk-versions.json``): an upgrade can change the request the
+        SDK builds from the same code, which the divergence's path alone does not say."""
+        diagnostic = getattr(exc, "diagnostic", None)
+        if diagnostic is None or getattr(exc, "code", None) != "input_diverged":
+            return
+        sdk = self.sdk_of(request)
+        if sdk is None:
+            return
+        read = getattr(handler, "metadata", None)  # ReplaySession.metadata(name)
+        recorded = read(SDK_VERSIONS) if callable(read) else None
+        name, version = sdk
+        then = recorded.get(name) if isinstance(recorded, dict) else None
+        if not isinstance(then, str) or then == version:
+            return
+        import dataclasses
+
+        hint = (
+            f"the run was recorded with {name} {then}; this replay runs {name} {version}, whose requests may "
+            "differ for the same code: if the SDK upgrade is the change, record the run again"
+        )
+        if diagnostic.hint:
+            hint = f"{diagnostic.hint}; {hint}"
+        exc.diagnostic = dataclasses.replace(diagnostic, hint=hint)  # type: ignore[attr-defined]
 
     def raise_recorded(self, exc: BaseException, request: Any) -> None:
         """Raise a recorded transport failure as the library's own exception class, when it is one."""
@@ -202,6 +245,30 @@ class Capture:
         again.__dict__.update(exc.__dict__)
         again.args = exc.args
         raise again.with_traceback(exc.__traceback__) from exc.__cause__
+
+
+RETRY_WAIT_HONOURED = 60.0
+"""Seconds of ``retry-after``/``retry-after-ms`` every version of the Stainless-built SDKs (openai,
+anthropic) honours; a longer wait may make an SDK give up instead of retrying."""
+
+
+def _without_retry_wait(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers of a replayed error response with ``retry-after-ms: 1``, so the SDK's retry (the same
+    retry: the answers are recorded) does not sleep the recorded wait again. Left as recorded when they
+    name a wait of more than :data:`RETRY_WAIT_HONOURED` seconds, which an SDK may refuse to retry after:
+    serving 1 ms could turn the recorded give-up into a retry the recording does not have."""
+    for name, value in headers:
+        low = name.lower()
+        if low in ("retry-after", "retry-after-ms"):
+            try:
+                wait = float(value) / (1000 if low == "retry-after-ms" else 1)
+            except ValueError:
+                continue  # an HTTP date: in the past by replay time, the SDK backs off on its own
+            if not wait <= RETRY_WAIT_HONOURED:  # NaN too
+                return headers
+    kept = [(name, value) for name, value in headers if name.lower() != "retry-after-ms"]
+    kept.append(("retry-after-ms", "1"))
+    return kept
 
 
 def _content_decoder(lib: ModuleType, headers: Any) -> Any:
@@ -311,11 +378,12 @@ class CaptureTransport:
             try:
                 out = handler.handle(call, execute, orphan=orphan)
             except Exception as exc:
+                capture.hint_sdk_change(exc, handler, request)
                 capture.raise_recorded(exc, request)
                 capture.raise_through(exc)
                 raise
             return live[0] if live else capture.replayed(out, call, legacy, request, is_async=False)
-        capture.note_sdk(handler)
+        capture.note_sdk(handler, request)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []
 
@@ -384,11 +452,12 @@ class AsyncCaptureTransport:
             try:
                 out = await handler.ahandle(call, execute, orphan=orphan)
             except Exception as exc:
+                capture.hint_sdk_change(exc, handler, request)
                 capture.raise_recorded(exc, request)
                 capture.raise_through(exc)
                 raise
             return live[0] if live else capture.replayed(out, call, legacy, request, is_async=True)
-        capture.note_sdk(handler)
+        capture.note_sdk(handler, request)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []
 

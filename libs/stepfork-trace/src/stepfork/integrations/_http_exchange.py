@@ -7,7 +7,11 @@ turns the output back into bytes.
 Input (what replay matches)::
 
     {"method": "POST", "path": "/v1/chat/completions", "headers": {<answer-changing headers>},
-     "body": <the JSON body> | {"text": ...} | {"base64": ...} | null}
+     "body": <the JSON body> | {"text": ...} | {"base64": ...} | {"multipart": [<part>...]} | null}
+
+A ``multipart/form-data`` body (an upload: ``audio.transcriptions.create``, ``files.create``) is its parts
+in order, ``{"name", "filename"?, "content_type"?, "json" | "text" | "base64"?}``, never its bytes: the
+boundary is random per request, so the bytes would differ at every replay (:func:`multipart_parts`).
 
 Only :data:`ANSWER_HEADERS` are kept: credentials (``Authorization``, ``x-api-key``...) and per-request
 values never are. Output (served back on replay, never matched)::
@@ -112,6 +116,10 @@ def body_input(
     method: str, path: str, kept: dict[str, str], content: bytes, content_type: str | None
 ) -> dict[str, Any]:
     """:func:`request_input` with the answer-changing headers already chosen (``kept``, lower-case names)."""
+    if content_type and content_type[:19].lower() == "multipart/form-data":
+        parts = multipart_parts(content, content_type)
+        if parts is not None:
+            return {"method": method.upper(), "path": path, "headers": kept, "body": {"multipart": parts}}
     body, exact = decode_body_exactly(content, content_type)
     value = body["json"] if body is not None and "json" in body else body
     if exact:  # NaN/Infinity become the ``float`` tagged form: the input must be JSON (BoundaryCall)
@@ -159,9 +167,58 @@ def legacy_input(path: str, body: Any) -> dict[str, Any] | None:
 
 
 def model_of(body: Any) -> str | None:
-    """The ``model`` of a JSON request body, or None."""
+    """The ``model`` of a JSON request body (or of a multipart form's ``model`` field), or None."""
     model = body.get("model") if isinstance(body, dict) else None
+    if model is None and isinstance(body, dict) and isinstance(body.get("multipart"), list):
+        model = next((p.get("text") for p in body["multipart"] if p.get("name") == "model"), None)
     return model if isinstance(model, str) and model else None
+
+
+def multipart_parts(content: bytes, content_type: str) -> list[dict[str, Any]] | None:
+    """The parts of a ``multipart/form-data`` body (RFC 7578), in order, without the boundary: each
+    ``{"name", "filename"?, "content_type"?}`` plus its content as :func:`decode_body` gives it
+    (``json``/``text``/``base64``; nothing for an empty part). None when ``content_type`` names no
+    boundary or the body does not use it (the body is then recorded as bytes)."""
+    from email.message import Message
+
+    def params(name: str, value: str) -> Message:
+        header = Message()
+        header[name] = value
+        return header
+
+    boundary = params("content-type", content_type).get_param("boundary")
+    if not isinstance(boundary, str) or not boundary:
+        return None
+    delimiter = b"--" + boundary.encode("latin-1")
+    chunks = content.split(delimiter)
+    if len(chunks) < 2 or not chunks[-1].startswith(b"--"):
+        return None
+    parts: list[dict[str, Any]] = []
+    for chunk in chunks[1:-1]:
+        head, _, data = chunk.removeprefix(b"\r\n").partition(b"\r\n\r\n")
+        headers: dict[str, str] = {}
+        for line in head.split(b"\r\n"):
+            key, _, value = line.decode("utf-8", errors="replace").partition(":")
+            headers[key.strip().lower()] = value.strip()
+        disposition = params("content-disposition", headers.get("content-disposition", ""))
+        part: dict[str, Any] = {"name": disposition.get_param("name", header="content-disposition")}
+        filename = disposition.get_param("filename", header="content-disposition")
+        if filename is not None:
+            part["filename"] = filename
+        if "content-type" in headers:
+            part["content_type"] = headers["content-type"]
+        body, _ = decode_body_exactly(data.removesuffix(b"\r\n"), headers.get("content-type"))
+        if body is not None:
+            part.update(_jsonable_body(body))
+        parts.append(part)
+    return parts
+
+
+def _jsonable_body(body: dict[str, Any]) -> dict[str, Any]:
+    """A decoded body as plain JSON (NaN/Infinity and big integers tagged, as in :func:`body_input`)."""
+    from stepfork.trace.jsonable import to_jsonable
+
+    return {key: to_jsonable(value) for key, value in body.items()}
 
 
 def response_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -15,12 +15,17 @@ no handler while sessions are active in the process is an *orphan*:
   serves it through the usual checks, also warning once;
 - more than one: :class:`~stepfork.trace.errors.BoundaryContextError`, because guessing would be wrong.
 
+Forked children. A session belongs to the process that started it: a child made by ``os.fork`` (or a
+``multiprocessing`` pool forking) forgets every session (:func:`_forget_sessions_in_child`), so its
+instrumented calls run untouched, as a subprocess's would, instead of writing into the parent's bundle.
+
 This module imports nothing heavy (no pydantic): decorated functions cost one ContextVar read when no
 session is active.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -208,6 +213,20 @@ def deactivate(handler: BoundaryHandler, token: Token[BoundaryHandler | None]) -
     except ValueError:
         if _active_handler.get() is handler:
             _active_handler.set(None)
+
+
+def _forget_sessions_in_child() -> None:
+    """``os.register_at_fork`` hook: the forked child has no active session (module docstring). The
+    forking thread's context is the only one the child runs on at first; the lock may have been held by
+    another parent thread at the fork, so the child gets a fresh one."""
+    global _process_lock
+    _process_lock = threading.Lock()
+    _process_handlers.clear()
+    _active_handler.set(None)
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_sessions_in_child)
 
 
 @contextmanager

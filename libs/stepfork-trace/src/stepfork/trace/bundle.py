@@ -12,8 +12,10 @@ a 1-based line. The read side (``load_trace``, ``read_trace``, ``read_extension`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
@@ -430,6 +432,10 @@ class BundleWriter:
     The writer does not redact or hash events: give it lines made by :func:`prepare_event`. It does redact
     the manifests it writes and adds those findings to the redaction entries.
 
+    A writer belongs to the process that opened it: in a forked child (``os.fork``, a ``multiprocessing``
+    pool forking) every method does nothing, so the child can neither append to the parent's events.jsonl
+    through the descriptor it inherited nor finalize the bundle (:func:`_disown_writers_in_child`).
+
     Raises (constructor): TraceStorageError ``invalid_path`` / ``already_exists`` as :func:`save_trace`;
     with ``overwrite`` an existing bundle is removed first.
     """
@@ -450,6 +456,7 @@ class BundleWriter:
         self._limit = buffer_bytes
         self._redactor = redactor
         self._closed = False
+        self._disowned = False  # True in a forked child: the bundle is the parent's
         self.events_written = 0
         data, _ = manifest_bytes(manifest, redactor)
         # The three files are made in a hidden staging directory renamed into place, so a process killed
@@ -476,6 +483,17 @@ class BundleWriter:
                 _files.remove_tree(staging)
             raise
         _files.fsync_dir(self.path.parent)
+        _open_writers.add(self)
+
+    def _disown(self) -> None:
+        """Forget the bundle in a forked child: its queued lines and its descriptor are the parent's."""
+        self._disowned = True
+        self._lock = threading.Lock()  # another parent thread may have held it at the fork
+        self._buffer = bytearray()
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)  # the child's copy only
 
     def append(self, event_line: bytes) -> None:
         """Queue one events.jsonl line (exactly one ``\\n``, at the end); write out when the buffer is full.
@@ -484,6 +502,8 @@ class BundleWriter:
         """
         if not event_line.endswith(b"\n") or b"\n" in event_line[:-1]:
             raise ValueError("an event line must hold exactly one newline, at its end")
+        if self._disowned:
+            return
         with self._lock:
             self._check_open()
             self._buffer += event_line
@@ -499,6 +519,8 @@ class BundleWriter:
 
     def flush(self) -> None:
         """Hand every queued line to the OS (no fsync: survives a killed process, not a power loss)."""
+        if self._disowned:
+            return
         with self._lock:
             self._check_open()
             self._write_buffer()
@@ -516,6 +538,8 @@ class BundleWriter:
         Returns the bundle path. The manifest is written as given (the caller sets status and totals).
         Raises TraceStorageError ``writer_closed`` when already finalized or closed.
         """
+        if self._disowned:
+            return self.path
         with self._lock:
             self._check_open()
             self._close_events()
@@ -531,6 +555,8 @@ class BundleWriter:
 
     def close(self) -> None:
         """Flush, fsync, close events.jsonl; no finalize (leaves a ``running`` bundle). Idempotent."""
+        if self._disowned:
+            return
         with self._lock:
             if not self._closed:
                 self._close_events()
@@ -553,3 +579,16 @@ class BundleWriter:
             os.fsync(self._fd)
             os.close(self._fd)
             self._fd = None
+
+
+_open_writers: weakref.WeakSet[BundleWriter] = weakref.WeakSet()
+
+
+def _disown_writers_in_child() -> None:
+    """``os.register_at_fork`` hook: a forked child writes nothing into its parent's bundles."""
+    for writer in list(_open_writers):
+        writer._disown()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_disown_writers_in_child)

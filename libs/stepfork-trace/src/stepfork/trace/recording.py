@@ -167,6 +167,7 @@ class RecordingSession(ExplicitRecording):
         self.path: Path | None = None
         self.inert = False
         self._entered = False
+        self._pid = 0  # the process that entered the session (a forked child never finishes it)
         self._finished = False
         self._log: EventLog | None = None
         self._root_id = ""
@@ -206,6 +207,7 @@ class RecordingSession(ExplicitRecording):
         if self._entered:
             raise RuntimeError("a RecordingSession cannot be re-entered; call record() again")
         self._entered = True
+        self._pid = os.getpid()
         current = boundary.active_handler()
         if current is not None and current.is_replay:
             self.inert = True  # REFERENCE-NOTES.md 5: no events, no file inside a replay
@@ -243,6 +245,9 @@ class RecordingSession(ExplicitRecording):
 
     def _finish_or_note(self, exc: BaseException | None) -> None:
         if self.inert or self._log is None or self._finished:
+            return
+        if os.getpid() != self._pid:  # a forked child leaving the block: the bundle is the parent's
+            self.inert = True
             return
         try:
             self._finish(exc)

@@ -114,7 +114,7 @@ def export(
     )
     from stepfork.analysis.exported import entrypoint_form_problem
     from stepfork.cli.options import describe_raise_as, parse_ignore, parse_ordering, parse_raise_as
-    from stepfork.cli.output import escape_controls, fail, sanitize
+    from stepfork.cli.output import escape_controls, fail, sanitize, sanitize_text
 
     if not pytest_format:
         fail("v0.1 supports pytest export only (--pytest).", 2)
@@ -158,9 +158,7 @@ def export(
         fail(str(exc), 1 if exc.code in _EXIT_1_CODES else 2)
 
     typer.echo(f"Wrote {result.path}")
-    typer.echo(
-        f"Command:    {escape_controls(' '.join(command))}" if command else f"Entrypoint: {entrypoint}"
-    )
+    typer.echo(f"Command:    {sanitize_text(' '.join(command))}" if command else f"Entrypoint: {entrypoint}")
     typer.echo(f"Mode:       {mode}")
     if ordering != "auto":
         typer.echo(f"Ordering:   {ordering}")
@@ -227,7 +225,22 @@ def _script_command(
             2,
         )
     check_script(found[1])
+    _refuse_secrets(command)
     return ""
+
+
+def _refuse_secrets(command: list[str]) -> None:
+    """Refuse (one line, exit 2) a command holding a credential (CASES C5: nothing secret reaches an
+    exported test). The test runs the command as written, so a redacted copy would run another program."""
+    from stepfork.cli.output import fail, sanitize
+
+    for index, (given, redacted) in enumerate(zip(command, sanitize(list(command)), strict=True)):
+        if given != redacted:
+            fail(
+                f"argument {index} of the command holds a secret ({redacted}); an exported test would write "
+                "it into its file: have the program read it from an environment variable instead",
+                2,
+            )
 
 
 def register(app: typer.Typer) -> None:

@@ -53,9 +53,37 @@ def check_output(out: Path, *, overwrite: bool) -> None:
 
 
 def run_child(interpreter: str, head: list[str], target: list[str]) -> int:
-    """Run ``interpreter -m stepfork.cli.scriptrun HEAD -- TARGET`` with this terminal; its exit status."""
+    """Run ``interpreter -m stepfork.cli.scriptrun HEAD -- TARGET`` with this terminal; its exit status.
+
+    While the program runs, this process stands aside as a shell does for its foreground job: Ctrl-C
+    (SIGINT, sent to the whole foreground group) is left to the program, whose recording or replay ends
+    as under ``python SCRIPT`` however long writing the bundle takes; SIGTERM and SIGHUP sent to this
+    process (``kill PID``, a CI timeout) are passed on to the program, never leaving it running alone.
+    A program ended by signal N gives 128 + N, the shell's status.
+    """
+    import signal
+    import threading
+
     args = [interpreter, "-m", "stepfork.cli.scriptrun", *head, "--", *target]
-    return subprocess.run(args, check=False, env=os.environ.copy()).returncode
+    process = subprocess.Popen(args, env=os.environ.copy())
+
+    def forward(signum: int, frame: object) -> None:
+        if process.returncode is None:
+            process.send_signal(signum)
+
+    previous: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():  # signal handlers: main thread only
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for name in ("SIGTERM", "SIGHUP"):
+            number = getattr(signal, name, None)
+            if number is not None:
+                previous[number] = signal.signal(number, forward)
+    try:
+        code = process.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)  # type: ignore[arg-type]
+    return 128 - code if code < 0 else code
 
 
 def record(
