@@ -4,6 +4,7 @@ stays reachable, a connection to a non-loopback address is refused before any I/
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import socketserver
 import threading
@@ -360,3 +361,22 @@ def test_an_ipv4_mapped_loopback_address_is_loopback(bundle: Path, server: tuple
             pytest.skip(f"IPv4-mapped addresses unsupported here: {exc}")
         sock.sendall(b"ping")
         assert sock.recv(16) == b"PING"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
+def test_a_child_forked_during_a_sealed_replay_is_sealed_too(bundle: Path) -> None:
+    # a forked child forgets the parent's session (its instrumented calls run untouched, stepfork.trace.boundary)
+    # so an LLM call it makes would leave the process: the seal must still refuse it there
+    with ReplaySession.from_trace(bundle):
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 only when the connection was refused by the seal
+            code = 1
+            try:
+                socket.create_connection((REMOTE, 443), timeout=5).close()
+            except ReplayPolicyError as exc:
+                code = 0 if exc.code == "network_sealed" else 2
+            except BaseException:
+                code = 3
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
