@@ -365,7 +365,7 @@ def test_an_ipv4_mapped_loopback_address_is_loopback(bundle: Path, server: tuple
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
 def test_a_child_forked_during_a_sealed_replay_is_sealed_too(bundle: Path) -> None:
-    # a forked child forgets the parent's session (its instrumented calls run untouched, stepfork.trace.boundary)
+    # a forked child forgets the parent's session (its instrumented calls run untouched: trace.boundary),
     # so an LLM call it makes would leave the process: the seal must still refuse it there
     with ReplaySession.from_trace(bundle):
         pid = os.fork()
