@@ -65,6 +65,7 @@ class IntegrityResult:
 
 
 _WHOLE_FILE = 1 << 20
+_GROWN = 1 << 16
 """Files up to this size (bytes) are hashed from one read; larger ones in chunks (``hashlib.file_digest``).
 
 ``file_digest`` zeroes a 256 KiB buffer on every call: for the few-KB files of a typical bundle that was a
@@ -79,10 +80,13 @@ def file_sha256(path: Path) -> str:
     """
     fd = _files.open_regular(path)
     with os.fdopen(fd, "rb") as handle:
-        if os.fstat(fd).st_size > _WHOLE_FILE:
+        size = os.fstat(fd).st_size
+        if size > _WHOLE_FILE:
             return hashlib.file_digest(handle, ALGORITHM).hexdigest()
-        digest = hashlib.sha256(handle.read(_WHOLE_FILE))
-        while chunk := handle.read(_WHOLE_FILE):  # it grew since fstat: the rest, 1 MiB at a time
+        # read(n) allocates n bytes before reading: the file's size, then small reads for what it may have
+        # grown since fstat (reading up to 1 MiB at once would take 1 MiB for a 2 KB file)
+        digest = hashlib.sha256(handle.read(size))
+        while chunk := handle.read(_GROWN):
             digest.update(chunk)
         return digest.hexdigest()
 
