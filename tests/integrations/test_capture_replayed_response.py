@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from fake_providers import FakeProvider
 
-from stepfork.integrations._http_exchange import encode_event
+from stepfork.integrations._http_sse import encode_event
 from stepfork.integrations.httpx import instrument_httpx
 from stepfork.replay import ReplayMismatchError, ReplaySession
 from stepfork.trace import Trace, record

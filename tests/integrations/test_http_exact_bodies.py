@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stepfork.integrations._http_exchange import encode_event
 from stepfork.integrations._http_json import decode_body, encode_body
+from stepfork.integrations._http_sse import encode_event
 from stepfork.integrations.httpx import instrument_httpx
 from stepfork.replay import ReplayMismatchError, ReplaySession
 from stepfork.trace import Trace, record

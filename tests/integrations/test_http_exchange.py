@@ -8,16 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stepfork.integrations._http_exchange import (
-    SSEParser,
     answer_headers,
     answer_headers_lowered,
     body_input,
-    encode_event,
     events_usage,
     provider_for,
     request_input,
     response_headers,
 )
+from stepfork.integrations._http_sse import SSEParser, encode_event
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),

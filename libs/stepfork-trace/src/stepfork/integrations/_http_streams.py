@@ -6,7 +6,7 @@ to its end), ``consumer_closed`` (closed or dropped before; also when the sessio
 (the transport raised while reading, re-raised untouched). Events are recorded as their bytes arrive.
 
 Replay: a stream recorded to its end (``finished``) is served whole, its events encoded back to SSE bytes
-as a body already read (``_http_capture.Capture.replayed``); any other stream is one lazy chunk of the
+as a body already read (``_http_boundary.Capture.replayed``); any other stream is one lazy chunk of the
 recorded events, then it raises the recorded transport error again (``failed``: the same ``httpx``/``httpx2``
 exception class when it is one, so the SDK converts it as it did, else ``RecordedDependencyError``), or
 raises ``ReplayMismatchError`` ``stream_exhausted`` when the agent reads past the point where the recorded
@@ -27,12 +27,11 @@ from stepfork.integrations._http_exchange import (
     CONSUMER_CLOSED,
     FAILED,
     FINISHED,
-    SSEParser,
-    encode_events,
     events_usage,
     is_terminal,
     sse_output,
 )
+from stepfork.integrations._http_sse import SSEParser, encode_events
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
 
