@@ -121,6 +121,7 @@ def check(
 
     from stepfork.analysis.check import CorpusError, check_corpus, dask_executor
     from stepfork.replay.entrypoint import EntrypointError
+    from stepfork.replay.raise_as import RaiseAsClassError
 
     _check_outputs(corpus, junit, receipts, overwrite=overwrite)  # before any replay: no verdict is lost
 
@@ -152,6 +153,9 @@ def check(
         )
     except CorpusError as exc:
         fail(f"Invalid corpus: {sanitize_text(str(exc))}", 2)
+    except RaiseAsClassError as exc:  # likewise for a --raise-as class: one line, not one per bundle
+        detail = sanitize_text(exc.detail, keep=(exc.spec,))
+        fail(f"Unable to resolve --raise-as class for {exc.key} ({exc.spec}): {detail}", 2)
     except EntrypointError as exc:  # no bundle could be replayed: one line, not one per bundle
         detail = sanitize_text(str(exc), keep=(entrypoint,))
         fail(f"Unable to resolve entrypoint {entrypoint}: {detail}", 2)
