@@ -109,5 +109,9 @@ def test_a_raise_as_class_that_cannot_be_imported_is_raised_once(
 def test_a_missing_raise_as_class_is_raised_with_its_suggestion(work: tuple[Path, list[str]]) -> None:
     root, bundles = work
     (root / "errs.py").write_text("class AgentTimeout(Exception):\n    pass\n")
-    with pytest.raises(RaiseAsClassError, match="has no attribute 'AgentTimout'; did you mean 'AgentTimeout'"):
-        check_corpus(bundles[:4], "quickstart:run_agent", jobs=1, import_root=root, raise_as={"E": "errs:AgentTimout"})
+    with pytest.raises(
+        RaiseAsClassError, match="has no attribute 'AgentTimout'; did you mean 'AgentTimeout'"
+    ):
+        check_corpus(
+            bundles[:4], "quickstart:run_agent", jobs=1, import_root=root, raise_as={"E": "errs:AgentTimout"}
+        )

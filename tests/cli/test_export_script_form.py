@@ -131,9 +131,21 @@ def test_the_library_refuses_a_secret_on_the_command_line_and_writes_nothing(
 
 
 def test_options_and_values_that_are_not_secrets_are_exported(bundle: Path, tmp_path: Path) -> None:
-    command = ["python", "agent.py", "--token-file", "tok.txt", "--secret", "--verbose", "--key", "k1", "cookie"]
+    command = [
+        "python",
+        "agent.py",
+        "--token-file",
+        "tok.txt",
+        "--secret",
+        "--verbose",
+        "--key",
+        "k1",
+        "cookie",
+    ]
     out = tmp_path / "test_agent.py"
-    export_pytest_test(trace_path=bundle, entrypoint="", output_path=out, command=command, import_root=tmp_path)
+    export_pytest_test(
+        trace_path=bundle, entrypoint="", output_path=out, command=command, import_root=tmp_path
+    )
     assert read_exported_constants(out.read_text())["COMMAND"] == command
 
 

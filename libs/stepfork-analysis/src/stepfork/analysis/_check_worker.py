@@ -82,7 +82,9 @@ def entrypoint_unresolvable(exc: Any) -> dict[str, Any]:
 
     extra = {UNRESOLVABLE: str(getattr(exc, "code", ""))}
     if isinstance(exc, RaiseAsClassError):
-        return could_not_execute("raise_as_unresolvable", redact_text(str(exc)), raise_as_key=exc.key, **extra)
+        return could_not_execute(
+            "raise_as_unresolvable", redact_text(str(exc)), raise_as_key=exc.key, **extra
+        )
     return could_not_execute("entrypoint_unresolvable", redact_text(str(exc)), **extra)
 
 
