@@ -4,8 +4,8 @@
 Replays every bundle of a corpus frozen against a candidate build (``stepfork.analysis.check_corpus``) and
 prints the summary table (or ``--json``). Exit 0 every bundle replays as recorded, 1 a bundle diverged (or
 could not be checked while others were), 2 nothing could be checked: bad options, a corpus naming no
-bundle, an entrypoint that cannot be imported (one line, before the corpus is replayed), every bundle
-unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
+bundle, an entrypoint or ``--raise-as`` class that cannot be imported (one line, before the corpus is
+replayed), every bundle unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
 before any replay: inside a bundle, a directory where a file goes, or an existing file that is not an
 earlier Stepfork output without ``--overwrite``; docs/check.md). The progress bar (rich, on stderr) shows
 only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md).
