@@ -15,6 +15,7 @@ import pytest
 from stepfork.analysis import check_corpus
 from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
 from stepfork.replay import EntrypointError
+from stepfork.replay.raise_as import RaiseAsClassError
 
 from ..corpus_support import quickstart_corpus
 
@@ -73,3 +74,44 @@ def test_an_entrypoint_that_needs_what_a_run_did_not_record_stays_a_verdict(
     result = check_corpus(bundles[:3], "needs:run", jobs=1, import_root=root)
     assert [v.reason for v in result.verdicts] == ["entrypoint_unresolvable"] * 3
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("path", ["zygote", "subprocess"])
+def test_a_raise_as_class_that_cannot_be_imported_is_raised_once(
+    work: tuple[Path, list[str]], path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same early stop as the entrypoint's: a --raise-as class is imported with it, before any bundle
+    # is read, so an unimportable one is one RaiseAsClassError, not a raise_as_unresolvable per bundle.
+    root, bundles = work
+    log = root / "imports.log"
+    log.unlink(missing_ok=True)
+    if path == "subprocess":
+        monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
+    seen = []
+    with pytest.raises(RaiseAsClassError) as raised:
+        check_corpus(
+            bundles,
+            "quickstart:run_agent",
+            jobs=1,
+            batch_size=4,
+            import_root=root,
+            raise_as={"TimeoutError": "broken:AgentTimeout"},
+            on_result=seen.append,
+        )
+    error = raised.value
+    assert (error.key, error.spec, error.code) == ("TimeoutError", "broken:AgentTimeout", "import_failed")
+    assert "RuntimeError: boom at import" in error.detail
+    assert not error.detail.startswith("raise_as[")  # the resolver's message, as replay's RaiseAsClassError
+    assert log.read_text().splitlines() == ["import"]  # one import tried, not one per bundle
+    assert {(v.verdict, v.reason) for v in seen} == {("COULD NOT EXECUTE", "raise_as_unresolvable")}
+
+
+def test_a_missing_raise_as_class_is_raised_with_its_suggestion(work: tuple[Path, list[str]]) -> None:
+    root, bundles = work
+    (root / "errs.py").write_text("class AgentTimeout(Exception):\n    pass\n")
+    with pytest.raises(
+        RaiseAsClassError, match="has no attribute 'AgentTimout'; did you mean 'AgentTimeout'"
+    ):
+        check_corpus(
+            bundles[:4], "quickstart:run_agent", jobs=1, import_root=root, raise_as={"E": "errs:AgentTimout"}
+        )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stepfork.analysis.export import ExportError, export_pytest_test
+from stepfork.analysis.export import ExportError, export_pytest_test, generate_pytest_source
 from stepfork.analysis.exported import read_exported_constants
 from stepfork.analysis.runner import run_exported_test
 from stepfork.trace import record, trace_tool
@@ -95,6 +95,58 @@ def test_a_secret_on_the_command_line_is_refused_by_export_and_never_written(
     assert "argument 3 of the command holds a secret" in result.output
     assert SECRET not in result.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "index"),
+    [
+        (["--api-key", SECRET], 3),  # a credential pattern
+        ([f"--api-key={SECRET}"], 2),
+        (["--password", "hunter2-plain"], 3),  # the value after an option named like a sensitive key
+        (["-v", "--token", "opaque"], 4),
+        (["--db", "postgres://app:s3cretpw@db/x"], 3),  # a password in a URL
+    ],
+)
+def test_the_library_refuses_a_secret_on_the_command_line_and_writes_nothing(
+    bundle: Path, tmp_path: Path, args: list[str], index: int
+) -> None:
+    # CASES C5 for library users: export_pytest_test refuses what `stepfork export -- ...` refuses (one
+    # rule, command_secret_problem), before the bundle is read and with the secret never in the message.
+    out = tmp_path / "test_agent.py"
+    with pytest.raises(ExportError, match=f"argument {index} of the command holds a secret") as info:
+        export_pytest_test(
+            trace_path=tmp_path / "never-read.sftrace",
+            entrypoint="",
+            output_path=out,
+            command=["python", "agent.py", *args],
+            import_root=tmp_path,
+        )
+    assert info.value.code == "secret_in_command"
+    assert all(arg not in str(info.value) for arg in args[-1:])
+    assert not out.exists()
+    with pytest.raises(ExportError, match="holds a secret"):  # the source generator refuses it too
+        generate_pytest_source(
+            trace_path=bundle, output_path=out, entrypoint="", command=["python", "agent.py", *args]
+        )
+
+
+def test_options_and_values_that_are_not_secrets_are_exported(bundle: Path, tmp_path: Path) -> None:
+    command = [
+        "python",
+        "agent.py",
+        "--token-file",
+        "tok.txt",
+        "--secret",
+        "--verbose",
+        "--key",
+        "k1",
+        "cookie",
+    ]
+    out = tmp_path / "test_agent.py"
+    export_pytest_test(
+        trace_path=bundle, entrypoint="", output_path=out, command=command, import_root=tmp_path
+    )
+    assert read_exported_constants(out.read_text())["COMMAND"] == command
 
 
 def test_a_replayed_program_s_command_line_is_shown_redacted(

@@ -116,4 +116,10 @@ CORPUS: list[tuple[str, str, str, str | None]] = [
     ),
     ("x_api_key_header_value", (k := _token("xapikey", 32)), k, "X-Api-Key"),
     ("authorization_header_value", (k := "Token " + _token("authhdr", 32)), k[6:], "Authorization"),
+    (
+        "cookie_in_free_text",  # a header dump in a tool output: no key to go by, the cookie_header rule
+        "HTTP/1.1 200 OK\r\nSet-Cookie: sid=" + (k := _token("cookietext", 32)) + "; Path=/; HttpOnly\r\n",
+        k,
+        None,
+    ),
 ]

@@ -151,6 +151,7 @@ _FRAGMENTS = st.sampled_from(
     [n.decode().upper() for n in SCREEN_NEEDLES]
     + [n.decode() for n in SCREEN_NEEDLES]
     + ["ghp", "_", "sk", "-", "to", "ken", " ", "\u212a", "é", "\n", '"', "\\", "a", "Z"]
+    + ["Set-Cookie: ", "sid=", "'", "coo", "kie"]
 )
 
 
@@ -204,3 +205,24 @@ def test_provider_usage_keys_do_not_send_a_clean_payload_to_the_walk() -> None:
         facts = take_plain_facts(dirty)
         assert facts is not None
         assert rules.may_change(facts.keys, facts.encoded) is True
+
+
+def test_a_cookie_header_in_a_tool_output_goes_to_the_walk_and_an_llm_payload_does_not() -> None:
+    # the cookie_header rule's needle ("cookie") occurs in no key of a typical provider payload, so such a
+    # payload still passes the screen; a header dump holding one is screened in and redacted
+    rules = Redactor()
+    llm = {
+        "model": "gpt-4o-mini",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "Summarise the page."}],
+        "tools": [{"type": "function", "function": {"name": "fetch", "parameters": {"type": "object"}}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 30, "total_tokens": 42},
+    }
+    facts = take_plain_facts(llm)
+    assert facts is not None
+    assert rules.may_change(facts.keys, facts.encoded) is False
+    dump = {"output": "HTTP/1.1 200 OK\r\nSet-Cookie: sessionid=Z9abcdefgh; Path=/\r\n\r\n<html>"}
+    facts = take_plain_facts(dump)
+    assert facts is not None
+    assert rules.may_change(facts.keys, facts.encoded) is True
+    assert rules.redact(dump).value == {"output": "HTTP/1.1 200 OK\r\nSet-Cookie: [REDACTED]\r\n\r\n<html>"}

@@ -53,6 +53,17 @@ credentials: st.SearchStrategy[tuple[str, str]] = st.one_of(
     token(B62 + "\n", 10, 60).map(
         lambda t: (f"-----BEGIN PRIVATE KEY-----\n{t}\n-----END PRIVATE KEY-----", t)
     ),
+    # Cookie / Set-Cookie header values in free text (a header dump, a headers dict's repr, JSON text in
+    # a string): every cookie-pair of the value goes, the last one here
+    st.tuples(
+        st.sampled_from(
+            ["Cookie: ", "Set-Cookie: ", "cookie:", "'Cookie': '", '"set-cookie": "', 'cookie = "']
+        ),
+        st.sampled_from(["session", "sessionid", "__Host-sid", "a"]),
+        token(B62 + "%.-", 4, 20),
+        token(B62 + "%.-_", 6, 30),
+        st.sampled_from(["", "; Path=/; HttpOnly", "\r\nHost: h", "'", '"']),
+    ).map(lambda p: (f"{p[0]}{p[1]}={p[2]}; csrftoken={p[3]}{p[4]}", p[3])),
 )
 
 # Background text that no rule matches: lowercase words, spaces and some punctuation/unicode.
@@ -159,4 +170,22 @@ def test_no_planted_secret_survives_and_redacting_twice_equals_once(data, regist
 def test_documents_without_secrets_come_back_unchanged_as_the_same_object(doc):
     result = Redactor(secrets=["registered-but-absent"]).redact(doc)
     assert result.value is doc
+    assert result.findings == []
+
+
+# Prose about cookies: the words, header names and punctuation, but no "name=value" after them
+_PROSE = ("cookie", "Cookie", "cookies", "Set-Cookie", "COOKIE", ":", "a", "jar", "the", ".", ",")
+_PUNCTUATION = ("'", '"', "chocolate", "1", "-", "header")
+cookie_prose = st.lists(
+    st.sampled_from([*_PROSE, *_PUNCTUATION, " ", ": ", "\n"]),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cookie_prose)
+def test_the_word_cookie_in_prose_is_never_redacted(text):
+    # the cookie_header rule needs a cookie-pair (name=) after "Cookie:"; without one nothing changes
+    result = Redactor().redact({"note": text})
+    assert result.value == {"note": text}
     assert result.findings == []

@@ -47,21 +47,45 @@ def could_not_execute(reason: str, detail: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-# The key of a verdict that says the entrypoint itself cannot be resolved in the process that replays (its
-# value the EntrypointError's code): the same verdict for every bundle there, no bundle read or replayed
+# The key of a verdict that says the entrypoint or a ``raise_as`` class cannot be resolved in the process that
+# replays (its value the EntrypointError's code): the same verdict for every bundle there, no bundle read or
+# replayed
 UNRESOLVABLE = "entrypoint_error"
 
 
+def resolve_targets(config: dict[str, Any]) -> tuple[Any, Any]:
+    """Import what a check's configuration names, before any bundle is read: ``(function, raise_as)``, the
+    entrypoint (``config["entrypoint"]``) and the ``raise_as`` mapping with its ``"MODULE:CLASS"`` values
+    imported (or None), both from ``config["import_root"]``.
+
+    Raises:
+        EntrypointError: the entrypoint cannot be resolved; RaiseAsClassError (an EntrypointError): a
+        ``raise_as`` class cannot (``stepfork.replay.raise_as.resolve_raise_as``).
+    """
+    from stepfork.replay.entrypoint import resolve_entrypoint
+    from stepfork.replay.raise_as import resolve_raise_as
+
+    root = config.get("import_root")
+    function = resolve_entrypoint(config["entrypoint"], import_root=root)
+    return function, resolve_raise_as(config.get("raise_as") or None, import_root=root)
+
+
 def entrypoint_unresolvable(exc: Any) -> dict[str, Any]:
-    """The verdict of every bundle replayed where the entrypoint cannot be resolved (``exc``, an
-    ``EntrypointError`` from ``resolve_entrypoint``: the module cannot be imported, has no such attribute,
-    the attribute is not callable, or the name is not ``MODULE:FUNCTION``): ``COULD NOT EXECUTE``, reason
-    ``entrypoint_unresolvable``, the redacted message as detail, and :data:`UNRESOLVABLE` set to its code."""
+    """The verdict of every bundle replayed where :func:`resolve_targets` fails (``exc``, an
+    ``EntrypointError``: a module cannot be imported, has no such attribute, the attribute is not
+    callable, or the name is not ``MODULE:FUNCTION``): ``COULD NOT EXECUTE``, reason
+    ``entrypoint_unresolvable`` (``raise_as_unresolvable`` with ``raise_as_key``, the recorded type name,
+    for a ``RaiseAsClassError``), the redacted message as detail, and :data:`UNRESOLVABLE` set to its
+    code."""
+    from stepfork.replay.raise_as import RaiseAsClassError
     from stepfork.trace.redaction import redact_text
 
-    return could_not_execute(
-        "entrypoint_unresolvable", redact_text(str(exc)), **{UNRESOLVABLE: str(getattr(exc, "code", ""))}
-    )
+    extra = {UNRESOLVABLE: str(getattr(exc, "code", ""))}
+    if isinstance(exc, RaiseAsClassError):
+        return could_not_execute(
+            "raise_as_unresolvable", redact_text(str(exc)), raise_as_key=exc.key, **extra
+        )
+    return could_not_execute("entrypoint_unresolvable", redact_text(str(exc)), **extra)
 
 
 def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
@@ -78,10 +102,11 @@ def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
         "detail", "code", "step", "agent_name", "run_id", "replay_ms"}``: JSON, so it crosses a pipe.
         Setup errors (unreadable bundle, unresolvable entrypoint or ``raise_as`` class, bad option) are a
         ``could_not_execute`` verdict, never raised; BaseExceptions (KeyboardInterrupt) propagate. The
-        entrypoint is resolved before the bundle is read: when it cannot be, the verdict is
-        :func:`entrypoint_unresolvable`'s, whatever the bundle.
+        entrypoint and the ``raise_as`` classes are resolved before the bundle is read
+        (:func:`resolve_targets`): when one cannot be, the verdict is :func:`entrypoint_unresolvable`'s,
+        whatever the bundle.
     """
-    from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
+    from stepfork.replay.entrypoint import EntrypointError
     from stepfork.replay.outcome import replay_entrypoint
     from stepfork.replay.raise_as import RaiseAsClassError
     from stepfork.trace.errors import TraceError
@@ -89,8 +114,9 @@ def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
 
     start = time.perf_counter()
     try:
-        # first, before the bundle is read: an entrypoint that cannot be resolved fails every bundle alike
-        function = resolve_entrypoint(config["entrypoint"], import_root=config.get("import_root"))
+        # first, before the bundle is read: an entrypoint or raise_as class that cannot be resolved fails
+        # every bundle alike
+        function, raise_as = resolve_targets(config)
     except EntrypointError as exc:
         return entrypoint_unresolvable(exc)
     try:
@@ -100,7 +126,7 @@ def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
             mode="frozen",
             import_root=config.get("import_root"),
             ordering=config.get("ordering") or "strict",
-            raise_as=config.get("raise_as") or None,
+            raise_as=raise_as,
         )
     except RaiseAsClassError as exc:
         return could_not_execute("raise_as_unresolvable", redact_text(str(exc)))

@@ -20,7 +20,8 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
 
     in   {"entrypoint", "mode", "import_root", "expected", "has_expected", "timeout"}  first line
     out  {"ready": true} | {"ready": false, "reason": "..."}                           once
-         (check, an entrypoint that cannot be resolved: also "verdict", every bundle's, and the zygote exits)
+         (check, an entrypoint or raise_as class that cannot be resolved: also "verdict", every bundle's,
+         and the zygote exits)
     in   {"id": N, "bundle": PATH}                                                      per attempt
     out  {"id": N, "kind": "...", "detail": ..., ...}  (Signature.to_json() + id)     each, any order
 
@@ -404,10 +405,13 @@ def main() -> None:
         import stepfork.analysis._minimize_worker
         import stepfork.analysis._signature
         import stepfork.analysis.behavior
-        import stepfork.analysis.minimize  # noqa: F401
+        import stepfork.analysis.minimize
 
     try:
-        resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
+        if config.get("task") == "check":  # its raise_as classes too: an unresolvable one fails every bundle
+            stepfork.analysis._check_worker.resolve_targets(config)
+        else:
+            resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
     except Exception as exc:  # minimize: a child resolves again and reports the setup error as before
         if config.get("task") == "check":  # check: no bundle can be replayed here; say why, once
             from stepfork.analysis._check_worker import entrypoint_unresolvable

@@ -195,15 +195,25 @@ def task_config(
     }
 
 
-def _raise_unresolvable(entrypoint: str, answer: dict[str, Any], *, remote: bool) -> None:
-    """Raise the ``EntrypointError`` of :func:`check_corpus` from a verdict saying the entrypoint cannot be
-    resolved (``remote``: a caller's executor, so the message names the process that said so)."""
+def _raise_unresolvable(
+    entrypoint: str, raise_as: Mapping[str, str] | None, answer: dict[str, Any], *, remote: bool
+) -> None:
+    """Raise the ``EntrypointError`` of :func:`check_corpus` from a verdict saying the entrypoint, or a
+    ``raise_as`` class (a ``RaiseAsClassError`` then), cannot be resolved (``remote``: a caller's
+    executor, so the message names the process that said so)."""
     from stepfork.analysis._check_worker import UNRESOLVABLE
     from stepfork.replay import EntrypointError
+    from stepfork.replay.raise_as import RaiseAsClassError
 
     detail = str(answer.get("detail") or "")
+    key = answer.get("raise_as_key")
+    if key is not None:
+        detail = detail.removeprefix(f"raise_as[{key!r}]: ")
     if remote and answer.get("host"):
         detail += f" (in the process that replays, {answer['host']})"
+    if key is not None:
+        spec = str((raise_as or {}).get(key, ""))
+        raise RaiseAsClassError(str(key), EntrypointError(detail, code=str(answer[UNRESOLVABLE]), spec=spec))
     raise EntrypointError(detail, code=str(answer[UNRESOLVABLE]), spec=entrypoint)
 
 
@@ -268,7 +278,9 @@ def check_corpus(
         CorpusError: the corpus names no bundle. ValueError: ``jobs`` or ``batch_size`` < 1, ``timeout`` <= 0,
         or an unknown ``isolation``. EntrypointError (``stepfork.replay``, a ValueError; ``code``
         ``import_failed``, ``missing_attribute``, ``not_callable`` or ``bad_form``, ``spec`` the
-        entrypoint): no process that replays could resolve the entrypoint, so no bundle was replayed. Each
+        entrypoint): no process that replays could resolve the entrypoint, so no bundle was replayed;
+        RaiseAsClassError (an EntrypointError; ``key`` the recorded type, ``spec`` its ``MODULE:CLASS``,
+        ``detail`` the resolver's message), likewise for a ``raise_as`` class. Each
         such process learns it once (its zygote's import, or the first replay in a fresh process) and
         answers its other bundles at once, so this comes after one import, not a replay per bundle. The
         entrypoint is never imported in this process (a Dask cluster's workers may import what this
@@ -356,7 +368,7 @@ def check_corpus(
                 future.cancel()
             raise
     if len(unresolvable) == len(bundles):  # nothing was replayed anywhere: bad input, not a verdict
-        _raise_unresolvable(entrypoint, unresolvable[0], remote=not local)
+        _raise_unresolvable(entrypoint, raise_as, unresolvable[0], remote=not local)
     wall_ms = (time.perf_counter() - start) * 1000
     return CheckResult(
         corpus=os.fspath(corpus) if isinstance(corpus, (str, os.PathLike)) else f"{len(bundles)} bundles",

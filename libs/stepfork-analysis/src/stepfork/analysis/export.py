@@ -47,6 +47,7 @@ from stepfork.analysis.exported import (
     CONSTANT_NAMES,
     HERE_EXPRESSION,
     check_raise_as,
+    command_secret_problem,
     entrypoint_form_problem,
     read_exported_constants,
 )
@@ -173,7 +174,12 @@ def generate_pytest_source(
             :func:`~stepfork.analysis.exported.check_raise_as` accepts; ``missing_entrypoint`` for an empty
             entrypoint; ``invalid_entrypoint`` for one without the ``MODULE:FUNCTION`` form that replay
             requires (:func:`~stepfork.analysis.exported.entrypoint_form_problem`; nothing is imported);
-            ``unsafe_source`` when the generated module fails the literal check.
+            ``unsafe_source`` when the generated module fails the literal check; ``invalid_option`` when
+            ``command`` is not a non-empty list of str; ``secret_in_command`` when an argument of
+            ``command`` holds a secret (a credential pattern, a registered secret, or the value after an
+            option such as ``--api-key``: :func:`~stepfork.analysis.exported.command_secret_problem`, whose
+            line names the argument; the test runs its command as written, so a secret is refused, never
+            written into the file).
     """
     if mode not in EXPORT_MODES:
         raise ExportError(f"Invalid replay mode {mode}.", code="invalid_mode")
@@ -224,8 +230,7 @@ def generate_pytest_source(
     if command is not None:
         from stepfork.analysis._export_script import script_source
 
-        if not command or not all(isinstance(part, str) for part in command):
-            raise ExportError("the command must be a list of strings", code="invalid_option")
+        _check_command(command)
         values["COMMAND"] = _literal(list(command), "COMMAND")
         return script_source(_literal(trace_rel, "TRACE_PATH"), root_src, stem, values)
     constants = "\n".join(f"{name} = {source}" for name, source in values.items())
@@ -373,7 +378,8 @@ def export_pytest_test(
     ``command`` (``["python", "agent.py", ARGS...]``, the script form; ``entrypoint`` is then ignored and
     may be empty) writes a test that replays that program; it asserts no output (a program returns
     none), so ``expectation``, ``trajectory_expectation`` and ``raise_as`` are refused with it
-    (``invalid_option``).
+    (``invalid_option``). A command with an argument holding a secret is refused before the bundle is
+    read (``secret_in_command``, the line naming the argument; CASES C5).
 
     ``has_expectation=None`` means "decide": with an ``expectation`` it is asserted; without one the
     recorded run output (redacted) is asserted, or nothing when the run has no completed output.
@@ -394,7 +400,7 @@ def export_pytest_test(
             :func:`generate_pytest_source` (``invalid_option`` also for two ``raise_as`` keys
             matching one recorded type), ``write_failed`` on an OS error, ``missing_argument`` (with
             ``check_call``) when a required parameter of the entrypoint gets no value from the recorded
-            run input (replay's one line).
+            run input (replay's one line), ``secret_in_command`` (see :func:`generate_pytest_source`).
         ExportExistsError: the destination exists and ``overwrite`` is false (never overwritten).
     """
     from stepfork.trace.bundle import Trace
@@ -403,7 +409,9 @@ def export_pytest_test(
 
     if command is None:
         _check_entrypoint(entrypoint)
-    elif expectation is not None or trajectory_expectation is not None or raise_as:
+    else:
+        _check_command(command)  # before the bundle is read, as the CLI
+    if command is not None and (expectation is not None or trajectory_expectation is not None or raise_as):
         raise ExportError(
             "--expect-output, --expect-trajectory and --raise-as are not supported with -- python SCRIPT "
             "(a program returns no output to compare); use --entrypoint",
@@ -462,6 +470,16 @@ def export_pytest_test(
     )
     write_atomically(destination, source, overwrite=overwrite)
     return ExportResult(destination, expectation, bool(has_expectation), source_kind, unmatched)
+
+
+def _check_command(command: Sequence[str]) -> None:
+    """ExportError ``invalid_option`` unless ``command`` is a non-empty list of str; ``secret_in_command``
+    when an argument holds a secret (:func:`~stepfork.analysis.exported.command_secret_problem`)."""
+    if isinstance(command, str) or not command or not all(isinstance(part, str) for part in command):
+        raise ExportError("the command must be a list of strings", code="invalid_option")
+    problem = command_secret_problem(command)
+    if problem is not None:
+        raise ExportError(problem, code="secret_in_command")
 
 
 def _raise_as_unmatched(

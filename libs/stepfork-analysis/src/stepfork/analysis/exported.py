@@ -15,12 +15,15 @@ str literals) and ``ENTRYPOINT = None``; it is read like the others.
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
     "CONSTANT_NAMES",
     "HERE_EXPRESSION",
     "check_raise_as",
+    "command_secret_problem",
     "entrypoint_form_problem",
     "is_import_path",
     "read_exported_constants",
@@ -144,3 +147,37 @@ def check_raise_as(value: object) -> dict[str, str] | None:
         if not is_import_path(target):
             raise ValueError(f"RAISE_AS[{key!r}] must be a 'MODULE:CLASS' string, got {target!r}")
     return dict(value)
+
+
+_OPTION_NAME = re.compile(r"-{1,2}([A-Za-z][A-Za-z0-9_-]*)")
+
+
+def command_secret_problem(command: Sequence[str]) -> str | None:
+    """None when no argument of ``command`` (``["python", "agent.py", ARGS...]``) holds a secret, else the
+    one line saying which does: ``argument <index> of the command holds a secret (<it, redacted>); an
+    exported test would write it into its file: have the program read it from an environment variable
+    instead`` (index 0 is the interpreter).
+
+    An argument holds a secret when :func:`stepfork.trace.redaction.redact_json` (the process-wide rules:
+    credential patterns, registered secrets) changes it, or when it follows an option whose name is a
+    sensitive key (``--api-key VALUE``, ``--password VALUE``: ``Redactor.is_sensitive_key``, the key rule
+    of docs/redaction.md). The one rule of ``stepfork export -- COMMAND`` and
+    :func:`stepfork.analysis.export.export_pytest_test` (CASES C5: nothing secret reaches an exported
+    test; a redacted copy of the command would run another program, so it is refused, not rewritten).
+    Never raises for a list of str.
+    """
+    from stepfork.trace.redaction import REPLACEMENT, default_redactor, redact_json
+
+    redacted = redact_json(list(command)).value
+    for index, given in enumerate(command):
+        shown = redacted[index]
+        if shown == given and index and not given.startswith("--"):  # not a flag after a bare option
+            option = _OPTION_NAME.fullmatch(command[index - 1])
+            if option and default_redactor.is_sensitive_key(option[1]):
+                shown = REPLACEMENT
+        if shown != given:
+            return (
+                f"argument {index} of the command holds a secret ({shown}); an exported test would write "
+                "it into its file: have the program read it from an environment variable instead"
+            )
+    return None

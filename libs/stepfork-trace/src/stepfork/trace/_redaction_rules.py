@@ -66,6 +66,17 @@ PATTERNS: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
         ("authorization",),
         r"(?i:\b(?:proxy-)?authorization\s*[:=]\s*)(?!(?i:bearer|basic)\s)(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
     ),
+    # A Cookie / Set-Cookie header value in free text (a header dump, a log line, a repr of a headers dict,
+    # document.cookie = "..."): all of it goes, the rest of its line or up to a closing quote, as the
+    # cookie-pairs can all be credentials. It must start as an RFC 6265 cookie-pair ("name="), so prose
+    # ("cookie: a treat", "the cookie is set") is left alone. A backslash ends it (no cookie-octet is one):
+    # the escaped quote of JSON inside a string stays whole.
+    (
+        "cookie_header",
+        ("cookie",),
+        r"(?i:\b(?:set-)?cookies?(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?)"
+        r"(?P<secret>[!#$%&*+.^_`|~0-9A-Za-z-]+=[^\r\n\"'\\]*)",
+    ),
     ("openai_anthropic", ("sk-",), r"\bsk-[A-Za-z0-9_-]{8,}"),  # sk-..., sk-proj-..., sk-ant-...
     ("stripe", ("k_live_", "k_test_"), r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{8,}"),
     ("aws_access_key", ("akia", "asia"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),

@@ -41,7 +41,7 @@ def _literal_screen() -> Callable[[str], bool] | None:
     """A C-speed test "does the text hold any screen needle": pydantic-core's Rust regex (a literal
     alternation is searched with SIMD multi-literal search), built once; None when unavailable.
 
-    Measured (benchmarks/bench_recording.py payloads): 64 KB in about 40 us, where testing the 31
+    Measured (benchmarks/bench_recording.py payloads): 64 KB in about 40 us, where testing the ~31
     needles one ``in`` at a time takes about 1 ms and Python's ``re`` alternation 2 ms. The pattern is
     the needles joined by ``|``: they hold no regex metacharacter (checked), so it matches exactly when
     one of them occurs (pydantic's ``pattern`` searches, it does not anchor).

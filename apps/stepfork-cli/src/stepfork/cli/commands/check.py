@@ -4,8 +4,8 @@
 Replays every bundle of a corpus frozen against a candidate build (``stepfork.analysis.check_corpus``) and
 prints the summary table (or ``--json``). Exit 0 every bundle replays as recorded, 1 a bundle diverged (or
 could not be checked while others were), 2 nothing could be checked: bad options, a corpus naming no
-bundle, an entrypoint that cannot be imported (one line, before the corpus is replayed), every bundle
-unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
+bundle, an entrypoint or ``--raise-as`` class that cannot be imported (one line, before the corpus is
+replayed), every bundle unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
 before any replay: inside a bundle, a directory where a file goes, or an existing file that is not an
 earlier Stepfork output without ``--overwrite``; docs/check.md). The progress bar (rich, on stderr) shows
 only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md).
@@ -121,6 +121,7 @@ def check(
 
     from stepfork.analysis.check import CorpusError, check_corpus, dask_executor
     from stepfork.replay.entrypoint import EntrypointError
+    from stepfork.replay.raise_as import RaiseAsClassError
 
     _check_outputs(corpus, junit, receipts, overwrite=overwrite)  # before any replay: no verdict is lost
 
@@ -152,6 +153,9 @@ def check(
         )
     except CorpusError as exc:
         fail(f"Invalid corpus: {sanitize_text(str(exc))}", 2)
+    except RaiseAsClassError as exc:  # likewise for a --raise-as class: one line, not one per bundle
+        detail = sanitize_text(exc.detail, keep=(exc.spec,))
+        fail(f"Unable to resolve --raise-as class for {exc.key} ({exc.spec}): {detail}", 2)
     except EntrypointError as exc:  # no bundle could be replayed: one line, not one per bundle
         detail = sanitize_text(str(exc), keep=(entrypoint,))
         fail(f"Unable to resolve entrypoint {entrypoint}: {detail}", 2)

@@ -230,17 +230,14 @@ def _script_command(
 
 
 def _refuse_secrets(command: list[str]) -> None:
-    """Refuse (one line, exit 2) a command holding a credential (CASES C5: nothing secret reaches an
-    exported test). The test runs the command as written, so a redacted copy would run another program."""
-    from stepfork.cli.output import fail, sanitize
+    """Refuse (one line, exit 2) a command holding a credential, before anything is read: the library's
+    rule (:func:`stepfork.analysis.exported.command_secret_problem`; CASES C5)."""
+    from stepfork.analysis.exported import command_secret_problem
+    from stepfork.cli.output import fail
 
-    for index, (given, redacted) in enumerate(zip(command, sanitize(list(command)), strict=True)):
-        if given != redacted:
-            fail(
-                f"argument {index} of the command holds a secret ({redacted}); an exported test would write "
-                "it into its file: have the program read it from an environment variable instead",
-                2,
-            )
+    problem = command_secret_problem(command)
+    if problem is not None:
+        fail(problem, 2)
 
 
 def register(app: typer.Typer) -> None:
