@@ -39,3 +39,13 @@ def test_a_symlinked_extension_file_is_refused(tmp_path: Path) -> None:
 def test_names_outside_the_extension_space_are_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError, match="not an extension file name"):
         read_extension(_bundle(tmp_path), name)
+
+
+def test_a_dangling_symlinked_extension_file_is_refused_not_absent(tmp_path: Path) -> None:
+    # absent means no directory entry at all (read_extension's quick check is lstat, not stat)
+    path = _bundle(tmp_path)
+    os.remove(path / "sdk-versions.json")
+    os.symlink(tmp_path / "nowhere.json", path / "sdk-versions.json")
+    with pytest.raises(TraceStorageError) as info:
+        read_extension(path, "sdk-versions")
+    assert info.value.code == "unsafe_path"
