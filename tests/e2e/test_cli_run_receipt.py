@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,39 +19,15 @@ from pathlib import Path
 import pytest
 
 from ..conftest import file_mode, umask
-from .conftest import QUICKSTART, run_cli
+from .conftest import QuickstartExport, run_cli
 
 MARKER = "pytest-was-launched"
 
 
-@pytest.fixture(scope="module")
-def exported_test(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    """The passing test `stepfork export` writes for the quickstart (the real CLI, once per module: the file
-    names its bundle and import root relative to itself, so every test's copy of the quickstart can use it)."""
-    work = tmp_path_factory.mktemp("export")
-    for name in ("quickstart.py", "expected.json"):
-        shutil.copy2(QUICKSTART / name, work / name)
-    shutil.copytree(QUICKSTART / "notify.sftrace", work / "notify.sftrace")
-    result = run_cli(
-        "export",
-        "notify.sftrace",
-        "--pytest",
-        "--entrypoint",
-        "quickstart:run_agent_fixed",
-        "--expect-output",
-        "expected.json",
-        "--output",
-        "test_fixed.py",
-        cwd=work,
-    )
-    assert result.code == 0, result.text
-    return (work / "test_fixed.py").read_bytes()
-
-
 @pytest.fixture
-def work(quickstart: Path, exported_test: bytes) -> Path:
+def work(quickstart: Path, quickstart_export: QuickstartExport) -> Path:
     """The quickstart copy with an exported passing test and a conftest.py that marks a pytest launch."""
-    (quickstart / "test_fixed.py").write_bytes(exported_test)
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     (quickstart / "conftest.py").write_text(
         f"from pathlib import Path\nPath(__file__).with_name({MARKER!r}).write_text('1')\n", encoding="utf-8"
     )
