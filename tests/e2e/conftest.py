@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,7 +72,44 @@ def quickstart(tmp_path: Path) -> Path:
     """A working copy of examples/quickstart (agent, committed bundle, expected.json) in tmp_path."""
     work = tmp_path / "quickstart"
     work.mkdir()
+    _copy_quickstart(work)
+    return work
+
+
+def _copy_quickstart(work: Path) -> None:
     for name in ("quickstart.py", "expected.json"):
         shutil.copy2(QUICKSTART / name, work / name)
     shutil.copytree(QUICKSTART / "notify.sftrace", work / "notify.sftrace")
-    return work
+
+
+QuickstartExport = Callable[[Path, str, str], Path]
+
+
+@pytest.fixture(scope="session")
+def quickstart_export(tmp_path_factory: pytest.TempPathFactory) -> QuickstartExport:
+    """``export(work, entrypoint, output)``: put the test `stepfork export notify.sftrace --pytest
+    --entrypoint ENTRYPOINT --expect-output expected.json --output OUTPUT` writes into ``work`` (a copy of the
+    quickstart) and return its path.
+
+    The real CLI writes each (entrypoint, output) once per test process, in a quickstart copy of its own; the
+    file names its bundle and import root relative to itself (``HERE / 'notify.sftrace'``), so a copy serves
+    every test that needs it. The tests of export itself run it each time; these tests are about `run`,
+    receipts and refusals of what export wrote."""
+    written: dict[tuple[str, str], bytes] = {}
+
+    def export(work: Path, entrypoint: str, output: str) -> Path:
+        key = (entrypoint, output)
+        if key not in written:
+            source = tmp_path_factory.mktemp("quickstart-export")
+            _copy_quickstart(source)
+            result = run_cli(
+                "export", "notify.sftrace", "--pytest", "--entrypoint", entrypoint,
+                "--expect-output", "expected.json", "--output", output, cwd=source,
+            )  # fmt: skip
+            assert result.code == 0, result.text
+            written[key] = (source / output).read_bytes()
+        target = work / output
+        target.write_bytes(written[key])
+        return target
+
+    return export

@@ -8,6 +8,7 @@ import os
 import pty
 import re
 import subprocess
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -38,16 +39,25 @@ WORKFLOW = [
 ]
 
 
+@cache
+def help_text(command: str) -> str:
+    """``stepfork COMMAND --help`` through the real executable, once per command per test process: the text
+    is a function of the installed CLI alone, so the help tests below share it instead of asking again."""
+    result = run_cli(command, "--help")
+    assert result.code == 0, result.text
+    return result.out
+
+
 def test_commands_are_listed_in_workflow_order() -> None:
     assert list(COMMANDS) == WORKFLOW
-    help_text = run_cli("--help").out
-    listed = re.findall(r"^  (\w+)  ", help_text.split("Commands:", 1)[1], re.MULTILINE)
+    top = run_cli("--help").out
+    listed = re.findall(r"^  (\w+)  ", top.split("Commands:", 1)[1], re.MULTILINE)
     assert listed == WORKFLOW
 
 
 @pytest.mark.parametrize("command", WORKFLOW)
 def test_help_uses_path_style_metavars(command: str) -> None:
-    text = run_cli(command, "--help").out
+    text = help_text(command)
     assert not re.search(r"\{\w+\}|<(str|int|float|path|list\[str\])>", text), text
     assert re.search(r"^Usage: stepfork \S+ \[OPTIONS\] [A-Z]+", text, re.MULTILINE), text
 
@@ -56,7 +66,7 @@ def test_every_mode_option_lists_its_choices_and_the_lists_are_what_the_commands
     assert MODES["export"] == EXPORT_MODES
     assert MODES["minimize"] == MINIMIZE_MODES
     for command, choices in MODES.items():
-        assert f"-m, --mode [{'|'.join(choices)}]" in run_cli(command, "--help").out
+        assert f"-m, --mode [{'|'.join(choices)}]" in help_text(command)
 
 
 @pytest.mark.parametrize(
@@ -71,7 +81,7 @@ def test_the_same_short_flags_on_every_command_that_has_the_option(
     flag: str, long: str, commands: list[str]
 ) -> None:
     for command in WORKFLOW:
-        text = run_cli(command, "--help").out
+        text = help_text(command)
         if command in commands:
             assert f"{flag}, {long}" in text, command
         else:
@@ -79,9 +89,9 @@ def test_the_same_short_flags_on_every_command_that_has_the_option(
 
 
 def test_help_wording() -> None:
-    assert "Replace the output bundle (--output)" in run_cli("fork", "--help").out
-    assert "yourself" not in run_cli("run", "--help").out
-    assert "the only format and the default" in " ".join(run_cli("export", "--help").out.split())
+    assert "Replace the output bundle (--output)" in help_text("fork")
+    assert "yourself" not in help_text("run")
+    assert "the only format and the default" in " ".join(help_text("export").split())
 
 
 def test_modes_are_case_insensitive_and_a_typo_gets_a_suggestion(quickstart: Path) -> None:

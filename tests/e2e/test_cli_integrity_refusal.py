@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import cli_env, run_cli
+from .conftest import QuickstartExport, cli_env, run_cli
 
 
 def cut_last_line(bundle: Path) -> None:
@@ -44,23 +44,6 @@ def refusal(bundle: str) -> str:
         f"{bundle}/events.jsonl does not match its digest in integrity.json: the bundle changed after it "
         f"was written and is refused; run `stepfork validate --verify-integrity {bundle}`\n"
     )
-
-
-def _export_tests(work: Path) -> None:
-    """test_fixed.py beside the intact bundle (written before the damage: export refuses it after)."""
-    result = run_cli(
-        "export",
-        "notify.sftrace",
-        "--pytest",
-        "--entrypoint",
-        "quickstart:run_agent_fixed",
-        "--expect-output",
-        "expected.json",
-        "--output",
-        "test_fixed.py",
-        cwd=work,
-    )
-    assert result.code == 0, result.text
 
 
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -111,8 +94,11 @@ def test_diff_names_the_candidate_when_it_is_the_damaged_one(quickstart: Path) -
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
-def test_run_reports_could_not_execute_with_the_same_line(quickstart: Path, damage: str) -> None:
-    _export_tests(quickstart)
+def test_run_reports_could_not_execute_with_the_same_line(
+    quickstart: Path, damage: str, quickstart_export: QuickstartExport
+) -> None:
+    # test_fixed.py beside the intact bundle (written before the damage: export refuses it after)
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     DAMAGES[damage](quickstart / "notify.sftrace")
     result = run_cli("run", "test_fixed.py", "--receipt", "r.json", cwd=quickstart)
     assert result.code == 2, result.text
@@ -123,8 +109,11 @@ def test_run_reports_could_not_execute_with_the_same_line(quickstart: Path, dama
     assert (receipt["verdict"], receipt["reason"]) == ("could_not_execute", "bundle_unreadable")
 
 
-def test_the_exported_test_run_by_pytest_fails_with_the_same_line(quickstart: Path) -> None:
-    _export_tests(quickstart)
+def test_the_exported_test_run_by_pytest_fails_with_the_same_line(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    # test_fixed.py beside the intact bundle (written before the damage: export refuses it after)
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     cut_last_line(quickstart / "notify.sftrace")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "test_fixed.py", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -89,8 +90,11 @@ def stepfork(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def recorded_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fetch agent and its three recordings, made once per module (in fresh interpreters, as a user
+    records); each test works on its own copy (``project``)."""
+    tmp_path = tmp_path_factory.mktemp("minimize-project")
     (tmp_path / "fetch_agent.py").write_text(FETCH_AGENT)
     script = (
         "import sys\nfrom stepfork.trace import record\nimport fetch_agent\n"
@@ -103,6 +107,14 @@ def project(tmp_path: Path) -> Path:
         subprocess.run([sys.executable, "-c", script, name, fn], cwd=tmp_path, check=True)
     (tmp_path / "expected.json").write_text(json.dumps({"alert": False}))
     return tmp_path
+
+
+@pytest.fixture
+def project(recorded_project: Path, tmp_path: Path) -> Path:
+    """A copy of the recorded project in this test's tmp_path (minimize writes beside its input)."""
+    work = tmp_path / "project"
+    shutil.copytree(recorded_project, work)
+    return work
 
 
 def _kept_calls(bundle: Path) -> list[tuple[str, int]]:

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from .conftest import run_cli
+from .conftest import QuickstartExport, run_cli
 
 RECEIPT_FIELDS = [
     "receipt_version",
@@ -26,25 +26,10 @@ RECEIPT_FIELDS = [
 ]
 
 
-def _export(work: Path, entrypoint: str, output: str) -> Path:
-    result = run_cli(
-        "export",
-        "notify.sftrace",
-        "--pytest",
-        "--entrypoint",
-        entrypoint,
-        "--expect-output",
-        "expected.json",
-        "--output",
-        output,
-        cwd=work,
-    )
-    assert result.code == 0, result.text
-    return work / output
-
-
-def test_the_fixed_entrypoint_passes_and_the_receipt_has_every_spec_field(quickstart: Path) -> None:
-    test = _export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+def test_the_fixed_entrypoint_passes_and_the_receipt_has_every_spec_field(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    test = quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     result = run_cli("run", "test_fixed.py", "--receipt", "receipts/fixed.json", cwd=quickstart)
     assert result.code == 0, result.text
     assert "Verdict: PASSED" in result.out
@@ -63,8 +48,10 @@ def test_the_fixed_entrypoint_passes_and_the_receipt_has_every_spec_field(quicks
     assert receipt["stepfork_version"] == run_cli("--version").out.split()[-1]
 
 
-def test_the_buggy_entrypoint_fails_as_a_caught_regression(quickstart: Path) -> None:
-    _export(quickstart, "quickstart:run_agent", "test_buggy.py")
+def test_the_buggy_entrypoint_fails_as_a_caught_regression(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    quickstart_export(quickstart, "quickstart:run_agent", "test_buggy.py")
     result = run_cli("run", "test_buggy.py", "--json", cwd=quickstart)
     assert result.code == 1, result.text
     receipt = json.loads(result.out)
@@ -74,8 +61,10 @@ def test_the_buggy_entrypoint_fails_as_a_caught_regression(quickstart: Path) -> 
     assert "behavior mismatch at 'carrier'" in receipt["detail"]
 
 
-def test_a_missing_bundle_is_could_not_execute_not_a_regression(quickstart: Path) -> None:
-    _export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+def test_a_missing_bundle_is_could_not_execute_not_a_regression(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     shutil.rmtree(quickstart / "notify.sftrace")
     result = run_cli("run", "test_fixed.py", "--receipt", "r.json", cwd=quickstart)
     assert result.code == 2, result.text
@@ -91,16 +80,20 @@ def test_a_missing_bundle_is_could_not_execute_not_a_regression(quickstart: Path
     assert receipt["command"] == []
 
 
-def test_an_unreadable_bundle_is_could_not_execute(quickstart: Path) -> None:
-    _export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+def test_an_unreadable_bundle_is_could_not_execute(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     (quickstart / "notify.sftrace" / "events.jsonl").write_text("{broken\n", encoding="utf-8")
     result = run_cli("run", "test_fixed.py", "--json", cwd=quickstart)
     assert result.code == 2
     assert json.loads(result.out)["reason"] == "bundle_unreadable"
 
 
-def test_an_entrypoint_the_tree_cannot_import_is_could_not_execute(quickstart: Path) -> None:
-    _export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+def test_an_entrypoint_the_tree_cannot_import_is_could_not_execute(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     (quickstart / "quickstart.py").rename(quickstart / "renamed_agent.py")
     result = run_cli("run", "test_fixed.py", "--json", cwd=quickstart)
     assert result.code == 2, result.text
@@ -109,8 +102,10 @@ def test_an_entrypoint_the_tree_cannot_import_is_could_not_execute(quickstart: P
     assert receipt["exit_status"] is None
 
 
-def test_a_removed_entrypoint_function_is_could_not_execute(quickstart: Path) -> None:
-    _export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+def test_a_removed_entrypoint_function_is_could_not_execute(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     source = (quickstart / "quickstart.py").read_text(encoding="utf-8")
     (quickstart / "quickstart.py").write_text(
         source.replace("def run_agent_fixed(", "def run_agent_v2("), "utf-8"
@@ -120,8 +115,10 @@ def test_a_removed_entrypoint_function_is_could_not_execute(quickstart: Path) ->
     assert json.loads(result.out)["reason"] == "entrypoint_unresolvable"
 
 
-def test_bundle_option_overrides_the_trace_path_of_the_test(quickstart: Path) -> None:
-    _export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+def test_bundle_option_overrides_the_trace_path_of_the_test(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     result = run_cli("run", "test_fixed.py", "--bundle", "elsewhere.sftrace", "--json", cwd=quickstart)
     assert result.code == 2
     receipt = json.loads(result.out)
@@ -134,8 +131,8 @@ def test_a_missing_test_file_is_one_line_exit_2(tmp_path: Path) -> None:
     assert result.err.strip() == "test file not found: test_nothing.py"
 
 
-def test_pytest_args_reach_the_child(quickstart: Path) -> None:
-    _export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+def test_pytest_args_reach_the_child(quickstart: Path, quickstart_export: QuickstartExport) -> None:
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     result = run_cli(
         "run", "test_fixed.py", "--pytest-arg", "-k", "--pytest-arg", "no_such_test", "--json", cwd=quickstart
     )
@@ -145,8 +142,10 @@ def test_pytest_args_reach_the_child(quickstart: Path) -> None:
     assert receipt["command"][-2:] == ["-k", "no_such_test"]
 
 
-def test_a_timeout_that_is_not_positive_is_bad_input_exit_2(quickstart: Path) -> None:
-    _export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+def test_a_timeout_that_is_not_positive_is_bad_input_exit_2(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     for value in ("0", "-1"):
         result = run_cli("run", "test_fixed.py", "--timeout-seconds", value, cwd=quickstart)
         assert result.code == 2, result.text

@@ -19,27 +19,15 @@ from pathlib import Path
 import pytest
 
 from ..conftest import file_mode, umask
-from .conftest import run_cli
+from .conftest import QuickstartExport, run_cli
 
 MARKER = "pytest-was-launched"
 
 
 @pytest.fixture
-def work(quickstart: Path) -> Path:
+def work(quickstart: Path, quickstart_export: QuickstartExport) -> Path:
     """The quickstart copy with an exported passing test and a conftest.py that marks a pytest launch."""
-    result = run_cli(
-        "export",
-        "notify.sftrace",
-        "--pytest",
-        "--entrypoint",
-        "quickstart:run_agent_fixed",
-        "--expect-output",
-        "expected.json",
-        "--output",
-        "test_fixed.py",
-        cwd=quickstart,
-    )
-    assert result.code == 0, result.text
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
     (quickstart / "conftest.py").write_text(
         f"from pathlib import Path\nPath(__file__).with_name({MARKER!r}).write_text('1')\n", encoding="utf-8"
     )

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REFERENCE, run_cli
+from stepfork.cli.app import main
+
+from .conftest import REFERENCE, Result, cli_env, run_cli
 
 # bundle (relative to reference-bundles) -> exit code for: default (strict), --verify-integrity, --partial
 VERDICTS = {
@@ -32,11 +34,48 @@ def test_the_verdict_table_covers_every_reference_bundle() -> None:
     assert found == set(VERDICTS)
 
 
+def _in_process(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
+    """``stepfork ARGS`` through the console script's own ``main`` in this process (no interpreter start)."""
+    for name, value in cli_env().items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ended:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return Result(int(ended.value.code or 0), out, err)
+
+
+COLUMNS = [(0, []), (1, ["--verify-integrity"]), (2, ["--partial"])]
+
+
+# The matrix runs in-process (27 interpreter starts cost more than the rest of this file); the real
+# executable gives each of its exit codes below and in the tests after it.
 @pytest.mark.parametrize("bundle", sorted(VERDICTS))
-@pytest.mark.parametrize(("column", "options"), [(0, []), (1, ["--verify-integrity"]), (2, ["--partial"])])
-def test_reference_bundles_get_the_notes_verdicts(bundle: str, column: int, options: list[str]) -> None:
+@pytest.mark.parametrize(("column", "options"), COLUMNS)
+def test_reference_bundles_get_the_notes_verdicts(
+    bundle: str,
+    column: int,
+    options: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     expected = VERDICTS[bundle][column]
-    result = run_cli("validate", REFERENCE / bundle, *options)
+    result = _in_process(capsys, monkeypatch, "validate", str(REFERENCE / bundle), *options)
+    _assert_verdict(result, expected)
+
+
+@pytest.mark.parametrize(
+    ("bundle", "column"),
+    [("tests/golden/successful_run.sftrace", 0), ("tests/golden/partial_run.sftrace", 0),
+     ("tests/golden/legacy_v01.sftrace", 1)],
+)  # fmt: skip
+def test_the_stepfork_executable_gives_each_verdict_of_the_notes(bundle: str, column: int) -> None:
+    expected = VERDICTS[bundle][column]
+    result = run_cli("validate", REFERENCE / bundle, *COLUMNS[column][1])
+    _assert_verdict(result, expected)
+
+
+def _assert_verdict(result: Result, expected: int) -> None:
     assert result.code == expected, result.text
     if expected == 0:
         assert "Validation passed." in result.out
