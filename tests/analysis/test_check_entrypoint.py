@@ -37,25 +37,53 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     return work, bundles
 
 
+# (entrypoint, raise_as, the error, its verdict reason): an unimportable --raise-as class stops the check
+# as an unimportable entrypoint does, since it is imported with it, before any bundle is read
+UNIMPORTABLE = {
+    "entrypoint": ("broken:run", None, EntrypointError, "entrypoint_unresolvable"),
+    "raise_as": (
+        "quickstart:run_agent",
+        {"TimeoutError": "broken:AgentTimeout"},
+        RaiseAsClassError,
+        "raise_as_unresolvable",
+    ),
+}
+
+
 @pytest.mark.parametrize("path", ["zygote", "subprocess"])
-def test_an_entrypoint_that_cannot_be_imported_is_raised_once(
-    work: tuple[Path, list[str]], path: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("what", list(UNIMPORTABLE))
+def test_what_cannot_be_imported_is_raised_once(
+    work: tuple[Path, list[str]], path: str, what: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, bundles = work
+    entrypoint, raise_as, error_type, reason = UNIMPORTABLE[what]
     log = root / "imports.log"
     log.unlink(missing_ok=True)
     if path == "subprocess":
         monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
     seen = []
-    with pytest.raises(EntrypointError) as raised:
-        check_corpus(bundles, "broken:run", jobs=1, batch_size=4, import_root=root, on_result=seen.append)
-    assert raised.value.code == "import_failed"
-    assert raised.value.spec == "broken:run"
-    assert "RuntimeError: boom at import" in str(raised.value)
+    with pytest.raises(error_type) as raised:
+        check_corpus(
+            bundles,
+            entrypoint,
+            jobs=1,
+            batch_size=4,
+            import_root=root,
+            raise_as=raise_as,
+            on_result=seen.append,
+        )
+    error = raised.value
+    if what == "entrypoint":
+        assert (error.code, error.spec) == ("import_failed", "broken:run")
+        assert "RuntimeError: boom at import" in str(error)
+    else:
+        assert (error.key, error.spec, error.code) == ("TimeoutError", "broken:AgentTimeout", "import_failed")
+        assert "RuntimeError: boom at import" in error.detail
+        assert not error.detail.startswith("raise_as[")  # the resolver's message, as in replay
     # one import tried (the zygote's, or the first fresh process's), not one per bundle
     assert log.read_text().splitlines() == ["import"]
     assert len(seen) == len(bundles)
-    assert {(v.verdict, v.reason) for v in seen} == {("COULD NOT EXECUTE", "entrypoint_unresolvable")}
+    assert {(v.verdict, v.reason) for v in seen} == {("COULD NOT EXECUTE", reason)}
 
 
 def test_a_missing_attribute_is_raised_with_its_suggestion(work: tuple[Path, list[str]]) -> None:
@@ -74,36 +102,6 @@ def test_an_entrypoint_that_needs_what_a_run_did_not_record_stays_a_verdict(
     result = check_corpus(bundles[:3], "needs:run", jobs=1, import_root=root)
     assert [v.reason for v in result.verdicts] == ["entrypoint_unresolvable"] * 3
     assert result.exit_code == 2
-
-
-@pytest.mark.parametrize("path", ["zygote", "subprocess"])
-def test_a_raise_as_class_that_cannot_be_imported_is_raised_once(
-    work: tuple[Path, list[str]], path: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The same early stop as the entrypoint's: a --raise-as class is imported with it, before any bundle
-    # is read, so an unimportable one is one RaiseAsClassError, not a raise_as_unresolvable per bundle.
-    root, bundles = work
-    log = root / "imports.log"
-    log.unlink(missing_ok=True)
-    if path == "subprocess":
-        monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
-    seen = []
-    with pytest.raises(RaiseAsClassError) as raised:
-        check_corpus(
-            bundles,
-            "quickstart:run_agent",
-            jobs=1,
-            batch_size=4,
-            import_root=root,
-            raise_as={"TimeoutError": "broken:AgentTimeout"},
-            on_result=seen.append,
-        )
-    error = raised.value
-    assert (error.key, error.spec, error.code) == ("TimeoutError", "broken:AgentTimeout", "import_failed")
-    assert "RuntimeError: boom at import" in error.detail
-    assert not error.detail.startswith("raise_as[")  # the resolver's message, as replay's RaiseAsClassError
-    assert log.read_text().splitlines() == ["import"]  # one import tried, not one per bundle
-    assert {(v.verdict, v.reason) for v in seen} == {("COULD NOT EXECUTE", "raise_as_unresolvable")}
 
 
 def test_a_missing_raise_as_class_is_raised_with_its_suggestion(work: tuple[Path, list[str]]) -> None:
