@@ -113,3 +113,21 @@ def test_a_missing_raise_as_class_is_raised_with_its_suggestion(work: tuple[Path
         check_corpus(
             bundles[:4], "quickstart:run_agent", jobs=1, import_root=root, raise_as={"E": "errs:AgentTimout"}
         )
+
+
+def test_a_raise_as_class_replay_would_refuse_stops_the_check_once(work: tuple[Path, list[str]]) -> None:
+    # not an Exception subclass: replay refuses it before its run; check refuses it before any bundle
+    root, bundles = work
+    seen = []
+    refused = "must be an Exception subclass, not KeyboardInterrupt"
+    with pytest.raises(RaiseAsClassError, match=refused) as raised:
+        check_corpus(
+            bundles[:4],
+            "quickstart:run_agent",
+            jobs=1,
+            import_root=root,
+            raise_as={"LookupError": "builtins:KeyboardInterrupt"},
+            on_result=seen.append,
+        )
+    assert (raised.value.key, raised.value.code) == ("LookupError", "unusable")
+    assert {(v.verdict, v.reason) for v in seen} == {("COULD NOT EXECUTE", "raise_as_unresolvable")}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from typing import Any
 
 VERDICT_LINE = "STEPFORK-VERDICT "
@@ -60,14 +61,27 @@ def resolve_targets(config: dict[str, Any]) -> tuple[Any, Any]:
 
     Raises:
         EntrypointError: the entrypoint cannot be resolved; RaiseAsClassError (an EntrypointError): a
-        ``raise_as`` class cannot (``stepfork.replay.raise_as.resolve_raise_as``).
+        ``raise_as`` class cannot (``stepfork.replay.raise_as.resolve_raise_as``), or it resolves to what
+        ``RaiseAs`` refuses for every bundle alike (not an ``Exception`` subclass: code ``unusable``).
     """
-    from stepfork.replay.entrypoint import resolve_entrypoint
-    from stepfork.replay.raise_as import resolve_raise_as
+    from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
+    from stepfork.replay.raise_as import RaiseAs, RaiseAsClassError, resolve_raise_as
 
     root = config.get("import_root")
     function = resolve_entrypoint(config["entrypoint"], import_root=root)
-    return function, resolve_raise_as(config.get("raise_as") or None, import_root=root)
+    raise_as = resolve_raise_as(config.get("raise_as") or None, import_root=root)
+    for key, target in (raise_as or {}).items():
+        # RaiseAs's own checks of a target, which no recorded type changes: refused once here, as replay
+        # refuses them before its run, rather than once per bundle (its warnings are each replay's to give)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                RaiseAs({key: target}, ())
+            except ValueError as exc:
+                why = str(exc).removeprefix(f"raise_as[{key!r}] ")
+                spec = str(config["raise_as"][key])
+                raise RaiseAsClassError(key, EntrypointError(why, code="unusable", spec=spec)) from None
+    return function, raise_as
 
 
 def entrypoint_unresolvable(exc: Any) -> dict[str, Any]:
