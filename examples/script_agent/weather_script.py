@@ -1,7 +1,8 @@
 """A weather agent script with no Stepfork import: recorded and replayed from the command line.
 
 It talks to the OpenAI API with the ordinary SDK (``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` from the
-environment; ``fake_server.py`` serves a local fake on 127.0.0.1 for the example and CI)::
+environment; ``fake_server.py`` serves a local fake on 127.0.0.1 for the example and CI). Both need the
+OpenAI SDK (``pip install "openai>=3.50,<4"``; Stepfork does not install it)::
 
     python fake_server.py 8765 &
     export OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=sk-local
