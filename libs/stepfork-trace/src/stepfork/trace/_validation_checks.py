@@ -118,7 +118,7 @@ def check_events(
             _issue(
                 RUN_INCOMPLETE,
                 "the run never finished: its recording is still going or was interrupted (manifest status "
-                "running, totals never written); validate it with --partial",
+                "running, totals never written)" + ("; validate it with --partial" if strict else ""),
             )
         )
     return Findings(issues, warnings, incomplete)
