@@ -119,6 +119,7 @@ def test_a_call_from_a_thread_without_the_context_is_recorded_under_the_run_and_
         worker.join()
     orphan_warnings = [w for w in caught if issubclass(w.category, OrphanCallWarning)]
     assert len(orphan_warnings) == 1
+    assert orphan_warnings[0].filename == __file__  # the user's call, not a line of Stepfork's
     events = lines(out)
     calls = [e for e in events if e["type"] == "tool_call"]
     assert [c["input"]["n"] for c in calls] == [1, 2]

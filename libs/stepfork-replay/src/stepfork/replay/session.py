@@ -394,7 +394,7 @@ class ReplaySession:
                 "it is served by the only active replay session. Start threads with "
                 "contextvars.copy_context().run(...) so calls reach their session explicitly",
                 OrphanCallWarning,
-                stacklevel=4,
+                stacklevel=boundary.caller_stacklevel(),
             )
         live = LiveInput(call.input)
         mode = self.mode

@@ -26,11 +26,13 @@ session is active.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from stepfork.trace.errors import BoundaryContextError
@@ -227,6 +229,22 @@ def _forget_sessions_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_forget_sessions_in_child)
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called by the caller of this function that names the first
+    frame outside Stepfork's packages: a warning about the user's call (an orphan call) points at the user's
+    line, however many Stepfork frames (decorator, session, transport) lie between (Python 3.12's
+    ``skip_file_prefixes``, for 3.11)."""
+    import stepfork  # imported already: the parent of this very module
+
+    prefixes = tuple(os.path.join(path, "") for path in stepfork.__path__)
+    frame: FrameType | None = sys._getframe(2)  # the caller of the function that warns
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(prefixes):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 @contextmanager

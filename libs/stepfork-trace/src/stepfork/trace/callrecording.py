@@ -20,7 +20,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.boundary import BoundaryCall, caller_stacklevel
 from stepfork.trace.instrument import LLMOutput, _check_policy
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class CallRecorder:
                     "context; it is recorded under run_start. Start threads with "
                     "contextvars.copy_context().run(...) so calls nest under their caller."
                 ),
-                stacklevel=4,
+                stacklevel=caller_stacklevel(),
             )
 
     def _emit_error(
