@@ -67,16 +67,38 @@ def run_cli(*args: str | os.PathLike[str], cwd: Path | None = None, stdin: str |
     return Result(done.returncode, done.stdout, done.stderr)
 
 
+def run_in_process(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    *args: str | os.PathLike[str],
+    cwd: Path | None = None,
+) -> Result:
+    """``stepfork ARGS`` (in ``cwd``) through the console script's own ``main`` in this process: the same
+    parsing, command and exit code as :func:`run_cli` without an interpreter start. For the cells of a
+    matrix that prove the same wiring; each file keeps the real executable for each command and exit code."""
+    from stepfork.cli.app import main
+
+    for name, value in cli_env().items():
+        monkeypatch.setenv(name, value)
+    if cwd is not None:
+        monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ended:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return Result(int(ended.value.code or 0), out, err)
+
+
 @pytest.fixture
 def quickstart(tmp_path: Path) -> Path:
     """A working copy of examples/quickstart (agent, committed bundle, expected.json) in tmp_path."""
     work = tmp_path / "quickstart"
     work.mkdir()
-    _copy_quickstart(work)
+    copy_quickstart(work)
     return work
 
 
-def _copy_quickstart(work: Path) -> None:
+def copy_quickstart(work: Path) -> None:
     for name in ("quickstart.py", "expected.json"):
         shutil.copy2(QUICKSTART / name, work / name)
     shutil.copytree(QUICKSTART / "notify.sftrace", work / "notify.sftrace")
@@ -101,7 +123,7 @@ def quickstart_export(tmp_path_factory: pytest.TempPathFactory) -> QuickstartExp
         key = (entrypoint, output)
         if key not in written:
             source = tmp_path_factory.mktemp("quickstart-export")
-            _copy_quickstart(source)
+            copy_quickstart(source)
             result = run_cli(
                 "export", "notify.sftrace", "--pytest", "--entrypoint", entrypoint,
                 "--expect-output", "expected.json", "--output", output, cwd=source,
