@@ -78,8 +78,8 @@ def run_in_process(
     matrix that prove the same wiring; each file keeps the real executable for each command and exit code.
 
     What a replay leaves in the process is undone as a fresh process would have it: ``sys.path`` (an
-    entrypoint's import root stays on it) at the test's teardown, and the modules imported from a given ``cwd`` (the
-    user's tree: the next test's tree has modules of the same names) at once."""
+    entrypoint's import root stays on it) at the test's teardown, and the modules imported from a given
+    ``cwd`` (the user's tree: the next test's tree has modules of the same names) at once."""
     from stepfork.cli.app import main
 
     for name, value in cli_env().items():

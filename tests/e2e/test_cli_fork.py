@@ -153,9 +153,7 @@ def test_invalid_input_exits_2_before_anything_runs(
     project: Path, extra: list[str], message: str, in_process: InProcess
 ) -> None:
     run = stepfork if extra == ["--step", "99"] else in_process
-    proc = run(
-        "fork", "trip.sftrace", "-e", "trip_agent:run_agent", "-o", "x.sftrace", *extra, cwd=project
-    )
+    proc = run("fork", "trip.sftrace", "-e", "trip_agent:run_agent", "-o", "x.sftrace", *extra, cwd=project)
     assert proc.code == 2
     assert message in proc.err
     assert not (project / "x.sftrace").exists()

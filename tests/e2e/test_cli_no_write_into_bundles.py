@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Result, copy_quickstart, run_cli, run_in_process
+from .conftest import InProcess, Result, copy_quickstart, run_cli
 
 _INSIDE = "is inside the bundle directory"
 _OVERLAP = "overlaps the input bundle notify.sftrace"
@@ -63,7 +63,14 @@ CASES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 # one case per command through the real executable; the rest in-process (the same parser and command)
-REAL = {"export-over-events", "fork-over-input", "import-inside", "record-inside", "minimize-inside", "redact-inside"}
+REAL = {
+    "export-over-events",
+    "fork-over-input",
+    "import-inside",
+    "record-inside",
+    "minimize-inside",
+    "redact-inside",
+}
 assert {case.split("-")[0] for case in REAL} == {case.split("-")[0] for case in CASES}
 
 
@@ -87,15 +94,14 @@ def test_no_command_writes_into_or_over_a_bundle(
     quickstart: Path,
     case: str,
     request: pytest.FixtureRequest,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    in_process: InProcess,
 ) -> None:
     args, reason = CASES[case]
 
     def stepfork(*argv: str) -> Result:
         if case in REAL:
             return run_cli(*argv, cwd=quickstart)
-        return run_in_process(capsys, monkeypatch, *argv, cwd=quickstart)
+        return in_process(*argv, cwd=quickstart)
 
     shutil.copytree(quickstart / "notify.sftrace", quickstart / "other.sftrace")
     (quickstart / "link").symlink_to("notify.sftrace")
@@ -113,5 +119,6 @@ def test_no_command_writes_into_or_over_a_bundle(
     assert reason in lines[0]
     assert "Traceback" not in result.text
     assert [_tree(b) for b in bundles] == before  # other.sftrace is a byte copy of notify.sftrace
-    verified = stepfork("validate", "notify.sftrace", "--verify-integrity")
+    # the check, not the command under test: in-process in every case
+    verified = in_process("validate", "notify.sftrace", "--verify-integrity", cwd=quickstart)
     assert verified.code == 0, verified.text

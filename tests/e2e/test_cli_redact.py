@@ -51,7 +51,10 @@ def plant_in_run_start(bundle: Path) -> None:
 
 
 # cells through the real executable: replay's exit 0 and exit 1; the rest in-process
-REAL = {("successful_run", "golden_agents:weather_agent"), ("successful_run", "golden_agents:weather_agent_changed")}
+REAL = {
+    ("successful_run", "golden_agents:weather_agent"),
+    ("successful_run", "golden_agents:weather_agent_changed"),
+}
 
 
 @pytest.mark.parametrize(
@@ -82,7 +85,9 @@ def test_the_redacted_copy_keeps_the_replay_verdict(
     assert _verdict(before.out)
 
 
-def test_validate_warns_and_redact_cleans_a_bundle_with_secrets(tmp_path: Path, in_process: InProcess) -> None:
+def test_validate_warns_and_redact_cleans_a_bundle_with_secrets(
+    tmp_path: Path, in_process: InProcess
+) -> None:
     source = tmp_path / "leaky.sftrace"
     shutil.copytree(GOLDEN / "successful_run.sftrace", source)
     plant_in_run_start(source)

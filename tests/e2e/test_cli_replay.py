@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from collections.abc import Callable
 
 from .conftest import ENTRYPOINTS, InProcess, Result, run_cli
 
 
 def replay(
-    bundle: Path, entrypoint: str, *extra: str, stdin: str | None = None, run: Callable[..., Result] | None = None
+    bundle: Path,
+    entrypoint: str,
+    *extra: str,
+    stdin: str | None = None,
+    run: Callable[..., Result] | None = None,
 ) -> Result:
     if run is not None:  # in-process: no stdin to give
         return run("replay", bundle, "--entrypoint", entrypoint, *extra, cwd=ENTRYPOINTS)
@@ -69,8 +72,11 @@ def test_an_async_entrypoint_replays_like_a_sync_one(golden_copy, in_process: In
     ],
 )
 def test_recorded_failures_are_reproduced_exit_0(
-    golden_copy, bundle: str, entrypoint: str, label: str, in_process: InProcess) -> None:
-    result = replay(golden_copy(bundle), entrypoint, run=run_cli if bundle == "failed_tool_run" else in_process)
+    golden_copy, bundle: str, entrypoint: str, label: str, in_process: InProcess
+) -> None:
+    result = replay(
+        golden_copy(bundle), entrypoint, run=run_cli if bundle == "failed_tool_run" else in_process
+    )
     assert result.code == 0, result.text
     assert f"1. {label} (substituted, recorded error)" in result.out
     assert _field(result.out, "Recorded behavior") == "REPRODUCED FAILURE"
@@ -87,7 +93,9 @@ def test_a_changed_output_is_diverged_exit_1(golden_copy) -> None:
     assert _field(result.out, "Status") == "DIVERGED"
 
 
-def test_a_diverging_call_shows_the_first_divergence_with_abbreviated_fingerprints(golden_copy, in_process: InProcess) -> None:
+def test_a_diverging_call_shows_the_first_divergence_with_abbreviated_fingerprints(
+    golden_copy, in_process: InProcess
+) -> None:
     result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_other_city", run=in_process)
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "DIVERGED"
@@ -100,12 +108,16 @@ def test_a_diverging_call_shows_the_first_divergence_with_abbreviated_fingerprin
 
 
 def test_verbose_shows_full_fingerprints(golden_copy, in_process: InProcess) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_other_city", "--verbose", run=in_process)
+    result = replay(
+        golden_copy("successful_run"), "golden_agents:weather_agent_other_city", "--verbose", run=in_process
+    )
     assert result.code == 1
     assert re.search(r"\b[0-9a-f]{64}\b", result.out)
 
 
-def test_an_entrypoint_that_stops_early_leaves_calls_unconsumed_exit_1(golden_copy, in_process: InProcess) -> None:
+def test_an_entrypoint_that_stops_early_leaves_calls_unconsumed_exit_1(
+    golden_copy, in_process: InProcess
+) -> None:
     result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_stops_early", run=in_process)
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "INCOMPLETE"
@@ -114,7 +126,9 @@ def test_an_entrypoint_that_stops_early_leaves_calls_unconsumed_exit_1(golden_co
 
 
 def test_forbidden_mode_rejects_the_first_call(golden_copy, in_process: InProcess) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent", "--mode", "forbidden", run=in_process)
+    result = replay(
+        golden_copy("successful_run"), "golden_agents:weather_agent", "--mode", "forbidden", run=in_process
+    )
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "DIVERGED"
 
@@ -129,8 +143,16 @@ def test_manual_mode_refuses_when_stdin_is_not_a_terminal(golden_copy) -> None:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "derived", "turbo"])
-def test_an_invalid_mode_is_exit_2_with_the_spec_message(golden_copy, mode: str, in_process: InProcess) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent", "--mode", mode, run=run_cli if mode == "hybrid" else in_process)
+def test_an_invalid_mode_is_exit_2_with_the_spec_message(
+    golden_copy, mode: str, in_process: InProcess
+) -> None:
+    result = replay(
+        golden_copy("successful_run"),
+        "golden_agents:weather_agent",
+        "--mode",
+        mode,
+        run=run_cli if mode == "hybrid" else in_process,
+    )
     assert result.code == 2
     assert result.err.splitlines()[0] == f"Invalid replay mode {mode}."
 
@@ -145,7 +167,8 @@ def test_an_invalid_mode_is_exit_2_with_the_spec_message(golden_copy, mode: str,
     ],
 )
 def test_unresolvable_entrypoints_print_the_spec_lines_exit_2(
-    golden_copy, entrypoint: str, detail: str, in_process: InProcess) -> None:
+    golden_copy, entrypoint: str, detail: str, in_process: InProcess
+) -> None:
     run = run_cli if entrypoint == "golden_agents" else in_process
     result = replay(golden_copy("successful_run"), entrypoint, run=run)
     assert result.code == 2
@@ -185,8 +208,12 @@ def test_the_quickstart_bug_reproduces_and_the_fix_diverges(quickstart: Path) ->
     assert _field(fixed.out, "Recorded behavior") == "DIVERGED"
 
 
-def test_a_completed_run_shows_its_final_result_when_the_calls_diverged(golden_copy, in_process: InProcess) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_other_city_recovers", run=in_process)
+def test_a_completed_run_shows_its_final_result_when_the_calls_diverged(
+    golden_copy, in_process: InProcess
+) -> None:
+    result = replay(
+        golden_copy("successful_run"), "golden_agents:weather_agent_other_city_recovers", run=in_process
+    )
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "DIVERGED"
     assert _field(result.out, "Execution") == "COMPLETED"
@@ -196,7 +223,9 @@ def test_a_completed_run_shows_its_final_result_when_the_calls_diverged(golden_c
     assert "sk-live-0123456789abcdef" not in result.text
 
 
-def test_a_call_past_the_end_of_the_recording_is_described_in_words(golden_copy, in_process: InProcess) -> None:
+def test_a_call_past_the_end_of_the_recording_is_described_in_words(
+    golden_copy, in_process: InProcess
+) -> None:
     result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_asks_again", run=in_process)
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "DIVERGED"

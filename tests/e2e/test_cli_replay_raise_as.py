@@ -71,7 +71,9 @@ def flights(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def replay(cwd: Path, bundle: str, entrypoint: str, *extra: str, run: Callable[..., Result] = run_cli) -> Result:
+def replay(
+    cwd: Path, bundle: str, entrypoint: str, *extra: str, run: Callable[..., Result] = run_cli
+) -> Result:
     return run("replay", bundle, "--entrypoint", entrypoint, *extra, cwd=cwd)
 
 
@@ -102,7 +104,9 @@ def test_without_raise_as_the_same_agent_diverges_exit_1(work: Path) -> None:
     assert "got stepfork.replay.errors.RecordedDependencyError" in result.out
 
 
-def test_the_agents_own_failure_path_reproduces_the_recorded_failure(work: Path, in_process: InProcess) -> None:
+def test_the_agents_own_failure_path_reproduces_the_recorded_failure(
+    work: Path, in_process: InProcess
+) -> None:
     """The recorded run failed with AgentFailed, raised by the agent's except clause: only with raise_as
     does replay take that path, so only then is the failure reproduced."""
     with_option = replay(work, "escalate.sftrace", "rl_agent:run_escalating", "--raise-as", SHORT)
