@@ -67,16 +67,68 @@ def run_cli(*args: str | os.PathLike[str], cwd: Path | None = None, stdin: str |
     return Result(done.returncode, done.stdout, done.stderr)
 
 
+def run_in_process(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    *args: str | os.PathLike[str],
+    cwd: Path | None = None,
+) -> Result:
+    """``stepfork ARGS`` (in ``cwd``) through the console script's own ``main`` in this process: the same
+    parsing, command and exit code as :func:`run_cli` without an interpreter start. For the cells of a
+    matrix that prove the same wiring; each file keeps the real executable for each command and exit code.
+
+    What a replay leaves in the process is undone as a fresh process would have it: ``sys.path`` (an
+    entrypoint's import root stays on it) at the test's teardown, and the modules imported from a given
+    ``cwd`` (the user's tree: the next test's tree has modules of the same names) at once."""
+    from stepfork.cli.app import main
+
+    for name, value in cli_env().items():
+        monkeypatch.setenv(name, value)
+    if cwd is not None:
+        monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    loaded = set(sys.modules)
+    capsys.readouterr()
+    try:
+        with pytest.raises(SystemExit) as ended:
+            main([str(a) for a in args])
+    finally:
+        if cwd is not None:
+            _forget_modules_under(cwd.resolve(), set(sys.modules) - loaded)
+    out, err = capsys.readouterr()
+    return Result(int(ended.value.code or 0), out, err)
+
+
+def _forget_modules_under(root: Path, names: set[str]) -> None:
+    for name in names:
+        file = getattr(sys.modules[name], "__file__", None)
+        if file and Path(file).resolve().is_relative_to(root):
+            del sys.modules[name]
+
+
+InProcess = Callable[..., Result]
+
+
+@pytest.fixture
+def in_process(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> InProcess:
+    """``in_process(*ARGS, cwd=None)``: :func:`run_in_process` bound to this test's capsys and monkeypatch."""
+
+    def run(*args: str | os.PathLike[str], cwd: Path | None = None) -> Result:
+        return run_in_process(capsys, monkeypatch, *args, cwd=cwd)
+
+    return run
+
+
 @pytest.fixture
 def quickstart(tmp_path: Path) -> Path:
     """A working copy of examples/quickstart (agent, committed bundle, expected.json) in tmp_path."""
     work = tmp_path / "quickstart"
     work.mkdir()
-    _copy_quickstart(work)
+    copy_quickstart(work)
     return work
 
 
-def _copy_quickstart(work: Path) -> None:
+def copy_quickstart(work: Path) -> None:
     for name in ("quickstart.py", "expected.json"):
         shutil.copy2(QUICKSTART / name, work / name)
     shutil.copytree(QUICKSTART / "notify.sftrace", work / "notify.sftrace")
@@ -101,7 +153,7 @@ def quickstart_export(tmp_path_factory: pytest.TempPathFactory) -> QuickstartExp
         key = (entrypoint, output)
         if key not in written:
             source = tmp_path_factory.mktemp("quickstart-export")
-            _copy_quickstart(source)
+            copy_quickstart(source)
             result = run_cli(
                 "export", "notify.sftrace", "--pytest", "--entrypoint", entrypoint,
                 "--expect-output", "expected.json", "--output", output, cwd=source,

@@ -10,13 +10,14 @@ from __future__ import annotations
 import ast
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from stepfork.analysis.exported import read_exported_constants
 
-from .conftest import GOLDEN, run_cli
+from .conftest import GOLDEN, InProcess, Result, run_cli
 from .raise_as_support import EXPECTED, copy_recorded, record_agent
 
 RAISE_AS = "rl_agent.RateLimited=rl_agent:RateLimited"
@@ -34,8 +35,8 @@ def work(recorded: Path, tmp_path: Path) -> Path:
     return tmp_path / "work"
 
 
-def export(work: Path, output: str, *extra: str):
-    return run_cli(
+def export(work: Path, output: str, *extra: str, run: Callable[..., Result] = run_cli) -> Result:
+    return run(
         "export",
         "rl.sftrace",
         "--pytest",
@@ -121,6 +122,7 @@ def test_a_type_matching_no_recorded_failure_is_written_with_a_warning(work: Pat
     assert constants["RAISE_AS"] == {"RateLimit": "rl_agent:RateLimited"}
 
 
+# the first cell through the real executable, the others in-process (the same parser, another value)
 @pytest.mark.parametrize(
     ("value", "fragment"),
     [
@@ -133,8 +135,11 @@ def test_a_type_matching_no_recorded_failure_is_written_with_a_warning(work: Pat
         ("Rate Limited=rl_agent:RateLimited", "TYPE must be"),
     ],
 )
-def test_a_malformed_raise_as_value_is_one_line_exit_2(work: Path, value: str, fragment: str) -> None:
-    result = export(work, "test_bad.py", "--raise-as", value)
+def test_a_malformed_raise_as_value_is_one_line_exit_2(
+    work: Path, value: str, fragment: str, in_process: InProcess
+) -> None:
+    run = run_cli if value == "rl_agent.RateLimited" else in_process
+    result = export(work, "test_bad.py", "--raise-as", value, run=run)
     assert result.code == 2, result.text
     lines = result.err.strip().splitlines()
     assert len(lines) == 1, result.err

@@ -1,9 +1,15 @@
 """`stepfork fork` end to end (issue 5, "fork"): frozen before the step, live after, overrides, the lineage
-file, then `stepfork diff PATH OUT`."""
+file, then `stepfork diff PATH OUT`.
+
+The real ``stepfork`` gives fork's exits 0, 1 and 2 and diff's 1 and 0; the repeats of the same wiring (the
+other invalid inputs, the allowed live tool, the existing-output sequence) run the console script's ``main``
+in-process. The trip agent is recorded once per module and copied into each test's directory.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,7 +20,7 @@ import pytest
 from stepfork.analysis.forking import read_fork_info
 from stepfork.trace import Trace, validate_bundle, verify_bundle_integrity
 
-STEPFORK = str(Path(sys.executable).parent / "stepfork")
+from .conftest import InProcess, Result, run_cli
 
 TRIP_AGENT = textwrap.dedent(
     """
@@ -44,22 +50,30 @@ TRIP_AGENT = textwrap.dedent(
 # 4 llm_response, 5 tool_call book, 6 tool_result, 7 run_end
 
 
-def stepfork(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [STEPFORK, *map(str, args)], capture_output=True, text=True, timeout=120, check=False, cwd=cwd
-    )
+def stepfork(*args: str | Path, cwd: Path) -> Result:
+    return run_cli(*args, cwd=cwd)
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "trip_agent.py").write_text(TRIP_AGENT)
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trip agent and its recording ``trip.sftrace``, recorded once per module (tests read it)."""
+    where = tmp_path_factory.mktemp("trip")
+    (where / "trip_agent.py").write_text(TRIP_AGENT)
     script = (
         "from stepfork.trace import record\nimport trip_agent\n"
         "with record('trip-agent', output='trip.sftrace') as s:\n    s.set_output(trip_agent.run_agent())\n"
     )
-    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True)
+    subprocess.run([sys.executable, "-c", script], cwd=where, check=True)
     for marker in ("search-ran", "book-ran"):
-        (tmp_path / marker).unlink()
+        (where / marker).unlink()
+    return where
+
+
+@pytest.fixture
+def project(recorded: Path, tmp_path: Path) -> Path:
+    """A copy of the recorded project (tests write forks and markers into it) with ``expensive.json``."""
+    shutil.copy2(recorded / "trip_agent.py", tmp_path / "trip_agent.py")
+    shutil.copytree(recorded / "trip.sftrace", tmp_path / "trip.sftrace")
     (tmp_path / "expensive.json").write_text(json.dumps({"price": 450, "flight": "B"}))
     return tmp_path
 
@@ -78,7 +92,7 @@ def test_an_override_before_the_fork_changes_the_live_decision_and_diff_shows_it
         "2=expensive.json",
         cwd=project,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.code == 0, proc.out + proc.err
     assert not (project / "search-ran").exists()  # frozen before the fork point
     trace = Trace.load(project / "fork.sftrace")
     assert trace.events[-1].output == {"booking": None, "price": 450}
@@ -90,22 +104,22 @@ def test_an_override_before_the_fork_changes_the_live_decision_and_diff_shows_it
     assert info["overrides"] == [{"step": 2, "output": {"price": 450, "flight": "B"}}]
 
     diff = stepfork("diff", "trip.sftrace", "fork.sftrace", "--json", cwd=project)
-    assert diff.returncode == 1
-    data = json.loads(diff.stdout)
+    assert diff.code == 1
+    data = json.loads(diff.out)
     paths = {c["path"] for s in data["steps"] for c in s["changes"]}
     assert {"output.price", "output.book"} <= paths
     assert [(s["kind"], s["label"]) for s in data["steps"] if s["kind"] == "removed"] == [("removed", "book")]
 
 
-def test_a_tool_after_the_fork_point_runs_only_when_allowed(project: Path) -> None:
+def test_a_tool_after_the_fork_point_runs_only_when_allowed(project: Path, in_process: InProcess) -> None:
     denied = stepfork(
         "fork", "trip.sftrace", "--step", "5", "-e", "trip_agent:run_agent", "-o", "a.sftrace", cwd=project
     )
-    assert denied.returncode == 1
-    assert "ReplayPolicyError" in denied.stdout
+    assert denied.code == 1
+    assert "ReplayPolicyError" in denied.out
     assert not (project / "book-ran").exists()  # refused before the body
 
-    allowed = stepfork(
+    allowed = in_process(  # fork's exit 0 through the real executable: the test above
         "fork",
         "trip.sftrace",
         "--step",
@@ -118,11 +132,12 @@ def test_a_tool_after_the_fork_point_runs_only_when_allowed(project: Path) -> No
         "book",
         cwd=project,
     )
-    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert allowed.code == 0, allowed.out + allowed.err
     assert (project / "book-ran").exists()
-    assert stepfork("diff", "trip.sftrace", "b.sftrace", cwd=project).returncode == 0
+    assert stepfork("diff", "trip.sftrace", "b.sftrace", cwd=project).code == 0
 
 
+# the first through the real executable, the others in-process (the same command, one more input check)
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -134,16 +149,18 @@ def test_a_tool_after_the_fork_point_runs_only_when_allowed(project: Path) -> No
         (["--step", "3", "--override", "two=expensive.json"], "Invalid --override two=expensive.json"),
     ],
 )
-def test_invalid_input_exits_2_before_anything_runs(project: Path, extra: list[str], message: str) -> None:
-    proc = stepfork(
-        "fork", "trip.sftrace", "-e", "trip_agent:run_agent", "-o", "x.sftrace", *extra, cwd=project
-    )
-    assert proc.returncode == 2
-    assert message in proc.stderr
+def test_invalid_input_exits_2_before_anything_runs(
+    project: Path, extra: list[str], message: str, in_process: InProcess
+) -> None:
+    run = stepfork if extra == ["--step", "99"] else in_process
+    proc = run("fork", "trip.sftrace", "-e", "trip_agent:run_agent", "-o", "x.sftrace", *extra, cwd=project)
+    assert proc.code == 2
+    assert message in proc.err
     assert not (project / "x.sftrace").exists()
 
 
-def test_an_existing_output_is_not_replaced_without_overwrite(project: Path) -> None:
+def test_an_existing_output_is_not_replaced_without_overwrite(project: Path, in_process: InProcess) -> None:
+    """In-process: fork's exits 0 and 2 come from the real executable in the tests above."""
     args = (
         "fork",
         "trip.sftrace",
@@ -156,9 +173,9 @@ def test_an_existing_output_is_not_replaced_without_overwrite(project: Path) -> 
         "--override",
         "2=expensive.json",
     )
-    first = stepfork(*args, cwd=project)
-    assert first.returncode == 0, first.stdout + first.stderr
-    again = stepfork(*args, cwd=project)
-    assert again.returncode == 2
-    assert "already exists; pass --overwrite" in again.stderr
-    assert stepfork(*args, "--overwrite", cwd=project).returncode == 0
+    first = in_process(*args, cwd=project)
+    assert first.code == 0, first.out + first.err
+    again = in_process(*args, cwd=project)
+    assert again.code == 2
+    assert "already exists; pass --overwrite" in again.err
+    assert in_process(*args, "--overwrite", cwd=project).code == 0

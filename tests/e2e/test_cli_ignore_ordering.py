@@ -3,6 +3,7 @@ marker's `ignore`, through the real CLI."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import run_cli
+from .conftest import InProcess, run_cli
 
 AGENT = """
 import itertools
@@ -34,17 +35,27 @@ def record_to(path: str) -> None:
 """
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "clock_agent.py").write_text(AGENT)
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The clock agent and its recording ``b.sftrace``, recorded once per module (tests read it)."""
+    where = tmp_path_factory.mktemp("clock")
+    (where / "clock_agent.py").write_text(AGENT)
     done = subprocess.run(
         [sys.executable, "-c", "import clock_agent; clock_agent.record_to('b.sftrace')"],
-        cwd=tmp_path,
+        cwd=where,
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    return where
+
+
+@pytest.fixture
+def project(recorded: Path, tmp_path: Path) -> Path:
+    """A copy of the recorded project (tests write exports and forks into it)."""
+    shutil.copy2(recorded / "clock_agent.py", tmp_path / "clock_agent.py")
+    shutil.copytree(recorded / "b.sftrace", tmp_path / "b.sftrace")
     return tmp_path
 
 
@@ -61,11 +72,15 @@ def test_replay_ignore_accepts_the_clock_and_reports_it(project: Path) -> None:
 @pytest.mark.parametrize(
     ("option", "value"), [("--ignore", "requested_at"), ("--ignore", ":$.x"), ("--ordering", "random")]
 )
-def test_bad_values_are_refused_with_exit_2(project: Path, option: str, value: str) -> None:
+def test_bad_values_are_refused_with_exit_2(
+    project: Path, option: str, value: str, in_process: InProcess
+) -> None:
+    # the first cell through the real executable for each command, the others in-process
+    run = run_cli if value == "requested_at" else in_process
     for command in ("replay", "export"):
         extra = ["--pytest"] if command == "export" else []
         args = (command, "b.sftrace", *extra, "--entrypoint", "clock_agent:run", option, value)
-        done = run_cli(*args, cwd=project)
+        done = run(*args, cwd=project)
         assert done.code == 2, done.text
         assert f"Invalid {option}" in done.err
         assert len(done.err.strip().splitlines()) == 1

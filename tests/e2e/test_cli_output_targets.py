@@ -4,6 +4,9 @@
 --overwrite, a directory is no JUnit file, nothing goes inside a bundle); no HTML page (view -o, replay
 --html, minimize --html) goes inside a bundle directory even with --overwrite; `view` of a bundle URL
 writes `<name>.html` in the current directory; `upload` removes only a recorder's spool.
+
+Each command's refusals and exit codes come from the real ``stepfork``; further cells of a matrix and
+repeats of the same command with another value run the console script's ``main`` in-process.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import run_cli
+from .conftest import InProcess, run_cli
 
 _INSIDE = "is inside the bundle directory"
 
@@ -78,12 +81,13 @@ def test_check_replaces_its_own_junit_and_receipts(quickstart: Path) -> None:
     ],
 )
 def test_check_refuses_a_bad_output_before_any_replay(
-    quickstart: Path, option: str, value: str, message: str
+    quickstart: Path, option: str, value: str, message: str, in_process: InProcess
 ) -> None:
+    stepfork = run_cli if value == "notify.sftrace/r" else in_process  # the first cell: the real executable
     (quickstart / "outdir").mkdir()
     (quickstart / "afile").write_text("x")
     before = _tree(quickstart / "notify.sftrace")
-    done = run_cli(
+    done = stepfork(
         "check", "notify.sftrace", "-e", "quickstart:run_agent", option, value, "--overwrite", cwd=quickstart
     )
     assert done.code == 2
@@ -123,11 +127,16 @@ def test_check_refuses_a_bad_output_before_any_replay(
         ),
     ],
 )
-def test_an_html_page_is_never_written_into_a_bundle(quickstart: Path, command: tuple[str, ...]) -> None:
+def test_an_html_page_is_never_written_into_a_bundle(
+    quickstart: Path, command: tuple[str, ...], in_process: InProcess
+) -> None:
+    # one cell per command through the real executable (view's first, replay, minimize)
+    real = command[0] != "view" or command[3] == "notify.sftrace/manifest.json"
+    stepfork = run_cli if real else in_process
     (quickstart / "v2.sftrace").mkdir()
     shutil.copytree(quickstart / "notify.sftrace", quickstart / "plain")
     before = _tree(quickstart / "notify.sftrace")
-    done = run_cli(*command, cwd=quickstart)
+    done = stepfork(*command, cwd=quickstart)
     assert done.code == 2, done.text
     assert done.err.startswith("refusing to write the HTML report to ")
     assert _INSIDE in done.err
@@ -169,8 +178,9 @@ def test_view_of_a_url_bundle_writes_name_html_in_the_current_directory(
 
 
 def test_upload_keeps_an_ordinary_bundle_and_removes_only_a_spool(
-    quickstart: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    quickstart: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_process: InProcess
 ) -> None:
+    """upload's exits 0 and 2 through the real executable; the spool and --remove-local in-process."""
     pytest.importorskip("fsspec")
     spool_root = tmp_path / "spool"
     monkeypatch.setenv("STEPFORK_SPOOL_DIR", str(spool_root))
@@ -184,13 +194,15 @@ def test_upload_keeps_an_ordinary_bundle_and_removes_only_a_spool(
 
     spool = spool_root / "run_1" / "up2.sftrace"
     shutil.copytree(quickstart / "notify.sftrace", spool)
-    removed = run_cli("upload", spool, f"file://{store}/up2.sftrace", cwd=quickstart)
+    removed = in_process("upload", spool, f"file://{store}/up2.sftrace", cwd=quickstart)
     assert removed.code == 0, removed.text
     assert "(local copy removed)" in removed.out
     assert not spool.exists()
 
     shutil.copytree(quickstart / "notify.sftrace", quickstart / "mine.sftrace")
-    asked = run_cli("upload", "mine.sftrace", f"file://{store}/up3.sftrace", "--remove-local", cwd=quickstart)
+    asked = in_process(
+        "upload", "mine.sftrace", f"file://{store}/up3.sftrace", "--remove-local", cwd=quickstart
+    )
     assert asked.code == 0, asked.text
     assert not (quickstart / "mine.sftrace").exists()
 
@@ -205,7 +217,9 @@ def test_upload_keeps_an_ordinary_bundle_and_removes_only_a_spool(
 _EXPORTED_SHAPE = 'TRACE_PATH = "gone.sftrace"\n\n\ndef test_case():\n    run_regression_case(TRACE_PATH)\n'
 
 
-def test_run_receipts_dir_follows_the_one_output_rule_before_any_test_runs(quickstart: Path) -> None:
+def test_run_receipts_dir_follows_the_one_output_rule_before_any_test_runs(
+    quickstart: Path, in_process: InProcess
+) -> None:
     for name in ("test_a.py", "test_b.py"):
         (quickstart / name).write_text(_EXPORTED_SHAPE)
     into_bundle = run_cli("run", "test_a.py", "test_b.py", "--receipts", "out.sftrace", cwd=quickstart)
@@ -216,7 +230,7 @@ def test_run_receipts_dir_follows_the_one_output_rule_before_any_test_runs(quick
     assert into_bundle.out == ""  # refused before any test ran
     assert not (quickstart / "out.sftrace").exists()
     (quickstart / "afile").write_text("mine\n")
-    into_file = run_cli("run", "test_a.py", "test_b.py", "--receipts", "afile", cwd=quickstart)
+    into_file = in_process("run", "test_a.py", "test_b.py", "--receipts", "afile", cwd=quickstart)  # as above
     assert into_file.code == 2
     assert into_file.err == "refusing to write the receipts to afile: it exists and is not a directory\n"
 

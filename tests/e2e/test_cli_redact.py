@@ -1,5 +1,9 @@
 """``stepfork validate`` warns about secrets in clear; ``stepfork redact`` writes a redacted copy that keeps
-every replay verdict of its source (issue 14), through the real CLI."""
+every replay verdict of its source (issue 14), through the CLI.
+
+The real ``stepfork`` gives redact's exits 0 and 2, validate's warning and replay's exits 0 and 1; the other
+cells of the verdict matrix and the refusal sequence run the console script's ``main`` in-process.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from stepfork.trace.integrity import write_integrity
 from stepfork.trace.models import IntegrityStatus
 
 from ..reliability.secret_corpus import CORPUS
-from .conftest import ENTRYPOINTS, GOLDEN, run_cli
+from .conftest import ENTRYPOINTS, GOLDEN, InProcess, run_cli
 
 SHAPES = [c for c in CORPUS if c[0] != "registered_custom_secret"]  # registration is per process
 VERDICT_LINES = ("Dependency matching", "Execution", "Recorded behavior", "Status", "Final result")
@@ -46,6 +50,13 @@ def plant_in_run_start(bundle: Path) -> None:
     write_integrity(bundle)
 
 
+# cells through the real executable: replay's exit 0 and exit 1; the rest in-process
+REAL = {
+    ("successful_run", "golden_agents:weather_agent"),
+    ("successful_run", "golden_agents:weather_agent_changed"),
+}
+
+
 @pytest.mark.parametrize(
     ("name", "entrypoint"),
     [
@@ -58,20 +69,25 @@ def plant_in_run_start(bundle: Path) -> None:
         ("legacy_v01", "golden_agents:weather_agent"),
     ],
 )
-def test_the_redacted_copy_keeps_the_replay_verdict(name: str, entrypoint: str, tmp_path: Path) -> None:
+def test_the_redacted_copy_keeps_the_replay_verdict(
+    name: str, entrypoint: str, tmp_path: Path, in_process: InProcess
+) -> None:
+    stepfork = run_cli if (name, entrypoint) in REAL else in_process
     source = tmp_path / f"{name}.sftrace"
     shutil.copytree(GOLDEN / f"{name}.sftrace", source)
     copy = tmp_path / "copy.sftrace"
-    made = run_cli("redact", source, "-o", copy)
+    made = stepfork("redact", source, "-o", copy)
     assert made.code == 0, made.text
-    before = run_cli("replay", source, "--entrypoint", entrypoint, cwd=ENTRYPOINTS)
-    after = run_cli("replay", copy, "--entrypoint", entrypoint, cwd=ENTRYPOINTS)
+    before = stepfork("replay", source, "--entrypoint", entrypoint, cwd=ENTRYPOINTS)
+    after = stepfork("replay", copy, "--entrypoint", entrypoint, cwd=ENTRYPOINTS)
     assert after.code == before.code, after.text
     assert _verdict(after.out) == _verdict(before.out)
     assert _verdict(before.out)
 
 
-def test_validate_warns_and_redact_cleans_a_bundle_with_secrets(tmp_path: Path) -> None:
+def test_validate_warns_and_redact_cleans_a_bundle_with_secrets(
+    tmp_path: Path, in_process: InProcess
+) -> None:
     source = tmp_path / "leaky.sftrace"
     shutil.copytree(GOLDEN / "successful_run.sftrace", source)
     plant_in_run_start(source)
@@ -97,22 +113,23 @@ def test_validate_warns_and_redact_cleans_a_bundle_with_secrets(tmp_path: Path) 
     listed = json.loads((copy / "redactions.json").read_text())["entries"]
     assert len([e for e in listed if e["event_id"] == "evt_success_001"]) == len(SHAPES)
 
-    replayed = run_cli("replay", copy, "--entrypoint", "golden_agents:weather_agent", cwd=ENTRYPOINTS)
+    replayed = in_process("replay", copy, "--entrypoint", "golden_agents:weather_agent", cwd=ENTRYPOINTS)
     assert replayed.code == 0, replayed.text
     assert _verdict(replayed.out)["Recorded behavior"] == "MATCHED"
 
 
-def test_redact_refuses_in_place_and_existing_outputs(tmp_path: Path) -> None:
+def test_redact_refuses_in_place_and_existing_outputs(tmp_path: Path, in_process: InProcess) -> None:
     source = tmp_path / "run.sftrace"
     shutil.copytree(GOLDEN / "successful_run.sftrace", source)
     same = run_cli("redact", source, "-o", source, "--overwrite")
     assert same.code == 2
     assert "redact never writes over its input" in same.err
     copy = tmp_path / "copy.sftrace"
-    assert run_cli("redact", source, "-o", copy).code == 0
-    again = run_cli("redact", source, "-o", copy)
+    # the rest of the sequence in-process (redact's exits 0 and 2 come from the real executable above)
+    assert in_process("redact", source, "-o", copy).code == 0
+    again = in_process("redact", source, "-o", copy)
     assert again.code == 2
     assert "already exists" in again.err
-    assert run_cli("redact", source, "-o", copy, "--overwrite").code == 0
-    as_json = run_cli("redact", source, "-o", copy, "--overwrite", "--json")
+    assert in_process("redact", source, "-o", copy, "--overwrite").code == 0
+    as_json = in_process("redact", source, "-o", copy, "--overwrite", "--json")
     assert json.loads(as_json.out) == {"source": str(source), "output": str(copy), "redactions": []}

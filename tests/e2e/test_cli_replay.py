@@ -2,20 +2,33 @@
 
 Spec: cli-reference.txt "replay" and replay.txt "CLI". The golden successful, failed-tool and failed-LLM
 runs of the reference replay through small entrypoints (tests/e2e/entrypoints/golden_agents.py).
+
+The real ``stepfork`` gives each exit code (0, 1, 2, 130), the first cell of each matrix, stdin, Ctrl-C, an
+agent's sys.exit and the quickstart; the other reports (the same command and wiring, another bundle,
+entrypoint or option) run through the console script's ``main`` in-process.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from .conftest import ENTRYPOINTS, run_cli
+from .conftest import ENTRYPOINTS, InProcess, Result, run_cli
 
 
-def replay(bundle: Path, entrypoint: str, *extra: str, stdin: str | None = None):
+def replay(
+    bundle: Path,
+    entrypoint: str,
+    *extra: str,
+    stdin: str | None = None,
+    run: Callable[..., Result] | None = None,
+) -> Result:
+    if run is not None:  # in-process: no stdin to give
+        return run("replay", bundle, "--entrypoint", entrypoint, *extra, cwd=ENTRYPOINTS)
     return run_cli("replay", bundle, "--entrypoint", entrypoint, *extra, cwd=ENTRYPOINTS, stdin=stdin)
 
 
@@ -44,12 +57,13 @@ def test_the_golden_successful_run_replays_matched_exit_0(golden_copy) -> None:
     assert _field(out, "Final result") == '{"answer":"Clear and 22C"}'
 
 
-def test_an_async_entrypoint_replays_like_a_sync_one(golden_copy) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:async_weather_agent")
+def test_an_async_entrypoint_replays_like_a_sync_one(golden_copy, in_process: InProcess) -> None:
+    result = replay(golden_copy("successful_run"), "golden_agents:async_weather_agent", run=in_process)
     assert result.code == 0, result.text
     assert _field(result.out, "Recorded behavior") == "MATCHED"
 
 
+# each matrix: the first cell through the real executable, the others in-process
 @pytest.mark.parametrize(
     ("bundle", "entrypoint", "label"),
     [
@@ -58,9 +72,11 @@ def test_an_async_entrypoint_replays_like_a_sync_one(golden_copy) -> None:
     ],
 )
 def test_recorded_failures_are_reproduced_exit_0(
-    golden_copy, bundle: str, entrypoint: str, label: str
+    golden_copy, bundle: str, entrypoint: str, label: str, in_process: InProcess
 ) -> None:
-    result = replay(golden_copy(bundle), entrypoint)
+    result = replay(
+        golden_copy(bundle), entrypoint, run=run_cli if bundle == "failed_tool_run" else in_process
+    )
     assert result.code == 0, result.text
     assert f"1. {label} (substituted, recorded error)" in result.out
     assert _field(result.out, "Recorded behavior") == "REPRODUCED FAILURE"
@@ -77,8 +93,10 @@ def test_a_changed_output_is_diverged_exit_1(golden_copy) -> None:
     assert _field(result.out, "Status") == "DIVERGED"
 
 
-def test_a_diverging_call_shows_the_first_divergence_with_abbreviated_fingerprints(golden_copy) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_other_city")
+def test_a_diverging_call_shows_the_first_divergence_with_abbreviated_fingerprints(
+    golden_copy, in_process: InProcess
+) -> None:
+    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_other_city", run=in_process)
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "DIVERGED"
     # spec cli-reference.txt "replay", Common errors: calls numbered from 1, as the "Dependency Calls" list
@@ -89,22 +107,28 @@ def test_a_diverging_call_shows_the_first_divergence_with_abbreviated_fingerprin
     assert re.search(r"\b[0-9a-f]{12}…", result.out)
 
 
-def test_verbose_shows_full_fingerprints(golden_copy) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_other_city", "--verbose")
+def test_verbose_shows_full_fingerprints(golden_copy, in_process: InProcess) -> None:
+    result = replay(
+        golden_copy("successful_run"), "golden_agents:weather_agent_other_city", "--verbose", run=in_process
+    )
     assert result.code == 1
     assert re.search(r"\b[0-9a-f]{64}\b", result.out)
 
 
-def test_an_entrypoint_that_stops_early_leaves_calls_unconsumed_exit_1(golden_copy) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_stops_early")
+def test_an_entrypoint_that_stops_early_leaves_calls_unconsumed_exit_1(
+    golden_copy, in_process: InProcess
+) -> None:
+    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_stops_early", run=in_process)
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "INCOMPLETE"
     assert "  replay ended before consuming 1 recorded dependency call(s)" in result.out
     assert "weather_lookup" in result.out
 
 
-def test_forbidden_mode_rejects_the_first_call(golden_copy) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent", "--mode", "forbidden")
+def test_forbidden_mode_rejects_the_first_call(golden_copy, in_process: InProcess) -> None:
+    result = replay(
+        golden_copy("successful_run"), "golden_agents:weather_agent", "--mode", "forbidden", run=in_process
+    )
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "DIVERGED"
 
@@ -119,8 +143,16 @@ def test_manual_mode_refuses_when_stdin_is_not_a_terminal(golden_copy) -> None:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "derived", "turbo"])
-def test_an_invalid_mode_is_exit_2_with_the_spec_message(golden_copy, mode: str) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent", "--mode", mode)
+def test_an_invalid_mode_is_exit_2_with_the_spec_message(
+    golden_copy, mode: str, in_process: InProcess
+) -> None:
+    result = replay(
+        golden_copy("successful_run"),
+        "golden_agents:weather_agent",
+        "--mode",
+        mode,
+        run=run_cli if mode == "hybrid" else in_process,
+    )
     assert result.code == 2
     assert result.err.splitlines()[0] == f"Invalid replay mode {mode}."
 
@@ -135,9 +167,10 @@ def test_an_invalid_mode_is_exit_2_with_the_spec_message(golden_copy, mode: str)
     ],
 )
 def test_unresolvable_entrypoints_print_the_spec_lines_exit_2(
-    golden_copy, entrypoint: str, detail: str
+    golden_copy, entrypoint: str, detail: str, in_process: InProcess
 ) -> None:
-    result = replay(golden_copy("successful_run"), entrypoint)
+    run = run_cli if entrypoint == "golden_agents" else in_process
+    result = replay(golden_copy("successful_run"), entrypoint, run=run)
     assert result.code == 2
     lines = result.err.strip().splitlines()
     assert lines[0] == "Unable to resolve entrypoint."
@@ -151,7 +184,7 @@ def test_an_unreadable_trace_is_exit_2(tmp_path: Path) -> None:
     assert len(result.err.strip().splitlines()) == 1
 
 
-def test_live_mode_with_an_unknown_tool_is_rejected_exit_2(golden_copy) -> None:
+def test_live_mode_with_an_unknown_tool_is_rejected_exit_2(golden_copy, in_process: InProcess) -> None:
     result = replay(
         golden_copy("successful_run"),
         "golden_agents:weather_agent",
@@ -159,6 +192,7 @@ def test_live_mode_with_an_unknown_tool_is_rejected_exit_2(golden_copy) -> None:
         "live",
         "--allow-live-tool",
         "nope",
+        run=in_process,
     )
     assert result.code == 2
     assert "nope" in result.err
@@ -174,8 +208,12 @@ def test_the_quickstart_bug_reproduces_and_the_fix_diverges(quickstart: Path) ->
     assert _field(fixed.out, "Recorded behavior") == "DIVERGED"
 
 
-def test_a_completed_run_shows_its_final_result_when_the_calls_diverged(golden_copy) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_other_city_recovers")
+def test_a_completed_run_shows_its_final_result_when_the_calls_diverged(
+    golden_copy, in_process: InProcess
+) -> None:
+    result = replay(
+        golden_copy("successful_run"), "golden_agents:weather_agent_other_city_recovers", run=in_process
+    )
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "DIVERGED"
     assert _field(result.out, "Execution") == "COMPLETED"
@@ -185,8 +223,10 @@ def test_a_completed_run_shows_its_final_result_when_the_calls_diverged(golden_c
     assert "sk-live-0123456789abcdef" not in result.text
 
 
-def test_a_call_past_the_end_of_the_recording_is_described_in_words(golden_copy) -> None:
-    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_asks_again")
+def test_a_call_past_the_end_of_the_recording_is_described_in_words(
+    golden_copy, in_process: InProcess
+) -> None:
+    result = replay(golden_copy("successful_run"), "golden_agents:weather_agent_asks_again", run=in_process)
     assert result.code == 1, result.text
     assert _field(result.out, "Dependency matching") == "DIVERGED"
     assert "    recorded: no further call (the recording ended)" in result.out

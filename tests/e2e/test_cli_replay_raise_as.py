@@ -5,6 +5,10 @@ does by the usual rules (spec replay.txt "CLI", cli-reference.txt "replay"): a c
 completes as recorded is MATCHED (exit 0); one that completes where the recording failed is DIVERGED
 (exit 1); an escaping failure of the recorded type is REPRODUCED FAILURE (exit 0). A class that cannot be
 imported is exit 2 in the entrypoint's two-line style; a malformed value is one line, exit 2.
+
+The first cell of each matrix and each test's first replay run the real ``stepfork`` (each exit 0, 1, 2 and
+each message style from a process of its own); the other cells and second replays prove the same wiring
+through the console script's ``main`` in-process.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ from __future__ import annotations
 import re
 import shutil
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from .conftest import GOLDEN, run_cli
+from .conftest import GOLDEN, InProcess, Result, run_cli
 from .raise_as_support import copy_recorded, record_agent
 
 RAISE_AS = "rl_agent.RateLimited=rl_agent:RateLimited"
@@ -66,8 +71,10 @@ def flights(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def replay(cwd: Path, bundle: str, entrypoint: str, *extra: str):
-    return run_cli("replay", bundle, "--entrypoint", entrypoint, *extra, cwd=cwd)
+def replay(
+    cwd: Path, bundle: str, entrypoint: str, *extra: str, run: Callable[..., Result] = run_cli
+) -> Result:
+    return run("replay", bundle, "--entrypoint", entrypoint, *extra, cwd=cwd)
 
 
 def _field(out: str, label: str) -> str:
@@ -97,7 +104,9 @@ def test_without_raise_as_the_same_agent_diverges_exit_1(work: Path) -> None:
     assert "got stepfork.replay.errors.RecordedDependencyError" in result.out
 
 
-def test_the_agents_own_failure_path_reproduces_the_recorded_failure(work: Path) -> None:
+def test_the_agents_own_failure_path_reproduces_the_recorded_failure(
+    work: Path, in_process: InProcess
+) -> None:
     """The recorded run failed with AgentFailed, raised by the agent's except clause: only with raise_as
     does replay take that path, so only then is the failure reproduced."""
     with_option = replay(work, "escalate.sftrace", "rl_agent:run_escalating", "--raise-as", SHORT)
@@ -105,7 +114,7 @@ def test_the_agents_own_failure_path_reproduces_the_recorded_failure(work: Path)
     assert _field(with_option.out, "Execution") == "RAISED rl_agent.AgentFailed: gave up after a rate limit"
     assert _field(with_option.out, "Recorded behavior") == "REPRODUCED FAILURE"
     assert _field(with_option.out, "Status") == "REPRODUCED FAILURE"
-    without = replay(work, "escalate.sftrace", "rl_agent:run_escalating")
+    without = replay(work, "escalate.sftrace", "rl_agent:run_escalating", run=in_process)
     assert without.code == 1, without.text
     assert "expected failure rl_agent.AgentFailed" in without.out
 
@@ -117,7 +126,9 @@ def test_an_escaping_mapped_failure_is_reproduced_under_the_users_class(flights:
     assert _field(result.out, "Recorded behavior") == "REPRODUCED FAILURE"
 
 
-def test_a_caught_failure_of_a_failed_recording_completes_and_diverges_exit_1(flights: Path) -> None:
+def test_a_caught_failure_of_a_failed_recording_completes_and_diverges_exit_1(
+    flights: Path, in_process: InProcess
+) -> None:
     with_option = replay(flights, "failed.sftrace", "flights:search_with_fallback", "--raise-as", TIMEOUT)
     assert with_option.code == 1, with_option.text
     assert _field(with_option.out, "Dependency matching") == "COMPLETE"
@@ -125,11 +136,12 @@ def test_a_caught_failure_of_a_failed_recording_completes_and_diverges_exit_1(fl
     assert _field(with_option.out, "Recorded behavior") == "DIVERGED"
     assert "expected failure ToolTimeout, got completion" in with_option.out
     # without the mapping the fallback never runs: the recorded failure escapes and is "reproduced"
-    without = replay(flights, "failed.sftrace", "flights:search_with_fallback")
+    without = replay(flights, "failed.sftrace", "flights:search_with_fallback", run=in_process)
     assert without.code == 0, without.text
     assert _field(without.out, "Recorded behavior") == "REPRODUCED FAILURE"
 
 
+# each matrix: the first cell through the real executable, the others in-process
 @pytest.mark.parametrize(
     ("value", "detail"),
     [
@@ -138,9 +150,10 @@ def test_a_caught_failure_of_a_failed_recording_completes_and_diverges_exit_1(fl
     ],
 )
 def test_a_class_that_cannot_be_imported_is_exit_2_like_an_entrypoint(
-    work: Path, value: str, detail: str
+    work: Path, value: str, detail: str, in_process: InProcess
 ) -> None:
-    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", value)
+    run = run_cli if value == "RateLimited=rl_agent:Missing" else in_process
+    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", value, run=run)
     assert result.code == 2, result.text
     lines = result.err.strip().splitlines()
     assert len(lines) == 2, result.err
@@ -161,8 +174,11 @@ def test_a_class_that_is_not_an_exception_is_one_line_exit_2(work: Path) -> None
     "value",
     ["RateLimited", "RateLimited=rl_agent", "RateLimited=rl_agent:", "=rl_agent:RateLimited", "X=a-b:C"],
 )
-def test_a_malformed_value_is_one_line_exit_2_before_anything_runs(work: Path, value: str) -> None:
-    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", value)
+def test_a_malformed_value_is_one_line_exit_2_before_anything_runs(
+    work: Path, value: str, in_process: InProcess
+) -> None:
+    run = run_cli if value == "RateLimited" else in_process
+    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", value, run=run)
     assert result.code == 2, result.text
     lines = result.err.strip().splitlines()
     assert len(lines) == 1, result.err
@@ -207,8 +223,11 @@ def test_a_class_that_cannot_be_combined_warns_in_one_line_each(work: Path) -> N
     "target",
     ["builtins:BaseException", "builtins:KeyboardInterrupt", "builtins:SystemExit", "rl_agent:Cancelled"],
 )
-def test_a_class_that_is_not_an_exception_subclass_is_one_line_exit_2(work: Path, target: str) -> None:
-    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", f"RateLimited={target}")
+def test_a_class_that_is_not_an_exception_subclass_is_one_line_exit_2(
+    work: Path, target: str, in_process: InProcess
+) -> None:
+    run = run_cli if target == "builtins:BaseException" else in_process
+    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", f"RateLimited={target}", run=run)
     assert result.code == 2, result.text
     lines = result.err.strip().splitlines()
     assert len(lines) == 1, result.err
@@ -219,9 +238,10 @@ def test_a_class_that_is_not_an_exception_subclass_is_one_line_exit_2(work: Path
 
 @pytest.mark.parametrize("factory", ["rl_agent:interrupt_factory", "rl_agent:cancelled_factory"])
 def test_a_factory_returning_a_base_exception_warns_once_and_raises_the_plain_error(
-    work: Path, factory: str
+    work: Path, factory: str, in_process: InProcess
 ) -> None:
-    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", f"RateLimited={factory}")
+    run = run_cli if factory == "rl_agent:interrupt_factory" else in_process
+    result = replay(work, "rl.sftrace", "rl_agent:run", "--raise-as", f"RateLimited={factory}", run=run)
     assert result.code == 1, result.text  # the agent's except clause did not run: a divergence
     lines = result.err.strip().splitlines()
     assert len(lines) == 1, result.err

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stepfork.cli.app import main
-
-from .conftest import REFERENCE, Result, cli_env, run_cli
+from .conftest import REFERENCE, Result, run_cli, run_in_process
 
 # bundle (relative to reference-bundles) -> exit code for: default (strict), --verify-integrity, --partial
 VERDICTS = {
@@ -34,17 +32,6 @@ def test_the_verdict_table_covers_every_reference_bundle() -> None:
     assert found == set(VERDICTS)
 
 
-def _in_process(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
-    """``stepfork ARGS`` through the console script's own ``main`` in this process (no interpreter start)."""
-    for name, value in cli_env().items():
-        monkeypatch.setenv(name, value)
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as ended:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return Result(int(ended.value.code or 0), out, err)
-
-
 COLUMNS = [(0, []), (1, ["--verify-integrity"]), (2, ["--partial"])]
 
 
@@ -60,7 +47,7 @@ def test_reference_bundles_get_the_notes_verdicts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     expected = VERDICTS[bundle][column]
-    result = _in_process(capsys, monkeypatch, "validate", str(REFERENCE / bundle), *options)
+    result = run_in_process(capsys, monkeypatch, "validate", str(REFERENCE / bundle), *options)
     _assert_verdict(result, expected)
 
 

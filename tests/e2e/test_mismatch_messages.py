@@ -6,6 +6,9 @@ types, the redacted input previews, abbreviated fingerprints and a hint; the exp
 ``stepfork run``, the replay report and ``stepfork diff`` list every differing path too; a recorded failure
 the agent cannot catch makes the report suggest ``--raise-as``. Everything runs as a user types it
 (pytest and ``stepfork`` in subprocesses).
+
+The marker test's variants are the cells of one parametrized test, run by one ``pytest`` subprocess per
+test module (each variant still its own failing test, its ``E`` lines read from its own section).
 """
 
 from __future__ import annotations
@@ -51,13 +54,17 @@ def agent():
     return {"text": out["text"], "options": options, "notify": variant != "output"}
 """
 
-TEST = """
+VARIANTS = ("int", "string", "many", "extra", "missing")
+
+TEST = f"""
 import pytest
 import sampler
 
 
+@pytest.mark.parametrize("variant", {list(VARIANTS)!r})
 @pytest.mark.stepfork("sample.sftrace")
-def test_agent(stepfork):
+def test_agent(stepfork, variant, monkeypatch):
+    monkeypatch.setenv("VARIANT", variant)
     sampler.agent()
 """
 
@@ -82,25 +89,39 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def pytest_failure(work: Path, variant: str) -> str:
-    """Run the marker test with ``VARIANT``; return the exception text pytest printed (the ``E`` lines)."""
-    env = {**cli_env(), "VARIANT": variant}
+@pytest.fixture(scope="module")
+def failures(work: Path) -> dict[str, str]:
+    """Run the marker test's variants in one pytest subprocess; return, per variant, the exception text
+    pytest printed in that test's failure section (its ``E`` lines)."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "test_agent.py", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
         cwd=work,
         capture_output=True,
         text=True,
-        env=env,
+        env=cli_env(),
         check=False,
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    lines = [line[1:].strip() for line in done.stdout.splitlines() if line.startswith("E ")]
-    assert lines, done.stdout
-    return "\n".join(lines)
+    assert f"{len(VARIANTS)} failed" in done.stdout, done.stdout
+    found: dict[str, list[str]] = {}
+    section: list[str] | None = None
+    for line in done.stdout.splitlines():
+        header = re.fullmatch(r"_+ test_agent\[(\w+)\] _+", line)
+        if header:
+            section = found.setdefault(header.group(1), [])
+        elif line.startswith("E ") and section is not None:
+            section.append(line[1:].strip())
+    assert set(found) == set(VARIANTS), done.stdout
+    return {variant: "\n".join(lines) for variant, lines in found.items()}
 
 
-def test_float_vs_int_names_both_types_previews_and_a_hint(work: Path) -> None:
-    text = pytest_failure(work, "int")
+def _text(failures: dict[str, str], variant: str) -> str:
+    assert failures[variant], variant  # the E lines of that variant's failure
+    return failures[variant]
+
+
+def test_float_vs_int_names_both_types_previews_and_a_hint(failures: dict[str, str]) -> None:
+    text = _text(failures, "int")
     assert "call #1: input diverged from the recording at $.temperature (tool 'sample', step" in text
     assert "$.temperature (first): expected 1.0 (number, float), actual 1 (number, int)" in text
     assert 'recorded: tool sample  input {"options":{"o0":0,' in text  # previews cut to one line
@@ -111,14 +132,14 @@ def test_float_vs_int_names_both_types_previews_and_a_hint(work: Path) -> None:
     assert len(text.splitlines()) <= 16
 
 
-def test_a_changed_string_shows_both_strings(work: Path) -> None:
-    text = pytest_failure(work, "string")
+def test_a_changed_string_shows_both_strings(failures: dict[str, str]) -> None:
+    text = _text(failures, "string")
     assert '$.prompt (first): expected "hello there" (string), actual "Hello there" (string)' in text
     assert "hint: the strings differ only in letter case" in text
 
 
-def test_every_differing_path_up_to_a_limit_then_a_count(work: Path) -> None:
-    text = pytest_failure(work, "many")
+def test_every_differing_path_up_to_a_limit_then_a_count(failures: dict[str, str]) -> None:
+    text = _text(failures, "many")
     assert "differing paths (12):" in text
     assert "$.options.o0 (first): expected 0 (number, int), actual 100 (number, int)" in text
     assert "$.options.o1: expected 1 (number, int), actual 101 (number, int)" in text
@@ -127,24 +148,24 @@ def test_every_differing_path_up_to_a_limit_then_a_count(work: Path) -> None:
     assert len(text.splitlines()) <= 16
 
 
-def test_an_extra_call_says_the_recording_ended(work: Path) -> None:
-    text = pytest_failure(work, "extra")
+def test_an_extra_call_says_the_recording_ended(failures: dict[str, str]) -> None:
+    text = _text(failures, "extra")
     assert "unexpected tool call 'finish': every recorded call was already consumed" in text
     assert "recorded: no further call (the recording ended)" in text
     assert 'live:     tool finish  input {"note":"again"}' in text
     assert "hint: the agent makes more calls than the recording has (an extra call)" in text
 
 
-def test_a_missing_call_names_the_recorded_call_left(work: Path) -> None:
-    text = pytest_failure(work, "missing")
+def test_a_missing_call_names_the_recorded_call_left(failures: dict[str, str]) -> None:
+    text = _text(failures, "missing")
     assert "replay ended before consuming 1 recorded dependency call(s): 'finish'" in text
     assert 'recorded: tool finish  input {"note":"done"}' in text
     assert "live:     no further call (the run ended)" in text
     assert "hint: the agent stopped before making 1 recorded call(s) (missing calls)" in text
 
 
-def test_secrets_in_previews_are_redacted(work: Path) -> None:
-    text = pytest_failure(work, "many")
+def test_secrets_in_previews_are_redacted(failures: dict[str, str]) -> None:
+    text = _text(failures, "many")
     assert "sk-live-0123456789abcdef" not in text
 
 
