@@ -65,23 +65,32 @@ def resolve_targets(config: dict[str, Any]) -> tuple[Any, Any]:
         ``RaiseAs`` refuses for every bundle alike (not an ``Exception`` subclass: code ``unusable``).
     """
     from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
-    from stepfork.replay.raise_as import RaiseAs, RaiseAsClassError, resolve_raise_as
+    from stepfork.replay.raise_as import RaiseAsClassError, resolve_raise_as
 
     root = config.get("import_root")
     function = resolve_entrypoint(config["entrypoint"], import_root=root)
     raise_as = resolve_raise_as(config.get("raise_as") or None, import_root=root)
     for key, target in (raise_as or {}).items():
-        # RaiseAs's own checks of a target, which no recorded type changes: refused once here, as replay
-        # refuses them before its run, rather than once per bundle (its warnings are each replay's to give)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                RaiseAs({key: target}, ())
-            except ValueError as exc:
-                why = str(exc).removeprefix(f"raise_as[{key!r}] ")
-                spec = str(config["raise_as"][key])
-                raise RaiseAsClassError(key, EntrypointError(why, code="unusable", spec=spec)) from None
+        why = _unusable(key, target)
+        if why is not None:
+            spec = str(config["raise_as"][key])
+            raise RaiseAsClassError(key, EntrypointError(why, code="unusable", spec=spec))
     return function, raise_as
+
+
+def _unusable(key: str, target: Any) -> str | None:
+    """Why ``RaiseAs`` refuses ``target`` for ``key`` whatever the bundle (not an ``Exception`` subclass...),
+    or None: refused once here, as replay refuses it before its run, not once per bundle. Its warnings are
+    each replay's to give."""
+    from stepfork.replay.raise_as import RaiseAs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            RaiseAs({key: target}, ())
+        except ValueError as exc:
+            return str(exc).removeprefix(f"raise_as[{key!r}] ")
+    return None
 
 
 def entrypoint_unresolvable(exc: Any) -> dict[str, Any]:
@@ -122,7 +131,6 @@ def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
     """
     from stepfork.replay.entrypoint import EntrypointError
     from stepfork.replay.outcome import replay_entrypoint
-    from stepfork.replay.raise_as import RaiseAsClassError
     from stepfork.trace.errors import TraceError
     from stepfork.trace.redaction import redact_text
 
@@ -142,9 +150,7 @@ def verdict_of(config: dict[str, Any], bundle: str) -> dict[str, Any]:
             ordering=config.get("ordering") or "strict",
             raise_as=raise_as,
         )
-    except RaiseAsClassError as exc:
-        return could_not_execute("raise_as_unresolvable", redact_text(str(exc)))
-    except EntrypointError as exc:
+    except EntrypointError as exc:  # it cannot be called with this bundle's run input (missing_argument)
         return could_not_execute("entrypoint_unresolvable", redact_text(str(exc)))
     except (TraceError, OSError) as exc:
         code = getattr(exc, "code", type(exc).__name__)

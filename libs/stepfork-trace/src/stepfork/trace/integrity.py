@@ -65,11 +65,11 @@ class IntegrityResult:
 
 
 _WHOLE_FILE = 1 << 20
-_GROWN = 1 << 16
 """Files up to this size (bytes) are hashed from one read; larger ones in chunks (``hashlib.file_digest``).
 
 ``file_digest`` zeroes a 256 KiB buffer on every call: for the few-KB files of a typical bundle that was a
 quarter of the instructions of loading and replaying it (callgrind, docs/performance.md "Check")."""
+_GROWN = 1 << 16  # read size for what a small file may have grown since fstat
 
 
 def file_sha256(path: Path) -> str:
