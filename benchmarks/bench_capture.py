@@ -14,7 +14,10 @@ integrity; ``Trace.load``) are per-session costs, timed apart and reported as ``
 
 Noise (the machine is shared): in each round the three measures alternate in blocks of ``BLOCK`` calls
 (each session open in its own ``contextvars`` context, so a recording and a replay can be open at once),
-in a rotating order, until each made ``CALLS`` calls; one warm-up round is not counted. Time is the
+in the order of ``SCHEDULE``, until each made ``CALLS`` calls; one warm-up round is not counted. The order
+has every measure follow each other measure equally often: a block runs on the caches the block before it
+left, and recording, which writes, leaves them colder than the others do (a plain rotation had replay
+follow recording twice as often as the baseline did). Time is the
 process's CPU time (``time.process_time``: time spent waiting for a core while other processes run is
 not counted; wall time is reported beside it). The ratio of a round is record (or replay) over the
 baseline of the *same* round, and the figure is the **median of the per-round ratios** over ``ROUNDS``
@@ -43,6 +46,8 @@ RESULTS = Path(__file__).resolve().parent / "results" / "capture.json"
 CALLS = int(os.environ.get("STEPFORK_BENCH_CAPTURE_CALLS", "100"))
 ROUNDS = int(os.environ.get("STEPFORK_BENCH_CAPTURE_ROUNDS", "15"))
 BLOCK = 5  # calls of one measure in a row before the next measure runs
+SCHEDULE = ("baseline", "record", "replay", "baseline", "replay", "record")
+"""The order of the blocks, repeated: each measure runs twice and follows each other measure once."""
 MESSAGES = [
     {"role": "system", "content": "You are a concise weather assistant. " * 8},
     {"role": "user", "content": "Should I take an umbrella in Paris today? " * 4},
@@ -100,6 +105,13 @@ def main() -> None:
             f"{row['record_ratio']:>8.2f}x ({row['record_ratio_min']:.2f}-{row['record_ratio_max']:.2f})"
             f"{row['replay_ratio']:>8.2f}x ({row['replay_ratio_min']:.2f}-{row['replay_ratio_max']:.2f})"
             f"{row['record_wall_ratio']:>15.2f}x{row['replay_wall_ratio']:>9.2f}x"
+        )
+    for name, row in rows.items():
+        print(
+            f"{name}: opening and closing a session of {CALLS} calls (not in the per-call figures): "
+            f"record {row['record_session_ms']:.1f} ms, replay {row['replay_session_ms']:.1f} ms "
+            f"(replay verifies every stored fingerprint as it opens: "
+            f"{row['replay_session_ms'] * 1e3 / CALLS:.0f} us per call)"
         )
     print(
         f"CPU time per call, median of {ROUNDS} rounds of {CALLS} calls interleaved in blocks of {BLOCK} "
@@ -172,7 +184,6 @@ def _measure(
     cpu: dict[str, list[float]] = {k: [] for k in clients}
     wall: dict[str, list[float]] = {k: [] for k in clients}
     session_s: dict[str, list[float]] = {"record": [], "replay": []}
-    order = list(clients)
     for round_ in range(rounds + 1):  # round 0 warms every path up and is not counted
         # Each session lives in its own context (ContextVar state), so calls of the three measures can
         # alternate in blocks of BLOCK: a load spike from another process then hits all three alike.
@@ -189,16 +200,18 @@ def _measure(
         spent_cpu = dict.fromkeys(clients, 0.0)
         spent_wall = dict.fromkeys(clients, 0.0)
         gc.collect()
-        for block in range(0, calls, BLOCK):
-            n = min(BLOCK, calls - block)
-            for name in order:
-                ctx, c = contexts[name], clients[name]
-                w, t = time.perf_counter(), time.process_time()
-                for _ in range(n):
-                    ctx.run(call, c)
-                spent_cpu[name] += time.process_time() - t
-                spent_wall[name] += time.perf_counter() - w
-            order = order[1:] + order[:1]  # rotate: no measure always runs first
+        made = dict.fromkeys(clients, 0)
+        for name in SCHEDULE * -(-calls // BLOCK):
+            n = min(BLOCK, calls - made[name])
+            if n <= 0:
+                continue
+            made[name] += n
+            ctx, c = contexts[name], clients[name]
+            w, t = time.perf_counter(), time.process_time()
+            for _ in range(n):
+                ctx.run(call, c)
+            spent_cpu[name] += time.process_time() - t
+            spent_wall[name] += time.perf_counter() - w
         for name, session in sessions.items():
             closed = time.perf_counter()
             contexts[name].run(session.__exit__, None, None, None)

@@ -115,3 +115,66 @@ def test_served_calls_keep_no_live_input_for_an_exact_match() -> None:
     served.add(recorded, kept, "substituted")
     assert served._inputs == [None, kept]
     assert [c.input for c in served.executed()] == [{"x": 1}, {"x": 2}]
+
+
+def _two_calls(second_input_hash: str | None, second_output_hash: str | None = None) -> Trace:
+    trace = Trace(run_id="run_two", agent_name="two")
+    start = trace.add(RunStart(id="e0", run_id="run_two"))
+    for number, (input_hash, output_hash) in enumerate(
+        [(fingerprint({"x": 1.5, "n": 1}), fingerprint({"ok": 1})), (second_input_hash, second_output_hash)]
+    ):
+        call = trace.add(
+            ToolCall(
+                id=f"c{number}",
+                run_id="run_two",
+                parent_id=start.id,
+                name="measure",
+                input={"x": 1.5, "n": number + 1},
+                input_hash=input_hash,
+            )
+        )
+        trace.add(
+            ToolResult(
+                id=f"r{number}",
+                run_id="run_two",
+                parent_id=call.id,
+                name="measure",
+                output={"ok": 1},
+                output_hash=output_hash,
+            )
+        )
+    return trace
+
+
+@pytest.mark.parametrize(
+    ("input_hash", "output_hash", "code"),
+    [
+        ("0" * 64, None, "invalid_input_fingerprint"),
+        (fingerprint({"x": 1.5, "n": 2}), "f" * 64, "invalid_output_fingerprint"),
+    ],
+)
+def test_fingerprints_verified_when_the_session_opens_still_reject_at_their_own_call(
+    input_hash: str, output_hash: str | None, code: str
+) -> None:
+    # Every fingerprint is verified as the session opens (stepfork.replay.verified); a bad one is still
+    # reported at its call, after the calls before it were served, with the same code.
+    with ReplaySession.from_trace(_two_calls(input_hash, output_hash)) as replay:
+        assert measure(1.5, 1) == {"ok": 1}
+        with pytest.raises(ReplayMismatchError) as info:
+            measure(1.5, 2)
+    assert info.value.code == code
+    assert replay.consumed == 1
+
+
+def test_inputs_past_the_kept_bytes_budget_still_match_and_diverge(monkeypatch: pytest.MonkeyPatch) -> None:
+    import stepfork.replay.verified as verified
+
+    monkeypatch.setattr(verified, "KEPT_INPUT_BYTES", 0)  # every input proven, none of its bytes kept
+    trace = _two_calls(fingerprint({"x": 1.5, "n": 2}), fingerprint({"ok": 1}))
+    with ReplaySession.from_trace(trace) as replay:
+        assert measure(1.5, 1) == {"ok": 1}
+        assert measure(1.5, 2) == {"ok": 1}
+        replay.verify_complete()
+    with ReplaySession.from_trace(trace), pytest.raises(ReplayMismatchError) as info:
+        measure(1.5, 3)
+    assert info.value.code == "input_diverged"
