@@ -186,6 +186,18 @@ def _summary_lines(head: dict[str, Any]) -> list[tuple[str, object]]:
         ("Run", head["run_id"]),
         ("Status", str(head["status"]).upper()),
         ("Events", head["events"]),
+    ]
+    incomplete = head.get("incomplete")
+    if isinstance(incomplete, dict):  # a finished run cut short: say so before anything else is read
+        lines.append(
+            (
+                "Warning",
+                f"incomplete bundle: {incomplete['events']} events of the "
+                f"{incomplete['manifest_events']} the manifest counts; cut or edited after the run ended "
+                "(replay and export refuse it; `stepfork validate` lists its problems)",
+            )
+        )
+    lines += [
         ("Schema", head["schema_version"]),
         ("Created", head["created_at"]),
         ("Ended", head["ended_at"] or "-"),
