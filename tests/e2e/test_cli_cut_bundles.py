@@ -78,3 +78,44 @@ def test_inspect_of_a_whole_bundle_has_no_incomplete_warning(
     assert data.code == 0, data.text
     assert "incomplete" not in json.loads(data.out)
     assert "incomplete bundle" not in in_process("inspect", whole).out
+
+
+WHY_NOT_PARTIAL = (
+    "events.jsonl:6: truncated final line (no trailing newline) in the bundle of a finished run (status "
+    "completed): the file was cut after the run ended, not by a crash while recording, so --partial "
+    "(for runs that did not finish) cannot read it; use an intact copy of the bundle (the recorder's "
+    "original) or record the run again"
+)
+
+
+@pytest.fixture
+def torn(golden_copy: Callable[..., Path]) -> Path:
+    """successful_run (integrity.json and run_end kept) whose final events.jsonl line lost its last bytes."""
+    bundle = golden_copy("successful_run", "torn.sftrace")
+    events = bundle / "events.jsonl"
+    events.write_bytes(events.read_bytes()[:-20])
+    return bundle
+
+
+def test_a_torn_finished_bundle_says_why_partial_cannot_help(torn: Path, in_process: InProcess) -> None:
+    before = (torn / "events.jsonl").read_bytes()
+    inspect = run_cli("inspect", "torn.sftrace", "--partial", cwd=torn.parent)
+    assert inspect.code == 2, inspect.text
+    assert inspect.err == f"Unreadable bundle torn.sftrace: {WHY_NOT_PARTIAL}\n"
+    plain = in_process("inspect", "torn.sftrace", cwd=torn.parent)  # without --partial: the same reason
+    assert (plain.code, plain.err) == (2, inspect.err)
+    validate = in_process("validate", "torn.sftrace", "--partial", cwd=torn.parent)
+    assert validate.code == 2, validate.text
+    assert f"invalid_json: {WHY_NOT_PARTIAL} (events.jsonl:6)" in validate.err.splitlines()[-1]
+    assert (torn / "events.jsonl").read_bytes() == before  # never repaired
+
+
+def test_a_torn_running_bundle_keeps_its_pointer_to_partial(torn: Path) -> None:
+    # the same cut in a run that did not finish is a crash: --partial is the way, the reason above is not said
+    from stepfork.trace import TraceStorageError, load_trace
+
+    manifest = torn / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes().replace(b'"completed"', b'"running"'))
+    with pytest.raises(TraceStorageError) as info:
+        load_trace(torn)
+    assert str(info.value) == "events.jsonl:6: truncated final line (no trailing newline)"
