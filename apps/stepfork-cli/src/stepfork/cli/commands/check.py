@@ -8,7 +8,9 @@ bundle, an entrypoint or ``--raise-as`` class that cannot be imported (one line,
 replayed), every bundle unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
 before any replay: inside a bundle, a directory where a file goes, or an existing file that is not an
 earlier Stepfork output without ``--overwrite``; docs/check.md). The progress bar (rich, on stderr) shows
-only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md).
+only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md). With ``--json``
+an exit-2 error that stops the check before its result is also ``{"error": <code>, "message": <line>,
+"exit_code": 2}`` on stdout (:func:`stepfork.cli.output.json_errors`; docs/cli.md "check").
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ the errors between them, with a count of the rest; ``--all`` shows every row (pa
 
 ``--partial`` reads a run that did not finish as ``validate --partial`` does (a torn final line of a
 ``running`` bundle is left out and reported, never repaired); without it such a bundle is refused with
-a pointer to ``--partial``.
+a pointer to ``--partial``. A finished run whose events.jsonl holds fewer events than its manifest counts
+(a legacy bundle cut short) is shown with a warning, ``incomplete`` in ``--json``.
 
 Exit 0 shown, 1 when ``--step`` matches no event, 2 for an unreadable bundle. With ``--json`` errors are
 JSON objects on stdout: ``{"error": "unreadable_trace" | "missing_step", "message": ...}``.
