@@ -10,7 +10,7 @@ import contextlib
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -50,12 +50,26 @@ _JSON_ERRORS: ContextVar[bool] = ContextVar("stepfork_cli_json_errors", default=
 def json_errors(enabled: bool = True) -> Iterator[None]:
     """While the block runs (and ``enabled``: the command's ``--json``), every :func:`fail` also prints
     ``{"error": <code>, "message": <text>, "exit_code": <n>}`` on stdout, so a script parsing ``--json``
-    gets JSON for an error that stops the command before its result (docs/cli.md, "JSON errors")."""
+    gets JSON for an error that stops the command before its result (docs/cli.md, "check")."""
     token = _JSON_ERRORS.set(enabled)
     try:
         yield
     finally:
         _JSON_ERRORS.reset(token)
+
+
+def with_json_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` (a typer command function with an ``as_json`` parameter, its ``--json``) running inside
+    :func:`json_errors` when called with ``as_json=True``. ``functools.wraps`` keeps the signature typer
+    reads (as ``stepfork.cli.app`` wraps every command for Ctrl-C)."""
+    import functools
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with json_errors(bool(kwargs.get("as_json"))):
+            return command(*args, **kwargs)
+
+    return run
 
 
 def fail(message: str, code: int, *, error: str = "invalid_option") -> NoReturn:

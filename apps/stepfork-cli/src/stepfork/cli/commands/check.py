@@ -10,7 +10,7 @@ before any replay: inside a bundle, a directory where a file goes, or an existin
 earlier Stepfork output without ``--overwrite``; docs/check.md). The progress bar (rich, on stderr) shows
 only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md). With ``--json``
 an exit-2 error that stops the check before its result is also ``{"error": <code>, "message": <line>,
-"exit_code": 2}`` on stdout (:func:`stepfork.cli.output.json_errors`; docs/cli.md "check").
+"exit_code": 2}`` on stdout (:func:`stepfork.cli.output.with_json_errors`; docs/cli.md "check").
 """
 
 from __future__ import annotations
@@ -97,98 +97,93 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
-    from stepfork.cli.output import json_errors
+    from stepfork.analysis.check import python_file_problem
+    from stepfork.analysis.exported import entrypoint_form_problem
+    from stepfork.cli.options import parse_choice, parse_ordering, parse_raise_as
+    from stepfork.cli.output import exit_with_result, fail, sanitize_text
 
-    with json_errors(as_json):  # --json: an error that stops the check is one JSON object on stdout too
-        from stepfork.analysis.check import python_file_problem
-        from stepfork.analysis.exported import entrypoint_form_problem
-        from stepfork.cli.options import parse_choice, parse_ordering, parse_raise_as
-        from stepfork.cli.output import exit_with_result, fail, sanitize_text
+    wrong = python_file_problem(corpus)  # a test or script where the bundles go: say so first
+    if wrong is not None:
+        fail(f"Invalid corpus: {sanitize_text(wrong)}", 2, error="invalid_corpus")
+    if not entrypoint:
+        fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2, error=UNRESOLVED)
+    problem = entrypoint_form_problem(entrypoint)
+    if problem is not None:  # replay's two lines, before any replay (not one unresolvable per bundle)
+        shown = sanitize_text(problem, keep=(entrypoint,))
+        fail(f"Unable to resolve entrypoint.\n{shown}", 2, error=UNRESOLVED)
+    if jobs is not None and jobs < 1:
+        fail(f"--jobs must be at least 1, got {jobs}.", 2)
+    if not (timeout > 0 and math.isfinite(timeout)):  # NaN compares false both ways
+        fail(f"--timeout must be a positive number of seconds, got {timeout:g}.", 2)
+    if batch_size is not None and batch_size < 1:
+        fail(f"--batch-size must be at least 1, got {batch_size}.", 2)
+    ordering = parse_ordering(ordering)  # up front, as replay: not one could_not_execute per bundle
+    isolation = parse_choice("--isolation", isolation, ISOLATION_VALUES)
+    if dask and jobs is not None:
+        fail(
+            "--jobs and --dask exclude each other: the Dask cluster decides how many replays run at once.", 2
+        )
+    classes = parse_raise_as(raise_as)
 
-        wrong = python_file_problem(corpus)  # a test or script where the bundles go: say so first
-        if wrong is not None:
-            fail(f"Invalid corpus: {sanitize_text(wrong)}", 2, error="invalid_corpus")
-        if not entrypoint:
-            fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2, error=UNRESOLVED)
-        problem = entrypoint_form_problem(entrypoint)
-        if problem is not None:  # replay's two lines, before any replay (not one unresolvable per bundle)
-            shown = sanitize_text(problem, keep=(entrypoint,))
-            fail(f"Unable to resolve entrypoint.\n{shown}", 2, error=UNRESOLVED)
-        if jobs is not None and jobs < 1:
-            fail(f"--jobs must be at least 1, got {jobs}.", 2)
-        if not (timeout > 0 and math.isfinite(timeout)):  # NaN compares false both ways
-            fail(f"--timeout must be a positive number of seconds, got {timeout:g}.", 2)
-        if batch_size is not None and batch_size < 1:
-            fail(f"--batch-size must be at least 1, got {batch_size}.", 2)
-        ordering = parse_ordering(ordering)  # up front, as replay: not one could_not_execute per bundle
-        isolation = parse_choice("--isolation", isolation, ISOLATION_VALUES)
-        if dask and jobs is not None:
-            fail(
-                "--jobs and --dask exclude each other: "
-                "the Dask cluster decides how many replays run at once.",
-                2,
-            )
-        classes = parse_raise_as(raise_as)
+    from stepfork.analysis.check import CorpusError, check_corpus, dask_executor
+    from stepfork.replay.entrypoint import EntrypointError
+    from stepfork.replay.raise_as import RaiseAsClassError
 
-        from stepfork.analysis.check import CorpusError, check_corpus, dask_executor
-        from stepfork.replay.entrypoint import EntrypointError
-        from stepfork.replay.raise_as import RaiseAsClassError
+    _check_outputs(corpus, junit, receipts, overwrite=overwrite)  # before any replay: no verdict is lost
 
-        _check_outputs(corpus, junit, receipts, overwrite=overwrite)  # before any replay: no verdict is lost
-
-        executor: Any = None
-        close = None
-        if dask:
-            try:
-                executor, close = dask_executor(dask)
-            except ImportError as exc:
-                fail(str(exc), 2, error="missing_dependency")
-            except (OSError, TimeoutError) as exc:
-                fail(f"Cannot reach the Dask scheduler at {dask}: {exc}", 2, error="dask_unreachable")
-        progress = _Progress() if sys.stderr.isatty() and not as_json else None
+    executor: Any = None
+    close = None
+    if dask:
         try:
-            result = check_corpus(
-                corpus,
-                entrypoint,
-                jobs=jobs,
-                executor=executor,
-                executor_name=f"dask ({dask})" if dask else None,
-                warm=warm,
-                isolation=isolation,
-                batch_size=batch_size,
-                timeout=timeout,
-                ordering=ordering,
-                raise_as=classes,
-                on_start=progress.start if progress else None,
-                on_result=progress.advance if progress else None,
-            )
-        except CorpusError as exc:
-            fail(f"Invalid corpus: {sanitize_text(str(exc))}", 2, error="invalid_corpus")
-        except RaiseAsClassError as exc:  # likewise for a --raise-as class: one line, not one per bundle
-            detail = sanitize_text(exc.detail, keep=(exc.spec,))
-            fail(
-                f"Unable to resolve --raise-as class for {exc.key} ({exc.spec}): {detail}",
-                2,
-                error="raise_as_unresolvable",
-            )
-        except EntrypointError as exc:  # no bundle could be replayed: one line, not one per bundle
-            detail = sanitize_text(str(exc), keep=(entrypoint,))
-            fail(f"Unable to resolve entrypoint {entrypoint}: {detail}", 2, error=UNRESOLVED)
-        except ImportError as exc:  # fsspec or a filesystem's package is missing (stepfork-trace[remote])
-            fail(sanitize_text(str(exc)), 2, error="missing_dependency")
-        finally:
-            if progress is not None:
-                progress.stop()
-            if close is not None:
-                close()
-        try:
-            if junit is not None:
-                result.write_junit(junit)
-            if receipts is not None:
-                result.write_receipts(receipts)
-        except OSError as exc:
-            fail(f"Cannot write the check's reports: {exc}", 2, error="write_failed")
-        exit_with_result(result, as_json=as_json)
+            executor, close = dask_executor(dask)
+        except ImportError as exc:
+            fail(str(exc), 2, error="missing_dependency")
+        except (OSError, TimeoutError) as exc:
+            fail(f"Cannot reach the Dask scheduler at {dask}: {exc}", 2, error="dask_unreachable")
+    progress = _Progress() if sys.stderr.isatty() and not as_json else None
+    try:
+        result = check_corpus(
+            corpus,
+            entrypoint,
+            jobs=jobs,
+            executor=executor,
+            executor_name=f"dask ({dask})" if dask else None,
+            warm=warm,
+            isolation=isolation,
+            batch_size=batch_size,
+            timeout=timeout,
+            ordering=ordering,
+            raise_as=classes,
+            on_start=progress.start if progress else None,
+            on_result=progress.advance if progress else None,
+        )
+    except CorpusError as exc:
+        fail(f"Invalid corpus: {sanitize_text(str(exc))}", 2, error="invalid_corpus")
+    except RaiseAsClassError as exc:  # likewise for a --raise-as class: one line, not one per bundle
+        detail = sanitize_text(exc.detail, keep=(exc.spec,))
+        fail(
+            f"Unable to resolve --raise-as class for {exc.key} ({exc.spec}): {detail}",
+            2,
+            error="raise_as_unresolvable",
+        )
+    except EntrypointError as exc:  # no bundle could be replayed: one line, not one per bundle
+        detail = sanitize_text(str(exc), keep=(entrypoint,))
+        fail(f"Unable to resolve entrypoint {entrypoint}: {detail}", 2, error=UNRESOLVED)
+    except ImportError as exc:  # fsspec or a filesystem's package is missing (stepfork-trace[remote])
+        fail(sanitize_text(str(exc)), 2, error="missing_dependency")
+    finally:
+        if progress is not None:
+            progress.stop()
+        if close is not None:
+            close()
+    try:
+        if junit is not None:
+            result.write_junit(junit)
+        if receipts is not None:
+            result.write_receipts(receipts)
+    except OSError as exc:
+        fail(f"Cannot write the check's reports: {exc}", 2, error="write_failed")
+    exit_with_result(result, as_json=as_json)
 
 
 def _check_outputs(corpus: str, junit: Path | None, receipts: Path | None, *, overwrite: bool) -> None:
@@ -267,4 +262,6 @@ class _Progress:
 
 def register(app: typer.Typer) -> None:
     """Add the ``check`` command to ``app``."""
-    app.command("check")(check)
+    from stepfork.cli.output import with_json_errors
+
+    app.command("check")(with_json_errors(check))  # --json: an early error is JSON on stdout too
