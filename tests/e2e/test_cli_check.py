@@ -129,7 +129,7 @@ def test_unreadable_and_crashing_bundles_could_not_execute(
     assert done.err.splitlines() == [
         "Unable to resolve entrypoint agents:missing: module 'agents' has no attribute 'missing'"
     ]
-    assert done.out == ""
+    assert json.loads(done.out)["error"] == "entrypoint_unresolvable"  # --json: the error as JSON too
     # so is a --raise-as class no replay can import
     args = ("--entrypoint", "quickstart:run_agent", "--raise-as", "TimeoutError=agents:Missing", "--json")
     done = _check(work, mixed, *args)
@@ -138,7 +138,7 @@ def test_unreadable_and_crashing_bundles_could_not_execute(
         "Unable to resolve --raise-as class for TimeoutError (agents:Missing): module 'agents' has no "
         "attribute 'Missing'"
     ]
-    assert done.out == ""
+    assert json.loads(done.out)["error"] == "raise_as_unresolvable"
 
 
 def test_a_crash_writing_control_characters_leaves_a_parsable_junit(

@@ -6,10 +6,12 @@ Everything trace-derived goes through :func:`sanitize` / :func:`sanitize_text` b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NoReturn
 
 # escape_controls (trace text's terminal controls shown as escapes, issue 7) lives with the analysis
@@ -40,11 +42,49 @@ def shown(path: Any) -> str:
     return url_of(path) or os.fspath(path)
 
 
-def fail(message: str, code: int) -> NoReturn:
-    """Print ``message`` to stderr and exit with ``code`` (typer.Exit, so no traceback)."""
+# On inside json_errors(): fail() prints its error as one JSON object on stdout too.
+_JSON_ERRORS: ContextVar[bool] = ContextVar("stepfork_cli_json_errors", default=False)
+
+
+@contextlib.contextmanager
+def json_errors(enabled: bool = True) -> Iterator[None]:
+    """While the block runs (and ``enabled``: the command's ``--json``), every :func:`fail` also prints
+    ``{"error": <code>, "message": <text>, "exit_code": <n>}`` on stdout, so a script parsing ``--json``
+    gets JSON for an error that stops the command before its result (docs/cli.md, "check")."""
+    token = _JSON_ERRORS.set(enabled)
+    try:
+        yield
+    finally:
+        _JSON_ERRORS.reset(token)
+
+
+def with_json_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` (a typer command function with an ``as_json`` parameter, its ``--json``) running inside
+    :func:`json_errors` when called with ``as_json=True``. ``functools.wraps`` keeps the signature typer
+    reads (as ``stepfork.cli.app`` wraps every command for Ctrl-C)."""
+    import functools
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with json_errors(bool(kwargs.get("as_json"))):
+            return command(*args, **kwargs)
+
+    return run
+
+
+def fail(message: str, code: int, *, error: str = "invalid_option") -> NoReturn:
+    """Print ``message`` to stderr and exit with ``code`` (typer.Exit, so no traceback).
+
+    ``error``: the machine-readable code of the error (a refused option unless the caller says otherwise),
+    printed only inside :func:`json_errors`, as ``{"error": error, "message": message, "exit_code": code}``
+    on stdout (before the line on stderr; the message already sanitized by the caller)."""
     import typer
 
-    sys.stderr.write(message.rstrip("\n") + "\n")
+    text = message.rstrip("\n")
+    if _JSON_ERRORS.get():
+        emit_json({"error": error, "message": text, "exit_code": code})
+        sys.stdout.flush()
+    sys.stderr.write(text + "\n")
     sys.stderr.flush()
     raise typer.Exit(code)
 

@@ -313,7 +313,9 @@ def _check_entrypoint(entrypoint: str) -> None:
 def _check_bundle(trace_file: Path) -> None:
     """ExportError ``invalid_trace`` unless the bundle passes strict validation and, when it carries
     integrity.json or stored payload hashes, integrity verification: replay rejects a tampered bundle,
-    so a test of one could never pass (docs/decisions.md). A legacy bundle without them is accepted."""
+    so a test of one could never pass (docs/decisions.md). A legacy bundle without them is accepted,
+    unless it is a finished run cut short (fewer or more events than its manifest counts): then the message
+    is the ``event_count_mismatch`` line replay prints (:func:`stepfork.trace.load_verified_trace`)."""
     from stepfork.trace.errors import TraceIntegrityError
     from stepfork.trace.reading import check_integrity
     from stepfork.trace.validation import validate_bundle
@@ -326,6 +328,13 @@ def _check_bundle(trace_file: Path) -> None:
     codes = sorted({issue.code for issue in result.issues} - {"integrity_unverified"})
     if not codes:
         return
+    if "event_count_mismatch" in codes:  # a legacy bundle cut short: replay's one line, not the code list
+        from stepfork.trace.reading import load_verified_trace
+
+        try:
+            load_verified_trace(trace_file)
+        except TraceIntegrityError as exc:
+            raise ExportError(str(exc), code="invalid_trace", path=str(trace_file)) from None
     if set(codes) <= _INTEGRITY_CODES:
         raise ExportError(
             f"Export requires a bundle that passes integrity verification ({', '.join(codes)}); "

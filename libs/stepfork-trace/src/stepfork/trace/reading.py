@@ -40,6 +40,10 @@ class EventStream:
     holding the whole file would, unless ``torn_ok``: then it is left out and its 1-based number is
     :attr:`torn` once iteration ends (a write cut by SIGKILL; nothing on disk changes).
 
+    ``finished``: the manifest's status when the run ended (``completed``, ``failed``), else None: the
+    refusal of a torn final line then says why ``--partial`` cannot read it (a crash cuts only a run that
+    did not finish; this file was cut after the run ended) and what to do instead.
+
     Attributes:
         torn: the number of the left-out final line, or None; set when iteration ends.
 
@@ -48,10 +52,11 @@ class EventStream:
             whatever ``_files.parse_event_line`` raises for a line, each with ``line`` set.
     """
 
-    def __init__(self, handle: BinaryIO, path: Path, *, torn_ok: bool) -> None:
+    def __init__(self, handle: BinaryIO, path: Path, *, torn_ok: bool, finished: str | None = None) -> None:
         self._handle = handle
         self._path = path
         self._torn_ok = torn_ok
+        self._finished = finished
         self.torn: int | None = None
 
     def __iter__(self) -> Iterator[Event]:
@@ -95,8 +100,15 @@ class EventStream:
         return count
 
     def _truncated(self, line: int) -> TraceStorageError:
+        message = f"{self._path.name}:{line}: truncated final line (no trailing newline)"
+        if self._finished is not None:  # not a crash mid-run: say why --partial is no way out (CASES C11)
+            message += (
+                f" in the bundle of a finished run (status {self._finished}): the file was cut after the run "
+                "ended, not by a crash while recording, so --partial (for runs that did not finish) cannot "
+                "read it; use an intact copy of the bundle (the recorder's original) or record the run again"
+            )
         return TraceStorageError(
-            f"{self._path.name}:{line}: truncated final line (no trailing newline)",
+            message,
             code="invalid_json",
             path=str(self._path),
             line=line,
@@ -121,8 +133,10 @@ class OpenBundle:
         ``torn_tail_ok``: leave out a final line without ``\\n`` when the manifest is still ``running``
         (partial validation); otherwise such a line is refused with ``invalid_json``.
         """
-        torn_ok = torn_tail_ok and self.manifest.status == RunStatus.RUNNING
-        return EventStream(self.events_file, self.path / EVENTS_FILE, torn_ok=torn_ok)
+        running = self.manifest.status == RunStatus.RUNNING
+        finished = None if running else str(self.manifest.status)
+        events_path = self.path / EVENTS_FILE
+        return EventStream(self.events_file, events_path, torn_ok=torn_tail_ok and running, finished=finished)
 
     def redactions(self) -> RedactionManifest:
         """Parse redactions.json. Raises TraceStorageError as :func:`load_trace`."""

@@ -8,7 +8,9 @@ bundle, an entrypoint or ``--raise-as`` class that cannot be imported (one line,
 replayed), every bundle unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
 before any replay: inside a bundle, a directory where a file goes, or an existing file that is not an
 earlier Stepfork output without ``--overwrite``; docs/check.md). The progress bar (rich, on stderr) shows
-only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md).
+only on a terminal; ``--dask ADDRESS`` runs the replays on a Dask cluster (docs/check.md). With ``--json``
+an exit-2 error that stops the check before its result is also ``{"error": <code>, "message": <line>,
+"exit_code": 2}`` on stdout (:func:`stepfork.cli.output.with_json_errors`; docs/cli.md "check").
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from typing import Annotated, Any
 import typer
 
 from stepfork.cli.options import ISOLATION_VALUES, RAISE_AS_HELP, ordering_option
+
+# The --json error code of an entrypoint that cannot be resolved: the reason its verdicts would carry.
+UNRESOLVED = "entrypoint_unresolvable"
 
 
 def check(
@@ -99,12 +104,13 @@ def check(
 
     wrong = python_file_problem(corpus)  # a test or script where the bundles go: say so first
     if wrong is not None:
-        fail(f"Invalid corpus: {sanitize_text(wrong)}", 2)
+        fail(f"Invalid corpus: {sanitize_text(wrong)}", 2, error="invalid_corpus")
     if not entrypoint:
-        fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2)
+        fail("Unable to resolve entrypoint.\nmissing --entrypoint MODULE:FUNCTION", 2, error=UNRESOLVED)
     problem = entrypoint_form_problem(entrypoint)
     if problem is not None:  # replay's two lines, before any replay (not one unresolvable per bundle)
-        fail(f"Unable to resolve entrypoint.\n{sanitize_text(problem, keep=(entrypoint,))}", 2)
+        shown = sanitize_text(problem, keep=(entrypoint,))
+        fail(f"Unable to resolve entrypoint.\n{shown}", 2, error=UNRESOLVED)
     if jobs is not None and jobs < 1:
         fail(f"--jobs must be at least 1, got {jobs}.", 2)
     if not (timeout > 0 and math.isfinite(timeout)):  # NaN compares false both ways
@@ -131,9 +137,9 @@ def check(
         try:
             executor, close = dask_executor(dask)
         except ImportError as exc:
-            fail(str(exc), 2)
+            fail(str(exc), 2, error="missing_dependency")
         except (OSError, TimeoutError) as exc:
-            fail(f"Cannot reach the Dask scheduler at {dask}: {exc}", 2)
+            fail(f"Cannot reach the Dask scheduler at {dask}: {exc}", 2, error="dask_unreachable")
     progress = _Progress() if sys.stderr.isatty() and not as_json else None
     try:
         result = check_corpus(
@@ -152,15 +158,19 @@ def check(
             on_result=progress.advance if progress else None,
         )
     except CorpusError as exc:
-        fail(f"Invalid corpus: {sanitize_text(str(exc))}", 2)
+        fail(f"Invalid corpus: {sanitize_text(str(exc))}", 2, error="invalid_corpus")
     except RaiseAsClassError as exc:  # likewise for a --raise-as class: one line, not one per bundle
         detail = sanitize_text(exc.detail, keep=(exc.spec,))
-        fail(f"Unable to resolve --raise-as class for {exc.key} ({exc.spec}): {detail}", 2)
+        fail(
+            f"Unable to resolve --raise-as class for {exc.key} ({exc.spec}): {detail}",
+            2,
+            error="raise_as_unresolvable",
+        )
     except EntrypointError as exc:  # no bundle could be replayed: one line, not one per bundle
         detail = sanitize_text(str(exc), keep=(entrypoint,))
-        fail(f"Unable to resolve entrypoint {entrypoint}: {detail}", 2)
+        fail(f"Unable to resolve entrypoint {entrypoint}: {detail}", 2, error=UNRESOLVED)
     except ImportError as exc:  # fsspec or a filesystem's package is missing (stepfork-trace[remote])
-        fail(sanitize_text(str(exc)), 2)
+        fail(sanitize_text(str(exc)), 2, error="missing_dependency")
     finally:
         if progress is not None:
             progress.stop()
@@ -172,7 +182,7 @@ def check(
         if receipts is not None:
             result.write_receipts(receipts)
     except OSError as exc:
-        fail(f"Cannot write the check's reports: {exc}", 2)
+        fail(f"Cannot write the check's reports: {exc}", 2, error="write_failed")
     exit_with_result(result, as_json=as_json)
 
 
@@ -215,7 +225,7 @@ def _check_outputs(corpus: str, junit: Path | None, receipts: Path | None, *, ov
                     break
     for problem in problems:
         if problem is not None:
-            fail(sanitize_text(problem), 2)
+            fail(sanitize_text(problem), 2, error="output_refused")
 
 
 class _Progress:
@@ -252,4 +262,6 @@ class _Progress:
 
 def register(app: typer.Typer) -> None:
     """Add the ``check`` command to ``app``."""
-    app.command("check")(check)
+    from stepfork.cli.output import with_json_errors
+
+    app.command("check")(with_json_errors(check))  # --json: an early error is JSON on stdout too

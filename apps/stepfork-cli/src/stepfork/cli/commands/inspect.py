@@ -7,7 +7,8 @@ the errors between them, with a count of the rest; ``--all`` shows every row (pa
 
 ``--partial`` reads a run that did not finish as ``validate --partial`` does (a torn final line of a
 ``running`` bundle is left out and reported, never repaired); without it such a bundle is refused with
-a pointer to ``--partial``.
+a pointer to ``--partial``. A finished run whose events.jsonl holds fewer events than its manifest counts
+(a legacy bundle cut short) is shown with a warning, ``incomplete`` in ``--json``.
 
 Exit 0 shown, 1 when ``--step`` matches no event, 2 for an unreadable bundle. With ``--json`` errors are
 JSON objects on stdout: ``{"error": "unreadable_trace" | "missing_step", "message": ...}``.
@@ -186,6 +187,18 @@ def _summary_lines(head: dict[str, Any]) -> list[tuple[str, object]]:
         ("Run", head["run_id"]),
         ("Status", str(head["status"]).upper()),
         ("Events", head["events"]),
+    ]
+    incomplete = head.get("incomplete")
+    if isinstance(incomplete, dict):  # a finished run cut short: say so before anything else is read
+        lines.append(
+            (
+                "Warning",
+                f"incomplete bundle: {incomplete['events']} events of the "
+                f"{incomplete['manifest_events']} the manifest counts; cut or edited after the run ended "
+                "(replay and export refuse it; `stepfork validate` lists its problems)",
+            )
+        )
+    lines += [
         ("Schema", head["schema_version"]),
         ("Created", head["created_at"]),
         ("Ended", head["ended_at"] or "-"),
