@@ -32,12 +32,10 @@ from stepfork.replay.diagnostics import (
 )
 from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.plan import RecordedCall
-from stepfork.replay.verified import VerifiedPayloads
 from stepfork.replay.volatile import looks_volatile, volatile_hint
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.canonical import canonical_json, canonical_of_fingerprint, canonical_twin
 from stepfork.trace.jsonable import take_plain_facts
-from stepfork.trace.plainjson import holds_tag
 from stepfork.trace.redaction import redact_json
 
 INTEGRITY_HINT = "run `stepfork validate --verify-integrity` on the bundle"
@@ -115,19 +113,12 @@ class CallCursor:
         position: index of the next call to consume.
     """
 
-    __slots__ = ("_canonical", "calls", "position", "verified")
+    __slots__ = ("_canonical", "calls", "position")
 
     def __init__(self, calls: list[RecordedCall]) -> None:
         self.calls = calls
         self.position = 0
         self._canonical: dict[int, bytes] = {}
-        self.verified: VerifiedPayloads | None = None
-        """The plan's fingerprints verified when the session opened (:meth:`verify`), or None."""
-
-    def verify(self) -> None:
-        """Verify every stored fingerprint of the plan now (:class:`.verified.VerifiedPayloads`): the
-        session calls it as it opens, while the loaded payloads are fresh in memory."""
-        self.verified = VerifiedPayloads(self.calls)
 
     def peek(self) -> RecordedCall | None:
         """The next recorded call, or None when every call was consumed."""
@@ -153,8 +144,6 @@ class CallCursor:
         """Consume ``expected``, the call :meth:`select` returned and the checks accepted."""
         self.position += 1
         self._canonical.pop(expected.index, None)  # no check reads a consumed call's input bytes again
-        if self.verified is not None:
-            self.verified.forget(expected.index)
 
     @property
     def pending(self) -> int:
@@ -348,22 +337,16 @@ def check_input(
             ``recommendation`` set) or ``input_diverged`` (``diagnostic.difference`` names the first
             differing JSON path, C7/C12).
     """
-    verified = cursor.verified
-    if verified is not None and expected.index not in verified.inputs:
-        verified = None  # this input was not proven when the session opened: checked here
-    if compare:
-        if live.plain_bytes is not None:
-            if _same_plain_input(expected, live, verified):
-                return []
-        # a live input from elsewhere (the HTTP capture parses JSON): orjson's bytes of it equal to the
-        # recorded input's proven canonical bytes are those bytes; else proven by the stored fingerprint
-        # (no float check) or the byte rule; not proven: the full check below decides and explains
-        elif verified is not None:
-            data = _orjson_sorted(live.raw)
-            if data is not None and data == _proven_bytes(expected, verified):
-                return []
-        elif canonical_twin(live.raw, expected.input, expected.input_hash) is not None:
-            return []
+    if compare and _same_plain_input(expected, live):
+        return []
+    # a live input from elsewhere (the HTTP capture parses JSON): proven by the stored fingerprint when
+    # there is one (no float check), else by the byte rule; None: the full check below decides and explains
+    if (
+        compare
+        and live.plain_bytes is None
+        and canonical_twin(live.raw, expected.input, expected.input_hash) is not None
+    ):
+        return []
     expected_bytes = cursor.recorded_input_bytes(expected)
     if expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
         diagnostic = build_diagnostic(expected, call, live, expected_bytes=expected_bytes)
@@ -401,28 +384,11 @@ def check_input(
     return []
 
 
-def _orjson_sorted(value: Any) -> bytes | None:
-    """orjson's sorted encoding of a JSON value, or None when orjson refuses it (an int past 64 bits)."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return None
-
-
-def _proven_bytes(expected: RecordedCall, verified: VerifiedPayloads) -> bytes | None:
-    """The canonical bytes of a recorded input proven when the session opened (kept, or encoded again)."""
-    data = verified.inputs[expected.index]
-    return data if data is not None else _orjson_sorted(expected.input)
-
-
-def _same_plain_input(
-    expected: RecordedCall, live: LiveInput, verified: VerifiedPayloads | None = None
-) -> bool:
+def _same_plain_input(expected: RecordedCall, live: LiveInput) -> bool:
     """True when the live input's canonical bytes equal the recorded input's and match its stored hash.
 
-    The fast path of :func:`check_input`, one orjson encoding and one SHA-256 (none of either when
-    ``verified`` proved the recorded input when the session opened): the live bytes are orjson's sorted
-    encoding with no float on the checked path (``LiveInput.plain_bytes``), so when orjson writes
+    The fast path of :func:`check_input`, one orjson encoding and one SHA-256: the live bytes are orjson's
+    sorted encoding with no float on the checked path (``LiveInput.plain_bytes``), so when orjson writes
     the recorded input to the very same bytes, no recorded float is on it either (it would print the same
     text, which only such floats print) and those bytes are the recorded input's canonical bytes too.
     False means "not proven here": the full check decides (and builds the diagnostics).
@@ -430,8 +396,6 @@ def _same_plain_input(
     data = live.plain_bytes
     if data is None:
         return False
-    if verified is not None:
-        return _proven_bytes(expected, verified) == data
     try:
         recorded = orjson.dumps(expected.input, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:  # an int beyond 64 bits: the checked path
@@ -441,14 +405,14 @@ def _same_plain_input(
     return recorded == data and (expected.input_hash is None or _sha(data) == expected.input_hash)
 
 
-def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> bool:
+def check_outcome(
+    cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput
+) -> bytes | None:
     """Check that the recorded call has an outcome and that its stored output fingerprint is valid.
 
     Returns:
-        True when the recorded output's canonical bytes were checked against ``output_hash`` (now, or when
-        the session opened: ``cursor.verified``) and hold no tagged form: the recorded value is plain JSON
-        as it stands (:func:`stepfork.replay.serving.rebuild_output`). False otherwise (no stored
-        fingerprint, or a tagged form).
+        the canonical bytes of the recorded output that were checked against ``output_hash``, or None
+        when the call has no stored output fingerprint (nothing was encoded).
 
     Raises:
         ReplayMismatchError: ``missing_result`` or ``invalid_output_fingerprint`` (``recommendation`` set).
@@ -460,15 +424,10 @@ def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall
             build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
         )
     if expected.output_hash is None:
-        return False
-    verified = cursor.verified
-    if verified is not None:
-        plain = verified.outputs.get(expected.index)
-        if plain is not None:
-            return plain
+        return None
     data = canonical_of_fingerprint(expected.output, expected.output_hash)
     if data is not None:
-        return not holds_tag(data)
+        return data
     # not proven by orjson's bytes (a float it writes otherwise, a big int, or a changed output): the rule
     data = canonical_json(expected.output, assume_json=True)
     if _sha(data) != expected.output_hash:
@@ -479,7 +438,7 @@ def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall
             build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
             recommendation=INTEGRITY_HINT,
         )
-    return not holds_tag(data)
+    return data
 
 
 def incomplete_error(remaining: tuple[str, ...], next_call: RecordedCall | None) -> ReplayExhaustedError:

@@ -226,8 +226,6 @@ class ConcurrentCursor(CallCursor):
             self._consumed[expected.index] = 1
             self._count += 1
             self._canonical.pop(expected.index, None)  # as CallCursor.consume
-            if self.verified is not None:
-                self.verified.forget(expected.index)
 
     def advance(self) -> None:
         """Consume the earliest unconsumed call (what :meth:`peek` returns)."""

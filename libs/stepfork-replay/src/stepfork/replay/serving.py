@@ -59,14 +59,14 @@ def recorded_failure(
 
 
 def rebuild_output(
-    expected: RecordedCall, call: BoundaryCall, live: LiveInput, *, plain: bool = False
+    expected: RecordedCall, call: BoundaryCall, live: LiveInput, checked: bytes | None = None
 ) -> Any:
     """The recorded output of ``expected`` rebuilt with ``from_jsonable(output, call.return_type)`` (C4).
 
-    ``plain``: ``check_outcome`` verified ``expected.output`` and its canonical bytes hold no tagged form.
-    Then, for a call that only reads its output (``call.reads_output``, no annotation), the recorded value
-    itself is returned: ``from_jsonable`` would return an equal copy, and the caller changes nothing (the
-    HTTP capture encodes it to response bytes at once).
+    ``checked``: the canonical bytes of ``expected.output`` that ``check_outcome`` verified, or None. For a
+    call that only reads its output (``call.reads_output``, no annotation) whose bytes hold no tagged form,
+    the recorded value itself is returned: ``from_jsonable`` would return an equal copy, and the caller
+    changes nothing (the HTTP capture encodes it to response bytes at once).
 
     Raises:
         ReplayMismatchError: ``output_annotation_mismatch`` when the output no longer fits the annotation;
@@ -74,7 +74,7 @@ def rebuild_output(
     """
     annotation = call.return_type
     if annotation is None or annotation is inspect.Signature.empty:
-        if call.reads_output and plain:
+        if call.reads_output and checked is not None and not holds_tag(checked):
             return expected.output
         copied = _tagless_copy(expected.output)
         if copied is not _NOT_PLAIN:

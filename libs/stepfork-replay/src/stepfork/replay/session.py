@@ -255,9 +255,6 @@ class ReplaySession:
         if self._entered:
             raise ReplayError("a ReplaySession cannot be entered twice (re-entered)", code="reentered")
         self._entered = True
-        # every stored fingerprint checked now, while the loaded payloads are fresh in memory; a bad one is
-        # still reported at its call, as before (stepfork.replay.verified)
-        self._cursor.verify()
         self._active = True
         self._token = boundary.activate(self)
         if self.network == "sealed":
@@ -429,7 +426,7 @@ class ReplaySession:
                     IgnoredDifference(expected.index, expected.step, expected.label, path, before, after)
                 )
             check_call_policy(mode, expected, call, live)
-            plain = False if live_llm else check_outcome(cursor, expected, call, live)
+            checked = None if live_llm else check_outcome(cursor, expected, call, live)
             execute = live_llm or (mode == "live" and expected.kind == "llm")
             if mode == "live" and expected.kind == "tool":
                 check_live_tool(self.allow_live_tools, expected, call, live)
@@ -443,8 +440,9 @@ class ReplaySession:
             return True, None
         if expected.status == "error":  # EventStatus.ERROR.value
             raise recorded_failure(expected, call, live, self._raise_as)
-        # what was checked is expected.output, so only when that is the output served
-        return False, rebuild_output(served, call, live, plain=plain and served is expected)
+        # the checked bytes are those of expected.output, so only when that is the output served
+        checked = checked if served is expected else None
+        return False, rebuild_output(served, call, live, checked)  # a mismatch diverges in _decide
 
     def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
         """Serve or run a synchronous call (BoundaryHandler protocol); see the module docstring.
