@@ -15,7 +15,13 @@ Hooks (what Python gives; installed while at least one sealed session is active,
 - ``socket.socket.connect`` / ``connect_ex``: every TCP/UDP connection, blocking or not. asyncio's
   ``loop.sock_connect``/``create_connection`` and every HTTP library end there;
 - ``socket.socket.sendto`` / ``sendmsg`` with an address: a datagram needs no connection (a metrics
-  client, a DNS library), so one to a remote address is refused before it is sent.
+  client, a DNS library), so one to a remote address is refused before it is sent;
+- ``socket.socket.send`` / ``sendall`` / ``sendmsg`` and ``ssl.SSLSocket.send`` / ``sendall`` / ``write``
+  on a connected socket: a connection opened *before* the session (an HTTP client's keep-alive pool, a
+  socket connected by an earlier live run in the same process) needs no new connect, so the first send on
+  each socket checks its peer; a remote one is refused before the bytes are sent. TLS is checked before
+  encryption (``SSLSocket``; asyncio's TLS writes through the plain socket's ``send``). The verdict is kept
+  per socket until the next connect or the next change of sealed sessions.
 
 Loopback includes IPv4-mapped IPv6 loopback (``::ffff:127.0.0.1``, a dual-stack socket's view of a local
 server).
@@ -30,7 +36,9 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import socket
+import sys
 import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -71,6 +79,8 @@ class Seal:
 _lock = threading.Lock()
 _seals: list[Seal] = []
 _original: dict[str, Any] = {}
+_peers_allowed: weakref.WeakKeyDictionary[socket.socket, bool] = weakref.WeakKeyDictionary()
+"""Connected sockets whose peer was checked and allowed under the current seals (emptied when they change)."""
 
 
 def _is_local(host: str) -> bool:
@@ -134,14 +144,58 @@ def _check_connect(sock: socket.socket, address: Any) -> None:
         _refuse(*found)
 
 
+def _check_peer(sock: socket.socket) -> None:
+    """Refuse a send on a connected socket whose peer is neither local nor allowed (a connection opened
+    before the seal: no connect of it was checked). The first send per socket asks the kernel for the peer;
+    an allowed one is remembered."""
+    if sock in _peers_allowed or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    try:
+        peer = sock.getpeername()
+    except OSError:  # not connected: the send itself fails as it would
+        return
+    found = _host_of(peer)
+    if found is not None and not _allowed(found[0]):
+        _refuse(*found)
+    with contextlib.suppress(TypeError):  # a socket that cannot be weakly referenced: checked every time
+        _peers_allowed[sock] = True
+
+
 def _connect(self: socket.socket, address: Any) -> None:
     _check_connect(self, address)
+    _peers_allowed.pop(self, None)  # a datagram socket may connect again, elsewhere
     _original["connect"](self, address)
 
 
 def _connect_ex(self: socket.socket, address: Any) -> int:
     _check_connect(self, address)
+    _peers_allowed.pop(self, None)
     return int(_original["connect_ex"](self, address))
+
+
+def _send(self: socket.socket, data: Any, *args: Any) -> int:
+    _check_peer(self)
+    return int(_original["send"](self, data, *args))
+
+
+def _sendall(self: socket.socket, data: Any, *args: Any) -> None:
+    _check_peer(self)
+    _original["sendall"](self, data, *args)
+
+
+def _ssl_send(self: Any, data: Any, *args: Any) -> int:
+    _check_peer(self)
+    return int(_original["ssl_send"](self, data, *args))
+
+
+def _ssl_sendall(self: Any, data: Any, *args: Any) -> None:
+    _check_peer(self)
+    _original["ssl_sendall"](self, data, *args)
+
+
+def _ssl_write(self: Any, data: Any) -> int:
+    _check_peer(self)
+    return int(_original["ssl_write"](self, data))
 
 
 def _sendto(self: socket.socket, data: Any, *args: Any) -> int:
@@ -155,6 +209,8 @@ def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
     # sendmsg(buffers[, ancdata[, flags[, address]]])
     if len(args) >= 3 and args[2] is not None:
         _check_connect(self, args[2])
+    else:
+        _check_peer(self)
     return int(_original["sendmsg"](self, buffers, *args))
 
 
@@ -223,7 +279,18 @@ def seal(session: Any, allow_hosts: Iterable[str] = ()) -> Seal:
             socket.getaddrinfo = _getaddrinfo
             socket.gethostbyname = _gethostbyname
             socket.gethostbyname_ex = _gethostbyname_ex
+            _original.update(send=socket.socket.send, sendall=socket.socket.sendall)
+            socket.socket.send = _send  # type: ignore[method-assign,assignment]
+            socket.socket.sendall = _sendall  # type: ignore[method-assign,assignment]
+            # TLS sockets send from OpenSSL's code, past socket.send: checked before encryption. Only when
+            # ssl is loaded: a TLS connection opened later connects under the seal, and is checked there.
+            ssl = sys.modules.get("ssl")
+            if ssl is not None:
+                cls = ssl.SSLSocket
+                _original.update(ssl_send=cls.send, ssl_sendall=cls.sendall, ssl_write=cls.write)
+                cls.send, cls.sendall, cls.write = _ssl_send, _ssl_sendall, _ssl_write
         _seals.append(handle)
+        _peers_allowed.clear()  # what is allowed changed
     return handle
 
 
@@ -242,6 +309,16 @@ def unseal(handle: Seal) -> None:
             socket.getaddrinfo = _original.pop("getaddrinfo")
             socket.gethostbyname = _original.pop("gethostbyname")
             socket.gethostbyname_ex = _original.pop("gethostbyname_ex")
+            socket.socket.send = _original.pop("send")  # type: ignore[method-assign]
+            socket.socket.sendall = _original.pop("sendall")  # type: ignore[method-assign]
+            if "ssl_send" in _original:
+                cls = sys.modules["ssl"].SSLSocket
+                cls.send, cls.sendall, cls.write = (
+                    _original.pop("ssl_send"),
+                    _original.pop("ssl_sendall"),
+                    _original.pop("ssl_write"),
+                )
+        _peers_allowed.clear()
 
 
 def is_sealed() -> bool:

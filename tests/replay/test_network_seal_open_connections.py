@@ -1,0 +1,189 @@
+"""The seal also holds for connections opened *before* the sealed session (issue 11, "The network is
+sealed"): an HTTP client's keep-alive pool, or a socket an earlier live run left connected, sends without
+a new connect, so the first send on each socket checks its peer. Real sockets and a real TLS server on this
+machine's own non-loopback address (so the peer is "remote" to the seal without leaving the machine)."""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import ssl
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+import trustme
+
+from stepfork.replay import ReplayPolicyError, ReplaySession
+from stepfork.trace import record, trace_tool
+
+
+@trace_tool
+def lookup(city: str) -> str:
+    return f"{city}: sunny"
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    path = tmp_path / "run.sftrace"
+    with record("net", output=path):
+        lookup("Paris")
+    return path
+
+
+def host_address() -> str:
+    """This machine's address on its default route (no datagram is sent by a UDP connect)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))
+        address = str(probe.getsockname()[0])
+    assert not address.startswith("127."), "the test needs a non-loopback interface"
+    return address
+
+
+class Recorder(socketserver.BaseRequestHandler):
+    """Keeps every byte it receives; echoes upper-cased."""
+
+    received: ClassVar[list[bytes]] = []
+
+    def handle(self) -> None:
+        while data := self.request.recv(1024):
+            Recorder.received.append(data)
+            self.request.sendall(data.upper())
+
+
+@pytest.fixture
+def tcp_server() -> Iterator[int]:
+    Recorder.received = []
+    with socketserver.ThreadingTCPServer(("0.0.0.0", 0), Recorder) as srv:
+        srv.daemon_threads = True
+        threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True).start()
+        yield srv.server_address[1]
+        srv.shutdown()
+
+
+def test_a_keep_alive_connection_opened_before_the_session_cannot_send_to_a_remote_host(
+    bundle: Path, tcp_server: int
+) -> None:
+    remote = socket.create_connection((host_address(), tcp_server), timeout=5)
+    local = socket.create_connection(("127.0.0.1", tcp_server), timeout=5)
+    with remote, local:
+        remote.sendall(b"before ")  # the live run's request on the pooled connection
+        assert remote.recv(16) == b"BEFORE "
+        with ReplaySession.from_trace(bundle) as session:
+            with pytest.raises(ReplayPolicyError) as info:
+                remote.sendall(b"during")
+            with pytest.raises(ReplayPolicyError):
+                remote.send(b"during")
+            local.sendall(b"db")  # the agent's own local connection keeps working
+            assert local.recv(16) == b"DB"
+        assert lookup("Paris") == "Paris: sunny"  # after the session: live again
+        remote.sendall(b"after")
+        assert remote.recv(16) == b"AFTER"
+    assert info.value.code == "network_sealed"
+    assert f"{host_address()}:{tcp_server}" in str(info.value)
+    assert session.divergence is info.value
+    assert b"during" not in b"".join(Recorder.received)
+
+
+def test_allow_hosts_lets_a_connection_opened_before_the_session_send(bundle: Path, tcp_server: int) -> None:
+    address = host_address()
+    with socket.create_connection((address, tcp_server), timeout=5) as remote:
+        with ReplaySession.from_trace(bundle, allow_hosts=[address]) as session:
+            remote.sendall(b"allowed")
+            assert remote.recv(16) == b"ALLOWED"
+        assert session.divergence is None
+
+
+def test_a_connected_datagram_socket_cannot_send_to_a_remote_host(bundle: Path) -> None:
+    # UDP connect sends nothing: a socket connected before the session then sends with send()/sendmsg()
+    remote = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with remote:
+        remote.connect(("192.0.2.10", 8125))  # a metrics client's socket (TEST-NET-1)
+        with ReplaySession.from_trace(bundle):
+            with pytest.raises(ReplayPolicyError):
+                remote.send(b"metric:1|c")
+            with pytest.raises(ReplayPolicyError):
+                remote.sendmsg([b"metric:1|c"])
+
+
+@pytest.fixture
+def tls_server() -> Iterator[tuple[int, ssl.SSLContext]]:
+    """A TLS echo server on all interfaces with a certificate for this machine's address."""
+    ca = trustme.CA()
+    address = host_address()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert(address).configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    Recorder.received = []
+
+    class TlsServer(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+
+        def get_request(self) -> tuple[socket.socket, object]:
+            conn, peer = super().get_request()
+            return server_context.wrap_socket(conn, server_side=True), peer
+
+    with TlsServer(("0.0.0.0", 0), Recorder) as srv:
+        threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True).start()
+        yield srv.server_address[1], client_context
+        srv.shutdown()
+
+
+def test_a_tls_connection_opened_before_the_session_is_refused_before_encryption(
+    bundle: Path, tls_server: tuple[int, ssl.SSLContext]
+) -> None:
+    port, context = tls_server
+    address = host_address()
+    raw = socket.create_connection((address, port), timeout=5)
+    with context.wrap_socket(raw, server_hostname=address) as tls:
+        tls.sendall(b"hello")
+        assert tls.recv(16) == b"HELLO"
+        with ReplaySession.from_trace(bundle):
+            for send in (tls.sendall, tls.send, tls.write):
+                with pytest.raises(ReplayPolicyError):
+                    send(b"secret prompt")
+        tls.sendall(b"bye")
+        assert tls.recv(16) == b"BYE"
+    assert b"secret prompt" not in b"".join(Recorder.received)
+
+
+class Hello(socketserver.StreamRequestHandler):
+    """A keep-alive HTTP/1.1 server: answers every request on the connection with a small JSON body."""
+
+    requests: ClassVar[int] = 0
+
+    def handle(self) -> None:
+        while self.rfile.readline() not in (b"", b"\r\n"):  # the request line
+            while self.rfile.readline() not in (b"", b"\r\n"):  # its headers (no body: GET)
+                pass
+            Hello.requests += 1
+            body = b'{"ok": true}'
+            self.wfile.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                + f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            self.wfile.flush()
+
+
+def test_an_httpx_client_reusing_its_pooled_connection_is_sealed(bundle: Path) -> None:
+    # The everyday case: the client made a live request before the replay, and its pool keeps the
+    # connection; under the seal the next request goes out on it without a connect.
+    import httpx
+
+    Hello.requests = 0
+    with socketserver.ThreadingTCPServer(("0.0.0.0", 0), Hello) as srv:
+        srv.daemon_threads = True
+        threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True).start()
+        url = f"http://{host_address()}:{srv.server_address[1]}/v1/models"
+        with httpx.Client(timeout=5) as client:
+            assert client.get(url).json() == {"ok": True}
+            with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayPolicyError):
+                client.get(url)
+        srv.shutdown()
+    assert Hello.requests == 1
+    assert session.divergence is not None
+    assert session.divergence.code == "network_sealed"
