@@ -31,13 +31,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepfork.integrations import _http_exchange as wire
 from stepfork.integrations._http_boundary import Capture
 from stepfork.integrations._http_streams import Exchange
 from stepfork.trace import boundary
 from stepfork.trace.instrument import LLMOutput
+
+if TYPE_CHECKING:
+    from stepfork.trace.callrecording import CallRecorder
 
 
 def _snapshot(pending: list[Exchange]) -> LLMOutput:
@@ -92,8 +95,9 @@ class CaptureTransport:
 
             handler.handle(call, read_whole, orphan=orphan)
             return fresh[0]
+        recorder: CallRecorder = handler  # type: ignore[assignment] # it has open_call (checked above)
         pending: list[Exchange] = []
-        opened = handler.open_call(call, lambda: _snapshot(pending), orphan=orphan)
+        opened = recorder.open_call(call, lambda: _snapshot(pending), orphan=orphan)
         try:
             response = self.inner.handle_request(request)
             if wire.is_sse(response.headers.get("content-type")):
@@ -103,10 +107,10 @@ class CaptureTransport:
             finally:
                 response.close()
         except BaseException as exc:
-            handler.fail_call(opened, exc)
+            recorder.fail_call(opened, exc)
             raise
         out, fresh = capture.recorded(response, content)
-        handler.close_call(opened, out)
+        recorder.close_call(opened, out)
         return fresh
 
     def close(self) -> None:
@@ -139,7 +143,7 @@ class AsyncCaptureTransport:
         if handler.is_replay:
             live: list[Any] = []
 
-            async def execute() -> None:
+            async def execute() -> Any:  # its result is unused: the live response is kept in ``live``
                 live.append(await self.inner.handle_async_request(request))
 
             try:
@@ -166,8 +170,9 @@ class AsyncCaptureTransport:
 
             await handler.ahandle(call, read_whole, orphan=orphan)
             return fresh[0]
+        recorder: CallRecorder = handler  # type: ignore[assignment] # it has open_call (checked above)
         pending: list[Exchange] = []
-        opened = handler.open_call(call, lambda: _snapshot(pending), orphan=orphan)
+        opened = recorder.open_call(call, lambda: _snapshot(pending), orphan=orphan)
         try:
             response = await self.inner.handle_async_request(request)
             if wire.is_sse(response.headers.get("content-type")):
@@ -177,10 +182,10 @@ class AsyncCaptureTransport:
             finally:
                 await response.aclose()
         except BaseException as exc:
-            handler.fail_call(opened, exc)
+            recorder.fail_call(opened, exc)
             raise
         out, fresh = capture.recorded(response, content)
-        handler.close_call(opened, out)
+        recorder.close_call(opened, out)
         return fresh
 
     async def aclose(self) -> None:
