@@ -135,3 +135,24 @@ def test_file_sha256_is_the_sha256_of_the_whole_file_whatever_its_size(tmp_path:
     data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
     (tmp_path / "f").write_bytes(data)
     assert file_sha256(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+
+
+def test_a_verified_load_parses_the_bytes_it_verified_not_a_file_changed_after_the_check(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A writer replaces events.jsonl right after the integrity check (the window between checking a file
+    # and reading it): the loader must parse what it verified, read once, never the new file unverified.
+    import stepfork.trace.reading as reading
+    from stepfork.trace import load_verified_trace
+
+    original = reading.check_integrity
+    events = bundle / "events.jsonl"
+    verified_lines = events.read_bytes().count(b"\n")
+
+    def check_then_replace(path, **kwargs):
+        original(path, **kwargs)
+        events.write_bytes(b"")  # a valid, different, unverified events file
+
+    monkeypatch.setattr(reading, "check_integrity", check_then_replace)
+    trace = load_verified_trace(bundle)
+    assert len(trace.events) == verified_lines > 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,6 +91,18 @@ def file_sha256(path: Path) -> str:
         return digest.hexdigest()
 
 
+def read_whole(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``, symlinks refused (what :func:`file_sha256` hashes, kept).
+
+    Raises FileNotFoundError when absent, ``_files.UnsafeFileError`` when not a regular file.
+    """
+    fd = _files.open_regular(path)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(os.fstat(fd).st_size)
+        grown = handle.read()  # what it may have grown since fstat
+        return data + grown if grown else data
+
+
 def compute_integrity(path: str | os.PathLike[str], extra_files: Sequence[str] = ()) -> IntegrityRecord:
     """Return the integrity record of the bundle directory at ``path`` (digests of its three payload files,
     then of ``extra_files``: extension files such as ``sdk-versions.json``, DESIGN.md "Bundle I/O").
@@ -127,8 +139,15 @@ def _mismatch(code: str, message: str, file: str | None = INTEGRITY_FILE) -> Int
     return IntegrityResult(IntegrityStatus.MISMATCH, [IntegrityIssue(code, message, file)])
 
 
-def verify_bundle_integrity(path: str | os.PathLike[str]) -> IntegrityResult:
+def verify_bundle_integrity(
+    path: str | os.PathLike[str], *, keep: MutableMapping[str, bytes] | None = None
+) -> IntegrityResult:
     """Check the bundle at ``path`` against its integrity.json (notes 2.4). Never raises for bundle content.
+
+    ``keep``: when given, the three payload files are read whole, and the bytes that were hashed are put
+    into it by file name, so a loader parses exactly what was verified, from one read
+    (:func:`stepfork.trace.reading.load_verified_trace`); without it, files over 1 MiB are hashed in chunks
+    (memory bounded). Nothing is put into it for a bundle without integrity.json.
 
     Returns ``unverified_legacy`` with an ``integrity_unverified`` issue when integrity.json is absent;
     ``mismatch`` with ``integrity_metadata_invalid`` (not a regular file, bad JSON, bad shape, unknown
@@ -183,7 +202,12 @@ def verify_bundle_integrity(path: str | os.PathLike[str]) -> IntegrityResult:
     verified: list[str] = []
     for name in (*PAYLOAD_FILES, *extensions):
         try:
-            actual = file_sha256(bundle / name)
+            if keep is not None and name in PAYLOAD_FILES:
+                data = read_whole(bundle / name)
+                actual = hashlib.sha256(data).hexdigest()
+                keep[name] = data
+            else:
+                actual = file_sha256(bundle / name)
         except OSError:
             issues.append(IntegrityIssue("missing_file", f"{name} is missing or not a regular file", name))
             continue

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from stepfork.trace import _files
-from stepfork.trace._files import EVENTS_FILE, INTEGRITY_FILE, MANIFEST_FILE, REDACTIONS_FILE
+from stepfork.trace._files import EVENTS_FILE, INTEGRITY_FILE, MANIFEST_FILE, PAYLOAD_FILES, REDACTIONS_FILE
 from stepfork.trace._urls import url_of
 from stepfork.trace.canonical import loads_json
 from stepfork.trace.errors import TraceIntegrityError, TraceStorageError
@@ -52,7 +53,16 @@ class EventStream:
             whatever ``_files.parse_event_line`` raises for a line, each with ``line`` set.
     """
 
-    def __init__(self, handle: BinaryIO, path: Path, *, torn_ok: bool, finished: str | None = None) -> None:
+    def __init__(
+        self,
+        handle: BinaryIO,
+        path: Path,
+        *,
+        torn_ok: bool,
+        finished: str | None = None,
+        size: int | None = None,
+    ) -> None:
+        self._size = size  # of an in-memory handle (bytes already read and verified); else the file's
         self._handle = handle
         self._path = path
         self._torn_ok = torn_ok
@@ -61,7 +71,7 @@ class EventStream:
 
     def __iter__(self) -> Iterator[Event]:
         handle, path, parse = self._handle, self._path, _files.parse_event_line
-        size = os.fstat(handle.fileno()).st_size
+        size = self._size if self._size is not None else os.fstat(handle.fileno()).st_size
         if size and not self._torn_ok and not self._ends_with_newline(size):
             raise self._truncated(self._count_newlines(size) + 1)
         remaining, number = size, 0
@@ -126,6 +136,7 @@ class OpenBundle:
     manifest: TraceManifest
     events_file: BinaryIO
     raw_redactions: bytes
+    events_size: int | None = None  # set when events_file holds bytes already read (not a file)
 
     def events(self, *, torn_tail_ok: bool = False) -> EventStream:
         """The events of events.jsonl, streamed (see :class:`EventStream`).
@@ -136,7 +147,13 @@ class OpenBundle:
         running = self.manifest.status == RunStatus.RUNNING
         finished = None if running else str(self.manifest.status)
         events_path = self.path / EVENTS_FILE
-        return EventStream(self.events_file, events_path, torn_ok=torn_tail_ok and running, finished=finished)
+        return EventStream(
+            self.events_file,
+            events_path,
+            torn_ok=torn_tail_ok and running,
+            finished=finished,
+            size=self.events_size,
+        )
 
     def redactions(self) -> RedactionManifest:
         """Parse redactions.json. Raises TraceStorageError as :func:`load_trace`."""
@@ -144,7 +161,9 @@ class OpenBundle:
 
 
 @contextlib.contextmanager
-def open_bundle(path: str | os.PathLike[str]) -> Iterator[OpenBundle]:
+def open_bundle(
+    path: str | os.PathLike[str], *, verified: Mapping[str, bytes] | None = None
+) -> Iterator[OpenBundle]:
     """Open the bundle at ``path``: read manifest.json, open events.jsonl, read redactions.json, parse the
     manifest, in that order (the first problem found is the one every reader reports); close on exit.
 
@@ -174,6 +193,11 @@ def open_bundle(path: str | os.PathLike[str]) -> Iterator[OpenBundle]:
         )
     if not bundle.is_dir():
         raise TraceStorageError(_files.not_a_bundle(bundle), code="missing_file", path=str(bundle))
+    if verified is not None:  # the payload files' bytes, read once and checked against integrity.json
+        data = verified[EVENTS_FILE]
+        manifest = _files.parse_manifest(verified[MANIFEST_FILE], bundle / MANIFEST_FILE)
+        yield OpenBundle(bundle, manifest, io.BytesIO(data), verified[REDACTIONS_FILE], len(data))
+        return
     raw_manifest = _files.read_bundle_file(bundle, MANIFEST_FILE, unsafe_code="invalid_manifest")
     with _files.open_bundle_file(bundle, EVENTS_FILE, unsafe_code="invalid_event") as events_file:
         raw_redactions = _files.read_bundle_file(bundle, REDACTIONS_FILE, unsafe_code="invalid_manifest")
@@ -198,15 +222,17 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
             events.jsonl), ``unsupported_schema`` (schema_version other than "0.1"). ``line`` is set for
             problems inside events.jsonl.
     """
-    trace = read_trace(path)[0]
+    trace = _read_trace(path)[0]
     from stepfork.trace.concurrency import attach_facts, load_facts
 
     attach_facts(trace, load_facts(path))  # concurrency.json, when the recorder wrote one (issue 12)
     return trace
 
 
-def check_integrity(path: str | os.PathLike[str]) -> None:
+def check_integrity(path: str | os.PathLike[str], *, keep: MutableMapping[str, bytes] | None = None) -> None:
     """Refuse a bundle that does not match its integrity.json; a legacy bundle (none) passes.
+
+    ``keep``: filled with the payload files' verified bytes (``verify_bundle_integrity``).
 
     The one rule of every command that replays or rewrites a bundle (issue 13): a bundle changed after it
     was written (events.jsonl cut at a line boundary, one payload byte edited, a file removed) is refused
@@ -222,7 +248,7 @@ def check_integrity(path: str | os.PathLike[str]) -> None:
     bundle = Path(path)
     if not bundle.is_dir():
         return
-    result = verify_bundle_integrity(bundle)
+    result = verify_bundle_integrity(bundle, keep=keep)
     if result.status != IntegrityStatus.MISMATCH:
         return
     issue = result.issues[0]
@@ -248,9 +274,20 @@ def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
     events.jsonl does not hold the number of events its manifest counts (``totals.events``, when given):
     a bundle without integrity.json (written before it, or by another tool) cut at a line boundary, which
     would otherwise replay as a divergence of the agent (``exhausted``) instead of being refused as
-    damaged."""
-    check_integrity(path)
-    trace = load_trace(path)
+    damaged.
+
+    Each payload file is read once: the bytes hashed against integrity.json are the bytes parsed, so a file
+    changed between the check and the read cannot be loaded unverified."""
+    verified: dict[str, bytes] = {}
+    check_integrity(path, keep=verified)
+    if all(name in verified for name in PAYLOAD_FILES):
+        trace = _read_trace(path, verified=verified)[0]
+        del verified
+        from stepfork.trace.concurrency import attach_facts, load_facts
+
+        attach_facts(trace, load_facts(path))
+    else:  # a bundle without integrity.json (legacy), or a URL (fetched and verified by the remote reader)
+        trace = load_trace(path)
     counted = "events" in trace.totals.model_fields_set  # a manifest may leave its totals out (notes 1.2)
     if counted and trace.status != RunStatus.RUNNING and trace.totals.events != len(trace.events):
         bundle = url_of(path) or str(path)
@@ -273,9 +310,19 @@ def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> t
     1-based line number is returned second (else None). Nothing is changed on disk. Raises as
     :func:`load_trace`.
     """
+    return _read_trace(path, torn_tail_ok=torn_tail_ok)
+
+
+def _read_trace(
+    path: str | os.PathLike[str],
+    *,
+    torn_tail_ok: bool = False,
+    verified: Mapping[str, bytes] | None = None,
+) -> tuple[Trace, int | None]:
+    """:func:`read_trace`, from the payload files' ``verified`` bytes when given (:func:`open_bundle`)."""
     from stepfork.trace.bundle import Trace  # bundle re-exports this module: import it when first used
 
-    with open_bundle(path) as opened:
+    with open_bundle(path, verified=verified) as opened:
         stream = opened.events(torn_tail_ok=torn_tail_ok)
         with _files.cyclic_gc_paused():
             events = list(stream)
