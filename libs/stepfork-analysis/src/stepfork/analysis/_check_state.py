@@ -298,8 +298,8 @@ def _slots(kind: type) -> tuple[str, ...]:
     return tuple(names)
 
 
-# One thing a snapshot's walk read: (reader, the object read, what the reader returned then, whether to compare
-# that by identity). Holding what was read keeps those objects alive, so no other object can take their ids.
+# One thing a snapshot's walk read: (reader, the object read, what the reader returned then, whether that is
+# compared by identity). Holding what was read keeps those objects alive: no other object can take their ids.
 _Record = tuple[Any, Any, Any, bool]
 _MISSING = object()
 
@@ -331,7 +331,7 @@ def _read_function(value: Any) -> tuple[Any, ...]:
 
 def _read_instance(value: Any) -> tuple[Any, ...]:
     """An instance's class, its ``__dict__`` and that dict's items, and its slots."""
-    kind = type(value)
+    kind: type = type(value)
     namespace = getattr(value, "__dict__", None)
     items = _read_mapping(namespace) if isinstance(namespace, dict) else ()
     slots = _slots(kind)

@@ -111,9 +111,7 @@ def entrypoint_unresolvable(exc: Any) -> dict[str, Any]:
     return could_not_execute("entrypoint_unresolvable", redact_text(str(exc)), **extra)
 
 
-def verdict_of(
-    config: dict[str, Any], bundle: str, targets: tuple[Any, Any] | None = None
-) -> dict[str, Any]:
+def verdict_of(config: dict[str, Any], bundle: str, targets: tuple[Any, Any] | None = None) -> dict[str, Any]:
     """Replay ``bundle`` frozen through ``config["entrypoint"]`` in this process and return its verdict.
 
     Args:
