@@ -75,6 +75,17 @@ FLAGS = [1, "a", None]
 TAGS = {"a"}
 
 
+class Table(dict):
+    pass
+
+
+class OtherTable(dict):
+    pass
+
+
+TABLE = Table(a={"b": 1})
+
+
 def limited(value, defaults=(1, "a")):
     return value
 """
@@ -123,6 +134,7 @@ def test_an_unchanged_state_compares_equal(agent) -> None:
         lambda m: m.TAGS.add("b"),
         lambda m: setattr(m.SETTINGS, "__class__", type("Other", (), {})),
         lambda m: setattr(m.remember, "__module__", "elsewhere"),
+        lambda m: setattr(m.TABLE, "__class__", m.OtherTable),
     ],
     ids=[
         "class-attribute",
@@ -148,6 +160,7 @@ def test_an_unchanged_state_compares_equal(agent) -> None:
         "set-item",
         "instance-class",
         "function-module",
+        "dict-subclass-class",
     ],
 )
 def test_a_change_of_the_agents_state_is_seen(agent, change, monkeypatch: pytest.MonkeyPatch) -> None:

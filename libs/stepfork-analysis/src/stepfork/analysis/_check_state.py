@@ -305,17 +305,18 @@ _MISSING = object()
 
 
 def _read_mapping(value: Any) -> tuple[Any, ...]:
-    """A dict's (or a class's mappingproxy's) keys then values: compared by identity."""
-    return (*value, *value.values())
+    """A dict's (or a class's mappingproxy's) type (``__class__`` of a dict subclass can be assigned), keys
+    then values: compared by identity."""
+    return (type(value), *value, *value.values())
 
 
 def _read_items(value: Any) -> tuple[Any, ...]:
-    return tuple(value)  # a list's or a deque's items
+    return (type(value), *value)  # a list's or a deque's type and items
 
 
 def _read_set(value: Any) -> tuple[Any, ...]:
     # compared by value: the ids as a set (its order may change alone), the items held to keep their ids
-    return (frozenset(map(id, value)), tuple(value))
+    return (type(value), frozenset(map(id, value)), tuple(value))
 
 
 def _read_class(value: Any) -> tuple[Any, ...]:
