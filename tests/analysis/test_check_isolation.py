@@ -106,6 +106,17 @@ def exclusive(order_id=None):
         return quickstart.run_agent(order_id)
 
 
+def rebinding(order_id=None):
+    # rebinds the entrypoint's own name, as a hot-reloading agent might: a worker that went on would replay
+    # the next bundle through diverting (a worker resolves the entrypoint once, not per bundle)
+    globals()["rebinding"] = diverting
+    return quickstart.run_agent(order_id or "ORD-1002")
+
+
+def diverting(order_id=None):
+    return quickstart.run_agent("ORD-1002")
+
+
 def lazy(order_id=None):
     # an agent module imported on first use: its import-time state is new to the worker
     import lazyhelper
@@ -180,9 +191,11 @@ def test_module_state_a_replay_changes_never_reaches_the_next_verdict(corpus) ->
     assert len({v.worker for v in result.verdicts}) == len(corpus[1])  # a fresh worker after each
 
 
-@pytest.mark.parametrize("agent", ["candidates:threaded", "candidates:envy", "bigstate:run"])
+@pytest.mark.parametrize(
+    "agent", ["candidates:threaded", "candidates:envy", "bigstate:run", "candidates:rebinding"]
+)
 def test_what_the_probe_cannot_clear_sends_the_next_bundle_to_a_fresh_worker(corpus, agent: str) -> None:
-    # a thread left running, a changed os.environ, a state too large to compare
+    # a thread left running, a changed os.environ, a state too large to compare, a rebound entrypoint
     result = _check(corpus, agent)
     # these candidates look up the recorded order of the bundles without run input too: all match
     assert [v.verdict for v in result.verdicts] == ["MATCHED"] * len(corpus[1])

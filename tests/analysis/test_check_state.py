@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from stepfork.analysis._check_state import agent_module_names, snapshot
+from stepfork.analysis._check_state import Baseline, agent_module_names, snapshot
 
 AGENT = """
 from dataclasses import dataclass, field
@@ -72,6 +72,18 @@ IDS = itertools.count()
 BUFFER = bytearray(b"ab")
 LIMITS = {"retries": 1, "model": "gpt"}  # containers of plain scalars take the probe's flat path
 FLAGS = [1, "a", None]
+TAGS = {"a"}
+
+
+class Table(dict):
+    pass
+
+
+class OtherTable(dict):
+    pass
+
+
+TABLE = Table(a={"b": 1})
 
 
 def limited(value, defaults=(1, "a")):
@@ -119,6 +131,10 @@ def test_an_unchanged_state_compares_equal(agent) -> None:
         lambda m: m.FLAGS.__setitem__(0, True),
         lambda m: m.FLAGS.append(0),
         lambda m: setattr(m.limited, "__defaults__", (True, "a")),
+        lambda m: m.TAGS.add("b"),
+        lambda m: setattr(m.SETTINGS, "__class__", type("Other", (), {})),
+        lambda m: setattr(m.remember, "__module__", "elsewhere"),
+        lambda m: setattr(m.TABLE, "__class__", m.OtherTable),
     ],
     ids=[
         "class-attribute",
@@ -141,14 +157,42 @@ def test_an_unchanged_state_compares_equal(agent) -> None:
         "flat-list-type",
         "flat-list-item",
         "flat-defaults",
+        "set-item",
+        "instance-class",
+        "function-module",
+        "dict-subclass-class",
     ],
 )
 def test_a_change_of_the_agents_state_is_seen(agent, change, monkeypatch: pytest.MonkeyPatch) -> None:
     module, names = agent
     monkeypatch.setattr(sys, "path", list(sys.path))
     before = snapshot(names)
+    baseline = Baseline(names)
     change(module)
     assert snapshot(names) != before
+    # the worker's quick re-read (what the baseline's walk read, by identity) sees it too, and so does the
+    # whole comparison it falls back to
+    assert not baseline.quick()
+    assert not baseline.unchanged()
+
+
+def test_an_unchanged_state_is_told_by_the_quick_re_read(agent) -> None:
+    _, names = agent
+    baseline = Baseline(names)
+    assert baseline.quick()
+    assert baseline.unchanged()
+
+
+def test_a_value_replaced_by_an_equal_one_is_unchanged_after_one_walk(agent) -> None:
+    module, names = agent
+    baseline = Baseline(names)
+    module.LIMITS = dict(module.LIMITS)  # another object, the same state
+    module.HISTORY = []
+    assert not baseline.quick()  # not the objects it read
+    assert baseline.unchanged()  # the walk: the same state; its objects are what the re-read reads now
+    assert baseline.quick()
+    module.LIMITS["retries"] = 2  # and a change of the new object is seen
+    assert not baseline.unchanged()
 
 
 def test_the_entrypoints_own_code_is_the_agents_wherever_it_lives(agent, tmp_path: Path) -> None:

@@ -72,14 +72,22 @@ class ImportWatch:
 
 
 def _probe(names: list[str]) -> Any:
-    """The state snapshot of the agent's modules ``names``, or None when it cannot be taken (then every
-    replay restarts the child)."""
-    from stepfork.analysis._check_state import snapshot
+    """The state baseline (:class:`._check_state.Baseline`) of the agent's modules ``names``, or None when
+    it cannot be taken (then every replay restarts the child)."""
+    from stepfork.analysis._check_state import Baseline
 
     try:
-        return snapshot(names)
+        return Baseline(names)
     except Exception:  # too big, too deep, or a value that raises when read (a proxy of a web framework)
         return None
+
+
+def _unchanged(baseline: Any) -> bool:
+    """Whether the agent's state still compares equal to ``baseline``'s; False when it cannot be told."""
+    try:
+        return bool(baseline.unchanged())
+    except Exception:  # as _probe
+        return False
 
 
 class BatchWorker:
@@ -93,8 +101,19 @@ class BatchWorker:
 
     def __init__(self, config: dict[str, Any]) -> None:
         from stepfork.analysis._check_state import agent_module_names
+        from stepfork.analysis._check_worker import resolve_targets
+        from stepfork.replay.entrypoint import EntrypointError
 
         self.config = config
+        # The entrypoint and raise_as classes, resolved once per worker, not per bundle: a replay that
+        # rebinds them changes the agent's module state, which the probe sees (the worker then exits), so a
+        # surviving worker would resolve the same objects again. When they cannot be resolved here, each
+        # verdict_of resolves (and fails) per bundle, as before.
+        self.targets: tuple[Any, Any] | None
+        try:
+            self.targets = resolve_targets(config)
+        except EntrypointError:
+            self.targets = None
         self.import_root = config.get("import_root")
         self.entrypoint = config.get("entrypoint")
         self.pid = os.getpid()
@@ -127,7 +146,7 @@ class BatchWorker:
 
         main = threading.current_thread()
         for bundle in bundles:
-            answer = verdict_of(self.config, bundle)
+            answer = verdict_of(self.config, bundle, self.targets)
             if os.getpid() != self.pid:  # the agent forked and its child returned here: it must not answer
                 os._exit(0)
             imported = self.watch.new_modules()
@@ -144,7 +163,7 @@ class BatchWorker:
                 or threading.active_count() > 1  # a daemon thread still runs: it would reach the next replay
                 or bool(own)  # a new agent module: not in the baseline
                 or any(getattr(sys.modules.get(n), "__spec__", None) is None for n in imported)  # by hand
-                or _probe(self.names) != self.baseline
+                or not _unchanged(self.baseline)
             )
             answer["restart"] = restart
             for stream in (sys.stdout, sys.stderr):

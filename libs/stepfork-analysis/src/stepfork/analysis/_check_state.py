@@ -28,8 +28,10 @@ forks a child per bundle for agents that keep behaviour there. A snapshot larger
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
+import operator
 import os
 import random
 import sys
@@ -39,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any
 
-__all__ = ["BUDGET", "TooBig", "agent_module_names", "snapshot"]
+__all__ = ["BUDGET", "Baseline", "TooBig", "agent_module_names", "snapshot"]
 
 BUDGET = 50_000  # nodes per snapshot; past it a fork per bundle is cheaper than the walk
 _MAX_DEPTH = 64
@@ -139,10 +141,16 @@ def _is_agent_module(root: str, name: str, module: Any, home: str | None = None)
 class _Walker:
     """One snapshot walk: a hashable, comparable description of a value graph, within :data:`BUDGET`."""
 
-    def __init__(self, own: frozenset[str]) -> None:
+    def __init__(self, own: frozenset[str], records: list[_Record] | None = None) -> None:
         self.own = own  # modules whose classes are walked by attribute
         self.nodes = 0
         self.path: set[int] = set()  # ids on the current path: a cycle is named, not followed
+        self.records = records  # when a list: what Baseline.quick re-reads (see _Record)
+
+    def record(self, reader: Any, value: Any) -> None:
+        """Note that the walk's description of ``value`` rests on what ``reader(value)`` reads."""
+        if self.records is not None:
+            self.records.append(_record(reader, value))
 
     def walk(self, value: Any, depth: int = 0) -> Any:
         self.nodes += 1
@@ -159,13 +167,17 @@ class _Walker:
             flat = _flat(value, kind)
             if flat is not None:
                 self.nodes += size
+                if kind is not tuple:
+                    self.record(_read_mapping if kind is dict else _read_items, value)
                 return flat
         if kind in _EXACT_REFERENCES:
             if kind is FunctionType and getattr(value, "__module__", None) in self.own:
+                self.record(_read_function, value)
                 return self._function(value, depth + 1)
             return ("ref", id(value))
         special = _SPECIAL.get(kind)
         if special is not None:  # C objects whose state shows only through a method
+            self.record(special, value)
             return (kind.__name__, special(value))
         if isinstance(value, _SCALARS):
             return (kind.__name__, value)
@@ -208,18 +220,25 @@ class _Walker:
 
     def _container(self, value: Any, kind: type, depth: int) -> Any:
         if isinstance(value, dict):
+            self.record(_read_mapping, value)
             pairs = tuple((self.walk(k, depth), self.walk(v, depth)) for k, v in list(value.items()))
             return (kind.__name__, pairs)
         if isinstance(value, (list, tuple, deque)):
+            if not isinstance(value, tuple):
+                self.record(_read_items, value)
             return (kind.__name__, tuple(self.walk(v, depth) for v in value))
         if isinstance(value, (set, frozenset)):
+            if not isinstance(value, frozenset):
+                self.record(_read_set, value)
             return (kind.__name__, frozenset(self.walk(v, depth) for v in value))
         if isinstance(value, type):  # a class of the agent's: its attributes (class-level counters...)
             # dunder names are the class machinery's (__dict__, __doc__, a dataclass's __dataclass_fields__)
+            self.record(_read_class, value)
             items = _public_items(vars(value))
             return ("class", id(value), tuple((k, self.walk(v, depth)) for k, v in items))
         attributes: list[tuple[str, Any]] = []
         instance_dict = getattr(value, "__dict__", None)
+        self.record(_read_instance, value)
         if isinstance(instance_dict, dict):
             attributes += [(k, self.walk(v, depth)) for k, v in list(instance_dict.items())]
         for slot in _slots(kind):
@@ -279,12 +298,72 @@ def _slots(kind: type) -> tuple[str, ...]:
     return tuple(names)
 
 
-def snapshot(names: list[str]) -> tuple[Any, ...]:
+# One thing a snapshot's walk read: (reader, the object read, what the reader returned then, whether that is
+# compared by identity). Holding what was read keeps those objects alive: no other object can take their ids.
+_Record = tuple[Any, Any, Any, bool]
+_MISSING = object()
+
+
+def _read_mapping(value: Any) -> tuple[Any, ...]:
+    """A dict's (or a class's mappingproxy's) type (``__class__`` of a dict subclass can be assigned), keys
+    then values: compared by identity."""
+    return (type(value), *value, *value.values())
+
+
+def _read_items(value: Any) -> tuple[Any, ...]:
+    return (type(value), *value)  # a list's or a deque's type and items
+
+
+def _read_set(value: Any) -> tuple[Any, ...]:
+    # compared by value: the ids as a set (its order may change alone), the items held to keep their ids
+    return (type(value), frozenset(map(id, value)), tuple(value))
+
+
+def _read_class(value: Any) -> tuple[Any, ...]:
+    return _read_mapping(vars(value))  # every attribute: a dunder that changes only sends to the walk
+
+
+def _read_function(value: Any) -> tuple[Any, ...]:
+    """What the walk of an agent function reads: whether it is the agent's (its module), its defaults
+    (their items are walked and noted on their own), its namespace and that namespace's items."""
+    namespace = vars(value)
+    return (value.__module__, value.__defaults__, value.__kwdefaults__, namespace, *_read_mapping(namespace))
+
+
+def _read_instance(value: Any) -> tuple[Any, ...]:
+    """An instance's class, its ``__dict__`` and that dict's items, and its slots."""
+    kind: type = type(value)
+    namespace = getattr(value, "__dict__", None)
+    items = _read_mapping(namespace) if isinstance(namespace, dict) else ()
+    slots = _slots(kind)
+    if slots:
+        items += tuple(getattr(value, s, _MISSING) for s in slots)
+    return (kind, namespace, *items)
+
+
+_IDENTITY_READERS = frozenset((_read_mapping, _read_items, _read_class, _read_function, _read_instance))
+
+
+def _record(reader: Any, value: Any) -> _Record:
+    return (reader, value, reader(value), reader in _IDENTITY_READERS)
+
+
+def _process_state() -> tuple[Any, str, tuple[str, ...]]:
+    """``os.environ``, the working directory and ``sys.path``: the process-wide part of a snapshot."""
+    # os.environ's own mapping (bytes on POSIX): a copy of it is a C-level dict copy, decoding each is not
+    environ = getattr(os.environ, "_data", None)
+    state = dict(environ if isinstance(environ, dict) else os.environ)
+    return state, os.getcwd(), tuple(sys.path)
+
+
+def snapshot(names: list[str], records: list[_Record] | None = None) -> tuple[Any, ...]:
     """A comparable description of the state a replay could leave for the next one (see the module doc).
 
     Args:
         names: the agent's modules (:func:`agent_module_names`); a replay that imports another is
             noticed by the caller, which sees the new names.
+        records: when a list, every mutable object the walk read is noted in it, with what it held
+            (:class:`Baseline` re-reads them instead of walking again).
 
     Returns:
         A tuple; two snapshots compare equal when no covered state changed between them.
@@ -292,20 +371,84 @@ def snapshot(names: list[str]) -> tuple[Any, ...]:
     Raises:
         TooBig: the walk passed :data:`BUDGET` nodes or a depth of 64.
     """
-    walker = _Walker(frozenset(names))
+    walker = _Walker(frozenset(names), records)
     modules: list[tuple[Any, ...]] = []
     for name in names:
         module = sys.modules.get(name)
+        if records is not None:
+            records.append((_loaded, name, (module,), True))
         if module is None:
             modules.append((name, None))
             continue
+        walker.record(_read_mapping, vars(module))
         # dunder names are the import system's bookkeeping (__spec__, __loader__, __builtins__...)
         items = [(k, walker.walk(v)) for k, v in _public_items(vars(module))]
         modules.append((name, id(module), tuple(items)))
-    # os.environ's own mapping (bytes on POSIX): a copy of it is a C-level dict copy, decoding each is not
-    environ = getattr(os.environ, "_data", None)
-    state = dict(environ if isinstance(environ, dict) else os.environ)
-    return (tuple(modules), state, os.getcwd(), tuple(sys.path))
+    return (tuple(modules), *_process_state())
+
+
+def _loaded(name: str) -> tuple[Any]:
+    return (sys.modules.get(name),)
+
+
+class Baseline:
+    """The state a batch worker started from, and a quick way to tell that a replay left it unchanged.
+
+    A :func:`snapshot` walks every value of the agent's modules (about 27 us for the quickstart agent,
+    most of ``check``'s own per-bundle work). Most replays change nothing, and then every object that walk
+    read still holds the very same objects: the namespaces, dicts, lists, sets, instances' ``__dict__``
+    and slots, the agent's classes and functions (their defaults, attributes, module). :meth:`quick`
+    re-reads only those (by identity; the few C objects read through a method, by value), which implies
+    that a new walk would describe the same state. Anything else (an item replaced, even by an equal value)
+    goes to the full comparison of :meth:`unchanged`, so the verdict is always the snapshot's.
+
+    Args:
+        names: the agent's modules (:func:`agent_module_names`).
+
+    Raises:
+        TooBig: as :func:`snapshot`.
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.records: list[_Record] = []
+        self.snapshot = snapshot(names, self.records)
+
+    def quick(self) -> bool:
+        """True when every object the baseline's walk read holds what it held then (the state is
+        unchanged); False when one differs (the state may have changed: :meth:`unchanged` tells).
+
+        Raises:
+            Exception: what reading an object raises (a proxy that raises on every attribute).
+        """
+        if _process_state() != self.snapshot[1:]:
+            return False
+        is_ = operator.is_
+        for reader, value, then, by_identity in self.records:
+            now = reader(value)
+            if by_identity:
+                if len(now) != len(then) or not all(map(is_, now, then)):
+                    return False
+            elif now != then:
+                return False
+        return True
+
+    def unchanged(self) -> bool:
+        """True when the agent's state compares equal to the baseline's snapshot: :meth:`quick` first,
+        else a new snapshot (which, when equal, becomes what :meth:`quick` re-reads from then on: a dunder
+        added to a module or a value replaced by an equal one costs one walk, not one per replay).
+
+        Raises:
+            TooBig, Exception: as :func:`snapshot` (the caller then treats the state as changed).
+        """
+        with contextlib.suppress(Exception):  # a proxy that raises when read: the walk decides
+            if self.quick():
+                return True
+        records: list[_Record] = []
+        if snapshot(self.names, records) != self.snapshot:
+            return False
+        self.records = records
+        return True
 
 
 def _public_items(namespace: Mapping[str, Any]) -> list[tuple[str, Any]]:
