@@ -16,8 +16,9 @@ DIVERGES at the first request, on purpose. A few bundles of each kind are record
 (they replay alike, and recording 1,000 SDK runs would make the benchmark slow to set up).
 
 The baseline is the cheapest correct way to check them without isolation, a sequential loop: one fresh
-Python process that imports stepfork and the entrypoint once and calls ``_check_worker.verdict_of`` (the
-very code a worker runs) on every bundle in turn, twice. Against it, in the same run and interleaved for
+Python process that imports stepfork and the entrypoint once, resolves the entrypoint once (as each of
+``check``'s workers does) and calls ``_check_worker.verdict_of`` (the very code a worker runs) on every
+bundle in turn, twice. Against it, in the same run and interleaved for
 ``ROUNDS`` rounds:
 
 - **Throughput, steady state** (the target: at least 1.7x on 2 cores): ``check_corpus(jobs=2)`` with its
@@ -162,15 +163,16 @@ LOOP = """
 import json, sys, time
 first = time.perf_counter()
 sys.path.insert(0, sys.argv[1])
-from stepfork.analysis._check_worker import verdict_of
+from stepfork.analysis._check_worker import resolve_targets, verdict_of
 config = {"entrypoint": sys.argv[2], "import_root": sys.argv[1], "ordering": sys.argv[3], "raise_as": None}
 bundles = json.loads(open(sys.argv[4]).read())
-cold = {b: verdict_of(config, b)["verdict"] for b in bundles}
+targets = resolve_targets(config)  # once, as check's workers do
+cold = {b: verdict_of(config, b, targets)["verdict"] for b in bundles}
 if len(sys.argv) > 5:  # one of two loops at once: both start their second pass together
     print("ready", flush=True)
     sys.stdin.readline()
 second, cpu = time.perf_counter(), time.process_time()
-warm = {b: verdict_of(config, b)["verdict"] for b in bundles}
+warm = {b: verdict_of(config, b, targets)["verdict"] for b in bundles}
 end = time.perf_counter()
 print(json.dumps({"cold": cold, "warm": warm, "second_s": end - second,
                   "second_cpu_s": time.process_time() - cpu, "inside_s": end - first}))
