@@ -279,11 +279,14 @@ def _ask(call: Any) -> bool:
     shown = compact(call.input)
     if len(shown) > 200:
         shown = shown[:199] + "…"
+    from stepfork.cli.prompt import confirm
+
     try:
-        return typer.confirm(f"Approve {call.kind} {label} with input {shown}?", default=False, err=True)
+        return confirm(f"Approve {call.kind} {label} with input {shown}?")
     except typer.Abort as exc:
-        # click turns Ctrl-C at a prompt into Abort ("Aborted!", exit 1): give it back its meaning, so
-        # the CLI prints "Interrupted." and exits 130 as for a Ctrl-C anywhere else
+        # click (confirm's fallback off the main thread or POSIX) turns Ctrl-C at a prompt into Abort
+        # ("Aborted!", exit 1): give it back its meaning, so the CLI prints "Interrupted." and exits 130
+        # as for a Ctrl-C anywhere else
         if isinstance(exc.__context__, KeyboardInterrupt):
             raise KeyboardInterrupt from None
         raise
