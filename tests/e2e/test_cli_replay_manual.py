@@ -127,3 +127,22 @@ def test_ctrl_c_at_the_approval_prompt_prints_interrupted_and_exits_130(golden_c
     assert "Interrupted." in text
     assert "Aborted!" not in text
     assert "Traceback" not in text
+
+
+def test_end_of_input_at_the_approval_prompt_is_no_and_refuses_the_call(golden_copy) -> None:
+    # Ctrl-D typed at the question: no answer will come, so the default ([y/N]: no). Before, the prompt's
+    # Abort reached the agent as its own exception ("Execution: RAISED typer.exceptions.Abort").
+    bundle = golden_copy("successful_run")
+    refused = _replay_on_a_terminal(bundle, "n\n")
+    done = _replay_on_a_terminal(bundle, "\x04")
+    assert done.returncode == refused.returncode == 1, done.stdout + done.stderr
+    assert "(end of input: no)" in done.stderr
+    assert "Abort" not in done.stdout + done.stderr
+    assert done.stdout.replace("\r", "") == refused.stdout.replace("\r", "")
+
+
+def test_an_answer_that_is_not_yes_or_no_is_asked_again(golden_copy) -> None:
+    done = _replay_on_a_terminal(golden_copy("successful_run"), "maybe\nY\nyes\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.count("Error: invalid input") == 1
+    assert "Recorded behavior: MATCHED" in done.stdout

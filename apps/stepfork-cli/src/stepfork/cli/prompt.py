@@ -32,11 +32,12 @@ def confirm(question: str, *, default: bool = False) -> bool:
     """Ask ``question`` on stderr with ``[y/N]`` (``[Y/n]`` when ``default``) and return the answer.
 
     Accepts what ``typer.confirm`` accepts: ``y``/``yes``, ``n``/``no`` (any case), an empty line for
-    ``default``; anything else says ``Error: invalid input`` and asks again.
+    ``default``; anything else says ``Error: invalid input`` and asks again. The end of input (Ctrl-D)
+    is no answer, so ``default`` too, said on the terminal (``typer.confirm`` raised ``Abort`` there, which
+    reached the agent's code as an exception of its own and was reported as the agent's failure).
 
     Raises:
         KeyboardInterrupt: Ctrl-C while waiting (never lost, see the module docstring).
-        typer.Abort: stdin ended before an answer (as ``typer.confirm``).
     """
     fd = _stdin_descriptor()
     if fd is None:
@@ -45,7 +46,8 @@ def confirm(question: str, *, default: bool = False) -> bool:
     while True:
         line = _answer(fd, question + suffix)
         if line is None:
-            raise typer.Abort()
+            typer.echo(f"(end of input: {'yes' if default else 'no'})", err=True)
+            return default
         value = line.strip().lower()
         if value in ("y", "yes"):
             return True
