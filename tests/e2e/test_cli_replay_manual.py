@@ -10,6 +10,7 @@ import os
 import pty
 import select
 import subprocess
+import sys
 import termios
 from pathlib import Path
 
@@ -144,5 +145,54 @@ def test_end_of_input_at_the_approval_prompt_is_no_and_refuses_the_call(golden_c
 def test_an_answer_that_is_not_yes_or_no_is_asked_again(golden_copy) -> None:
     done = _replay_on_a_terminal(golden_copy("successful_run"), "maybe\nY\nyes\n")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stderr.count("Error: invalid input") == 1
+    assert done.stderr.count("Error: invalid input: answer y or n") == 1
     assert "Recorded behavior: MATCHED" in done.stdout
+
+
+ESCAPING_AGENT = """
+from stepfork import llm_request
+
+def agent():
+    return llm_request(model="gpt\\x1b[2J\\x1b]0;PWNED\\x07-x", input={"q": "hi"}, call=lambda: {"a": 1})
+"""
+
+
+def test_the_question_escapes_control_characters_of_a_recorded_name(tmp_path: Path) -> None:
+    # The model name comes from the agent (and the bundle): printed raw it could clear the screen or
+    # retitle the terminal; the question shows it escaped, as the reports do.
+    (tmp_path / "esc.py").write_text(ESCAPING_AGENT)
+    bundle = tmp_path / "esc.sftrace"
+    recorded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import esc\nfrom stepfork import record\n"
+            f"with record('esc', output={str(bundle)!r}): esc.agent()",
+        ],
+        cwd=tmp_path,
+        env=cli_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert bundle.is_dir(), recorded.stderr
+    master, slave = pty.openpty()
+    try:
+        os.write(master, b"y\n")
+        done = subprocess.run(
+            [stepfork_executable(), "replay", str(bundle), "--entrypoint", "esc:agent", "--mode", "manual"],
+            cwd=tmp_path,
+            stdin=slave,
+            capture_output=True,
+            text=True,
+            env=cli_env(),
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Approve llm" in done.stderr
+    assert "\x1b" not in done.stderr
+    assert "\x07" not in done.stderr

@@ -162,6 +162,17 @@ def test_a_missing_bundle_exits_2(tmp_path: Path) -> None:
     assert "missing_file" in result.err
 
 
+def test_a_missing_bundle_with_verify_integrity_is_missing_not_legacy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a mistyped path has no integrity.json because there is no bundle: not "UNVERIFIED (legacy bundle)"
+    missing = str(tmp_path / "nowhere.sftrace")
+    result = run_in_process(capsys, monkeypatch, "validate", missing, "--verify-integrity")
+    assert result.code == 2
+    assert "missing_file" in result.err
+    assert "legacy" not in result.out + result.err
+
+
 def test_legacy_with_verify_integrity_is_exit_3_even_when_other_issues_exist(golden_copy) -> None:
     bundle = golden_copy("legacy_v01")
     manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))

@@ -187,3 +187,77 @@ def test_an_httpx_client_reusing_its_pooled_connection_is_sealed(bundle: Path) -
     assert Hello.requests == 1
     assert session.divergence is not None
     assert session.divergence.code == "network_sealed"
+
+
+class HeldReply(socketserver.BaseRequestHandler):
+    """Answers each request only once the test says so (``go``): the reply is sent while the replay runs."""
+
+    go = threading.Event()
+    sent: ClassVar[list[bool]] = []
+
+    def handle(self) -> None:
+        data = self.request.recv(1024)
+        HeldReply.go.wait(10)
+        self.request.sendall(data.upper())
+        HeldReply.sent.append(True)
+
+
+def test_a_server_in_the_process_still_answers_remote_clients_during_a_sealed_replay(bundle: Path) -> None:
+    # A reply on an accepted connection is not a connection leaving the process (a health or metrics
+    # endpoint answering a remote scraper while a replay runs): the seal leaves it alone.
+    HeldReply.go.clear()
+    HeldReply.sent = []
+    with socketserver.ThreadingTCPServer(("0.0.0.0", 0), HeldReply) as srv:
+        srv.daemon_threads = True
+        threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True).start()
+        with socket.create_connection((host_address(), srv.server_address[1]), timeout=5) as scraper:
+            scraper.sendall(b"metrics?")  # the remote client's request, before the replay
+            with ReplaySession.from_trace(bundle) as session:
+                HeldReply.go.set()  # the server thread replies now, under the seal
+                assert scraper.recv(16) == b"METRICS?"
+        srv.shutdown()
+    assert HeldReply.sent == [True]
+    assert session.divergence is None
+
+
+def test_allow_hosts_by_name_covers_a_connection_opened_before_the_session(
+    bundle: Path, tcp_server: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # db.internal is this machine's address (an /etc/hosts entry, stood in for by the resolver below); the
+    # pooled connection was resolved before the session, so the seal must resolve the allowed name itself.
+    address, real = host_address(), socket.getaddrinfo
+
+    def resolve(host: object, port: object, *args: object, **kwargs: object) -> object:
+        return real(address if host == "db.internal" else host, port, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    pooled = socket.create_connection(("db.internal", tcp_server), timeout=5)
+    with pooled, ReplaySession.from_trace(bundle, allow_hosts=["db.internal"]) as session:
+        pooled.sendall(b"query")
+        assert pooled.recv(16) == b"QUERY"
+    assert session.divergence is None
+
+
+def test_sendfile_on_a_connection_opened_before_the_session_is_refused(
+    bundle: Path, tcp_server: int, tmp_path: Path
+) -> None:
+    secret = tmp_path / "payload.txt"
+    secret.write_bytes(b"SECRET-VIA-SENDFILE")
+    remote = socket.create_connection((host_address(), tcp_server), timeout=5)
+    with remote, secret.open("rb") as f, ReplaySession.from_trace(bundle), pytest.raises(ReplayPolicyError):
+        remote.sendfile(f)
+    assert b"SECRET" not in b"".join(Recorder.received)
+
+
+def test_a_thread_inside_a_send_hook_when_the_last_session_ends_still_sends(bundle: Path) -> None:
+    # unseal() used to pop the originals while another thread was between the check and the call: that
+    # thread's sendall raised KeyError, on purely local traffic. The hook a thread holds keeps working.
+    from stepfork.replay import network
+
+    a, b = socket.socketpair()
+    with a, b:
+        with ReplaySession.from_trace(bundle):
+            hook = socket.socket.sendall
+        assert hook is network._sendall  # what a thread that looked it up under the seal still calls
+        hook(a, b"after")
+        assert b.recv(16) == b"after"

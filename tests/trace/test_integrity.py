@@ -156,3 +156,20 @@ def test_a_verified_load_parses_the_bytes_it_verified_not_a_file_changed_after_t
     monkeypatch.setattr(reading, "check_integrity", check_then_replace)
     trace = load_verified_trace(bundle)
     assert len(trace.events) == verified_lines > 0
+
+
+def test_a_verified_load_of_files_past_the_kept_limit_still_verifies_and_loads(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Files over integrity.KEPT_LIMIT are hashed in chunks and read again to parse (memory bounded): the
+    # bundle loads the same, and a changed one is still refused before it is parsed.
+    import stepfork.trace.integrity as integrity
+    from stepfork.trace import TraceIntegrityError, load_verified_trace
+
+    monkeypatch.setattr(integrity, "KEPT_LIMIT", 0)
+    assert len(load_verified_trace(bundle).events) == 1
+    events = bundle / "events.jsonl"
+    events.write_bytes(events.read_bytes().replace(b'"x"', b'"y"'))
+    with pytest.raises(TraceIntegrityError) as info:
+        load_verified_trace(bundle)
+    assert info.value.code == "integrity_mismatch"

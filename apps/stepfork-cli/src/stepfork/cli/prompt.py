@@ -32,9 +32,10 @@ def confirm(question: str, *, default: bool = False) -> bool:
     """Ask ``question`` on stderr with ``[y/N]`` (``[Y/n]`` when ``default``) and return the answer.
 
     Accepts what ``typer.confirm`` accepts: ``y``/``yes``, ``n``/``no`` (any case), an empty line for
-    ``default``; anything else says ``Error: invalid input`` and asks again. The end of input (Ctrl-D)
-    is no answer, so ``default`` too, said on the terminal (``typer.confirm`` raised ``Abort`` there, which
-    reached the agent's code as an exception of its own and was reported as the agent's failure).
+    ``default``; anything else says ``Error: invalid input: answer y or n`` and asks again. The end of
+    input (Ctrl-D) is no answer, so ``default`` too, said on the terminal (``typer.confirm`` raised
+    ``Abort`` there, which reached the agent's code as an exception of its own and was reported as the
+    agent's failure).
 
     Raises:
         KeyboardInterrupt: Ctrl-C while waiting (never lost, see the module docstring).
@@ -55,7 +56,7 @@ def confirm(question: str, *, default: bool = False) -> bool:
             return False
         if value == "":
             return default
-        typer.echo("Error: invalid input", err=True)
+        typer.echo("Error: invalid input: answer y or n", err=True)
 
 
 def _stdin_descriptor() -> int | None:

@@ -70,6 +70,20 @@ class Seal:
         self.session = session
         self.hosts = frozenset(h.strip().lower().rstrip(".") for h in allow_hosts if h.strip())
         self.addresses: set[str] = set()
+        self.names_resolved = False
+
+    def resolve_names(self) -> None:
+        """Allow the addresses of the allowed host *names* (once): a connection opened before the session
+        to an allowed name was resolved then, not under the seal, so its peer address is not known yet."""
+        if self.names_resolved:
+            return
+        self.names_resolved = True
+        for host in self.hosts:
+            if _is_address(host):
+                continue
+            with contextlib.suppress(OSError, UnicodeError):
+                infos = _original["socket.getaddrinfo"](host, None)
+                self.addresses.update(str(info[4][0]).lower() for info in infos)
 
     def allows(self, host: str) -> bool:
         """True when ``host`` (a name or an address) is allowed by this session."""
@@ -94,6 +108,48 @@ def _is_local(host: str) -> bool:
     if mapped is not None:
         address = mapped
     return address.is_loopback or address.is_unspecified
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _allowed_by_name(host: str) -> bool:
+    """:func:`_allowed`, after resolving the allowed names of every sealed session (see
+    :meth:`Seal.resolve_names`)."""
+    with _lock:
+        seals = list(_seals)
+    for seal in seals:
+        seal.resolve_names()
+    return _allowed(host)
+
+
+def _inbound(sock: socket.socket) -> bool:
+    """True when ``sock`` was accepted by a server on this machine (a listening socket holds its local
+    port): what it sends is a reply to a connection that came in, not one leaving the process. Read from
+    Linux's ``/proc/net/tcp``/``tcp6``; False where they cannot be read (then the socket is sealed as if
+    it were outbound)."""
+    if sock.type != socket.SOCK_STREAM:
+        return False
+    try:
+        port = f":{sock.getsockname()[1]:04X}"
+    except (OSError, IndexError, TypeError):
+        return False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                next(handle, None)  # the header
+                for line in handle:
+                    fields = line.split()
+                    if len(fields) > 3 and fields[3] == "0A" and fields[1].endswith(port):  # 0A: LISTEN
+                        return True
+        except OSError:
+            continue
+    return False
 
 
 def _allowed(host: str) -> bool:
@@ -155,7 +211,7 @@ def _check_peer(sock: socket.socket) -> None:
     except OSError:  # not connected: the send itself fails as it would
         return
     found = _host_of(peer)
-    if found is not None and not _allowed(found[0]):
+    if found is not None and not _allowed(found[0]) and not _allowed_by_name(found[0]) and not _inbound(sock):
         _refuse(*found)
     with contextlib.suppress(TypeError):  # a socket that cannot be weakly referenced: checked every time
         _peers_allowed[sock] = True
@@ -164,45 +220,54 @@ def _check_peer(sock: socket.socket) -> None:
 def _connect(self: socket.socket, address: Any) -> None:
     _check_connect(self, address)
     _peers_allowed.pop(self, None)  # a datagram socket may connect again, elsewhere
-    _original["connect"](self, address)
+    _original["socket.connect"](self, address)
 
 
 def _connect_ex(self: socket.socket, address: Any) -> int:
     _check_connect(self, address)
     _peers_allowed.pop(self, None)
-    return int(_original["connect_ex"](self, address))
+    return int(_original["socket.connect_ex"](self, address))
 
 
 def _send(self: socket.socket, data: Any, *args: Any) -> int:
     _check_peer(self)
-    return int(_original["send"](self, data, *args))
+    return int(_original["socket.send"](self, data, *args))
 
 
 def _sendall(self: socket.socket, data: Any, *args: Any) -> None:
     _check_peer(self)
-    _original["sendall"](self, data, *args)
+    _original["socket.sendall"](self, data, *args)
 
 
 def _ssl_send(self: Any, data: Any, *args: Any) -> int:
     _check_peer(self)
-    return int(_original["ssl_send"](self, data, *args))
+    return int(_original["SSLSocket.send"](self, data, *args))
 
 
 def _ssl_sendall(self: Any, data: Any, *args: Any) -> None:
     _check_peer(self)
-    _original["ssl_sendall"](self, data, *args)
+    _original["SSLSocket.sendall"](self, data, *args)
 
 
 def _ssl_write(self: Any, data: Any) -> int:
     _check_peer(self)
-    return int(_original["ssl_write"](self, data))
+    return int(_original["SSLSocket.write"](self, data))
+
+
+def _sendfile(self: socket.socket, file: Any, *args: Any, **kwargs: Any) -> int:
+    # socket.sendfile sends with os.sendfile on the descriptor, past send()
+    _check_peer(self)
+    return int(_original["socket.sendfile"](self, file, *args, **kwargs))
+
+
+_SSL_HOOKS = {"send": _ssl_send, "sendall": _ssl_sendall, "write": _ssl_write}
 
 
 def _sendto(self: socket.socket, data: Any, *args: Any) -> int:
     # sendto(data, address) or sendto(data, flags, address)
     if args:
         _check_connect(self, args[-1])
-    return int(_original["sendto"](self, data, *args))
+    return int(_original["socket.sendto"](self, data, *args))
 
 
 def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
@@ -211,7 +276,7 @@ def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
         _check_connect(self, args[2])
     else:
         _check_peer(self)
-    return int(_original["sendmsg"](self, buffers, *args))
+    return int(_original["socket.sendmsg"](self, buffers, *args))
 
 
 def _checked_name(host: Any, port: Any) -> str | None:
@@ -237,23 +302,49 @@ def _allow_resolved(name: str | None, addresses: Iterable[Any]) -> None:
 
 def _getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
     name = _checked_name(host, port)
-    result = _original["getaddrinfo"](host, port, *args, **kwargs)
+    result = _original["socket.getaddrinfo"](host, port, *args, **kwargs)
     _allow_resolved(name, (info[4][0] for info in result))
     return result
 
 
 def _gethostbyname(host: Any) -> str:
     name = _checked_name(host, None)
-    address = str(_original["gethostbyname"](host))
+    address = str(_original["socket.gethostbyname"](host))
     _allow_resolved(name, [address])
     return address
 
 
 def _gethostbyname_ex(host: Any) -> Any:
     name = _checked_name(host, None)
-    result = _original["gethostbyname_ex"](host)
+    result = _original["socket.gethostbyname_ex"](host)
     _allow_resolved(name, result[2])
     return result
+
+
+def _hooks() -> list[tuple[Any, str, Any]]:
+    """``(owner, attribute, wrapper)`` of every hook, for what this process has (sendmsg: POSIX; TLS
+    sockets send from OpenSSL's code, past ``socket.send``, so they are checked before encryption, when
+    ssl is loaded: a TLS connection opened later connects under the seal, and is checked there)."""
+    hooks: list[tuple[Any, str, Any]] = [
+        (socket.socket, "connect", _connect),
+        (socket.socket, "connect_ex", _connect_ex),
+        (socket.socket, "sendto", _sendto),
+        (socket.socket, "send", _send),
+        (socket.socket, "sendall", _sendall),
+        (socket.socket, "sendfile", _sendfile),
+        (socket, "getaddrinfo", _getaddrinfo),
+        (socket, "gethostbyname", _gethostbyname),
+        (socket, "gethostbyname_ex", _gethostbyname_ex),
+    ]
+    if hasattr(socket.socket, "sendmsg"):
+        hooks.append((socket.socket, "sendmsg", _sendmsg))
+    ssl = sys.modules.get("ssl")
+    if ssl is not None:
+        hooks += [(ssl.SSLSocket, name, wrapper) for name, wrapper in _SSL_HOOKS.items()]
+    return hooks
+
+
+_installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) while the hooks are in place
 
 
 def seal(session: Any, allow_hosts: Iterable[str] = ()) -> Seal:
@@ -261,34 +352,14 @@ def seal(session: Any, allow_hosts: Iterable[str] = ()) -> Seal:
     :func:`unseal`."""
     handle = Seal(session, allow_hosts)
     with _lock:
-        if not _seals:
-            _original.update(
-                connect=socket.socket.connect,
-                connect_ex=socket.socket.connect_ex,
-                sendto=socket.socket.sendto,
-                sendmsg=getattr(socket.socket, "sendmsg", None),
-                getaddrinfo=socket.getaddrinfo,
-                gethostbyname=socket.gethostbyname,
-                gethostbyname_ex=socket.gethostbyname_ex,
-            )
-            socket.socket.connect = _connect  # type: ignore[method-assign,assignment]
-            socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign,assignment]
-            socket.socket.sendto = _sendto  # type: ignore[method-assign,assignment]
-            if _original["sendmsg"] is not None:  # POSIX only
-                socket.socket.sendmsg = _sendmsg  # type: ignore[method-assign,assignment]
-            socket.getaddrinfo = _getaddrinfo
-            socket.gethostbyname = _gethostbyname
-            socket.gethostbyname_ex = _gethostbyname_ex
-            _original.update(send=socket.socket.send, sendall=socket.socket.sendall)
-            socket.socket.send = _send  # type: ignore[method-assign,assignment]
-            socket.socket.sendall = _sendall  # type: ignore[method-assign,assignment]
-            # TLS sockets send from OpenSSL's code, past socket.send: checked before encryption. Only when
-            # ssl is loaded: a TLS connection opened later connects under the seal, and is checked there.
-            ssl = sys.modules.get("ssl")
-            if ssl is not None:
-                cls = ssl.SSLSocket
-                _original.update(ssl_send=cls.send, ssl_sendall=cls.sendall, ssl_write=cls.write)
-                cls.send, cls.sendall, cls.write = _ssl_send, _ssl_sendall, _ssl_write
+        if not _installed:
+            for owner, name, wrapper in _hooks():
+                original = getattr(owner, name)
+                # kept after unseal too: a thread already inside a wrapper when the last session ends still
+                # finds the original it calls (popping it raised KeyError in such a thread)
+                _original[f"{owner.__name__}.{name}"] = original
+                _installed.append((owner, name, original))
+                setattr(owner, name, wrapper)
         _seals.append(handle)
         _peers_allowed.clear()  # what is allowed changed
     return handle
@@ -299,25 +370,10 @@ def unseal(handle: Seal) -> None:
     with _lock:
         with contextlib.suppress(ValueError):
             _seals.remove(handle)
-        if not _seals and _original:
-            socket.socket.connect = _original.pop("connect")  # type: ignore[method-assign]
-            socket.socket.connect_ex = _original.pop("connect_ex")  # type: ignore[method-assign]
-            socket.socket.sendto = _original.pop("sendto")  # type: ignore[method-assign]
-            sendmsg = _original.pop("sendmsg")
-            if sendmsg is not None:
-                socket.socket.sendmsg = sendmsg  # type: ignore[method-assign]
-            socket.getaddrinfo = _original.pop("getaddrinfo")
-            socket.gethostbyname = _original.pop("gethostbyname")
-            socket.gethostbyname_ex = _original.pop("gethostbyname_ex")
-            socket.socket.send = _original.pop("send")  # type: ignore[method-assign]
-            socket.socket.sendall = _original.pop("sendall")  # type: ignore[method-assign]
-            if "ssl_send" in _original:
-                cls = sys.modules["ssl"].SSLSocket
-                cls.send, cls.sendall, cls.write = (
-                    _original.pop("ssl_send"),
-                    _original.pop("ssl_sendall"),
-                    _original.pop("ssl_write"),
-                )
+        if not _seals:
+            for owner, name, original in reversed(_installed):
+                setattr(owner, name, original)
+            _installed.clear()
         _peers_allowed.clear()
 
 

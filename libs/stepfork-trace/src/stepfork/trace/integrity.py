@@ -91,14 +91,23 @@ def file_sha256(path: Path) -> str:
         return digest.hexdigest()
 
 
-def read_whole(path: Path) -> bytes:
-    """The bytes of the regular file at ``path``, symlinks refused (what :func:`file_sha256` hashes, kept).
+KEPT_LIMIT = 16 << 20
+"""A payload file up to this size (bytes) is read once by a verified load, which parses the bytes it hashed;
+a larger one is hashed in chunks and read again to parse, so memory stays bounded (docs/format.md)."""
+
+
+def read_whole(path: Path, limit: int | None = None) -> bytes | None:
+    """The bytes of the regular file at ``path``, symlinks refused (what :func:`file_sha256` hashes, kept);
+    None when it is larger than ``limit`` bytes (nothing read).
 
     Raises FileNotFoundError when absent, ``_files.UnsafeFileError`` when not a regular file.
     """
     fd = _files.open_regular(path)
     with os.fdopen(fd, "rb") as handle:
-        data = handle.read(os.fstat(fd).st_size)
+        size = os.fstat(fd).st_size
+        if limit is not None and size > limit:
+            return None
+        data = handle.read(size)
         grown = handle.read()  # what it may have grown since fstat
         return data + grown if grown else data
 
@@ -144,10 +153,11 @@ def verify_bundle_integrity(
 ) -> IntegrityResult:
     """Check the bundle at ``path`` against its integrity.json (notes 2.4). Never raises for bundle content.
 
-    ``keep``: when given, the three payload files are read whole, and the bytes that were hashed are put
-    into it by file name, so a loader parses exactly what was verified, from one read
-    (:func:`stepfork.trace.reading.load_verified_trace`); without it, files over 1 MiB are hashed in chunks
-    (memory bounded). Nothing is put into it for a bundle without integrity.json.
+    ``keep``: when given, each payload file of at most :data:`KEPT_LIMIT` bytes is read whole, and the
+    bytes that were hashed are put into it by file name, so a loader parses exactly what was verified,
+    from one read (:func:`stepfork.trace.reading.load_verified_trace`); larger files, and every file
+    without ``keep``, are hashed in chunks over 1 MiB (memory bounded). Nothing is put into it for a
+    bundle without integrity.json.
 
     Returns ``unverified_legacy`` with an ``integrity_unverified`` issue when integrity.json is absent;
     ``mismatch`` with ``integrity_metadata_invalid`` (not a regular file, bad JSON, bad shape, unknown
@@ -202,10 +212,11 @@ def verify_bundle_integrity(
     verified: list[str] = []
     for name in (*PAYLOAD_FILES, *extensions):
         try:
-            if keep is not None and name in PAYLOAD_FILES:
-                data = read_whole(bundle / name)
-                actual = hashlib.sha256(data).hexdigest()
-                keep[name] = data
+            kept = keep is not None and name in PAYLOAD_FILES
+            whole = read_whole(bundle / name, KEPT_LIMIT) if kept else None
+            if whole is not None and keep is not None:
+                actual = hashlib.sha256(whole).hexdigest()
+                keep[name] = whole
             else:
                 actual = file_sha256(bundle / name)
         except OSError:

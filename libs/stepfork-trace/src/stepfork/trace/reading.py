@@ -276,8 +276,10 @@ def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
     would otherwise replay as a divergence of the agent (``exhausted``) instead of being refused as
     damaged.
 
-    Each payload file is read once: the bytes hashed against integrity.json are the bytes parsed, so a file
-    changed between the check and the read cannot be loaded unverified."""
+    Each payload file up to 16 MiB (``integrity.KEPT_LIMIT``) is read once: the bytes hashed against
+    integrity.json are the bytes parsed, so a file changed between the check and the read cannot be loaded
+    unverified. A bundle with a larger file is hashed in chunks and read again to parse (memory bounded by
+    the parsed trace, not the file twice)."""
     verified: dict[str, bytes] = {}
     check_integrity(path, keep=verified)
     if all(name in verified for name in PAYLOAD_FILES):

@@ -269,13 +269,14 @@ def _raise_as_warnings_as_lines() -> Iterator[None]:
 
 def _ask(call: Any) -> bool:
     """Manual-mode approval: show the call (redacted input) and ask on the terminal."""
-    from stepfork.cli.output import compact
+    from stepfork.cli.output import compact, sanitize_text
 
     label = (
         call.name
         if call.kind == "tool"
         else (f"{call.provider}/{call.model}" if call.provider else call.model)
     )
+    label = sanitize_text(str(label))  # a name from the agent: control characters escaped, as in reports
     shown = compact(call.input)
     if len(shown) > 200:
         shown = shown[:199] + "…"

@@ -30,7 +30,12 @@ def validate(
     from stepfork.trace.validation import validate_bundle
 
     result = validate_bundle(path, strict=not partial, verify_integrity=verify_integrity)
-    if verify_integrity and result.legacy:
+    from stepfork.trace._urls import url_of
+
+    # no integrity.json because there is no bundle at all (a mistyped path): the missing_file issue below,
+    # exit 2, not "legacy bundle"
+    a_bundle = url_of(path) is not None or Path(path).is_dir()
+    if verify_integrity and result.legacy and a_bundle:
         if result.incomplete:  # a recording still going or killed: integrity.json is written last
             fail(
                 "Bundle has no integrity.json metadata. (UNVERIFIED (unfinished recording: status "
