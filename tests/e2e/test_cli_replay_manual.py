@@ -21,21 +21,15 @@ from .conftest import ENTRYPOINTS, cli_env, stepfork_executable
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs a POSIX pseudo-terminal")
 
 
-def _replay_on_a_terminal(bundle: Path, answers: str) -> subprocess.CompletedProcess[str]:
+def _replay_on_a_terminal(
+    bundle: Path, answers: str, entrypoint: str = "golden_agents:weather_agent", cwd: Path = ENTRYPOINTS
+) -> subprocess.CompletedProcess[str]:
     master, slave = pty.openpty()
     try:
         os.write(master, answers.encode())
         return subprocess.run(
-            [
-                stepfork_executable(),
-                "replay",
-                str(bundle),
-                "--entrypoint",
-                "golden_agents:weather_agent",
-                "--mode",
-                "manual",
-            ],
-            cwd=ENTRYPOINTS,
+            [stepfork_executable(), "replay", str(bundle), "--entrypoint", entrypoint, "--mode", "manual"],
+            cwd=cwd,
             stdin=slave,
             capture_output=True,
             text=True,
@@ -176,22 +170,7 @@ def test_the_question_escapes_control_characters_of_a_recorded_name(tmp_path: Pa
         text=True,
     )
     assert bundle.is_dir(), recorded.stderr
-    master, slave = pty.openpty()
-    try:
-        os.write(master, b"y\n")
-        done = subprocess.run(
-            [stepfork_executable(), "replay", str(bundle), "--entrypoint", "esc:agent", "--mode", "manual"],
-            cwd=tmp_path,
-            stdin=slave,
-            capture_output=True,
-            text=True,
-            env=cli_env(),
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(slave)
-        os.close(master)
+    done = _replay_on_a_terminal(bundle, "y\n", entrypoint="esc:agent", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Approve llm" in done.stderr
     assert "\x1b" not in done.stderr
