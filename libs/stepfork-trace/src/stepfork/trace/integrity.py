@@ -18,6 +18,7 @@ import re
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from pydantic import ValidationError
 
@@ -69,7 +70,17 @@ _WHOLE_FILE = 1 << 20
 
 ``file_digest`` zeroes a 256 KiB buffer on every call: for the few-KB files of a typical bundle that was a
 quarter of the instructions of loading and replaying it (callgrind, docs/performance.md "Check")."""
-_GROWN = 1 << 16  # read size for what a small file may have grown since fstat
+
+
+def _contents(handle: IO[bytes], limit: int) -> bytes | None:
+    """The whole contents of an open regular file, or None (nothing read) when it is over ``limit`` bytes.
+    ``read(n)`` allocates n bytes before reading: the file's size, then what it may have grown since."""
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        return None
+    data = handle.read(size)
+    grown = handle.read()
+    return data + grown if grown else data
 
 
 def file_sha256(path: Path) -> str:
@@ -78,17 +89,11 @@ def file_sha256(path: Path) -> str:
 
     Raises FileNotFoundError when absent, ``_files.UnsafeFileError`` when not a regular file.
     """
-    fd = _files.open_regular(path)
-    with os.fdopen(fd, "rb") as handle:
-        size = os.fstat(fd).st_size
-        if size > _WHOLE_FILE:
+    with os.fdopen(_files.open_regular(path), "rb") as handle:
+        data = _contents(handle, _WHOLE_FILE)
+        if data is None:
             return hashlib.file_digest(handle, ALGORITHM).hexdigest()
-        # read(n) allocates n bytes before reading: the file's size, then small reads for what it may have
-        # grown since fstat (reading up to 1 MiB at once would take 1 MiB for a 2 KB file)
-        digest = hashlib.sha256(handle.read(size))
-        while chunk := handle.read(_GROWN):
-            digest.update(chunk)
-        return digest.hexdigest()
+        return hashlib.sha256(data).hexdigest()
 
 
 KEPT_LIMIT = 16 << 20
@@ -96,20 +101,14 @@ KEPT_LIMIT = 16 << 20
 a larger one is hashed in chunks and read again to parse, so memory stays bounded (docs/format.md)."""
 
 
-def read_whole(path: Path, limit: int | None = None) -> bytes | None:
+def read_whole(path: Path, limit: int) -> bytes | None:
     """The bytes of the regular file at ``path``, symlinks refused (what :func:`file_sha256` hashes, kept);
     None when it is larger than ``limit`` bytes (nothing read).
 
     Raises FileNotFoundError when absent, ``_files.UnsafeFileError`` when not a regular file.
     """
-    fd = _files.open_regular(path)
-    with os.fdopen(fd, "rb") as handle:
-        size = os.fstat(fd).st_size
-        if limit is not None and size > limit:
-            return None
-        data = handle.read(size)
-        grown = handle.read()  # what it may have grown since fstat
-        return data + grown if grown else data
+    with os.fdopen(_files.open_regular(path), "rb") as handle:
+        return _contents(handle, limit)
 
 
 def compute_integrity(path: str | os.PathLike[str], extra_files: Sequence[str] = ()) -> IntegrityRecord:

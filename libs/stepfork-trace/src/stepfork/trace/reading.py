@@ -222,11 +222,26 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
             events.jsonl), ``unsupported_schema`` (schema_version other than "0.1"). ``line`` is set for
             problems inside events.jsonl.
     """
-    trace = _read_trace(path)[0]
+    return _load(path)
+
+
+def _load(path: str | os.PathLike[str], verified: Mapping[str, bytes] | None = None) -> Trace:
+    """:func:`load_trace`, from the payload files' ``verified`` bytes when given (:func:`open_bundle`)."""
+    trace = _read_trace(path, verified=verified)[0]
     from stepfork.trace.concurrency import attach_facts, load_facts
 
     attach_facts(trace, load_facts(path))  # concurrency.json, when the recorder wrote one (issue 12)
     return trace
+
+
+def counted_events(manifest: TraceManifest | Trace) -> int | None:
+    """The number of events a *finished* run's manifest counts (``totals.events``), or None when the run is
+    still ``running`` (its totals are not final) or the manifest counts none (it may leave its totals out;
+    notes 1.2). The rule by which :func:`load_verified_trace` refuses a bundle cut short and ``inspect``
+    warns about one."""
+    if manifest.status == RunStatus.RUNNING or "events" not in manifest.totals.model_fields_set:
+        return None
+    return int(manifest.totals.events)
 
 
 def check_integrity(path: str | os.PathLike[str], *, keep: MutableMapping[str, bytes] | None = None) -> None:
@@ -282,16 +297,12 @@ def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
     the parsed trace, not the file twice)."""
     verified: dict[str, bytes] = {}
     check_integrity(path, keep=verified)
-    if all(name in verified for name in PAYLOAD_FILES):
-        trace = _read_trace(path, verified=verified)[0]
-        del verified
-        from stepfork.trace.concurrency import attach_facts, load_facts
-
-        attach_facts(trace, load_facts(path))
-    else:  # a bundle without integrity.json (legacy), or a URL (fetched and verified by the remote reader)
-        trace = load_trace(path)
-    counted = "events" in trace.totals.model_fields_set  # a manifest may leave its totals out (notes 1.2)
-    if counted and trace.status != RunStatus.RUNNING and trace.totals.events != len(trace.events):
+    # none kept: a bundle without integrity.json (legacy), a URL (fetched and verified by the remote reader)
+    # or a file past integrity.KEPT_LIMIT: read from disk
+    whole = all(name in verified for name in PAYLOAD_FILES)
+    trace = _load(path, verified if whole else None)
+    counted = counted_events(trace)
+    if counted is not None and counted != len(trace.events):
         bundle = url_of(path) or str(path)
         raise TraceIntegrityError(
             f"{bundle}: events.jsonl holds {len(trace.events)} event(s) but manifest.json counts "

@@ -47,7 +47,7 @@ class Inspection:
             left out (not read, not repaired), else None.
 
     ``summary()`` has ``incomplete: {events, manifest_events}`` when a finished run's events.jsonl holds
-    fewer events than its manifest counts (a bundle cut short; :func:`manifest_event_count`).
+    fewer events than its manifest counts (a bundle cut short; ``stepfork.trace.reading.counted_events``).
     """
 
     counts: SummaryBuilder
@@ -100,22 +100,12 @@ class Inspection:
         }
         if self.torn_line is not None:  # only on a crashed run read with --partial (the view's key)
             head["torn_line"] = self.torn_line
-        counted = manifest_event_count(manifest)
+        from stepfork.trace.reading import counted_events
+
+        counted = counted_events(manifest)
         if counted is not None and counts.events < counted:  # a finished run cut short (no integrity.json)
             head["incomplete"] = {"events": counts.events, "manifest_events": counted}
         return head
-
-
-def manifest_event_count(manifest: Any) -> int | None:
-    """The events a finished run's manifest counts (``totals.events``), or None when it counts none (a
-    manifest may leave its totals out; notes 1.2) or the run is still ``running`` (its totals are not
-    final). The rule of :func:`stepfork.trace.load_verified_trace`, which refuses a finished run whose
-    events.jsonl holds another number (``event_count_mismatch``); inspect shows such a bundle, warned."""
-    from stepfork.trace.models import RunStatus
-
-    if manifest.status == RunStatus.RUNNING or "events" not in manifest.totals.model_fields_set:
-        return None
-    return int(manifest.totals.events)
 
 
 class _Scan:
