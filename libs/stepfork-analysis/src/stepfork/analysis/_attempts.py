@@ -10,6 +10,7 @@ import contextlib
 import itertools
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -32,6 +33,25 @@ _STOP_WAIT = 5.0  # seconds the zygote gets to kill and reap its children when c
 def _bounded(seconds: float) -> float | None:
     """``seconds`` as a wait for threading (None, no limit, beyond what a lock's timeout accepts)."""
     return None if seconds >= threading.TIMEOUT_MAX else seconds
+
+
+def _ended_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether ``proc`` ended within ``timeout`` seconds. Where Linux gives a process descriptor, it is
+    waited for without being reaped (no sleeping poll): its process group then stays its own until it is
+    killed (no other process can take that number meanwhile)."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        with contextlib.suppress(OSError):  # no pidfd (an old kernel): wait as Popen does
+            descriptor = pidfd_open(proc.pid)
+            try:
+                return bool(select.select([descriptor], [], [], timeout)[0])
+            finally:
+                os.close(descriptor)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 class AttemptsClosed(RuntimeError):
@@ -206,11 +226,11 @@ class _ZygoteClient:
         for stop in (None, self._proc.terminate, self._proc.kill):
             if stop is not None:
                 stop()
-            try:
-                self._proc.wait(timeout=_STOP_WAIT)
+            # a process descriptor wakes this at the zygote's exit; Popen.wait(timeout) polls with sleeps
+            # of growing length and overslept it by several ms at the end of every check
+            if _ended_within(self._proc, _STOP_WAIT):
+                self._proc.wait()
                 break
-            except subprocess.TimeoutExpired:
-                continue
         self._reader.join()
         if self._proc.stdout is not None:
             self._proc.stdout.close()

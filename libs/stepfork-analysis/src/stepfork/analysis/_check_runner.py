@@ -18,7 +18,6 @@ import atexit
 import contextlib
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -28,7 +27,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from stepfork.analysis._attempts import _GRACE, FORCE_SUBPROCESS_ENV, _ZygoteBroken, _ZygoteClient
+from stepfork.analysis._attempts import (
+    _GRACE,
+    FORCE_SUBPROCESS_ENV,
+    _ended_within,
+    _ZygoteBroken,
+    _ZygoteClient,
+)
 from stepfork.analysis._check_worker import UNRESOLVABLE, VERDICT_LINE, could_not_execute
 from stepfork.analysis._zygote import died
 
@@ -234,25 +239,6 @@ class CheckRunner:
             _kill_group(proc)
         if self._zygote is not None:
             self._zygote.close()
-
-
-def _ended_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
-    """Whether ``proc`` ended within ``timeout`` seconds. Where Linux gives a process descriptor, it is
-    waited for without being reaped: its process group then stays its own until :func:`_kill_group` (no
-    other process can take that number meanwhile)."""
-    pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is not None:
-        with contextlib.suppress(OSError):  # no pidfd (an old kernel): wait as Popen does
-            descriptor = pidfd_open(proc.pid)
-            try:
-                return bool(select.select([descriptor], [], [], timeout)[0])
-            finally:
-                os.close(descriptor)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

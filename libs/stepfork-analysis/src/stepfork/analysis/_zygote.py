@@ -350,6 +350,8 @@ class _Zygote:
                     self.expire(child, now)
                 self.settle(now, gather)
         finally:
+            for child in self.children.values():  # every kill first: their exits then run side by side
+                _kill(child.pid)
             for child in self.children.values():
                 _reap(child.pid)
 
