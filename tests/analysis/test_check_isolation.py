@@ -58,6 +58,13 @@ def leaky(order_id=None):
     return quickstart.run_agent(order_id if len(SEEN) == 1 else "ORD-1002")
 
 
+def marking(order_id=None):
+    # changes module state only on a bundle without run input: its worker exits after that verdict
+    if order_id is None:
+        SEEN.append("bad")
+    return quickstart.run_agent("ORD-1002" if SEEN and order_id is not None else order_id)
+
+
 def envy(order_id=None):
     os.environ["STEPFORK_TEST_REPLAYS"] = os.environ.get("STEPFORK_TEST_REPLAYS", "") + "x"
     return quickstart.run_agent(order_id or "ORD-1002")
@@ -288,6 +295,23 @@ def test_small_batches_give_the_verdicts_of_one_batch(corpus, agent: str) -> Non
     assert [(v.verdict, v.reason, v.detail) for v in small.verdicts] == [
         (v.verdict, v.reason, v.detail) for v in one.verdicts
     ]
+
+
+@pytest.mark.parametrize("agent", ["candidates:crashy", "candidates:marking"])
+def test_a_batch_handed_ahead_to_a_worker_that_ends_is_replayed_by_another(corpus, agent: str) -> None:
+    # one worker, two batches of four: the second is written to the worker while it replays the first,
+    # whose last bundle ends it (a crash; a state change); the second batch is replayed by a fresh worker
+    work, bundles, expected = corpus
+    one = _check(corpus, agent)
+    ahead = check_corpus(bundles, agent, jobs=1, batch_size=4, import_root=work)
+    if agent.endswith("marking"):  # had the state leaked, the bundles after a bad one would diverge
+        assert {v.bundle: v.verdict for v in ahead.verdicts} == expected
+    assert [(v.verdict, v.reason, v.detail) for v in ahead.verdicts] == [
+        (v.verdict, v.reason, v.detail) for v in one.verdicts
+    ]
+    first, second = {v.worker for v in ahead.verdicts[:3]}, {v.worker for v in ahead.verdicts[4:]}
+    assert len(first) == 1
+    assert first.isdisjoint(second)
 
 
 def test_each_bundle_is_timed_by_its_own_replay(corpus) -> None:

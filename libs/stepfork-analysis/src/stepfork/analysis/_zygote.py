@@ -80,6 +80,7 @@ class _Child:
     since: float = 0.0  # check batches: when the current bundle started (monotonic)
     batch_start: float = 0.0  # check batches: when the current batch started (monotonic)
     jobs_fd: int = -1  # check batches: where the zygote writes this worker's next batch
+    ahead: tuple[int, list[str]] | None = None  # check batches: (job, bundles) written before this one ends
     status: int | None = None  # its wait status, once reaped
 
 

@@ -2,12 +2,15 @@
 
 A job is a batch, ``{"id": N, "bundles": [PATH, ...]}``. A worker (a child forked from the zygote,
 :mod:`._check_batch`) replays its bundles one after another and writes one verdict line per bundle; when its
-batch ends with the agent's state as the zygote had it, it waits for the next batch on its own jobs pipe.
+batch ends with the agent's state as the zygote had it, it reads the next batch from its own jobs pipe.
 A crash or a timeout costs only the bundle being replayed (the rest of the batch goes to a fresh worker);
 the timeout is per bundle. With ``"workers": K`` in the configuration (``check_corpus``'s local pool), at
-most K workers run at once and further batches wait in :attr:`BatchZygote.queue`: a worker that finishes
-a batch gets the next one at once, without a round trip to the client (docs/check.md "Isolation and speed";
-docs/decisions.md).
+most K workers run at once and further batches wait in :attr:`BatchZygote.queue`, except one per running
+worker, written to its jobs pipe while it still replays (``_Child.ahead``): a worker that ends a batch
+goes on with the next at once, without waiting for this loop to read its last verdict (which it does in
+gathers, :data:`_GATHER`) or for the client (docs/check.md "Isolation and speed"; docs/decisions.md). A
+worker that exits instead (a crash, a timeout, a replay that changed the agent's state) never read that
+batch: it goes back to the head of the queue.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ __all__ = ["BatchZygote"]
 # still wake it at once, and it wakes by the time a batch's last verdict is due (_gather_for)
 _GATHER = 0.01
 _DRAIN_READS = 16  # reads of 64 KiB at most from a child past its deadline before it is judged (drain)
+# A batch is handed ahead only when its line fits the jobs pipe's buffer (64 KiB on Linux) with room to
+# spare: the worker reads it only when its current batch ends, and this loop must never block on the write
+_AHEAD_MAX = 16384
 
 
 class BatchZygote(_Zygote):
@@ -65,7 +71,8 @@ class BatchZygote(_Zygote):
     def dispatch(self, job: int, bundles: list[str]) -> None:
         """Start the batch ``bundles``: on an idle worker when there is one (it
         replays them in the state the zygote left it in, :func:`._check_batch.serve_batches`), else in a
-        child forked now; with a worker cap reached, the batch waits in :attr:`queue` (:meth:`pump`)."""
+        child forked now; with a worker cap reached, the batch waits in :attr:`queue` (:meth:`pump` hands
+        it ahead to a running worker, or starts it when a worker is free)."""
         if not self.idle:
             if self.cap is not None and len(self.children) >= self.cap:
                 self.queue.append((job, bundles))
@@ -73,6 +80,30 @@ class BatchZygote(_Zygote):
             self.spawn(job, bundles)
             return
         self.assign(self.idle.pop(), job, bundles)
+
+    def hand_ahead(self, job: int, bundles: list[str]) -> bool:
+        """Write the batch to a running worker that holds none ahead yet (it reads it when its current batch
+        ends; :meth:`complete` then makes it current). False when no worker can take it (none running
+        without one, the line too long for the pipe, or the write failed: the worker died)."""
+        line = line_of(bundles)
+        if len(line) > _AHEAD_MAX:
+            return False
+        for child in self.children.values():
+            if child.job is None or child.ahead is not None or child.restart or child.jobs_fd < 0:
+                continue
+            try:
+                _write_all(child.jobs_fd, line)
+            except OSError:  # it died: its end of file is read later, and another worker may take it
+                continue
+            child.ahead = (job, bundles)
+            return True
+        return False
+
+    def requeue(self, child: _Child) -> None:
+        """``child`` exits without reading the batch handed ahead to it: that batch goes first in line."""
+        if child.ahead is not None:
+            self.queue.appendleft(child.ahead)
+            child.ahead = None
 
     def assign(self, child: _Child, job: int, bundles: list[str]) -> None:
         """Hand a batch to ``child``, a worker between batches (its last answer did not say ``restart``)."""
@@ -126,11 +157,17 @@ class BatchZygote(_Zygote):
         assert child.job is not None
         done = child.job
         child.job, child.bundles, child.answered, child.deadline = None, [], 0, math.inf
-        if not child.restart:
-            if self.queue:  # the next batch first: the worker goes on while the client reads this one
-                self.assign(child, *self.queue.popleft())
-            else:
-                self.idle.append(child)
+        if child.restart:
+            self.requeue(child)
+        elif child.ahead is not None:  # it is replaying that batch already: its deadline runs on per bundle
+            child.job, child.bundles = child.ahead
+            child.ahead = None
+            child.batch_start = child.since
+            child.deadline = child.since + self.timeout
+        elif self.queue:  # the next batch first: the worker goes on while the client reads this one
+            self.assign(child, *self.queue.popleft())
+        else:
+            self.idle.append(child)
         self.send({"id": done, "kind": "batch", "verdicts": self.unsent(done)})
         modules, self.to_warm = sorted(self.to_warm), set()
         self.warm(modules)
@@ -161,6 +198,7 @@ class BatchZygote(_Zygote):
         """A worker ended: the bundle it was replaying when it died or ran out of time gets a
         ``crash`` / ``timeout`` answer; the rest of the batch goes to a fresh child; a complete batch is
         reported as ``{"id", "kind": "batch", "verdicts": [...]}``."""
+        self.requeue(child)
         if child.job is None:  # its batch was reported whole (complete); it exited or died between batches
             child.stderr.close()
             return
@@ -220,9 +258,12 @@ class BatchZygote(_Zygote):
         return True
 
     def pump(self) -> None:
-        """Start queued batches while the worker cap allows (a worker ended, or is idle)."""
+        """Start queued batches while the worker cap allows (a worker ended, or is idle), then hand the next
+        ones ahead to running workers (:meth:`hand_ahead`)."""
         while self.queue and (self.idle or self.cap is None or len(self.children) < self.cap):
             self.dispatch(*self.queue.popleft())
+        while self.queue and self.hand_ahead(*self.queue[0]):
+            self.queue.popleft()
 
     def _gather_for(self, now: float) -> float:
         """How long to let verdict lines gather: :data:`_GATHER`, or less when a batch's last verdict is
