@@ -44,14 +44,14 @@ def worker(zygote: tuple[BatchZygote, int]) -> Iterator[tuple[_Child, int, subpr
     jobs_read, jobs_write = os.pipe()
     result_read, result_write = os.pipe()
     os.set_blocking(jobs_read, False)
-    child = _Child(1, proc.pid, result_read, tempfile.TemporaryFile(), float("inf"), ["a", "b"], jobs_fd=jobs_write)
-    loop.children[result_read] = child
-    yield child, jobs_read, proc
+    with tempfile.TemporaryFile() as stderr:
+        child = _Child(1, proc.pid, result_read, stderr, float("inf"), ["a", "b"], jobs_fd=jobs_write)
+        loop.children[result_read] = child
+        yield child, jobs_read, proc
     proc.kill()
     proc.wait()
     for fd in (jobs_read, jobs_write, result_read, result_write):
         os.close(fd)
-    child.stderr.close()
 
 
 def _answer(pid: int, **fields: object) -> bytes:
