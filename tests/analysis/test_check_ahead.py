@@ -88,7 +88,7 @@ def test_a_queued_batch_is_handed_to_the_running_worker_before_its_batch_ends(zy
 
 def test_a_worker_that_exits_after_its_batch_gives_back_the_batch_handed_ahead(zygote, worker) -> None:
     loop, client_in = zygote
-    child, jobs_read, proc = worker
+    child, _, proc = worker
     loop.dispatch(2, ["c", "d"])
     loop.pump()
     assert child.ahead == (2, ["c", "d"])
