@@ -29,12 +29,39 @@ raise RuntimeError("boom at import")
 """
 
 
+# A script without a __main__ guard: its import exits (before, each bundle's replay process "died")
+EXITING = """
+import os, sys
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "imports.log"), "a") as log:
+    log.write("import\\n")
+sys.exit(0)
+"""
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     work = tmp_path_factory.mktemp("check-entrypoint")
     bundles = sorted(quickstart_corpus(work, 20, diverge_every=5))
     (work / "broken.py").write_text(BROKEN)
+    (work / "exiting.py").write_text(EXITING)
     return work, bundles
+
+
+@pytest.mark.parametrize("path", ["zygote", "subprocess"])
+def test_an_entrypoint_module_that_exits_on_import_is_raised_once(
+    work: tuple[Path, list[str]], path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, bundles = work
+    log = root / "imports.log"
+    log.unlink(missing_ok=True)
+    if path == "subprocess":
+        monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
+    with pytest.raises(EntrypointError) as raised:
+        check_corpus(bundles, "exiting:run", jobs=1, batch_size=4, import_root=root)
+    assert raised.value.code == "import_failed"
+    assert "importing it exited (SystemExit(0))" in str(raised.value)
+    assert log.read_text().splitlines() == ["import"]
 
 
 # (entrypoint, raise_as, the error, its verdict reason): an unimportable --raise-as class stops the check

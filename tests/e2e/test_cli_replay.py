@@ -178,6 +178,25 @@ def test_unresolvable_entrypoints_print_the_spec_lines_exit_2(
     assert "Traceback" not in result.text
 
 
+@pytest.mark.parametrize("status", ["", "3"])
+def test_an_entrypoint_module_that_exits_on_import_is_unresolvable_exit_2(
+    golden_copy, tmp_path: Path, status: str
+) -> None:
+    # a script without a __main__ guard: before, replay ended with the script's own status (0 for a plain
+    # sys.exit(), a "pass" in CI) and printed nothing
+    (tmp_path / "script_agent.py").write_text(f"import sys\n\nsys.exit({status})\n\ndef run():\n    pass\n")
+    bundle = golden_copy("successful_run")
+    result = run_cli("replay", bundle, "--entrypoint", "script_agent:run", cwd=tmp_path)
+    assert result.code == 2
+    lines = result.err.strip().splitlines()
+    assert lines[0] == "Unable to resolve entrypoint."
+    code = status or "None"
+    assert lines[1].startswith(f"cannot import module 'script_agent' from {tmp_path.resolve()}: importing it exited")
+    assert f"(SystemExit({code}))" in lines[1]
+    assert "if __name__ == '__main__':" in lines[1]
+    assert "Traceback" not in result.text
+
+
 def test_an_unreadable_trace_is_exit_2(tmp_path: Path) -> None:
     result = replay(tmp_path / "missing.sftrace", "golden_agents:weather_agent")
     assert result.code == 2
