@@ -191,7 +191,8 @@ def test_an_entrypoint_module_that_exits_on_import_is_unresolvable_exit_2(
     lines = result.err.strip().splitlines()
     assert lines[0] == "Unable to resolve entrypoint."
     code = status or "None"
-    assert lines[1].startswith(f"cannot import module 'script_agent' from {tmp_path.resolve()}: importing it exited")
+    where = tmp_path.resolve()
+    assert lines[1].startswith(f"cannot import module 'script_agent' from {where}: importing it exited")
     assert f"(SystemExit({code}))" in lines[1]
     assert "if __name__ == '__main__':" in lines[1]
     assert "Traceback" not in result.text
