@@ -87,7 +87,8 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
         # would end replay with the script's status, 0 for a plain sys.exit(), and no report at all)
         raise EntrypointError(
             f"cannot import module {module_name!r} from {root}: "
-            f"importing it exited (SystemExit({exc.code!r})); a module that runs as a script when imported needs its script part under `if __name__ == '__main__':`",
+            f"importing it exited (SystemExit({exc.code!r})); a module that runs as a script when imported "
+            "needs its script part under `if __name__ == '__main__':`",
             code="import_failed",
             spec=spec,
         ) from exc
