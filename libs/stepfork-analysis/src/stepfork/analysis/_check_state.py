@@ -302,6 +302,7 @@ def _slots(kind: type) -> tuple[str, ...]:
 # compared by identity). Holding what was read keeps those objects alive: no other object can take their ids.
 _Record = tuple[Any, Any, Any, bool]
 _MISSING = object()
+_END = object()  # ends each record's reads in Baseline.quick's flat comparison
 
 
 def _read_mapping(value: Any) -> tuple[Any, ...]:
@@ -411,8 +412,30 @@ class Baseline:
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
-        self.records: list[_Record] = []
-        self.snapshot = snapshot(names, self.records)
+        records: list[_Record] = []
+        self.snapshot = snapshot(names, records)
+        self.records = records
+
+    @property
+    def records(self) -> list[_Record]:
+        """What the last walk read (see ``_Record``); set from a new walk by :meth:`unchanged`."""
+        return self._records
+
+    @records.setter
+    def records(self, records: list[_Record]) -> None:
+        self._records = records
+        # :meth:`quick`'s form of them: the identity reads as (reader, object) pairs and everything they
+        # returned then in one flat tuple, each record's part followed by _END, so that one C-level pass
+        # compares them all (a part whose length changed puts _END where a read object was, or the reverse:
+        # no read returns _END); the few reads compared by value apart
+        self._identity_reads = [(reader, value) for reader, value, _, by_identity in records if by_identity]
+        then: list[Any] = []
+        for _, _, read, by_identity in records:
+            if by_identity:
+                then.extend(read)
+                then.append(_END)
+        self._identity_then = tuple(then)
+        self._value_reads = [(reader, value, read) for reader, value, read, exact in records if not exact]
 
     def quick(self) -> bool:
         """True when every object the baseline's walk read holds what it held then (the state is
@@ -421,17 +444,21 @@ class Baseline:
         Raises:
             Exception: what reading an object raises (a proxy that raises on every attribute).
         """
-        if _process_state() != self.snapshot[1:]:
+        environ, cwd, path = self.snapshot[1:]
+        current = getattr(os.environ, "_data", None)  # compared in place: no copy (see _process_state)
+        if (current if isinstance(current, dict) else dict(os.environ)) != environ:
             return False
-        is_ = operator.is_
-        for reader, value, then, by_identity in self.records:
-            now = reader(value)
-            if by_identity:
-                if len(now) != len(then) or not all(map(is_, now, then)):
-                    return False
-            elif now != then:
-                return False
-        return True
+        if os.getcwd() != cwd or tuple(sys.path) != path:
+            return False
+        now: list[Any] = []
+        extend, end = now.extend, now.append
+        for reader, value in self._identity_reads:
+            extend(reader(value))
+            end(_END)
+        then = self._identity_then
+        if len(now) != len(then) or not all(map(operator.is_, now, then)):
+            return False
+        return all(reader(value) == read for reader, value, read in self._value_reads)
 
     def unchanged(self) -> bool:
         """True when the agent's state compares equal to the baseline's snapshot: :meth:`quick` first,
