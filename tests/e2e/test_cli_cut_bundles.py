@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -65,7 +66,7 @@ def test_export_reads_a_cut_legacy_bundle_once(
     opened: list[str] = []
     real = _files.open_bundle_file
 
-    def counting(bundle: Path, name: str, *, unsafe_code: str):  # type: ignore[no-untyped-def]
+    def counting(bundle: Path, name: str, *, unsafe_code: str) -> BinaryIO:
         opened.append(name)
         return real(bundle, name, unsafe_code=unsafe_code)
 

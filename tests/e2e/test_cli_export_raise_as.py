@@ -116,7 +116,8 @@ def test_a_raise_as_function_where_a_class_goes_is_could_not_execute_not_a_regre
 ) -> None:
     # export imports nothing; the exported test resolves RAISE_AS when it runs, where a function is now
     # refused as replay refuses it (s9-cli 3): a check that never ran, not "the check ran and disagreed"
-    exported = export(work, "test_fn.py", "--raise-as", "RateLimited=rl_agent:interrupt_factory", run=in_process)
+    value = "RateLimited=rl_agent:interrupt_factory"
+    exported = export(work, "test_fn.py", "--raise-as", value, run=in_process)
     assert exported.code == 0, exported.text
     result = in_process("run", "test_fn.py", "--json", cwd=work)
     assert result.code == 2, result.text

@@ -248,6 +248,7 @@ def _unreadable(name: str, exc: OSError) -> IntegrityIssue:
         return IntegrityIssue("missing_file", f"{name} is missing", name)
     if isinstance(exc, _files.UnsafeFileError):
         what = "a symbolic link" if exc.symlink else "not a regular file"
-        return IntegrityIssue("missing_file", f"{name} is {what} (refused)", name, f"{what} (refused); {_NOT_REGULAR}")
+        detail = f"{what} (refused); {_NOT_REGULAR}"
+        return IntegrityIssue("missing_file", f"{name} is {what} (refused)", name, detail)
     why = f"cannot be read ({exc.strerror or exc})"
     return IntegrityIssue("missing_file", f"{name} {why}", name, why)

@@ -78,8 +78,8 @@ def run(
 
     for item in tests:  # a bundle given where a test belongs: say so, with the export line (issue 13)
         if is_bundle_dir(item):
-            problem = not_a_test_problem(item, "run") or f"{item} is a bundle"
-            fail(sanitize_text(problem, keep=(item,)), 2, error="not_a_test")
+            why = not_a_test_problem(item, "run") or f"{item} is a bundle"
+            fail(sanitize_text(why, keep=(item,)), 2, error="not_a_test")
     if len(tests) != 1 or tests[0].is_dir() or shard is not None or receipts is not None:
         from stepfork.cli.commands._run_many import run_many_command
 
