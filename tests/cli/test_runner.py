@@ -167,3 +167,11 @@ def test_receipt_exit_codes_and_reasons_are_the_spec_ones() -> None:
     assert Receipt(verdict="passed", reason=None, **base).exit_code == 0
     assert Receipt(verdict="failed", reason=None, **base).exit_code == 1
     assert Receipt(verdict="could_not_execute", reason="timeout", **base).exit_code == 2
+
+
+def test_builtin_modules_resolve(work: Path) -> None:
+    # builtins and sys live in the interpreter, not on a path: "cannot import module 'builtins'" made an
+    # exported test with RAISE_AS {'X': 'builtins:LookupError'} could_not_execute before it ran (s9-cli 3)
+    assert resolve_entrypoint_location("builtins:LookupError", work) is None
+    assert resolve_entrypoint_location("sys:exit", None) is None
+    assert resolve_entrypoint_location("no_such_module:X", work) == "cannot import module 'no_such_module'"

@@ -46,10 +46,6 @@ def interrupt_factory(error):
     return KeyboardInterrupt(error.message)
 
 
-def cancelled_factory(error):
-    return Cancelled(error.message)
-
-
 @trace_tool
 def quote(symbol: str) -> dict:
     try:

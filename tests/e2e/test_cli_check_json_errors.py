@@ -56,6 +56,12 @@ def test_an_entrypoint_that_cannot_be_imported_is_a_json_error(work: Path) -> No
             "Unable to resolve --raise-as class for ValueError (agent_mod:Missing): module 'agent_mod' has "
             "no attribute 'Missing'",
         ),
+        (  # a function where --raise-as names a class (s9-cli 3): refused before the corpus is replayed
+            ["--entrypoint", "agent_mod:run", "--raise-as", "ValueError=builtins:len"],
+            "raise_as_unresolvable",
+            "Unable to resolve --raise-as class for ValueError (builtins:len): 'builtins:len' is not a class "
+            "but a builtin_function_or_method; expected an Exception subclass",
+        ),
         (
             ["--entrypoint", "agent_mod:missing"],
             "entrypoint_unresolvable",

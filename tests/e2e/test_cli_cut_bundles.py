@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -53,6 +54,28 @@ def test_export_refuses_a_cut_legacy_bundle_with_replays_line(cut: Path, in_proc
         export_pytest_test(trace_path=cut, entrypoint="agent_mod:run", output_path=work / "t.py")
     assert info.value.code == "invalid_trace"
     assert str(info.value) == export.err.replace("cut.sftrace", str(cut)).rstrip("\n")
+
+
+def test_export_reads_a_cut_legacy_bundle_once(
+    cut: Path, in_process: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # strict validation read the whole bundle, then load_verified_trace read it again only to word the
+    # refusal (s9-cli 4): events.jsonl is opened once, and the line is replay's as before
+    from stepfork.trace import _files
+
+    opened: list[str] = []
+    real = _files.open_bundle_file
+
+    def counting(bundle: Path, name: str, *, unsafe_code: str) -> BinaryIO:
+        opened.append(name)
+        return real(bundle, name, unsafe_code=unsafe_code)
+
+    monkeypatch.setattr(_files, "open_bundle_file", counting)
+    done = in_process("export", "cut.sftrace", "-e", "agent_mod:run", "--output", "t.py", cwd=cut.parent)
+    assert done.code == 2, done.text
+    assert done.err.startswith("cut.sftrace: events.jsonl holds 3 event(s) but manifest.json counts 6")
+    assert opened.count("events.jsonl") == 1, opened
+    assert not (cut.parent / "t.py").exists()
 
 
 def test_inspect_warns_that_a_cut_bundle_is_incomplete(cut: Path, in_process: InProcess) -> None:

@@ -111,6 +111,24 @@ def test_a_raise_as_class_the_tree_cannot_resolve_is_could_not_execute(work: Pat
     assert "has no attribute 'RateLimited'" in receipt["detail"]
 
 
+def test_a_raise_as_function_where_a_class_goes_is_could_not_execute_not_a_regression(
+    work: Path, in_process: InProcess
+) -> None:
+    # export imports nothing; the exported test resolves RAISE_AS when it runs, where a function is now
+    # refused as replay refuses it (s9-cli 3): a check that never ran, not "the check ran and disagreed"
+    value = "RateLimited=rl_agent:interrupt_factory"
+    exported = export(work, "test_fn.py", "--raise-as", value, run=in_process)
+    assert exported.code == 0, exported.text
+    result = in_process("run", "test_fn.py", "--json", cwd=work)
+    assert result.code == 2, result.text
+    receipt = json.loads(result.out)
+    assert (receipt["verdict"], receipt["reason"]) == ("could_not_execute", "raise_as_unresolvable")
+    assert receipt["detail"] == (
+        "raise_as['RateLimited']: 'rl_agent:interrupt_factory' is not a class but a function; expected an "
+        "Exception subclass; the check cannot run, so this is not a regression"
+    )
+
+
 def test_a_type_matching_no_recorded_failure_is_written_with_a_warning(work: Path) -> None:
     result = export(work, "test_typo.py", "--raise-as", "RateLimit=rl_agent:RateLimited")
     assert result.code == 0, result.text

@@ -90,7 +90,11 @@ def test_a_step_with_no_events_exits_1_with_the_spec_message(golden_copy) -> Non
     assert human.err.strip() == "No events found at step 42."
     machine = run_cli("inspect", bundle, "--step", "42", "--json")
     assert machine.code == 1
-    assert json.loads(machine.out) == {"error": "missing_step", "message": "No events found at step 42."}
+    assert json.loads(machine.out) == {
+        "error": "missing_step",
+        "message": "No events found at step 42.",
+        "exit_code": 1,
+    }
 
 
 def test_an_unreadable_bundle_exits_2_and_json_mode_reports_unreadable_trace(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import QuickstartExport, cli_env, run_cli
+from .conftest import InProcess, QuickstartExport, cli_env, run_cli
 
 
 def cut_last_line(bundle: Path) -> None:
@@ -84,6 +84,31 @@ def test_every_command_refuses_a_bundle_that_fails_integrity_with_one_line(
     assert "DIVERGED" not in result.out
     # nothing was written
     assert not any((quickstart / name).exists() for name in ("min.sftrace", "f.sftrace", "t.py"))
+
+
+@pytest.mark.parametrize(("kind", "why"), [("symlink", "a symbolic link"), ("fifo", "not a regular file")])
+def test_a_symlinked_or_fifo_events_file_is_refused_with_validates_reason(
+    quickstart: Path, in_process: InProcess, kind: str, why: str
+) -> None:
+    # validate names what is there; replay, export, diff (every load through the integrity check) said
+    # "is listed in integrity.json but missing" (s9-cli 2)
+    shutil.copytree(quickstart / "notify.sftrace", quickstart / "intact.sftrace")
+    events = quickstart / "notify.sftrace" / "events.jsonl"
+    (quickstart / "outside.jsonl").write_bytes(events.read_bytes())
+    events.unlink()
+    events.symlink_to(quickstart / "outside.jsonl") if kind == "symlink" else os.mkfifo(events)
+    validated = in_process("validate", "notify.sftrace", cwd=quickstart)
+    reason = f"notify.sftrace/events.jsonl: {why} (refused)"
+    assert reason in validated.err, validated.text
+    line = (
+        f"{reason}; a bundle file must be a regular file inside the bundle; "
+        "run `stepfork validate --verify-integrity notify.sftrace`\n"
+    )
+    first = run_cli(*COMMANDS["replay"], cwd=quickstart) if kind == "symlink" else None
+    for command in ("replay", "export", "diff"):
+        done = first if command == "replay" and first else in_process(*COMMANDS[command], cwd=quickstart)
+        assert (done.code, done.err) == (2, line), (command, done.text)
+    assert not (quickstart / "t.py").exists()
 
 
 def test_diff_names_the_candidate_when_it_is_the_damaged_one(quickstart: Path) -> None:

@@ -563,3 +563,38 @@ def test_replay_entrypoint_imports_module_class_strings_and_reports_unmatched_ke
     assert (info.value.key, info.value.code) == ("RateLimited", "missing_attribute")
     assert info.value.detail == "module 'raise_as_agent_report' has no attribute 'Missing'"
     assert str(info.value) == f"raise_as['RateLimited']: {info.value.detail}"
+
+
+@pytest.mark.parametrize(
+    ("value", "detail"),
+    [
+        ("builtins:len", "'builtins:len' is not a class but a builtin_function_or_method"),
+        ("os.path:join", "'os.path:join' is not a class but a function"),
+        ("builtins:int", "'builtins:int' is a class that does not derive from BaseException"),
+        ("builtins:dict", "'builtins:dict' is a class that does not derive from BaseException"),
+    ],
+)
+def test_a_module_class_string_must_name_an_exception_class(value: str, detail: str) -> None:
+    """``"MODULE:CLASS"`` (``--raise-as``, an exported test's RAISE_AS) names a class: a function or any
+    other callable is refused when resolved, before anything runs, not called as a factory at the first
+    recorded failure (which gave a warning and the plain error; s9-cli 3). A factory stays the Python API's,
+    passed as the callable itself."""
+    from stepfork.replay.raise_as import RaiseAsClassError, resolve_raise_as
+
+    with pytest.raises(RaiseAsClassError) as info:
+        resolve_raise_as({"RateLimited": value})
+    error = info.value
+    assert (error.key, error.code, error.spec) == ("RateLimited", "not_an_exception_class", value)
+    assert error.detail == f"{detail}; expected an Exception subclass"
+    assert str(error) == f"raise_as['RateLimited']: {error.detail}"
+
+
+def test_a_module_class_string_naming_an_exception_class_resolves_to_it() -> None:
+    from stepfork.replay.raise_as import resolve_raise_as
+
+    assert resolve_raise_as({"A": "builtins:LookupError", "B": "builtins:KeyboardInterrupt"}) == {
+        "A": LookupError,
+        "B": KeyboardInterrupt,  # a BaseException: RaiseAs refuses it with its own reason (below)
+    }
+    factory = lambda error: LookupError(error.message)  # noqa: E731 - a callable given in code stays a factory
+    assert resolve_raise_as({"A": factory}) == {"A": factory}

@@ -40,6 +40,56 @@ def test_a_missing_listed_file_is_refused(golden_copy: Callable[..., Path]) -> N
     assert "redactions.json is listed in integrity.json but missing" in str(info.value)
 
 
+def _unsafe_events(bundle: Path, kind: str) -> Path:
+    """Put a symlink (to a copy outside the bundle) or a FIFO where the bundle's events.jsonl was."""
+    import os
+
+    events = bundle / "events.jsonl"
+    outside = bundle.parent / "outside.jsonl"
+    outside.write_bytes(events.read_bytes())
+    events.unlink()
+    if kind == "symlink":
+        events.symlink_to(outside)
+    else:
+        os.mkfifo(events)
+    return events
+
+
+@pytest.mark.parametrize(("kind", "why"), [("symlink", "a symbolic link"), ("fifo", "not a regular file")])
+def test_a_listed_file_that_is_not_a_regular_file_is_refused_saying_what_it_is(
+    golden_copy: Callable[..., Path], kind: str, why: str
+) -> None:
+    # validate says "events.jsonl: a symbolic link (refused)"; the refusal of every command that loads
+    # through the integrity check said "is listed in integrity.json but missing", which it is not
+    bundle = golden_copy("successful_run")
+    events = _unsafe_events(bundle, kind)
+    with pytest.raises(TraceIntegrityError) as info:
+        load_verified_trace(bundle)
+    assert (info.value.code, info.value.path) == ("missing_file", str(events))
+    assert str(info.value) == (
+        f"{events}: {why} (refused); a bundle file must be a regular file inside the bundle; "
+        f"run `stepfork validate --verify-integrity {bundle}`"
+    )
+    assert "missing" not in str(info.value)
+
+
+@pytest.mark.parametrize(("kind", "why"), [("symlink", "a symbolic link"), ("fifo", "not a regular file")])
+def test_integrity_verification_says_what_is_there_instead_of_a_file(
+    golden_copy: Callable[..., Path], kind: str, why: str
+) -> None:
+    from stepfork.trace.integrity import IntegrityIssue, verify_bundle_integrity
+
+    bundle = golden_copy("successful_run")
+    _unsafe_events(bundle, kind)
+    assert verify_bundle_integrity(bundle).issues == [
+        IntegrityIssue("missing_file", f"events.jsonl is {why} (refused)", "events.jsonl")
+    ]
+    (bundle / "redactions.json").unlink()
+    assert verify_bundle_integrity(bundle).issues[-1] == IntegrityIssue(
+        "missing_file", "redactions.json is missing", "redactions.json"
+    )
+
+
 def test_a_legacy_bundle_without_integrity_json_loads(golden_copy: Callable[..., Path]) -> None:
     bundle = golden_copy("successful_run")
     (bundle / "integrity.json").unlink()

@@ -10,7 +10,7 @@ import contextlib
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -72,17 +72,20 @@ def with_json_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def fail(message: str, code: int, *, error: str = "invalid_option") -> NoReturn:
+def fail(
+    message: str, code: int, *, error: str = "invalid_option", extra: Mapping[str, Any] | None = None
+) -> NoReturn:
     """Print ``message`` to stderr and exit with ``code`` (typer.Exit, so no traceback).
 
     ``error``: the machine-readable code of the error (a refused option unless the caller says otherwise),
     printed only inside :func:`json_errors`, as ``{"error": error, "message": message, "exit_code": code}``
-    on stdout (before the line on stderr; the message already sanitized by the caller)."""
+    on stdout (before the line on stderr; the message already sanitized by the caller). ``extra``: keys a
+    command adds after those three (``score``'s ``path``), JSON values; never one of the three."""
     import typer
 
     text = message.rstrip("\n")
     if _JSON_ERRORS.get():
-        emit_json({"error": error, "message": text, "exit_code": code})
+        emit_json({"error": error, "message": text, "exit_code": code, **(extra or {})})
         sys.stdout.flush()
     sys.stderr.write(text + "\n")
     sys.stderr.flush()

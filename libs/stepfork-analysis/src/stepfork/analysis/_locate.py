@@ -25,13 +25,17 @@ def resolve_entrypoint_location(entrypoint: str, import_root: Path | None) -> st
     (packages are not executed). When the module is a ``.py`` source, the attribute (its first part for
     ``mod:Cls.run``) must be bound at its top level (def, class, assignment, import, also inside if/try/
     with/for blocks); a module defining ``__getattr__`` or using ``import *`` gets the benefit of the
-    doubt. Returns None when found, else the problem in the words of spec "replay" (Common errors); the
-    form check is :func:`~stepfork.analysis.exported.entrypoint_form_problem`, shared with ``export``.
+    doubt; so does a module that is not Python source (compiled, or built into the interpreter:
+    ``builtins:LookupError``). Returns None when found, else the problem in the words of spec "replay"
+    (Common errors); the form check is :func:`~stepfork.analysis.exported.entrypoint_form_problem`, shared
+    with ``export``.
     """
     problem = entrypoint_form_problem(entrypoint)
     if problem is not None:
         return problem
     module_name, _, attribute = entrypoint.partition(":")
+    if module_name in sys.builtin_module_names:  # in the interpreter, on no path: as a compiled module
+        return None
     search: list[str] = ([str(import_root)] if import_root is not None else []) + [p or "." for p in sys.path]
     spec = None
     for part in module_name.split("."):

@@ -55,6 +55,7 @@ from stepfork.analysis.exported import (
 if TYPE_CHECKING:  # pragma: no cover - re-exported lazily by __getattr__ below
     from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
     from stepfork.replay.regression import run_regression_case
+    from stepfork.trace.bundle import Trace
 __all__ = [
     "CONSTANT_NAMES",
     "EXPORT_MODES",
@@ -310,31 +311,32 @@ def _check_entrypoint(entrypoint: str) -> None:
         raise ExportError(problem, code="invalid_entrypoint")
 
 
-def _check_bundle(trace_file: Path) -> None:
-    """ExportError ``invalid_trace`` unless the bundle passes strict validation and, when it carries
-    integrity.json or stored payload hashes, integrity verification: replay rejects a tampered bundle,
-    so a test of one could never pass (docs/decisions.md). A legacy bundle without them is accepted,
-    unless it is a finished run cut short (fewer or more events than its manifest counts): then the message
-    is the ``event_count_mismatch`` line replay prints (:func:`stepfork.trace.load_verified_trace`)."""
-    from stepfork.trace.errors import TraceIntegrityError
-    from stepfork.trace.reading import check_integrity
+def _checked_trace(trace_file: Path) -> Trace:
+    """The bundle at ``trace_file``, loaded once, or ExportError ``invalid_trace`` unless it passes strict
+    validation and, when it carries integrity.json or stored payload hashes, integrity verification:
+    replay rejects a tampered bundle, so a test of one could never pass (docs/decisions.md). A legacy
+    bundle without them is accepted, unless it is a finished run cut short (fewer or more events than its
+    manifest counts): then the message is the ``event_count_mismatch`` line replay prints
+    (:func:`stepfork.trace.load_verified_trace`, which is the load: the refusal needs no second read).
+    A bundle that cannot be loaded gets the codes strict validation finds in it."""
+    from stepfork.trace.errors import TraceIntegrityError, TraceStorageError
+    from stepfork.trace.reading import load_verified_trace
     from stepfork.trace.validation import validate_bundle
 
+    trace: Trace | None = None
+    unreadable: Exception | None = None
     try:
-        check_integrity(trace_file)
-    except TraceIntegrityError as exc:  # the one integrity line of every command, as is
+        trace = load_verified_trace(trace_file)
+    except TraceIntegrityError as exc:  # the one integrity line of every command, cut bundles' too, as is
         raise ExportError(str(exc), code="invalid_trace", path=str(trace_file)) from None
+    except (TraceStorageError, OSError) as exc:  # validation below names what is wrong, with its code
+        unreadable = exc
     result = validate_bundle(trace_file, strict=True, verify_integrity=True)
     codes = sorted({issue.code for issue in result.issues} - {"integrity_unverified"})
-    if not codes:
-        return
-    if "event_count_mismatch" in codes:  # a legacy bundle cut short: replay's one line, not the code list
-        from stepfork.trace.reading import load_verified_trace
-
-        try:
-            load_verified_trace(trace_file)
-        except TraceIntegrityError as exc:
-            raise ExportError(str(exc), code="invalid_trace", path=str(trace_file)) from None
+    if not codes and trace is not None:
+        return trace
+    if not codes:  # unreadable, though validation found nothing to name: the loader's own words
+        raise ExportError(str(unreadable), code="invalid_trace", path=str(trace_file))
     if set(codes) <= _INTEGRITY_CODES:
         raise ExportError(
             f"Export requires a bundle that passes integrity verification ({', '.join(codes)}); "
@@ -412,7 +414,6 @@ def export_pytest_test(
             run input (replay's one line), ``secret_in_command`` (see :func:`generate_pytest_source`).
         ExportExistsError: the destination exists and ``overwrite`` is false (never overwritten).
     """
-    from stepfork.trace.bundle import Trace
     from stepfork.trace.models import ToolCall
     from stepfork.trace.redaction import redact_json
 
@@ -427,8 +428,7 @@ def export_pytest_test(
             code="invalid_option",
         )
     trace_file = Path(trace_path)
-    _check_bundle(trace_file)
-    trace = Trace.load(trace_file)
+    trace = _checked_trace(trace_file)
     tool_names = {e.name for e in trace.events if isinstance(e, ToolCall)}
     unknown = sorted(set(allow_live_tools or ()) - tool_names)
     if unknown:

@@ -404,6 +404,21 @@ def _could_not_execute(message: str) -> str | None:
     return None
 
 
+# How pytest reports the RaiseAsClassError run_regression_case raises before replaying, when a RAISE_AS
+# value cannot be imported or is not an exception class (``run``'s static pre-check cannot tell a function
+# from a class, nor see inside a builtin module).
+_RAISE_AS_REFUSED = "stepfork.replay.raise_as.RaiseAsClassError: "
+
+
+def _raise_as_refused(message: str) -> str | None:
+    """The RaiseAsClassError's own text in a failure message (``raise_as['TYPE']: <why>``), or None."""
+    for line in message.splitlines():
+        _, found, reason = line.partition(_RAISE_AS_REFUSED)
+        if found:
+            return reason.strip()
+    return None
+
+
 def _kill_group(child: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(child.pid, signal.SIGKILL)
@@ -432,6 +447,10 @@ def _from_status(status: int, counts: dict[str, int], message: str, fields: dict
     if cannot is not None:  # the test stopped before replaying: run_regression_case's COULD_NOT_EXECUTE
         detail = f"{cannot}; the check cannot run, so this is not a regression"
         return _verdict("could_not_execute", "entrypoint_uncallable", detail, fields, counts)
+    unusable = _raise_as_refused(message)
+    if unusable is not None:  # RAISE_AS names what is not an exception class: refused before replaying
+        detail = f"{unusable}; the check cannot run, so this is not a regression"
+        return _verdict("could_not_execute", "raise_as_unresolvable", detail, fields, counts)
     if status == 1 and counts["failures"] > 0:
         detail = f"the check ran and disagreed: {message}" if message else "the check ran and disagreed"
         return _verdict("failed", None, detail, fields, counts)

@@ -29,7 +29,9 @@ What is raised for a matched entry (docs/replay.md, "Raising recorded failures a
   constructor needs more than a message, as ``ExceptionGroup``'s): ``C(message)`` with the
   RecordedDependencyError as ``__cause__`` (so only ``except C`` catches it), and a
   :class:`RaiseAsWarning`;
-- a factory ``f(error) -> Exception`` (any other callable): its exception, with the
+- a factory ``f(error) -> Exception`` (any other callable, given as the callable itself: a
+  ``"MODULE:CLASS"`` string, as ``--raise-as`` and an exported test's RAISE_AS give it, must name a class
+  deriving from BaseException, see :func:`resolve_raise_as`): its exception, with the
   RecordedDependencyError as ``__cause__``;
 - when none of that yields an ``Exception`` (``C(message)`` or the factory raises, or the factory returns
   something else, a ``KeyboardInterrupt`` or another BaseException that is not an Exception included):
@@ -91,12 +93,17 @@ def resolve_raise_as(
 
     The strings are trusted: the user wrote them (an option, a literal in their test), never the bundle.
     ``import_root`` as :func:`~stepfork.replay.entrypoint.resolve_entrypoint` (default: the working
-    directory). Other values are kept; ``None``, or anything but a mapping, is returned unchanged for
-    :class:`RaiseAs` to accept or refuse.
+    directory). A string names a CLASS (``--raise-as TYPE=MODULE:CLASS``, an exported test's RAISE_AS):
+    what it resolves to must be a class deriving from BaseException; a function or another callable is
+    refused here, not called as a factory at the first recorded failure (a factory is the Python API's,
+    given as the callable itself; docs/decisions.md). Whether a BaseException class is an ``Exception``
+    is :class:`RaiseAs`'s to refuse, with its own reason. Other values are kept; ``None``, or anything but
+    a mapping, is returned unchanged for :class:`RaiseAs` to accept or refuse.
 
     Raises:
         RaiseAsClassError: a string that is not ``MODULE:CLASS``, names a module that cannot be imported,
-            an attribute that does not exist, or something not callable.
+            an attribute that does not exist, something not callable, or (code
+            ``not_an_exception_class``) something that is not a class deriving from BaseException.
     """
     if not isinstance(mapping, Mapping):
         return mapping
@@ -108,8 +115,23 @@ def resolve_raise_as(
                 target = resolve_entrypoint(value, import_root=import_root)
             except EntrypointError as exc:
                 raise RaiseAsClassError(str(key), exc) from exc
+            problem = _not_an_exception_class(value, target)
+            if problem is not None:
+                error = EntrypointError(problem, code="not_an_exception_class", spec=value)
+                raise RaiseAsClassError(str(key), error)
         resolved[key] = target
     return resolved
+
+
+def _not_an_exception_class(spec: str, target: object) -> str | None:
+    """Why ``target``, what ``spec`` (``MODULE:CLASS``) resolved to, is not a class deriving from
+    BaseException, or None when it is one."""
+    if not isinstance(target, type):
+        what = type(target).__name__
+        return f"{spec!r} is not a class but a {what}; expected an Exception subclass"
+    if not issubclass(target, BaseException):
+        return f"{spec!r} is a class that does not derive from BaseException; expected an Exception subclass"
+    return None
 
 
 def _covers(key: str, recorded: str) -> bool:

@@ -37,11 +37,17 @@ _EXTENSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 @dataclass(frozen=True)
 class IntegrityIssue:
-    """One integrity problem: ``code`` (notes 2.4), a human message, the file concerned (or None)."""
+    """One integrity problem: ``code`` (notes 2.4), a human message, the file concerned (or None).
+
+    ``detail`` (not compared): for a ``missing_file`` issue of a listed file that exists but could not be
+    read, what is there instead, in the words ``validate`` uses for it (``a symbolic link (refused); ...``,
+    ``not a regular file (refused); ...``); None when the file is absent or for any other issue. The
+    refusal of :func:`stepfork.trace.reading.check_integrity` says it instead of "missing"."""
 
     code: str
     message: str
     file: str | None = None
+    detail: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -218,8 +224,8 @@ def verify_bundle_integrity(
                 keep[name] = whole
             else:
                 actual = file_sha256(bundle / name)
-        except OSError:
-            issues.append(IntegrityIssue("missing_file", f"{name} is missing or not a regular file", name))
+        except OSError as exc:
+            issues.append(_unreadable(name, exc))
             continue
         if actual == record.files[name]:
             verified.append(name)
@@ -229,3 +235,20 @@ def verify_bundle_integrity(
             )
     status = IntegrityStatus.MISMATCH if issues else IntegrityStatus.VERIFIED
     return IntegrityResult(status, issues, verified)
+
+
+_NOT_REGULAR = "a bundle file must be a regular file inside the bundle"
+
+
+def _unreadable(name: str, exc: OSError) -> IntegrityIssue:
+    """The ``missing_file`` issue of the listed file ``name`` that could not be opened (``exc``), saying what
+    is there: nothing (FileNotFoundError), a symlink or another non-regular file (``_files.UnsafeFileError``,
+    never followed or read: the words ``validate`` prints for it), or an unreadable file (its OS error)."""
+    if isinstance(exc, FileNotFoundError):
+        return IntegrityIssue("missing_file", f"{name} is missing", name)
+    if isinstance(exc, _files.UnsafeFileError):
+        what = "a symbolic link" if exc.symlink else "not a regular file"
+        detail = f"{what} (refused); {_NOT_REGULAR}"
+        return IntegrityIssue("missing_file", f"{name} is {what} (refused)", name, detail)
+    why = f"cannot be read ({exc.strerror or exc})"
+    return IntegrityIssue("missing_file", f"{name} {why}", name, why)

@@ -256,7 +256,10 @@ def check_integrity(path: str | os.PathLike[str], *, keep: MutableMapping[str, b
 
     Raises:
         TraceIntegrityError: one line naming the first file that does not match and recommending
-            ``stepfork validate --verify-integrity``; ``code`` is the issue's (notes 2.4).
+            ``stepfork validate --verify-integrity``; ``code`` is the issue's (notes 2.4). A listed file
+            that is there but is a symlink, a FIFO or another non-regular file (or cannot be opened) is
+            ``missing_file`` too, and the line says what it is, as ``validate`` does
+            (``events.jsonl: a symbolic link (refused); ...``), never "missing".
     """
     from stepfork.trace.integrity import verify_bundle_integrity  # integrity imports nothing from here
 
@@ -268,14 +271,18 @@ def check_integrity(path: str | os.PathLike[str], *, keep: MutableMapping[str, b
         return
     issue = result.issues[0]
     target = bundle / issue.file if issue.file else bundle
+    more = f" (and {len(result.issues) - 1} more file(s))" if len(result.issues) > 1 else ""
+    advice = f"run `stepfork validate --verify-integrity {bundle}`"
+    if issue.detail is not None:  # a symlink, a FIFO...: say what validate says, not "missing"
+        raise TraceIntegrityError(
+            f"{target}: {issue.detail}{more}; {advice}", code=issue.code, path=str(target), bundle=str(bundle)
+        )
     what = {
         "integrity_mismatch": "does not match its digest in integrity.json",
         "missing_file": "is listed in integrity.json but missing",
     }.get(issue.code, f"cannot be checked ({issue.message})")
-    more = f" (and {len(result.issues) - 1} more file(s))" if len(result.issues) > 1 else ""
     raise TraceIntegrityError(
-        f"{target} {what}{more}: the bundle changed after it was written and is refused; "
-        f"run `stepfork validate --verify-integrity {bundle}`",
+        f"{target} {what}{more}: the bundle changed after it was written and is refused; {advice}",
         code=issue.code,
         path=str(target),
         bundle=str(bundle),

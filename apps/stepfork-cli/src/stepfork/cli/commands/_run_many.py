@@ -31,7 +31,7 @@ def run_many_command(
             timeout_seconds=timeout_seconds,
         )
     except RunInputError as exc:
-        fail(str(exc), 2)
+        fail(str(exc), 2, error=exc.code)
     except OSError as exc:
-        fail(f"cannot write a receipt into {receipts}: {exc}", 2)
+        fail(f"cannot write a receipt into {receipts}: {exc}", 2, error="write_failed")
     exit_with_result(result, as_json=as_json)

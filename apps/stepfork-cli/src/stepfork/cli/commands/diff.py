@@ -1,7 +1,9 @@
 """``stepfork diff BASELINE CANDIDATE [--json] [--ignore PATH]... [--strict] [--show-ignored]``
 (spec/cli-reference.txt "diff"; volatile values: issue 12, stepfork.analysis.volatile).
 
-Exit codes: 0 behaviour equivalent, 1 meaningful behavioural difference, 2 invalid or unreadable input.
+Exit codes: 0 behaviour equivalent, 1 meaningful behavioural difference, 2 invalid or unreadable input
+(with ``--json`` also every command's error object on stdout, ``{"error": "integrity_mismatch" |
+"unreadable_trace", "message", "exit_code": 2}``: :func:`stepfork.cli.output.with_json_errors`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def diff(
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
-    from stepfork.cli.output import sanitize_text, shown
+    from stepfork.cli.output import fail, sanitize_text, shown
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
     loaded = []
@@ -38,12 +40,10 @@ def diff(
         try:  # each side on its own, so the message names the one that cannot be read
             loaded.append(load_verified_trace(path))
         except TraceIntegrityError as exc:  # the one line every command gives (issue 13)
-            typer.echo(sanitize_text(str(exc)), err=True)
-            raise typer.Exit(2) from None
+            fail(sanitize_text(str(exc)), 2, error="integrity_mismatch")
         except (TraceError, OSError) as exc:
             why = sanitize_text(str(exc), keep=(path, shown(path)))
-            typer.echo(f"Unreadable {role} bundle {shown(path)}: {why}", err=True)
-            raise typer.Exit(2) from None
+            fail(f"Unreadable {role} bundle {shown(path)}: {why}", 2, error="unreadable_trace")
     base, cand = loaded
     if base.agent_name != cand.agent_name:
         typer.echo(
@@ -78,4 +78,6 @@ def _print(result: Any, *, as_json: bool) -> NoReturn:
 
 def register(app: typer.Typer) -> None:
     """Add the ``diff`` command to ``app``."""
-    app.command("diff")(diff)
+    from stepfork.cli.output import with_json_errors
+
+    app.command("diff")(with_json_errors(diff))  # --json: an error is JSON on stdout too

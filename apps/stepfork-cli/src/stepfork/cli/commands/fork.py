@@ -5,7 +5,8 @@ Calls before step N are served from the recording, calls from N on run live (too
 in a frozen replay) and opens at the fork point; --allow-network/--allow-host as replay's. Exit codes: 0
 the forked run completed, 1 the entrypoint raised (the failed run is still recorded in OUT), 2 invalid
 input (unreadable trace, unknown step, bad --override, unresolvable entrypoint, OUT exists without
---overwrite).
+--overwrite); with ``--json`` such an error is also every command's error object on stdout, ``{"error":
+<ForkError code>, "message", "exit_code": 2}`` (:func:`stepfork.cli.output.with_json_errors`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def fork(
     ordering = parse_ordering(ordering)
     from stepfork.analysis.forking import ForkError
     from stepfork.analysis.forking import fork as run_fork
-    from stepfork.cli.output import exit_with_result
+    from stepfork.cli.output import exit_with_result, fail
     from stepfork.trace import loads_json
 
     overrides: dict[int, object] = {}
@@ -59,8 +60,7 @@ def fork(
                 raise ValueError("expected STEP=JSONFILE")
             overrides[int(key)] = loads_json(Path(file).read_bytes())
         except (OSError, ValueError) as exc:
-            typer.echo(f"Invalid --override {item}: {exc}", err=True)
-            raise typer.Exit(2) from None
+            fail(f"Invalid --override {item}: {exc}", 2, error="invalid_override")
     try:
         result = run_fork(
             path,
@@ -76,11 +76,12 @@ def fork(
             allow_hosts=allow_host or None,
         )
     except ForkError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc), 2, error=exc.code)
     exit_with_result(result, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``fork`` command to ``app``."""
-    app.command("fork")(fork)
+    from stepfork.cli.output import with_json_errors
+
+    app.command("fork")(with_json_errors(fork))  # --json: an error is JSON on stdout too

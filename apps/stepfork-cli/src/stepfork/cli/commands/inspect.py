@@ -11,7 +11,8 @@ a pointer to ``--partial``. A finished run whose events.jsonl holds fewer events
 (a legacy bundle cut short) is shown with a warning, ``incomplete`` in ``--json``.
 
 Exit 0 shown, 1 when ``--step`` matches no event, 2 for an unreadable bundle. With ``--json`` errors are
-JSON objects on stdout: ``{"error": "unreadable_trace" | "missing_step", "message": ...}``.
+also JSON objects on stdout, every command's shape (:func:`stepfork.cli.output.with_json_errors`):
+``{"error": "unreadable_trace" | "missing_step" | "invalid_option", "message": ..., "exit_code": 2 | 1}``.
 """
 
 from __future__ import annotations
@@ -69,16 +70,9 @@ def inspect(
         message = f"Unreadable bundle {shown(path)}: {sanitize_text(str(exc), keep=(path, shown(path)))}"
         if not partial and _torn_running(path, exc):
             message += "; pass --partial to inspect a run that did not finish"
-        if as_json:
-            _emit_json({"error": "unreadable_trace", "message": message})
-            raise typer.Exit(2) from None
-        fail(message, 2)
+        fail(message, 2, error="unreadable_trace")
     if step is not None and not found.at_step:
-        message = f"No events found at step {step}."
-        if as_json:
-            _emit_json({"error": "missing_step", "message": message})
-            raise typer.Exit(1)
-        fail(message, 1)
+        fail(f"No events found at step {step}.", 1, error="missing_step")
     imported = _Imported.read(path)
     if as_json:
         _stream_json(path, found, imported, step=step, errors_only=errors_only, partial=partial)
@@ -110,12 +104,6 @@ def _torn_running(path: Path, exc: Exception) -> bool:
             return opened.manifest.status == RunStatus.RUNNING
     except (TraceError, ValueError, OSError):
         return False
-
-
-def _emit_json(value: object) -> None:
-    from stepfork.cli.output import emit_json
-
-    emit_json(value)
 
 
 class _Imported:
@@ -364,4 +352,6 @@ def _render(
 
 def register(app: typer.Typer) -> None:
     """Add the ``inspect`` command to ``app``."""
-    app.command("inspect")(inspect)
+    from stepfork.cli.output import with_json_errors
+
+    app.command("inspect")(with_json_errors(inspect))  # --json: an error is JSON on stdout too

@@ -2,14 +2,15 @@
 
 Exit codes: 0 a valid minimal trace was saved; 1 no failure detected or minimization error; 2 invalid input
 (a refused mode, an --output that is the input bundle), unreadable trace or unresolvable entrypoint. The
-progress display (rich) lives here, never in the library. ``--json`` prints only the result (or
-``{"error", "message"}``) on stdout; ``--clean-replay`` is ``minimize_trace(clean_replay=True)``.
+progress display (rich) lives here, never in the library. ``--json`` prints only the result (or every
+command's error object, ``{"error", "message", "exit_code"}``: :func:`stepfork.cli.output.with_json_errors`)
+on stdout; ``--clean-replay`` is ``minimize_trace(clean_replay=True)``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
@@ -61,6 +62,7 @@ def minimize(
     import sys
 
     from stepfork.cli.options import parse_ordering
+    from stepfork.cli.output import fail, sanitize_text, shown
 
     ordering = parse_ordering(ordering)
 
@@ -70,12 +72,6 @@ def minimize(
         if not as_json:  # stdout holds the JSON document alone
             typer.echo(text)
 
-    def fail(code: str, message: str, exit_code: int) -> NoReturn:
-        if as_json:
-            typer.echo(json.dumps({"error": code, "message": message}, ensure_ascii=False))
-        typer.echo(message, err=True)
-        raise typer.Exit(exit_code) from None
-
     if mode.casefold() in ("frozen", "live", "forbidden", "manual", "derived"):
         mode = mode.casefold()  # any letter case; the library refuses the last three with its reasons
     else:
@@ -84,8 +80,8 @@ def minimize(
         mode = parse_mode(mode, "minimize")  # an unknown mode: the choices and the closest one, exit 2
 
     from stepfork.cli import htmlout
-    from stepfork.cli.output import shown
 
+    typed = tuple(str(given) for given in (path, shown(path), output, expect_output) if given is not None)
     htmlout.check_target(html, overwrite=overwrite)
     say("Stepfork Minimize\n")
     say(f"Original trace:  {shown(path)}")
@@ -96,9 +92,9 @@ def minimize(
         say(f"Agent:           {trace.agent_name}")
         say(f"Events:          {len(trace.events)}")
     except TraceIntegrityError as exc:
-        fail("integrity_mismatch", str(exc), 2)
+        fail(sanitize_text(str(exc), keep=typed), 2, error="integrity_mismatch")
     except Exception as exc:
-        fail("unreadable_trace", f"Unreadable trace: {exc}", 2)
+        fail(f"Unreadable trace: {sanitize_text(str(exc), keep=typed)}", 2, error="unreadable_trace")
     say(f"Entrypoint:      {entrypoint}")
     say(f"Mode:            {mode}\n")
 
@@ -139,7 +135,7 @@ def minimize(
     except MinimizeError as exc:
         if status is not None:
             status.stop()
-        fail(exc.code, str(exc), exc.exit_code)
+        fail(sanitize_text(str(exc), keep=typed), exc.exit_code, error=exc.code)
     if status is not None:
         status.stop()
     if as_json:
@@ -156,4 +152,6 @@ def minimize(
 
 def register(app: typer.Typer) -> None:
     """Add the ``minimize`` command to ``app``."""
-    app.command("minimize")(minimize)
+    from stepfork.cli.output import with_json_errors
+
+    app.command("minimize")(with_json_errors(minimize))  # --json: an error is JSON on stdout too

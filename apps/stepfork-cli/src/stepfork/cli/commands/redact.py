@@ -4,6 +4,8 @@ For bundles that ``stepfork validate`` warns about (``unredacted_secret``). The 
 current rules, re-hashed and gets a new integrity.json; the redactions made are listed (where and why,
 never the value). Never in place. Exit codes: 0 the copy was written, 2 invalid input (unreadable or
 tampered bundle, OUT exists without --overwrite, OUT is not a bundle directory, OUT overlaps BUNDLE).
+With ``--json`` such an error is also every command's JSON object on stdout, ``{"error": <the bundle
+error's code, or os_error>, "message", "exit_code": 2}`` (:func:`stepfork.cli.output.with_json_errors`).
 """
 
 from __future__ import annotations
@@ -32,10 +34,8 @@ def redact(
     try:
         copy = redact_bundle(bundle, output, overwrite=overwrite)
     except (TraceError, OSError) as exc:
-        if as_json:
-            code = getattr(exc, "code", "os_error")
-            typer.echo(json.dumps({"error": code, "message": str(exc)}, ensure_ascii=False))
-        fail(sanitize_text(str(exc)), 2)
+        message = sanitize_text(str(exc), keep=(bundle, output))
+        fail(message, 2, error=getattr(exc, "code", None) or "os_error")
     if as_json:
         typer.echo(json.dumps(copy.to_dict(), ensure_ascii=False))
         raise typer.Exit(0)
@@ -49,4 +49,6 @@ def redact(
 
 def register(app: typer.Typer) -> None:
     """Add the ``redact`` command to ``app``."""
-    app.command("redact")(redact)
+    from stepfork.cli.output import with_json_errors
+
+    app.command("redact")(with_json_errors(redact))  # --json: an error is JSON on stdout too

@@ -4,7 +4,8 @@
 Exit 0 passed, 1 failed (a caught regression), 2 could_not_execute (the check never ran), and 2 with one
 line, before anything runs, for bad input: a missing test, a bad option, or a refused ``--receipt`` path
 (the test file, inside the bundle, or an existing file that is not a receipt without ``--overwrite``;
-docs/decisions.md).
+docs/decisions.md). With ``--json`` such a line is also every command's error object on stdout,
+``{"error": <code>, "message", "exit_code": 2}`` (:func:`stepfork.cli.output.with_json_errors`).
 
 Several tests, a directory, ``--shard K/N`` or ``--receipts DIR`` run many tests in turn, one receipt each,
 and print a summary (:mod:`stepfork.cli.commands._run_many`, issue 17).
@@ -77,7 +78,8 @@ def run(
 
     for item in tests:  # a bundle given where a test belongs: say so, with the export line (issue 13)
         if is_bundle_dir(item):
-            fail(sanitize_text(not_a_test_problem(item, "run") or f"{item} is a bundle"), 2)
+            why = not_a_test_problem(item, "run") or f"{item} is a bundle"
+            fail(sanitize_text(why, keep=(item,)), 2, error="not_a_test")
     if len(tests) != 1 or tests[0].is_dir() or shard is not None or receipts is not None:
         from stepfork.cli.commands._run_many import run_many_command
 
@@ -87,7 +89,7 @@ def run(
     test = tests[0]
     problem = not_a_test_problem(test, "run")
     if problem is not None:
-        fail(sanitize_text(problem), 2)
+        fail(sanitize_text(problem, keep=(test,)), 2, error="not_a_test")
 
     try:
         result = run_exported_test(
@@ -99,9 +101,9 @@ def run(
             overwrite=overwrite,
         )
     except RunInputError as exc:
-        fail(str(exc), 2)
+        fail(str(exc), 2, error=exc.code)
     except OSError as exc:
-        fail(f"cannot write the receipt {receipt}: {exc}", 2)
+        fail(f"cannot write the receipt {receipt}: {exc}", 2, error="write_failed")
     if as_json:
         typer.echo(result.to_json(), nl=False)
         raise typer.Exit(result.exit_code)
@@ -142,4 +144,6 @@ def run(
 
 def register(app: typer.Typer) -> None:
     """Add the ``run`` command to ``app``."""
-    app.command("run")(run)
+    from stepfork.cli.output import with_json_errors
+
+    app.command("run")(with_json_errors(run))  # --json: an error is JSON on stdout too
