@@ -1,0 +1,254 @@
+"""The seal under asyncio (issue 11, "The network is sealed"): a connection opened *before* the sealed
+session and written through asyncio's transports is refused with ``network_sealed`` raised from the
+write itself, not swallowed by asyncio into "Fatal write error on socket transport" and a
+ConnectionResetError later. Real asyncio servers on this machine's non-loopback address (remote to the
+seal) and on 127.0.0.1; ``asyncio.run`` in each test (no plugin)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import socketserver
+import ssl
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+from seal_peers import Hello, host_address
+
+from stepfork.replay import ReplayPolicyError, ReplaySession
+from stepfork.trace import record, trace_tool
+
+
+@trace_tool
+def lookup(city: str) -> str:
+    return f"{city}: sunny"
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    path = tmp_path / "run.sftrace"
+    with record("net", output=path):
+        lookup("Paris")
+    return path
+
+
+@pytest.fixture
+def asyncio_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.DEBUG, logger="asyncio")
+    return caplog
+
+
+def fatal_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "asyncio" and "Fatal" in r.getMessage()]
+
+
+class Echo:
+    """An asyncio echo server (upper-cased replies) that keeps every byte it receives."""
+
+    def __init__(self) -> None:
+        self.received: list[bytes] = []
+        self.connections = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        while data := await reader.read(1024):
+            self.received.append(data)
+            writer.write(data.upper())
+            await writer.drain()
+        writer.close()
+
+
+async def echo_roundtrip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes) -> bytes:
+    writer.write(data)
+    await writer.drain()
+    return await asyncio.wait_for(reader.readexactly(len(data)), 5)
+
+
+def test_asyncio_streams_opened_before_the_session_are_refused_at_write(
+    bundle: Path, asyncio_log: pytest.LogCaptureFixture
+) -> None:
+    echo = Echo()
+
+    async def main() -> tuple[ReplaySession, list[ReplayPolicyError], bool]:
+        server = await asyncio.start_server(echo.handle, "0.0.0.0", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            reader, writer = await asyncio.open_connection(host_address(), port)
+            assert await echo_roundtrip(reader, writer, b"before ") == b"BEFORE "
+            refused = []
+            with ReplaySession.from_trace(bundle) as session:
+                with pytest.raises(ReplayPolicyError) as info:
+                    writer.write(b"during")
+                    await writer.drain()
+                refused.append(info.value)
+                with pytest.raises(ReplayPolicyError) as info:  # 3.12+: sendmsg past write()
+                    writer.writelines([b"during", b"lines"])
+                    await writer.drain()
+                refused.append(info.value)
+            closing = writer.is_closing()
+            # the connection is intact: after the session it is live again
+            assert await echo_roundtrip(reader, writer, b"after") == b"AFTER"
+            writer.close()
+            await writer.wait_closed()
+        return session, refused, closing
+
+    session, refused, closing = asyncio.run(main())
+    assert [e.code for e in refused] == ["network_sealed", "network_sealed"]
+    assert f"{host_address()}:" in str(refused[0])
+    assert session.divergence is refused[0]
+    assert not closing
+    assert b"during" not in b"".join(echo.received)
+    assert fatal_errors(asyncio_log) == []
+
+
+@pytest.fixture
+def tls() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(server, client) contexts with a certificate for this machine's address."""
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert(host_address()).configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    return server_context, client_context
+
+
+def test_an_asyncio_tls_stream_opened_before_the_session_is_refused_before_encryption(
+    bundle: Path, tls: tuple[ssl.SSLContext, ssl.SSLContext], asyncio_log: pytest.LogCaptureFixture
+) -> None:
+    echo = Echo()
+    server_context, client_context = tls
+
+    async def main() -> tuple[ReplaySession, ReplayPolicyError]:
+        server = await asyncio.start_server(echo.handle, "0.0.0.0", 0, ssl=server_context)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            reader, writer = await asyncio.open_connection(host_address(), port, ssl=client_context)
+            assert await echo_roundtrip(reader, writer, b"hello") == b"HELLO"
+            with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayPolicyError) as info:
+                writer.write(b"secret prompt")
+                await writer.drain()
+            assert await echo_roundtrip(reader, writer, b"bye") == b"BYE"
+            writer.close()
+            await writer.wait_closed()
+        return session, info.value
+
+    session, error = asyncio.run(main())
+    assert error.code == "network_sealed"
+    assert session.divergence is error
+    assert b"secret prompt" not in b"".join(echo.received)
+    assert fatal_errors(asyncio_log) == []
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    Hello.requests = 0
+    with socketserver.ThreadingTCPServer(("0.0.0.0", 0), Hello) as srv:
+        srv.daemon_threads = True
+        threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True).start()
+        yield f"http://{host_address()}:{srv.server_address[1]}/v1/models"
+        srv.shutdown()
+
+
+def test_an_httpx_async_client_reusing_its_pooled_connection_is_sealed(
+    bundle: Path, http_server: str, asyncio_log: pytest.LogCaptureFixture
+) -> None:
+    # As the sync client (test_network_seal_open_connections.py): the request raises ReplayPolicyError
+    # itself, not httpx.ReadError / RemoteProtocolError
+    import httpx
+
+    async def main() -> tuple[ReplaySession, ReplayPolicyError]:
+        async with httpx.AsyncClient(timeout=5) as client:
+            assert (await client.get(http_server)).json() == {"ok": True}
+            with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayPolicyError) as info:
+                await client.get(http_server)
+            assert (await client.get(http_server)).json() == {"ok": True}  # live again after it
+        return session, info.value
+
+    session, error = asyncio.run(main())
+    assert error.code == "network_sealed"
+    assert session.divergence is error
+    assert Hello.requests == 2  # before and after the session; none during it
+    assert fatal_errors(asyncio_log) == []
+
+
+def test_a_new_asyncio_connection_is_refused_at_connect(bundle: Path) -> None:
+    echo = Echo()
+
+    async def main() -> ReplaySession:
+        server = await asyncio.start_server(echo.handle, "0.0.0.0", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayPolicyError):
+                await asyncio.open_connection(host_address(), port)
+        return session
+
+    session = asyncio.run(main())
+    assert session.divergence is not None
+    assert session.divergence.code == "network_sealed"
+    assert echo.connections == 0
+
+
+def test_loopback_asyncio_connections_work_inside_the_session(
+    bundle: Path, asyncio_log: pytest.LogCaptureFixture
+) -> None:
+    echo = Echo()
+
+    async def main() -> ReplaySession:
+        server = await asyncio.start_server(echo.handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            pooled = await asyncio.open_connection("127.0.0.1", port)  # opened before the session
+            with ReplaySession.from_trace(bundle) as session:
+                assert await echo_roundtrip(*pooled, b"db") == b"DB"
+                pooled[1].writelines([b"a", b"b"])
+                await pooled[1].drain()
+                assert await asyncio.wait_for(pooled[0].readexactly(2), 5) == b"AB"
+                fresh = await asyncio.open_connection("localhost", port)
+                assert await echo_roundtrip(*fresh, b"query") == b"QUERY"
+                assert lookup("Paris") == "Paris: sunny"  # the replay itself goes on
+            for _, writer in (pooled, fresh):
+                writer.close()
+                await writer.wait_closed()
+        return session
+
+    session = asyncio.run(main())
+    assert session.divergence is None
+    assert fatal_errors(asyncio_log) == []
+
+
+def test_an_asyncio_datagram_endpoint_opened_before_the_session_is_refused_at_sendto(
+    bundle: Path, asyncio_log: pytest.LogCaptureFixture
+) -> None:
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("0.0.0.0", 0))
+    receiver.settimeout(5)
+    target = (host_address(), receiver.getsockname()[1])
+
+    async def main() -> list[ReplayPolicyError]:
+        loop = asyncio.get_running_loop()
+        connected, _ = await loop.create_datagram_endpoint(asyncio.DatagramProtocol, remote_addr=target)
+        unconnected, _ = await loop.create_datagram_endpoint(
+            asyncio.DatagramProtocol, local_addr=("0.0.0.0", 0)
+        )
+        refused = []
+        with ReplaySession.from_trace(bundle):
+            for send in (lambda: connected.sendto(b"metric:1|c"), lambda: unconnected.sendto(b"x", target)):
+                with pytest.raises(ReplayPolicyError) as info:
+                    send()
+                refused.append(info.value)
+        connected.sendto(b"after")
+        closing = connected.is_closing() or unconnected.is_closing()
+        connected.close()
+        unconnected.close()
+        assert not closing
+        return refused
+
+    with receiver:
+        refused = asyncio.run(main())
+        assert receiver.recv(64) == b"after"  # the first datagram to arrive: none was sent under the seal
+    assert [e.code for e in refused] == ["network_sealed", "network_sealed"]
+    assert fatal_errors(asyncio_log) == []
