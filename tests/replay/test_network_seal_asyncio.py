@@ -7,13 +7,15 @@ seal) and on 127.0.0.1; ``asyncio.run`` in each test (no plugin)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import socketserver
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import trustme
@@ -21,6 +23,8 @@ from seal_peers import Hello, host_address
 
 from stepfork.replay import ReplayPolicyError, ReplaySession
 from stepfork.trace import record, trace_tool
+
+T = TypeVar("T")
 
 
 @trace_tool
@@ -62,6 +66,35 @@ class Echo:
         writer.close()
 
 
+@contextlib.asynccontextmanager
+async def serving(echo: Echo, host: str, tls: ssl.SSLContext | None = None) -> AsyncIterator[int]:
+    """Serve ``echo`` on ``host``; yield the port. Closed without waiting for its connections (3.12+'s
+    ``async with server`` does): a failing test must fail, not hang on a connection it left open."""
+    server = await asyncio.start_server(echo.handle, host, 0, ssl=tls)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+
+
+def run(main: Awaitable[T]) -> T:
+    """``asyncio.run`` with a bound: a hung test fails after 20 s."""
+
+    async def bounded() -> T:
+        return await asyncio.wait_for(main, 20)
+
+    return asyncio.run(bounded())
+
+
+async def send(writer: asyncio.StreamWriter, *chunks: bytes) -> None:
+    """What an agent does: ``write`` (``writelines`` for several chunks), then ``await drain()``."""
+    if len(chunks) == 1:
+        writer.write(chunks[0])
+    else:
+        writer.writelines(chunks)
+    await writer.drain()
+
+
 async def echo_roundtrip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes) -> bytes:
     writer.write(data)
     await writer.drain()
@@ -74,20 +107,16 @@ def test_asyncio_streams_opened_before_the_session_are_refused_at_write(
     echo = Echo()
 
     async def main() -> tuple[ReplaySession, list[ReplayPolicyError], bool]:
-        server = await asyncio.start_server(echo.handle, "0.0.0.0", 0)
-        port = server.sockets[0].getsockname()[1]
-        async with server:
+        async with serving(echo, "0.0.0.0") as port:
             reader, writer = await asyncio.open_connection(host_address(), port)
             assert await echo_roundtrip(reader, writer, b"before ") == b"BEFORE "
             refused = []
             with ReplaySession.from_trace(bundle) as session:
                 with pytest.raises(ReplayPolicyError) as info:
-                    writer.write(b"during")
-                    await writer.drain()
+                    await send(writer, b"during")
                 refused.append(info.value)
                 with pytest.raises(ReplayPolicyError) as info:  # 3.12+: sendmsg past write()
-                    writer.writelines([b"during", b"lines"])
-                    await writer.drain()
+                    await send(writer, b"during", b"lines")
                 refused.append(info.value)
             closing = writer.is_closing()
             # the connection is intact: after the session it is live again
@@ -96,7 +125,7 @@ def test_asyncio_streams_opened_before_the_session_are_refused_at_write(
             await writer.wait_closed()
         return session, refused, closing
 
-    session, refused, closing = asyncio.run(main())
+    session, refused, closing = run(main())
     assert [e.code for e in refused] == ["network_sealed", "network_sealed"]
     assert f"{host_address()}:" in str(refused[0])
     assert session.divergence is refused[0]
@@ -123,20 +152,17 @@ def test_an_asyncio_tls_stream_opened_before_the_session_is_refused_before_encry
     server_context, client_context = tls
 
     async def main() -> tuple[ReplaySession, ReplayPolicyError]:
-        server = await asyncio.start_server(echo.handle, "0.0.0.0", 0, ssl=server_context)
-        port = server.sockets[0].getsockname()[1]
-        async with server:
+        async with serving(echo, "0.0.0.0", server_context) as port:
             reader, writer = await asyncio.open_connection(host_address(), port, ssl=client_context)
             assert await echo_roundtrip(reader, writer, b"hello") == b"HELLO"
             with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayPolicyError) as info:
-                writer.write(b"secret prompt")
-                await writer.drain()
+                await send(writer, b"secret prompt")
             assert await echo_roundtrip(reader, writer, b"bye") == b"BYE"
             writer.close()
             await writer.wait_closed()
         return session, info.value
 
-    session, error = asyncio.run(main())
+    session, error = run(main())
     assert error.code == "network_sealed"
     assert session.divergence is error
     assert b"secret prompt" not in b"".join(echo.received)
@@ -168,7 +194,7 @@ def test_an_httpx_async_client_reusing_its_pooled_connection_is_sealed(
             assert (await client.get(http_server)).json() == {"ok": True}  # live again after it
         return session, info.value
 
-    session, error = asyncio.run(main())
+    session, error = run(main())
     assert error.code == "network_sealed"
     assert session.divergence is error
     assert Hello.requests == 2  # before and after the session; none during it
@@ -179,14 +205,12 @@ def test_a_new_asyncio_connection_is_refused_at_connect(bundle: Path) -> None:
     echo = Echo()
 
     async def main() -> ReplaySession:
-        server = await asyncio.start_server(echo.handle, "0.0.0.0", 0)
-        port = server.sockets[0].getsockname()[1]
-        async with server:
+        async with serving(echo, "0.0.0.0") as port:
             with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayPolicyError):
                 await asyncio.open_connection(host_address(), port)
         return session
 
-    session = asyncio.run(main())
+    session = run(main())
     assert session.divergence is not None
     assert session.divergence.code == "network_sealed"
     assert echo.connections == 0
@@ -198,14 +222,11 @@ def test_loopback_asyncio_connections_work_inside_the_session(
     echo = Echo()
 
     async def main() -> ReplaySession:
-        server = await asyncio.start_server(echo.handle, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        async with server:
+        async with serving(echo, "127.0.0.1") as port:
             pooled = await asyncio.open_connection("127.0.0.1", port)  # opened before the session
             with ReplaySession.from_trace(bundle) as session:
                 assert await echo_roundtrip(*pooled, b"db") == b"DB"
-                pooled[1].writelines([b"a", b"b"])
-                await pooled[1].drain()
+                await send(pooled[1], b"a", b"b")
                 assert await asyncio.wait_for(pooled[0].readexactly(2), 5) == b"AB"
                 fresh = await asyncio.open_connection("localhost", port)
                 assert await echo_roundtrip(*fresh, b"query") == b"QUERY"
@@ -215,7 +236,7 @@ def test_loopback_asyncio_connections_work_inside_the_session(
                 await writer.wait_closed()
         return session
 
-    session = asyncio.run(main())
+    session = run(main())
     assert session.divergence is None
     assert fatal_errors(asyncio_log) == []
 
@@ -248,7 +269,55 @@ def test_an_asyncio_datagram_endpoint_opened_before_the_session_is_refused_at_se
         return refused
 
     with receiver:
-        refused = asyncio.run(main())
+        refused = run(main())
         assert receiver.recv(64) == b"after"  # the first datagram to arrive: none was sent under the seal
     assert [e.code for e in refused] == ["network_sealed", "network_sealed"]
     assert fatal_errors(asyncio_log) == []
+
+
+def test_asyncio_sendfile_on_a_connection_opened_before_the_session_is_refused(
+    bundle: Path, tmp_path: Path
+) -> None:
+    # loop.sock_sendfile / loop.sendfile send with os.sendfile on the descriptor, past socket.send
+    echo = Echo()
+    secret = tmp_path / "payload.txt"
+    secret.write_bytes(b"SECRET-VIA-SENDFILE")
+
+    async def main() -> list[ReplayPolicyError]:
+        loop = asyncio.get_running_loop()
+        async with serving(echo, "0.0.0.0") as port:
+            sock = socket.create_connection((host_address(), port), timeout=5)
+            sock.setblocking(False)
+            reader, writer = await asyncio.open_connection(host_address(), port)
+            refused = []
+            with sock, secret.open("rb") as f, ReplaySession.from_trace(bundle):
+                with pytest.raises(ReplayPolicyError) as info:
+                    await loop.sock_sendfile(sock, f)
+                refused.append(info.value)
+                with pytest.raises(ReplayPolicyError) as info:
+                    await loop.sendfile(writer.transport, f)
+                refused.append(info.value)
+            assert await echo_roundtrip(reader, writer, b"after") == b"AFTER"
+            writer.close()
+        return refused
+
+    refused = run(main())
+    assert [e.code for e in refused] == ["network_sealed", "network_sealed"]
+    assert b"SECRET" not in b"".join(echo.received)
+
+
+def test_the_asyncio_hooks_are_skipped_where_asyncio_lacks_a_transport_class(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # asyncio's transports are private names: where one is missing (a later Python) the seal still installs,
+    # the socket hooks still refuse, and everything is restored after the session
+    import asyncio.sslproto
+
+    sslproto_write = vars(asyncio.sslproto._SSLProtocolTransport)["write"]
+    monkeypatch.delattr(asyncio.selector_events, "_SelectorDatagramTransport")
+    with ReplaySession.from_trace(bundle) as session:
+        assert vars(asyncio.sslproto._SSLProtocolTransport)["write"] is not sslproto_write
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe, pytest.raises(ReplayPolicyError):
+            probe.sendto(b"x", ("192.0.2.10", 9))
+    assert vars(asyncio.sslproto._SSLProtocolTransport)["write"] is sslproto_write
+    assert session.divergence is not None

@@ -15,7 +15,6 @@ from typing import ClassVar
 
 import pytest
 import trustme
-
 from seal_peers import Hello, host_address
 
 from stepfork.replay import ReplayPolicyError, ReplaySession

@@ -341,7 +341,9 @@ def _hooks() -> list[tuple[Any, str, Any]]:
     ssl = sys.modules.get("ssl")
     if ssl is not None:
         hooks += [(ssl.SSLSocket, name, wrapper) for name, wrapper in _SSL_HOOKS.items()]
-    return hooks
+    from stepfork.replay.network_asyncio import asyncio_hooks  # imports this module's checks
+
+    return hooks + asyncio_hooks()
 
 
 _installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) while the hooks are in place
