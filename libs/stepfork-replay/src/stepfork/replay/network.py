@@ -21,7 +21,11 @@ Hooks (what Python gives; installed while at least one sealed session is active,
   socket connected by an earlier live run in the same process) needs no new connect, so the first send on
   each socket checks its peer; a remote one is refused before the bytes are sent. TLS is checked before
   encryption (``SSLSocket``; asyncio's TLS writes through the plain socket's ``send``). The verdict is kept
-  per socket until the next connect or the next change of sealed sessions.
+  per socket until the next connect or the next change of sealed sessions;
+- asyncio's transports (``write``/``writelines``/``sendto``) and ``loop.sock_sendfile``/``sendfile``
+  (:mod:`stepfork.replay.network_asyncio`): the same peer check on entry, before asyncio's own
+  ``try``/``except``, which would turn the refusal into "Fatal write error on socket transport" and a
+  ``ConnectionResetError`` at the agent's next read.
 
 Loopback includes IPv4-mapped IPv6 loopback (``::ffff:127.0.0.1``, a dual-stack socket's view of a local
 server).
