@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import socket
 import socketserver
@@ -179,12 +180,13 @@ def http_server() -> Iterator[str]:
         srv.shutdown()
 
 
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
 def test_an_httpx_async_client_reusing_its_pooled_connection_is_sealed(
-    bundle: Path, http_server: str, asyncio_log: pytest.LogCaptureFixture
+    library: str, bundle: Path, http_server: str, asyncio_log: pytest.LogCaptureFixture
 ) -> None:
     # As the sync client (test_network_seal_open_connections.py): the request raises ReplayPolicyError
-    # itself, not httpx.ReadError / RemoteProtocolError
-    import httpx
+    # itself, not httpx.ReadError / RemoteProtocolError (httpx2: the SDKs' fork of httpx, the same pool)
+    httpx = importlib.import_module(library)
 
     async def main() -> tuple[ReplaySession, ReplayPolicyError]:
         async with httpx.AsyncClient(timeout=5) as client:
@@ -309,15 +311,35 @@ def test_asyncio_sendfile_on_a_connection_opened_before_the_session_is_refused(
 def test_the_asyncio_hooks_are_skipped_where_asyncio_lacks_a_transport_class(
     bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # asyncio's transports are private names: where one is missing (a later Python) the seal still installs,
-    # the socket hooks still refuse, and everything is restored after the session
+    # asyncio's transports are private names: where one is missing (a later Python) the seal still installs
+    # the others, the socket hooks still refuse, and every class is as it was after the session (3.11's
+    # inherited writelines is not copied onto the class)
+    import asyncio.proactor_events  # the Windows transports: hooked too when their module is loaded
+    import asyncio.selector_events
     import asyncio.sslproto
 
-    sslproto_write = vars(asyncio.sslproto._SSLProtocolTransport)["write"]
+    classes = [
+        asyncio.selector_events._SelectorSocketTransport,
+        asyncio.sslproto._SSLProtocolTransport,
+        asyncio.proactor_events._ProactorBaseWritePipeTransport,
+        asyncio.proactor_events._ProactorDatagramTransport,
+        asyncio.BaseEventLoop,
+    ]
+    before = [dict(vars(cls)) for cls in classes]
     monkeypatch.delattr(asyncio.selector_events, "_SelectorDatagramTransport")
     with ReplaySession.from_trace(bundle) as session:
-        assert vars(asyncio.sslproto._SSLProtocolTransport)["write"] is not sslproto_write
+        during = [dict(vars(cls)) for cls in classes]
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe, pytest.raises(ReplayPolicyError):
             probe.sendto(b"x", ("192.0.2.10", 9))
-    assert vars(asyncio.sslproto._SSLProtocolTransport)["write"] is sslproto_write
+    assert [dict(vars(cls)) for cls in classes] == before
+    changed = [
+        {name for name in was if now[name] is not was[name]} | set(now) - set(was)
+        for was, now in zip(before, during, strict=True)
+    ]
+    assert changed[:3] == [
+        {"write"} | ({"writelines"} if "writelines" in before[0] else set()),
+        {"write", "writelines"},
+        {"write"},
+    ]
+    assert changed[3:] == [{"sendto"}, {"sock_sendfile", "sendfile"}]
     assert session.divergence is not None
