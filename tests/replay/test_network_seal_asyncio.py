@@ -277,10 +277,11 @@ def test_an_asyncio_datagram_endpoint_opened_before_the_session_is_refused_at_se
     assert fatal_errors(asyncio_log) == []
 
 
-def test_asyncio_sendfile_on_a_connection_opened_before_the_session_is_refused(
+def test_the_loops_socket_methods_on_a_connection_opened_before_the_session_are_refused(
     bundle: Path, tmp_path: Path
 ) -> None:
-    # loop.sock_sendfile / loop.sendfile send with os.sendfile on the descriptor, past socket.send
+    # loop.sock_sendfile / loop.sendfile send with os.sendfile on the descriptor, past socket.send;
+    # loop.sock_sendall calls socket.send outside any try of asyncio's
     echo = Echo()
     secret = tmp_path / "payload.txt"
     secret.write_bytes(b"SECRET-VIA-SENDFILE")
@@ -294,6 +295,9 @@ def test_asyncio_sendfile_on_a_connection_opened_before_the_session_is_refused(
             refused = []
             with sock, secret.open("rb") as f, ReplaySession.from_trace(bundle):
                 with pytest.raises(ReplayPolicyError) as info:
+                    await loop.sock_sendall(sock, b"SECRET-VIA-SOCK-SENDALL")
+                refused.append(info.value)
+                with pytest.raises(ReplayPolicyError) as info:
                     await loop.sock_sendfile(sock, f)
                 refused.append(info.value)
                 with pytest.raises(ReplayPolicyError) as info:
@@ -304,7 +308,7 @@ def test_asyncio_sendfile_on_a_connection_opened_before_the_session_is_refused(
         return refused
 
     refused = run(main())
-    assert [e.code for e in refused] == ["network_sealed", "network_sealed"]
+    assert [e.code for e in refused] == ["network_sealed"] * 3
     assert b"SECRET" not in b"".join(echo.received)
 
 
