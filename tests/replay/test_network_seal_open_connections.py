@@ -15,6 +15,7 @@ from typing import ClassVar
 
 import pytest
 import trustme
+from seal_peers import Hello, host_address
 
 from stepfork.replay import ReplayPolicyError, ReplaySession
 from stepfork.trace import record, trace_tool
@@ -31,15 +32,6 @@ def bundle(tmp_path: Path) -> Path:
     with record("net", output=path):
         lookup("Paris")
     return path
-
-
-def host_address() -> str:
-    """This machine's address on its default route (no datagram is sent by a UDP connect)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect(("192.0.2.1", 9))
-        address = str(probe.getsockname()[0])
-    assert not address.startswith("127."), "the test needs a non-loopback interface"
-    return address
 
 
 class Recorder(socketserver.BaseRequestHandler):
@@ -148,25 +140,6 @@ def test_a_tls_connection_opened_before_the_session_is_refused_before_encryption
         tls.sendall(b"bye")
         assert tls.recv(16) == b"BYE"
     assert b"secret prompt" not in b"".join(Recorder.received)
-
-
-class Hello(socketserver.StreamRequestHandler):
-    """A keep-alive HTTP/1.1 server: answers every request on the connection with a small JSON body."""
-
-    requests: ClassVar[int] = 0
-
-    def handle(self) -> None:
-        while self.rfile.readline() not in (b"", b"\r\n"):  # the request line
-            while self.rfile.readline() not in (b"", b"\r\n"):  # its headers (no body: GET)
-                pass
-            Hello.requests += 1
-            body = b'{"ok": true}'
-            self.wfile.write(
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                + f"content-length: {len(body)}\r\n\r\n".encode()
-                + body
-            )
-            self.wfile.flush()
 
 
 def test_an_httpx_client_reusing_its_pooled_connection_is_sealed(bundle: Path) -> None:

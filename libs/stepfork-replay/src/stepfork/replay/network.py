@@ -21,7 +21,11 @@ Hooks (what Python gives; installed while at least one sealed session is active,
   socket connected by an earlier live run in the same process) needs no new connect, so the first send on
   each socket checks its peer; a remote one is refused before the bytes are sent. TLS is checked before
   encryption (``SSLSocket``; asyncio's TLS writes through the plain socket's ``send``). The verdict is kept
-  per socket until the next connect or the next change of sealed sessions.
+  per socket until the next connect or the next change of sealed sessions;
+- asyncio's transports (``write``/``writelines``/``sendto``) and ``loop.sock_sendfile``/``sendfile``
+  (:mod:`stepfork.replay.network_asyncio`): the same peer check on entry, before asyncio's own
+  ``try``/``except``, which would turn the refusal into "Fatal write error on socket transport" and a
+  ``ConnectionResetError`` at the agent's next read.
 
 Loopback includes IPv4-mapped IPv6 loopback (``::ffff:127.0.0.1``, a dual-stack socket's view of a local
 server).
@@ -341,7 +345,9 @@ def _hooks() -> list[tuple[Any, str, Any]]:
     ssl = sys.modules.get("ssl")
     if ssl is not None:
         hooks += [(ssl.SSLSocket, name, wrapper) for name, wrapper in _SSL_HOOKS.items()]
-    return hooks
+    from stepfork.replay.network_asyncio import asyncio_hooks  # imports this module's checks
+
+    return hooks + asyncio_hooks()
 
 
 _installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) while the hooks are in place
