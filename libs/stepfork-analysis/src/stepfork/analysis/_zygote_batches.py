@@ -293,4 +293,8 @@ class BatchZygote(_Zygote):
         if self.progress:
             self.flush()
         if gather:
-            select.select([self.proto_in], [], [], self._gather_for(now))
+            # a worker replaying the last bundle of its batch ends the wait with that verdict: the batch is
+            # then reported at once (at a run's end, the client waits for it)
+            children = self.children.values()
+            last = [c.result_fd for c in children if c.job is not None and c.answered >= len(c.bundles) - 1]
+            select.select([self.proto_in, *last], [], [], self._gather_for(now))
