@@ -19,15 +19,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from stepfork.analysis._locate import resolve_entrypoint_location
+from stepfork.analysis._pytest_outcome import from_status, junit_counts, make_receipt, utc_now, zero_counts
 from stepfork.analysis.receipt import Receipt, bundle_digest, sha256_file
 
 __all__ = ["RunInputError", "run_exported_test", "resolve_entrypoint_location"]
@@ -53,47 +52,10 @@ class RunInputError(ValueError):
         self.path = path
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _version() -> str:
     from stepfork.trace._version import __version__
 
     return __version__
-
-
-MESSAGE_LINES = 16
-"""How many lines of the first failure message a receipt's ``detail`` keeps."""
-
-
-def _junit_counts(report: Path) -> tuple[dict[str, int], str]:
-    """Counts and the first failure/error message (its first :data:`MESSAGE_LINES` lines) of a JUnit XML
-    report written by our pytest child."""
-    root = ET.parse(report).getroot()  # noqa: S314 - our own child's report in our temp dir
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for suite in suites:
-        for key in counts:
-            counts[key] += int(suite.get(key, "0") or 0)
-    message = ""
-    for case in root.iter("testcase"):
-        for kind in ("failure", "error"):
-            element = case.find(kind)
-            lines = _failure_lines(element) if element is not None else []
-            if lines and not message:
-                # the headline and its detail lines (every differing path, the hint), bounded
-                message = "\n".join(lines[:MESSAGE_LINES])
-    return counts, message
-
-
-def _failure_lines(element: ET.Element) -> list[str]:
-    """The exception text of a JUnit failure/error: pytest's ``E`` lines of the element's text (its
-    ``message`` attribute is cut after a few lines), else the ``message`` attribute."""
-    shown = [line[1:] for line in (element.text or "").splitlines() if line.startswith("E ")]
-    if shown:
-        return textwrap.dedent("\n".join(shown)).strip().splitlines()
-    return (element.get("message") or "").strip().splitlines()
 
 
 def run_exported_test(
@@ -202,12 +164,8 @@ def _bundle_path(
 
 
 def _stop(base: dict[str, Any], reason: str, detail: str, **extra: Any) -> Receipt:
-    fields = {"exit_status": None, "counts": _zero(), "command": [], "duration_ms": 0, **base, **extra}
-    return Receipt(verdict="could_not_execute", reason=reason, detail=detail, created_at=_now(), **fields)
-
-
-def _zero() -> dict[str, int]:
-    return {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    fields = {"exit_status": None, "counts": zero_counts(), "command": [], "duration_ms": 0, **base, **extra}
+    return Receipt(verdict="could_not_execute", reason=reason, detail=detail, created_at=utc_now(), **fields)
 
 
 def _classify(
@@ -379,44 +337,16 @@ def _launch(
             reason = {3: "pytest_error", 4: "pytest_error", 5: "no_tests_collected"}.get(
                 status, "report_missing"
             )
-            return _verdict(
-                "could_not_execute", reason, f"pytest wrote no report: {tail[0]}", fields, _zero()
+            return make_receipt(
+                "could_not_execute", reason, f"pytest wrote no report: {tail[0]}", fields, zero_counts()
             )
         try:
-            counts, message = _junit_counts(report)
+            counts, message = junit_counts(report)
         except (ET.ParseError, ValueError) as exc:
-            return _verdict(
-                "could_not_execute", "report_missing", f"unreadable report: {exc}", fields, _zero()
+            return make_receipt(
+                "could_not_execute", "report_missing", f"unreadable report: {exc}", fields, zero_counts()
             )
-    return _from_status(status, counts, message, fields)
-
-
-def _could_not_execute(message: str) -> str | None:
-    """The reason after ``stepfork: could not execute: `` in a failure message (the prefix
-    ``run_regression_case`` gives a check that never ran: the entrypoint cannot be called with the recorded
-    run input), or None."""
-    from stepfork.replay.regression import COULD_NOT_EXECUTE
-
-    for line in message.splitlines():
-        _, found, reason = line.partition(COULD_NOT_EXECUTE)
-        if found:
-            return reason.strip()
-    return None
-
-
-# How pytest reports the RaiseAsClassError run_regression_case raises before replaying, when a RAISE_AS
-# value cannot be imported or is not an exception class (``run``'s static pre-check cannot tell a function
-# from a class, nor see inside a builtin module).
-_RAISE_AS_REFUSED = "stepfork.replay.raise_as.RaiseAsClassError: "
-
-
-def _raise_as_refused(message: str) -> str | None:
-    """The RaiseAsClassError's own text in a failure message (``raise_as['TYPE']: <why>``), or None."""
-    for line in message.splitlines():
-        _, found, reason = line.partition(_RAISE_AS_REFUSED)
-        if found:
-            return reason.strip()
-    return None
+    return from_status(status, counts, message, fields)
 
 
 def _kill_group(child: subprocess.Popen[bytes]) -> None:
@@ -424,36 +354,3 @@ def _kill_group(child: subprocess.Popen[bytes]) -> None:
         os.killpg(child.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError, AttributeError):
         child.kill()
-
-
-def _verdict(
-    verdict: str, reason: str | None, detail: str, fields: dict[str, Any], counts: dict[str, int]
-) -> Receipt:
-    return Receipt(verdict=verdict, reason=reason, detail=detail, counts=counts, created_at=_now(), **fields)
-
-
-def _from_status(status: int, counts: dict[str, int], message: str, fields: dict[str, Any]) -> Receipt:
-    """Map pytest's exit status and JUnit counts to a verdict (the table of spec "run")."""
-    if status == 5 or (status in (0, 1) and counts["tests"] == 0):
-        return _verdict(
-            "could_not_execute", "no_tests_collected", "pytest collected no tests", fields, counts
-        )
-    if counts["errors"] > 0 or status == 2:
-        detail = f"a fixture or collection error: {message}" if message else "a fixture or collection error"
-        return _verdict("could_not_execute", "check_error", detail, fields, counts)
-    if status == 0 and counts["failures"] == 0:
-        return _verdict("passed", None, "the check ran and agreed", fields, counts)
-    cannot = _could_not_execute(message)
-    if cannot is not None:  # the test stopped before replaying: run_regression_case's COULD_NOT_EXECUTE
-        detail = f"{cannot}; the check cannot run, so this is not a regression"
-        return _verdict("could_not_execute", "entrypoint_uncallable", detail, fields, counts)
-    unusable = _raise_as_refused(message)
-    if unusable is not None:  # RAISE_AS names what is not an exception class: refused before replaying
-        detail = f"{unusable}; the check cannot run, so this is not a regression"
-        return _verdict("could_not_execute", "raise_as_unresolvable", detail, fields, counts)
-    if status == 1 and counts["failures"] > 0:
-        detail = f"the check ran and disagreed: {message}" if message else "the check ran and disagreed"
-        return _verdict("failed", None, detail, fields, counts)
-    return _verdict(
-        "could_not_execute", "pytest_error", f"pytest exited with status {status}", fields, counts
-    )
