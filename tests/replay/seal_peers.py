@@ -1,11 +1,29 @@
 """Peers for the network seal's tests: this machine's own non-loopback address (remote to the seal without
-leaving the machine) and a keep-alive HTTP/1.1 server to pool connections to."""
+leaving the machine), a keep-alive HTTP/1.1 server to pool connections to, and the one-tool run the tests
+replay."""
 
 from __future__ import annotations
 
 import socket
 import socketserver
+from pathlib import Path
 from typing import ClassVar
+
+from stepfork.trace import record, trace_tool
+
+
+@trace_tool
+def lookup(city: str) -> str:
+    """The recorded tool: the replay serves it while the test's code talks to the network."""
+    return f"{city}: sunny"
+
+
+def recorded_run(directory: Path) -> Path:
+    """A bundle of one ``lookup("Paris")`` call under ``directory``."""
+    path = directory / "run.sftrace"
+    with record("net", output=path):
+        lookup("Paris")
+    return path
 
 
 def host_address() -> str:

@@ -15,23 +15,14 @@ from typing import ClassVar
 
 import pytest
 import trustme
-from seal_peers import Hello, host_address
+from seal_peers import Hello, host_address, lookup, recorded_run
 
 from stepfork.replay import ReplayPolicyError, ReplaySession
-from stepfork.trace import record, trace_tool
-
-
-@trace_tool
-def lookup(city: str) -> str:
-    return f"{city}: sunny"
 
 
 @pytest.fixture
 def bundle(tmp_path: Path) -> Path:
-    path = tmp_path / "run.sftrace"
-    with record("net", output=path):
-        lookup("Paris")
-    return path
+    return recorded_run(tmp_path)
 
 
 class Recorder(socketserver.BaseRequestHandler):
