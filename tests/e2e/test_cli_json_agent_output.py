@@ -36,9 +36,8 @@ HARD_EXIT = "import os\n\nos._exit(0)\n\ndef run():\n    pass\n"
 def test_the_agents_prints_go_to_stderr_never_into_the_json(quickstart: Path, command: str) -> None:
     (quickstart / "noisy.py").write_text(NOISY)
     extra = ["--step", "1"] if command == "fork" else []
-    result = run_cli(
-        command, "notify.sftrace", *extra, "-e", "noisy:run_agent", "-o", "out.sftrace", "--json", cwd=quickstart
-    )
+    given = ["-e", "noisy:run_agent", "-o", "out.sftrace", "--json"]
+    result = run_cli(command, "notify.sftrace", *extra, *given, cwd=quickstart)
     document = json.loads(result.out)  # the whole of stdout, nothing before or after
     assert isinstance(document, dict)
     if command == "minimize":  # the quickstart's recording completes: nothing to minimize
@@ -55,7 +54,8 @@ def test_the_agents_prints_go_to_stderr_never_into_the_json(quickstart: Path, co
 @pytest.mark.parametrize("command", ["replay", "fork", "minimize"])
 def test_os_exit_at_import_is_an_unresolvable_entrypoint_exit_2(quickstart: Path, command: str) -> None:
     (quickstart / "hard_exit.py").write_text(HARD_EXIT)
-    extra = {"replay": [], "fork": ["--step", "1", "-o", "f.sftrace", "--json"], "minimize": ["--json"]}[command]
+    fork = ["--step", "1", "-o", "f.sftrace", "--json"]
+    extra = {"replay": [], "fork": fork, "minimize": ["--json"]}[command]
     result = run_cli(command, "notify.sftrace", "-e", "hard_exit:run", *extra, cwd=quickstart)
     assert result.code == 2, result.text
     assert "importing it called os._exit(0)" in result.err
