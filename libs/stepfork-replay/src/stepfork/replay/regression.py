@@ -138,7 +138,7 @@ def run_regression_case(
         ordering=ordering,
         ignore=ignore,
         # "MODULE:CLASS" strings are imported like the entrypoint (trusted: the user wrote them)
-        raise_as=resolve_raise_as(raise_as, import_root=import_root),
+        raise_as=resolve_raise_as(raise_as, import_root=import_root, exceptions_only=True),
         network=network,
         allow_hosts=allow_hosts,
     )
