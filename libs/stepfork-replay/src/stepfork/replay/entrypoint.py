@@ -49,6 +49,12 @@ class EntrypointCallError(EntrypointError):
         self.parameters = parameters
 
 
+class EntrypointImportExit(EntrypointError):
+    """The entrypoint's module ended the process while it was imported (``sys.exit()``, ``raise
+    SystemExit``, ``os._exit()`` at import: a script without a ``__main__`` guard); code ``import_failed``.
+    Not a verdict on the agent: the check cannot run (``stepfork run``: could_not_execute)."""
+
+
 def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None = None) -> Callable[..., Any]:
     """Import ``MODULE`` and return its attribute ``FUNCTION`` (dotted attributes allowed: ``mod:Cls.run``).
 
@@ -62,8 +68,8 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
 
     Raises:
         EntrypointError: with ``code`` ``bad_form`` ("expected the form MODULE:FUNCTION"),
-            ``import_failed`` ("cannot import module ..."), ``missing_attribute`` ("no attribute ..."),
-            ``not_callable``.
+            ``import_failed`` ("cannot import module ..."; :class:`EntrypointImportExit` when the import
+            exited), ``missing_attribute`` ("no attribute ..."), ``not_callable``.
     """
     module_name, sep, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
     if (
@@ -86,7 +92,7 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
             module = importlib.import_module(module_name)
     except _ExitCalled as exc:
         # os._exit at import ends the process at once: no report, the script's status (0 for os._exit(0))
-        raise EntrypointError(
+        raise EntrypointImportExit(
             f"cannot import module {module_name!r} from {root}: "
             f"importing it called os._exit({exc.status!r}); a module that runs as a script when imported "
             "needs its script part under `if __name__ == '__main__':`",
@@ -96,7 +102,7 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
     except SystemExit as exc:
         # a script without an `if __name__ == "__main__":` guard: an exit at import is not a verdict (it
         # would end replay with the script's status, 0 for a plain sys.exit(), and no report at all)
-        raise EntrypointError(
+        raise EntrypointImportExit(
             f"cannot import module {module_name!r} from {root}: "
             f"importing it exited (SystemExit({exc.code!r})); a module that runs as a script when imported "
             "needs its script part under `if __name__ == '__main__':`",
