@@ -65,3 +65,29 @@ def test_os_exit_at_import_is_an_unresolvable_entrypoint_exit_2(quickstart: Path
         document = json.loads(result.out)
         assert document["exit_code"] == 2
         assert "os._exit(0)" in document["message"]
+
+
+FORKS_AT_IMPORT = """
+import multiprocessing
+
+from quickstart import run_agent
+
+
+def _child():
+    pass
+
+
+_process = multiprocessing.get_context("fork").Process(target=_child)
+_process.start()
+_process.join()
+CHILD_EXIT = _process.exitcode
+"""
+
+
+def test_a_process_forked_at_import_still_ends_with_os_exit(quickstart: Path) -> None:
+    # multiprocessing's fork child ends with os._exit: refused there, the child ran replay's own code on
+    (quickstart / "forks.py").write_text(FORKS_AT_IMPORT)
+    result = run_cli("replay", "notify.sftrace", "-e", "forks:run_agent", cwd=quickstart)
+    assert result.code == 0, result.text
+    assert "Unable to resolve entrypoint" not in result.text
+    assert "Status: COMPLETED" in result.out

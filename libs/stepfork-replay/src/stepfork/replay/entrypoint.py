@@ -141,14 +141,16 @@ class _ExitCalled(BaseException):
 @contextlib.contextmanager
 def _os_exit_refused() -> Iterator[None]:
     """While the block runs, ``os._exit`` called from this thread raises :class:`_ExitCalled` instead of
-    ending the process. Other threads (a timeout's watchdog) and any call after the block (a module that
-    kept ``from os import _exit``) reach the real ``os._exit``."""
+    ending the process. Other threads (a timeout's watchdog), a process the import forked, and any call
+    after the block (a module that kept ``from os import _exit``) reach the real ``os._exit``."""
     real = os._exit
     thread = threading.get_ident()
+    pid = os.getpid()
     active = True
 
     def refuse(status: int) -> None:
-        if active and threading.get_ident() == thread:
+        # a child forked by the import (multiprocessing's fork start method ends it with os._exit) exits
+        if active and threading.get_ident() == thread and os.getpid() == pid:
             raise _ExitCalled(status)
         real(status)
 
