@@ -38,6 +38,9 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "imports.log"
 sys.exit(0)
 """
 
+# The same with os._exit, which ends the process at once (before, each bundle "died" with status 0)
+HARD_EXITING = EXITING.replace("import os, sys", "import os").replace("sys.exit(0)", "os._exit(0)")
+
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
@@ -45,12 +48,17 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     bundles = sorted(quickstart_corpus(work, 20, diverge_every=5))
     (work / "broken.py").write_text(BROKEN)
     (work / "exiting.py").write_text(EXITING)
+    (work / "hard_exiting.py").write_text(HARD_EXITING)
     return work, bundles
 
 
 @pytest.mark.parametrize("path", ["zygote", "subprocess"])
+@pytest.mark.parametrize(
+    ("module", "said"),
+    [("exiting", "importing it exited (SystemExit(0))"), ("hard_exiting", "importing it called os._exit(0)")],
+)
 def test_an_entrypoint_module_that_exits_on_import_is_raised_once(
-    work: tuple[Path, list[str]], path: str, monkeypatch: pytest.MonkeyPatch
+    work: tuple[Path, list[str]], path: str, module: str, said: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, bundles = work
     log = root / "imports.log"
@@ -58,9 +66,9 @@ def test_an_entrypoint_module_that_exits_on_import_is_raised_once(
     if path == "subprocess":
         monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
     with pytest.raises(EntrypointError) as raised:
-        check_corpus(bundles, "exiting:run", jobs=1, batch_size=4, import_root=root)
+        check_corpus(bundles, f"{module}:run", jobs=1, batch_size=4, import_root=root)
     assert raised.value.code == "import_failed"
-    assert "importing it exited (SystemExit(0))" in str(raised.value)
+    assert said in str(raised.value)
     assert log.read_text().splitlines() == ["import"]
 
 

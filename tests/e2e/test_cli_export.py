@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -130,6 +131,28 @@ def test_a_bundle_failing_strict_validation_is_exit_2(tmp_path: Path) -> None:
     assert result.code == 2
     assert "strict validation" in result.err
     assert "run_start_count" in result.err
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_legacy_bundle_whose_events_file_is_not_a_regular_file_gets_validates_reason(
+    quickstart: Path, kind: str
+) -> None:
+    # a bundle without integrity.json: before, only the code ("strict validation (invalid_event).")
+    bundle = quickstart / "notify.sftrace"
+    (bundle / "integrity.json").unlink()
+    events = bundle / "events.jsonl"
+    if kind == "symlink":
+        events.rename(quickstart / "elsewhere.jsonl")
+        events.symlink_to(quickstart / "elsewhere.jsonl")
+    else:
+        events.unlink()
+        os.mkfifo(events)
+    result = export(quickstart, "--entrypoint", "quickstart:run_agent")
+    assert result.code == 2, result.text
+    reason = "a symbolic link (refused)" if kind == "symlink" else "not a regular file (refused)"
+    assert f"strict validation ({'invalid_event' if kind == 'symlink' else 'missing_file'}): " in result.err
+    assert f"events.jsonl: {reason}" in result.err
+    assert "Traceback" not in result.text
 
 
 def test_an_invalid_mode_is_exit_2(quickstart: Path) -> None:

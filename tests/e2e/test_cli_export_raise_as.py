@@ -129,6 +129,26 @@ def test_a_raise_as_function_where_a_class_goes_is_could_not_execute_not_a_regre
     )
 
 
+@pytest.mark.parametrize("value", ["builtins:KeyboardInterrupt", "builtins:GeneratorExit"])
+def test_a_raise_as_base_exception_class_is_could_not_execute_not_a_regression(
+    work: Path, in_process: InProcess, value: str
+) -> None:
+    # a class deriving from BaseException but not Exception: before, RaiseAs's ValueError failed the
+    # exported test, read as "failed ... the check ran and disagreed", exit 1 (replay and check: exit 2)
+    exported = export(work, "test_base.py", "--raise-as", f"RateLimited={value}", run=in_process)
+    assert exported.code == 0, exported.text
+    result = in_process("run", "test_base.py", "--json", cwd=work)
+    assert result.code == 2, result.text
+    receipt = json.loads(result.out)
+    assert (receipt["verdict"], receipt["reason"]) == ("could_not_execute", "raise_as_unresolvable")
+    name = value.partition(":")[2]
+    assert receipt["detail"] == (
+        f"raise_as['RateLimited']: must be an Exception subclass, not {name}: a BaseException that is not an "
+        "Exception would stop the replay instead of reaching the agent's except clauses; the check cannot "
+        "run, so this is not a regression"
+    )
+
+
 def test_a_type_matching_no_recorded_failure_is_written_with_a_warning(work: Path) -> None:
     result = export(work, "test_typo.py", "--raise-as", "RateLimit=rl_agent:RateLimited")
     assert result.code == 0, result.text

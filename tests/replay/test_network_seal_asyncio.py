@@ -161,6 +161,31 @@ def test_an_asyncio_tls_stream_opened_before_the_session_is_refused_before_encry
     assert fatal_errors(asyncio_log) == []
 
 
+def test_start_tls_on_a_connection_opened_before_the_session_is_refused_not_left_waiting(
+    bundle: Path, tls: tuple[ssl.SSLContext, ssl.SSLContext], asyncio_log: pytest.LogCaptureFixture
+) -> None:
+    # start_tls's handshake writes its ClientHello from a loop callback: before, the refusal went to the
+    # loop's exception handler and start_tls waited for the handshake timeout (60 s), then TimeoutError
+    echo = Echo()
+    server_context, client_context = tls
+
+    async def main() -> tuple[ReplaySession, ReplayPolicyError]:
+        async with serving(echo, "0.0.0.0", server_context) as port:
+            host = host_address()  # its probe connects: not under the seal
+            reader, writer = await asyncio.open_connection(host, port)  # TLS comes later
+            with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayPolicyError) as info:
+                await asyncio.wait_for(writer.start_tls(client_context, server_hostname=host), 5)
+            await asyncio.wait_for(writer.start_tls(client_context, server_hostname=host), 5)
+            assert await echo_roundtrip(reader, writer, b"after") == b"AFTER"  # the upgrade works after
+            writer.close()
+        return session, info.value
+
+    session, error = run(main())
+    assert error.code == "network_sealed"
+    assert session.divergence is error
+    assert [r.getMessage() for r in asyncio_log.records if "Exception in callback" in r.getMessage()] == []
+
+
 @pytest.fixture
 def http_server() -> Iterator[str]:
     Hello.requests = 0
@@ -336,5 +361,5 @@ def test_the_asyncio_hooks_are_skipped_where_asyncio_lacks_a_transport_class(
         {"write", "writelines"},
         {"write"},
     ]
-    assert changed[3:] == [{"sendto"}, {"sock_sendfile", "sendfile"}]
+    assert changed[3:] == [{"sendto"}, {"sock_sendfile", "sendfile", "start_tls"}]
     assert session.divergence is not None

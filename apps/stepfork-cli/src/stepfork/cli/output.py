@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -70,6 +71,33 @@ def with_json_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             return command(*args, **kwargs)
 
     return run
+
+
+@contextlib.contextmanager
+def agent_output_to_stderr(enabled: bool = True) -> Iterator[None]:
+    """While the block runs (and ``enabled``: the command's ``--json``), what the agent prints goes to
+    stderr, so stdout holds the command's JSON document alone: ``sys.stdout`` is ``sys.stderr`` and file
+    descriptor 1 a copy of 2 (a subprocess or C code the agent runs writes there). Both restored after,
+    before the result or an error is printed."""
+    if not enabled:
+        yield
+        return
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    try:
+        saved: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 1 or 2 (a closed stream): the Python-level redirect alone
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def fail(

@@ -60,14 +60,16 @@ def _failure_lines(element: ET.Element) -> list[str]:
     return (element.get("message") or "").strip().splitlines()
 
 
-def _could_not_execute(message: str) -> str | None:
+def _could_not_execute(message: str, *, prefix: str = "could not execute") -> str | None:
     """The reason after ``stepfork: could not execute: `` in a failure message (the prefix
     ``run_regression_case`` gives a check that never ran: the entrypoint cannot be called with the recorded
-    run input), or None."""
-    from stepfork.replay.regression import COULD_NOT_EXECUTE
+    run input), or None. ``prefix="entrypoint unresolvable"``: after ``stepfork: entrypoint unresolvable:
+    `` (its module exited while imported)."""
+    from stepfork.replay.regression import COULD_NOT_EXECUTE, ENTRYPOINT_UNRESOLVABLE
 
+    marker = ENTRYPOINT_UNRESOLVABLE if prefix == "entrypoint unresolvable" else COULD_NOT_EXECUTE
     for line in message.splitlines():
-        _, found, reason = line.partition(COULD_NOT_EXECUTE)
+        _, found, reason = line.partition(marker)
         if found:
             return reason.strip()
     return None
@@ -106,6 +108,10 @@ def from_status(status: int, counts: dict[str, int], message: str, fields: dict[
         return make_receipt("could_not_execute", "check_error", detail, fields, counts)
     if status == 0 and counts["failures"] == 0:
         return make_receipt("passed", None, "the check ran and agreed", fields, counts)
+    unimportable = _could_not_execute(message, prefix="entrypoint unresolvable")
+    if unimportable is not None:  # the entrypoint's module exited at import: run_regression_case's prefix
+        detail = f"{unimportable}; the check cannot run, so this is not a regression"
+        return make_receipt("could_not_execute", "entrypoint_unresolvable", detail, fields, counts)
     cannot = _could_not_execute(message)
     if cannot is not None:  # the test stopped before replaying: run_regression_case's COULD_NOT_EXECUTE
         detail = f"{cannot}; the check cannot run, so this is not a regression"

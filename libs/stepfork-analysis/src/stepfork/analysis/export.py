@@ -344,8 +344,12 @@ def _checked_trace(trace_file: Path) -> Trace:
             code="invalid_trace",
             path=str(trace_file),
         )
+    # validate's first reason, as every other command gives it (a symlinked or FIFO events.jsonl of a legacy
+    # bundle: "events.jsonl: a symbolic link (refused)"), not the code alone
+    first = next(issue for issue in result.issues if issue.code != "integrity_unverified")
     raise ExportError(
-        f"Export requires a bundle that passes strict validation ({', '.join(codes)}).",
+        f"Export requires a bundle that passes strict validation ({', '.join(codes)}): {first.message}; "
+        f"run `stepfork validate {trace_file}` for every issue.",
         code="invalid_trace",
         path=str(trace_file),
     )

@@ -13,7 +13,8 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,12 @@ class EntrypointCallError(EntrypointError):
         self.parameters = parameters
 
 
+class EntrypointImportExit(EntrypointError):
+    """The entrypoint's module ended the process while it was imported (``sys.exit()``, ``raise
+    SystemExit``, ``os._exit()`` at import: a script without a ``__main__`` guard); code ``import_failed``.
+    Not a verdict on the agent: the check cannot run (``stepfork run``: could_not_execute)."""
+
+
 def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None = None) -> Callable[..., Any]:
     """Import ``MODULE`` and return its attribute ``FUNCTION`` (dotted attributes allowed: ``mod:Cls.run``).
 
@@ -61,8 +68,8 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
 
     Raises:
         EntrypointError: with ``code`` ``bad_form`` ("expected the form MODULE:FUNCTION"),
-            ``import_failed`` ("cannot import module ..."), ``missing_attribute`` ("no attribute ..."),
-            ``not_callable``.
+            ``import_failed`` ("cannot import module ..."; :class:`EntrypointImportExit` when the import
+            exited), ``missing_attribute`` ("no attribute ..."), ``not_callable``.
     """
     module_name, sep, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
     if (
@@ -81,11 +88,21 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
     if root not in sys.path:
         sys.path.insert(0, root)
     try:
-        module = importlib.import_module(module_name)
+        with _os_exit_refused():
+            module = importlib.import_module(module_name)
+    except _ExitCalled as exc:
+        # os._exit at import ends the process at once: no report, the script's status (0 for os._exit(0))
+        raise EntrypointImportExit(
+            f"cannot import module {module_name!r} from {root}: "
+            f"importing it called os._exit({exc.status!r}); a module that runs as a script when imported "
+            "needs its script part under `if __name__ == '__main__':`",
+            code="import_failed",
+            spec=spec,
+        ) from None
     except SystemExit as exc:
         # a script without an `if __name__ == "__main__":` guard: an exit at import is not a verdict (it
         # would end replay with the script's status, 0 for a plain sys.exit(), and no report at all)
-        raise EntrypointError(
+        raise EntrypointImportExit(
             f"cannot import module {module_name!r} from {root}: "
             f"importing it exited (SystemExit({exc.code!r})); a module that runs as a script when imported "
             "needs its script part under `if __name__ == '__main__':`",
@@ -111,6 +128,39 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
     if not callable(target):
         raise EntrypointError(f"{spec!r} is not callable", code="not_callable", spec=spec)
     return target  # type: ignore[no-any-return]
+
+
+class _ExitCalled(BaseException):
+    """``os._exit(status)`` called by the importing thread while an entrypoint module was imported."""
+
+    def __init__(self, status: object) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+@contextlib.contextmanager
+def _os_exit_refused() -> Iterator[None]:
+    """While the block runs, ``os._exit`` called from this thread raises :class:`_ExitCalled` instead of
+    ending the process. Other threads (a timeout's watchdog), a process the import forked, and any call
+    after the block (a module that kept ``from os import _exit``) reach the real ``os._exit``."""
+    real = os._exit
+    thread = threading.get_ident()
+    pid = os.getpid()
+    active = True
+
+    def refuse(status: int) -> None:
+        # a child forked by the import (multiprocessing's fork start method ends it with os._exit) exits
+        if active and threading.get_ident() == thread and os.getpid() == pid:
+            raise _ExitCalled(status)
+        real(status)
+
+    setattr(os, "_exit", refuse)  # noqa: B010 - mypy refuses assigning to a module's function
+    try:
+        yield
+    finally:
+        active = False
+        if os._exit is refuse:
+            setattr(os, "_exit", real)  # noqa: B010
 
 
 def _suggestion(target: Any, name: str) -> str:

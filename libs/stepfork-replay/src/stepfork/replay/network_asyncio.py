@@ -19,7 +19,9 @@ error instead of ours. Only methods the class defines itself are hooked (3.11's 
 ``WriteTransport``'s, which calls ``write``), so restoring them leaves each class as it was.
 
 ``loop.sock_sendfile`` and ``loop.sendfile`` (``asyncio.BaseEventLoop``, public) send with
-``os.sendfile`` on the descriptor, past every socket hook: they are checked on entry too.
+``os.sendfile`` on the descriptor, past every socket hook: they are checked on entry too. So is
+``loop.start_tls`` (``StreamWriter.start_tls``, an HTTPS proxy's tunnel): its handshake writes from a loop
+callback, where a refusal would leave the agent waiting for the handshake timeout.
 """
 
 from __future__ import annotations
@@ -81,6 +83,13 @@ async def _sendfile(self: Any, transport: Any, *args: Any, **kwargs: Any) -> Any
     return await _original["BaseEventLoop.sendfile"](self, transport, *args, **kwargs)
 
 
+async def _start_tls(self: Any, transport: Any, *args: Any, **kwargs: Any) -> Any:
+    # the TLS handshake writes its ClientHello from a callback of the loop: refused there, the error only
+    # reached the loop's exception handler and start_tls waited for the handshake timeout (60 s)
+    _check_write(transport)
+    return await _original["BaseEventLoop.start_tls"](self, transport, *args, **kwargs)
+
+
 _TRANSPORTS: tuple[tuple[str, str, str, Check], ...] = (
     # (module, class, method, check): the selector transports (Linux, macOS), the TLS transport over
     # either, and the proactor ones (Windows)
@@ -105,7 +114,8 @@ def asyncio_hooks() -> list[tuple[Any, str, Any]]:
     base_events = sys.modules.get("asyncio.base_events")
     loop_class = getattr(base_events, "BaseEventLoop", None)
     if isinstance(loop_class, type):
-        for method, wrapper in (("sock_sendfile", _sock_sendfile), ("sendfile", _sendfile)):
+        loop_methods = (("sock_sendfile", _sock_sendfile), ("sendfile", _sendfile), ("start_tls", _start_tls))
+        for method, wrapper in loop_methods:
             if callable(vars(loop_class).get(method)):
                 hooks.append((loop_class, method, wrapper))
     return hooks

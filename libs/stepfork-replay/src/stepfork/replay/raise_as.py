@@ -88,6 +88,7 @@ def resolve_raise_as(
     mapping: Mapping[str, RaiseAsTarget | str] | None,
     *,
     import_root: str | os.PathLike[str] | None = None,
+    exceptions_only: bool = False,
 ) -> Mapping[str, RaiseAsTarget] | None:
     """``mapping`` with each ``"MODULE:CLASS"`` string value imported like an entrypoint.
 
@@ -97,8 +98,10 @@ def resolve_raise_as(
     what it resolves to must be a class deriving from BaseException; a function or another callable is
     refused here, not called as a factory at the first recorded failure (a factory is the Python API's,
     given as the callable itself; docs/decisions.md). Whether a BaseException class is an ``Exception``
-    is :class:`RaiseAs`'s to refuse, with its own reason. Other values are kept; ``None``, or anything but
-    a mapping, is returned unchanged for :class:`RaiseAs` to accept or refuse.
+    is :class:`RaiseAs`'s to refuse, with its own reason, unless ``exceptions_only``: then such a class
+    named by a string is refused here too, with that reason (an exported test's RAISE_AS, so ``stepfork
+    run`` reads it as a check that could not execute, not as a failed one). Other values are kept;
+    ``None``, or anything but a mapping, is returned unchanged for :class:`RaiseAs` to accept or refuse.
 
     Raises:
         RaiseAsClassError: a string that is not ``MODULE:CLASS``, names a module that cannot be imported,
@@ -116,6 +119,8 @@ def resolve_raise_as(
             except EntrypointError as exc:
                 raise RaiseAsClassError(str(key), exc) from exc
             problem = _not_an_exception_class(value, target)
+            if problem is None and exceptions_only and not issubclass(target, Exception):
+                problem = _base_exception_reason(target)
             if problem is not None:
                 error = EntrypointError(problem, code="not_an_exception_class", spec=value)
                 raise RaiseAsClassError(str(key), error)
@@ -132,6 +137,14 @@ def _not_an_exception_class(spec: str, target: object) -> str | None:
     if not issubclass(target, BaseException):
         return f"{spec!r} is a class that does not derive from BaseException; expected an Exception subclass"
     return None
+
+
+def _base_exception_reason(target: type) -> str:
+    """Why ``target``, a class deriving from BaseException but not from Exception, cannot be raised."""
+    return (
+        f"must be an Exception subclass, not {target.__qualname__}: a BaseException that is not an "
+        "Exception would stop the replay instead of reaching the agent's except clauses"
+    )
 
 
 def _covers(key: str, recorded: str) -> bool:
@@ -269,11 +282,7 @@ class RaiseAs:
             if isinstance(target, type) and not issubclass(target, BaseException):
                 raise ValueError(f"raise_as[{key!r}] must be an exception class or a factory, not {target!r}")
             if isinstance(target, type) and not issubclass(target, Exception):
-                raise ValueError(
-                    f"raise_as[{key!r}] must be an Exception subclass, not {target.__qualname__}: a "
-                    "BaseException that is not an Exception would stop the replay instead of reaching "
-                    "the agent's except clauses"
-                )
+                raise ValueError(f"raise_as[{key!r}] {_base_exception_reason(target)}")
             if not callable(target):
                 raise ValueError(f"raise_as[{key!r}] must be an exception class or a factory, not {target!r}")
             entry = _Entry(key, target)

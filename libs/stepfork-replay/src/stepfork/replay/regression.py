@@ -9,6 +9,8 @@ failure is an ``AssertionError`` whose message starts with one of the reference'
 - ``stepfork: entrypoint failed: ...`` (cannot be resolved, raised, or returned a non-JSON value)
 - ``stepfork: could not execute: ...`` (the check cannot run: the entrypoint cannot be called with the
   recorded run input; ``stepfork run`` reports it as could_not_execute, not as a caught regression)
+- ``stepfork: entrypoint unresolvable: ...`` (the check cannot run: the entrypoint's module exits when
+  imported; ``stepfork run``: could_not_execute, reason entrypoint_unresolvable)
 - ``stepfork replay policy violation: ...`` (a ReplayPolicyError)
 - ``stepfork replay divergence: ...`` (any other replay error, a caught divergence, unconsumed calls)
 - ``behavior mismatch at '<path>': expected <v>, got <v>`` (first difference; values as canonical JSON),
@@ -33,6 +35,7 @@ from stepfork.replay.diagnostics import (
 from stepfork.replay.entrypoint import (
     EntrypointCallError,
     EntrypointError,
+    EntrypointImportExit,
     call_with_arguments,
     entrypoint_arguments,
     recorded_run_input,
@@ -53,6 +56,9 @@ from stepfork.trace.redaction import redact_json, redact_text
 
 COULD_NOT_EXECUTE = "stepfork: could not execute: "
 """The prefix of a failure that means the check never ran (``stepfork run`` reads it from the report)."""
+
+ENTRYPOINT_UNRESOLVABLE = "stepfork: entrypoint unresolvable: "
+"""The prefix of a failure whose entrypoint module exited while imported: the check never ran either."""
 
 
 def _text(message: str) -> str:
@@ -138,7 +144,7 @@ def run_regression_case(
         ordering=ordering,
         ignore=ignore,
         # "MODULE:CLASS" strings are imported like the entrypoint (trusted: the user wrote them)
-        raise_as=resolve_raise_as(raise_as, import_root=import_root),
+        raise_as=resolve_raise_as(raise_as, import_root=import_root, exceptions_only=True),
         network=network,
         allow_hosts=allow_hosts,
     )
@@ -147,6 +153,8 @@ def run_regression_case(
     if isinstance(entrypoint, str):
         try:
             function = resolve_entrypoint(entrypoint, import_root=import_root)
+        except EntrypointImportExit as exc:  # a script without a __main__ guard: not the agent's verdict
+            raise AssertionError(f"{ENTRYPOINT_UNRESOLVABLE}{_text(str(exc))}") from None
         except EntrypointError as exc:
             raise AssertionError(f"stepfork: entrypoint failed: {exc}") from exc
     else:

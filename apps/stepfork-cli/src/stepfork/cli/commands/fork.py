@@ -49,7 +49,7 @@ def fork(
     ordering = parse_ordering(ordering)
     from stepfork.analysis.forking import ForkError
     from stepfork.analysis.forking import fork as run_fork
-    from stepfork.cli.output import exit_with_result, fail
+    from stepfork.cli.output import agent_output_to_stderr, exit_with_result, fail
     from stepfork.trace import loads_json
 
     overrides: dict[int, object] = {}
@@ -62,19 +62,20 @@ def fork(
         except (OSError, ValueError) as exc:
             fail(f"Invalid --override {item}: {exc}", 2, error="invalid_override")
     try:
-        result = run_fork(
-            path,
-            step=step,
-            entrypoint=entrypoint,
-            output=output,
-            live_llms=live_llm,
-            allow_live_tools=allow_live_tool,
-            overrides=overrides,
-            overwrite=overwrite,
-            ordering=ordering,
-            network="open" if allow_network else None,
-            allow_hosts=allow_host or None,
-        )
+        with agent_output_to_stderr(as_json):  # the agent's prints never into the JSON document
+            result = run_fork(
+                path,
+                step=step,
+                entrypoint=entrypoint,
+                output=output,
+                live_llms=live_llm,
+                allow_live_tools=allow_live_tool,
+                overrides=overrides,
+                overwrite=overwrite,
+                ordering=ordering,
+                network="open" if allow_network else None,
+                allow_hosts=allow_host or None,
+            )
     except ForkError as exc:
         fail(str(exc), 2, error=exc.code)
     exit_with_result(result, as_json=as_json)

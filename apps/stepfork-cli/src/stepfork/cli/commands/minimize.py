@@ -62,7 +62,7 @@ def minimize(
     import sys
 
     from stepfork.cli.options import parse_ordering
-    from stepfork.cli.output import fail, sanitize_text, shown
+    from stepfork.cli.output import agent_output_to_stderr, fail, sanitize_text, shown
 
     ordering = parse_ordering(ordering)
 
@@ -117,21 +117,22 @@ def minimize(
             status.update(f"{stage}: {replays} replay(s)")
 
     try:
-        result = minimize_trace(
-            path,
-            entrypoint,
-            expect_output=expect_output,
-            mode=mode,
-            output=output,
-            overwrite=overwrite,
-            timeout=timeout,
-            attempts=attempts,
-            progress=progress,
-            clean_replay=clean_replay,
-            ordering=ordering,
-            network="open" if allow_network else None,
-            allow_hosts=allow_host or None,
-        )
+        with agent_output_to_stderr(as_json):  # the agent's prints never into the JSON document
+            result = minimize_trace(
+                path,
+                entrypoint,
+                expect_output=expect_output,
+                mode=mode,
+                output=output,
+                overwrite=overwrite,
+                timeout=timeout,
+                attempts=attempts,
+                progress=progress,
+                clean_replay=clean_replay,
+                ordering=ordering,
+                network="open" if allow_network else None,
+                allow_hosts=allow_host or None,
+            )
     except MinimizeError as exc:
         if status is not None:
             status.stop()
