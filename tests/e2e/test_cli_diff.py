@@ -82,3 +82,22 @@ def test_an_unreadable_bundle_exits_2(tmp_path: Path, which: str) -> None:
     assert proc.returncode == 2
     assert f"Unreadable {which} bundle {bad}: " in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("pattern", ["bad[", "output.choices[0", "output.choices[x].id", "a]", ""])
+def test_an_ignore_path_with_a_stray_bracket_is_refused_exit_2(pattern: str) -> None:
+    # before, it was taken as a literal that matched nothing: a typo that silently ignored nothing
+    good = GOLDEN / "diff_baseline.sftrace"
+    proc = stepfork("diff", good, good, "--ignore", pattern, "--json")
+    assert proc.returncode == 2
+    why = "a '[' must be part of [*] (any index) or [N] (index N), as in output.choices[*].message"
+    why = why if pattern else "an empty path"
+    assert proc.stderr.strip().splitlines() == [f"invalid ignore path {pattern!r}: {why}"]
+    assert json.loads(proc.stdout)["error"] == "invalid_option"
+
+
+def test_ignore_paths_with_indexes_and_wildcards_are_taken() -> None:
+    good = GOLDEN / "diff_baseline.sftrace"
+    paths = ("--ignore", "output.choices[*].message", "--ignore", "input.items[0].**")
+    proc = stepfork("diff", good, good, *paths)
+    assert proc.returncode == 0, proc.stderr

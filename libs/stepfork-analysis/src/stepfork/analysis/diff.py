@@ -30,7 +30,7 @@ from stepfork.analysis.behavior import (
     collect_field_changes,
     extract_behavior,
 )
-from stepfork.analysis.volatile import IgnoreRules
+from stepfork.analysis.volatile import IgnoreRules, check_path_patterns
 
 __all__ = ["DiffResult", "StepDiff", "TraceSummary", "diff_traces"]
 
@@ -405,9 +405,13 @@ def diff_traces(
         A :class:`DiffResult`; ``equivalent`` is True when every aligned step is unchanged.
 
     Raises:
+        ValueError: an ``ignore`` pattern with a ``[`` outside ``[*]`` / ``[N]`` (it could only match
+            itself; checked before either bundle is read, ``strict`` or not).
         stepfork.trace.TraceStorageError: a path is not a readable bundle (the CLI exits 2); a
             TraceIntegrityError when it does not match its integrity.json.
     """
+    ignore = tuple(ignore)
+    check_path_patterns(ignore)
     base_trace, base_path = _load(baseline)
     cand_trace, cand_path = _load(candidate)
     rules = None if strict else IgnoreRules(extra=ignore)

@@ -14,6 +14,7 @@ index, ``*`` for one key and ``**`` for any run of keys and indices.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from stepfork.replay.ignoring import compile_path_pattern
@@ -65,16 +66,44 @@ VOLATILE_PATHS: dict[str, tuple[str, ...]] = {
 """Paths of LLM steps ignored by default, per provider (docs/diff.md, "Volatile values")."""
 
 
+_BRACKETS = re.compile(r"\[(?:\*|\d+)\]")
+
+
+def path_pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be a diff path pattern, or None. A ``[`` or ``]`` outside ``[*]`` / ``[N]``
+    (``output.choices[0``, ``bad[``) would only ever match itself literally: a typo that ignores
+    nothing, which the user would never see."""
+    if not pattern:
+        return "an empty path"
+    rest = _BRACKETS.sub("", pattern)
+    if "[" in rest or "]" in rest:
+        return "a '[' must be part of [*] (any index) or [N] (index N), as in output.choices[*].message"
+    return None
+
+
+def check_path_patterns(patterns: Iterable[str]) -> None:
+    """Raise ValueError (``invalid ignore path 'bad[': ...``) for the first of ``patterns`` that
+    :func:`path_pattern_problem` refuses."""
+    for pattern in patterns:
+        problem = path_pattern_problem(pattern)
+        if problem is not None:
+            raise ValueError(f"invalid ignore path {pattern!r}: {problem}")
+
+
 class IgnoreRules:
     """Which diff paths to ignore: the default table for LLM steps and the user's paths for every step.
 
     Args:
         defaults: apply :data:`VOLATILE_PATHS` to LLM steps (``--strict`` turns this off).
         extra: more patterns (``--ignore PATH``), applied to every step; ignored too under ``strict``.
+
+    Raises:
+        ValueError: a pattern of ``extra`` that :func:`path_pattern_problem` refuses.
     """
 
     def __init__(self, *, defaults: bool = True, extra: Iterable[str] = ()) -> None:
         self.patterns = tuple(extra)
+        check_path_patterns(self.patterns)
         table = VOLATILE_PATHS.values() if defaults else ()
         self._llm = tuple(compile_path_pattern(p) for paths in table for p in paths)
         self._all = tuple(compile_path_pattern(p) for p in self.patterns)

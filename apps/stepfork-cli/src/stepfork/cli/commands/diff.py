@@ -32,9 +32,14 @@ def diff(
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
+    from stepfork.analysis.volatile import check_path_patterns
     from stepfork.cli.output import fail, sanitize_text, shown
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
+    try:  # a bad option first, before either bundle is read
+        check_path_patterns(ignore or ())
+    except ValueError as exc:
+        fail(sanitize_text(str(exc)), 2, error="invalid_option")
     loaded = []
     for role, path in (("baseline", baseline), ("candidate", candidate)):
         try:  # each side on its own, so the message names the one that cannot be read
