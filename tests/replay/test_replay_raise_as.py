@@ -572,6 +572,7 @@ def test_replay_entrypoint_imports_module_class_strings_and_reports_unmatched_ke
         ("os.path:join", "'os.path:join' is not a class but a function"),
         ("builtins:int", "'builtins:int' is a class that does not derive from BaseException"),
         ("builtins:dict", "'builtins:dict' is a class that does not derive from BaseException"),
+        ("sys:maxsize", "'sys:maxsize' is not a class"),  # not even callable (before: "is not callable")
     ],
 )
 def test_a_module_class_string_must_name_an_exception_class(value: str, detail: str) -> None:

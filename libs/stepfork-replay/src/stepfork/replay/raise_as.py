@@ -117,6 +117,10 @@ def resolve_raise_as(
             try:
                 target = resolve_entrypoint(value, import_root=import_root)
             except EntrypointError as exc:
+                if exc.code == "not_callable":  # a value such as a constant: say what it is not
+                    why = f"{value!r} is not a class; expected an Exception subclass"
+                    refused = EntrypointError(why, code="not_an_exception_class", spec=value)
+                    raise RaiseAsClassError(str(key), refused) from exc
                 raise RaiseAsClassError(str(key), exc) from exc
             problem = _not_an_exception_class(value, target)
             if problem is None and exceptions_only and not issubclass(target, Exception):
