@@ -60,33 +60,29 @@ def _failure_lines(element: ET.Element) -> list[str]:
     return (element.get("message") or "").strip().splitlines()
 
 
-def _could_not_execute(message: str, *, prefix: str = "could not execute") -> str | None:
-    """The reason after ``stepfork: could not execute: `` in a failure message (the prefix
-    ``run_regression_case`` gives a check that never ran: the entrypoint cannot be called with the recorded
-    run input), or None. ``prefix="entrypoint unresolvable"``: after ``stepfork: entrypoint unresolvable:
-    `` (its module exited while imported)."""
-    from stepfork.replay.regression import COULD_NOT_EXECUTE, ENTRYPOINT_UNRESOLVABLE
-
-    marker = ENTRYPOINT_UNRESOLVABLE if prefix == "entrypoint unresolvable" else COULD_NOT_EXECUTE
-    for line in message.splitlines():
-        _, found, reason = line.partition(marker)
-        if found:
-            return reason.strip()
-    return None
-
-
-# How pytest reports the RaiseAsClassError run_regression_case raises before replaying, when a RAISE_AS
-# value cannot be imported or is not an exception class (``run``'s static pre-check cannot tell a function
-# from a class, nor see inside a builtin module).
+# How pytest reports a check that stopped before replaying, so never ran: the marker in the failure
+# message, and the could_not_execute reason it means. run_regression_case's own prefixes (the entrypoint
+# cannot be called with the recorded run input; its module exited while imported), and the
+# RaiseAsClassError it raises when a RAISE_AS value is not an exception class (``run``'s static pre-check
+# cannot tell a function from a class, nor see inside a builtin module).
 _RAISE_AS_REFUSED = "stepfork.replay.raise_as.RaiseAsClassError: "
 
 
-def _raise_as_refused(message: str) -> str | None:
-    """The RaiseAsClassError's own text in a failure message (``raise_as['TYPE']: <why>``), or None."""
-    for line in message.splitlines():
-        _, found, reason = line.partition(_RAISE_AS_REFUSED)
-        if found:
-            return reason.strip()
+def _never_ran(message: str) -> tuple[str, str] | None:
+    """``(reason, what the marker is followed by)`` when ``message``, a failure's text, says the check
+    stopped before replaying (see above), else None."""
+    from stepfork.replay.regression import COULD_NOT_EXECUTE, ENTRYPOINT_UNRESOLVABLE
+
+    markers = (
+        (ENTRYPOINT_UNRESOLVABLE, "entrypoint_unresolvable"),
+        (COULD_NOT_EXECUTE, "entrypoint_uncallable"),
+        (_RAISE_AS_REFUSED, "raise_as_unresolvable"),
+    )
+    for marker, reason in markers:
+        for line in message.splitlines():
+            _, found, rest = line.partition(marker)
+            if found:
+                return reason, rest.strip()
     return None
 
 
@@ -108,18 +104,11 @@ def from_status(status: int, counts: dict[str, int], message: str, fields: dict[
         return make_receipt("could_not_execute", "check_error", detail, fields, counts)
     if status == 0 and counts["failures"] == 0:
         return make_receipt("passed", None, "the check ran and agreed", fields, counts)
-    unimportable = _could_not_execute(message, prefix="entrypoint unresolvable")
-    if unimportable is not None:  # the entrypoint's module exited at import: run_regression_case's prefix
-        detail = f"{unimportable}; the check cannot run, so this is not a regression"
-        return make_receipt("could_not_execute", "entrypoint_unresolvable", detail, fields, counts)
-    cannot = _could_not_execute(message)
-    if cannot is not None:  # the test stopped before replaying: run_regression_case's COULD_NOT_EXECUTE
-        detail = f"{cannot}; the check cannot run, so this is not a regression"
-        return make_receipt("could_not_execute", "entrypoint_uncallable", detail, fields, counts)
-    unusable = _raise_as_refused(message)
-    if unusable is not None:  # RAISE_AS names what is not an exception class: refused before replaying
-        detail = f"{unusable}; the check cannot run, so this is not a regression"
-        return make_receipt("could_not_execute", "raise_as_unresolvable", detail, fields, counts)
+    stopped = _never_ran(message)
+    if stopped is not None:  # the test stopped before replaying: not a caught regression
+        reason, why = stopped
+        detail = f"{why}; the check cannot run, so this is not a regression"
+        return make_receipt("could_not_execute", reason, detail, fields, counts)
     if status == 1 and counts["failures"] > 0:
         detail = f"the check ran and disagreed: {message}" if message else "the check ran and disagreed"
         return make_receipt("failed", None, detail, fields, counts)
