@@ -79,9 +79,12 @@ def build_app() -> typer.Typer:
 
     for module_name in COMMANDS.values():
         import_module(module_name).register(app)
+    from stepfork.cli.output import with_json_errors
+
     for info in app.registered_commands:
         if info.callback is not None:
-            info.callback = _interruptible(info.callback)
+            # a command's --json (its as_json parameter) makes every early error JSON on stdout too
+            info.callback = _interruptible(with_json_errors(info.callback))
     return app
 
 

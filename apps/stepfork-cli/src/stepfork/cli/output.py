@@ -61,8 +61,9 @@ def json_errors(enabled: bool = True) -> Iterator[None]:
 
 def with_json_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """``command`` (a typer command function with an ``as_json`` parameter, its ``--json``) running inside
-    :func:`json_errors` when called with ``as_json=True``. ``functools.wraps`` keeps the signature typer
-    reads (as ``stepfork.cli.app`` wraps every command for Ctrl-C)."""
+    :func:`json_errors` when called with ``as_json=True``; a command without ``--json`` is unchanged.
+    ``stepfork.cli.app`` applies it to every command, as it does the Ctrl-C wrapper; ``functools.wraps``
+    keeps the signature typer reads."""
     import functools
 
     @functools.wraps(command)

@@ -262,6 +262,4 @@ class _Progress:
 
 def register(app: typer.Typer) -> None:
     """Add the ``check`` command to ``app``."""
-    from stepfork.cli.output import with_json_errors
-
-    app.command("check")(with_json_errors(check))  # --json: an early error is JSON on stdout too
+    app.command("check")(check)

@@ -83,6 +83,4 @@ def _print(result: Any, *, as_json: bool) -> NoReturn:
 
 def register(app: typer.Typer) -> None:
     """Add the ``diff`` command to ``app``."""
-    from stepfork.cli.output import with_json_errors
-
-    app.command("diff")(with_json_errors(diff))  # --json: an error is JSON on stdout too
+    app.command("diff")(diff)

@@ -83,6 +83,4 @@ def fork(
 
 def register(app: typer.Typer) -> None:
     """Add the ``fork`` command to ``app``."""
-    from stepfork.cli.output import with_json_errors
-
-    app.command("fork")(with_json_errors(fork))  # --json: an error is JSON on stdout too
+    app.command("fork")(fork)

@@ -352,6 +352,4 @@ def _render(
 
 def register(app: typer.Typer) -> None:
     """Add the ``inspect`` command to ``app``."""
-    from stepfork.cli.output import with_json_errors
-
-    app.command("inspect")(with_json_errors(inspect))  # --json: an error is JSON on stdout too
+    app.command("inspect")(inspect)

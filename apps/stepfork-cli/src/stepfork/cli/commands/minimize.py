@@ -153,6 +153,4 @@ def minimize(
 
 def register(app: typer.Typer) -> None:
     """Add the ``minimize`` command to ``app``."""
-    from stepfork.cli.output import with_json_errors
-
-    app.command("minimize")(with_json_errors(minimize))  # --json: an error is JSON on stdout too
+    app.command("minimize")(minimize)

@@ -49,6 +49,4 @@ def redact(
 
 def register(app: typer.Typer) -> None:
     """Add the ``redact`` command to ``app``."""
-    from stepfork.cli.output import with_json_errors
-
-    app.command("redact")(with_json_errors(redact))  # --json: an error is JSON on stdout too
+    app.command("redact")(redact)

@@ -144,6 +144,4 @@ def run(
 
 def register(app: typer.Typer) -> None:
     """Add the ``run`` command to ``app``."""
-    from stepfork.cli.output import with_json_errors
-
-    app.command("run")(with_json_errors(run))  # --json: an error is JSON on stdout too
+    app.command("run")(run)

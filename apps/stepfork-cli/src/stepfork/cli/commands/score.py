@@ -41,6 +41,4 @@ def score(
 
 def register(app: typer.Typer) -> None:
     """Add the ``score`` command to ``app``."""
-    from stepfork.cli.output import with_json_errors
-
-    app.command("score")(with_json_errors(score))  # --json: an error is JSON on stdout too
+    app.command("score")(score)
