@@ -62,6 +62,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -160,6 +161,15 @@ def _cpu() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _reaped() -> None:
+    """Wait until every check zygote this process closed has been reaped: ``check_corpus`` returns once its
+    zygote has stopped answering and a thread reaps it (``_attempts._ZygoteClient.close``); only then is its
+    CPU, and that of the workers it reaped, in ``RUSAGE_CHILDREN``."""
+    for thread in threading.enumerate():
+        if thread.name == "stepfork-zygote-reaper":
+            thread.join()
 
 
 LOOP = """
@@ -274,7 +284,8 @@ def zygote_start(entrypoint: str, root: str, warm_bundle: str | None = None) -> 
         assert runner._usable_zygote() is not None, "the zygote did not start"
         elapsed = time.perf_counter() - start
     finally:
-        runner.close()  # reaps the zygote: its CPU is counted in RUSAGE_CHILDREN from here
+        runner.close()
+    _reaped()  # its CPU is counted in RUSAGE_CHILDREN from here
     return elapsed, _cpu() - cpu
 
 
@@ -319,7 +330,8 @@ def checked(
         result = check_corpus(bundles, entrypoint, **options)
     elapsed = time.perf_counter() - start
     if started:  # the run closes the zygote it used: this one, or the figure included another's start
-        assert zygote._proc.poll() is not None, "check_corpus did not use the zygote started for it"
+        assert zygote._broken, "check_corpus did not use the zygote started for it"
+    _reaped()
     return elapsed, _cpu() - cpu, {v.bundle: v.verdict for v in result.verdicts}
 
 

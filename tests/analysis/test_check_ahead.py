@@ -13,13 +13,14 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 
 import orjson
 import pytest
 
 from stepfork.analysis._zygote import _Child
-from stepfork.analysis._zygote_batches import _AHEAD_MAX, BatchZygote
+from stepfork.analysis._zygote_batches import _AHEAD_MAX, _GATHER, BatchZygote
 
 
 @pytest.fixture
@@ -111,3 +112,21 @@ def test_a_batch_too_long_for_the_pipe_waits_in_the_queue(zygote, worker) -> Non
     assert list(loop.queue) == [(2, long)]
     with pytest.raises(BlockingIOError):
         os.read(jobs_read, 1)
+
+
+def test_a_batch_handed_ahead_is_awaited_at_its_workers_pace_from_its_first_bundle(zygote, worker) -> None:
+    # the zygote lets verdicts gather for up to _GATHER, less when a batch's last verdict is due sooner at
+    # the pace of its verdicts so far; a batch handed ahead had none yet when it became current, so the
+    # zygote slept the whole _GATHER, and a run's short last batch was reported up to 10 ms after its end
+    loop, _ = zygote
+    child, _, _ = worker
+    loop.dispatch(2, ["c", "d"])
+    loop.pump()
+    start = time.monotonic() - 1.0  # the worker stamps each verdict with when it had it (done_at)
+    child.since = child.batch_start = start
+    answers = [_answer(child.pid, done_at=start + 0.001), _answer(child.pid, done_at=start + 0.002)]
+    loop.received(child, b"".join(answers))
+    assert (child.job, child.answered) == (2, 0)  # batch 2 runs, no verdict of it yet
+    # two bundles left at the 1 ms per bundle of batch 1: due 2 ms after its last verdict
+    assert loop._gather_for(start + 0.002) == pytest.approx(0.002)
+    assert loop._gather_for(start + 0.002) < _GATHER

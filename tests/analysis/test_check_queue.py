@@ -8,6 +8,7 @@ interrupted run leaves no replay running, on the zygote's path and where the zyg
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -76,6 +77,30 @@ if os.getsid(0) == os.getpid():
 """
 
 
+# An agent whose module, imported by the zygote, makes the zygote's reaping of its workers slow (a worker
+# with a large heap takes ms to tear down; here a minute): it notes the zygote's pid when the reaping starts
+SLOW_REAP = """
+import os, time
+import quickstart
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_ZYGOTE = os.getpid()  # this module is imported by the zygote, not by the process that runs check_corpus
+_waitpid = os.waitpid
+
+
+def _slow_waitpid(pid, options):
+    if os.getpid() == _ZYGOTE:
+        with open(os.path.join(HERE, "reaping.pid"), "w") as note:
+            note.write(str(_ZYGOTE))
+        time.sleep(60)
+    return _waitpid(pid, options)
+
+
+os.waitpid = _slow_waitpid
+run_agent = quickstart.run_agent
+"""
+
+
 @pytest.fixture
 def small(tmp_path: Path) -> tuple[Path, list[str], dict[str, str]]:
     """An import root with quickstart and the candidates above, and 4 bundles (the last without run input)."""
@@ -103,6 +128,24 @@ def _wait_gone(pid: int, seconds: float = 10.0) -> None:
         if state in ("Z", "X"):
             return
         assert time.monotonic() < end, f"process {pid} still runs"
+        time.sleep(0.01)
+
+
+def test_a_check_returns_without_waiting_for_its_idle_workers_to_be_reaped(small) -> None:
+    # at the normal end every worker waits for a batch, so none runs agent code: the zygote kills them,
+    # closes its output and only then reaps them and exits, and check_corpus does not wait for that (a few
+    # ms at the end of every check before); a thread of this process reaps the zygote afterwards
+    work, bundles, expected = small
+    (work / "slowreap.py").write_text(SLOW_REAP)
+    result = check_corpus(bundles, "slowreap:run_agent", jobs=1, import_root=work)
+    assert {v.bundle: v.verdict for v in result.verdicts} == expected
+    _wait_for(work / "reaping.pid")
+    zygote = int((work / "reaping.pid").read_text())
+    os.kill(zygote, 0)  # still reaping (its minute): check_corpus returned before, with every verdict
+    os.kill(zygote, signal.SIGKILL)
+    end = time.monotonic() + 10
+    while Path(f"/proc/{zygote}").exists():  # reaped by this process, not left a zombie
+        assert time.monotonic() < end, f"the zygote {zygote} was not reaped"
         time.sleep(0.01)
 
 

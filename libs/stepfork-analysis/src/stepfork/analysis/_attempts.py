@@ -101,9 +101,16 @@ class _ZygoteClient:
     """The minimizer's end of one zygote: sends jobs, and a reader thread routes answers to their futures."""
 
     def __init__(
-        self, config: dict[str, Any], decode: Callable[[dict[str, Any]], Any] = Signature.from_json
+        self,
+        config: dict[str, Any],
+        decode: Callable[[dict[str, Any]], Any] = Signature.from_json,
+        *,
+        reap_in_background: bool = False,
     ) -> None:
         self._decode = decode  # an answer line to what run() returns (check: the verdict dict itself)
+        # check: close() returns once the zygote has stopped answering (its children killed), and a thread
+        # reaps it; minimize: close() returns when the zygote and every attempt's process are gone
+        self._reap_in_background = reap_in_background
         self._lock = threading.Lock()
         self._pending: dict[int, Future[Any]] = {}
         self._ready: Future[bool] = Future()
@@ -217,13 +224,30 @@ class _ZygoteClient:
             raise _ZygoteBroken() from None
 
     def close(self) -> None:
-        """Stop the zygote (it kills and reaps its children first) and reap it; idempotent."""
+        """Stop the zygote (it kills and reaps its children first) and reap it; idempotent.
+
+        With ``reap_in_background``, returns as soon as the zygote has closed its output: it does that
+        after killing its children, and before reaping them when none was replaying
+        (``_zygote_batches.BatchZygote.idle_at_end``); a daemon thread then reaps the zygote, whose
+        remaining work is its children's and its own exit (a few ms at the end of every check)."""
         with self._lock:
             self._broken = True
             if self._proc.stdin is not None:
                 with contextlib.suppress(OSError):  # end of input is the zygote's shutdown signal
                     self._proc.stdin.close()
-        for stop in (None, self._proc.terminate, self._proc.kill):
+        stops: tuple[Callable[[], None] | None, ...] = (None, self._proc.terminate, self._proc.kill)
+        if self._reap_in_background:
+            self._reader.join(_STOP_WAIT)  # the end of the zygote's output
+            if not self._reader.is_alive():
+                if self._proc.poll() is None:
+                    name = "stepfork-zygote-reaper"
+                    threading.Thread(target=self._proc.wait, name=name, daemon=True).start()
+                if self._proc.stdout is not None:
+                    self._proc.stdout.close()
+                self._fail()
+                return
+            stops = stops[1:]  # it had its time to stop: no second wait before the signals
+        for stop in stops:
             if stop is not None:
                 stop()
             # a process descriptor wakes this at the zygote's exit; Popen.wait(timeout) polls with sleeps

@@ -91,7 +91,7 @@ class CheckRunner:
         forkable = hasattr(os, "fork") and sys.platform.startswith(("linux", "darwin"))
         if forkable and not os.environ.get(FORCE_SUBPROCESS_ENV):
             try:
-                self._zygote = _ZygoteClient(self.config, decode=_identity)
+                self._zygote = _ZygoteClient(self.config, decode=_identity, reap_in_background=True)
             except OSError:
                 self._zygote = None
 

@@ -81,6 +81,7 @@ class _Child:
     batch_start: float = 0.0  # check batches: when the current batch started (monotonic)
     jobs_fd: int = -1  # check batches: where the zygote writes this worker's next batch
     ahead: tuple[int, list[str]] | None = None  # check batches: (job, bundles) written before this one ends
+    pace: float = 0.0  # check batches: seconds per bundle over this worker's last whole batch (0: none yet)
     status: int | None = None  # its wait status, once reaped
 
 
@@ -151,13 +152,13 @@ def _join_threads() -> None:
             thread.join()
 
 
-def _resolve_agent_modules(config: dict[str, Any]) -> None:
-    """Tell, once here, which loaded modules are the agent's own (``_check_state.agent_module_names``
-    caches the answer per module): every batch worker forked afterwards inherits the cache instead of
-    resolving the path of every loaded module again, about 0.7 s per worker with an SDK loaded."""
-    from stepfork.analysis._check_state import agent_module_names
+def _prepare_workers(config: dict[str, Any]) -> None:
+    """Take here what every batch worker forked afterwards starts from (``_check_batch.prepare``: the
+    resolved entrypoint, the agent's modules, which ``_check_state.agent_module_names`` also caches per
+    module, about 0.7 s per worker with an SDK loaded, and the state baseline)."""
+    from stepfork.analysis._check_batch import prepare
 
-    agent_module_names(config.get("import_root"), entrypoint=config.get("entrypoint"))
+    prepare(config)
 
 
 def _run_attempt(
@@ -312,6 +313,11 @@ class _Zygote:
     def settle(self, now: float, gather: bool) -> None:
         """The end of a round of the loop (``check`` starts queued batches and gathers output here)."""
 
+    def idle_at_end(self) -> bool:
+        """Whether, when the client stops this zygote, it may be told so before the killed children are
+        reaped: never for ``minimize``, whose client waits for every attempt's process to be gone."""
+        return False
+
     def serve(self, pending: bytes = b"") -> None:
         """Run jobs (``pending``: input already read) until end of input; always kill and reap the children
         left."""
@@ -353,6 +359,11 @@ class _Zygote:
         finally:
             for child in self.children.values():  # every kill first: their exits then run side by side
                 _kill(child.pid)
+            if self.idle_at_end():
+                # nothing was replaying: the client may go on now. Closing the protocol is its signal;
+                # reaping the killed workers (their address spaces torn down) and this process's own exit
+                # take a few ms more, which the client does not wait for (_ZygoteClient.close)
+                os.close(self.proto_out)
             for child in self.children.values():
                 _reap(child.pid)
 
@@ -432,7 +443,7 @@ def main() -> None:
         with contextlib.suppress(Exception):
             verdict_of(config, config["warm_bundle"])
     if config.get("task") == "check":
-        _resolve_agent_modules(config)
+        _prepare_workers(config)
     if threading.active_count() > 1:
         started = threading.active_count() - 1
         zygote.send({"ready": False, "reason": f"importing the entrypoint started {started} thread(s)"})

@@ -32,7 +32,7 @@ from stepfork.analysis._zygote import (
     _death,
     _kill,
     _last_stderr_line,
-    _resolve_agent_modules,
+    _prepare_workers,
     _Threaded,
     _write_all,
     _Zygote,
@@ -156,6 +156,8 @@ class BatchZygote(_Zygote):
         for one), unless its last answer said ``restart`` (it exits), then report the finished batch."""
         assert child.job is not None
         done = child.job
+        if child.answered:
+            child.pace = (child.since - child.batch_start) / child.answered
         child.job, child.bundles, child.answered, child.deadline = None, [], 0, math.inf
         if child.restart:
             self.requeue(child)
@@ -236,7 +238,7 @@ class BatchZygote(_Zygote):
         if fresh:
             if threading.active_count() > 1:
                 raise _Threaded()
-            _resolve_agent_modules(self.config)
+            _prepare_workers(self.config)
             gc.collect()
             gc.freeze()
 
@@ -267,15 +269,27 @@ class BatchZygote(_Zygote):
 
     def _gather_for(self, now: float) -> float:
         """How long to let verdict lines gather: :data:`_GATHER`, or less when a batch's last verdict is
-        due sooner (at the pace of its verdicts so far), so the batch is reported without waiting."""
+        due sooner (at the pace of its verdicts so far, or of the worker's last batch when none came yet),
+        so the batch is reported without waiting."""
         wait = _GATHER
         for child in self.children.values():
-            if child.job is None or not child.answered:
+            if child.job is None:
                 continue
-            pace = (child.since - child.batch_start) / child.answered
+            if child.answered:
+                pace = (child.since - child.batch_start) / child.answered
+            elif child.pace:  # a batch handed ahead has just begun: the pace of the worker's last one
+                pace = child.pace
+            else:
+                continue
             remaining = len(child.bundles) - child.answered
             wait = min(wait, child.since + remaining * pace - now)
         return max(0.0, wait)
+
+    def idle_at_end(self) -> bool:
+        """True when no worker is replaying (the normal end of a check: every verdict is in, the workers
+        wait for a batch): they run no agent code, so the client need not wait while they are reaped.
+        A worker still replaying (Ctrl-C) is reaped before the client hears the zygote stop."""
+        return all(child.job is None for child in self.children.values())
 
     def gathers(self, child: _Child) -> bool:
         """Gather while ``child`` replays; not when it waits for its next batch."""
