@@ -131,8 +131,9 @@ def prepare(config: dict[str, Any]) -> None:
     the zygote's state is the state each worker starts in, so one baseline serves them all. Taken in each
     worker instead, it read every loaded module and the agent's state once more per fork, copying the
     zygote's pages that hold them (copy on write): with the OpenAI and Anthropic SDKs loaded (4,000 modules),
-    about 1,900 page faults and 8-11 ms before each worker's first replay, 800 faults and 2.5 ms for the
-    quickstart agent alone, paid again for each fresh worker that replaces one a replay changed. Called
+    about 2,000 page faults and 7-11 ms before each worker's first replay, 600 faults and 2.8 ms for the
+    quickstart agent alone (docs/performance.md, "Run I"), paid again for each fresh worker that replaces
+    one a replay changed. Called
     again whenever the zygote's state changes (it imports what replays imported lazily,
     ``BatchZygote.warm``)."""
     global _prepared
@@ -143,7 +144,8 @@ def prepare(config: dict[str, Any]) -> None:
 
 class BatchWorker:
     """The replaying side of one batch worker (a child forked by the zygote): the agent's module names and
-    the state snapshot to compare with, taken before its first replay, and the import finder.
+    the state snapshot to compare with (taken by the zygote before it forked this process, :func:`prepare`,
+    else here before the first replay), and the import finder.
 
     Args:
         config: the check configuration (``entrypoint``, ``import_root``, ``ordering``, ``raise_as``,
