@@ -167,8 +167,10 @@ def _reaped() -> None:
     """Wait until every check zygote this process closed has been reaped: ``check_corpus`` returns once its
     zygote has stopped answering and a thread reaps it (``_attempts._ZygoteClient.close``); only then is its
     CPU, and that of the workers it reaped, in ``RUSAGE_CHILDREN``."""
+    from stepfork.analysis._attempts import REAPER_THREAD
+
     for thread in threading.enumerate():
-        if thread.name == "stepfork-zygote-reaper":
+        if thread.name == REAPER_THREAD:
             thread.join()
 
 

@@ -28,6 +28,8 @@ from stepfork.analysis._zygote import died
 FORCE_SUBPROCESS_ENV = "_STEPFORK_MINIMIZE_SUBPROCESS"
 _GRACE = 60.0  # seconds past an attempt's timeout before the zygote itself counts as stuck
 _STOP_WAIT = 5.0  # seconds the zygote gets to kill and reap its children when closed
+# the name of the thread that reaps a check zygote after close() returned (_ZygoteClient.close)
+REAPER_THREAD = "stepfork-zygote-reaper"
 
 
 def _bounded(seconds: float) -> float | None:
@@ -240,8 +242,7 @@ class _ZygoteClient:
             self._reader.join(_STOP_WAIT)  # the end of the zygote's output
             if not self._reader.is_alive():
                 if self._proc.poll() is None:
-                    name = "stepfork-zygote-reaper"
-                    threading.Thread(target=self._proc.wait, name=name, daemon=True).start()
+                    threading.Thread(target=self._proc.wait, name=REAPER_THREAD, daemon=True).start()
                 if self._proc.stdout is not None:
                     self._proc.stdout.close()
                 self._fail()

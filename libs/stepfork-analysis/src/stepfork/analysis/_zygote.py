@@ -152,15 +152,6 @@ def _join_threads() -> None:
             thread.join()
 
 
-def _prepare_workers(config: dict[str, Any]) -> None:
-    """Take here what every batch worker forked afterwards starts from (``_check_batch.prepare``: the
-    resolved entrypoint, the agent's modules, which ``_check_state.agent_module_names`` also caches per
-    module, about 0.7 s per worker with an SDK loaded, and the state baseline)."""
-    from stepfork.analysis._check_batch import prepare
-
-    prepare(config)
-
-
 def _run_attempt(
     config: dict[str, Any],
     bundles: list[str],
@@ -442,8 +433,8 @@ def main() -> None:
 
         with contextlib.suppress(Exception):
             verdict_of(config, config["warm_bundle"])
-    if config.get("task") == "check":
-        _prepare_workers(config)
+    if config.get("task") == "check":  # what every worker starts from, taken once here before any fork
+        stepfork.analysis._check_batch.prepare(config)
     if threading.active_count() > 1:
         started = threading.active_count() - 1
         zygote.send({"ready": False, "reason": f"importing the entrypoint started {started} thread(s)"})

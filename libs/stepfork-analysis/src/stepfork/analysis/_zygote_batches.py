@@ -26,13 +26,13 @@ import time
 from collections import deque
 from typing import Any
 
+from stepfork.analysis._check_batch import prepare
 from stepfork.analysis._lines import line_of, parse_line
 from stepfork.analysis._zygote import (
     _Child,
     _death,
     _kill,
     _last_stderr_line,
-    _prepare_workers,
     _Threaded,
     _write_all,
     _Zygote,
@@ -238,7 +238,7 @@ class BatchZygote(_Zygote):
         if fresh:
             if threading.active_count() > 1:
                 raise _Threaded()
-            _prepare_workers(self.config)
+            prepare(self.config)  # the workers forked from now on start from this state
             gc.collect()
             gc.freeze()
 
