@@ -17,6 +17,7 @@ import pytest
 
 from stepfork.analysis import _check_batch
 from stepfork.analysis._check_batch import BatchWorker, ImportWatch, prepare
+from stepfork.replay import network
 
 
 def _not_again(config: dict[str, Any]) -> Any:
@@ -26,8 +27,10 @@ def _not_again(config: dict[str, Any]) -> Any:
 @pytest.fixture
 def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A check configuration whose entrypoint is a standard module's (nothing imported into this test
-    process from a temporary directory); ``prepare`` is undone after the test."""
+    process from a temporary directory); ``prepare`` is undone after the test, and it does not seal this
+    process's network for good as it seals a zygote's (tests/replay/test_network_seal_process.py)."""
     monkeypatch.setattr(_check_batch, "_prepared", None)
+    monkeypatch.setattr(network, "seal_process", lambda: None)
     return {"entrypoint": "json:dumps", "import_root": str(tmp_path), "isolation": "worker"}
 
 

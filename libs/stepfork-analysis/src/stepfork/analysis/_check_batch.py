@@ -133,11 +133,18 @@ def prepare(config: dict[str, Any]) -> None:
     zygote's pages that hold them (copy on write): with the OpenAI and Anthropic SDKs loaded (4,000 modules),
     about 2,000 page faults and 7-11 ms before each worker's first replay, 600 faults and 2.8 ms for the
     quickstart agent alone (docs/performance.md, "Run I"), paid again for each fresh worker that replaces
-    one a replay changed. Called
-    again whenever the zygote's state changes (it imports what replays imported lazily,
-    ``BatchZygote.warm``)."""
+    one a replay changed. Called again whenever the zygote's state changes (it imports what replays imported
+    lazily, ``BatchZygote.warm``).
+
+    First it seals the zygote's network for good (``stepfork.replay.network.seal_process``), so that every
+    worker starts with the seal's hooks in place: a check replays only frozen, sealed sessions, and
+    installing and removing the hooks around each replay cost about 30 us per bundle (docs/performance.md,
+    "Run J"). The state baseline is taken after, with the hooks in place, as each replay leaves them."""
+    from stepfork.replay.network import seal_process
+
     global _prepared
     _prepared = None
+    seal_process()
     with contextlib.suppress(Exception):  # each worker then takes its own, and fails as it did before
         _prepared = (config, _Start.of(config))
 

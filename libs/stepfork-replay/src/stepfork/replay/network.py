@@ -7,7 +7,8 @@ While a ``ReplaySession`` with ``network="sealed"`` is active (the default in ``
 naming the host and port and how to instrument the call. The error is also recorded as the session's
 divergence, so the CLI reports it and exit codes follow the spec even when the agent swallows it.
 
-Hooks (what Python gives; installed while at least one sealed session is active, removed after):
+Hooks (what Python gives; installed while at least one sealed session is active, removed after, or for the
+rest of the process's life with :func:`seal_process`, as in a ``stepfork check`` worker):
 
 - ``socket.getaddrinfo`` (and the older ``gethostbyname``/``gethostbyname_ex``): a name that is neither
   local nor allowed is refused before it is resolved (a DNS query is network traffic too); the addresses
@@ -171,7 +172,10 @@ def _refuse(host: str, port: Any) -> None:
     from stepfork.trace import boundary
 
     active = boundary.active_handler()
-    seal = next((s for s in seals if s.session is active), seals[0])
+    # the active session's, else (a thread the session's context did not reach) the first session's, else
+    # the process's own (seal_process: between sessions)
+    seal = next((s for s in seals if s.session is active and active is not None), None)
+    seal = seal or next((s for s in seals if s.session is not None), seals[0])
     mode = getattr(seal.session, "mode", "frozen")
     where = f"{host}:{port}" if port is not None else host
     error = ReplayPolicyError(
@@ -353,22 +357,56 @@ def _hooks() -> list[tuple[Any, str, Any]]:
 _installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) while the hooks are in place
 
 
+def _install() -> None:
+    """Install every hook of :func:`_hooks` not installed yet (called with ``_lock`` held)."""
+    done = {(owner, name) for owner, name, _ in _installed}
+    for owner, name, wrapper in _hooks():
+        if (owner, name) in done:
+            continue
+        original = getattr(owner, name)
+        # kept after unseal too: a thread already inside a wrapper when the last session ends still finds
+        # the original it calls (popping it raised KeyError in such a thread)
+        _original[f"{owner.__name__}.{name}"] = original
+        _installed.append((owner, name, original))
+        setattr(owner, name, wrapper)
+
+
 def seal(session: Any, allow_hosts: Iterable[str] = ()) -> Seal:
     """Seal the network for ``session`` (install the hooks if none is installed); return the handle for
     :func:`unseal`."""
     handle = Seal(session, allow_hosts)
     with _lock:
         if not _installed:
-            for owner, name, wrapper in _hooks():
-                original = getattr(owner, name)
-                # kept after unseal too: a thread already inside a wrapper when the last session ends still
-                # finds the original it calls (popping it raised KeyError in such a thread)
-                _original[f"{owner.__name__}.{name}"] = original
-                _installed.append((owner, name, original))
-                setattr(owner, name, wrapper)
+            _install()
         _seals.append(handle)
         _peers_allowed.clear()  # what is allowed changed
     return handle
+
+
+_process_seal: Seal | None = None
+
+
+def seal_process() -> None:
+    """Seal the network for the rest of this process's life, whatever sessions come and go.
+
+    For a process that exists only to replay frozen, sealed sessions (a ``stepfork check`` worker, forked
+    from its zygote): the hooks are installed once, here, instead of being installed when each session
+    starts and removed when it ends. Installing them sets attributes on ``socket.socket`` and asyncio's
+    classes, which invalidates the interpreter's attribute caches for them: about 30 us of a 0.45 ms
+    replay of the quickstart agent (docs/performance.md, "Run J"). Each session's own seal still adds its
+    ``allow_hosts``, and a refusal is still recorded as the divergence of the session it happens in. Between
+    sessions only loopback and Unix sockets stay reachable, where before the seal there was no seal at all.
+
+    Idempotent; a later call installs the hooks of modules loaded since (``ssl``, asyncio's transports:
+    :func:`_hooks`). There is no way back: this process never replays with the network open.
+    """
+    global _process_seal
+    with _lock:
+        _install()
+        if _process_seal is None:
+            _process_seal = Seal(None, ())
+            _seals.append(_process_seal)
+            _peers_allowed.clear()
 
 
 def unseal(handle: Seal) -> None:
