@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,30 @@ run_agent = quickstart.run_agent
 """
 
 
+# An agent whose module, imported by the zygote, makes the zygote's killing of its idle workers at the end of
+# a check take a minute: it notes the zygote's pid when the killing starts
+SLOW_KILL = """
+import os, signal, time
+import quickstart
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_ZYGOTE = os.getpid()
+_killpg = os.killpg
+
+
+def _slow_killpg(pid, sig):
+    if os.getpid() == _ZYGOTE and sig == signal.SIGKILL:
+        with open(os.path.join(HERE, "killing.pid"), "w") as note:
+            note.write(str(_ZYGOTE))
+        time.sleep(60)
+    return _killpg(pid, sig)
+
+
+os.killpg = _slow_killpg
+run_agent = quickstart.run_agent
+"""
+
+
 @pytest.fixture
 def small(tmp_path: Path) -> tuple[Path, list[str], dict[str, str]]:
     """An import root with quickstart and the candidates above, and 4 bundles (the last without run input)."""
@@ -147,6 +172,52 @@ def test_a_check_returns_without_waiting_for_its_idle_workers_to_be_reaped(small
     while Path(f"/proc/{zygote}").exists():  # reaped by this process, not left a zombie
         assert time.monotonic() < end, f"the zygote {zygote} was not reaped"
         time.sleep(0.01)
+
+
+def test_a_check_returns_without_waiting_for_its_zygote_to_stop(small) -> None:
+    # at the normal end every batch is answered, so no worker replays: check_corpus tells the zygote to stop
+    # and returns, and a thread of this process waits for the zygote to kill its workers and exit (3-6 ms
+    # at the end of every check before, the zygote's kills and the end of its output)
+    work, bundles, expected = small
+    (work / "slowkill.py").write_text(SLOW_KILL)
+    result = check_corpus(bundles, "slowkill:run_agent", jobs=1, import_root=work)
+    assert {v.bundle: v.verdict for v in result.verdicts} == expected
+    _wait_for(work / "killing.pid")
+    zygote = int((work / "killing.pid").read_text())
+    os.kill(zygote, 0)  # still killing its workers (its minute): check_corpus returned before
+    os.kill(zygote, signal.SIGKILL)
+    end = time.monotonic() + 10
+    while Path(f"/proc/{zygote}").exists():  # reaped by this process, not left a zombie
+        assert time.monotonic() < end, f"the zygote {zygote} was not reaped"
+        time.sleep(0.01)
+    for worker in {v.worker for v in result.verdicts if v.worker}:
+        _wait_gone(worker)  # its job pipe ended with the zygote: it exits on its own
+
+
+def test_a_check_joins_its_threads_only_after_an_error(small, monkeypatch: pytest.MonkeyPatch) -> None:
+    # at the normal end the pool's threads wait for work that never comes: they end on their own (joining
+    # them cost 1-2 ms at the end of every check); after an error (Ctrl-C) they are joined before it returns
+    import stepfork.analysis.check as check_module
+
+    waits: list[bool] = []
+
+    class Pool(ThreadPoolExecutor):
+        def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+            waits.append(wait)
+            super().shutdown(wait, cancel_futures=cancel_futures)
+
+    monkeypatch.setattr(check_module, "ThreadPoolExecutor", Pool)
+    work, bundles, expected = small
+    result = check_corpus(bundles, "quickstart:run_agent", jobs=1, import_root=work)
+    assert {v.bundle: v.verdict for v in result.verdicts} == expected
+    assert waits == [False]
+
+    def interrupt(verdict: Any) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        check_corpus(bundles, "quickstart:run_agent", jobs=1, import_root=work, on_result=interrupt)
+    assert waits == [False, True]
 
 
 def test_a_check_that_ends_leaves_another_check_of_the_process_running(small) -> None:

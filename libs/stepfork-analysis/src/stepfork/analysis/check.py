@@ -322,7 +322,10 @@ def check_corpus(
         if executor is None:
             # twice `jobs` batches asked at once: a worker that ends one finds the next waiting in the zygote
             threads = min(len(batches), 2 * workers)
-            executor = stack.enter_context(ThreadPoolExecutor(threads, thread_name_prefix="stepfork-check"))
+            pool = executor = ThreadPoolExecutor(threads, thread_name_prefix="stepfork-check")
+            # at the normal end every task is done and the pool's threads wait for work: they end on their
+            # own, not joined here (1-2 ms at the end of every check); after an error they are joined
+            stack.push(lambda kind, error, trace: pool.shutdown(wait=kind is not None))
             # this run's own zygote: another check_corpus running in this process (a thread of a notebook or
             # a service) neither shares it nor has it closed when that one ends
             config["run"] = uuid.uuid4().hex
