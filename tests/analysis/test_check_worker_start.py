@@ -61,11 +61,16 @@ def test_a_worker_of_another_configuration_takes_its_own(config) -> None:
     assert worker.targets is not None
 
 
-def test_an_entrypoint_that_cannot_be_resolved_leaves_each_verdict_to_say_so(config) -> None:
+def test_an_entrypoint_that_cannot_be_resolved_leaves_each_verdict_to_say_so(
+    config, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config["entrypoint"] = "json:no_such_function"
     prepare(config)
+    # prepared all the same (no targets, the baseline taken): the worker does not take its start again
+    monkeypatch.setattr(_check_batch._Start, "of", staticmethod(_not_again))
     worker = _worker(config)
     assert worker.targets is None  # each verdict_of resolves, and fails, per bundle
+    assert worker.baseline is not None
 
 
 def test_the_zygotes_module_names_are_read_not_copied_after_each_replay(tmp_path: Path) -> None:
