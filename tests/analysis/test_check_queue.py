@@ -156,6 +156,15 @@ def _wait_gone(pid: int, seconds: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+def _kill_and_see_reaped(zygote: int) -> None:
+    """SIGKILL the zygote ``zygote`` and wait until this process has reaped it (not left a zombie)."""
+    os.kill(zygote, signal.SIGKILL)
+    end = time.monotonic() + 10
+    while Path(f"/proc/{zygote}").exists():
+        assert time.monotonic() < end, f"the zygote {zygote} was not reaped"
+        time.sleep(0.01)
+
+
 def test_a_check_returns_without_waiting_for_its_idle_workers_to_be_reaped(small) -> None:
     # at the normal end every worker waits for a batch, so none runs agent code: the zygote kills them,
     # closes its output and only then reaps them and exits, and check_corpus does not wait for that (a few
@@ -167,11 +176,7 @@ def test_a_check_returns_without_waiting_for_its_idle_workers_to_be_reaped(small
     _wait_for(work / "reaping.pid")
     zygote = int((work / "reaping.pid").read_text())
     os.kill(zygote, 0)  # still reaping (its minute): check_corpus returned before, with every verdict
-    os.kill(zygote, signal.SIGKILL)
-    end = time.monotonic() + 10
-    while Path(f"/proc/{zygote}").exists():  # reaped by this process, not left a zombie
-        assert time.monotonic() < end, f"the zygote {zygote} was not reaped"
-        time.sleep(0.01)
+    _kill_and_see_reaped(zygote)
 
 
 def test_a_check_returns_without_waiting_for_its_zygote_to_stop(small) -> None:
@@ -185,11 +190,7 @@ def test_a_check_returns_without_waiting_for_its_zygote_to_stop(small) -> None:
     _wait_for(work / "killing.pid")
     zygote = int((work / "killing.pid").read_text())
     os.kill(zygote, 0)  # still killing its workers (its minute): check_corpus returned before
-    os.kill(zygote, signal.SIGKILL)
-    end = time.monotonic() + 10
-    while Path(f"/proc/{zygote}").exists():  # reaped by this process, not left a zombie
-        assert time.monotonic() < end, f"the zygote {zygote} was not reaped"
-        time.sleep(0.01)
+    _kill_and_see_reaped(zygote)
     for worker in {v.worker for v in result.verdicts if v.worker}:
         _wait_gone(worker)  # its job pipe ended with the zygote: it exits on its own
 
