@@ -78,50 +78,27 @@ if os.getsid(0) == os.getpid():
 """
 
 
-# An agent whose module, imported by the zygote, makes the zygote's reaping of its workers slow (a worker
-# with a large heap takes ms to tear down; here a minute): it notes the zygote's pid when the reaping starts
-SLOW_REAP = """
+# An agent whose module, imported by the zygote, makes one step of the zygote's stop at the end of a check
+# take a minute (``{step}``: ``waitpid``, its reaping of its workers, or ``killpg``, its killing of them; a
+# worker with a large heap takes ms to tear down): it notes the zygote's pid when that step starts
+SLOW_STOP = """
 import os, time
 import quickstart
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _ZYGOTE = os.getpid()  # this module is imported by the zygote, not by the process that runs check_corpus
-_waitpid = os.waitpid
+_real = os.{step}
 
 
-def _slow_waitpid(pid, options):
+def _slow(*args):
     if os.getpid() == _ZYGOTE:
-        with open(os.path.join(HERE, "reaping.pid"), "w") as note:
+        with open(os.path.join(HERE, "stopping.pid"), "w") as note:
             note.write(str(_ZYGOTE))
         time.sleep(60)
-    return _waitpid(pid, options)
+    return _real(*args)
 
 
-os.waitpid = _slow_waitpid
-run_agent = quickstart.run_agent
-"""
-
-
-# An agent whose module, imported by the zygote, makes the zygote's killing of its idle workers at the end of
-# a check take a minute: it notes the zygote's pid when the killing starts
-SLOW_KILL = """
-import os, signal, time
-import quickstart
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-_ZYGOTE = os.getpid()
-_killpg = os.killpg
-
-
-def _slow_killpg(pid, sig):
-    if os.getpid() == _ZYGOTE and sig == signal.SIGKILL:
-        with open(os.path.join(HERE, "killing.pid"), "w") as note:
-            note.write(str(_ZYGOTE))
-        time.sleep(60)
-    return _killpg(pid, sig)
-
-
-os.killpg = _slow_killpg
+os.{step} = _slow
 run_agent = quickstart.run_agent
 """
 
@@ -156,43 +133,25 @@ def _wait_gone(pid: int, seconds: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def _kill_and_see_reaped(zygote: int) -> None:
-    """SIGKILL the zygote ``zygote`` and wait until this process has reaped it (not left a zombie)."""
+@pytest.mark.parametrize("step", ["waitpid", "killpg"])
+def test_a_check_returns_without_waiting_for_its_zygote_to_stop(small, step: str) -> None:
+    # at the normal end every batch is answered, so no worker runs agent code: check_corpus tells the zygote
+    # to stop and returns, and a thread of this process waits for the zygote to kill its workers, reap them
+    # and exit, and reaps it (3-8 ms at the end of every check before: the kills, then the reaping)
+    work, bundles, expected = small
+    (work / "slowstop.py").write_text(SLOW_STOP.replace("{step}", step))
+    result = check_corpus(bundles, "slowstop:run_agent", jobs=1, import_root=work)
+    assert {v.bundle: v.verdict for v in result.verdicts} == expected
+    _wait_for(work / "stopping.pid")
+    zygote = int((work / "stopping.pid").read_text())
+    os.kill(zygote, 0)  # still in its slow step (its minute): check_corpus returned before, every verdict in
     os.kill(zygote, signal.SIGKILL)
     end = time.monotonic() + 10
-    while Path(f"/proc/{zygote}").exists():
+    while Path(f"/proc/{zygote}").exists():  # reaped by this process, not left a zombie
         assert time.monotonic() < end, f"the zygote {zygote} was not reaped"
         time.sleep(0.01)
-
-
-def test_a_check_returns_without_waiting_for_its_idle_workers_to_be_reaped(small) -> None:
-    # at the normal end every worker waits for a batch, so none runs agent code: the zygote kills them,
-    # closes its output and only then reaps them and exits, and check_corpus does not wait for that (a few
-    # ms at the end of every check before); a thread of this process reaps the zygote afterwards
-    work, bundles, expected = small
-    (work / "slowreap.py").write_text(SLOW_REAP)
-    result = check_corpus(bundles, "slowreap:run_agent", jobs=1, import_root=work)
-    assert {v.bundle: v.verdict for v in result.verdicts} == expected
-    _wait_for(work / "reaping.pid")
-    zygote = int((work / "reaping.pid").read_text())
-    os.kill(zygote, 0)  # still reaping (its minute): check_corpus returned before, with every verdict
-    _kill_and_see_reaped(zygote)
-
-
-def test_a_check_returns_without_waiting_for_its_zygote_to_stop(small) -> None:
-    # at the normal end every batch is answered, so no worker replays: check_corpus tells the zygote to stop
-    # and returns, and a thread of this process waits for the zygote to kill its workers and exit (3-6 ms
-    # at the end of every check before, the zygote's kills and the end of its output)
-    work, bundles, expected = small
-    (work / "slowkill.py").write_text(SLOW_KILL)
-    result = check_corpus(bundles, "slowkill:run_agent", jobs=1, import_root=work)
-    assert {v.bundle: v.verdict for v in result.verdicts} == expected
-    _wait_for(work / "killing.pid")
-    zygote = int((work / "killing.pid").read_text())
-    os.kill(zygote, 0)  # still killing its workers (its minute): check_corpus returned before
-    _kill_and_see_reaped(zygote)
     for worker in {v.worker for v in result.verdicts if v.worker}:
-        _wait_gone(worker)  # its job pipe ended with the zygote: it exits on its own
+        _wait_gone(worker)  # killed, or its job pipe ended with the zygote: it exits on its own
 
 
 def test_a_check_joins_its_threads_only_after_an_error(small, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -242,7 +242,7 @@ class _ZygoteClient:
                     self._proc.stdin.close()
         stops: tuple[Callable[[], None] | None, ...] = (None, self._proc.terminate, self._proc.kill)
         if self._reap_in_background and idle:
-            threading.Thread(target=self._stop_idle, name=REAPER_THREAD, daemon=True).start()
+            threading.Thread(target=self._end, args=(stops,), name=REAPER_THREAD, daemon=True).start()
             return
         if self._reap_in_background:
             self._reader.join(_STOP_WAIT)  # the end of the zygote's output
@@ -254,6 +254,11 @@ class _ZygoteClient:
                 self._fail()
                 return
             stops = stops[1:]  # it had its time to stop: no second wait before the signals
+        self._end(stops)
+
+    def _end(self, stops: tuple[Callable[[], None] | None, ...]) -> None:
+        """Wait up to :data:`_STOP_WAIT` for the zygote's exit after each of ``stops`` (None: no signal),
+        reap it, and close its output."""
         for stop in stops:
             if stop is not None:
                 stop()
@@ -266,20 +271,6 @@ class _ZygoteClient:
         if self._proc.stdout is not None:
             self._proc.stdout.close()
         self._fail()
-
-    def _stop_idle(self) -> None:
-        """The rest of :meth:`close` for a zygote none of whose children is replaying, in a thread: the end
-        of its output, then its exit (the signals after :data:`_STOP_WAIT` each, as :meth:`close`)."""
-        self._reader.join(_STOP_WAIT)
-        for stop in (None, self._proc.terminate, self._proc.kill):
-            if stop is not None:
-                stop()
-            if _ended_within(self._proc, _STOP_WAIT):
-                break
-        self._proc.wait()
-        self._reader.join()
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
 
 
 class AttemptRunner:
