@@ -71,6 +71,23 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(_REPO / folder, quiet=2, workers=1)
 
 
+# Two pytest plugins this environment installs for other reasons, which no pytest process a test starts uses
+# (exported tests, `stepfork run`, the plugin's own tests): langsmith's (installed with langchain, for the
+# LangGraph agent; ~0.6 s of imports) and hypothesis's (~0.25 s). Each such process loaded both at start:
+# a few hundred of them made up a third of the suite's CPU time on a 2-core machine.
+_CHILD_PYTEST_OPTIONS = "-p no:langsmith_plugin -p no:hypothesispytest"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _lean_child_pytest() -> Iterator[None]:
+    """Start every pytest process a test runs without the two plugins above (``PYTEST_ADDOPTS``, set for
+    the processes this one starts: this process parsed its own options before any fixture ran)."""
+    with pytest.MonkeyPatch.context() as patch:
+        extra = os.environ.get("PYTEST_ADDOPTS", "")
+        patch.setenv("PYTEST_ADDOPTS", f"{extra} {_CHILD_PYTEST_OPTIONS}".strip())
+        yield
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """Say that slow tests were deselected (how many, when this process collected) and how to run them.
 
