@@ -72,8 +72,6 @@ def run_pytest(tmp_path: Path, *args: str, **env: str) -> dict[str, str]:
             "-p",
             "no:cacheprovider",
             "-p",
-            "no:langsmith_plugin",
-            "-p",
             "no:xdist",
             f"--junitxml={report}",
             "-q",

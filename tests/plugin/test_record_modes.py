@@ -82,8 +82,6 @@ def run_pytest(root: Path, *args: str, xdist: bool = False, **env: str) -> subpr
             "no:randomly",
             "-p",
             "no:cacheprovider",
-            "-p",
-            "no:langsmith_plugin",
             *plugins,
             "-rA",
             "--rootdir",
