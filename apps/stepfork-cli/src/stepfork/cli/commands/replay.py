@@ -109,6 +109,7 @@ def replay(
             fail("Manual replay mode asks for approval on a terminal; standard input is not a terminal.", 2)
         approve = _ask
 
+    from stepfork.cli.agent_exit import os_exit_reported
     from stepfork.replay.outcome import replay_entrypoint
 
     # On a terminal the header shows before the entrypoint runs, and a spinner while it runs (stderr);
@@ -118,7 +119,11 @@ def replay(
     if interactive:
         typer.echo("\n".join(header))
     try:
-        with _raise_as_warnings_as_lines(), _spinner(enabled=mode != "manual"):
+        with (
+            _raise_as_warnings_as_lines(),
+            _spinner(enabled=mode != "manual"),
+            os_exit_reported(_os_exit_line, 2),
+        ):
             outcome = replay_entrypoint(
                 path,
                 entrypoint,
@@ -141,6 +146,14 @@ def replay(
 
         htmlout.write(html, lambda: write_replay_view(outcome, path, html, overwrite=overwrite))
     raise typer.Exit(outcome.exit_code)
+
+
+def _os_exit_line(status: int) -> str:
+    """The line of a replay whose agent called ``os._exit(status)``: no verdict, exit 2."""
+    return (
+        f"The agent called os._exit({status}) during the replay, which ended the process before any "
+        "verdict: the replay could not execute (exit 2)."
+    )
 
 
 def fail_for_error(exc: Exception, path: Path) -> NoReturn:

@@ -1,0 +1,55 @@
+"""An agent that ends the process with ``os._exit`` while a command runs it in process.
+
+``os._exit(status)`` ends the interpreter at once: no exception reaches the command, no report is printed,
+and the process's status is the agent's own. For ``stepfork replay`` that status read as a verdict: an
+agent calling ``os._exit(0)`` mid-run made the replay exit 0, which says "the run completed" to a CI job
+that has nothing else to go by. While :func:`os_exit_reported` is active, the process still ends where the
+agent ends it (nothing of the agent is unwound or run again), but with the command's own line and exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+
+__all__ = ["os_exit_reported"]
+
+
+@contextlib.contextmanager
+def os_exit_reported(message: Callable[[int], str], code: int) -> Iterator[None]:
+    """While the block runs, ``os._exit(status)`` called in this process (from any thread) flushes stdout,
+    writes ``message(status)`` as one line to stderr and ends the process with ``code`` instead of
+    ``status``.
+
+    Args:
+        message: the line for the agent's status (an int, as ``os._exit`` takes).
+        code: the command's exit code for a run that could not execute (``replay``: 2, spec/replay.txt
+            "Exit codes").
+
+    A process the agent forked (``os.getpid()`` differs: multiprocessing's fork start method ends its
+    children with ``os._exit``) exits with its own status. A module that kept ``from os import _exit``
+    before the block, ``posix._exit`` and a C extension's ``exit()`` are not seen (docs/cli.md, "replay").
+    """
+    real = os._exit
+    pid = os.getpid()
+
+    def report(status: int) -> None:
+        if os.getpid() != pid:
+            real(status)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        with contextlib.suppress(Exception):
+            # a terminal's spinner line may be open: the report starts on a line of its own
+            lead = "\n" if sys.stderr.isatty() else ""
+            sys.stderr.write(f"{lead}{message(status)}\n")
+            sys.stderr.flush()
+        real(code)
+
+    setattr(os, "_exit", report)  # noqa: B010 - mypy refuses assigning to a module's function
+    try:
+        yield
+    finally:
+        if os._exit is report:
+            setattr(os, "_exit", real)  # noqa: B010
