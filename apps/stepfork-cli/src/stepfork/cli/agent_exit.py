@@ -10,6 +10,7 @@ agent ends it (nothing of the agent is unwound or run again), but with the comma
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -18,15 +19,20 @@ __all__ = ["os_exit_reported"]
 
 
 @contextlib.contextmanager
-def os_exit_reported(message: Callable[[int], str], code: int) -> Iterator[None]:
+def os_exit_reported(
+    message: Callable[[int], str], code: int, *, json_error: str | None = None
+) -> Iterator[None]:
     """While the block runs, ``os._exit(status)`` called in this process (from any thread) flushes stdout,
     writes ``message(status)`` as one line to stderr and ends the process with ``code`` instead of
     ``status``.
 
     Args:
         message: the line for the agent's status (an int, as ``os._exit`` takes).
-        code: the command's exit code for a run that could not execute (``replay``: 2, spec/replay.txt
-            "Exit codes").
+        code: the command's exit code for it (``replay``: 2, could not execute, spec/replay.txt "Exit
+            codes"; ``fork``: 1, the forked run did not complete).
+        json_error: with ``--json``, the error code of the object ``{"error", "message", "exit_code"}``
+            written first, as one line, to the standard output the block started with (a command that
+            sends the agent's prints to stderr while it runs redirects file descriptor 1 inside the block).
 
     A process the agent forked (``os.getpid()`` differs: multiprocessing's fork start method ends its
     children with ``os._exit``) exits with its own status. A module that kept ``from os import _exit``
@@ -34,12 +40,17 @@ def os_exit_reported(message: Callable[[int], str], code: int) -> Iterator[None]
     """
     real = os._exit
     pid = os.getpid()
+    stdout = os.dup(1) if json_error is not None else None
 
     def report(status: int) -> None:
         if os.getpid() != pid:
             real(status)
         with contextlib.suppress(Exception):
             sys.stdout.flush()
+        if stdout is not None:
+            with contextlib.suppress(Exception):
+                error = {"error": json_error, "message": message(status), "exit_code": code}
+                os.write(stdout, json.dumps(error, ensure_ascii=False).encode() + b"\n")
         with contextlib.suppress(Exception):
             # a terminal's spinner line may be open: the report starts on a line of its own
             lead = "\n" if sys.stderr.isatty() else ""
@@ -53,3 +64,5 @@ def os_exit_reported(message: Callable[[int], str], code: int) -> Iterator[None]
     finally:
         if os._exit is report:
             setattr(os, "_exit", real)  # noqa: B010
+        if stdout is not None:
+            os.close(stdout)

@@ -3,7 +3,9 @@
 Calls before step N are served from the recording, calls from N on run live (tools only with
 --allow-live-tool); the whole run is recorded into OUT. The network is sealed while the run is frozen (as
 in a frozen replay) and opens at the fork point; --allow-network/--allow-host as replay's. Exit codes: 0
-the forked run completed, 1 the entrypoint raised (the failed run is still recorded in OUT), 2 invalid
+the forked run completed, 1 the entrypoint raised (the failed run is still recorded in OUT) or ended the
+process with ``os._exit`` (OUT holds the run up to it, unfinished: one line, and with ``--json`` the error
+object ``agent_exited``), 2 invalid
 input (unreadable trace, unknown step, bad --override, unresolvable entrypoint, OUT exists without
 --overwrite); with ``--json`` such an error is also every command's error object on stdout, ``{"error":
 <ForkError code>, "message", "exit_code": 2}`` (:func:`stepfork.cli.output.with_json_errors`).
@@ -61,8 +63,19 @@ def fork(
             overrides[int(key)] = loads_json(Path(file).read_bytes())
         except (OSError, ValueError) as exc:
             fail(f"Invalid --override {item}: {exc}", 2, error="invalid_override")
+    from stepfork.cli.agent_exit import os_exit_reported
+
+    def exited(status: int) -> str:
+        return (
+            f"The agent called os._exit({status}) during the forked run, which ended the process: "
+            f"{output} holds the run up to that call, unfinished (stepfork validate --partial reads it)."
+        )
+
     try:
-        with agent_output_to_stderr(as_json):  # the agent's prints never into the JSON document
+        with (
+            os_exit_reported(exited, 1, json_error="agent_exited" if as_json else None),
+            agent_output_to_stderr(as_json),  # the agent's prints never into the JSON document
+        ):
             result = run_fork(
                 path,
                 step=step,

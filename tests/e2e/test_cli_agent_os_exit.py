@@ -1,12 +1,15 @@
-"""``stepfork replay`` of an agent that ends the process with ``os._exit`` mid-run: one line and exit 2 (could
-not execute), never the agent's own status (docs/cli.md, "replay").
+"""An agent that ends the process with ``os._exit`` mid-run: ``stepfork replay`` says so in one line and
+exits 2 (could not execute), ``stepfork fork`` exits 1 and names the unfinished bundle; never the agent's
+own status (docs/cli.md, "replay"; docs/fork.md).
 
-Before, ``os._exit(0)`` after the agent's calls ended ``stepfork replay`` with exit 0 and no report: "the
-run completed" to a CI job that reads the exit code.
+Before, ``os._exit(0)`` after the agent's calls ended ``stepfork replay`` with exit 0 and no report, "the run
+completed" to a CI job that reads the exit code, and ``stepfork fork`` with exit 0 and a bundle that never
+finished.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -74,3 +77,33 @@ def test_a_process_the_agent_forks_ends_with_its_own_status(quickstart: Path) ->
     assert result.code == 0, result.text
     assert "Recorded behavior: MATCHED" in result.out
     assert "os._exit" not in result.text
+
+
+def _fork_line(status: int) -> str:
+    return (
+        f"The agent called os._exit({status}) during the forked run, which ended the process: out.sftrace "
+        "holds the run up to that call, unfinished (stepfork validate --partial reads it).\n"
+    )
+
+
+def test_os_exit_in_a_forked_run_is_exit_1_and_names_the_unfinished_bundle(quickstart: Path) -> None:
+    (quickstart / "exiting.py").write_text(AGENT.format(status=0), encoding="utf-8")
+    given = ("--step", "2", "-e", "exiting:exits_in_the_main_thread", "-o", "out.sftrace")
+    result = run_cli("fork", "notify.sftrace", *given, cwd=quickstart)
+    assert result.code == 1, result.text
+    assert result.err.endswith(_fork_line(0))
+    assert "Status:" not in result.out  # no report of a run that never ended
+    unfinished = run_cli("validate", "out.sftrace", cwd=quickstart)
+    assert unfinished.code == 1, unfinished.text
+    assert "run_incomplete" in unfinished.text
+    assert run_cli("validate", "--partial", "out.sftrace", cwd=quickstart).code == 0
+
+
+def test_with_json_a_forked_run_ended_by_os_exit_is_the_error_object_on_stdout(quickstart: Path) -> None:
+    (quickstart / "exiting.py").write_text(AGENT.format(status=3), encoding="utf-8")
+    given = ("--step", "2", "-e", "exiting:exits_in_the_main_thread", "-o", "out.sftrace", "--json")
+    result = run_cli("fork", "notify.sftrace", *given, cwd=quickstart)
+    assert result.code == 1, result.text
+    message = _fork_line(3).rstrip("\n")
+    assert json.loads(result.out) == {"error": "agent_exited", "message": message, "exit_code": 1}
+    assert result.err.endswith(message + "\n")
