@@ -30,6 +30,13 @@ import quickstart
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def publish(name, text):
+    # whole or not at all: the test reads the file as soon as it exists, and may kill this process then
+    with open(os.path.join(HERE, name + ".tmp"), "w") as note:
+        note.write(text)
+    os.replace(os.path.join(HERE, name + ".tmp"), os.path.join(HERE, name))
+
+
 def gated(order_id=None):
     # says it started, then waits until the test lets it go on (another check ends meanwhile)
     open(os.path.join(HERE, "started"), "a").close()
@@ -54,15 +61,13 @@ def spawner(order_id=None):
             time.sleep(600)
             os._exit(0)
         HELPERS.append(helper)  # state the probe sees: the worker exits after this verdict
-        with open(os.path.join(HERE, "helper.pid"), "w") as pid:
-            pid.write(str(helper))
+        publish("helper.pid", str(helper))
     return quickstart.run_agent(order_id)
 
 
 def stuck(order_id=None):
     if order_id is None:
-        with open(os.path.join(HERE, "stuck.pid"), "w") as pid:
-            pid.write(str(os.getpid()))
+        publish("stuck.pid", str(os.getpid()))
         time.sleep(600)
     return quickstart.run_agent(order_id)
 """
@@ -92,8 +97,10 @@ _real = os.{step}
 
 def _slow(*args):
     if os.getpid() == _ZYGOTE:
-        with open(os.path.join(HERE, "stopping.pid"), "w") as note:
+        # whole or not at all: the test reads the file as soon as it exists
+        with open(os.path.join(HERE, "stopping.pid.tmp"), "w") as note:
             note.write(str(_ZYGOTE))
+        os.replace(os.path.join(HERE, "stopping.pid.tmp"), os.path.join(HERE, "stopping.pid"))
         time.sleep(60)
     return _real(*args)
 
