@@ -40,7 +40,10 @@ def os_exit_reported(
     """
     real = os._exit
     pid = os.getpid()
-    stdout = os.dup(1) if json_error is not None else None
+    stdout = None
+    if json_error is not None:
+        with contextlib.suppress(OSError):  # no descriptor 1 (a closed stream): the line on stderr alone
+            stdout = os.dup(1)
 
     def report(status: int) -> None:
         if os.getpid() != pid:
