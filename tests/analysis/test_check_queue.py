@@ -89,18 +89,15 @@ if os.getsid(0) == os.getpid():
 SLOW_STOP = """
 import os, time
 import quickstart
+from queued import publish  # beside it (the fixture small)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 _ZYGOTE = os.getpid()  # this module is imported by the zygote, not by the process that runs check_corpus
 _real = os.{step}
 
 
 def _slow(*args):
     if os.getpid() == _ZYGOTE:
-        # whole or not at all: the test reads the file as soon as it exists
-        with open(os.path.join(HERE, "stopping.pid.tmp"), "w") as note:
-            note.write(str(_ZYGOTE))
-        os.replace(os.path.join(HERE, "stopping.pid.tmp"), os.path.join(HERE, "stopping.pid"))
+        publish("stopping.pid", str(_ZYGOTE))
         time.sleep(60)
     return _real(*args)
 

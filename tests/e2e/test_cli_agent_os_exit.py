@@ -79,6 +79,37 @@ def test_a_process_the_agent_forks_ends_with_its_own_status(quickstart: Path) ->
     assert "os._exit" not in result.text
 
 
+# a program replayed with `stepfork replay BUNDLE -- python agent.py`: one recorded model call, then, when
+# asked, os._exit(0) where the recorded run went on to its end
+PROGRAM = """
+import os
+import httpx2
+
+
+def answer(request):
+    return httpx2.Response(200, json={"id": "chatcmpl-1", "object": "chat.completion", "choices": []})
+
+
+client = httpx2.Client(transport=httpx2.MockTransport(answer))
+client.post("https://api.openai.com/v1/chat/completions", json={"model": "gpt-4o-mini", "messages": []})
+if os.environ.get("EXIT_MIDWAY"):
+    os._exit(0)
+"""
+
+
+def test_os_exit_in_a_replayed_program_is_could_not_execute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "agent.py").write_text(PROGRAM, encoding="utf-8")
+    recorded = run_cli("record", "-o", "run.sftrace", "--", "python", "agent.py", cwd=tmp_path)
+    assert recorded.code == 0, recorded.text
+    assert run_cli("replay", "run.sftrace", "--", "python", "agent.py", cwd=tmp_path).code == 0
+    monkeypatch.setenv("EXIT_MIDWAY", "1")
+    result = run_cli("replay", "run.sftrace", "--", "python", "agent.py", cwd=tmp_path)
+    assert result.code == 2, result.text
+    assert result.err.endswith(_line(0))
+
+
 def _fork_line(status: int) -> str:
     return (
         f"The agent called os._exit({status}) during the forked run, which ended the process: out.sftrace "

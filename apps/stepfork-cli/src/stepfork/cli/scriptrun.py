@@ -167,7 +167,8 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
 
     import typer
 
-    from stepfork.cli.commands.replay import _ask, fail_for_error, render_outcome
+    from stepfork.cli.agent_exit import os_exit_reported
+    from stepfork.cli.commands.replay import _ask, _os_exit_line, fail_for_error, render_outcome
     from stepfork.integrations.autocapture import enable
     from stepfork.replay.outcome import replay_entrypoint
 
@@ -176,17 +177,18 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
         return _refuse(problem)
     enable()
     try:
-        outcome = replay_entrypoint(
-            bundle,
-            lambda: run_program(target),
-            mode=options["mode"],
-            network=options["network"] or None,
-            allow_hosts=options["allow_hosts"] or None,
-            allow_live_tools=options["allow_live_tools"] or None,
-            approve=_ask if options["mode"] == "manual" else None,
-            ordering=options["ordering"],
-            ignore=options["ignore"],
-        )
+        with os_exit_reported(_os_exit_line, 2):  # the program's os._exit is no verdict (docs/cli.md)
+            outcome = replay_entrypoint(
+                bundle,
+                lambda: run_program(target),
+                mode=options["mode"],
+                network=options["network"] or None,
+                allow_hosts=options["allow_hosts"] or None,
+                allow_live_tools=options["allow_live_tools"] or None,
+                approve=_ask if options["mode"] == "manual" else None,
+                ordering=options["ordering"],
+                ignore=options["ignore"],
+            )
     except Exception as exc:  # a library error before the run (the program's own are in the outcome)
         try:
             fail_for_error(exc, Path(bundle))  # prints the one line, raises typer.Exit
