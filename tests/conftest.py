@@ -101,6 +101,32 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         terminalreporter.write_line(_SLOW_HINT[0].upper() + _SLOW_HINT[1:])
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Say whether this environment holds the releases of the committed lock (issue 28): every package
+    whose installed version differs from requirements/constraints.txt, SDKs marked, so a failure under
+    ``hatch run latest:test`` names the releases to look at. Nothing when the lock is missing."""
+    import importlib.util
+
+    script = _REPO / "scripts" / "lock.py"
+    if not (_REPO / "requirements" / "constraints.txt").is_file() or not script.is_file():
+        return []
+    spec = importlib.util.spec_from_file_location("stepfork_lock_script", script)
+    if spec is None or spec.loader is None:  # pragma: no cover - a file path always has a loader
+        return []
+    lock = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lock)
+    differences = lock.installed_differences()
+    if not differences:
+        return ["lock: every installed package at its release in requirements/constraints.txt"]
+    sdks = set(lock.sdk_names())
+    named = ", ".join(
+        f"{name} {installed} (locked {locked}){' [SDK]' if name in sdks else ''}"
+        for name, locked, installed in differences
+    )
+    count = len(differences)
+    return [f"lock: {count} installed package(s) differ from requirements/constraints.txt: {named}"]
+
+
 # The bundles an earlier public implementation wrote (schema 0.1), copied into the repository with their
 # PROVENANCE.md so the suite runs from a plain clone (tests/test_self_contained.py keeps it so).
 REFERENCE = Path(__file__).resolve().parent / "interop" / "data" / "reference-bundles"

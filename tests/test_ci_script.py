@@ -85,6 +85,8 @@ def test_ci_runs_hatch_test_once_from_a_copy_with_nothing_beside_it(tmp_path: Pa
     assert not Path(where).exists()  # the copy is removed afterwards
     # lint and types still run, in the checkout
     assert [call[1] for call in calls if call[1] != "test"][-2:] == ["run lint:check", "run types:check"]
+    # the newest SDK releases are tested too, beside the lock (issue 28)
+    assert "run latest:test" in [call[1] for call in calls]
 
 
 def test_an_empty_collection_fails_ci(tmp_path: Path) -> None:
