@@ -7,15 +7,19 @@ recorder that fingerprints a payload must do. Measured:
   to_jsonable, redact, canonical bytes, fingerprint, append of ``tool_call`` and ``tool_result``), minus the
   same call with no session; reported as a ratio to the floor;
 - the stages of the ``tool_call`` event alone, each as a ratio to the floor;
-- the per-call cost of 1,000 and 50,000 calls in one session (must stay flat).
+- the per-call cost of 1,000 and 50,000 calls in one session (must stay flat);
+- ``structured``: the same recorded call taking a tool's structured argument (a list of small dicts holding
+  ints, floats, strings, lists and booleans; issue 31) of 2 KB and 64 KB, a distinct deep copy per call, as
+  a ratio to the floor of those very copies (best of 3 interleaved rounds). Targets: 3x at 2 KB, 1.5x at 64 KB.
 
-Payloads look like LLM/tool traffic: a few keys and messages whose text makes up most of the size.
+Chat-like payloads look like LLM traffic: a few keys and messages whose text makes up most of the size.
 Run: ``hatch run bench:all`` or ``python benchmarks/bench_recording.py``; JSON goes to
 benchmarks/results/recording.json. Timings are the best of several repeats (``timeit``'s rule).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import platform
@@ -38,6 +42,9 @@ from stepfork.trace.redaction import RedactionResult, default_redactor
 RESULTS = Path(__file__).resolve().parent / "results" / "recording.json"
 SIZES = {"200B": 200, "2KB": 2 * 1024, "64KB": 64 * 1024}
 REPEATS = 5
+STRUCTURED = {"2KB": 2 * 1024, "64KB": 64 * 1024}
+STRUCTURED_TARGETS = {"2KB": 3.0, "64KB": 1.5}  # issue 31: recorded call / floor
+STRUCTURED_ROUNDS = 3
 
 
 def make_payload(size: int) -> dict[str, Any]:
@@ -55,6 +62,29 @@ def make_payload(size: int) -> dict[str, Any]:
         last = payload["messages"][-1]
         last["content"] = last["content"][: max(1, len(last["content"]) - overshoot)]
     return payload
+
+
+def make_structured(size: int) -> list[dict[str, Any]]:
+    """A tool's structured argument whose orjson encoding is about ``size`` bytes: a list of small dicts
+    with ints, floats, strings, lists and booleans (an order's lines, a search's hits)."""
+    items: list[dict[str, Any]] = []
+    i = 0
+    while len(orjson.dumps(items)) < size:
+        items.append(
+            {
+                "id": 1000 + i,
+                "sku": f"SKU-{i:05d}",
+                "name": f"item {i} blue widget",
+                "qty": i % 7,
+                "price": round(12.5 + i * 0.37, 2),
+                "weight_kg": 0.25 * (i % 5) + 0.1,
+                "tags": ["blue", "sale"] if i % 2 else ["new"],
+                "in_stock": i % 3 != 0,
+                "dims": [1.5, 2.25, float(i % 4)],
+            }
+        )
+        i += 1
+    return items
 
 
 def best_per_call(fn: Callable[[], Any], number: int) -> float:
@@ -174,6 +204,51 @@ def measure_size(label: str, size: int, workdir: Path) -> dict[str, Any]:
     }
 
 
+@trace_tool
+def structured_tool(items: list[dict[str, Any]], limit: int = 10) -> None:
+    return None
+
+
+def measure_structured(
+    label: str, size: int, workdir: Path, *, calls: int | None = None, rounds: int = STRUCTURED_ROUNDS
+) -> dict[str, Any]:
+    """Record ``structured_tool`` on distinct deep copies of a structured argument; floor on the same copies.
+
+    Each round runs, over all the copies in turn: the floor (``sha256(orjson.dumps(items, OPT_SORT_KEYS))``),
+    the undecorated function and the recorded call; the best round of each counts. Returns the figures.
+    """
+    items = make_structured(size)
+    number = calls if calls is not None else calls_for(size)
+    copies = [copy.deepcopy(items) for _ in range(number)]
+    body = getattr(structured_tool, "__wrapped__")  # noqa: B009
+    sort = orjson.OPT_SORT_KEYS
+    timed: dict[str, Callable[[Any], Any]] = {
+        "floor": lambda arg: hashlib.sha256(orjson.dumps(arg, option=sort)).hexdigest(),
+        "body": body,
+        "call": structured_tool,
+    }
+    best = dict.fromkeys(timed, float("inf"))
+    with record("bench-structured", output=workdir / f"structured-{label}.sftrace"):
+        for _ in range(rounds):
+            for name, fn in timed.items():
+                start = time.perf_counter()
+                for arg in copies:
+                    fn(arg)
+                best[name] = min(best[name], (time.perf_counter() - start) / number)
+    per_call = best["call"] - best["body"]
+    ratio = per_call / best["floor"]
+    return {
+        "payload": label,
+        "payload_bytes": len(orjson.dumps(items)),
+        "calls": number,
+        "floor_us": best["floor"] * 1e6,
+        "recorded_call_us": per_call * 1e6,
+        "ratio": ratio,
+        "target": STRUCTURED_TARGETS.get(label),
+        "met": ratio <= STRUCTURED_TARGETS[label] if label in STRUCTURED_TARGETS else None,
+    }
+
+
 def measure_flat(workdir: Path) -> dict[str, Any]:
     """Per-call cost at 1,000 and at 50,000 calls in one session, by blocks of 1,000 calls."""
     payload = make_payload(SIZES["200B"])
@@ -205,6 +280,7 @@ def main() -> dict[str, Any]:
         workdir = Path(tmp)
         sizes = [measure_size(label, size, workdir) for label, size in SIZES.items()]
         flat = measure_flat(workdir)
+        structured = [measure_structured(label, size, workdir) for label, size in STRUCTURED.items()]
     results = {
         "benchmark": "recording",
         "python": platform.python_version(),
@@ -213,6 +289,7 @@ def main() -> dict[str, Any]:
         "target": "recorded call <= 2x floor at 2KB and 64KB",
         "sizes": sizes,
         "flat": flat,
+        "structured": structured,
     }
     print("recording: per-call cost as a ratio to the floor (sha256 of orjson sorted dumps), same run")
     print(
@@ -230,6 +307,12 @@ def main() -> dict[str, Any]:
         f"flat (200B): {flat['per_call_us_at_1000']:.2f} us/call at 1,000 calls, "
         f"{flat['per_call_us_at_50000']:.2f} us/call at 50,000 (ratio {flat['ratio_50000_to_1000']:.2f})"
     )
+    print("structured argument (distinct deep copies; issue 31), same run:")
+    for row in structured:
+        print(
+            f"{row['payload']:>8} {row['payload_bytes']:>7} {row['floor_us']:>9.2f} "
+            f"{row['recorded_call_us']:>9.2f} {row['ratio']:>6.2f}  target {row['target']}x met: {row['met']}"
+        )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return results
