@@ -20,6 +20,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from stepfork.trace._redaction_rules import PATTERNS, SCREEN_NEEDLES
+from stepfork.trace._textsearch import text_search
 
 __all__ = ["DEFAULT_PATTERNS", "MIN_SECRET_LENGTH", "REPLACEMENT", "Reason", "TextRules", "check_secret"]
 
@@ -37,35 +38,20 @@ _PLAIN_KEY: Final = re.compile(r"[A-Za-z0-9_-]+")  # keys whose JSON text is the
 
 
 @functools.cache
-def _literal_screen() -> Callable[[str], bool] | None:
-    """A C-speed test "does the text hold any screen needle": pydantic-core's Rust regex (a literal
-    alternation is searched with SIMD multi-literal search), built once; None when unavailable.
+def _literal_screen() -> Callable[[bytes], bool] | None:
+    """A C-speed test "does the (lower-cased, UTF-8) text hold any screen needle", built once
+    (:func:`stepfork.trace._textsearch.text_search`: pydantic-core's Rust regex searches a literal
+    alternation with SIMD multi-literal search); None when a needle is not a plain literal.
 
-    Measured (benchmarks/bench_recording.py payloads): 64 KB in about 40 us, where testing the ~31
+    Measured (benchmarks/bench_recording.py payloads): 64 KB in about 25-40 us, where testing the ~35
     needles one ``in`` at a time takes about 1 ms and Python's ``re`` alternation 2 ms. The pattern is
     the needles joined by ``|``: they hold no regex metacharacter (checked), so it matches exactly when
-    one of them occurs (pydantic's ``pattern`` searches, it does not anchor).
+    one of them occurs.
     """
     if not all(re.fullmatch(rb"[a-z0-9_=:/ -]+", n) for n in SCREEN_NEEDLES):
         return None
-    try:
-        from pydantic_core import SchemaValidator, ValidationError, core_schema
-
-        pattern = "|".join(n.decode("ascii") for n in SCREEN_NEEDLES)
-        validator = SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
-    except Exception:  # an older pydantic-core: the per-needle test
-        return None
-
-    def holds_needle(text: str) -> bool:
-        try:
-            validator.validate_python(text)
-        except ValidationError:
-            return False
-        return True
-
-    if holds_needle("nothing to see") or not holds_needle(f"x {SCREEN_NEEDLES[-1].decode()} y"):
-        return None  # not the search semantics relied on
-    return holds_needle
+    pattern = b"|".join(SCREEN_NEEDLES)
+    return text_search(pattern.decode("ascii"), pattern, f"x {SCREEN_NEEDLES[-1].decode()} y", "nothing to see")
 
 
 def check_secret(value: str) -> None:
@@ -195,10 +181,7 @@ class TextRules:
         low = blob.lower()
         holds_needle = _literal_screen()
         if holds_needle is not None:
-            try:
-                return holds_needle(low.decode("utf-8"))
-            except UnicodeDecodeError:  # not JSON text from orjson or the rule: test needle by needle
-                pass
+            return holds_needle(low)
         return any(map(low.__contains__, screen))
 
     def blob_may_match_values(self, blob: bytes, keys: Iterable[Any]) -> bool:

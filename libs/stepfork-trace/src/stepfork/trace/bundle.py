@@ -511,6 +511,27 @@ class BundleWriter:
             if len(self._buffer) >= self._limit:
                 self._write_buffer()
 
+    def write_line(self, event_line: bytes, flush: bool = True) -> None:
+        """:meth:`append` then, with ``flush``, :meth:`flush`, under one lock: the recorder's path.
+
+        A line written with the buffer empty goes to the OS as is, not copied into the buffer first.
+        Raises as :meth:`append` and :meth:`flush` do.
+        """
+        if event_line.find(b"\n") != len(event_line) - 1:  # memchr: no copy of the line
+            raise ValueError("an event line must hold exactly one newline, at its end")
+        if self._disowned:
+            return
+        with self._lock:
+            self._check_open()
+            self.events_written += 1
+            buffer = self._buffer
+            if flush and not buffer and self._fd is not None:
+                self._write_all(event_line)
+                return
+            buffer += event_line
+            if flush or len(buffer) >= self._limit:
+                self._write_buffer()
+
     def append_event(self, event: EventBase) -> list[RedactionEntry]:
         """Redact, hash and queue ``event`` (:func:`prepare_event`); return its new redaction entries."""
         line, entries = prepare_event(event, self._redactor)
@@ -566,11 +587,22 @@ class BundleWriter:
             raise TraceStorageError("bundle writer is closed", code="writer_closed", path=str(self.path))
 
     def _write_buffer(self) -> None:
-        view = memoryview(self._buffer)
-        while view and self._fd is not None:
-            view = view[os.write(self._fd, view) :]
-        view.release()
+        self._write_all(self._buffer)
         self._buffer.clear()
+
+    def _write_all(self, data: bytes | bytearray) -> None:
+        fd = self._fd
+        if fd is None:
+            return
+        written = os.write(fd, data)
+        if written == len(data):  # the common case: one write took it all
+            return
+        view = memoryview(data)[written:]  # a partial write (a signal, a full disk): write the rest
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            view.release()
 
     def _close_events(self) -> None:
         self._write_buffer()

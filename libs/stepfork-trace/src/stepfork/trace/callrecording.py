@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from stepfork.trace.boundary import BoundaryCall, caller_stacklevel
-from stepfork.trace.instrument import LLMOutput, _check_policy
+from stepfork.trace.instrument import LLMOutput, _check_policy, _jsonable
 
 if TYPE_CHECKING:
     from stepfork.trace.concurrency import ConcurrencyLog
@@ -120,9 +120,10 @@ class CallRecorder:
     serializer: Callable[[Any], Any] | None = None
 
     def _jsonable(self, value: Any) -> Any:
-        from stepfork.trace.jsonable import to_jsonable
-
-        return to_jsonable(value, serializer=self.serializer)
+        serializer = self.serializer
+        if serializer is None:
+            return _jsonable(value)
+        return _jsonable(value, serializer)
 
     def _require_log(self) -> EventLog | None:
         if self._finished:

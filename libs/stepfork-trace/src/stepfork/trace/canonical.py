@@ -35,6 +35,7 @@ __all__ = [
     "fingerprint",
     "json_path_child",
     "loads_json",
+    "orjson_may_differ",
 ]
 
 CANONICAL_JSON_PROFILE: Final = "stepfork-json-v0.1"
@@ -177,6 +178,14 @@ def _json_rule(value: Any, sort_keys: bool) -> bytes:
     raise CanonicalJsonError(found[1], path=found[0])
 
 
+def orjson_may_differ(out: bytes) -> bool:
+    """False when orjson's text ``out`` of a plain-JSON value (finite floats) is the canonical rule's text,
+    given its keys in the rule's order; True when it may hold a float the rule writes otherwise
+    (``0.00001`` or ``1e-7`` where the rule writes ``1e-05`` and ``1e-07``), or a string holding such text
+    (the caller then takes the exact rule). tests/trace/test_canonical_properties.py checks it."""
+    return bool(_ORJSON_ZERO_RUN.search(out) or _ORJSON_SMALL_FLOAT.search(out))
+
+
 def _encode(value: Any, option: int, assume_json: bool) -> bytes:
     if not assume_json:
         try:
@@ -190,7 +199,7 @@ def _encode(value: Any, option: int, assume_json: bool) -> bytes:
         out = orjson.dumps(value, option=option, default=_refuse)
     except (orjson.JSONEncodeError, TypeError):
         return _json_rule(value, option == _SORTED)
-    if assume_json and (_ORJSON_ZERO_RUN.search(out) or _ORJSON_SMALL_FLOAT.search(out)):
+    if assume_json and orjson_may_differ(out):
         return _json_rule(value, option == _SORTED)
     return out
 
@@ -240,7 +249,7 @@ def canonical_twin(value: Any, other: Any, fingerprint: str | None = None) -> by
     if fingerprint is not None:
         return out if hashlib.sha256(out).hexdigest() == fingerprint else None
     # equal bytes hold the same floats: when the check passes for one it passes for both
-    if _ORJSON_ZERO_RUN.search(out) or _ORJSON_SMALL_FLOAT.search(out):
+    if orjson_may_differ(out):
         return None
     return out
 

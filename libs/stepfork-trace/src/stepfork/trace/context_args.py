@@ -53,7 +53,8 @@ _TEXT_MARKERS = re.compile(
     r"InjectedToolArg|CallbackManagerForToolRun|AsyncCallbackManagerForToolRun)\b"
 )
 
-_PLAIN = frozenset({str, int, float, bool, type(None), bytes, list, dict, tuple, set})
+PLAIN_TYPES = frozenset({str, int, float, bool, type(None), bytes, list, dict, tuple, set})
+"""Classes whose values are never context objects (no framework context class is one of them)."""
 _by_type: dict[type, bool] = {}
 
 
@@ -69,7 +70,7 @@ def _matches(cls: Any, rules: frozenset[tuple[str, str]]) -> bool:
 def is_context_value(value: Any) -> bool:
     """True when ``value``'s class is a known framework context class (cached per class)."""
     cls = type(value)
-    if cls in _PLAIN:
+    if cls in PLAIN_TYPES:
         return False
     known = _by_type.get(cls)
     if known is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import secrets
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -39,7 +40,7 @@ from stepfork.trace.redaction import RedactionFinding, Redactor, default_redacto
 # Each event type's hashed fields, keyed by the plain string type (no enum hashing on the hot path).
 _HASHED: dict[str, tuple[str | None, str | None]] = {str(t.value): f for t, f in HASHED_FIELDS.items()}
 
-_SCALARS = (bool, int, float)
+_NULL_DIGEST = sha256(b"null").hexdigest()  # a null payload's fingerprint (notes 2.2)
 MAX_CHAIN = 16  # exception causes kept in an error event's details (C8); bounded against cycles
 
 
@@ -67,6 +68,37 @@ def now_timestamp() -> tuple[datetime, str]:
     """The current UTC time and its schema 0.1 text (``...Z``, fraction only when non-zero; notes 1.3)."""
     now = datetime.now(UTC)
     return now, now.isoformat()[:-6] + "Z"  # isoformat already omits a zero fraction
+
+
+class UtcClock:
+    """The current UTC time as schema 0.1 text, as :func:`now_timestamp` writes it, for every event.
+
+    ``datetime.now(UTC).isoformat()`` costs about 1 us; this reads ``time.time_ns()`` (the clock
+    ``datetime.now`` reads, floored to microseconds as it does) and formats the date and time of day once
+    per second. Thread-safe: the cached second and its text are one tuple, swapped whole.
+    """
+
+    def __init__(self) -> None:
+        self._second: tuple[int, str] = (-1, "")
+
+    def __call__(self) -> str:
+        second, micros = divmod(time.time_ns() // 1000, 1_000_000)
+        cached, text = self._second
+        if cached != second:
+            t = time.gmtime(second)
+            text = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+            self._second = (second, text)
+        return f"{text}.{micros:06d}Z" if micros else text + "Z"
+
+
+def _digest(event: dict[str, Any], field: str, lines: dict[str, bytes]) -> str:
+    """SHA-256 of the canonical bytes of ``event[field]`` (a payload the fast path did not take); its
+    compact bytes go into ``lines`` for the event line."""
+    payload = event[field]
+    if payload is None:
+        return _NULL_DIGEST
+    lines[field] = compact_json(payload, assume_json=True)
+    return sha256(canonical_json(payload, assume_json=True)).hexdigest()
 
 
 def qualified_type_name(exc: BaseException) -> str:
@@ -127,6 +159,7 @@ class EventLog:
         self.redactor: Redactor = redactor if redactor is not None else default_redactor
         self.lock = threading.Lock()
         self.new_event_id = IdSource()
+        self.clock = UtcClock()
         self.count = 0
         self.llm_calls = 0
         self.tool_calls = 0
@@ -178,6 +211,7 @@ class EventLog:
             "input_hash": None,
             "output_hash": None,
             "redactions": [],
+            **fields,
         }
         # Redact the type's fields (notes 3). The 12 common fields are protected and made here from ids,
         # the clock, enums and ints, so they cannot hold a secret; redact_event would only re-scan them
@@ -185,16 +219,16 @@ class EventLog:
         rules = self.redactor
         findings: list[RedactionFinding] = []
         in_field, out_field = _HASHED[type_]
-        hashed: dict[str, bytes] = {}  # canonical (sorted) bytes of a payload: what its hash covers
+        digests: dict[str, str] = {}  # SHA-256 of a payload's canonical (sorted) bytes
         lines: dict[str, bytes] = {}  # its compact bytes in recorded key order: what the line holds
         for name, value in fields.items():
-            if value is None or type(value) in _SCALARS:
-                event[name] = value
+            kind = type(value)
+            if value is None or kind is bool or kind is int or kind is float:
                 continue
-            if type(value) is str and rules.is_clean_text(value):  # names, models: cached verdicts
-                event[name] = value
-                continue
-            if name in (in_field, out_field):
+            if kind is str:
+                if rules.is_clean_text(value):  # names, models: cached verdicts
+                    continue
+            elif name == in_field or name == out_field:
                 # Plain JSON (the boundary's scan, reused): its sorted encoding is hashed; when the keys and
                 # the screen over these very bytes show nothing to redact, the value is written unchanged.
                 facts = take_plain_facts(value)
@@ -204,8 +238,7 @@ class EventLog:
                         data = canonical_json(value, assume_json=True)
                     keys = facts.keys
                     if not rules.may_change(keys, data):
-                        event[name] = value
-                        hashed[name] = data
+                        digests[name] = sha256(data).hexdigest()
                         # The line keeps the recorded key order; with at most one distinct key no dict
                         # can be out of order, so the sorted bytes are those bytes too. orjson wrote this
                         # value already, so only a float in its risky band needs the checked encoder.
@@ -223,25 +256,19 @@ class EventLog:
             event["redactions"] = list(dict.fromkeys(f.path for f in findings))
         # Hash the canonical bytes of the redacted payloads (notes 2.2: the parsed value, not the line text);
         # the line keeps their key order (docs/format.md).
-        for field, hash_name in ((in_field, "input_hash"), (out_field, "output_hash")):
-            if field is not None:
-                canonical = hashed.get(field)
-                if canonical is None:
-                    payload = event[field]
-                    canonical = canonical_json(payload, assume_json=True)
-                    lines[field] = compact_json(payload, assume_json=True)
-                event[hash_name] = sha256(canonical).hexdigest()
+        if in_field is not None:
+            event["input_hash"] = digests.get(in_field) or _digest(event, in_field, lines)
+        if out_field is not None:
+            event["output_hash"] = digests.get(out_field) or _digest(event, out_field, lines)
         with self.lock:
             if self.closed:
                 raise RuntimeError("the recording session has finished; no more events can be recorded")
             step = self.count
             if event_id is None:
                 event_id = event["id"] = self.new_event_id()
-            event["timestamp"] = now_timestamp()[1]
+            event["timestamp"] = self.clock()
             event["step"] = step
-            self.writer.append(line_bytes(event, lines))
-            if flush:
-                self.writer.flush()
+            self.writer.write_line(line_bytes(event, lines), flush)
             self.count = step + 1
             if type_ == "tool_call":
                 self.tool_calls += 1

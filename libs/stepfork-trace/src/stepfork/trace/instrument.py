@@ -24,7 +24,7 @@ from typing import Any, TypeVar, cast, overload
 
 from stepfork.trace import boundary as _boundary
 from stepfork.trace.boundary import BoundaryCall
-from stepfork.trace.context_args import EXCLUDED_KEY, is_context_value
+from stepfork.trace.context_args import EXCLUDED_KEY, PLAIN_TYPES, is_context_value
 from stepfork.trace.control_flow import RESUME_KEY, resume_values
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,6 +32,8 @@ T = TypeVar("T")
 
 # The replay_policy values of schema 0.1 (interop/REFERENCE-NOTES.md 1.6).
 REPLAY_POLICIES = frozenset({"frozen", "live", "manual", "forbidden", "derived"})
+
+_modules = sys.modules
 
 # Read directly so the no-session path is one ContextVar read and one list truth test (no call).
 _active = _boundary._active_handler
@@ -196,8 +198,10 @@ class _ToolSpec:
         ``"$excluded"``, plus the LangGraph task's resume values under ``"$resume"``
         (stepfork.trace.control_flow.resume_values); the same dict when there are neither."""
         context = self._context
+        resumed = resume_values() if "langgraph.types" in _modules else None
+        if resumed is None and not context and PLAIN_TYPES.issuperset(map(type, arguments.values())):
+            return arguments  # the common case, decided in C: no value can be a context object
         dropped = [n for n, v in arguments.items() if n in context or is_context_value(v)]
-        resumed = resume_values() if "langgraph.types" in sys.modules else None
         if not dropped and resumed is None:
             return arguments
         kept = {n: v for n, v in arguments.items() if n not in dropped}

@@ -278,6 +278,9 @@ def to_jsonable(value: Any, *, path: str = "$", serializer: Serializer | None = 
             returned its argument) or ``too_deep`` (nesting deeper than MAX_DEPTH); ``path`` names the value
             (``$.a[0].b``; ``<key i>`` marks a dict key).
     """
+    kind = type(value)
+    if value is None or kind is int or kind is bool:  # a tool returning nothing, a count, a flag
+        return value
     if remember_plain(value):  # plain JSON: returned as is, its facts kept for the recorder
         return value
     token = _serializer.set(serializer) if serializer is not None else None

@@ -22,6 +22,9 @@ from typing import Any, Final
 
 import orjson
 
+from stepfork.trace._textsearch import text_search
+from stepfork.trace.canonical import orjson_may_differ
+
 __all__ = ["MAX_DEPTH", "TAG", "PlainFacts", "holds_tag", "remember_plain", "scan_plain", "take_plain_facts"]
 
 TAG: Final = "$stepfork"
@@ -32,7 +35,6 @@ MAX_DEPTH: Final = 128
 
 _PLAIN_TYPES: Final = frozenset({dict, list, str, int, float, bool, type(None)})
 _MAX_SCAN: Final = 1 << 20  # references visited before giving up (a DAG sharing a list blows up)
-_FLOAT_SAFE_MIN: Final = 1e-4  # canonical.py: orjson and repr() agree on floats outside [1e-9, 1e-4)
 _last_facts = threading.local()
 _TAG_KEY: Final = f'"{TAG}":'.encode()
 
@@ -51,16 +53,19 @@ class PlainFacts:
     """What one scan of a plain-JSON value found.
 
     Attributes:
-        risky_floats: a non-zero float with ``|x| < 1e-4`` is in it (orjson's text may differ there).
+        risky_floats: orjson's text may hold a float written otherwise than the canonical rule (a non-zero
+            float with ``|x| < 1e-4`` prints ``0.00001`` or ``1e-7``, canonical.py); False proves
+            ``encoded`` to be the canonical bytes. Found in the text (``canonical.orjson_may_differ``), so
+            a string holding such text may make it True for nothing (the exact rule then runs).
         encoded: ``orjson.dumps(value, option=OPT_SORT_KEYS)``; the canonical bytes when not
-            ``risky_floats`` (canonical.py: orjson writes the rule's bytes for every other plain value).
+            ``risky_floats``.
         keys: its distinct dict keys (all ``str``), collected on first access (replay never needs them).
     """
 
-    __slots__ = ("_dicts", "_keys", "encoded", "risky_floats")
+    __slots__ = ("_keys", "_levels", "encoded", "risky_floats")
 
-    def __init__(self, dicts: list[list[dict[str, Any]]], risky_floats: bool, encoded: bytes) -> None:
-        self._dicts = dicts
+    def __init__(self, levels: list[tuple[list[Any], set[type]]], risky_floats: bool, encoded: bytes) -> None:
+        self._levels = levels  # the nesting levels holding a dict, with their types
         self._keys: set[str] | None = None
         self.risky_floats = risky_floats
         self.encoded = encoded
@@ -70,8 +75,8 @@ class PlainFacts:
         """The distinct keys of every dict in the value."""
         if self._keys is None:
             keys: set[str] = set()
-            for group in self._dicts:
-                keys.update(*group)  # iterating a dict gives its keys
+            for level, types in self._levels:
+                keys.update(*_of_type(level, types, dict))  # iterating a dict gives its keys
             self._keys = keys
         return self._keys
 
@@ -81,7 +86,24 @@ def _of_type(level: list[Any], types: set[type], wanted: type) -> Any:
         return level
     if len(level) <= 32:  # a comprehension is cheaper than setting up the C pipeline below
         return [x for x in level if type(x) is wanted]
-    return itertools.compress(level, map(operator.is_, map(type, level), itertools.repeat(wanted)))
+    return list(itertools.compress(level, map(operator.is_, map(type, level), itertools.repeat(wanted))))
+
+
+def _all_finite(levels: list[tuple[list[Any], set[type]]]) -> bool:
+    """True when every float of these nesting levels is finite (C-level loops: a sum, else each float)."""
+    for level, types in levels:
+        floats = _of_type(level, types, float)
+        total = sum(floats)
+        if total - total != 0.0 and not all(map(math.isfinite, floats)):  # NaN or infinite (or overflow)
+            return False
+    return True
+
+
+# orjson writes NaN and infinities as null, and floats of the risky band as below (canonical.py): a text
+# with none of these holds neither. One C-speed search (stepfork.trace._textsearch) decides the common case.
+_FLOAT_SCREEN: Final = text_search(
+    r"0\.0000|e-[0-9](?:[^0-9]|$)|null", rb"0\.0000|e-\d(?!\d)|null", "[1e-7,2]", "[1e-17,0.0001,\"nul\"]"
+)
 
 
 def scan_plain(value: Any) -> PlainFacts | None:
@@ -96,31 +118,33 @@ def scan_plain(value: Any) -> PlainFacts | None:
 
     Breadth-first over the nesting levels with C-level primitives (``gc.get_referents`` yields the
     items of lists and the values of dicts; ``map(type)``, ``set``) so the Python cost is per level, not
-    per value. Sound: every object is checked to be an exact JSON type; floats finite; no container at
-    depth ``MAX_DEPTH`` (to_jsonable's ``too_deep``); orjson must encode the value, which it refuses for
-    non-str keys, lone surrogates (keys and strings) and ints beyond 64 bits (those take the walk); and
-    ``"$stepfork":`` must not occur in the encoding (no such key). A cycle never ends the levels, so it
-    hits the depth or size cap and the walk reports it.
+    per value. Sound: every object is checked to be an exact JSON type; no container at depth
+    ``MAX_DEPTH`` (to_jsonable's ``too_deep``); orjson must encode the value, which it refuses for
+    non-str keys, lone surrogates (keys and strings) and ints beyond 64 bits (those take the walk);
+    ``"$stepfork":`` must not occur in the encoding (no such key); and floats must be finite: orjson writes
+    NaN and infinities as ``null``, so a text without ``null`` has none, and only a text with one has its
+    floats checked. A cycle never ends the levels, so it hits the depth or size cap and the walk reports it.
     """
     if type(value) is not dict and type(value) is not list:
         return None
+    # Encoded first: orjson refuses most values that are not plain JSON at once, and it reads the value
+    # from memory, so the scan below runs on cached objects (a payload's first pass costs twice its next).
+    try:
+        encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return None
     level: list[Any] = [value]
-    dicts: list[Any] = []
-    risky = False
+    dict_levels: list[tuple[list[Any], set[type]]] = []
+    float_levels: list[tuple[list[Any], set[type]]] = []
     seen = 0
     for depth in range(MAX_DEPTH + 1):
         types = set(map(type, level))
         if not types <= _PLAIN_TYPES:
             return None
         if float in types:
-            for x in _of_type(level, types, float):
-                if not _FLOAT_SAFE_MIN <= abs(x) < math.inf:
-                    if x - x != 0.0:  # NaN or infinite: tagged by the walk
-                        return None
-                    risky = risky or x != 0.0
+            float_levels.append((level, types))
         if dict in types:
-            found = _of_type(level, types, dict)
-            dicts.append(found if type(found) is list else list(found))
+            dict_levels.append((level, types))
         elif list not in types:
             break  # only scalars: the value ends here
         if depth == MAX_DEPTH:
@@ -129,13 +153,14 @@ def scan_plain(value: Any) -> PlainFacts | None:
         seen += len(level)
         if seen > _MAX_SCAN:
             return None
-    try:
-        encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return None
     if holds_tag(encoded):
         return None  # a "$stepfork" key: the pairs form (a quote in a string is escaped, never this)
-    return PlainFacts(dicts, risky, encoded)
+    risky = False
+    if float_levels and _FLOAT_SCREEN(encoded):
+        if b"null" in encoded and not _all_finite(float_levels):
+            return None  # NaN or infinite: tagged by the walk
+        risky = orjson_may_differ(encoded)
+    return PlainFacts(dict_levels, risky, encoded)
 
 
 def holds_float_beyond(value: Any, limit: float) -> bool:

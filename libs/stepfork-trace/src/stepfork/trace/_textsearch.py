@@ -1,0 +1,58 @@
+"""One C-speed search of a whole payload's JSON text: "does any of these short patterns occur in it?"
+
+The hot path asks this of every recorded payload twice (docs/performance.md "Recording"): does a
+redaction needle occur in its lower-cased text (:mod:`stepfork.trace._redaction_text`), and does orjson's
+text hold a float it may write otherwise than the canonical rule, or a ``null`` that may be a NaN
+(:mod:`stepfork.trace.plainjson`). Python's ``re`` scans such alternations byte by byte (about 1 ns a byte,
+0.4x of the recording floor over a 64 KB payload); pydantic-core's Rust regex finds the literals with a
+SIMD prefilter first (a tenth of that). pydantic-core comes with pydantic, a dependency of stepfork-trace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["text_search"]
+
+
+def text_search(rust_pattern: str, python_pattern: bytes, hit: str, miss: str) -> Callable[[bytes], bool]:
+    """A test "does ``python_pattern`` match somewhere in this UTF-8 text", as fast as available.
+
+    Args:
+        rust_pattern: the pattern in the syntax of Rust's ``regex`` crate (no look-around); it must match
+            a text exactly when ``python_pattern`` does.
+        python_pattern: the same pattern for Python's ``re`` over bytes: the fallback, and the reference.
+        hit, miss: texts the pattern must and must not match, checked once: a pydantic-core whose
+            ``pattern`` does not search (anchors, or another engine) is not used.
+
+    Returns:
+        A function of bytes (valid UTF-8, such as orjson's output) returning True when the pattern occurs;
+        it never raises (text that is not UTF-8 is searched with ``re``).
+    """
+    slow = re.compile(python_pattern)
+
+    def search_slowly(text: bytes) -> bool:
+        return slow.search(text) is not None
+
+    try:
+        from pydantic_core import SchemaValidator, ValidationError, core_schema
+
+        validator = SchemaValidator(core_schema.str_schema(pattern=rust_pattern, regex_engine="rust-regex"))
+    except Exception:  # an older pydantic-core: Python's re
+        return search_slowly
+    validate = validator.validate_python
+
+    def search(text: bytes) -> bool:
+        try:
+            validate(text.decode("utf-8"))
+        except ValidationError:
+            return False
+        except UnicodeDecodeError:
+            return search_slowly(text)
+        return True
+
+    checks = (hit.encode(), True), (miss.encode(), False)
+    if any(search(text) is not expected or search_slowly(text) is not expected for text, expected in checks):
+        return search_slowly  # not the search semantics relied on
+    return search
