@@ -97,12 +97,13 @@ class TextRules:
         secrets: registered secret values, already checked with :func:`check_secret`.
     """
 
-    __slots__ = ("_cache", "_key_cuts", "_patterns", "_screen", "_secret_blob_re", "_secret_re")
+    __slots__ = ("_cache", "_holds_needle", "_key_cuts", "_patterns", "_screen", "_secret_blob_re", "_secret_re")
 
     def __init__(self, extra_patterns: Iterable[re.Pattern[str]], secrets: Iterable[str]) -> None:
         extras = tuple((p, None) for p in extra_patterns)
         self._patterns: _Patterns = DEFAULT_PATTERNS + extras
         self._screen: tuple[bytes, ...] | None = None if extras else SCREEN_NEEDLES
+        self._holds_needle: Callable[[bytes], bool] | None | bool = False  # False: not built yet
         # Longest first, so a secret that contains another is replaced whole.
         ordered = sorted(secrets, key=len, reverse=True)
         # A lookahead finds every occurrence, overlapping ones too (``abab`` twice in ``ababab``).
@@ -179,9 +180,11 @@ class TextRules:
         if self._secret_blob_re is not None and self._secret_blob_re.search(blob):
             return True
         low = blob.lower()
-        holds_needle = _literal_screen()
+        holds_needle = self._holds_needle
+        if holds_needle is False:  # built on first use: importing the rules imports no pydantic-core
+            holds_needle = self._holds_needle = _literal_screen()
         if holds_needle is not None:
-            return holds_needle(low)
+            return holds_needle(low)  # type: ignore[operator]
         return any(map(low.__contains__, screen))
 
     def blob_may_match_values(self, blob: bytes, keys: Iterable[Any]) -> bool:

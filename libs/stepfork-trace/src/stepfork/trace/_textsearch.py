@@ -16,6 +16,10 @@ from collections.abc import Callable
 __all__ = ["text_search"]
 
 
+def _miss(_: object) -> bool:
+    return False
+
+
 def text_search(rust_pattern: str, python_pattern: bytes, hit: str, miss: str) -> Callable[[bytes], bool]:
     """A test "does ``python_pattern`` match somewhere in this UTF-8 text", as fast as available.
 
@@ -28,7 +32,8 @@ def text_search(rust_pattern: str, python_pattern: bytes, hit: str, miss: str) -
 
     Returns:
         A function of bytes (valid UTF-8, such as orjson's output) returning True when the pattern occurs;
-        it never raises (text that is not UTF-8 is searched with ``re``).
+        it never raises (text that is not UTF-8 is searched with ``re``). Building it imports pydantic-core:
+        callers build it on first use, so that importing them stays light.
     """
     slow = re.compile(python_pattern)
 
@@ -36,21 +41,28 @@ def text_search(rust_pattern: str, python_pattern: bytes, hit: str, miss: str) -
         return slow.search(text) is not None
 
     try:
-        from pydantic_core import SchemaValidator, ValidationError, core_schema
+        from pydantic_core import SchemaValidator, core_schema
 
-        validator = SchemaValidator(core_schema.str_schema(pattern=rust_pattern, regex_engine="rust-regex"))
+        # A miss returns False from the second choice: raising a ValidationError per miss (the common
+        # case) cost twice the search itself.
+        validator = SchemaValidator(
+            core_schema.union_schema(
+                [
+                    core_schema.str_schema(pattern=rust_pattern, regex_engine="rust-regex"),
+                    core_schema.no_info_plain_validator_function(_miss),
+                ],
+                mode="left_to_right",
+            )
+        )
     except Exception:  # an older pydantic-core: Python's re
         return search_slowly
     validate = validator.validate_python
 
     def search(text: bytes) -> bool:
         try:
-            validate(text.decode("utf-8"))
-        except ValidationError:
-            return False
+            return validate(text.decode("utf-8")) is not False
         except UnicodeDecodeError:
             return search_slowly(text)
-        return True
 
     checks = (hit.encode(), True), (miss.encode(), False)
     if any(search(text) is not expected or search_slowly(text) is not expected for text, expected in checks):

@@ -522,15 +522,16 @@ class BundleWriter:
         if self._disowned:
             return
         with self._lock:
-            self._check_open()
+            if self._closed:
+                self._check_open()
             self.events_written += 1
             buffer = self._buffer
-            if flush and not buffer and self._fd is not None:
+            if flush and not buffer:
                 self._write_all(event_line)
-                return
-            buffer += event_line
-            if flush or len(buffer) >= self._limit:
-                self._write_buffer()
+            else:
+                buffer += event_line
+                if flush or len(buffer) >= self._limit:
+                    self._write_buffer()
 
     def append_event(self, event: EventBase) -> list[RedactionEntry]:
         """Redact, hash and queue ``event`` (:func:`prepare_event`); return its new redaction entries."""

@@ -58,10 +58,10 @@ class IdSource:
 
     def __init__(self) -> None:
         self._prefix = "evt_" + secrets.token_hex(8)
-        self._counter = itertools.count()
+        self._counter = itertools.count(1 << 64)  # hex() then writes "0x1" and 16 digits, zeros kept
 
     def __call__(self) -> str:
-        return f"{self._prefix}{next(self._counter):016x}"
+        return self._prefix + hex(next(self._counter))[3:]
 
 
 def now_timestamp() -> tuple[datetime, str]:

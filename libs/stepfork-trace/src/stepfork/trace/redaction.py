@@ -94,11 +94,13 @@ class Redactor:
         secrets: Iterable[str] = (),
     ) -> None:
         self._lock = threading.Lock()
-        # (normalized sensitive names, key -> verdict cache); replaced as a whole when a key is added, so a
-        # verdict is always cached next to the names it was computed from.
-        self._keys: tuple[frozenset[str], dict[Any, bool]] = (
+        # (normalized sensitive names, key -> verdict cache, keys known clean: one subset test in
+        # may_change); replaced as a whole when a key is added, so a verdict is always cached next to the
+        # names it was computed from.
+        self._keys: tuple[frozenset[str], dict[Any, bool], set[Any]] = (
             SENSITIVE_KEYS | {normalize_key(k) for k in extra_keys},
             {},
+            set(),
         )
         # The user's patterns (the defaults live in the text rules) and secrets: the text rules are
         # rebuilt from them on every addition.
@@ -126,7 +128,7 @@ class Redactor:
     def add_key(self, name: str) -> None:
         """Treat dict keys normalizing like ``name`` as sensitive (whole value redacted)."""
         with self._lock:
-            self._keys = (self._keys[0] | {normalize_key(name)}, {})
+            self._keys = (self._keys[0] | {normalize_key(name)}, {}, set())
 
     def add_pattern(self, pattern: str | re.Pattern[str]) -> None:
         """Redact matches of ``pattern`` in every string; a group named ``secret`` limits the replacement."""
@@ -181,13 +183,17 @@ class Redactor:
         ``max_tokens`` that merely hold a needle: ``TextRules.blob_may_match_values``): the walk
         decides then.
         """
-        names, verdicts = self._keys
-        for key in keys:
-            sensitive = verdicts.get(key)
-            if sensitive is None:
-                sensitive = _remember(names, verdicts, key)
-            if sensitive:
-                return True
+        names, verdicts, clean = self._keys
+        if not clean.issuperset(keys):  # the keys seen before are known clean: one C-level test
+            for key in keys:
+                sensitive = verdicts.get(key)
+                if sensitive is None:
+                    sensitive = _remember(names, verdicts, key)
+                if sensitive:
+                    return True
+            if len(clean) > 10_000:  # bounded: keys can be data
+                clean.clear()
+            clean.update(keys)
         return self._text.blob_may_match_values(encoded, keys)
 
     def _walk(
@@ -222,7 +228,7 @@ class Redactor:
                 return self._walk_tag(value, _join(base, parts), found)
             copy: dict[str, Any] | None = None
             renamed: list[tuple[str, str, Reason]] = []
-            names, verdicts = self._keys
+            names, verdicts, _ = self._keys
             for key, item in value.items():
                 if scan and type(key) is str:  # a secret used as a key is a secret too (issue 7)
                     new_key, key_reason = self._text.redact(key)
