@@ -8,9 +8,10 @@ recorder that fingerprints a payload must do. Measured:
   same call with no session; reported as a ratio to the floor;
 - the stages of the ``tool_call`` event alone, each as a ratio to the floor;
 - the per-call cost of 1,000 and 50,000 calls in one session (must stay flat);
-- ``structured``: the same recorded call taking a tool's structured argument (a list of small dicts holding
-  ints, floats, strings, lists and booleans; issue 31) of 2 KB and 64 KB, a distinct deep copy per call, as
-  a ratio to the floor of those very copies (best of 3 interleaved rounds). Targets: 3x at 2 KB, 1.5x at 64 KB.
+- ``structured``: the same recorded call taking a tool's structured argument (a list of small dicts
+  holding ints, floats, strings, lists and booleans; issue 31) of 2 KB and 64 KB, a distinct deep copy per
+  call, as a ratio to the floor of those very copies (best of 3 interleaved rounds). Targets: 3x at 2 KB,
+  1.5x at 64 KB.
 
 Chat-like payloads look like LLM traffic: a few keys and messages whose text makes up most of the size.
 Run: ``hatch run bench:all`` or ``python benchmarks/bench_recording.py``; JSON goes to

@@ -175,3 +175,28 @@ def test_opening_a_path_without_the_suffix_is_invalid_path(tmp_path: Path) -> No
     with pytest.raises(TraceStorageError) as info:
         BundleWriter(tmp_path / "run", manifest())
     assert info.value.code == "invalid_path"
+
+
+def test_write_line_writes_whole_lines_through_partial_writes_and_refuses_a_bad_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the recorder's path (EventLog.emit): a flushed line goes to the OS without the buffer; a write
+    # the OS cuts short (a signal, a full pipe) is completed, never left half written
+    import os
+
+    import stepfork.trace.bundle as bundle
+
+    real_write = os.write
+    monkeypatch.setattr(bundle.os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
+    writer = BundleWriter(tmp_path / "run.sftrace", manifest())
+    lines = [b'{"n":%d,"text":"%s"}\n' % (i, b"x" * (i * 13)) for i in range(12)]
+    for i, line in enumerate(lines):
+        writer.write_line(line, flush=i % 3 != 1)  # flushed lines and buffered ones, interleaved
+    for bad in (b"{}", b"{}\n{}\n", b"\n{}\n"):
+        with pytest.raises(ValueError, match="one newline"):
+            writer.write_line(bad)
+    writer.close()
+    assert (tmp_path / "run.sftrace" / "events.jsonl").read_bytes() == b"".join(lines)
+    assert writer.events_written == len(lines)
+    with pytest.raises(TraceStorageError):
+        writer.write_line(b"{}\n")

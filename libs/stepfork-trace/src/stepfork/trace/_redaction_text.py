@@ -51,7 +51,8 @@ def _literal_screen() -> Callable[[bytes], bool] | None:
     if not all(re.fullmatch(rb"[a-z0-9_=:/ -]+", n) for n in SCREEN_NEEDLES):
         return None
     pattern = b"|".join(SCREEN_NEEDLES)
-    return text_search(pattern.decode("ascii"), pattern, f"x {SCREEN_NEEDLES[-1].decode()} y", "nothing to see")
+    hit = f"x {SCREEN_NEEDLES[-1].decode()} y"
+    return text_search(pattern.decode("ascii"), pattern, hit, "nothing to see")
 
 
 def check_secret(value: str) -> None:
@@ -97,13 +98,21 @@ class TextRules:
         secrets: registered secret values, already checked with :func:`check_secret`.
     """
 
-    __slots__ = ("_cache", "_holds_needle", "_key_cuts", "_patterns", "_screen", "_secret_blob_re", "_secret_re")
+    __slots__ = (
+        "_cache",
+        "_holds_needle",
+        "_key_cuts",
+        "_patterns",
+        "_screen",
+        "_secret_blob_re",
+        "_secret_re",
+    )
 
     def __init__(self, extra_patterns: Iterable[re.Pattern[str]], secrets: Iterable[str]) -> None:
         extras = tuple((p, None) for p in extra_patterns)
         self._patterns: _Patterns = DEFAULT_PATTERNS + extras
         self._screen: tuple[bytes, ...] | None = None if extras else SCREEN_NEEDLES
-        self._holds_needle: Callable[[bytes], bool] | None | bool = False  # False: not built yet
+        self._holds_needle: Callable[[bytes], bool] | bool | None = False  # False: not built yet
         # Longest first, so a secret that contains another is replaced whole.
         ordered = sorted(secrets, key=len, reverse=True)
         # A lookahead finds every occurrence, overlapping ones too (``abab`` twice in ``ababab``).

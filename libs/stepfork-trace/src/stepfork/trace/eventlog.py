@@ -86,7 +86,8 @@ class UtcClock:
         cached, text = self._second
         if cached != second:
             t = time.gmtime(second)
-            text = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+            date = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
+            text = f"{date}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
             self._second = (second, text)
         return f"{text}.{micros:06d}Z" if micros else text + "Z"
 
@@ -228,7 +229,7 @@ class EventLog:
             if kind is str:
                 if rules.is_clean_text(value):  # names, models: cached verdicts
                     continue
-            elif name == in_field or name == out_field:
+            elif name in (in_field, out_field):
                 # Plain JSON (the boundary's scan, reused): its sorted encoding is hashed; when the keys and
                 # the screen over these very bytes show nothing to redact, the value is written unchanged.
                 facts = take_plain_facts(value)

@@ -107,7 +107,7 @@ def _float_screen() -> Callable[[bytes], bool]:
     null, and floats of the risky band as below (canonical.py): a text with none of these holds neither.
     One C-speed search (stepfork.trace._textsearch), built on first use."""
     return text_search(
-        r"0\.0000|e-[0-9](?:[^0-9]|$)|null", rb"0\.0000|e-\d(?!\d)|null", "[1e-7,2]", "[1e-17,0.0001,\"nul\"]"
+        r"0\.0000|e-[0-9](?:[^0-9]|$)|null", rb"0\.0000|e-\d(?!\d)|null", "[1e-7,2]", '[1e-17,0.0001,"nul"]'
     )
 
 
