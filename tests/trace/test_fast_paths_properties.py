@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pydantic_core  # noqa: F401 - loaded, as in a recording: the text searches use Rust
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # the shared strategies (importl
 from json_strategies import json_floats, json_ints, json_text, same
 
 from stepfork.trace import jsonable, plainjson
-from stepfork.trace._textsearch import text_search
+from stepfork.trace._textsearch import TextSearch
 from stepfork.trace.canonical import canonical_json
 from stepfork.trace.eventlog import IdSource, UtcClock
 from stepfork.trace.redaction import Redactor
@@ -134,14 +135,16 @@ _TEXT = st.lists(
 def test_the_rust_search_finds_what_python_re_finds(text: str) -> None:
     data = text.encode("utf-8", "surrogatepass")
     python = re.compile(rb"0\.0000|e-\d(?!\d)|null")
-    assert plainjson._float_screen()(data) is (python.search(data) is not None)
+    assert plainjson._FLOAT_SCREEN(data) is (python.search(data) is not None)
+    assert plainjson._FLOAT_SCREEN.fast is not None  # the Rust search answered (pydantic-core is loaded)
 
 
 def test_a_text_search_falls_back_to_re_when_the_rust_pattern_does_not_search() -> None:
     # an anchored pattern does not have the search semantics: the check built with it refuses it
-    search = text_search("^x", rb"x", "ax", "b")
+    search = TextSearch("^x", rb"x", "ax", "b")
     assert search(b"ax") is True
     assert search(b"b") is False
+    assert search.fast == search._search_slowly  # refused: Python's re answers
 
 
 _SECRET_KEYS = st.sampled_from(["api_key", "apiKey", "API-KEY", "password", "tenant_code", "Tenant-Code"])

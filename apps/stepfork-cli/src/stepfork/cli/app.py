@@ -151,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args and args[0] in _VERSION_FLAGS:
         sys.stdout.write(f"stepfork {_version()}\n")
         raise SystemExit(0)
+    if args and args[0] == "validate":
+        from stepfork.cli._quick import quick_validate_command
+
+        quick_validate_command(args[1:])  # exits when it proves the bundle valid, else returns
     if args == ["--help"] and not os.environ.get("STEPFORK_RENDER_HELP"):
         from stepfork.cli._help import TOP_LEVEL_HELP  # the snapshot of render_top_level_help()
 

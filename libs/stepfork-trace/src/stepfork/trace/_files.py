@@ -17,7 +17,6 @@ line by line by ``stepfork.trace.reading``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import json
 import os
@@ -32,60 +31,25 @@ from typing import Any, BinaryIO
 from pydantic import ValidationError
 
 from stepfork.trace._outputs import bundle_output_problem
+
+# The bundle's file names and the safe open live in a module without pydantic (stepfork validate's quick
+# verdict reads bundles with them); re-exported here, where the other bundle file helpers are.
+from stepfork.trace._regular_files import BUNDLE_SUFFIX as BUNDLE_SUFFIX
+from stepfork.trace._regular_files import EVENTS_FILE as EVENTS_FILE
+from stepfork.trace._regular_files import INTEGRITY_FILE as INTEGRITY_FILE
+from stepfork.trace._regular_files import MANIFEST_FILE as MANIFEST_FILE
+from stepfork.trace._regular_files import PAYLOAD_FILES as PAYLOAD_FILES
+from stepfork.trace._regular_files import REDACTIONS_FILE as REDACTIONS_FILE
+from stepfork.trace._regular_files import UnsafeFileError as UnsafeFileError
+from stepfork.trace._regular_files import open_regular as open_regular
 from stepfork.trace.canonical import compact_json, loads_json
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.models import EVENT_ADAPTER, SCHEMA_VERSION, Event, RedactionManifest, TraceManifest
-
-BUNDLE_SUFFIX = ".sftrace"
-MANIFEST_FILE = "manifest.json"
-EVENTS_FILE = "events.jsonl"
-REDACTIONS_FILE = "redactions.json"
-INTEGRITY_FILE = "integrity.json"
-PAYLOAD_FILES = (MANIFEST_FILE, EVENTS_FILE, REDACTIONS_FILE)
 
 # JSON types a field must have before pydantic's lax mode sees it: lax mode would turn "3" or true into 3,
 # or an int into a datetime, which would be a silent repair (docs/format.md, "Reading").
 _EVENT_INTS = ("step", "duration_ms", "prompt_tokens", "completion_tokens", "total_tokens")
 _TOTALS_INTS = ("events", "llm_calls", "tool_calls", "duration_ms")
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-
-
-class UnsafeFileError(OSError):
-    """A bundle file exists but is not a regular file reached without a symlink.
-
-    Attributes:
-        symlink: True when the name is a symbolic link, False for a directory, FIFO, socket or device.
-    """
-
-    def __init__(self, path: Path, *, symlink: bool) -> None:
-        what = "a symbolic link" if symlink else "not a regular file"
-        super().__init__(f"{path}: {what} (refused)")
-        self.symlink = symlink
-
-
-def open_regular(path: Path) -> int:
-    """Open ``path`` read-only without following a symlink and return its descriptor.
-
-    Raises:
-        FileNotFoundError: nothing exists at ``path``.
-        UnsafeFileError: ``path`` is a symlink, a directory or any other non-regular file.
-    """
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafeFileError(path, symlink=True) from None
-        if exc.errno == errno.ENOENT:
-            raise FileNotFoundError(str(path)) from None
-        if os.path.islink(path):
-            raise UnsafeFileError(path, symlink=True) from None
-        if os.path.isdir(path):
-            raise UnsafeFileError(path, symlink=False) from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UnsafeFileError(path, symlink=False)
-    return fd
 
 
 def read_bundle_file(bundle: Path, name: str, *, unsafe_code: str) -> bytes:

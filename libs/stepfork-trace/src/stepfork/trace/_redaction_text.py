@@ -14,45 +14,54 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Final, Literal
 
 import orjson
 
 from stepfork.trace._redaction_rules import PATTERNS, SCREEN_NEEDLES
-from stepfork.trace._textsearch import text_search
+from stepfork.trace._textsearch import TextSearch
 
-__all__ = ["DEFAULT_PATTERNS", "MIN_SECRET_LENGTH", "REPLACEMENT", "Reason", "TextRules", "check_secret"]
+__all__ = ["MIN_SECRET_LENGTH", "REPLACEMENT", "Reason", "TextRules", "check_secret"]
 
 REPLACEMENT: Final = "[REDACTED]"
 MIN_SECRET_LENGTH: Final = 4
 
 Reason = Literal["sensitive_key", "credential_pattern", "registered_secret"]
 
-_Patterns = tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...]  # (pattern, its needles or None)
-DEFAULT_PATTERNS: Final[_Patterns] = tuple((re.compile(p, re.ASCII), needles) for _, needles, p in PATTERNS)
-"""The default credential patterns (``_redaction_rules.PATTERNS``), compiled, each with its needles."""
+# (the pattern, compiled or its source, and its needles or None)
+_Patterns = tuple[tuple[re.Pattern[str] | str, tuple[str, ...] | None], ...]
+_DEFAULT_PATTERNS: Final[_Patterns] = tuple((p, needles) for _, needles, p in PATTERNS)
+"""The default credential patterns (``_redaction_rules.PATTERNS``), each with its needles; compiled when a
+text first holds one of its needles (:func:`_compiled`), so that importing the rules compiles nothing."""
+
+
+@functools.cache
+def _compiled(source: str) -> re.Pattern[str]:
+    return re.compile(source, re.ASCII)
+
 
 _SHORT_TEXT: Final = 128  # texts up to this length (tool and model names, roles) have cached verdicts
 _PLAIN_KEY: Final = re.compile(r"[A-Za-z0-9_-]+")  # keys whose JSON text is the key itself (no escapes)
 
 
-@functools.cache
-def _literal_screen() -> Callable[[bytes], bool] | None:
-    """A C-speed test "does the (lower-cased, UTF-8) text hold any screen needle", built once
-    (:func:`stepfork.trace._textsearch.text_search`: pydantic-core's Rust regex searches a literal
+def _needle_search() -> TextSearch | None:
+    """ "Does the (lower-cased, UTF-8) text hold any screen needle": one search of the needles joined by
+    ``|`` (:class:`stepfork.trace._textsearch.TextSearch`: pydantic-core's Rust regex searches a literal
     alternation with SIMD multi-literal search); None when a needle is not a plain literal.
 
     Measured (benchmarks/bench_recording.py payloads): 64 KB in about 25-40 us, where testing the ~35
-    needles one ``in`` at a time takes about 1 ms and Python's ``re`` alternation 2 ms. The pattern is
-    the needles joined by ``|``: they hold no regex metacharacter (checked), so it matches exactly when
-    one of them occurs.
+    needles one ``in`` at a time takes about 1 ms and Python's ``re`` alternation 2 ms. The needles hold no
+    regex metacharacter (checked), so the pattern matches exactly when one of them occurs.
     """
     if not all(re.fullmatch(rb"[a-z0-9_=:/ -]+", n) for n in SCREEN_NEEDLES):
         return None
     pattern = b"|".join(SCREEN_NEEDLES)
     hit = f"x {SCREEN_NEEDLES[-1].decode()} y"
-    return text_search(pattern.decode("ascii"), pattern, hit, "nothing to see")
+    return TextSearch(pattern.decode("ascii"), pattern, hit, "nothing to see")
+
+
+_NEEDLES: Final = _needle_search()
 
 
 def check_secret(value: str) -> None:
@@ -100,7 +109,6 @@ class TextRules:
 
     __slots__ = (
         "_cache",
-        "_holds_needle",
         "_key_cuts",
         "_patterns",
         "_screen",
@@ -110,9 +118,8 @@ class TextRules:
 
     def __init__(self, extra_patterns: Iterable[re.Pattern[str]], secrets: Iterable[str]) -> None:
         extras = tuple((p, None) for p in extra_patterns)
-        self._patterns: _Patterns = DEFAULT_PATTERNS + extras
+        self._patterns: _Patterns = _DEFAULT_PATTERNS + extras
         self._screen: tuple[bytes, ...] | None = None if extras else SCREEN_NEEDLES
-        self._holds_needle: Callable[[bytes], bool] | bool | None = False  # False: not built yet
         # Longest first, so a secret that contains another is replaced whole.
         ordered = sorted(secrets, key=len, reverse=True)
         # A lookahead finds every occurrence, overlapping ones too (``abab`` twice in ``ababab``).
@@ -172,7 +179,8 @@ class TextRules:
         for pattern, needles in self._patterns:
             if needles is not None and not any(map(low.__contains__, needles)):
                 continue
-            spans += [span for span in map(_span, pattern.finditer(text)) if span[0] < span[1]]
+            compiled = _compiled(pattern) if isinstance(pattern, str) else pattern
+            spans += [span for span in map(_span, compiled.finditer(text)) if span[0] < span[1]]
         return spans, registered
 
     def blob_may_match(self, blob: bytes) -> bool:
@@ -189,11 +197,8 @@ class TextRules:
         if self._secret_blob_re is not None and self._secret_blob_re.search(blob):
             return True
         low = blob.lower()
-        holds_needle = self._holds_needle
-        if holds_needle is False:  # built on first use: importing the rules imports no pydantic-core
-            holds_needle = self._holds_needle = _literal_screen()
-        if holds_needle is not None:
-            return holds_needle(low)  # type: ignore[operator]
+        if _NEEDLES is not None:
+            return _NEEDLES(low)
         return any(map(low.__contains__, screen))
 
     def blob_may_match_values(self, blob: bytes, keys: Iterable[Any]) -> bool:

@@ -11,16 +11,20 @@ SIMD prefilter first (a tenth of that). pydantic-core comes with pydantic, a dep
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import sys
 
-__all__ = ["text_search"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (stepfork validate's cold start)
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
+__all__ = ["TextSearch"]
 
 
 def _miss(_: object) -> bool:
     return False
 
 
-def text_search(rust_pattern: str, python_pattern: bytes, hit: str, miss: str) -> Callable[[bytes], bool]:
+class TextSearch:
     """A test "does ``python_pattern`` match somewhere in this UTF-8 text", as fast as available.
 
     Args:
@@ -30,41 +34,59 @@ def text_search(rust_pattern: str, python_pattern: bytes, hit: str, miss: str) -
         hit, miss: texts the pattern must and must not match, checked once: a pydantic-core whose
             ``pattern`` does not search (anchors, or another engine) is not used.
 
-    Returns:
-        A function of bytes (valid UTF-8, such as orjson's output) returning True when the pattern occurs;
-        it never raises (text that is not UTF-8 is searched with ``re``). Building it imports pydantic-core:
-        callers build it on first use, so that importing them stays light.
+    Calling it with bytes (valid UTF-8, such as orjson's output) returns True when the pattern occurs; it
+    never raises (text that is not UTF-8 is searched with ``re``). The Rust search is built on the first
+    call made once pydantic-core is imported (recording and replay import it with the models); before that
+    Python's ``re`` searches, so that a process that never imports pydantic (``stepfork validate`` of a
+    clean bundle, stepfork.cli._quick) does not import it for this.
     """
-    slow = re.compile(python_pattern)
 
-    def search_slowly(text: bytes) -> bool:
-        return slow.search(text) is not None
+    __slots__ = ("_checks", "_rust_pattern", "_slow", "fast")
 
-    try:
-        from pydantic_core import SchemaValidator, core_schema
+    def __init__(self, rust_pattern: str, python_pattern: bytes, hit: str, miss: str) -> None:
+        self._rust_pattern = rust_pattern
+        self._slow = re.compile(python_pattern)
+        self._checks = ((hit.encode(), True), (miss.encode(), False))
+        self.fast: Callable[[bytes], bool] | None = None  # the Rust search, once built
 
-        # A miss returns False from the second choice: raising a ValidationError per miss (the common
-        # case) cost twice the search itself.
-        validator = SchemaValidator(
-            core_schema.union_schema(
-                [
-                    core_schema.str_schema(pattern=rust_pattern, regex_engine="rust-regex"),
-                    core_schema.no_info_plain_validator_function(_miss),
-                ],
-                mode="left_to_right",
-            )
-        )
-    except Exception:  # an older pydantic-core: Python's re
-        return search_slowly
-    validate = validator.validate_python
+    def __call__(self, text: bytes) -> bool:
+        fast = self.fast
+        if fast is None:
+            if "pydantic_core" not in sys.modules:
+                return self._slow.search(text) is not None
+            fast = self.fast = self._rust_search()
+        return fast(text)
 
-    def search(text: bytes) -> bool:
+    def _search_slowly(self, text: bytes) -> bool:
+        return self._slow.search(text) is not None
+
+    def _rust_search(self) -> Callable[[bytes], bool]:
         try:
-            return validate(text.decode("utf-8")) is not False
-        except UnicodeDecodeError:
-            return search_slowly(text)
+            from pydantic_core import SchemaValidator, core_schema
 
-    checks = (hit.encode(), True), (miss.encode(), False)
-    if any(search(text) is not expected or search_slowly(text) is not expected for text, expected in checks):
-        return search_slowly  # not the search semantics relied on
-    return search
+            # A miss returns False from the second choice: raising a ValidationError per miss (the common
+            # case) cost twice the search itself.
+            validator = SchemaValidator(
+                core_schema.union_schema(
+                    [
+                        core_schema.str_schema(pattern=self._rust_pattern, regex_engine="rust-regex"),
+                        core_schema.no_info_plain_validator_function(_miss),
+                    ],
+                    mode="left_to_right",
+                )
+            )
+        except Exception:  # an older pydantic-core: Python's re
+            return self._search_slowly
+        validate = validator.validate_python
+        search_slowly = self._search_slowly
+
+        def search(text: bytes) -> bool:
+            try:
+                return validate(text.decode("utf-8")) is not False
+            except UnicodeDecodeError:
+                return search_slowly(text)
+
+        for text, expected in self._checks:
+            if search(text) is not expected or search_slowly(text) is not expected:
+                return search_slowly  # not the search semantics relied on
+        return search

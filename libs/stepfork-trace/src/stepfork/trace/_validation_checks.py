@@ -9,16 +9,40 @@ codes are those of ``stepfork.trace.validation`` (its module docstring and docs/
 from __future__ import annotations
 
 from datetime import datetime
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from stepfork.trace._format import HASHED_FIELDS, EventType, RunStatus
 from stepfork.trace._validation_types import RUN_INCOMPLETE, TIMESTAMP_ORDER, ValidationIssue
 from stepfork.trace.canonical import fingerprint
 from stepfork.trace.errors import TraceError
-from stepfork.trace.models import HASHED_FIELDS, EventBase, EventType, FailureInfo, RunStatus, TraceTotals
+
+if TYPE_CHECKING:  # the checks read plain records: importing them imports no pydantic (_quick_validation)
+    from stepfork.trace.models import EventBase
+
+
+class Totals(Protocol):
+    """The counts the checks read of ``totals`` (``TraceTotals``)."""
+
+    @property
+    def events(self) -> int: ...
+
+    @property
+    def llm_calls(self) -> int: ...
+
+    @property
+    def tool_calls(self) -> int: ...
+
+
+class Failure(Protocol):
+    """What the checks read of ``failure`` (``FailureInfo``)."""
+
+    @property
+    def step(self) -> int: ...
 
 
 class RunHeader(Protocol):
-    """What the checks read of the manifest (notes 1.2): a ``TraceManifest`` or an in-memory ``Trace``."""
+    """What the checks read of the manifest (notes 1.2): a ``TraceManifest``, an in-memory ``Trace``, or
+    the quick verdict's plain record of manifest.json (``_quick_validation``)."""
 
     @property
     def run_id(self) -> str: ...
@@ -27,10 +51,10 @@ class RunHeader(Protocol):
     def status(self) -> RunStatus: ...
 
     @property
-    def totals(self) -> TraceTotals: ...
+    def totals(self) -> Totals: ...
 
     @property
-    def failure(self) -> FailureInfo | None: ...
+    def failure(self) -> Failure | None: ...
 
 
 class EventMeta(NamedTuple):

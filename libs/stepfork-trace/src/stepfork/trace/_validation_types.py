@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from stepfork.trace.models import IntegrityStatus
+from stepfork.trace._format import IntegrityStatus
 
 UNREADABLE_CODES = frozenset(
     {

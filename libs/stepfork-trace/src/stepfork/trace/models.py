@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Annotated, Any, Final, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import (
     AfterValidator,
@@ -26,9 +25,19 @@ from pydantic import (
     model_validator,
 )
 
-SCHEMA_VERSION: Final = "0.1"
-BUNDLE_FORMAT: Final = "stepfork"
-REDACTION_REPLACEMENT: Final = "[REDACTED]"
+# The format's names and values live in a pydantic-free module; every one is re-exported here.
+from stepfork.trace._format import BUNDLE_FORMAT as BUNDLE_FORMAT
+from stepfork.trace._format import COMMON_EVENT_FIELDS as COMMON_EVENT_FIELDS
+from stepfork.trace._format import HASHED_FIELDS as HASHED_FIELDS
+from stepfork.trace._format import PROTECTED_EVENT_FIELDS as PROTECTED_EVENT_FIELDS
+from stepfork.trace._format import PROTECTED_MANIFEST_FIELDS as PROTECTED_MANIFEST_FIELDS
+from stepfork.trace._format import REDACTION_REPLACEMENT as REDACTION_REPLACEMENT
+from stepfork.trace._format import SCHEMA_VERSION as SCHEMA_VERSION
+from stepfork.trace._format import EventStatus as EventStatus
+from stepfork.trace._format import EventType as EventType
+from stepfork.trace._format import IntegrityStatus as IntegrityStatus
+from stepfork.trace._format import ReplayPolicy as ReplayPolicy
+from stepfork.trace._format import RunStatus as RunStatus
 
 JsonValue: TypeAlias = Any
 """A JSON value: None, bool, int (any size), finite float, str, list of JSON values, or dict with str keys."""
@@ -71,53 +80,6 @@ def new_event_id() -> str:
 def new_run_id() -> str:
     """A fresh run id, ``run_`` + 32 lowercase hex (default of ``Trace.run_id`` and ``EventBase.run_id``)."""
     return "run_" + uuid.uuid4().hex
-
-
-class EventStatus(StrEnum):
-    """Status of one event (notes 1.3)."""
-
-    OK = "ok"
-    ERROR = "error"
-    SKIPPED = "skipped"
-
-
-class EventType(StrEnum):
-    """The eight event types of schema 0.1 (notes 1.4)."""
-
-    RUN_START = "run_start"
-    LLM_REQUEST = "llm_request"
-    LLM_RESPONSE = "llm_response"
-    TOOL_CALL = "tool_call"
-    TOOL_RESULT = "tool_result"
-    STATE_CHANGE = "state_change"
-    ERROR = "error"
-    RUN_END = "run_end"
-
-
-class ReplayPolicy(StrEnum):
-    """Per-event replay policy values (notes 1.6). Replay honours ``forbidden`` and ``manual`` per event."""
-
-    FROZEN = "frozen"
-    LIVE = "live"
-    MANUAL = "manual"
-    FORBIDDEN = "forbidden"
-    DERIVED = "derived"
-
-
-class RunStatus(StrEnum):
-    """Status of a run in the manifest and in ``run_end.run_status`` (notes 1.2)."""
-
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-
-
-class IntegrityStatus(StrEnum):
-    """Outcome of integrity verification (notes 2.4)."""
-
-    VERIFIED = "verified"
-    MISMATCH = "mismatch"
-    UNVERIFIED_LEGACY = "unverified_legacy"
 
 
 _STRICT = ConfigDict(extra="forbid", use_enum_values=False, validate_default=True)
@@ -249,36 +211,6 @@ EVENT_CLASSES: dict[EventType, type[EventBase]] = {
     EventType.ERROR: ErrorEvent,
     EventType.RUN_END: RunEnd,
 }
-
-# Which payload field each hash covers (notes 2.2); None: that hash is always null for the type.
-HASHED_FIELDS: dict[EventType, tuple[str | None, str | None]] = {
-    EventType.RUN_START: ("input", None),
-    EventType.LLM_REQUEST: ("input", None),
-    EventType.TOOL_CALL: ("input", None),
-    EventType.LLM_RESPONSE: (None, "output"),
-    EventType.TOOL_RESULT: (None, "output"),
-    EventType.STATE_CHANGE: ("before", "after"),
-    EventType.ERROR: (None, "details"),
-    EventType.RUN_END: (None, "output"),
-}
-
-# The fields every event has, in schema order (notes 1.3): the rest of an event is its type's payload.
-COMMON_EVENT_FIELDS: tuple[str, ...] = tuple(EventBase.model_fields)
-
-# Fields redaction never rewrites (notes section 3, "Protected fields").
-PROTECTED_EVENT_FIELDS = frozenset(
-    {
-        *COMMON_EVENT_FIELDS,
-        "prompt_tokens",
-        "completion_tokens",
-        "total_tokens",
-        "cost_usd",
-        "run_status",
-    }
-)
-PROTECTED_MANIFEST_FIELDS = frozenset(
-    {"format", "schema_version", "run_id", "created_at", "status", "totals"}
-)
 
 
 class FailureInfo(BaseModel):

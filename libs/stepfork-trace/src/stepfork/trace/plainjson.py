@@ -13,18 +13,16 @@ nesting limit :data:`MAX_DEPTH` (both re-exported by :mod:`stepfork.trace.jsonab
 
 from __future__ import annotations
 
-import functools
 import gc
 import itertools
 import math
 import operator
 import threading
-from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
 
-from stepfork.trace._textsearch import text_search
+from stepfork.trace._textsearch import TextSearch
 from stepfork.trace.canonical import orjson_may_differ
 
 __all__ = ["MAX_DEPTH", "TAG", "PlainFacts", "holds_tag", "remember_plain", "scan_plain", "take_plain_facts"]
@@ -101,14 +99,11 @@ def _all_finite(levels: list[tuple[list[Any], set[type]]]) -> bool:
     return True
 
 
-@functools.cache
-def _float_screen() -> Callable[[bytes], bool]:
-    """Does orjson's text hold ``null`` or a float of the risky band? orjson writes NaN and infinities as
-    null, and floats of the risky band as below (canonical.py): a text with none of these holds neither.
-    One C-speed search (stepfork.trace._textsearch), built on first use."""
-    return text_search(
-        r"0\.0000|e-[0-9](?:[^0-9]|$)|null", rb"0\.0000|e-\d(?!\d)|null", "[1e-7,2]", '[1e-17,0.0001,"nul"]'
-    )
+# orjson writes NaN and infinities as null, and floats of the risky band as below (canonical.py): a text
+# with none of these holds neither. One C-speed search (stepfork.trace._textsearch) decides the common case.
+_FLOAT_SCREEN: Final = TextSearch(
+    r"0\.0000|e-[0-9](?:[^0-9]|$)|null", rb"0\.0000|e-\d(?!\d)|null", "[1e-7,2]", '[1e-17,0.0001,"nul"]'
+)
 
 
 def scan_plain(value: Any) -> PlainFacts | None:
@@ -161,7 +156,7 @@ def scan_plain(value: Any) -> PlainFacts | None:
     if holds_tag(encoded):
         return None  # a "$stepfork" key: the pairs form (a quote in a string is escaped, never this)
     risky = False
-    if float_levels and _float_screen()(encoded):
+    if float_levels and _FLOAT_SCREEN(encoded):
         if b"null" in encoded and not _all_finite(float_levels):
             return None  # NaN or infinite: tagged by the walk
         risky = orjson_may_differ(encoded)

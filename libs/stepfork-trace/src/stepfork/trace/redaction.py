@@ -378,7 +378,7 @@ def redact_event(
     Raises:
         RedactionError(code="secret_in_protected_field"): a protected string (id, timestamp...) holds one.
     """
-    from stepfork.trace.models import PROTECTED_EVENT_FIELDS
+    from stepfork.trace._format import PROTECTED_EVENT_FIELDS
 
     rules = redactor or default_redactor
     owner = f"event {rules.redact_text(str(event.get('id')))!r}"  # the id itself may be the leak
@@ -400,6 +400,6 @@ def redact_manifest(
     Returns ``(manifest, findings)`` (the same object when nothing changed); raises RedactionError as
     :func:`redact_event` does.
     """
-    from stepfork.trace.models import PROTECTED_MANIFEST_FIELDS
+    from stepfork.trace._format import PROTECTED_MANIFEST_FIELDS
 
     return _redact_fields(manifest, PROTECTED_MANIFEST_FIELDS, redactor or default_redactor, "the manifest")
