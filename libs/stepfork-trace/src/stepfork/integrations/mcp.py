@@ -17,8 +17,6 @@ agent.py`` need neither: they instrument every session the program makes (:func:
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import sys
 from typing import Any
 
 from stepfork.integrations._mcp_calls import BoundaryDispatcher, ToolErrorResult
@@ -129,6 +127,7 @@ def enable() -> None:
     cls.__init__ = __init__
 
 
-if "mcp" in sys.modules or importlib.util.find_spec("mcp") is not None:
-    # the sealed peer must be in place before the agent's first connection (module docstring)
+try:  # the sealed peer must be in place before the agent's first connection (module docstring)
     _sdk()
+except ImportError:  # no SDK (or one Stepfork does not know): instrument_mcp and enable raise it
+    pass
