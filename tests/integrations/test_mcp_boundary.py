@@ -54,7 +54,8 @@ def test_each_request_is_a_tool_call_named_by_server_and_tool(bundle: Path, pid_
     output = results["weather/get_forecast"]["output"]
     assert output["structuredContent"] == {"city": "Paris", "celsius": 21, "sky": "sunny", "rain_chance": 0.1}
     assert output["content"][0]["type"] == "text"
-    assert [t["name"] for t in results["weather/tools/list"]["output"]["tools"]] == ["get_forecast", "list_cities"]
+    listed = results["weather/tools/list"]["output"]["tools"]
+    assert [t["name"] for t in listed] == ["get_forecast", "list_cities"]
     assert [e["type"] for e in events_of(bundle)].count("llm_request") == 0
 
 
@@ -79,7 +80,8 @@ def test_a_changed_tool_argument_diverges_at_its_path(bundle: Path, pid_file: Pa
         asyncio.run(tools_agent("Oslo"))  # raised through the session's task group
     assert raised.group_contains(ReplayMismatchError, depth=None)
     divergence = session.divergence
-    assert isinstance(divergence, ReplayMismatchError) and divergence.code == "input_diverged"
+    assert isinstance(divergence, ReplayMismatchError)
+    assert divergence.code == "input_diverged"
     assert divergence.diagnostic is not None
     assert divergence.diagnostic.difference.path == "$.city"
     assert "weather/get_forecast" in divergence.summary
@@ -91,7 +93,8 @@ def test_an_is_error_result_is_a_recorded_failure_and_replays_as_the_sdk_returne
 ) -> None:
     recorded = record_agent(bundle, "Atlantis")
     assert recorded["result"].is_error  # the SDK returns it; it does not raise
-    result = next(e for e in events_of(bundle) if e["type"] == "tool_result" and e["name"] == "weather/get_forecast")
+    results = [e for e in events_of(bundle) if e["type"] == "tool_result"]
+    result = next(e for e in results if e["name"] == "weather/get_forecast")
     assert result["status"] == "error"
     assert result["output"]["message"] == "Error executing tool get_forecast: Unknown city: Atlantis"
     pid_file.unlink()
@@ -124,7 +127,8 @@ def test_a_json_rpc_error_is_raised_again_as_the_sdks_own_error(bundle: Path, pi
         replayed = asyncio.run(read_missing_resource())
         session.verify_complete()
     assert isinstance(replayed, MCPError)  # the agent's `except MCPError` runs as it did
-    assert (replayed.code, replayed.message, replayed.data) == (recorded.code, recorded.message, recorded.data)
+    assert (replayed.code, replayed.message) == (recorded.code, recorded.message)
+    assert replayed.data == recorded.data
     assert not pid_file.exists()
 
 
@@ -147,14 +151,16 @@ def test_streamable_http_records_no_http_call_and_replays_without_a_request(
         with ReplaySession.from_trace(bundle) as session, pytest.raises(ExceptionGroup):
             asyncio.run(tools_agent("Oslo"))
         divergence = session.divergence
-        assert divergence is not None and divergence.diagnostic is not None
+        assert divergence is not None
+        assert divergence.diagnostic is not None
         assert divergence.diagnostic.difference.path == "$.city"
         assert server.requests() == before
 
 
 def test_the_high_level_client_is_instrumented_before_it_connects(bundle: Path, pid_file: Path) -> None:
     async def agent() -> CallToolResult:
-        params = StdioServerParameters(command=sys.executable, args=[str(SERVER), "--pid-file", str(pid_file)])
+        args = [str(SERVER), "--pid-file", str(pid_file)]
+        params = StdioServerParameters(command=sys.executable, args=args)
         async with instrument_mcp(Client(params)) as client:  # mode "auto": the 2026 discover probe
             return await client.call_tool("get_forecast", {"city": "Paris"})
 

@@ -34,13 +34,14 @@ HANDSHAKE_SERVER = "mcp"
 """The server part of the name of requests sent before the server named itself (the handshake)."""
 
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
-"""Where a 2026 ``server/discover`` result names its server (``_meta``; ``mcp_types.SERVER_INFO_META_KEY``)."""
+"""Where a 2026 ``server/discover`` result names its server, in ``_meta``
+(``mcp_types.SERVER_INFO_META_KEY``)."""
 
 _TOOL_CALL = "tools/call"
 _HANDSHAKES = frozenset({"initialize", "server/discover"})
 
 
-class ToolErrorResult(Exception):  # noqa: N818 - not an error of Stepfork's: a result the tool marked isError
+class ToolErrorResult(Exception):
     """A ``tools/call`` result with ``isError: true``, carried through the boundary as the call's failure.
 
     Attributes:

@@ -154,7 +154,7 @@ def install() -> None:
     from mcp.client import stdio, streamable_http
 
     spawn = getattr(stdio, "_create_platform_compatible_process", None)
-    transport = getattr(streamable_http, "StreamableHTTPTransport", None)
+    transport: Any = getattr(streamable_http, "StreamableHTTPTransport", None)
     post_writer = getattr(transport, "post_writer", None)
     if spawn is None or post_writer is None:
         raise ImportError(
@@ -187,7 +187,8 @@ def install() -> None:
                 await _sealed_post_writer(write_stream_reader, read_stream_writer, write_stream)
                 return
             uncapture(client)
-            await post_writer(self, client, write_stream_reader, read_stream_writer, write_stream, *args, **kwargs)
+            streams = (write_stream_reader, read_stream_writer, write_stream)
+            await post_writer(self, client, *streams, *args, **kwargs)
 
         setattr(guarded_post_writer, _MARK, True)
         guarded_post_writer.__wrapped__ = post_writer  # type: ignore[attr-defined]

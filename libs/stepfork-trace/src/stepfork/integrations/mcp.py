@@ -16,6 +16,7 @@ agent.py`` need neither: they instrument every session the program makes (:func:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import Any
 
@@ -127,7 +128,7 @@ def enable() -> None:
     cls.__init__ = __init__
 
 
-try:  # the sealed peer must be in place before the agent's first connection (module docstring)
+# The sealed peer must be in place before the agent's first connection (module docstring). Without the SDK
+# (or with one Stepfork does not know), instrument_mcp and enable raise the ImportError instead.
+with contextlib.suppress(ImportError):
     _sdk()
-except ImportError:  # no SDK (or one Stepfork does not know): instrument_mcp and enable raise it
-    pass

@@ -195,8 +195,8 @@ def _mcp(kind: str, payload: dict[str, Any]) -> BaseException | None:
         exceptions = _module("mcp.shared.exceptions")
         if exceptions is None or not isinstance(payload.get("code"), int):
             return None
-        error = exceptions.MCPError(payload["code"], str(payload.get("message", "")), from_jsonable(payload.get("data")))
-        return error  # type: ignore[no-any-return]
+        message, data = str(payload.get("message", "")), from_jsonable(payload.get("data"))
+        return exceptions.MCPError(payload["code"], message, data)  # type: ignore[no-any-return]
     calls = _module("stepfork.integrations._mcp_calls")
     result = from_jsonable(payload.get("result"))
     if calls is None or not isinstance(result, dict):
