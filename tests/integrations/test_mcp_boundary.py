@@ -135,9 +135,8 @@ def test_a_json_rpc_error_is_raised_again_as_the_sdks_own_error(bundle: Path, pi
 def test_streamable_http_records_no_http_call_and_replays_without_a_request(
     tmp_path: Path, bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import stepfork.integrations.autocapture as autocapture
-
-    autocapture.enable()  # every httpx client captured, as under `stepfork record --`: the MCP one is not
+    # (the transport's own HTTP requests under `stepfork record --`, where every httpx client is captured:
+    # test_mcp_cli.py)
     with http_server(tmp_path) as server:
         monkeypatch.setenv("WEATHER_MCP_URL", server.url)
         recorded = record_agent(bundle)
