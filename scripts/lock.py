@@ -347,9 +347,9 @@ def refresh(args: list[str]) -> int:
 def check() -> int:
     """Exit 1 with one line per problem when the lock misses a declared requirement or a docs block is
     stale; 0 otherwise."""
-    problems = [
-        f"{lock.relative_to(ROOT)}: {p}" for lock in locks() for p in uncovered(declared_requirements(lock), lock)
-    ]
+    problems = []
+    for lock in locks():
+        problems += [f"{lock.relative_to(ROOT)}: {p}" for p in uncovered(declared_requirements(lock), lock)]
     problems += [f"{doc}: the tested-with block differs from the lock" for doc in stale_docs()]
     for problem in problems:
         print(problem, file=sys.stderr)

@@ -61,7 +61,8 @@ def test_the_latest_environment_does_not_read_the_lock() -> None:
 def test_every_lock_is_committed_with_its_input() -> None:
     assert lock.locks()[0] == lock.LOCK
     for path in lock.locks():
-        assert path.is_file() and path.with_suffix(".in").is_file(), path
+        assert path.is_file(), path
+        assert path.with_suffix(".in").is_file(), path
 
 
 def test_a_requirement_outside_the_lock_is_named() -> None:
