@@ -43,11 +43,7 @@ def test_lock_check_passes_through_its_command_line() -> None:
 def test_every_test_environment_installs_from_the_lock() -> None:
     with (ROOT / "hatch.toml").open("rb") as handle:
         envs = tomllib.load(handle)["envs"]
-    unlocked = [
-        name
-        for name, env in envs.items()
-        if name not in UNLOCKED and lock.lock_of(env) is None
-    ]
+    unlocked = [name for name, env in envs.items() if name not in UNLOCKED and lock.lock_of(env) is None]
     assert not unlocked, f"environments that would install unpinned releases: {unlocked}"
 
 
