@@ -1,11 +1,13 @@
-"""The committed lock of the test environments (issue 28): ``requirements/constraints.txt``.
+"""The committed locks of the test environments (issue 28): ``requirements/constraints.txt`` and others.
 
-Every hatch environment that runs tests, lint or types names the lock in its ``env-vars``
+Every hatch environment that runs tests, lint or types names its lock in its ``env-vars``
 (``UV_CONSTRAINT = "{root}/requirements/constraints.txt"``), so hatch's uv installer installs exactly the
 locked release of every package: a fresh clone's ``hatch test`` and ``.ci/run`` install what was tested,
-and a new release of a dependency cannot break CI overnight. The lock is one *universal* resolution
-(``uv pip compile --universal``, every Python from 3.11) of everything those environments declare: their
-``dependencies``, ``extra-dependencies`` and the workspace members (with their features).
+and a new release of a dependency cannot break CI overnight. A lock is one *universal* resolution
+(``uv pip compile --universal``, every Python from 3.11) of everything the environments naming it declare:
+their ``dependencies``, ``extra-dependencies`` and the workspace members (with their features). Most
+environments share ``constraints.txt``; an environment whose packages cannot share one resolution with
+the rest (Arize Phoenix pins an older MCP SDK) names a lock of its own, ``requirements/phoenix.txt``.
 
 Commands (docs/development.md):
 
@@ -37,8 +39,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements" / "constraints.txt"
-LOCK_INPUT = ROOT / "requirements" / "constraints.in"
-LOCK_ENV_VALUE = "{root}/requirements/constraints.txt"
+"""The main lock: ``hatch test`` and most environments; the docs' "tested with" lines come from it."""
+LOCK_ENV_PREFIX = "{root}/requirements/"
+LOCK_ENV_VALUE = LOCK_ENV_PREFIX + "constraints.txt"
 REFRESH_COMMAND = "hatch run lock:refresh"
 PYTHON_FLOOR = "3.11"
 DOCS_BLOCKS = (ROOT / "docs" / "integrations.md",)
@@ -93,12 +96,22 @@ def locked_versions(path: Path = LOCK) -> dict[str, str]:
     return out
 
 
-def installed_differences(path: Path = LOCK) -> list[tuple[str, str, str | None]]:
-    """Locked packages whose installed version differs: ``[(name, locked, installed or None)]``, sorted.
+def current_lock() -> Path:
+    """The lock this environment installed from: its ``UV_CONSTRAINT`` (hatch sets the environment's
+    env-vars for its commands too), else the main lock (the ``latest`` environment compares with it)."""
+    value = os.environ.get("UV_CONSTRAINT", "")
+    return Path(value) if value and Path(value).is_file() else LOCK
 
-    A package the lock names but this environment does not hold is left out (the lock covers every test
-    environment, each installs only what it needs)."""
+
+def installed_differences(path: Path | None = None) -> list[tuple[str, str, str | None]]:
+    """Packages of the lock ``path`` (default :func:`current_lock`) whose installed version differs:
+    ``[(name, locked, installed)]``, sorted.
+
+    A package the lock names but this environment does not hold is left out (a lock covers several
+    environments, each installs only what it needs)."""
     import importlib.metadata as md
+
+    path = current_lock() if path is None else path
 
     installed = {normalize(d.metadata["Name"]): d.version for d in md.distributions() if d.metadata["Name"]}
     return sorted(
@@ -121,37 +134,46 @@ def sdk_names() -> list[str]:
     return [normalize(n) for n in _toml(ROOT / "pyproject.toml")["tool"]["stepfork-dev"]["sdks"]]
 
 
-def locked_environments(config: dict) -> dict[str, dict]:
-    """The environments of hatch.toml that install from the lock (their ``env-vars`` name it)."""
-    envs = config.get("envs", {})
-    return {
-        name: env
-        for name, env in envs.items()
-        if (env.get("env-vars") or {}).get("UV_CONSTRAINT") == LOCK_ENV_VALUE
-    }
+def lock_of(env: dict) -> Path | None:
+    """The lock file an environment of hatch.toml installs from (its ``UV_CONSTRAINT``), or None."""
+    value = (env.get("env-vars") or {}).get("UV_CONSTRAINT", "")
+    if not value.startswith(LOCK_ENV_PREFIX):
+        return None
+    return ROOT / "requirements" / value.removeprefix(LOCK_ENV_PREFIX)
 
 
-def declared_requirements() -> list[str]:
-    """Every requirement string the locked environments declare (hatch.toml: ``dependencies`` and
-    ``extra-dependencies``, templates included) and every member's ``dependencies`` and
-    ``optional-dependencies``, minus the members themselves."""
+def locks() -> list[Path]:
+    """Every lock file some environment of hatch.toml names, the main lock first."""
+    found = {lock_of(env) for env in _toml(ROOT / "hatch.toml").get("envs", {}).values()} - {None}
+    return sorted(found, key=lambda p: (p != LOCK, p.name))  # type: ignore[union-attr]
+
+
+def locked_environments(config: dict, lock: Path = LOCK) -> dict[str, dict]:
+    """The environments of hatch.toml that install from ``lock`` (their ``env-vars`` name it)."""
+    return {name: env for name, env in config.get("envs", {}).items() if lock_of(env) == lock}
+
+
+def declared_requirements(lock: Path = LOCK) -> list[str]:
+    """Every requirement string the environments of ``lock`` declare (hatch.toml: ``dependencies`` and
+    ``extra-dependencies``, templates included) and every member's ``dependencies`` (and, for the main
+    lock, ``optional-dependencies``), minus the members themselves."""
     config = _toml(ROOT / "hatch.toml")
     envs = config.get("envs", {})
     found: list[str] = []
-    for name, env in locked_environments(config).items():
+    for env in locked_environments(config, lock).values():
         chain = [env]
         while "template" in chain[-1] and chain[-1]["template"] in envs and len(chain) < 10:
             chain.append(envs[chain[-1]["template"]])
         for layer in chain:
             found.extend(layer.get("dependencies", []))
             found.extend(layer.get("extra-dependencies", []))
-        del name
     members = {normalize(_toml(p)["project"]["name"]) for p in _member_pyprojects()}
     for pyproject in _member_pyprojects():
         project = _toml(pyproject)["project"]
         found.extend(project.get("dependencies", []))
-        for extra in project.get("optional-dependencies", {}).values():
-            found.extend(extra)
+        if lock == LOCK:  # the extras users install are tested against the main lock
+            for extra in project.get("optional-dependencies", {}).values():
+                found.extend(extra)
     out: list[str] = []
     for requirement in found:
         if requirement_name(requirement) not in members and requirement not in out:
@@ -254,12 +276,12 @@ def _hatch_environments() -> dict[str, dict]:
     return json.loads(done.stdout)
 
 
-def lock_input() -> str:
-    """The resolver's input, as hatch reports the locked environments (``hatch env show --json``): the
-    workspace members as editable paths (with their features) and every declared requirement."""
+def lock_input(lock: Path = LOCK) -> str:
+    """The resolver's input for ``lock``, as hatch reports its environments (``hatch env show --json``):
+    the workspace members as editable paths (with their features) and every declared requirement."""
     shown = _hatch_environments()
     config = _toml(ROOT / "hatch.toml")
-    wanted = set(locked_environments(config))
+    wanted = set(locked_environments(config, lock))
     members: dict[str, set[str]] = {}  # path -> the union of the features environments ask for
     requirements: list[str] = []
     for name, env in shown.items():
@@ -297,39 +319,45 @@ def _strip_members(text: str) -> str:
 
 
 def refresh(args: list[str]) -> int:
-    """Resolve the lock again; ``args`` go to ``uv pip compile`` (``-P NAME``, ``--upgrade``)."""
-    LOCK_INPUT.parent.mkdir(exist_ok=True)
-    _write(LOCK_INPUT, lock_input())
-    compiled = LOCK.with_name(".constraints.compiled.txt")
-    if LOCK.exists():  # uv keeps the pins of an existing output file unless told to upgrade
-        shutil.copyfile(LOCK, compiled)
-    env = {k: v for k, v in os.environ.items() if k != "UV_CONSTRAINT"}
-    command = [
-        _uv(), "pip", "compile", "--universal", "--python-version", PYTHON_FLOOR, "--quiet",
-        "--custom-compile-command", REFRESH_COMMAND,
-        str(LOCK_INPUT.relative_to(ROOT)), "-o", str(compiled.relative_to(ROOT)), *args,
-    ]  # fmt: skip
-    try:
-        subprocess.run(command, cwd=ROOT, env=env, check=True)
-        _write(LOCK, _strip_members(compiled.read_text(encoding="utf-8")))
-    finally:
-        compiled.unlink(missing_ok=True)
+    """Resolve every lock again; ``args`` go to ``uv pip compile`` (``-P NAME``, ``--upgrade``)."""
+    for lock in locks():
+        source = lock.with_suffix(".in")
+        source.parent.mkdir(exist_ok=True)
+        _write(source, lock_input(lock))
+        compiled = lock.with_name(f".{lock.stem}.compiled.txt")
+        if lock.exists():  # uv keeps the pins of an existing output file unless told to upgrade
+            shutil.copyfile(lock, compiled)
+        env = {k: v for k, v in os.environ.items() if k != "UV_CONSTRAINT"}
+        command = [
+            _uv(), "pip", "compile", "--universal", "--python-version", PYTHON_FLOOR, "--quiet",
+            "--custom-compile-command", REFRESH_COMMAND,
+            str(source.relative_to(ROOT)), "-o", str(compiled.relative_to(ROOT)), *args,
+        ]  # fmt: skip
+        try:
+            subprocess.run(command, cwd=ROOT, env=env, check=True)
+            _write(lock, _strip_members(compiled.read_text(encoding="utf-8")))
+        finally:
+            compiled.unlink(missing_ok=True)
+        print(f"wrote {lock.relative_to(ROOT)} ({len(read_lock(lock))} pins)")
     write_docs()
-    print(f"wrote {LOCK.relative_to(ROOT)} ({len(read_lock())} pins) and the docs' tested-with lines")
+    print("wrote the docs' tested-with lines")
     return 0
 
 
 def check() -> int:
     """Exit 1 with one line per problem when the lock misses a declared requirement or a docs block is
     stale; 0 otherwise."""
-    problems = [f"lock: {p}" for p in uncovered(declared_requirements())]
+    problems = []
+    for lock in locks():
+        problems += [f"{lock.relative_to(ROOT)}: {p}" for p in uncovered(declared_requirements(lock), lock)]
     problems += [f"{doc}: the tested-with block differs from the lock" for doc in stale_docs()]
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
         print(f"run `{REFRESH_COMMAND}` and commit requirements/", file=sys.stderr)
         return 1
-    print(f"the lock covers {len(declared_requirements())} declared requirements; docs current")
+    counts = ", ".join(f"{lock.name} {len(declared_requirements(lock))}" for lock in locks())
+    print(f"the locks cover every declared requirement ({counts}); docs current")
     return 0
 
 
@@ -352,7 +380,7 @@ def report() -> int:
         print("every installed package is at its locked version")
         return 0
     sdks = set(sdk_names())
-    print(f"{len(differences)} installed package(s) differ from the lock (requirements/constraints.txt):")
+    print(f"{len(differences)} installed package(s) differ from the lock ({current_lock().name}):")
     for name, locked, installed in differences:
         mark = " (SDK)" if name in sdks else ""
         print(f"  {name} {installed} (locked {locked}){mark}")

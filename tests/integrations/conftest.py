@@ -13,7 +13,7 @@ EXAMPLES = HERE.parents[1] / "examples"
 # conftest.py only, so that no other test folder's `from conftest import ...` finds ours.
 for folder in (
     HERE / "helpers",
-    *(EXAMPLES / name for name in ("openai_agent", "anthropic_agent", "langgraph_agent")),
+    *(EXAMPLES / name for name in ("openai_agent", "anthropic_agent", "langgraph_agent", "mcp_agent")),
 ):
     sys.path.insert(0, str(folder))
 

@@ -1,9 +1,10 @@
-"""Capture every httpx/httpx2 client a program creates (zero-code recording; issue 11).
+"""Capture every httpx/httpx2 client and MCP session a program creates (zero-code recording; issues 11, 29).
 
 :func:`enable` makes each ``Client``/``AsyncClient`` of ``httpx`` and ``httpx2`` created from then on
-instrumented at construction (:func:`stepfork.integrations._http_capture.install`): the modules already
-imported are patched now, the others right after their import (a ``sys.meta_path`` finder wraps their
-loader; nothing is imported ahead of the program, so ``httpx2.alias_httpx()`` keeps working). Used by
+instrumented at construction (:func:`stepfork.integrations._http_capture.install`), and each
+``mcp.ClientSession`` (:func:`stepfork.integrations.mcp.enable`): the modules already imported are
+patched now, the others right after their import (a ``sys.meta_path`` finder wraps their loader; nothing
+is imported ahead of the program, so ``httpx2.alias_httpx()`` keeps working). Used by
 ``stepfork record -- python agent.py`` and ``stepfork replay BUNDLE -- python agent.py``; the program itself
 needs no Stepfork import.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from stepfork.integrations._http_capture import install
 
-TARGETS = ("httpx", "httpx2")
+TARGETS = ("httpx", "httpx2", "mcp")
 _MARK = "__stepfork_autocapture__"
 _guard = threading.local()
 
@@ -41,7 +42,13 @@ def _patch_class(cls: Any) -> None:
 
 
 def patch_module(module: ModuleType) -> None:
-    """Instrument the clients of an imported ``httpx``/``httpx2`` module from now on."""
+    """Instrument the clients of an imported ``httpx``/``httpx2`` module (the sessions of ``mcp``) from
+    now on."""
+    if module.__name__ == "mcp":
+        from stepfork.integrations.mcp import enable as enable_mcp
+
+        enable_mcp()
+        return
     for name in ("Client", "AsyncClient"):
         cls = getattr(module, name, None)
         if isinstance(cls, type):
@@ -61,7 +68,7 @@ class _Loader(importlib.abc.Loader):
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    """Finds ``httpx``/``httpx2`` with the other finders and patches them once executed."""
+    """Finds ``httpx``/``httpx2``/``mcp`` with the other finders and patches them once executed."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
@@ -80,7 +87,8 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 def enable() -> None:
-    """Instrument every httpx/httpx2 client created from now on in this process (idempotent)."""
+    """Instrument every httpx/httpx2 client and MCP session created from now on in this process
+    (idempotent)."""
     for name in TARGETS:
         module = sys.modules.get(name)
         if module is not None:

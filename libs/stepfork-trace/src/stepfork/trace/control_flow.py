@@ -2,7 +2,10 @@
 
 Some exceptions a tool raises are not failures but the framework's own signals: LangGraph's
 ``GraphInterrupt`` (``interrupt()``: pause for a human) and ``ParentCommand`` (``Command(graph=PARENT)``),
-pydantic-ai's ``ModelRetry`` (ask the model again), ``ApprovalRequired`` and ``CallDeferred``. The recorder
+pydantic-ai's ``ModelRetry`` (ask the model again), ``ApprovalRequired`` and ``CallDeferred``. Two more are
+an MCP server's answers the SDK reports its own way (issue 29): a JSON-RPC error (the SDK's ``MCPError``,
+with its code, which the SDK's callers branch on) and a tool result marked ``isError``, which the SDK
+returns rather than raises (``stepfork.integrations._mcp_calls.ToolErrorResult`` carries it). The recorder
 writes the tool's failure as usual plus ``details["control_flow"] = {"kind", "payload"}`` on its error event;
 replay raises the framework's own exception with the same payload instead of a RecordedDependencyError, so
 the graph pauses, resumes and retries as recorded.
@@ -32,6 +35,8 @@ _KINDS = {
     "pydantic_ai.exceptions.ModelRetry": "pydantic_ai.model_retry",
     "pydantic_ai.exceptions.ApprovalRequired": "pydantic_ai.approval_required",
     "pydantic_ai.exceptions.CallDeferred": "pydantic_ai.call_deferred",
+    "mcp.shared.exceptions.MCPError": "mcp.error",
+    "stepfork.integrations._mcp_calls.ToolErrorResult": "mcp.tool_error",
 }
 
 
@@ -56,7 +61,8 @@ def describe(exc: BaseException) -> dict[str, Any] | None:
 
     Payloads: interrupt ``{"interrupts": [{"value", "id"}]}``; parent command ``{"command": {graph,
     update, resume, goto}}``; model retry ``{"message"}``; approval/deferred ``{"metadata"}`` (and
-    ``kind`` for deferred). Values go through ``to_jsonable``; a payload without a JSON form gives None
+    ``kind`` for deferred); MCP error ``{"code", "message", "data"}``; MCP tool error ``{"result"}``. Values
+    go through ``to_jsonable``; a payload without a JSON form gives None
     (the exception is then recorded as an ordinary failure).
     """
     kind = None
@@ -79,6 +85,11 @@ def describe(exc: BaseException) -> dict[str, Any] | None:
             payload = {"command": _command_payload(exc.args[0] if exc.args else None)}
         elif kind == "pydantic_ai.model_retry":
             payload = {"message": str(getattr(exc, "message", exc))}
+        elif kind == "mcp.error":
+            error = exc.error  # type: ignore[attr-defined]
+            payload = {"code": error.code, "message": error.message, "data": _jsonable(error.data)}
+        elif kind == "mcp.tool_error":
+            payload = {"result": _jsonable(exc.result)}  # type: ignore[attr-defined]
         else:
             payload = {"metadata": _jsonable(getattr(exc, "metadata", None))}
             if kind == "pydantic_ai.call_deferred":
@@ -177,12 +188,30 @@ def _pydantic_ai(kind: str, payload: dict[str, Any]) -> BaseException | None:
     return exceptions.CallDeferred(metadata=metadata, kind=payload.get("kind", "external"))  # type: ignore[no-any-return]
 
 
+def _mcp(kind: str, payload: dict[str, Any]) -> BaseException | None:
+    from stepfork.trace.jsonable import from_jsonable
+
+    if kind == "mcp.error":
+        exceptions = _module("mcp.shared.exceptions")
+        if exceptions is None or not isinstance(payload.get("code"), int):
+            return None
+        message, data = str(payload.get("message", "")), from_jsonable(payload.get("data"))
+        return exceptions.MCPError(payload["code"], message, data)  # type: ignore[no-any-return]
+    calls = _module("stepfork.integrations._mcp_calls")
+    result = from_jsonable(payload.get("result"))
+    if calls is None or not isinstance(result, dict):
+        return None
+    return calls.ToolErrorResult(result)  # type: ignore[no-any-return]
+
+
 _REBUILD: dict[str, Callable[[dict[str, Any]], BaseException | None]] = {
     "langgraph.interrupt": _interrupt,
     "langgraph.parent_command": _parent_command,
     "pydantic_ai.model_retry": lambda p: _pydantic_ai("pydantic_ai.model_retry", p),
     "pydantic_ai.approval_required": lambda p: _pydantic_ai("pydantic_ai.approval_required", p),
     "pydantic_ai.call_deferred": lambda p: _pydantic_ai("pydantic_ai.call_deferred", p),
+    "mcp.error": lambda p: _mcp("mcp.error", p),
+    "mcp.tool_error": lambda p: _mcp("mcp.tool_error", p),
 }
 
 
