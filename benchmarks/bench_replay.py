@@ -9,7 +9,11 @@ do. Measured:
   input and output, from_jsonable of the output), minus the same call with no session; ratio to the floor;
 - its stages, each as a ratio to the floor;
 - load: ``Trace.load`` + ``ReplaySession`` construction (pairing, nesting by time) of 1,000- and
-  10,000-call bundles, per call; the 10k/1k ratio must stay near 1 (linear, not quadratic).
+  10,000-call bundles, per call; the 10k/1k ratio must stay near 1 (linear, not quadratic);
+- ``structured`` (issue 31): the replayed call of bench_recording.py's structured argument (a list of small
+  dicts, 2 KB), a distinct deep copy per call, against the issue's floor measured on the same copies and
+  lines: ``orjson.loads`` of the recorded ``tool_call`` line + ``sha256(orjson.dumps(arg, OPT_SORT_KEYS))``;
+  best of 3 interleaved rounds; target 1.5x.
 
 Run: ``hatch run bench:all replay`` or ``python benchmarks/bench_replay.py``; JSON goes to
 benchmarks/results/replay.json. Timings are the best of several repeats, interleaved with the floor.
@@ -17,6 +21,7 @@ benchmarks/results/replay.json. Timings are the best of several repeats, interle
 
 from __future__ import annotations
 
+import copy
 import gc
 import hashlib
 import json
@@ -41,6 +46,8 @@ CALLS = 10_000
 SMALL = 1_000
 PAYLOAD_BYTES = 2 * 1024
 REPEATS = 3
+STRUCTURED_CALLS = 2_000
+STRUCTURED_TARGET = 1.5  # issue 31: replayed call / floor, 2 KB structured argument
 
 
 def make_payload(size: int) -> dict[str, Any]:
@@ -143,6 +150,53 @@ def measure_replay(path: Path, payloads: list[dict[str, Any]]) -> dict[str, Any]
     }
 
 
+@trace_tool
+def structured_tool(items: list[dict[str, Any]], limit: int = 10) -> None:
+    return None
+
+
+def measure_structured(
+    workdir: Path, *, calls: int = STRUCTURED_CALLS, rounds: int = REPEATS
+) -> dict[str, Any]:
+    """Record ``calls`` structured calls, then replay them on distinct deep copies; floor on the same."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_recording import make_structured
+
+    items = make_structured(PAYLOAD_BYTES)
+    path = workdir / "structured.sftrace"
+    with record("bench-replay-structured", output=path):
+        for _ in range(calls):
+            structured_tool(copy.deepcopy(items))
+    lines = call_lines(path)
+    trace = Trace.load(path)
+    copies = [copy.deepcopy(items) for _ in range(calls)]
+    body = structured_tool.__wrapped__
+    sort = orjson.OPT_SORT_KEYS
+
+    def floor(i: int) -> None:
+        orjson.loads(lines[i])
+        hashlib.sha256(orjson.dumps(copies[i], option=sort)).hexdigest()
+
+    best = {"floor": float("inf"), "body": float("inf"), "replay": float("inf")}
+    for _ in range(rounds):
+        best["floor"] = min(best["floor"], timed_loop(floor, calls))
+        best["body"] = min(best["body"], timed_loop(lambda i: body(copies[i]), calls))
+        session = ReplaySession(trace)
+        with session:
+            best["replay"] = min(best["replay"], timed_loop(lambda i: structured_tool(copies[i]), calls))
+            session.verify_complete()
+    per_call = best["replay"] - best["body"]
+    return {
+        "calls": calls,
+        "payload_bytes": len(orjson.dumps(items)),
+        "floor_us": best["floor"] * 1e6,
+        "replayed_call_us": per_call * 1e6,
+        "ratio": per_call / best["floor"],
+        "target": STRUCTURED_TARGET,
+        "met": per_call / best["floor"] <= STRUCTURED_TARGET,
+    }
+
+
 def measure_load(small: Path, large: Path) -> dict[str, Any]:
     def load_per_call(path: Path, count: int, *, collect: bool = True) -> float:
         best = float("inf")
@@ -192,6 +246,7 @@ def main() -> dict[str, Any]:
         small = record_bundle(Path(tmp) / "small.sftrace", payloads[:SMALL])
         replay = measure_replay(large, payloads)
         load = measure_load(small, large)
+        structured = measure_structured(Path(tmp))
     results = {
         "benchmark": "replay",
         "python": platform.python_version(),
@@ -200,6 +255,7 @@ def main() -> dict[str, Any]:
         "target": "replayed call <= 2x floor at 2KB on a 10,000-call bundle; load linear (10k/1k ratio ~1)",
         "replay": replay,
         "load": load,
+        "structured": structured,
     }
     print("replay: per-call frozen replay cost as a ratio to the floor, same run")
     print(
@@ -214,6 +270,13 @@ def main() -> dict[str, Any]:
         f"{load[f'load_us_per_call_at_{CALLS}']:.2f} at {CALLS} (ratio {load['load_ratio_10k_to_1k']:.2f}); "
         f"session setup ratio {load['session_setup_ratio_10k_to_1k']:.2f}; "
         f"load ratio with the cyclic GC off {load['load_ratio_10k_to_1k_gc_off']:.2f}"
+    )
+    print(
+        f"  structured argument, {structured['payload_bytes']} B (issue 31): "
+        f"floor {structured['floor_us']:.2f} us "
+        f"(orjson.loads of the line + sha256 of the sorted dumps), replayed call "
+        f"{structured['replayed_call_us']:.2f} us, ratio {structured['ratio']:.2f} "
+        f"(target {structured['target']}x, met: {structured['met']})"
     )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

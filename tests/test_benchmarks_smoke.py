@@ -81,3 +81,14 @@ def test_the_instruction_benchmark_process_makes_its_calls(measure: str) -> None
             [sys.executable, str(script), "--child", kind, measure, "2"], capture_output=True, text=True
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_the_recording_and_replay_benchmarks_measure_the_structured_argument(tmp_path: Path) -> None:
+    # issue 31's shape: a list of small dicts, distinct deep copies, floor on the same copies
+    recording = _load("bench_recording").measure_structured("2KB", 2 * 1024, tmp_path, calls=5, rounds=1)
+    assert recording["payload_bytes"] >= 2 * 1024
+    assert min(recording["floor_us"], recording["ratio"]) > 0
+    assert recording["target"] == 3.0
+    replay = _load("bench_replay").measure_structured(tmp_path, calls=5, rounds=1)
+    assert min(replay["floor_us"], replay["ratio"]) > 0
+    assert replay["target"] == 1.5
