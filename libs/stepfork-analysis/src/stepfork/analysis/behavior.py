@@ -161,6 +161,8 @@ class FieldChange(BaseModel):
         expected: the baseline value, :data:`ABSENT` when the key or item is not there (``null`` in
             ``model_dump``, as the reference; ``to_dict`` leaves the key out).
         actual: the candidate value, :data:`ABSENT` when the key or item is not there.
+        noise: for a difference ``diff`` ignored as noise, why (a rule's name, ``renamed id``,
+            ``timing``, ``new field``, ``--ignore``); None for a real one.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -169,6 +171,7 @@ class FieldChange(BaseModel):
     kind: ChangeKind
     expected: Any = None
     actual: Any = None
+    noise: str | None = None
 
     @field_serializer("expected", "actual")
     def _dump_side(self, value: Any) -> Any:
@@ -181,6 +184,8 @@ class FieldChange(BaseModel):
             out["expected"] = redacted(self.expected)
         if self.actual is not ABSENT:
             out["actual"] = redacted(self.actual)
+        if self.noise is not None:
+            out["noise"] = self.noise
         return out
 
     def __str__(self) -> str:

@@ -77,15 +77,22 @@ class JsonDifference:
         path: JSON path of the differing value (``$`` for the root, ``$.filters.lang``, ``$.items[2]``).
         expected: the recorded value there, or ``MISSING``.
         actual: the live value there, or ``MISSING``.
+        noise: None for a real difference; for one an output comparison accepted as noise, why
+            (``renamed id``, ``timing``, ``new field`` or a rule's name: stepfork.replay.noise).
     """
 
     path: str
     expected: Any
     actual: Any
+    noise: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"path", "expected", "actual"}``: values as previews (strings), ``<missing>`` when absent."""
-        return {"path": self.path, "expected": preview(self.expected), "actual": preview(self.actual)}
+        """``{"path", "expected", "actual"}``: values as previews (strings), ``<missing>`` when absent;
+        plus ``"noise"`` when the difference was accepted as noise."""
+        data = {"path": self.path, "expected": preview(self.expected), "actual": preview(self.actual)}
+        if self.noise is not None:
+            data["noise"] = self.noise
+        return data
 
 
 def first_difference(expected: Any, actual: Any, *, path: str = "$") -> JsonDifference | None:
