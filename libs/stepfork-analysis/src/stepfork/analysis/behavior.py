@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from stepfork.analysis._render import ABSENT, redacted, show_value
 
@@ -171,7 +171,8 @@ class FieldChange(BaseModel):
     kind: ChangeKind
     expected: Any = None
     actual: Any = None
-    noise: str | None = None
+    # not in model_dump: the reference's JSON shape stays as it is (to_dict carries it)
+    noise: str | None = Field(default=None, exclude=True)
 
     @field_serializer("expected", "actual")
     def _dump_side(self, value: Any) -> Any:
