@@ -49,6 +49,8 @@ class Renaming:
         """
         if left == right and not bind:
             return True
+        if left != right and self.forward.get(left) == right:
+            return True  # two whole values paired where two aligned dependency outputs held them
         left_seps, left_tokens = split(left)
         right_seps, right_tokens = split(right)
         if left_seps != right_seps or len(left_tokens) != len(right_tokens):
@@ -75,7 +77,11 @@ class Renaming:
 
     def pair(self, left: str, right: str) -> None:
         """Bind the ids of two strings at a place both sides' dependency generated (an ignored provider id
-        of two aligned outputs), where consistent; a conflicting pair is left unbound, silently."""
+        of two aligned outputs), where consistent; a conflicting pair is left unbound, silently. The two
+        whole strings pair too (a short fingerprint or request id that is no opaque id by shape)."""
+        if left != right and self._state(left, right, {}, {}) is None:
+            self.forward[left] = right
+            self.backward[right] = left
         left_seps, left_tokens = split(left)
         right_seps, right_tokens = split(right)
         if len(left_tokens) != len(right_tokens):
