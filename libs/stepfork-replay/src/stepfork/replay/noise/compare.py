@@ -40,6 +40,8 @@ RENAMED = "renamed id"
 TIMING = "timing"
 NEW_FIELD = "new field"
 _HTTP_BODIES = ("json", "sse", "text", "base64", "incomplete")
+_TAGGED_OBJECTS = frozenset({"model", "dataclass"})  # pydantic models (AIMessage), dataclasses (ModelResponse)
+_CLOCKS = frozenset({"datetime", "date", "time", "timedelta"})  # tagged clocks compare as one value
 
 
 class _Missing:
@@ -190,11 +192,12 @@ class Comparison:
     def _message(self, frame: _Frame, a: dict[str, Any], b: dict[str, Any], depth: int) -> _Frame | None:
         """The frame of a framework message rooted at this pair of dicts (for its children), or None."""
         assert self.rules is not None
-        if a.get(TAG) == "model" and b.get(TAG) == "model":
-            if a.get("type") == b.get("type") and isinstance(a.get("type"), str):
-                # the tagged form: its "value" is the message
-                return _Frame("tagged", depth, frame.area, frame.dep, frame.framework, a["type"])
-            return None
+        if a.get(TAG) in _TAGGED_OBJECTS and a.get(TAG) == b.get(TAG):
+            kind = a.get("type")
+            if kind == b.get("type") and isinstance(kind, str) and kind in self.rules.message_types:
+                # the tagged form of a framework message: its "value" is the message
+                return _Frame("tagged", depth, frame.area, frame.dep, frame.framework, kind)
+            return None  # another object: inside a message it belongs to the message
         found = self.rules.message_type(a)
         if found is not None and found == self.rules.message_type(b):
             return _Frame("message", depth, frame.area, frame.dep, frame.framework, found)
@@ -203,7 +206,7 @@ class Comparison:
     # -- the walk ----------------------------------------------------------------------------------------
 
     def _walk(self, a: Any, b: Any, path: Path, frame: _Frame | None, out: list[Difference]) -> None:
-        if isinstance(a, dict) and isinstance(b, dict):
+        if isinstance(a, dict) and isinstance(b, dict) and not (a.get(TAG) in _CLOCKS and b.get(TAG) in _CLOCKS):
             inner = frame
             if frame is not None and frame.kind not in ("http", "sse", "events", "event", "headers"):
                 found = self._message(frame, a, b, len(path))

@@ -199,6 +199,10 @@ class NoiseRules:
         self._body = _Matcher([r for r in self.rules if r.where == "body"])
         self._headers = _Matcher([r for r in self.rules if r.where == "headers"])
         types = {t for r in self.rules if r.where == "message" for t in r.types}
+        self.message_types: frozenset[str] = frozenset(
+            {*types, *data.get("framework", {}).get("types", ()), *(m.type for m in self.messages)}
+        )
+        """Framework message classes: a tagged object of one of these types is a message."""
         self._messages = {
             t: _Matcher([r for r in self.rules if r.where == "message" and t in r.types]) for t in types
         }
