@@ -81,3 +81,10 @@ def test_the_instruction_benchmark_process_makes_its_calls(measure: str) -> None
             [sys.executable, str(script), "--child", kind, measure, "2"], capture_output=True, text=True
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_the_diff_benchmark_measures_the_default_and_strict_diff_of_two_noisy_recordings() -> None:
+    result = _load("bench_diff").main(calls=40, rounds=1)
+    assert result["default_equivalent"] is True  # the provider's noise is ignored by default
+    assert result["strict_equivalent"] is False  # and counted by --strict
+    assert min(result["strict_s"], result["default_s"]) > 0
