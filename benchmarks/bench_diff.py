@@ -90,7 +90,12 @@ def make_bundle(path: Path, calls: int = CALLS, seed: int = 0) -> Path:
                 "date": formatdate(1767225600 + rng.randrange(10_000), usegmt=True),
             }
             output = {"status": 200, "headers": headers, "json": body}
-            request = {"method": "POST", "path": "/v1/chat/completions", "headers": {}, "body": {"messages": messages}}
+            request = {
+                "method": "POST",
+                "path": "/v1/chat/completions",
+                "headers": {},
+                "body": {"messages": messages},
+            }
             llm_request(
                 model="gpt-bench",
                 provider="openai",

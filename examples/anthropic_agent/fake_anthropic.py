@@ -103,7 +103,9 @@ class FakeAnthropic:
             return httpx2.Response(200, headers=sse, content=data.encode())
         if _has_tool_result(body.get("messages", [])):
             content = [{"type": "text", "text": self.answer}]
-            return httpx2.Response(200, headers=headers(), json=_message(model, content, "end_turn", (140, 15)))
+            return httpx2.Response(
+                200, headers=headers(), json=_message(model, content, "end_turn", (140, 15))
+            )
         tool_use = {
             "type": "tool_use",
             "id": random_id("toolu_01"),

@@ -125,7 +125,9 @@ def main(argv: list[str]) -> int:
     import react_agent  # record through the imported module (tagged values name their class)
 
     def record_messages(bundle: str, *, overwrite: bool = False) -> Any:
-        with record("langgraph-react-agent", output=bundle, overwrite=overwrite, run_input=QUESTION) as session:
+        with record(
+            "langgraph-react-agent", output=bundle, overwrite=overwrite, run_input=QUESTION
+        ) as session:
             result = react_agent.run_agent_messages()
             session.set_output(result)
         return to_jsonable(result)

@@ -1,10 +1,10 @@
 """A local OpenAI API for the example and the tests: an ``httpx2.MockTransport`` serving realistic responses.
 
 Chat Completions: a request with no ``tool`` message yet answers with a ``get_weather`` tool call, one
-with a tool result with the final answer; ``stream=True`` answers as Server-Sent Events (``data: {...}`` lines, then
-``data: [DONE]``; the tool call too when the request has tools and no tool result yet), with a usage chunk
-when ``stream_options.include_usage`` is set. Responses API: a ``message`` output, or its event stream
-(``response.created`` ... ``response.completed``). No network.
+with a tool result with the final answer; ``stream=True`` answers as Server-Sent Events (``data: {...}``
+lines, then ``data: [DONE]``; the tool call too when the request has tools and no tool result yet), with a
+usage chunk when ``stream_options.include_usage`` is set. Responses API: a ``message`` output, or its event
+stream (``response.created`` ... ``response.completed``). No network.
 
 Like the real API, every response is new: a fresh ``chatcmpl-``/``resp_``/``msg_`` id, ``created`` from the
 clock, a ``system_fingerprint``, tool-call ids (``call_`` + 24 random letters and digits), the stream's
@@ -217,7 +217,9 @@ class FakeOpenAI:
             if body.get("stream"):
                 events = _response_events(model, self.answer)
                 return httpx2.Response(200, headers=sse, content=_sse(events, named=True, done=False))
-            return httpx2.Response(200, headers=headers(), json=_response(model, self.answer, *_response_ids()))
+            return httpx2.Response(
+                200, headers=headers(), json=_response(model, self.answer, *_response_ids())
+            )
         return httpx2.Response(404, json={"error": {"message": "not found", "type": "invalid_request_error"}})
 
     def transport(self) -> httpx2.MockTransport:

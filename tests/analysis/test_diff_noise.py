@@ -24,32 +24,104 @@ def _id(prefix: str) -> str:
 def recording(system: str = "Be brief.", *, echo_wrong: bool = False) -> Trace:
     """An OpenAI tool loop as the HTTP capture records it, every provider value fresh."""
     call_id, answer_id = _id("call_"), _id("chatcmpl-")
-    headers = {"content-type": "application/json", "x-request-id": _id("req_"), "date": "Tue, 01 Dec 2026 12:00:0" + str(uuid.uuid4().int % 10) + " GMT"}
+    headers = {
+        "content-type": "application/json",
+        "x-request-id": _id("req_"),
+        "date": "Tue, 01 Dec 2026 12:00:0" + str(uuid.uuid4().int % 10) + " GMT",
+    }
     first = {
         "id": _id("chatcmpl-"),
         "created": 1767225600 + uuid.uuid4().int % 100,
         "system_fingerprint": _id("fp_")[:13],
-        "choices": [{"message": {"role": "assistant", "tool_calls": [{"id": call_id, "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}}],
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": call_id, "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+                    ],
+                }
+            }
+        ],
     }
-    events = [{"data": {"id": answer_id, "created": 1767225601, "choices": [{"delta": {"content": "Sunny."}}]}}]
+    events = [
+        {"data": {"id": answer_id, "created": 1767225601, "choices": [{"delta": {"content": "Sunny."}}]}}
+    ]
     messages = [{"role": "system", "content": system}, {"role": "user", "content": "Umbrella?"}]
     echo = _id("call_") if echo_wrong else call_id
     followup = [
         *messages,
-        {"role": "assistant", "tool_calls": [{"id": call_id, "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": call_id, "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": echo, "content": "sunny"},
     ]
     trace = Trace(run_id="run_x", agent_name="a")
     add: Any = trace.add
     add(RunStart(id="s", run_id="run_x", input=None))
-    add(LLMRequest(id="q1", run_id="run_x", parent_id="s", provider="openai", model="m", input={"method": "POST", "path": "/v1/chat/completions", "headers": {}, "body": {"messages": messages}}))
-    add(LLMResponse(id="r1", run_id="run_x", parent_id="q1", model="m", output={"status": 200, "headers": headers, "json": first}))
+    add(
+        LLMRequest(
+            id="q1",
+            run_id="run_x",
+            parent_id="s",
+            provider="openai",
+            model="m",
+            input={
+                "method": "POST",
+                "path": "/v1/chat/completions",
+                "headers": {},
+                "body": {"messages": messages},
+            },
+        )
+    )
+    add(
+        LLMResponse(
+            id="r1",
+            run_id="run_x",
+            parent_id="q1",
+            model="m",
+            output={"status": 200, "headers": headers, "json": first},
+        )
+    )
     add(ToolCall(id="t", run_id="run_x", parent_id="s", name="get_weather", input={"city": "Paris"}))
     add(ToolResult(id="tr", run_id="run_x", parent_id="t", name="get_weather", output="sunny"))
-    add(LLMRequest(id="q2", run_id="run_x", parent_id="s", provider="openai", model="m", input={"method": "POST", "path": "/v1/chat/completions", "headers": {}, "body": {"messages": followup, "stream": True}}))
+    add(
+        LLMRequest(
+            id="q2",
+            run_id="run_x",
+            parent_id="s",
+            provider="openai",
+            model="m",
+            input={
+                "method": "POST",
+                "path": "/v1/chat/completions",
+                "headers": {},
+                "body": {"messages": followup, "stream": True},
+            },
+        )
+    )
     sse = {"end": "finished", "event_count": 1, "events": events, "error": None}
-    add(LLMResponse(id="r2", run_id="run_x", parent_id="q2", model="m", output={"status": 200, "headers": headers, "sse": sse}))
-    add(RunEnd(id="e", run_id="run_x", parent_id="s", run_status="completed", output={"answer": "Sunny.", "reply_to": answer_id, "local": f"lc_run--{uuid.uuid4()}-0"}))
+    add(
+        LLMResponse(
+            id="r2",
+            run_id="run_x",
+            parent_id="q2",
+            model="m",
+            output={"status": 200, "headers": headers, "sse": sse},
+        )
+    )
+    add(
+        RunEnd(
+            id="e",
+            run_id="run_x",
+            parent_id="s",
+            run_status="completed",
+            output={"answer": "Sunny.", "reply_to": answer_id, "local": f"lc_run--{uuid.uuid4()}-0"},
+        )
+    )
     return trace
 
 
@@ -64,12 +136,13 @@ def test_two_recordings_of_the_same_code_are_equivalent_up_to_the_providers_nois
     assert reasons["output.local"] == "renamed id"
     assert reasons["output.headers.x-request-id"] == "openai-headers"
     assert reasons["output.sse.events[0].data.id"] == "openai-chat-completion"
-    assert "Ignored: " in str(result) and "--show-ignored lists them" in str(result)
+    assert "Ignored: " in str(result)
+    assert "--show-ignored lists them" in str(result)
     shown = str(diff_traces(a, b, show_ignored=True))
     assert "ignored: output.json.system_fingerprint" in shown
     strict = diff_traces(a, b, strict=True)
     assert not strict.equivalent
-    assert strict.ignored == 0 and strict.renamed == 0
+    assert (strict.ignored, strict.renamed) == (0, 0)
     assert "output.json.id" in {c.path for c in strict.changes}
 
 
@@ -97,11 +170,15 @@ def test_the_cli_takes_a_users_rules_file_and_refuses_a_bad_one(tmp_path: Path) 
     assert plain.returncode == 1, plain.stdout
     assert "output.json.x_gateway (first)" in plain.stdout
     (tmp_path / "noise.toml").write_text(
-        '[[rule]]\nname = "gateway"\nwhere = "body"\npaths = ["x_gateway"]\nreason = "our gateway stamps it"\n'
+        '[[rule]]\nname = "gateway"\nwhere = "body"\npaths = ["x_gateway"]\n'
+        'reason = "our gateway stamps it"\n'
     )
-    ruled = run_cli(tmp_path, "diff", "a.sftrace", "b.sftrace", "--noise-rules", "noise.toml", "--show-ignored")
+    ruled = run_cli(
+        tmp_path, "diff", "a.sftrace", "b.sftrace", "--noise-rules", "noise.toml", "--show-ignored"
+    )
     assert ruled.returncode == 0, ruled.stdout + ruled.stderr
-    assert "ignored: output.json.x_gateway" in ruled.stdout and "(gateway)" in ruled.stdout
+    assert "ignored: output.json.x_gateway" in ruled.stdout
+    assert "(gateway)" in ruled.stdout
     (tmp_path / "bad.toml").write_text('[[rule]]\nname = "x"\nwhere = "body"\npaths = ["a["]\nreason = "r"\n')
     bad = run_cli(tmp_path, "diff", "a.sftrace", "b.sftrace", "--noise-rules", "bad.toml")
     assert bad.returncode == 2

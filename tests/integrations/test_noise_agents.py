@@ -127,7 +127,13 @@ def openai_server() -> Iterator[dict[str, str]]:
 
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        args, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, check=False, timeout=300
+        args,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
 
 

@@ -143,7 +143,8 @@ def test_with_raw_response(bundle: Path) -> None:
         return raw.headers.get("x-request-id"), raw.parse()
 
     live = record_run(bundle, agent, client)
-    assert live[0] is not None and live[0].startswith("req_")  # fresh per response, served back
+    assert live[0] is not None
+    assert live[0].startswith("req_")  # fresh per response, served back
     replayed = replay_run(bundle, agent, client)
     assert_same(live, replayed)
 

@@ -1,6 +1,7 @@
-"""Issue 28, "Done when": a recording made with one pydantic-ai/openai release's message shapes, diffed against
-a recording made now, is EQUIVALENT, and replays MATCHED (data/PROVENANCE.md: pydantic-ai-slim 2.68.0 and
-openai 3.50.0; 2.78 added ``duration``, ``request_timestamp``, ``ui_visibility`` and ``durable``)."""
+"""Issue 28, "Done when": a recording made with one pydantic-ai/openai release's message shapes, diffed
+against a recording made now, is EQUIVALENT, and replays MATCHED (data/PROVENANCE.md: pydantic-ai-slim
+2.68.0 and openai 3.50.0; 2.78 added ``duration``, ``request_timestamp``, ``ui_visibility`` and
+``durable``)."""
 
 from __future__ import annotations
 

@@ -61,8 +61,12 @@ def test_clock_and_duration_shapes() -> None:
     assert is_clock({"$stepfork": "datetime", "value": "2026-12-06T01:50:13"})
     assert not is_clock("2026-01-05")  # a date alone: a booking date is behaviour
     assert not is_clock("2024-13-45T10:00")
-    assert is_epoch(1767225600) and is_epoch(1767225600123) and not is_epoch(42) and not is_epoch(True)
-    assert timing_shaped(412, duration_key=True) and timing_shaped("412", duration_key=True)
+    assert is_epoch(1767225600)
+    assert is_epoch(1767225600123)
+    assert not is_epoch(42)
+    assert not is_epoch(True)
+    assert timing_shaped(412, duration_key=True)
+    assert timing_shaped("412", duration_key=True)
     assert not timing_shaped(412, duration_key=False)
 
 
@@ -70,15 +74,16 @@ def test_every_shipped_rule_says_why_and_shows_a_real_example() -> None:
     rules = NoiseRules.shipped().rules
     assert {r.sdk for r in rules} >= {"openai", "anthropic", "langchain", "pydantic-ai"}
     for rule in rules:
-        assert rule.reason and rule.example and rule.paths, rule.name
+        assert all((rule.reason, rule.example, rule.paths)), rule.name
     data = shipped()
-    assert data["timing"]["reason"] and data["ids"]["reason"] and data["new_fields"]["reason"]
+    assert all(data[table]["reason"] for table in ("timing", "ids", "new_fields"))
 
 
 def test_a_users_rules_file_adds_rules_and_a_malformed_one_is_refused(tmp_path: Path) -> None:
     good = tmp_path / "noise.toml"
     good.write_text(
-        '[[rule]]\nname = "acme"\nwhere = "body"\npaths = ["trace_token"]\nreason = "Acme\'s gateway stamps it"\n'
+        '[[rule]]\nname = "acme"\nwhere = "body"\npaths = ["trace_token"]\n'
+        'reason = "Acme\'s gateway stamps it"\n'
     )
     rules = NoiseRules.with_files([good])
     assert rules.body_rule("trace_token") is not None
@@ -135,7 +140,9 @@ def test_framework_message_clocks_and_new_fields_are_noise_but_a_time_the_agent_
     old = response()
     new = response(request_timestamp="2026-12-06T01:50:14Z", duration="PT0.0013S", ui_visibility=None)
     assert not real([old], [new])
-    assert not real([response(timestamp="2026-12-06T01:50:13Z")], [response(timestamp="2026-12-07T09:00:00Z")])
+    assert not real(
+        [response(timestamp="2026-12-06T01:50:13Z")], [response(timestamp="2026-12-07T09:00:00Z")]
+    )
     assert real([old], [response(ui_visibility="hidden")])  # a new field with a value is a change
     assert real({"meeting_at": "2026-01-05T10:00:00Z"}, {"meeting_at": "2026-01-05T11:00:00Z"})
 

@@ -29,7 +29,7 @@ VOLATILE_PATHS: dict[str, tuple[str, ...]] = _volatile_paths()
 """Per SDK, the shipped rules' paths as ``PLACE:PATH`` (derived from the rules data; read-only)."""
 
 path_pattern_problem = pattern_problem
-"""Why a pattern cannot be a diff path pattern, or None (:func:`stepfork.replay.noise.rules.pattern_problem`)."""
+"""Why a pattern cannot be a diff path pattern, or None (stepfork.replay.noise.rules.pattern_problem)."""
 
 IGNORE_RULE = Rule(name="--ignore", where="body", paths=("**",), reason="a path the user ignored")
 """The rule an ``--ignore`` pattern stands for in a difference's ``noise``."""

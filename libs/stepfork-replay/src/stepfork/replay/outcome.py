@@ -328,9 +328,7 @@ def _behavior(
         message = "the output matches the recorded output"
         if found.ignored_count:
             message += f" (up to {found.ignored_count} difference(s) accepted as noise)"
-        return BehaviorReport(
-            "MATCHED", message, ignored=found.ignored, ignored_count=found.ignored_count
-        )
+        return BehaviorReport("MATCHED", message, ignored=found.ignored, ignored_count=found.ignored_count)
     difference = found.first
     path = display_path(difference.path)
     return BehaviorReport(

@@ -40,8 +40,8 @@ def diff(
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
     from stepfork.analysis.volatile import check_path_patterns
-    from stepfork.replay.noise import NoiseRules
     from stepfork.cli.output import fail, sanitize_text, shown
+    from stepfork.replay.noise import NoiseRules
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
     try:  # a bad option first, before either bundle is read

@@ -40,7 +40,9 @@ RENAMED = "renamed id"
 TIMING = "timing"
 NEW_FIELD = "new field"
 _HTTP_BODIES = ("json", "sse", "text", "base64", "incomplete")
-_TAGGED_OBJECTS = frozenset({"model", "dataclass"})  # pydantic models (AIMessage), dataclasses (ModelResponse)
+_TAGGED_OBJECTS = frozenset(
+    {"model", "dataclass"}
+)  # pydantic models (AIMessage), dataclasses (ModelResponse)
 _CLOCKS = frozenset({"datetime", "date", "time", "timedelta"})  # tagged clocks compare as one value
 
 
@@ -137,7 +139,9 @@ class Comparison:
         self.renaming = Renaming()
         self._ignore = ignore
 
-    def compare(self, expected: Any, actual: Any, where: str = "other", *, prefix: Path = ()) -> list[Difference]:
+    def compare(
+        self, expected: Any, actual: Any, where: str = "other", *, prefix: Path = ()
+    ) -> list[Difference]:
         """Every difference between ``expected`` and ``actual`` (module docstring), in canonical order;
         empty when they are equal up to noise. ``prefix``: path parts above the values (a diff field,
         ``("output",)``), kept in each difference's path.
@@ -206,7 +210,11 @@ class Comparison:
     # -- the walk ----------------------------------------------------------------------------------------
 
     def _walk(self, a: Any, b: Any, path: Path, frame: _Frame | None, out: list[Difference]) -> None:
-        if isinstance(a, dict) and isinstance(b, dict) and not (a.get(TAG) in _CLOCKS and b.get(TAG) in _CLOCKS):
+        if (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and not (a.get(TAG) in _CLOCKS and b.get(TAG) in _CLOCKS)
+        ):
             inner = frame
             if frame is not None and frame.kind not in ("http", "sse", "events", "event", "headers"):
                 found = self._message(frame, a, b, len(path))

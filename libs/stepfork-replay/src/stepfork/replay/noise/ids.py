@@ -13,6 +13,7 @@ hyphens, ULIDs, hex digests (docs/decisions.md) and provider ids (``chatcmpl-B9M
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from functools import lru_cache
@@ -24,7 +25,6 @@ UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-
 MIN_BODY = 8
 MAX_BODY = 72
 MAX_TOKEN = 128
-
 
 
 @lru_cache(maxsize=1)
@@ -41,7 +41,7 @@ def _switches(body: str) -> int:
         return 0 if c.isdigit() else 1 if c.islower() else 2
 
     kinds = [kind(c) for c in body]
-    return sum(1 for a, b in zip(kinds, kinds[1:], strict=False) if a != b)
+    return sum(1 for a, b in itertools.pairwise(kinds) if a != b)
 
 
 @lru_cache(maxsize=1 << 16)

@@ -82,8 +82,7 @@ class Renaming:
         if left != right and self._state(left, right, {}, {}) is None:
             self.forward[left] = right
             self.backward[right] = left
-        left_seps, left_tokens = split(left)
-        right_seps, right_tokens = split(right)
+        left_tokens, right_tokens = split(left)[1], split(right)[1]
         if len(left_tokens) != len(right_tokens):
             return
         for a, b in zip(left_tokens, right_tokens, strict=True):

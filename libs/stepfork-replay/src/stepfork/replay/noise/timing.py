@@ -25,7 +25,9 @@ _HTTP_DATE = re.compile(
     r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} "
     r"\d{2}:\d{2}:\d{2} GMT"
 )
-_ISO_DURATION = re.compile(r"-?P(?=\d|T\d)(?:\d+Y)?(?:\d+M)?(?:\d+W)?(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:[.,]\d+)?S)?)?")
+_ISO_DURATION = re.compile(
+    r"-?P(?=\d|T\d)(?:\d+Y)?(?:\d+M)?(?:\d+W)?(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:[.,]\d+)?S)?)?"
+)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:ms|s)?")
 _CLOCK_TAGS = frozenset({"datetime", "time", "timedelta"})
 
