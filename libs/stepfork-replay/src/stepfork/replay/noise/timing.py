@@ -32,7 +32,8 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:ms|s)?")
 _CLOCK_TAGS = frozenset({"datetime", "time", "timedelta"})
 
 
-def _iso_datetime(text: str) -> bool:
+def is_iso_datetime(text: str) -> bool:
+    """True for an ISO 8601 datetime with a time of day that is a real date (not ``2024-13-45T10:00``)."""
     if len(text) > 40 or _ISO_DATETIME.fullmatch(text) is None:
         return False
     try:
@@ -48,7 +49,7 @@ def is_clock(value: Any) -> bool:
     if isinstance(value, str):
         if len(value) > MAX_TOKEN:
             return False
-        return bool(_iso_datetime(value) or _HTTP_DATE.fullmatch(value) or _ISO_DURATION.fullmatch(value))
+        return bool(is_iso_datetime(value) or _HTTP_DATE.fullmatch(value) or _ISO_DURATION.fullmatch(value))
     if isinstance(value, dict):
         return value.get(TAG) in _CLOCK_TAGS and "value" in value
     return False
