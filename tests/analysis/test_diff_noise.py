@@ -61,48 +61,20 @@ def recording(system: str = "Be brief.", *, echo_wrong: bool = False) -> Trace:
     ]
     trace = Trace(run_id="run_x", agent_name="a")
     add: Any = trace.add
+
+    def request(event_id: str, body: dict[str, Any]) -> LLMRequest:
+        http = {"method": "POST", "path": "/v1/chat/completions", "headers": {}, "body": body}
+        return LLMRequest(
+            id=event_id, run_id="run_x", parent_id="s", provider="openai", model="m", input=http
+        )
+
     add(RunStart(id="s", run_id="run_x", input=None))
-    add(
-        LLMRequest(
-            id="q1",
-            run_id="run_x",
-            parent_id="s",
-            provider="openai",
-            model="m",
-            input={
-                "method": "POST",
-                "path": "/v1/chat/completions",
-                "headers": {},
-                "body": {"messages": messages},
-            },
-        )
-    )
-    add(
-        LLMResponse(
-            id="r1",
-            run_id="run_x",
-            parent_id="q1",
-            model="m",
-            output={"status": 200, "headers": headers, "json": first},
-        )
-    )
+    add(request("q1", {"messages": messages}))
+    output = {"status": 200, "headers": headers, "json": first}
+    add(LLMResponse(id="r1", run_id="run_x", parent_id="q1", model="m", output=output))
     add(ToolCall(id="t", run_id="run_x", parent_id="s", name="get_weather", input={"city": "Paris"}))
     add(ToolResult(id="tr", run_id="run_x", parent_id="t", name="get_weather", output="sunny"))
-    add(
-        LLMRequest(
-            id="q2",
-            run_id="run_x",
-            parent_id="s",
-            provider="openai",
-            model="m",
-            input={
-                "method": "POST",
-                "path": "/v1/chat/completions",
-                "headers": {},
-                "body": {"messages": followup, "stream": True},
-            },
-        )
-    )
+    add(request("q2", {"messages": followup, "stream": True}))
     sse = {"end": "finished", "event_count": 1, "events": events, "error": None}
     add(
         LLMResponse(

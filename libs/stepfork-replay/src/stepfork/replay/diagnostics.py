@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from stepfork.replay.noise.compare import same_leaf as _same_leaf
 from stepfork.trace.canonical import canonical_json, fingerprint
 from stepfork.trace.canonical import json_path_child as _child
 
@@ -58,15 +59,6 @@ def display_path(path: str) -> str:
     if path.startswith("$["):
         return path[1:]
     return path
-
-
-def _same_leaf(a: Any, b: Any) -> bool:
-    # JSON equality as canonical bytes see it: 1 != 1.0, True != 1, -0.0 != 0.0 (REFERENCE-NOTES.md 2.1).
-    if type(a) is not type(b):
-        return False
-    if type(a) is float:
-        return repr(a) == repr(b)
-    return bool(a == b)
 
 
 @dataclass(frozen=True, slots=True)

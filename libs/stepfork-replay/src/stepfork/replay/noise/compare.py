@@ -80,8 +80,9 @@ class _Frame:
     mtype: str | None = None
 
 
-def _same(a: Any, b: Any) -> bool:
-    # JSON equality as canonical bytes see it: 1 != 1.0, True != 1, -0.0 != 0.0 (REFERENCE-NOTES.md 2.1)
+def same_leaf(a: Any, b: Any) -> bool:
+    """JSON equality of two leaves as canonical bytes see it: ``1`` != ``1.0``, ``True`` != ``1``,
+    ``-0.0`` != ``0.0`` (REFERENCE-NOTES.md 2.1)."""
     if type(a) is not type(b):
         return False
     if type(a) is float:
@@ -99,7 +100,7 @@ def same_json(a: Any, b: Any) -> bool:
         return all(same_json(v, b[k]) for k, v in a.items())
     if isinstance(a, list):
         return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    return _same(a, b)
+    return same_leaf(a, b)
 
 
 def _empty(value: Any) -> bool:
@@ -254,7 +255,7 @@ class Comparison:
 
     def _leaf(self, a: Any, b: Any, path: Path, frame: _Frame | None, out: list[Difference]) -> None:
         if frame is None:
-            if a is ABSENT or b is ABSENT or not _same(a, b):
+            if a is ABSENT or b is ABSENT or not same_leaf(a, b):
                 out.append(Difference(path, a, b))
             return
         if isinstance(a, str) and isinstance(b, str):
@@ -263,7 +264,7 @@ class Comparison:
                     return
                 out.append(Difference(path, a, b))
                 return
-        elif a is not ABSENT and b is not ABSENT and _same(a, b):
+        elif a is not ABSENT and b is not ABSENT and same_leaf(a, b):
             return
         out.append(Difference(path, a, b, self._noise(a, b, path, frame)))
 
