@@ -3,9 +3,10 @@
 A string is read as *tokens* (maximal runs of letters, digits, ``_`` and ``-``) and the separators between
 them. A token is an opaque id when it holds a UUID (any version, with hyphens: ``lc_run--<uuid>-0``,
 ``run-<uuid>``), or when it is a short prefix of words (``chatcmpl-``, ``call_``, ``toolu_``, ``pyd_ai_``)
-followed by a *body* of 8 to 72 letters and digits that is random-looking: it holds a letter, it changes
-character class (lower case, upper case, digit) at least once every four characters, and it holds a digit
-unless its prefix is a known id prefix (the rules data's ``[ids] prefixes``). That takes in uuids without
+followed by a *body* of 8 to 72 letters and digits that is random-looking: 12 or more hex digits holding
+both a digit and a letter (one case), or a body that holds a letter, changes character class (lower case,
+upper case, digit) at least once every five characters, and holds a digit unless its prefix is a known id
+prefix (the rules data's ``[ids] prefixes``). That takes in uuids without
 hyphens, ULIDs, hex digests (docs/decisions.md) and provider ids (``chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG``,
 ``toolu_01A09q90qw90lq917835lq9``); never an ordinary word, a number, a date, or a readable id such as
 ``call_weather_1`` or ``msg_01``.
@@ -24,6 +25,8 @@ TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?")
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 MIN_BODY = 8
 MAX_BODY = 72
+HEX_BODY = 12
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 MAX_TOKEN = 128
 
 
@@ -59,10 +62,12 @@ def is_opaque_id(token: str) -> bool:
     letters = sum(1 for c in body if c.isalpha())
     if letters == 0:
         return False  # a number, a date
+    if letters < size and size >= HEX_BODY and _HEX.fullmatch(body) is not None:
+        return True  # hex digits and letters: a digest, a span id, a uuid without hyphens
     known = prefix.lower() in known_prefixes()
     if letters == size and not known:
         return False
-    return _switches(body) * 4 >= size
+    return _switches(body) * 5 >= size
 
 
 def tokens(text: str) -> Iterator[str]:
