@@ -357,11 +357,13 @@ def align_steps(
     compares strictly.
     """
     base_calls, cand_calls = baseline[:-1], candidate[:-1]
-    matcher = difflib.SequenceMatcher(
-        a=[s.identity for s in base_calls], b=[s.identity for s in cand_calls], autojunk=False
-    )
+    base_ids, cand_ids = [s.identity for s in base_calls], [s.identity for s in cand_calls]
+    if base_ids == cand_ids:  # the same calls in the same order: difflib would say so, in O(n^2) here
+        opcodes = [("equal", 0, len(base_ids), 0, len(cand_ids))]
+    else:
+        opcodes = difflib.SequenceMatcher(a=base_ids, b=cand_ids, autojunk=False).get_opcodes()
     out: list[StepDiff] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             for b, c in zip(base_calls[i1:i2], cand_calls[j1:j2], strict=True):
                 out.append(_compare(len(out), b, c, scope))

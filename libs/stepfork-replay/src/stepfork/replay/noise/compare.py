@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from stepfork.replay.noise.ids import is_opaque_id, split
+from stepfork.replay.noise.ids import is_opaque_id, may_hold_id, split
 from stepfork.replay.noise.origins import Origins
 from stepfork.replay.noise.renaming import Renaming
 from stepfork.replay.noise.rules import NoiseRules, Rule
@@ -92,14 +92,18 @@ def same_leaf(a: Any, b: Any) -> bool:
 
 def same_json(a: Any, b: Any) -> bool:
     """True when two JSON values are canonically equal (types kept: ``1`` != ``1.0``, ``True`` != ``1``)."""
+    return a == b and _same_types(a, b)  # Python's == first: it is False for every other difference
+
+
+def _same_types(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
         if a.keys() != b.keys():
             return False
-        return all(same_json(v, b[k]) for k, v in a.items())
+        return all(_same_types(v, b[k]) for k, v in a.items())
     if isinstance(a, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b, strict=True))
     return same_leaf(a, b)
 
 
@@ -275,7 +279,7 @@ class Comparison:
 
     def _equal_string(self, a: str, b: str, frame: _Frame) -> bool:
         # an equal string still binds its ids to themselves (and fails where one is renamed to another)
-        if len(a) < 8:
+        if len(a) < 8 or not may_hold_id(a):
             return True
         return self.renaming.strings_equal(a, b, self._allow(frame))
 

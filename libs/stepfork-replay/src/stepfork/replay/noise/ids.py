@@ -14,7 +14,6 @@ hyphens, ULIDs, hex digests (docs/decisions.md) and provider ids (``chatcmpl-B9M
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterator
 from functools import lru_cache
@@ -39,12 +38,20 @@ def known_prefixes() -> frozenset[str]:
     return frozenset(str(p).lower() for p in shipped()["ids"]["prefixes"])
 
 
-def _switches(body: str) -> int:
-    def kind(c: str) -> int:
-        return 0 if c.isdigit() else 1 if c.islower() else 2
+_RUNS = re.compile(r"[a-z]+|[A-Z]+|[0-9]+")
+# the start of a run of 8+ letters and digits that holds a digit or an upper-case letter
+_CANDIDATE = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9]{8})[a-z]*[0-9A-Z]")
 
-    kinds = [kind(c) for c in body]
-    return sum(1 for a, b in itertools.pairwise(kinds) if a != b)
+
+def _switches(body: str) -> int:
+    """How many times ``body`` changes character class (lower case, upper case, digit)."""
+    return len(_RUNS.findall(body)) - 1
+
+
+def may_hold_id(text: str) -> bool:
+    """False when ``text`` surely holds no opaque id (no run of 8 letters and digits with a digit or an
+    upper-case letter): the cheap test before :func:`split`."""
+    return _CANDIDATE.search(text) is not None
 
 
 @lru_cache(maxsize=1 << 16)
@@ -59,7 +66,7 @@ def is_opaque_id(token: str) -> bool:
     size = len(body)
     if size < MIN_BODY or size > MAX_BODY or not body.isascii() or not body.isalnum():
         return False
-    letters = sum(1 for c in body if c.isalpha())
+    letters = size - sum(1 for c in body if c.isdigit())
     if letters == 0:
         return False  # a number, a date
     if letters < size and size >= HEX_BODY and _HEX.fullmatch(body) is not None:

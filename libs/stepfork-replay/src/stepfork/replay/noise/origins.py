@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from stepfork.replay.noise.ids import TOKEN, embedded_uuids, is_opaque_id
+from stepfork.replay.noise.ids import TOKEN, embedded_uuids, is_opaque_id, may_hold_id
 
 GIVING_EVENTS = frozenset({"tool_result", "llm_response", "error", "run_start"})
 """Event types whose payload the recording gives the agent."""
@@ -28,7 +28,7 @@ def collect_ids(values: Iterable[Any]) -> set[str]:
     while stack:
         value = stack.pop()
         if isinstance(value, str):
-            if len(value) >= MIN_ID:
+            if len(value) >= MIN_ID and may_hold_id(value):
                 for match in TOKEN.finditer(value):
                     token = match.group()
                     if len(token) >= MIN_ID and is_opaque_id(token):

@@ -196,6 +196,7 @@ class NoiseRules:
             MessageShape(m["type"], tuple(sorted(m.get("match", {}).items())), tuple(m.get("has", ())))
             for m in data.get("message", [])
         )
+        self._shape_keys = frozenset(k for m in self.messages for k, _ in m.match)
         self._body = _Matcher([r for r in self.rules if r.where == "body"])
         self._headers = _Matcher([r for r in self.rules if r.where == "headers"])
         types = {t for r in self.rules if r.where == "message" for t in r.types}
@@ -241,6 +242,8 @@ class NoiseRules:
 
     def message_type(self, value: dict[str, Any]) -> str | None:
         """The framework message type of a plain dict (``[[message]]``), or None."""
+        if not any(key in value for key in self._shape_keys):
+            return None
         for shape in self.messages:
             if all(value.get(k) == v for k, v in shape.match) and all(k in value for k in shape.has):
                 return shape.type
