@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -237,3 +238,15 @@ def test_an_agent_returning_a_tool_provided_id_where_it_returned_its_own_is_dive
     assert "Recorded behavior: DIVERGED" in done.stdout
     assert "output differs at 'answer_id'" in done.stdout
     assert "wr_" in done.stdout
+
+
+@pytest.mark.slow
+def test_check_passes_a_corpus_of_langgraph_runs_whose_ai_message_ids_are_minted_anew(workdir: Path) -> None:
+    agent = next(a for a in AGENTS if a.name == "langgraph_openai")
+    copy(agent.files, workdir)
+    (workdir / "runs").mkdir()
+    for number in range(2):
+        record(agent, workdir, f"runs/run-{number}.sftrace", {})
+    done = stepfork(workdir, "check", "runs", "--entrypoint", "react_openai:run_agent", "--jobs", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"MATCHED\s+2\b", done.stdout), done.stdout
