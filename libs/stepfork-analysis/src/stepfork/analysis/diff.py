@@ -358,10 +358,11 @@ def align_steps(
     """
     base_calls, cand_calls = baseline[:-1], candidate[:-1]
     base_ids, cand_ids = [s.identity for s in base_calls], [s.identity for s in cand_calls]
+    opcodes: list[tuple[str, int, int, int, int]]
     if base_ids == cand_ids:  # the same calls in the same order: difflib would say so, in O(n^2) here
         opcodes = [("equal", 0, len(base_ids), 0, len(cand_ids))]
     else:
-        opcodes = difflib.SequenceMatcher(a=base_ids, b=cand_ids, autojunk=False).get_opcodes()
+        opcodes = list(difflib.SequenceMatcher(a=base_ids, b=cand_ids, autojunk=False).get_opcodes())
     out: list[StepDiff] = []
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
