@@ -92,3 +92,10 @@ def test_the_recording_and_replay_benchmarks_measure_the_structured_argument(tmp
     replay = _load("bench_replay").measure_structured(tmp_path, calls=5, rounds=1)
     assert min(replay["floor_us"], replay["ratio"]) > 0
     assert replay["target"] == 1.5
+
+
+def test_the_diff_benchmark_measures_the_default_and_strict_diff_of_two_noisy_recordings() -> None:
+    result = _load("bench_diff").main(calls=40, rounds=1)
+    assert result["default_equivalent"] is True  # the provider's noise is ignored by default
+    assert result["strict_equivalent"] is False  # and counted by --strict
+    assert min(result["strict_s"], result["default_s"]) > 0

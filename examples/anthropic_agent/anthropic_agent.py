@@ -22,6 +22,7 @@ from stepfork.integrations.anthropic import instrument_anthropic
 from stepfork.trace import record, record_main, trace_tool
 
 MODEL = "claude-sonnet-5-5"
+SYSTEM = "You are a concise weather assistant."
 QUESTION = "Should I take an umbrella in Paris today?"
 TOOLS = [
     {
@@ -50,7 +51,9 @@ def run_agent(question: str = QUESTION) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
     tool_calls = 0
     while True:
-        reply = client.messages.create(model=MODEL, max_tokens=512, tools=TOOLS, messages=messages)
+        reply = client.messages.create(
+            model=MODEL, max_tokens=512, system=SYSTEM, tools=TOOLS, messages=messages
+        )
         messages.append({"role": "assistant", "content": [block.model_dump() for block in reply.content]})
         uses = [block for block in reply.content if block.type == "tool_use"]
         if not uses:

@@ -4,19 +4,43 @@ The first request (no ``tool_result`` block yet) answers with a ``tool_use`` blo
 ``get_weather``; the next with the final text. ``stream=True`` answers with the Messages API event stream
 (``message_start``, ``content_block_start``, ``content_block_delta``..., ``message_delta``,
 ``message_stop``) as Server-Sent Events.
+
+Like the real API, every response is new: a fresh ``msg_01`` message id, fresh ``toolu_01`` tool-use ids,
+and ``request-id``, rate-limit and ``date`` headers per response.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import string
+from email.utils import formatdate
 from typing import Any
 
 import httpx2
 
+_random = random.SystemRandom()
+
+
+def random_id(prefix: str, size: int = 22) -> str:
+    """``prefix`` + ``size`` random letters and digits (``msg_01...``, ``toolu_01...``, ``req_011C...``)."""
+    return prefix + "".join(_random.choices(string.ascii_letters + string.digits, k=size))
+
+
+def headers(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The per-response headers the API sends (request id, rate limits, date)."""
+    return {
+        "request-id": random_id("req_011C", 20),
+        "anthropic-ratelimit-requests-remaining": str(_random.randint(40, 49)),
+        "anthropic-ratelimit-requests-reset": formatdate(usegmt=True),
+        "date": formatdate(usegmt=True),
+        **(extra or {}),
+    }
+
 
 def _message(model: str, content: list[dict[str, Any]], stop: str, usage: tuple[int, int]) -> dict[str, Any]:
     return {
-        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "id": random_id("msg_01"),
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -75,13 +99,21 @@ class FakeAnthropic:
             data = "".join(
                 f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in _events(model, self.answer)
             )
-            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=data.encode())
+            sse = headers({"content-type": "text/event-stream; charset=utf-8"})
+            return httpx2.Response(200, headers=sse, content=data.encode())
         if _has_tool_result(body.get("messages", [])):
             content = [{"type": "text", "text": self.answer}]
-            return httpx2.Response(200, json=_message(model, content, "end_turn", (140, 15)))
-        tool_use = {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}
+            return httpx2.Response(
+                200, headers=headers(), json=_message(model, content, "end_turn", (140, 15))
+            )
+        tool_use = {
+            "type": "tool_use",
+            "id": random_id("toolu_01"),
+            "name": "get_weather",
+            "input": {"city": "Paris"},
+        }
         content = [{"type": "text", "text": "Let me check the weather."}, tool_use]
-        return httpx2.Response(200, json=_message(model, content, "tool_use", (90, 40)))
+        return httpx2.Response(200, headers=headers(), json=_message(model, content, "tool_use", (90, 40)))
 
     def transport(self) -> httpx2.MockTransport:
         """A sync and async mock transport serving this API."""

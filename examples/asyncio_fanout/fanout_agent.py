@@ -20,6 +20,7 @@ from typing import Any
 
 from stepfork.trace import LLMOutput, TraceStorageError, allm_request, record, record_main, trace_tool
 
+SYSTEM = "You plan city breaks: name three cities."
 PROMPT = "Compare the weather in three cities for a city break."
 NORDIC = "Compare the weather in three Nordic capitals."
 READINGS = {"Lisbon": 24, "Rome": 27, "Vienna": 19, "Oslo": None, "Helsinki": 8, "Copenhagen": 12}
@@ -45,7 +46,7 @@ async def arun(prompt: str) -> dict[str, Any]:
     plan = await allm_request(
         model="planner-1",
         provider="fake",
-        input={"messages": [{"role": "user", "content": prompt}]},
+        input={"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]},
         call=lambda: fake_llm(prompt),
     )
     answers = await asyncio.gather(*(fetch_weather(city) for city in plan["cities"]), return_exceptions=True)

@@ -8,6 +8,8 @@ because ``concurrency.json`` shows they were made from pool threads. The chat mo
 
     python react_agent.py record run.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay run.sftrace --entrypoint react_agent:run_agent
+    python react_agent.py record-messages msgs.sftrace  # the entrypoint returning its AIMessages
+    stepfork replay msgs.sftrace --entrypoint react_agent:run_agent_messages
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import record, record_main, trace_tool
+from stepfork.trace import record, record_main, to_jsonable, trace_tool
 
+SYSTEM = "You plan days out: check the weather, a museum and a table."
 QUESTION = "Plan my Tuesday in Paris: weather, a museum and a restaurant."
 
 try:  # LangGraph 1.x keeps create_react_agent in langgraph.prebuilt (deprecated in favour of langchain's)
@@ -92,11 +95,19 @@ TOOLS = [get_weather, find_museum, book_table]
 def run_agent(question: str = QUESTION, model: Any = None) -> dict[str, Any]:
     """Run the prebuilt agent; return ``{"answer", "tools"}`` (tool message contents, in call order)."""
     chat = instrument_chat_model(model if model is not None else scripted_model(), name="scripted-chat")
-    agent = create_react_agent(chat, TOOLS)
+    agent = create_react_agent(chat, TOOLS, prompt=SYSTEM)
     state = agent.invoke({"messages": [HumanMessage(question)]})
     messages = state["messages"]
     tools = [m.content for m in messages if type(m).__name__ == "ToolMessage"]
     return {"answer": messages[-1].content, "tools": tools}
+
+
+def run_agent_messages(question: str = QUESTION) -> dict[str, Any]:
+    """The same agent returning its ``AIMessage`` objects, ids included (LangChain mints an
+    ``lc_run--<uuid7>-0`` id for each inside the recorded model call, so a replay serves them back)."""
+    chat = instrument_chat_model(scripted_model(), name="scripted-chat")
+    state = create_react_agent(chat, TOOLS, prompt=SYSTEM).invoke({"messages": [HumanMessage(question)]})
+    return {"messages": [m for m in state["messages"] if isinstance(m, AIMessage)]}
 
 
 def record_run(bundle: str, question: str = QUESTION, *, overwrite: bool = False) -> dict[str, Any]:
@@ -113,7 +124,16 @@ def main(argv: list[str]) -> int:
     """``record BUNDLE.sftrace [--overwrite]``: record, print the result as JSON (exit 2: bad input)."""
     import react_agent  # record through the imported module (tagged values name their class)
 
-    return record_main(argv, {"record": react_agent.record_run})
+    def record_messages(bundle: str, *, overwrite: bool = False) -> Any:
+        with record(
+            "langgraph-react-agent", output=bundle, overwrite=overwrite, run_input=QUESTION
+        ) as session:
+            result = react_agent.run_agent_messages()
+            session.set_output(result)
+        return to_jsonable(result)
+
+    commands = {"record": react_agent.record_run, "record-messages": record_messages}
+    return record_main(argv, commands)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from stepfork.integrations.pydantic_ai import instrument_model
 from stepfork.trace import record, record_main, trace_tool
 
 PROMPT = "What is the weather like in London and in Wiltshire?"
+INSTRUCTIONS = "Be concise, reply with one sentence."
 
 
 class LatLng(BaseModel):
@@ -51,7 +52,7 @@ def build_agent() -> Agent[Deps, WeatherReport]:
     """The docs' weather agent on an instrumented model, with its two context tools."""
     agent: Agent[Deps, WeatherReport] = Agent(
         instrument_model(FunctionModel(scripted_model)),
-        instructions="Be concise, reply with one sentence.",
+        instructions=INSTRUCTIONS,
         deps_type=Deps,
         output_type=WeatherReport,
         retries=2,

@@ -21,6 +21,7 @@ import sys
 import openai
 
 MODEL = "gpt-4o-mini"
+SYSTEM = "You are a concise weather assistant."
 TOOLS = [
     {
         "type": "function",
@@ -43,7 +44,10 @@ def get_weather(city: str) -> dict[str, object]:
 
 def main(city: str) -> None:
     client = openai.OpenAI(max_retries=0)
-    messages: list[dict[str, object]] = [{"role": "user", "content": f"Should I take an umbrella in {city}?"}]
+    messages: list[dict[str, object]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"Should I take an umbrella in {city}?"},
+    ]
     first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, temperature=0)
     calls = first.choices[0].message.tool_calls
     if not calls:

@@ -80,7 +80,7 @@ def test_result_renders_for_notebooks_and_json(record_notify) -> None:
     result: DiffResult = diff_traces(record_notify("base"), record_notify("cand", log=True))
     assert "<table>" in result._repr_html_()
     data = result.to_dict()
-    counts = {"total": 4, "changed": 0, "added": 1, "removed": 0, "unchanged": 3, "ignored": 0}
+    counts = {"total": 4, "changed": 0, "added": 1, "removed": 0, "unchanged": 3, "ignored": 0, "renamed": 0}
     assert data["counts"] == counts
     assert data["steps"][1]["kind"] == "added"
     assert data["steps"][1]["candidate"]["input"] == {"name": "checked"}
@@ -147,7 +147,7 @@ def test_provider_generated_values_are_ignored_counted_and_shown_on_request() ->
     same = diff_traces(base, run("chatcmpl-2", 1700000009, "hello"))
     assert same.equivalent
     assert same.ignored == 2
-    assert "Ignored: 2 provider-generated difference(s)" in str(same)
+    assert "Ignored: 2 difference(s) as noise" in str(same)
     assert "ignored: output.id" not in str(same)
     shown = diff_traces(base, run("chatcmpl-2", 1700000009, "hello"), show_ignored=True)
     assert "ignored: output.created: 1700000000 -> 1700000009" in str(shown)

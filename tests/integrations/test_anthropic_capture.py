@@ -102,7 +102,8 @@ def test_with_raw_response(bundle: Path) -> None:
         return raw.headers.get("request-id"), raw.parse()
 
     live = record_run(bundle, agent, client)
-    assert live[0] == "req_011CK"
+    assert live[0] is not None
+    assert live[0].startswith("req_011C")  # fresh per response, served back
     assert_same(live, replay_run(bundle, agent, client))
 
 

@@ -66,7 +66,7 @@ AGENTS = [
         "find_museum",
         "$.free",
         "Plan my Wednesday in Lyon.",
-        "input.request.messages[0].content",
+        "input.request.messages[1].content",  # [0] is the agent's system prompt
     ),
     Agent(
         "langgraph_hitl",
@@ -89,7 +89,7 @@ AGENTS = [
         "fetch_weather",
         "$.city",
         "Compare the weather in two cities for a city break.",
-        "input.messages[0].content",
+        "input.messages[1].content",  # [0] is the system prompt
     ),
 ]
 

@@ -84,7 +84,7 @@ def test_create_with_parallel_tool_calls(bundle: Path) -> None:
         99,
     )
     # per-request provider values are kept for the SDK, never in the matched input; no credential anywhere
-    assert response["output"]["headers"]["x-request-id"] == "req_7f3a"
+    assert response["output"]["headers"]["x-request-id"].startswith("req_")
     assert "x-request-id" not in json.dumps(request["input"])
     assert "sk-secret-test-key" not in (bundle / "events.jsonl").read_text()
 
@@ -143,7 +143,8 @@ def test_with_raw_response(bundle: Path) -> None:
         return raw.headers.get("x-request-id"), raw.parse()
 
     live = record_run(bundle, agent, client)
-    assert live[0] == "req_7f3a"
+    assert live[0] is not None
+    assert live[0].startswith("req_")  # fresh per response, served back
     replayed = replay_run(bundle, agent, client)
     assert_same(live, replayed)
 

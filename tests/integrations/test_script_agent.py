@@ -78,7 +78,7 @@ def test_record_then_replay_a_script_with_no_stepfork_import(tmp_path: Path, ser
         ["replay", "run.sftrace", "--", sys.executable, "weather_script.py", "Lyon"], tmp_path, port
     )
     assert changed.returncode == 1, changed.stdout + changed.stderr
-    assert "$.body.messages[0].content" in changed.stdout
+    assert "$.body.messages[1].content" in changed.stdout
     assert len(fake.requests) == 2
     assert "input sha256: recorded " in changed.stdout
     assert "…" in changed.stdout  # abbreviated
@@ -91,7 +91,7 @@ def test_record_then_replay_a_script_with_no_stepfork_import(tmp_path: Path, ser
             "replay",
             "run.sftrace",
             "--ignore",
-            "127.0.0.1/gpt-4o-mini:$.body.messages[0].content",
+            "127.0.0.1/gpt-4o-mini:$.body.messages[1].content",
             "--",
             sys.executable,
             "weather_script.py",

@@ -2,26 +2,55 @@
 
 ``FakeProvider.transport()`` is an ``httpx2.MockTransport``; ``seal()`` makes it raise on any request, so a
 replay that reaches the network fails the test. The payloads follow the providers' API references
-(Chat Completions, Responses with its full event sequence, Messages with its event stream).
+(Chat Completions, Responses with its full event sequence, Messages with its event stream). As the real
+APIs, every response is new: fresh ``chatcmpl-``/``resp_``/``msg_`` ids, ``created`` from the clock, a
+``system_fingerprint``, tool-call ids (``call_`` + 24 letters and digits, ``toolu_01`` + 22), and the
+request-id and ``date`` headers.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import string
+import time
+from email.utils import formatdate
 from typing import Any
 
 import httpx2
 
-CREATED = 1767225600
 SSE = {"content-type": "text/event-stream; charset=utf-8"}
-OPENAI_HEADERS = {
-    "x-request-id": "req_7f3a",
-    "openai-processing-ms": "412",
-    "openai-version": "2020-10-01",
-    "x-ratelimit-remaining-requests": "4999",
-    "date": "Tue, 01 Dec 2026 12:00:00 GMT",
-}
-ANTHROPIC_HEADERS = {"request-id": "req_011CK", "anthropic-ratelimit-requests-remaining": "49"}
+_random = random.SystemRandom()
+
+
+def random_id(prefix: str, size: int = 24, alphabet: str = string.ascii_letters + string.digits) -> str:
+    """``prefix`` + ``size`` random characters: a fresh id per response, as the providers make them."""
+    return prefix + "".join(_random.choices(alphabet, k=size))
+
+
+def openai_headers() -> dict[str, str]:
+    """OpenAI's per-response headers: request id, processing time, rate limits, date."""
+    return {
+        "x-request-id": random_id("req_", 32, "0123456789abcdef"),
+        "openai-processing-ms": str(_random.randint(150, 900)),
+        "openai-version": "2020-10-01",
+        "x-ratelimit-remaining-requests": str(_random.randint(4900, 4999)),
+        "date": formatdate(usegmt=True),
+    }
+
+
+def anthropic_headers() -> dict[str, str]:
+    """Anthropic's per-response headers: request id, rate limits, date."""
+    return {
+        "request-id": random_id("req_011C", 20),
+        "anthropic-ratelimit-requests-remaining": str(_random.randint(40, 49)),
+        "date": formatdate(usegmt=True),
+    }
+
+
+def fingerprint() -> str:
+    """A ``system_fingerprint`` (``fp_`` and 10 hex digits)."""
+    return random_id("fp_", 10, "0123456789abcdef")
 
 
 class FakeProvider:
@@ -68,14 +97,14 @@ class FakeProvider:
         model = body["model"]
         if body.get("stream"):
             return httpx2.Response(
-                200, headers={**SSE, **OPENAI_HEADERS}, content=_sse(self._chat_chunks(body))
+                200, headers={**SSE, **openai_headers()}, content=_sse(self._chat_chunks(body))
             )
         answered = any(m.get("role") == "tool" for m in body["messages"])
         names = [t.get("function", {}).get("name") for t in body.get("tools") or []]
         wants_tools = body.get("tools") and not answered
         if answered and "final_result" in names:  # pydantic-ai's output tool: answer through it
             final = {"name": "final_result", "arguments": json.dumps(self.structured)}
-            call = {"id": "call_final", "type": "function", "function": final}
+            call = {"id": random_id("call_"), "type": "function", "function": final}
             message: dict[str, Any] = {
                 "role": "assistant",
                 "content": None,
@@ -86,11 +115,11 @@ class FakeProvider:
         elif wants_tools:
             calls = [
                 {
-                    "id": f"call_{i}",
+                    "id": random_id("call_"),
                     "type": "function",
                     "function": {"name": "get_weather", "arguments": json.dumps({"city": city})},
                 }
-                for i, city in enumerate(["Paris", "Lyon"])
+                for city in ["Paris", "Lyon"]
             ]
             message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": calls}
             finish = "tool_calls"
@@ -98,11 +127,11 @@ class FakeProvider:
             message = {"role": "assistant", "content": self._text(body), "refusal": None}
             finish = "stop"
         completion = {
-            "id": "chatcmpl-AbC1",
+            "id": random_id("chatcmpl-", 29),
             "object": "chat.completion",
-            "created": CREATED,
+            "created": int(time.time()),
             "model": model,
-            "system_fingerprint": "fp_4f0b692a78",
+            "system_fingerprint": fingerprint(),
             "service_tier": "default",
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
             "usage": {
@@ -113,14 +142,15 @@ class FakeProvider:
                 "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
             },
         }
-        return httpx2.Response(200, headers=OPENAI_HEADERS, json=completion)
+        return httpx2.Response(200, headers=openai_headers(), json=completion)
 
     def _chat_chunks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         base = {
-            "id": "chatcmpl-S1",
+            "id": random_id("chatcmpl-", 29),
             "object": "chat.completion.chunk",
-            "created": CREATED,
+            "created": int(time.time()),
             "model": body["model"],
+            "system_fingerprint": fingerprint(),
         }
         text = self._text(body)
         pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
@@ -137,20 +167,23 @@ class FakeProvider:
 
     # -- OpenAI Responses --------------------------------------------------------------------------------
 
-    def _response(self, body: dict[str, Any], status: str = "completed") -> dict[str, Any]:
+    def _response(
+        self, body: dict[str, Any], status: str = "completed", ids: tuple[str, str, int] | None = None
+    ) -> dict[str, Any]:
         text = self._text(body)
         done = status == "completed"
+        response_id, message_id, created = ids or _response_ids()
         item = {
             "type": "message",
-            "id": "msg_01",
+            "id": message_id,
             "status": "completed",
             "role": "assistant",
             "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
         }
         return {
-            "id": "resp_01",
+            "id": response_id,
             "object": "response",
-            "created_at": CREATED,
+            "created_at": created,
             "status": status,
             "model": body["model"],
             "output": [item] if done else [],
@@ -171,20 +204,21 @@ class FakeProvider:
 
     def responses(self, body: dict[str, Any]) -> httpx2.Response:
         if not body.get("stream"):
-            return httpx2.Response(200, headers=OPENAI_HEADERS, json=self._response(body))
+            return httpx2.Response(200, headers=openai_headers(), json=self._response(body))
         text = self._text(body)
-        ids = {"item_id": "msg_01", "output_index": 0, "content_index": 0}
+        same = _response_ids()  # one response: its events share its ids
+        ids = {"item_id": same[1], "output_index": 0, "content_index": 0}
         empty_item = {
             "type": "message",
-            "id": "msg_01",
+            "id": same[1],
             "status": "in_progress",
             "role": "assistant",
             "content": [],
         }
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
         events: list[dict[str, Any]] = [
-            {"type": "response.created", "response": self._response(body, "in_progress")},
-            {"type": "response.in_progress", "response": self._response(body, "in_progress")},
+            {"type": "response.created", "response": self._response(body, "in_progress", same)},
+            {"type": "response.in_progress", "response": self._response(body, "in_progress", same)},
             {"type": "response.output_item.added", "output_index": 0, "item": empty_item},
             {"type": "response.content_part.added", **ids, "part": part},
         ]
@@ -192,7 +226,7 @@ class FakeProvider:
             {"type": "response.output_text.delta", **ids, "delta": text[i : i + 7], "logprobs": []}
             for i in range(0, len(text), 7)
         ]
-        final = self._response(body)
+        final = self._response(body, "completed", same)
         events += [
             {"type": "response.output_text.done", **ids, "text": text, "logprobs": []},
             {"type": "response.content_part.done", **ids, "part": {**part, "text": text}},
@@ -202,7 +236,7 @@ class FakeProvider:
         for number, event in enumerate(events):
             event["sequence_number"] = number
         return httpx2.Response(
-            200, headers={**SSE, **OPENAI_HEADERS}, content=_sse(events, named=True, done=False)
+            200, headers={**SSE, **openai_headers()}, content=_sse(events, named=True, done=False)
         )
 
     # -- Anthropic Messages ------------------------------------------------------------------------------
@@ -216,9 +250,9 @@ class FakeProvider:
                 f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
                 for e in events or self._message_events(model)
             )
-            return httpx2.Response(200, headers={**SSE, **ANTHROPIC_HEADERS}, content=data.encode())
+            return httpx2.Response(200, headers={**SSE, **anthropic_headers()}, content=data.encode())
         content, stop, usage = self._content(body)
-        return httpx2.Response(200, headers=ANTHROPIC_HEADERS, json=_message(model, content, stop, usage))
+        return httpx2.Response(200, headers=anthropic_headers(), json=_message(model, content, stop, usage))
 
     def _content(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str, tuple[int, int]]:
         """The answer's content blocks, stop reason and usage for a Messages request."""
@@ -230,18 +264,23 @@ class FakeProvider:
         if forced.get("type") == "tool":  # a forced tool (LangChain's with_structured_output): answer with it
             tool_use = {
                 "type": "tool_use",
-                "id": "toolu_02",
+                "id": random_id("toolu_01", 22),
                 "name": forced["name"],
                 "input": self.structured,
             }
             content, stop, usage = [tool_use], "tool_use", (120, 20)
         elif has_result and "final_result" in [t.get("name") for t in body.get("tools") or []]:
-            final = {"type": "tool_use", "id": "toolu_03", "name": "final_result", "input": self.structured}
+            final = {
+                "type": "tool_use",
+                "id": random_id("toolu_01", 22),
+                "name": "final_result",
+                "input": self.structured,
+            }
             content, stop, usage = [final], "tool_use", (160, 20)  # pydantic-ai's output tool
         elif body.get("tools") and not has_result:
             tool_use = {
                 "type": "tool_use",
-                "id": "toolu_01",
+                "id": random_id("toolu_01", 22),
                 "name": "get_weather",
                 "input": {"city": "Paris"},
             }
@@ -276,7 +315,7 @@ def _message(
     model: str, content: list[dict[str, Any]], stop: str | None, usage: tuple[int, int]
 ) -> dict[str, Any]:
     return {
-        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "id": random_id("msg_01", 22),
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -285,6 +324,12 @@ def _message(
         "stop_sequence": None,
         "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
     }
+
+
+def _response_ids() -> tuple[str, str, int]:
+    """A Responses API response's id, its message item's id and its creation time."""
+    hexdigits = "0123456789abcdef"
+    return random_id("resp_", 48, hexdigits), random_id("msg_", 48, hexdigits), int(time.time())
 
 
 def _content_events(

@@ -152,6 +152,13 @@ def _qualified(exc: BaseException) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _diff_path(path: str) -> str:
+    """A JSONPath (``$.a[0]``) in the diff's form, as signatures always named it (``a[0]``; ``$`` root)."""
+    from stepfork.replay.diagnostics import display_path
+
+    return display_path(path)
+
+
 def _divergence_at(error: Any, ids_by_step: dict[int, str]) -> str:
     """Identify a divergence across candidates: candidates renumber steps but keep event ids."""
     diagnostic = getattr(error, "diagnostic", None)
@@ -191,7 +198,6 @@ def replay_signature(
         TraceError, OSError: the bundle cannot be read; EntrypointError: the entrypoint cannot be resolved;
         ValueError: an invalid mode. KeyboardInterrupt propagates.
     """
-    from stepfork.analysis.behavior import first_difference
     from stepfork.replay import (
         RecordedDependencyError,
         ReplayError,
@@ -200,6 +206,8 @@ def replay_signature(
         run_in_session,
     )
     from stepfork.replay.entrypoint import recorded_run_input
+    from stepfork.replay.noise import Origins
+    from stepfork.replay.noise.output import output_differences
     from stepfork.trace import Trace, redact_json, to_jsonable
 
     trace = Trace.load(bundle)
@@ -230,7 +238,8 @@ def replay_signature(
             actual = redact_json(to_jsonable(result)).value
         except (TypeError, ValueError):
             return Signature("output_mismatch", "$", **state)
-        diff = first_difference(expected, actual)
-        if diff is not None:
-            return Signature("output_mismatch", diff[0], **state)
+        # up to noise, as replay's report compares (stepfork.replay.noise): the same failure either way
+        found = output_differences(expected, actual, Origins(trace)).first
+        if found is not None:
+            return Signature("output_mismatch", _diff_path(found.path), **state)
     return Signature("none", **state)

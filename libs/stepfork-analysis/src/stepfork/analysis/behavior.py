@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from stepfork.analysis._render import ABSENT, redacted, show_value
 
@@ -161,6 +161,8 @@ class FieldChange(BaseModel):
         expected: the baseline value, :data:`ABSENT` when the key or item is not there (``null`` in
             ``model_dump``, as the reference; ``to_dict`` leaves the key out).
         actual: the candidate value, :data:`ABSENT` when the key or item is not there.
+        noise: for a difference ``diff`` ignored as noise, why (a rule's name, ``renamed id``,
+            ``timing``, ``new field``, ``--ignore``); None for a real one.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -169,6 +171,8 @@ class FieldChange(BaseModel):
     kind: ChangeKind
     expected: Any = None
     actual: Any = None
+    # not in model_dump: the reference's JSON shape stays as it is (to_dict carries it)
+    noise: str | None = Field(default=None, exclude=True)
 
     @field_serializer("expected", "actual")
     def _dump_side(self, value: Any) -> Any:
@@ -181,6 +185,8 @@ class FieldChange(BaseModel):
             out["expected"] = redacted(self.expected)
         if self.actual is not ABSENT:
             out["actual"] = redacted(self.actual)
+        if self.noise is not None:
+            out["noise"] = self.noise
         return out
 
     def __str__(self) -> str:

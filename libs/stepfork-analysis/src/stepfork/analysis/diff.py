@@ -8,9 +8,16 @@ the expected (baseline) and actual (candidate) value. Null and an absent key are
 
 Issue 12: calls the recording proves concurrent (an ``asyncio.gather`` or a thread pool's siblings, the
 groups of replay's ``auto`` ordering) are put in one canonical order on both sides (identity, then input)
-before alignment, so siblings align by identity, not by the order they happened to finish in. Differences
-at provider-generated paths (:mod:`stepfork.analysis.volatile`) are ignored by default: kept on the step
-as ``ignored``, counted, shown with ``show_ignored``, never part of the verdict.
+before alignment, so siblings align by identity, not by the order they happened to finish in.
+
+Issue 28: noise is decided by :mod:`stepfork.replay.noise`, the rule replay's output comparison uses too.
+One :class:`~stepfork.replay.noise.Comparison` serves the whole diff, step by step in order: the values a
+provider or framework makes per request (ids, creation times, request ids, dates, fingerprints,
+durations) are ignored where the rules name them, in every shape the capture writes (JSON bodies, SSE
+events, headers) and in framework message objects; the provider ids of two aligned outputs are paired
+into one renaming, so their echoes in later requests and in the run output compare equal. Ignored
+differences are kept on the step as ``ignored``, counted, shown with ``show_ignored``, never part of the
+verdict; ``strict`` compares everything.
 """
 
 from __future__ import annotations
@@ -22,15 +29,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stepfork.analysis._render import html_table, pre, show_value
+from stepfork.analysis._render import ABSENT, html_table, pre, show_value
 from stepfork.analysis.behavior import (
     BehaviorStep,
     ChangeKind,
     FieldChange,
-    collect_field_changes,
     extract_behavior,
 )
-from stepfork.analysis.volatile import IgnoreRules, check_path_patterns
+from stepfork.analysis.volatile import check_path_patterns, user_ignore
+from stepfork.replay.noise import ABSENT as NOISE_ABSENT
+from stepfork.replay.noise import Comparison, Difference, NoiseRules, Origins
+from stepfork.replay.noise.compare import rule_path
 
 __all__ = ["DiffResult", "StepDiff", "TraceSummary", "diff_traces"]
 
@@ -128,8 +137,10 @@ class DiffResult(BaseModel):
     changed: int = 0
     unchanged: int = 0
     ignored: int = 0
-    """How many differences were ignored (volatile paths, ``--ignore``)."""
+    """How many differences were ignored as noise (noise rules, renamed ids, ``--ignore``)."""
     show_ignored: bool = False
+    renamed: int = 0
+    """How many ids the diff's one renaming maps to another (each baseline id to its candidate id)."""
 
     @property
     def exit_code(self) -> int:
@@ -155,6 +166,7 @@ class DiffResult(BaseModel):
                 "removed": self.removed,
                 "unchanged": self.unchanged,
                 "ignored": self.ignored,
+                "renamed": self.renamed,
             },
             "steps": [s.to_dict() for s in self.steps],
         }
@@ -207,7 +219,11 @@ class DiffResult(BaseModel):
         )
         if self.ignored:
             hint = "" if self.show_ignored else "; --show-ignored lists them, --strict counts them"
-            lines.append(f"Ignored: {self.ignored} provider-generated difference(s){hint}")
+            renamed = f", {self.renamed} id(s) renamed" if self.renamed else ""
+            lines.append(
+                f"Ignored: {self.ignored} difference(s) as noise (provider-generated values, timing, "
+                f"new SDK fields{renamed}){hint}"
+            )
         lines.append("")
         lines.append("Result: EQUIVALENT" if self.equivalent else "Result: BEHAVIOR CHANGED")
         return lines
@@ -243,7 +259,10 @@ class DiffResult(BaseModel):
 
 
 def _ignored_lines(s: StepDiff) -> list[str]:
-    return [f"  ignored: {c.path}: {show_value(c.expected)} -> {show_value(c.actual)}" for c in s.ignored]
+    return [
+        f"  ignored: {c.path}: {show_value(c.expected)} -> {show_value(c.actual)} ({c.noise})"
+        for c in s.ignored
+    ]
 
 
 def _where(s: StepDiff) -> str:
@@ -274,29 +293,45 @@ def _summary(trace: Any, path: str | None) -> TraceSummary:
     )
 
 
-def _compare(
-    index: int, base: BehaviorStep, cand: BehaviorStep, rules: IgnoreRules | None = None
-) -> StepDiff:
+_WHERE = {
+    ("tool", "input"): "tool_input",
+    ("tool", "output"): "tool_output",
+    ("llm", "input"): "llm_input",
+    ("llm", "output"): "llm_output",
+    ("run", "output"): "run_output",
+}
+"""Where each compared field sits, for the noise rules (stepfork.replay.noise.compare.WHERES)."""
+
+
+def _field_change(found: Difference) -> FieldChange:
+    path = rule_path(found.path)
+    expected = ABSENT if found.expected is NOISE_ABSENT else found.expected
+    actual = ABSENT if found.actual is NOISE_ABSENT else found.actual
+    kind: ChangeKind = "added" if expected is ABSENT else "removed" if actual is ABSENT else "changed"
+    return FieldChange(path=path, kind=kind, expected=expected, actual=actual, noise=found.noise)
+
+
+def _compare(index: int, base: BehaviorStep, cand: BehaviorStep, scope: Comparison | None = None) -> StepDiff:
+    scope = scope if scope is not None else Comparison(None)
     fields: dict[str, ChangeKind] = {}
     changes: list[FieldChange] = []
     ignored: list[FieldChange] = []
     for name in list(dict.fromkeys([*base.payload, *cand.payload])):
-        found: list[FieldChange] = []
-        if name not in cand.payload or name not in base.payload:
-            collect_field_changes(
-                {name: base.payload.get(name)} if name in base.payload else {},
-                {name: cand.payload.get(name)} if name in cand.payload else {},
-                path="",
-                output=found,
-            )
+        if name not in base.payload or name not in cand.payload:
+            found = [
+                Difference(
+                    (name,),
+                    base.payload.get(name, NOISE_ABSENT),
+                    cand.payload.get(name, NOISE_ABSENT),
+                )
+            ]
         else:
-            collect_field_changes(base.payload[name], cand.payload[name], path=name, output=found)
-        rooted = [_rooted(c, name) for c in found]
-        if rules is not None:
-            ignored.extend(c for c in rooted if rules.ignores(base.step_type, c.path))
-            rooted = [c for c in rooted if not rules.ignores(base.step_type, c.path)]
-        fields[name] = "changed" if rooted else "unchanged"
-        changes.extend(rooted)
+            where = _WHERE.get((base.step_type, name), "other")
+            found = scope.compare(base.payload[name], cand.payload[name], where, prefix=(name,))
+        real = [_field_change(d) for d in found if d.noise is None]
+        ignored.extend(_field_change(d) for d in found if d.noise is not None)
+        fields[name] = "changed" if real else "unchanged"
+        changes.extend(real)
     kind: ChangeKind = "changed" if changes else "unchanged"
     return StepDiff(
         index=index,
@@ -311,29 +346,28 @@ def _compare(
     )
 
 
-def _rooted(change: FieldChange, name: str) -> FieldChange:
-    # collect_field_changes reports a root-level scalar change as "name" already; "$" only for a bare root.
-    return change if change.path != "$" else change.model_copy(update={"path": name})
-
-
 def align_steps(
-    baseline: list[BehaviorStep], candidate: list[BehaviorStep], rules: IgnoreRules | None = None
+    baseline: list[BehaviorStep], candidate: list[BehaviorStep], scope: Comparison | None = None
 ) -> list[StepDiff]:
     """Align two step lists by identity (difflib) and compare paired steps; returns the step diffs.
 
     The last step of each list (the ``run`` step) is paired unconditionally. A ``replace`` block of the
-    alignment (different identities) is reported as removals followed by additions. ``rules``: the
-    differences to ignore (None: none).
+    alignment (different identities) is reported as removals followed by additions. ``scope``: the
+    comparison (its noise rules and its one renaming of ids across every step, in step order); None
+    compares strictly.
     """
     base_calls, cand_calls = baseline[:-1], candidate[:-1]
-    matcher = difflib.SequenceMatcher(
-        a=[s.identity for s in base_calls], b=[s.identity for s in cand_calls], autojunk=False
-    )
+    base_ids, cand_ids = [s.identity for s in base_calls], [s.identity for s in cand_calls]
+    opcodes: list[tuple[str, int, int, int, int]]
+    if base_ids == cand_ids:  # the same calls in the same order: difflib would say so, in O(n^2) here
+        opcodes = [("equal", 0, len(base_ids), 0, len(cand_ids))]
+    else:
+        opcodes = list(difflib.SequenceMatcher(a=base_ids, b=cand_ids, autojunk=False).get_opcodes())
     out: list[StepDiff] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             for b, c in zip(base_calls[i1:i2], cand_calls[j1:j2], strict=True):
-                out.append(_compare(len(out), b, c, rules))
+                out.append(_compare(len(out), b, c, scope))
             continue
         for b in base_calls[i1:i2]:
             out.append(
@@ -343,7 +377,7 @@ def align_steps(
             out.append(
                 StepDiff(index=len(out), kind="added", step_type=c.step_type, label=c.label, candidate=c)
             )
-    out.append(_compare(len(out), baseline[-1], candidate[-1], rules))
+    out.append(_compare(len(out), baseline[-1], candidate[-1], scope))
     return out
 
 
@@ -391,34 +425,45 @@ def diff_traces(
     ignore: Iterable[str] = (),
     strict: bool = False,
     show_ignored: bool = False,
+    noise_rules: Iterable[str | Path] = (),
 ) -> DiffResult:
     """Compare the behaviour of two runs.
 
     Args:
         baseline, candidate: a bundle path (``str`` or ``Path`` of a ``.sftrace`` directory) or a loaded
             :class:`stepfork.trace.Trace`.
-        ignore: more paths to ignore on every step (patterns of :mod:`stepfork.analysis.volatile`).
-        strict: ignore nothing, not even the provider-generated values of the default table.
+        ignore: more paths to ignore on every step (diff paths with ``[*]``, ``*`` and ``**``).
+        strict: ignore nothing: no noise rule, no renaming of ids, not even ``ignore``.
         show_ignored: make ``str()`` list the ignored differences.
+        noise_rules: TOML files of more noise rules (``[[rule]]`` tables, the format of the shipped
+            ``stepfork/replay/noise/rules.toml``; docs/diff.md "Noise rules").
 
     Returns:
-        A :class:`DiffResult`; ``equivalent`` is True when every aligned step is unchanged.
+        A :class:`DiffResult`; ``equivalent`` is True when every aligned step is unchanged up to noise
+        (docs/diff.md): values a provider or framework makes per request, timing fields, new SDK fields
+        with empty defaults, and ids that one one-to-one renaming across the whole diff makes equal.
 
     Raises:
         ValueError: an ``ignore`` pattern with a ``[`` outside ``[*]`` / ``[N]`` (it could only match
-            itself; checked before either bundle is read, ``strict`` or not).
+            itself; checked before either bundle is read, ``strict`` or not), or a ``noise_rules`` file
+            that cannot be read or holds a malformed rule.
         stepfork.trace.TraceStorageError: a path is not a readable bundle (the CLI exits 2); a
             TraceIntegrityError when it does not match its integrity.json.
     """
     ignore = tuple(ignore)
     check_path_patterns(ignore)
+    rules = NoiseRules.with_files(noise_rules)  # a bad rules file is refused before the bundles are read
     base_trace, base_path = _load(baseline)
     cand_trace, cand_path = _load(candidate)
-    rules = None if strict else IgnoreRules(extra=ignore)
+    scope = (
+        Comparison(None)
+        if strict
+        else Comparison(rules, Origins(base_trace), Origins(cand_trace), ignore=user_ignore(ignore))
+    )
     steps = align_steps(
         _sibling_order(base_trace, extract_behavior(base_trace)),
         _sibling_order(cand_trace, extract_behavior(cand_trace)),
-        rules,
+        scope,
     )
     counts = {k: sum(1 for s in steps if s.kind == k) for k in ("added", "removed", "changed", "unchanged")}
     return DiffResult(
@@ -427,6 +472,7 @@ def diff_traces(
         candidate=_summary(cand_trace, cand_path),
         steps=tuple(steps),
         ignored=sum(len(s.ignored) for s in steps),
+        renamed=len(scope.renamed()),
         show_ignored=show_ignored,
         **counts,
     )

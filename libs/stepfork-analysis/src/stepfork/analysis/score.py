@@ -9,7 +9,8 @@ The battery: the *claim-drawn* mutant is the recorded run's own output (the last
 the same output export embeds without ``--expect-output``); *code-drawn* mutants perturb each leaf of
 the expectation by type (strings suffixed, booleans flipped, numbers shifted, nulls filled, list items
 dropped, keys removed). The generated test's assertion is canonical equality with the expectation
-(``behavior mismatch at '<path>'``), so a mutant is *killed* when :func:`first_difference` finds one.
+(``behavior mismatch at '<path>'``) up to noise (stepfork.replay.noise: fresh ids renamed one-to-one),
+so a mutant is *killed* when that comparison finds a real difference.
 Verdict ``claim_pinned`` (exit 0) when every claim-drawn mutant is killed, else ``run_pinned`` (exit 1).
 """
 
@@ -237,11 +238,13 @@ def _replace(root: Any, steps: tuple[Any, ...], new: Any, *, delete: bool = Fals
     return root
 
 
-def build_battery(expectation: Any, recorded: Any) -> list[Mutant]:
+def build_battery(expectation: Any, recorded: Any, origins: Any = None) -> list[Mutant]:
     """Return the battery for ``expectation`` (JSON) given the recorded run output ``recorded`` (JSON).
 
     One claim-drawn row (``recorded``), then code-drawn rows: each leaf perturbed by type, each list item
-    dropped and each key removed, sorted by label. Every row is judged by :func:`first_difference`.
+    dropped and each key removed, sorted by label. Every row is judged by :func:`first_difference`, or,
+    given the recording's ``origins`` (:class:`stepfork.replay.noise.Origins`), as the exported test's
+    assertion judges it: up to noise (a fresh id suffixed is only renamed, so that mutant survives).
     """
     rows: list[tuple[Literal["claim", "code"], str, Any]] = [("claim", "the recorded run", recorded)]
     code: list[tuple[Literal["claim", "code"], str, Any]] = []
@@ -263,9 +266,20 @@ def build_battery(expectation: Any, recorded: Any) -> list[Mutant]:
     code.sort(key=lambda row: row[1])
     battery = []
     for source, label, value in rows + code:
-        diff = first_difference(expectation, value)
-        battery.append(Mutant(source, label, value, diff is not None, diff[0] if diff else None))
+        diff = _first_difference(expectation, value, origins)
+        battery.append(Mutant(source, label, value, diff is not None, diff))
     return battery
+
+
+def _first_difference(expectation: Any, value: Any, origins: Any) -> str | None:
+    if origins is None:
+        found = first_difference(expectation, value)
+        return found[0] if found else None
+    from stepfork.replay.diagnostics import display_path
+    from stepfork.replay.noise.output import output_differences
+
+    first = output_differences(expectation, value, origins, limit=1).first
+    return display_path(first.path) if first is not None else None
 
 
 def _recorded_output(trace: Any) -> tuple[bool, Any]:
@@ -352,7 +366,9 @@ def score_test(
             path=str(bundle_path),
         )
     recorded = redact_json(recorded).value
-    battery = build_battery(expectation, recorded)
+    from stepfork.replay.noise import Origins
+
+    battery = build_battery(expectation, recorded, Origins(trace))
     live: list[str] = []
     same: list[str] = []
     for path, steps, leaf, is_leaf in _walk(expectation):

@@ -1,84 +1,38 @@
-"""Volatile values: what a provider generates anew on every run, which ``diff`` ignores by default (issue 12).
+"""Volatile values of ``diff`` (issue 12), now the noise rules of :mod:`stepfork.replay.noise` (issue 28).
 
-Two recordings of the same code against a real provider differ in response ids, ``created`` timestamps,
-tool-call ids (and every place the next request echoes them), ``system_fingerprint``, request-id and
-rate-limit headers and timing. None of them is behaviour. ``diff`` leaves differences at these paths out of
-its verdict, counts them, and shows them with ``--show-ignored``; ``--ignore PATH`` adds paths, ``--strict``
-ignores nothing. The table (docs/diff.md, "Volatile values") is kept per provider; the patterns are
-specific to each provider's shapes, and every LLM step is checked against all of them, because a framework
-(pydantic-ai, LangChain) records its own message shapes whatever model it talks to.
+Kept importable because docs/diff.md documented it: ``VOLATILE_PATHS`` is derived from the shipped rules
+data (``stepfork/replay/noise/rules.toml``: per SDK, each rule's paths relative to where it applies,
+``body:id``, ``headers:x-request-id``, ``message:AIMessage:id``); the path-pattern checks of ``--ignore``
+live here, and :func:`user_ignore` turns ``--ignore`` patterns into the rule the comparison asks.
 
-Patterns are the diff's paths (``output.choices[0].message.tool_calls[1].id``) with ``[*]`` for any list
-index, ``*`` for one key and ``**`` for any run of keys and indices.
+Patterns are the diff's paths (``output.json.choices[0].message.tool_calls[1].id``) with ``[*]`` for any
+list index, ``*`` for one key and ``**`` for any run of keys and indices.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from stepfork.replay.ignoring import compile_path_pattern
-
-VOLATILE_PATHS: dict[str, tuple[str, ...]] = {
-    "openai": (
-        "output.id",
-        "output.created",
-        "output.system_fingerprint",
-        "output.**.tool_calls[*].id",
-        "output.**.usage.**_time",
-        "input.**.tool_calls[*].id",
-        "input.**.tool_call_id",
-        "output.**.headers.x-request-id",
-        "output.**.headers.x-ratelimit-*",
-        "output.**.headers.openai-processing-ms",
-        "output.**.headers.date",
-    ),
-    "anthropic": (
-        "output.id",
-        "output.content[*].id",
-        "input.**.content[*].id",
-        "input.**.tool_use_id",
-        "output.**.headers.request-id",
-        "output.**.headers.anthropic-ratelimit-*",
-        "output.**.headers.date",
-    ),
-    "langchain": (
-        "output.id",
-        "output.**.tool_calls[*].id",
-        "output.**.tool_call_chunks[*].id",
-        "output.response_metadata.**",
-        "input.**.messages[*].id",
-        "input.**.tool_calls[*].id",
-        "input.**.tool_call_id",
-        "input.**.response_metadata.**",
-    ),
-    "pydantic-ai": (
-        "output.timestamp",
-        "output.provider_response_id",
-        "output.parts[*].tool_call_id",
-        "output.parts[*].id",
-        "input.**.timestamp",
-        "input.**.provider_response_id",
-        "input.**.tool_call_id",
-        "input.**.parts[*].id",
-    ),
-}
-"""Paths of LLM steps ignored by default, per provider (docs/diff.md, "Volatile values")."""
+from stepfork.replay.noise.rules import NoiseRules, Rule, compile_pattern, pattern_problem
 
 
-_BRACKETS = re.compile(r"\[(?:\*|\d+)\]")
+def _volatile_paths() -> dict[str, tuple[str, ...]]:
+    table: dict[str, list[str]] = {}
+    for rule in NoiseRules.shipped().rules:
+        place = rule.where if rule.where != "message" else f"message:{'|'.join(rule.types)}"
+        table.setdefault(rule.sdk or rule.name, []).extend(f"{place}:{p}" for p in rule.paths)
+    return {sdk: tuple(paths) for sdk, paths in table.items()}
 
 
-def path_pattern_problem(pattern: str) -> str | None:
-    """Why ``pattern`` cannot be a diff path pattern, or None. A ``[`` or ``]`` outside ``[*]`` / ``[N]``
-    (``output.choices[0``, ``bad[``) would only ever match itself literally: a typo that ignores
-    nothing, which the user would never see."""
-    if not pattern:
-        return "an empty path"
-    rest = _BRACKETS.sub("", pattern)
-    if "[" in rest or "]" in rest:
-        return "a '[' must be part of [*] (any index) or [N] (index N), as in output.choices[*].message"
-    return None
+VOLATILE_PATHS: dict[str, tuple[str, ...]] = _volatile_paths()
+"""Per SDK, the shipped rules' paths as ``PLACE:PATH`` (derived from the rules data; read-only)."""
+
+path_pattern_problem = pattern_problem
+"""Why a pattern cannot be a diff path pattern, or None (stepfork.replay.noise.rules.pattern_problem)."""
+
+IGNORE_RULE = Rule(name="--ignore", where="body", paths=("**",), reason="a path the user ignored")
+"""The rule an ``--ignore`` pattern stands for in a difference's ``noise``."""
 
 
 def check_path_patterns(patterns: Iterable[str]) -> None:
@@ -90,29 +44,36 @@ def check_path_patterns(patterns: Iterable[str]) -> None:
             raise ValueError(f"invalid ignore path {pattern!r}: {problem}")
 
 
-class IgnoreRules:
-    """Which diff paths to ignore: the default table for LLM steps and the user's paths for every step.
-
-    Args:
-        defaults: apply :data:`VOLATILE_PATHS` to LLM steps (``--strict`` turns this off).
-        extra: more patterns (``--ignore PATH``), applied to every step; ignored too under ``strict``.
+def user_ignore(patterns: Iterable[str]) -> Callable[[str], Rule | None] | None:
+    """The ``--ignore`` patterns as the comparison's ``ignore`` hook: given a difference's full diff path
+    (``output.json.id``), :data:`IGNORE_RULE` when a pattern matches it, else None; None for no pattern.
 
     Raises:
-        ValueError: a pattern of ``extra`` that :func:`path_pattern_problem` refuses.
+        ValueError: a pattern :func:`check_path_patterns` refuses.
+    """
+    patterns = tuple(patterns)
+    check_path_patterns(patterns)
+    if not patterns:
+        return None
+    compiled = re.compile("|".join(f"(?:{compile_pattern(p)})" for p in patterns))
+    return lambda path: IGNORE_RULE if compiled.fullmatch(path) else None
+
+
+class IgnoreRules:
+    """Kept for code written against issue 12: ``defaults`` (the noise rules) and ``extra`` patterns.
+
+    ``ignores(step_type, path)`` answers for the ``extra`` patterns only (the noise rules need the values
+    and where they sit: :class:`stepfork.replay.noise.Comparison`).
     """
 
     def __init__(self, *, defaults: bool = True, extra: Iterable[str] = ()) -> None:
         self.patterns = tuple(extra)
-        check_path_patterns(self.patterns)
-        table = VOLATILE_PATHS.values() if defaults else ()
-        self._llm = tuple(compile_path_pattern(p) for paths in table for p in paths)
-        self._all = tuple(compile_path_pattern(p) for p in self.patterns)
+        self.defaults = defaults
+        self._hook = user_ignore(self.patterns)
 
     def ignores(self, step_type: str, path: str) -> bool:
-        """True when a difference at ``path`` of a step of ``step_type`` is to be ignored."""
-        if step_type == "llm" and any(p.fullmatch(path) for p in self._llm):
-            return True
-        return any(p.fullmatch(path) for p in self._all)
+        """True when an ``extra`` pattern matches ``path``."""
+        return self._hook is not None and self._hook(path) is not None
 
 
 NO_RULES = IgnoreRules(defaults=False)

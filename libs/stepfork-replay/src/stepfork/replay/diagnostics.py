@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from stepfork.replay.noise.compare import same_leaf as _same_leaf
 from stepfork.trace.canonical import canonical_json, fingerprint
 from stepfork.trace.canonical import json_path_child as _child
 
@@ -60,15 +61,6 @@ def display_path(path: str) -> str:
     return path
 
 
-def _same_leaf(a: Any, b: Any) -> bool:
-    # JSON equality as canonical bytes see it: 1 != 1.0, True != 1, -0.0 != 0.0 (REFERENCE-NOTES.md 2.1).
-    if type(a) is not type(b):
-        return False
-    if type(a) is float:
-        return repr(a) == repr(b)
-    return bool(a == b)
-
-
 @dataclass(frozen=True, slots=True)
 class JsonDifference:
     """The first difference between two JSON values.
@@ -77,15 +69,22 @@ class JsonDifference:
         path: JSON path of the differing value (``$`` for the root, ``$.filters.lang``, ``$.items[2]``).
         expected: the recorded value there, or ``MISSING``.
         actual: the live value there, or ``MISSING``.
+        noise: None for a real difference; for one an output comparison accepted as noise, why
+            (``renamed id``, ``timing``, ``new field`` or a rule's name: stepfork.replay.noise).
     """
 
     path: str
     expected: Any
     actual: Any
+    noise: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"path", "expected", "actual"}``: values as previews (strings), ``<missing>`` when absent."""
-        return {"path": self.path, "expected": preview(self.expected), "actual": preview(self.actual)}
+        """``{"path", "expected", "actual"}``: values as previews (strings), ``<missing>`` when absent;
+        plus ``"noise"`` when the difference was accepted as noise."""
+        data = {"path": self.path, "expected": preview(self.expected), "actual": preview(self.actual)}
+        if self.noise is not None:
+            data["noise"] = self.noise
+        return data
 
 
 def first_difference(expected: Any, actual: Any, *, path: str = "$") -> JsonDifference | None:

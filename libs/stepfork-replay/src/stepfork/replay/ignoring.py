@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stepfork.replay.diagnostics import MISSING
+from stepfork.replay.noise.rules import compile_pattern
 from stepfork.trace.canonical import json_path_child
 
 
@@ -41,24 +42,9 @@ class IgnoredDifference:
 
 def compile_path_pattern(pattern: str) -> re.Pattern[str]:
     """A path pattern as a regular expression: ``**`` any run of characters, ``[*]`` any list index,
-    ``*`` any run within one key; everything else literal. Shared by replay's ``ignore`` and the diff's
-    volatile-value table (stepfork.analysis.volatile)."""
-    out = []
-    index = 0
-    while index < len(pattern):
-        if pattern.startswith("**", index):
-            out.append(r".*")
-            index += 2
-        elif pattern.startswith("[*]", index):
-            out.append(r"\[\d+\]")
-            index += 3
-        elif pattern[index] == "*":
-            out.append(r"[^.\[]*")
-            index += 1
-        else:
-            out.append(re.escape(pattern[index]))
-            index += 1
-    return re.compile("".join(out))
+    ``*`` any run within one key; everything else literal. One syntax for replay's ``ignore``, the diff's
+    ``--ignore`` and the noise rules (stepfork.replay.noise.rules.compile_pattern)."""
+    return re.compile(compile_pattern(pattern))
 
 
 def normalize_ignore(ignore: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[re.Pattern[str], ...]]:

@@ -28,13 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stepfork.replay.diagnostics import (
-    Diagnostic,
-    JsonDifference,
-    all_differences,
-    display_path,
-    preview,
-)
+from stepfork.replay.diagnostics import Diagnostic, JsonDifference, display_path, preview
 from stepfork.replay.entrypoint import recorded_run_input, resolve_entrypoint, run_in_session
 from stepfork.replay.errors import (
     RecordedDependencyError,
@@ -45,6 +39,8 @@ from stepfork.replay.errors import (
 )
 from stepfork.replay.ignoring import IgnoredDifference
 from stepfork.replay.modes import Approver
+from stepfork.replay.noise import Origins
+from stepfork.replay.noise.output import output_differences
 from stepfork.replay.raise_as import RaiseAsTarget, recorded_error_types, resolve_raise_as, unmatched_keys
 from stepfork.replay.results import ExecutedCall
 from stepfork.replay.session import ReplaySession, load_source
@@ -95,7 +91,9 @@ class BehaviorReport:
     difference (display form: ``answer``, ``items[0]``, ``$`` for the root), previews of ``expected`` and
     ``actual`` there, ``recorded_failure`` (the manifest's failure type when the run was recorded as
     failed), a one-line ``message``, and for an output that differs ``differences`` (every differing
-    path up to a limit, the first one first) and ``difference_count`` (how many in all)."""
+    path up to a limit, the first one first) and ``difference_count`` (how many in all). The output is
+    compared up to noise (stepfork.replay.noise: fresh ids renamed one-to-one, timing fields and new
+    SDK fields of framework messages); what was accepted as noise is ``ignored``."""
 
     status: str
     message: str
@@ -105,6 +103,10 @@ class BehaviorReport:
     recorded_failure: str | None = None
     differences: tuple[JsonDifference, ...] = ()
     difference_count: int = 0
+    ignored: tuple[JsonDifference, ...] = ()
+    """Differences accepted as noise (fresh ids renamed, timing fields...: stepfork.replay.noise), up to
+    a limit, each with its ``noise`` reason."""
+    ignored_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +205,8 @@ class ReplayOutcome:
                 "recorded_failure": self.behavior.recorded_failure,
                 "differences": [item.to_dict() for item in self.behavior.differences],
                 "difference_count": self.behavior.difference_count,
+                "ignored": [item.to_dict() for item in self.behavior.ignored],
+                "ignored_count": self.behavior.ignored_count,
             },
             "result": self.result,
             "result_error": self.result_error,
@@ -318,10 +322,14 @@ def _behavior(
     recorded_output = getattr(run_end, "output", None) if run_end is not None else None
     if recorded_output is None:
         return BehaviorReport("NOT RECORDED", "the trace records no final output")
-    differences, count = all_differences(recorded_output, actual)
-    if not differences:
-        return BehaviorReport("MATCHED", "the output matches the recorded output")
-    difference = differences[0]
+    # up to noise: fresh ids renamed one-to-one, framework-message timing and new fields (issue 28)
+    found = output_differences(recorded_output, actual, Origins(trace))
+    if found.first is None:
+        message = "the output matches the recorded output"
+        if found.ignored_count:
+            message += f" (up to {found.ignored_count} difference(s) accepted as noise)"
+        return BehaviorReport("MATCHED", message, ignored=found.ignored, ignored_count=found.ignored_count)
+    difference = found.first
     path = display_path(difference.path)
     return BehaviorReport(
         "DIVERGED",
@@ -330,8 +338,10 @@ def _behavior(
         path=path,
         expected=preview(difference.expected),
         actual=preview(difference.actual),
-        differences=differences,
-        difference_count=count,
+        differences=found.differences,
+        difference_count=found.count,
+        ignored=found.ignored,
+        ignored_count=found.ignored_count,
     )
 
 

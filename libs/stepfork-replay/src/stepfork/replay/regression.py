@@ -14,7 +14,9 @@ failure is an ``AssertionError`` whose message starts with one of the reference'
 - ``stepfork replay policy violation: ...`` (a ReplayPolicyError)
 - ``stepfork replay divergence: ...`` (any other replay error, a caught divergence, unconsumed calls)
 - ``behavior mismatch at '<path>': expected <v>, got <v>`` (first difference; values as canonical JSON),
-  followed, when more than one path differs, by every differing path (up to a limit, then a count)
+  followed, when more than one path differs, by every differing path (up to a limit, then a count); the
+  output is compared up to noise as replay's report compares it (stepfork.replay.noise: fresh ids renamed
+  one-to-one, timing and new fields of framework messages)
 - the trajectory assertions' own messages (``stepfork.replay.assertions``).
 """
 
@@ -26,12 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from stepfork.replay.assertions import assert_trajectory, validate_trajectory_expectation
-from stepfork.replay.diagnostics import (
-    all_differences,
-    difference_lines,
-    display_path,
-    preview,
-)
+from stepfork.replay.diagnostics import difference_lines, display_path, preview
 from stepfork.replay.entrypoint import (
     EntrypointCallError,
     EntrypointError,
@@ -47,6 +44,8 @@ from stepfork.replay.errors import (
     ReplayPolicyError,
     recorded_failure_text,
 )
+from stepfork.replay.noise import Origins
+from stepfork.replay.noise.output import output_differences
 from stepfork.replay.raise_as import RaiseAsTarget, resolve_raise_as
 from stepfork.replay.session import ReplaySession, load_source
 from stepfork.trace.bundle import Trace
@@ -189,7 +188,10 @@ def run_regression_case(
     except (TypeError, ValueError) as exc:
         raise AssertionError(f"stepfork: entrypoint returned a non-serializable value: {exc}") from exc
     if has_expectation:
-        differences, count = all_differences(expectation, actual)
+        # up to noise, as replay's report (stepfork.replay.noise): fresh ids compare up to a one-to-one
+        # renaming, an id the recording handed out must match exactly
+        found = output_differences(expectation, actual, Origins(loaded))
+        differences, count = found.differences, found.count
         if differences:
             difference = differences[0]
             # the reference's first line, then every differing path (the first one marked first)

@@ -4,24 +4,22 @@ A tool input holding ``uuid4()`` or ``datetime.now().isoformat()`` diverges at e
 TOOL:PATH`` (:mod:`stepfork.replay.ignoring`) accepts such a path, and the mismatch message says so when
 both the recorded and the live value have the same volatile shape: two UUIDs, two hex ids of one length
 (after one shared non-hex prefix such as ``req_``), or two ISO 8601 timestamps with a time of day written
-alike. Ordinary strings never get the hint (the rule must stay precise: a wrong hint teaches users to
-ignore real regressions).
+alike (the UUID and ISO datetime shapes are the noise model's: stepfork.replay.noise). Ordinary strings
+never get the hint (the rule must stay precise: a wrong hint teaches users to ignore real regressions).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from datetime import datetime
 from typing import Any
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+from stepfork.replay.noise.ids import UUID as _UUID
+from stepfork.replay.noise.timing import is_iso_datetime
+
 # a hex id: 16+ hex digits (span ids, trace ids, digests) after an optional prefix of letters and _ or -
 # ending in a separator, so an English word is never read as a prefix of hex letters
 _HEX_ID = re.compile(r"((?:[A-Za-z]+[_-])*)([0-9a-fA-F]{16,})")
-_ISO_TIMESTAMP = re.compile(
-    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?", re.IGNORECASE
-)
 
 
 def _hex_shape(text: str) -> tuple[str, int] | None:
@@ -32,11 +30,7 @@ def _hex_shape(text: str) -> tuple[str, int] | None:
 
 
 def _timestamp_shape(text: str) -> str | None:
-    if _ISO_TIMESTAMP.fullmatch(text) is None:
-        return None
-    try:
-        datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00").replace(",", "."))
-    except ValueError:  # digits in the right places but not a date (2024-13-45)
+    if not is_iso_datetime(text):
         return None
     return re.sub(r"\d", "0", text)
 

@@ -1,5 +1,6 @@
-"""``stepfork diff BASELINE CANDIDATE [--json] [--ignore PATH]... [--strict] [--show-ignored]``
-(spec/cli-reference.txt "diff"; volatile values: issue 12, stepfork.analysis.volatile).
+"""``stepfork diff BASELINE CANDIDATE [--json] [--ignore PATH]... [--strict] [--show-ignored]
+[--noise-rules FILE]...`` (spec/cli-reference.txt "diff"; volatile values: issue 12; noise rules:
+issue 28, stepfork.replay.noise).
 
 Exit codes: 0 behaviour equivalent, 1 meaningful behavioural difference, 2 invalid or unreadable input
 (with ``--json`` also every command's error object on stdout, ``{"error": "integrity_mismatch" |
@@ -26,18 +27,26 @@ def diff(
         help="Also ignore differences at PATH ([*], *, ** wildcards). Repeatable.",
     ),
     strict: bool = typer.Option(
-        False, "--strict", help="Ignore nothing, not even provider-generated ids and timestamps."
+        False, "--strict", help="Ignore nothing: no noise rule, no renaming of ids, not even --ignore."
     ),
     show_ignored: bool = typer.Option(False, "--show-ignored", help="List the ignored differences."),
+    noise_rules: list[Path] | None = typer.Option(
+        None,
+        "--noise-rules",
+        metavar="FILE",
+        help="More noise rules: a TOML file of [[rule]] tables (docs/diff.md). Repeatable.",
+    ),
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
     from stepfork.analysis.diff import diff_traces
     from stepfork.analysis.volatile import check_path_patterns
     from stepfork.cli.output import fail, sanitize_text, shown
+    from stepfork.replay.noise import NoiseRules
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
     try:  # a bad option first, before either bundle is read
         check_path_patterns(ignore or ())
+        NoiseRules.with_files(noise_rules or ())
     except ValueError as exc:
         fail(sanitize_text(str(exc)), 2, error="invalid_option")
     loaded = []
@@ -56,7 +65,14 @@ def diff(
             f"candidate {sanitize_text(cand.agent_name)!r}); the comparison may not mean much.",
             err=True,
         )
-    result = diff_traces(base, cand, ignore=ignore or (), strict=strict, show_ignored=show_ignored)
+    result = diff_traces(
+        base,
+        cand,
+        ignore=ignore or (),
+        strict=strict,
+        show_ignored=show_ignored,
+        noise_rules=noise_rules or (),
+    )
     # the paths as the user gave them (diff_traces of loaded traces has none)
     result = result.model_copy(
         update={

@@ -311,7 +311,7 @@ def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
     the three verdicts; verdict words coloured on a terminal (stepfork.cli.colour)."""
     from stepfork.cli.colour import echo
     from stepfork.cli.output import compact, sanitize_text
-    from stepfork.replay.diagnostics import difference_lines
+    from stepfork.replay.diagnostics import difference_lines, display_path
 
     lines = [*header, f"{'Agent':<14}{sanitize_text(outcome.agent_name)}", "", "Dependency Calls"]
     if not outcome.calls:
@@ -348,6 +348,10 @@ def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
     if behavior.difference_count > 1:
         block = difference_lines(behavior.differences, behavior.difference_count, display=True)
         lines.extend("  " + sanitize_text(line) for line in block)
+    if behavior.ignored_count:  # issue 28: what the comparison accepted as noise is said, never silent
+        shown = ", ".join(f"{display_path(d.path)} ({d.noise})" for d in behavior.ignored[:3])
+        more = f", and {behavior.ignored_count - 3} more" if behavior.ignored_count > 3 else ""
+        lines.append(f"  ignored as noise: {sanitize_text(shown)}{more}")
     if outcome.raise_as_suggestion:
         lines.append(
             "  hint: the replayed failure is raised as Stepfork's RecordedDependencyError, which the "

@@ -1,0 +1,355 @@
+"""Compare two JSON values and say which differences are noise (issue 28; docs/diff.md, "Noise rules").
+
+:class:`Comparison` is one scope: one :class:`~stepfork.replay.noise.renaming.Renaming`, the origins of
+each side (:class:`~stepfork.replay.noise.origins.Origins`) and the rules. :meth:`Comparison.compare`
+walks two values in canonical order (object keys sorted, lists by position) and returns every leaf
+difference, each with ``noise`` None (a real difference) or why it is noise:
+
+1. a path rule names the place (``body``: an LLM response's JSON; ``headers``; a ``message`` type), or a
+   user's ``--ignore`` pattern does: the rule's name. In a dependency output two strings there pair their
+   ids into the renaming; anywhere else a rule never excuses a differing id (a handed-out id must match
+   exactly, a fresh one up to the renaming);
+2. two strings equal up to the renaming: ``renamed id`` (fresh ids; in a dependency output, any two ids:
+   the dependency generated them);
+3. a timing field with a clock or duration shape on each side: ``timing``;
+4. a key one side lacks whose value on the other is empty (null, false, [], {}) inside a framework
+   message, an LLM output or a framework request: ``new field``.
+
+Where a value sits is given by ``where`` (:data:`WHERES`); inside it, an HTTP capture's output is split
+into ``headers``, the ``json`` body and each SSE event's ``data``, and a framework message object (tagged
+``{"$stepfork": "model", "type": T, "value": ...}`` or a plain dump the rules recognise) is a ``message``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from stepfork.replay.noise.ids import is_opaque_id, may_hold_id, split
+from stepfork.replay.noise.origins import Origins
+from stepfork.replay.noise.renaming import Renaming
+from stepfork.replay.noise.rules import NoiseRules, Rule
+from stepfork.replay.noise.timing import TAG, timing_shaped
+
+WHERES = ("llm_input", "llm_output", "tool_input", "tool_output", "run_output", "other")
+"""Where a compared value sits: the LLM and tool inputs and outputs are the recording's, ``run_output``
+the run's final output, ``other`` anything else (state, error messages)."""
+
+RENAMED = "renamed id"
+TIMING = "timing"
+NEW_FIELD = "new field"
+_HTTP_BODIES = ("json", "sse", "text", "base64", "incomplete")
+_TAGGED_OBJECTS = frozenset(
+    {"model", "dataclass"}
+)  # pydantic models (AIMessage), dataclasses (ModelResponse)
+_CLOCKS = frozenset({"datetime", "date", "time", "timedelta"})  # tagged clocks compare as one value
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+ABSENT: Final = _Missing()
+"""The value of an absent key or list item in a :class:`Difference` (callers map it to their own
+sentinel)."""
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One leaf difference: ``path`` (keys and indexes from the compared root), ``expected`` and ``actual``
+    (:data:`ABSENT` when absent), ``noise`` (None: a real difference; else the rule name, ``renamed id``,
+    ``timing`` or ``new field``)."""
+
+    path: Path
+    expected: Any
+    actual: Any
+    noise: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    kind: str  # body, headers, message, http, sse, events, event, plain
+    root: int  # len(path) at the frame's root
+    area: str  # one of WHERES
+    dep: bool  # inside a dependency output: ids pair freely
+    framework: bool  # a framework request (an LLM input recorded at a wrapper)
+    mtype: str | None = None
+
+
+def same_leaf(a: Any, b: Any) -> bool:
+    """JSON equality of two leaves as canonical bytes see it: ``1`` != ``1.0``, ``True`` != ``1``,
+    ``-0.0`` != ``0.0`` (REFERENCE-NOTES.md 2.1)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return repr(a) == repr(b)
+    return bool(a == b)
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """True when two JSON values are canonically equal (types kept: ``1`` != ``1.0``, ``True`` != ``1``)."""
+    return a == b and _same_types(a, b)  # Python's == first: it is False for every other difference
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        if a.keys() != b.keys():
+            return False
+        return all(_same_types(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b, strict=True))
+    return same_leaf(a, b)
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value is False or (isinstance(value, list | dict) and not value)
+
+
+def rule_path(parts: Iterable[str | int]) -> str:
+    """``a.b[1].c``: a path relative to a rule's place, in the rules' syntax."""
+    out = ""
+    for key in parts:
+        out = f"{out}[{key}]" if isinstance(key, int) else (f"{out}.{key}" if out else str(key))
+    return out
+
+
+class Comparison:
+    """One comparison scope (module docstring).
+
+    Args:
+        rules: the rules; None compares strictly (no rule, no renaming: ``--strict``).
+        left, right: where each side's ids came from (None: no recording, every id fresh); the replay
+            gives the same recording for both.
+        ignore: the user's rule for a difference's full path (``--ignore``: given ``output.json.id``, the
+            rule that ignores it, or None), applied before the shipped rules; None for none.
+    """
+
+    def __init__(
+        self,
+        rules: NoiseRules | None,
+        left: Origins | None = None,
+        right: Origins | None = None,
+        *,
+        ignore: Callable[[str], Rule | None] | None = None,
+    ) -> None:
+        self.rules = rules
+        self.left = left if left is not None else Origins()
+        self.right = right if right is not None else Origins()
+        self.renaming = Renaming()
+        self._ignore = ignore
+
+    def compare(
+        self, expected: Any, actual: Any, where: str = "other", *, prefix: Path = ()
+    ) -> list[Difference]:
+        """Every difference between ``expected`` and ``actual`` (module docstring), in canonical order;
+        empty when they are equal up to noise. ``prefix``: path parts above the values (a diff field,
+        ``("output",)``), kept in each difference's path.
+
+        Raises:
+            ValueError: an unknown ``where``.
+        """
+        if where not in WHERES:
+            raise ValueError(f"unknown place {where!r}; expected one of {', '.join(WHERES)}")
+        out: list[Difference] = []
+        if self.rules is None:
+            if not same_json(expected, actual):
+                self._walk(expected, actual, prefix, None, out)
+            return out
+        if same_json(expected, actual):
+            return out
+        frame = self._root_frame(expected, actual, where, len(prefix))
+        self._walk(expected, actual, prefix, frame, out)
+        return out
+
+    # -- frames ------------------------------------------------------------------------------------------
+
+    def _root_frame(self, a: Any, b: Any, where: str, root: int) -> _Frame:
+        dep = where in ("llm_output", "tool_output")
+        if where == "llm_output":
+            if _is_http(a) and _is_http(b):
+                return _Frame("http", root, where, dep, False)
+            return _Frame("body", root, where, dep, True)
+        framework = where == "llm_input" and isinstance(a, dict) and "endpoint" in a and "request" in a
+        return _Frame("plain", root, where, dep, framework)
+
+    def _child(self, frame: _Frame, key: str | int, depth: int) -> _Frame:
+        kind = frame.kind
+        if kind == "http":
+            if key == "headers":
+                return _Frame("headers", depth, frame.area, frame.dep, False)
+            if key == "json":
+                return _Frame("body", depth, frame.area, frame.dep, False)
+            if key == "sse":
+                return _Frame("sse", depth, frame.area, frame.dep, False)
+            return _Frame("plain", depth, frame.area, frame.dep, False)
+        if kind == "sse":
+            return _Frame("events" if key == "events" else "plain", depth, frame.area, frame.dep, False)
+        if kind == "events":
+            return _Frame("event", depth, frame.area, frame.dep, False)
+        if kind == "event":
+            if key == "data":
+                return _Frame("body", depth, frame.area, frame.dep, False)
+            return _Frame("plain", depth, frame.area, frame.dep, False)
+        return frame
+
+    def _message(self, frame: _Frame, a: dict[str, Any], b: dict[str, Any], depth: int) -> _Frame | None:
+        """The frame of a framework message rooted at this pair of dicts (for its children), or None."""
+        assert self.rules is not None
+        if a.get(TAG) in _TAGGED_OBJECTS and a.get(TAG) == b.get(TAG):
+            kind = a.get("type")
+            if kind == b.get("type") and isinstance(kind, str) and kind in self.rules.message_types:
+                # the tagged form of a framework message: its "value" is the message
+                return _Frame("tagged", depth, frame.area, frame.dep, frame.framework, kind)
+            return None  # another object: inside a message it belongs to the message
+        found = self.rules.message_type(a)
+        if found is not None and found == self.rules.message_type(b):
+            return _Frame("message", depth, frame.area, frame.dep, frame.framework, found)
+        return None
+
+    # -- the walk ----------------------------------------------------------------------------------------
+
+    def _walk(self, a: Any, b: Any, path: Path, frame: _Frame | None, out: list[Difference]) -> None:
+        if (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and not (a.get(TAG) in _CLOCKS and b.get(TAG) in _CLOCKS)
+        ):
+            inner = frame
+            if frame is not None and frame.kind not in ("http", "sse", "events", "event", "headers"):
+                found = self._message(frame, a, b, len(path))
+                if found is not None:
+                    inner = found
+            for key in sorted(set(a) | set(b)):
+                sub = (*path, key)
+                child = inner
+                if inner is not None:
+                    if inner.kind == "tagged":
+                        child = (
+                            _Frame("message", len(sub), inner.area, inner.dep, inner.framework, inner.mtype)
+                            if key == "value"
+                            else _Frame("plain", len(sub), inner.area, inner.dep, inner.framework)
+                        )
+                    else:
+                        child = self._child(inner, key, len(sub))
+                if key not in a:
+                    self._leaf(ABSENT, b[key], sub, child, out)
+                elif key not in b:
+                    self._leaf(a[key], ABSENT, sub, child, out)
+                else:
+                    self._walk(a[key], b[key], sub, child, out)
+            return
+        if isinstance(a, list) and isinstance(b, list):
+            for position in range(max(len(a), len(b))):
+                sub = (*path, position)
+                child = self._child(frame, position, len(sub)) if frame is not None else None
+                if position >= len(a):
+                    self._leaf(ABSENT, b[position], sub, child, out)
+                elif position >= len(b):
+                    self._leaf(a[position], ABSENT, sub, child, out)
+                else:
+                    self._walk(a[position], b[position], sub, child, out)
+            return
+        self._leaf(a, b, path, frame, out)
+
+    def _leaf(self, a: Any, b: Any, path: Path, frame: _Frame | None, out: list[Difference]) -> None:
+        if frame is None:
+            if a is ABSENT or b is ABSENT or not same_leaf(a, b):
+                out.append(Difference(path, a, b))
+            return
+        if isinstance(a, str) and isinstance(b, str):
+            if a == b:
+                if self._equal_string(a, b, frame):
+                    return
+                out.append(Difference(path, a, b))
+                return
+        elif a is not ABSENT and b is not ABSENT and same_leaf(a, b):
+            return
+        out.append(Difference(path, a, b, self._noise(a, b, path, frame)))
+
+    def _allow(self, frame: _Frame) -> Callable[[str, str], bool]:
+        if frame.dep:
+            return lambda a, b: True
+        return lambda a, b: self.left.fresh(a) and self.right.fresh(b)
+
+    def _equal_string(self, a: str, b: str, frame: _Frame) -> bool:
+        # an equal string still binds its ids to themselves (and fails where one is renamed to another)
+        if len(a) < 8 or not may_hold_id(a):
+            return True
+        return self.renaming.strings_equal(a, b, self._allow(frame))
+
+    def _noise(self, a: Any, b: Any, path: Path, frame: _Frame) -> str | None:
+        rules = self.rules
+        assert rules is not None
+        rel = path[frame.root :]
+        rule = None
+        if self._ignore is not None:
+            rule = self._ignore_rule(path)
+        if rule is None and rel:
+            if frame.kind == "headers":
+                rule = rules.header_rule(str(rel[0]))
+            elif frame.kind == "body":
+                rule = rules.body_rule(rule_path(rel))
+            elif frame.kind == "message" and frame.mtype is not None:
+                rule = rules.message_rule(frame.mtype, rule_path(rel))
+        strings = isinstance(a, str) and isinstance(b, str)
+        if rule is not None and (frame.dep or not strings):
+            if strings:  # a place the dependency generated: its ids pair into the renaming
+                self.renaming.pair(a, b)
+            return rule.name
+        if strings and self.renaming.strings_equal(a, b, self._allow(frame)):
+            return RENAMED
+        if rule is not None:
+            # outside a dependency output a rule never excuses an id: a handed-out one must match exactly
+            return None if _ids_differ(a, b) else rule.name
+        key = path[-1] if path and isinstance(path[-1], str) else None
+        if key is None:
+            return None
+        in_timing = frame.area in rules.timing_where or frame.kind == "message"
+        if in_timing and rules.is_timing_key(key) and not any(p in rules.timing_not_under for p in path[:-1]):
+            duration = rules.is_duration_key(key)
+            if (a is ABSENT or timing_shaped(a, duration_key=duration)) and (
+                b is ABSENT or timing_shaped(b, duration_key=duration)
+            ):
+                return TIMING
+        if a is ABSENT or b is ABSENT:
+            new_where = rules.new_fields_where
+            if (
+                frame.kind == "message"
+                or (frame.area == "llm_output" and "llm_output" in new_where)
+                or (frame.framework and "framework_request" in new_where)
+            ) and _empty(b if a is ABSENT else a):
+                return NEW_FIELD
+        return None
+
+    def _ignore_rule(self, path: Path) -> Rule | None:
+        assert self._ignore is not None
+        return self._ignore(rule_path(path))
+
+    # -- reading the scope -------------------------------------------------------------------------------
+
+    def renamed(self) -> list[tuple[str, str]]:
+        """The ids renamed so far in this scope (left id, right id), in the order they were bound."""
+        return self.renaming.renamed()
+
+
+def _ids_differ(a: str, b: str) -> bool:
+    """True when two strings differ in an opaque id (or in their token structure around one)."""
+    left, right = split(a)[1], split(b)[1]
+    if len(left) != len(right):
+        return any(is_opaque_id(t) for t in (*left, *right))
+    return any(x != y and (is_opaque_id(x) or is_opaque_id(y)) for x, y in zip(left, right, strict=True))
+
+
+def _is_http(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and "status" in value
+        and "headers" in value
+        and any(k in value for k in _HTTP_BODIES)
+    )

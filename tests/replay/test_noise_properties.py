@@ -1,0 +1,144 @@
+"""Property tests of equality up to a renaming of fresh ids (issue 28; stepfork.replay.noise).
+
+Over JSON values whose strings mix opaque ids (uuids, ``lc_run--``, ``call_``, hex digests) with words:
+equality up to renaming is an equivalence (reflexive, symmetric, transitive); a one-to-one renaming of
+fresh ids never changes the verdict; and it never equates values that differ in a non-id leaf, in an id the
+recording handed out, or by a renaming that maps two ids to one.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from stepfork.replay.noise import Origins, compare_output, is_opaque_id
+from stepfork.replay.noise.ids import split
+
+ALNUM = string.ascii_letters + string.digits
+IDS = st.one_of(
+    st.uuids().map(str),
+    st.uuids().map(lambda u: f"lc_run--{u}-0"),
+    st.uuids().map(lambda u: u.hex),
+    st.text(alphabet=ALNUM, min_size=23, max_size=23).map(lambda body: f"call_{body}7"),
+    st.binary(min_size=32, max_size=32).map(lambda b: b.hex()),
+).filter(is_opaque_id)
+WORDS = st.sampled_from(["hello", "call_weather_1", "Paris", "msg_01", "21", "sunny", "ORD-1001", "a-b"])
+SEPARATORS = st.sampled_from([" ", ": ", "/", '"', ", "])
+KEYS = st.sampled_from(["a", "b", "id", "items", "name", "reply"])
+
+
+@st.composite
+def texts(draw: st.DrawFn, ids: list[str]) -> str:
+    tokens = draw(st.lists(st.one_of(WORDS, st.sampled_from(ids)), min_size=1, max_size=4))
+    out = tokens[0]
+    for token in tokens[1:]:
+        out += draw(SEPARATORS) + token
+    return out
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> tuple[Any, list[str]]:
+    """A JSON value and the pool of ids its strings were drawn from."""
+    ids = draw(st.lists(IDS, min_size=2, max_size=5, unique=True))
+    leaves = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), texts(ids))
+    value = draw(
+        st.recursive(
+            leaves,
+            lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)),
+            max_leaves=12,
+        )
+    )
+    return value, ids
+
+
+def rename(value: Any, mapping: dict[str, str]) -> Any:
+    """``value`` with every token in ``mapping`` replaced (separators kept)."""
+    if isinstance(value, dict):
+        return {k: rename(v, mapping) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rename(v, mapping) for v in value]
+    if isinstance(value, str):
+        seps, tokens = split(value)
+        out = seps[0]
+        for token, sep in zip(tokens, seps[1:], strict=True):
+            out += mapping.get(token, token) + sep
+        return out
+    return value
+
+
+def tokens_of(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tokens_of(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in tokens_of(v)]
+    return split(value)[1] if isinstance(value, str) else []
+
+
+def equal(a: Any, b: Any, origins: Origins) -> bool:
+    return not [d for d in compare_output(a, b, origins) if d.noise is None]
+
+
+@given(documents(), st.data())
+def test_a_one_to_one_renaming_of_fresh_ids_is_equal_and_equality_is_an_equivalence(
+    doc: tuple[Any, list[str]], data: st.DataObject
+) -> None:
+    value, ids = doc
+    handed = data.draw(st.lists(st.sampled_from(ids), max_size=1, unique=True))
+    origins = Origins(values=handed)
+    fresh = [i for i in ids if i not in handed]
+    targets = data.draw(st.lists(IDS, min_size=len(fresh), max_size=len(fresh), unique=True))
+    assume(not set(targets) & set(ids))
+    first = rename(value, dict(zip(fresh, targets, strict=True)))
+    again = data.draw(st.lists(IDS, min_size=len(fresh), max_size=len(fresh), unique=True))
+    assume(not set(again) & (set(ids) | set(targets)))
+    second = rename(first, dict(zip(targets, again, strict=True)))
+    assert equal(value, value, origins)  # reflexive
+    assert equal(value, first, origins)
+    assert equal(first, value, origins)  # symmetric
+    assert equal(first, second, origins)
+    assert equal(value, second, origins)  # transitive
+
+
+@given(documents(), st.data())
+def test_equality_is_symmetric_on_any_pair(doc: tuple[Any, list[str]], data: st.DataObject) -> None:
+    value, ids = doc
+    other = rename(value, {ids[0]: ids[1]}) if data.draw(st.booleans()) else rename(value, {ids[0]: "Paris"})
+    origins = Origins(values=data.draw(st.lists(st.sampled_from(ids), max_size=2)))
+    assert equal(value, other, origins) == equal(other, value, origins)
+
+
+@given(documents(), st.data())
+def test_a_changed_non_id_leaf_is_never_equal(doc: tuple[Any, list[str]], data: st.DataObject) -> None:
+    value, _ = doc
+    words = [t for t in tokens_of(value) if not is_opaque_id(t)]
+    assume(words)
+    word = data.draw(st.sampled_from(words))
+    assert not equal(value, rename(value, {word: word + "x"}), Origins())
+    assert not equal([value, 1], [value, 2], Origins())
+
+
+@given(documents(), st.data())
+def test_a_changed_handed_out_id_is_never_equal(doc: tuple[Any, list[str]], data: st.DataObject) -> None:
+    value, ids = doc
+    present = [i for i in ids if i in tokens_of(value)]
+    assume(present)
+    handed = data.draw(st.sampled_from(present))
+    other = data.draw(IDS.filter(lambda i: i not in ids))
+    assert not equal(value, rename(value, {handed: other}), Origins(values=[handed]))
+
+
+@given(documents(), st.data())
+def test_a_renaming_that_maps_two_ids_to_one_is_never_equal(
+    doc: tuple[Any, list[str]], data: st.DataObject
+) -> None:
+    inner, ids = doc
+    a, b = ids[0], ids[1]
+    value = [inner, a, f"reply to {b}", {"again": a}]  # a twice, b once: both present
+    merged = data.draw(IDS.filter(lambda i: i not in ids))
+    assert not equal(value, rename(value, {a: merged, b: merged}), Origins())
+    # and the other way: one id split into two
+    c, d = data.draw(st.lists(IDS.filter(lambda i: i not in ids), min_size=2, max_size=2, unique=True))
+    assert not equal(value, [rename(inner, {a: c}), c, f"reply to {b}", {"again": d}], Origins())
