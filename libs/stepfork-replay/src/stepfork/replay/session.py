@@ -57,7 +57,7 @@ from stepfork.replay.matching import (
     incomplete_error,
 )
 from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
-from stepfork.replay.network import Seal, network_for
+from stepfork.replay.network import Seal, format_host, network_for, parse_allowed_host
 from stepfork.replay.network import seal as seal_network
 from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
@@ -114,12 +114,15 @@ class ReplaySession:
             and fallbacks in :mod:`stepfork.replay.raise_as`. Nothing named by the bundle is imported.
         network: ``"sealed"`` or ``"open"``; None (default): sealed in ``frozen``, ``forbidden`` and
             ``manual``, open in ``live`` and ``hybrid``. While a sealed session is active an outbound
-            connection to anything but loopback raises ReplayPolicyError ``network_sealed`` before a byte
-            is sent, recorded as the divergence (:mod:`stepfork.replay.network`; a change from 0.2.0).
-        allow_hosts: host names or addresses that stay reachable while sealed.
+            connection to any address, loopback included, raises ReplayPolicyError ``network_sealed``
+            before a byte is sent, recorded as the divergence (:mod:`stepfork.replay.network`; issue 29).
+        allow_hosts: what stays reachable while sealed: ``HOST`` (every port of a name or an address) or
+            ``HOST:PORT``, IPv6 addresses in brackets (``[::1]:8000``); kept normalized in
+            :attr:`allow_hosts` (:func:`stepfork.replay.network.parse_allowed_host`).
 
     Raises:
-        ValueError: an unknown or reserved mode, an unknown ordering, or an invalid combination (see
+        ValueError: an unknown or reserved mode, an unknown ordering, a malformed ``allow_hosts`` entry, or
+            an invalid combination (see
             :func:`stepfork.replay.modes.validate_options`), or an invalid ``raise_as`` (see
             :class:`stepfork.replay.raise_as.RaiseAs`), naming the problem.
 
@@ -159,7 +162,8 @@ class ReplaySession:
         self.mode: str = options.mode
         self.hybrid = options.mode == "hybrid"
         self.network = network_for(options.mode, network)
-        self.allow_hosts = tuple(allow_hosts or ())
+        # normalized (``HOST``/``HOST:PORT``, IPv6 in brackets); a malformed entry is a ValueError here
+        self.allow_hosts = tuple(dict.fromkeys(format_host(*parse_allowed_host(h)) for h in allow_hosts or ()))
         self._seal: Seal | None = None
         self.live_llms = options.live_llms
         self.allow_live_tools = options.allow_live_tools
