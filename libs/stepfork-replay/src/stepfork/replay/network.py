@@ -38,8 +38,9 @@ rest of the process's life with :func:`seal_process`, as in a ``stepfork check``
 IPv4-mapped IPv6 addresses (``::ffff:127.0.0.1``, a dual-stack socket's view of an IPv4 peer) are read as
 their IPv4 address.
 
-``allow_hosts`` opens exactly what it names: ``HOST`` (every port of a name or an address) or ``HOST:PORT``
-(one port), IPv6 addresses in brackets (``[::1]:8000``; a bare ``::1`` is every port) (:func:`parse_allowed_host`).
+``allow_hosts`` opens exactly what it names: ``HOST`` (every port of a name or an address) or
+``HOST:PORT`` (one port), IPv6 addresses in brackets (``[::1]:8000``; a bare ``::1`` is every port)
+(:func:`parse_allowed_host`).
 ``network="open"`` (the default in ``live`` and ``hybrid``, whose LLM calls need it) installs nothing.
 
 A child process forked while a sealed session is active (``os.fork``, a ``multiprocessing`` pool with the
@@ -154,7 +155,8 @@ class Seal:
     def __init__(self, session: Any, allow_hosts: Iterable[str]) -> None:
         self.session = session
         self.pid = os.getpid()  # a forked child inherits the seal; its refusals go to this process
-        self.allowed: frozenset[Allowance] = frozenset(parse_allowed_host(h) for h in allow_hosts if str(h).strip())
+        given = [str(host) for host in allow_hosts if str(host).strip()]
+        self.allowed: frozenset[Allowance] = frozenset(parse_allowed_host(host) for host in given)
         self.addresses: set[Allowance] = set()
         self.names_resolved = False
 

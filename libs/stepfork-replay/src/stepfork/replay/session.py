@@ -24,6 +24,11 @@ Each call, before its body could run:
    C4). That last part is :mod:`stepfork.replay.serving`; checks 2, 6 and 8 are in
    :mod:`stepfork.replay.modes`, 4, 5 and 7 in :mod:`stepfork.replay.matching`.
 
+``http`` calls (issue 29: requests outside the agent's order, :mod:`stepfork.trace.http_calls`) skip
+the cursor: checks 2 and 3, then the request is served from :class:`~stepfork.replay.requests.RequestPool`
+by its method, URL and body, in any order; one the recording does not hold is refused
+(``request_not_recorded``), except in live and hybrid modes, where it is sent.
+
 The first ReplayError other than RecordedDependencyError is kept as :attr:`ReplaySession.divergence`, even
 when the agent catches it; :meth:`verify_complete` and every assertion fail afterwards.
 """
@@ -63,6 +68,7 @@ from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
+from stepfork.replay.requests import RequestPool, ServedRequest, not_recorded, split_requests
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
 from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary
@@ -71,6 +77,7 @@ from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace, read_extension
 from stepfork.trace.concurrency import facts_of
 from stepfork.trace.errors import TraceError
+from stepfork.trace.http_calls import is_http_call
 from stepfork.trace.reading import load_verified_trace
 from stepfork.trace.recording import OrphanCallWarning
 
@@ -163,15 +170,23 @@ class ReplaySession:
         self.hybrid = options.mode == "hybrid"
         self.network = network_for(options.mode, network)
         # normalized (``HOST``/``HOST:PORT``, IPv6 in brackets); a malformed entry is a ValueError here
-        self.allow_hosts = tuple(dict.fromkeys(format_host(*parse_allowed_host(h)) for h in allow_hosts or ()))
+        allowed = (format_host(*parse_allowed_host(host)) for host in allow_hosts or ())
+        self.allow_hosts = tuple(dict.fromkeys(allowed))
         self._seal: Seal | None = None
         self.live_llms = options.live_llms
         self.allow_live_tools = options.allow_live_tools
         self.approve = options.approve
         with cyclic_gc_paused():
-            self.calls: list[RecordedCall] = extract_recorded_calls(
+            visible = extract_recorded_calls(
                 events, mode=options.mode, live_llms=options.live_llms, all_calls=all_calls
             )
+        # requests outside the agent's order are served by their request, never by the cursor (issue 29)
+        self.calls: list[RecordedCall] = visible
+        self._requests = RequestPool([])
+        if any(call.kind == "tool" and is_http_call(call.name) for call in all_calls):
+            self.calls = split_requests(visible)[0]
+            self._requests = RequestPool(split_requests(all_calls)[1])
+        self._in_order_requests: bool | None = None  # see route_request
         recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
         self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
@@ -340,6 +355,17 @@ class ReplaySession:
         return self._divergence_count
 
     @property
+    def served_requests(self) -> tuple[ServedRequest, ...]:
+        """The ``http`` calls (requests outside the agent's order) answered so far, in the order they came."""
+        with self._lock:
+            return tuple(self._requests.served)
+
+    @property
+    def recorded_requests(self) -> int:
+        """How many ``http`` calls the recording holds (served or not)."""
+        return len(self._requests.calls)
+
+    @property
     def summary(self) -> ReplaySummary:
         """:class:`ReplaySummary` of the session as it stands."""
         with self._lock:
@@ -389,6 +415,8 @@ class ReplaySession:
             raise
 
     def _decide_checked(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
+        if call.kind == "tool" and is_http_call(call.name):
+            return self._serve_request(call, orphan)
         if orphan and not self._orphan_warned:
             # The strict (or concurrent) cursor still checks the call's identity and input, so a call
             # that does not belong to this run diverges before its body runs.
@@ -447,6 +475,53 @@ class ReplaySession:
         # the checked bytes are those of expected.output, so only when that is the output served
         checked = checked if served is expected else None
         return False, rebuild_output(served, call, live, checked)  # a mismatch diverges in _decide
+
+    def _serve_request(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
+        """Checks 2 and 3, then serve an ``http`` call from the pool (module docstring)."""
+        live = LiveInput(call.input)
+        check_mode(self.mode, self.approve, call, live)
+        if not self._active:
+            raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
+        with self._lock:
+            pool = self._requests
+            expected = pool.take(live)
+            if expected is None:
+                if self.mode in ("live", "hybrid"):  # the run goes live: so does a request it did not make
+                    pool.served.append(ServedRequest(call.name, None, orphan, "executed"))
+                    return True, None
+                raise not_recorded(call, live, pool, background=orphan)
+            check_input(pool, expected, call, live, compare=True)  # the stored input fingerprint
+            checked = check_outcome(pool, expected, call, live)  # an outcome, its stored fingerprint
+            pool.served.append(ServedRequest(expected.name, expected.step, orphan))
+        if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
+            raise recorded_failure(expected, call, live, self._raise_as)
+        return False, rebuild_output(expected, call, live, checked)
+
+    def route_request(self, call: BoundaryCall, as_llm: Callable[[], BoundaryCall]) -> BoundaryCall:
+        """The call the HTTP capture replays a request as: ``call`` (an ``http`` call), or ``as_llm()`` when
+        the recording does not hold the request as an ``http`` call but holds it as the LLM call next in the
+        agent's order, exactly (a recording made before issue 29 held every captured request so)."""
+        if self._in_order_requests is None:
+            self._in_order_requests = any(
+                c.kind == "llm" and isinstance(c.input, dict) and {"method", "path", "body"} <= set(c.input)
+                for c in self.calls
+            )
+        if not self._in_order_requests:
+            return call
+        with self._lock:
+            if self._requests.holds(LiveInput(call.input)):
+                return call
+            llm = as_llm()
+            live = LiveInput(llm.input)
+            expected = self._cursor.select(llm, live, self._compares)
+            if (
+                expected is not None
+                and expected.kind == "llm"
+                and (expected.model, expected.provider) == (llm.model, llm.provider)
+                and live.bytes == self._cursor.recorded_input_bytes(expected)
+            ):
+                return llm
+        return call
 
     def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
         """Serve or run a synchronous call (BoundaryHandler protocol); see the module docstring.

@@ -78,7 +78,7 @@ def export(
     ] = None,
     allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
     allow_host: Annotated[
-        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+        list[str] | None, typer.Option("--allow-host", metavar="HOST[:PORT]", help=ALLOW_HOST_HELP)
     ] = None,
     ordering: Annotated[str, ordering_option()] = "auto",
     ignore: Annotated[list[str] | None, ignore_option()] = None,
@@ -113,11 +113,18 @@ def export(
         load_trajectory_file,
     )
     from stepfork.analysis.exported import entrypoint_form_problem
-    from stepfork.cli.options import describe_raise_as, parse_ignore, parse_ordering, parse_raise_as
+    from stepfork.cli.options import (
+        describe_raise_as,
+        parse_allow_hosts,
+        parse_ignore,
+        parse_ordering,
+        parse_raise_as,
+    )
     from stepfork.cli.output import escape_controls, fail, sanitize, sanitize_text
 
     if not pytest_format:
         fail("v0.1 supports pytest export only (--pytest).", 2)
+    allow_host = parse_allow_hosts(allow_host)
     if command:
         entrypoint = _script_command(command, entrypoint, expect_output, expect_trajectory, raise_as)
     elif not entrypoint:

@@ -1,0 +1,135 @@
+"""Requests outside the agent's order: the recorded ``http`` calls, served by their request (issue 29).
+
+A recording's ``http`` calls (:mod:`stepfork.trace.http_calls`: requests from threads that are not the
+agent's, requests that are not LLM API calls) are not in the cursor's plan: their timing is a library's,
+not the agent's. :class:`RequestPool` holds them by their redacted canonical input (method, URL, body);
+a live request takes the first unserved recorded one with the same input, whenever it comes, and
+repeated identical requests are served in recorded order. A request the pool does not hold (or holds no
+more: it came more often than recorded) is refused by the session with :func:`not_recorded`, which is
+the replay's divergence. Recorded requests that never come are not missing calls: a background fetch may
+not run before a faster replay ends.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from stepfork.replay.errors import ReplayMismatchError
+from stepfork.replay.matching import CallCursor, LiveInput, build_diagnostic
+from stepfork.replay.plan import RecordedCall
+from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.http_calls import is_http_call
+
+
+@dataclass(frozen=True, slots=True)
+class ServedRequest:
+    """One ``http`` call a replay answered.
+
+    Attributes:
+        label: ``http METHOD URL`` (the URL without its query).
+        step: the ``step`` of the recorded call served, or None when the request ran live (live and
+            hybrid modes, for a request the recording does not hold).
+        background: True when it came from a thread without the replay's context.
+        action: ``"substituted"`` (the recorded response served) or ``"executed"`` (sent live).
+    """
+
+    label: str
+    step: int | None
+    background: bool
+    action: str = "substituted"
+
+    def to_dict(self) -> dict[str, object]:
+        """``{label, step, background, action}`` (JSON-ready)."""
+        return {"label": self.label, "step": self.step, "background": self.background, "action": self.action}
+
+
+def split_requests(calls: Iterable[RecordedCall]) -> tuple[list[RecordedCall], list[RecordedCall]]:
+    """``(the other calls, the http calls)`` of ``calls``, each in order and re-indexed 0..n-1."""
+    others: list[RecordedCall] = []
+    requests: list[RecordedCall] = []
+    for call in calls:
+        into = requests if call.kind == "tool" and is_http_call(call.name) else others
+        into.append(replace(call, index=len(into)) if call.index != len(into) else call)
+    return others, requests
+
+
+class RequestPool(CallCursor):
+    """The recorded ``http`` calls of a session, served by their request (module docstring). Not
+    thread-safe on its own: the session serializes access. ``calls`` are the http calls (index 0..k-1);
+    :meth:`recorded_input_bytes` lets the session's fingerprint checks read them as a cursor's."""
+
+    __slots__ = ("_by_key", "served")
+
+    def __init__(self, calls: list[RecordedCall]) -> None:
+        super().__init__(calls)
+        self._by_key: dict[bytes, deque[RecordedCall]] = {}
+        for call in calls:
+            self._by_key.setdefault(self.recorded_input_bytes(call), deque()).append(call)
+        self.served: list[ServedRequest] = []
+
+    def take(self, live: LiveInput) -> RecordedCall | None:
+        """The first unserved recorded call whose input is ``live``'s (redacted, canonical), taken; None
+        when there is none (never recorded, or every one of them served already)."""
+        waiting = self._by_key.get(live.bytes)
+        if not waiting:
+            return None
+        return waiting.popleft()
+
+    def holds(self, live: LiveInput) -> bool:
+        """True when :meth:`take` would find a recorded call for ``live``."""
+        return bool(self._by_key.get(live.bytes))
+
+    def consume(self, expected: RecordedCall) -> None:
+        """Nothing: :meth:`take` already took ``expected``."""
+
+    @property
+    def pending(self) -> int:
+        """Recorded requests not served (never a missing call: see the module docstring)."""
+        return sum(len(waiting) for waiting in self._by_key.values())
+
+    def remaining_labels(self) -> tuple[str, ...]:
+        """Labels of the recorded requests not served, in recorded order."""
+        left = {id(call) for waiting in self._by_key.values() for call in waiting}
+        return tuple(call.label for call in self.calls if id(call) in left)
+
+    def peek(self) -> RecordedCall | None:
+        """None: requests are never next in an order."""
+        return None
+
+
+def not_recorded(
+    call: BoundaryCall, live: LiveInput, pool: RequestPool, *, background: bool
+) -> ReplayMismatchError:
+    """The divergence of a request ``pool`` does not hold (``request_not_recorded``): named by method and
+    URL, where it came from, and what the recording holds for the same method and URL."""
+    url = live.value.get("url") if isinstance(live.value, dict) else None
+    method = call.name.split(" ", 2)[1]
+    where = "from a thread without the replay's context" if background else "from the agent"
+    same = [c for c in pool.calls if c.label == call.name]
+    if same:
+        times = "once" if len(same) == 1 else f"{len(same)} times"
+        held = (
+            f"the recording holds a request to this URL {times}, with another query or body, "
+            "or not this often"
+        )
+        # the first such request, compared: the path of the first difference (a changed query or body)
+        diagnostic = replace(
+            build_diagnostic(same[0], call, live, with_difference=True), index=None, step=same[0].step
+        )
+    else:
+        count = len(pool.calls)
+        held = f"the recording holds no request to this URL ({count} HTTP request(s) out of the agent's order)"
+        diagnostic = replace(build_diagnostic(None, call, live), missing="no such request in the recording")
+    diagnostic = replace(
+        diagnostic,
+        hint="a request the recorded run did not make (a changed URL or body, a new background fetch, "
+        "telemetry): instrument or stop it, or record the run again",
+    )
+    return ReplayMismatchError(
+        f"HTTP request not in the recording, refused before it was sent: {method} "
+        f"{url if isinstance(url, str) else call.name.split(' ', 2)[2]} {where}; {held}",
+        code="request_not_recorded",
+        diagnostic=diagnostic,
+    )
