@@ -119,8 +119,7 @@ def not_recorded(
             build_diagnostic(same[0], call, live, with_difference=True), index=None, step=same[0].step
         )
     else:
-        count = len(pool.calls)
-        held = f"the recording holds no request to this URL ({count} HTTP request(s) out of the agent's order)"
+        held = f"the recording holds no request to this URL (it holds {len(pool.calls)} out of the agent's order)"
         diagnostic = replace(build_diagnostic(None, call, live), missing="no such request in the recording")
     diagnostic = replace(
         diagnostic,
