@@ -119,7 +119,8 @@ def not_recorded(
             build_diagnostic(same[0], call, live, with_difference=True), index=None, step=same[0].step
         )
     else:
-        held = f"the recording holds no request to this URL (it holds {len(pool.calls)} out of the agent's order)"
+        count = len(pool.calls)
+        held = f"the recording holds no request to this URL ({count} outside the agent's order)"
         diagnostic = replace(build_diagnostic(None, call, live), missing="no such request in the recording")
     diagnostic = replace(
         diagnostic,
