@@ -194,12 +194,24 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
             fail_for_error(exc, Path(bundle))  # prints the one line, raises typer.Exit
         except typer.Exit as done:
             return int(done.exit_code)
+    keep_sealed(outcome)
     sys.stdout.flush()
     from stepfork.cli.output import sanitize_text
 
     shown = sanitize_text(" ".join(["python", *target]))  # a key typed as an argument is never printed
     render_outcome(outcome, Path(bundle), shown, verbose=options["verbose"])
     return int(outcome.exit_code)
+
+
+def keep_sealed(outcome: Any) -> None:
+    """After a sealed replay, keep this process sealed until it exits (``seal_process``): a thread the
+    program left running (a daemon's background fetch, the interpreter's join of non-daemon threads at
+    exit) must not reach the network once the session that sealed it has ended. The verdict is already
+    taken; a refusal then is no session's divergence."""
+    if getattr(outcome, "network", None) == "sealed":
+        from stepfork.replay.network import seal_process
+
+        seal_process()
 
 
 def run_script_regression_case(

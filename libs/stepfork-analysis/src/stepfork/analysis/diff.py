@@ -11,6 +11,9 @@ groups of replay's ``auto`` ordering) are put in one canonical order on both sid
 before alignment, so siblings align by identity, not by the order they happened to finish in. Differences
 at provider-generated paths (:mod:`stepfork.analysis.volatile`) are ignored by default: kept on the step
 as ``ignored``, counted, shown with ``show_ignored``, never part of the verdict.
+
+Issue 29: ``http`` steps (requests outside the agent's order: background fetches, non-LLM requests) come
+after the agent's own steps on both sides, sorted by label and input, and are aligned there.
 """
 
 from __future__ import annotations
@@ -384,6 +387,20 @@ def _sibling_order(trace: Any, steps: list[BehaviorStep]) -> list[BehaviorStep]:
     return out
 
 
+def _requests_apart(steps: list[BehaviorStep]) -> list[BehaviorStep]:
+    """``steps`` with the ``http`` steps (requests outside the agent's order, issue 29) after the agent's
+    own, sorted by label and input, before the run step: their timing is a library's, so two runs whose
+    background fetch came at another moment line up, and a request made in one run only is added or
+    removed."""
+    from stepfork.trace.canonical import canonical_json
+
+    requests = [step for step in steps[:-1] if step.step_type == "http"]
+    if not requests:
+        return steps
+    requests.sort(key=lambda step: (step.label, canonical_json(step.payload.get("input"))))
+    return [*(step for step in steps[:-1] if step.step_type != "http"), *requests, steps[-1]]
+
+
 def diff_traces(
     baseline: Any,
     candidate: Any,
@@ -416,8 +433,8 @@ def diff_traces(
     cand_trace, cand_path = _load(candidate)
     rules = None if strict else IgnoreRules(extra=ignore)
     steps = align_steps(
-        _sibling_order(base_trace, extract_behavior(base_trace)),
-        _sibling_order(cand_trace, extract_behavior(cand_trace)),
+        _requests_apart(_sibling_order(base_trace, extract_behavior(base_trace))),
+        _requests_apart(_sibling_order(cand_trace, extract_behavior(cand_trace))),
         rules,
     )
     counts = {k: sum(1 for s in steps if s.kind == k) for k in ("added", "removed", "changed", "unchanged")}

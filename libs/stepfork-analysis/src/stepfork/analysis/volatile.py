@@ -110,7 +110,8 @@ class IgnoreRules:
 
     def ignores(self, step_type: str, path: str) -> bool:
         """True when a difference at ``path`` of a step of ``step_type`` is to be ignored."""
-        if step_type == "llm" and any(p.fullmatch(path) for p in self._llm):
+        # an http step's response carries the provider's headers too (date, request ids): the same table
+        if step_type in ("llm", "http") and any(p.fullmatch(path) for p in self._llm):
             return True
         return any(p.fullmatch(path) for p in self._all)
 

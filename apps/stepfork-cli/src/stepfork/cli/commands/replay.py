@@ -139,6 +139,9 @@ def replay(
             )
     except Exception as exc:
         fail_for_error(exc, path)
+    from stepfork.cli.scriptrun import keep_sealed
+
+    keep_sealed(outcome)  # threads the agent left running stay sealed until this process exits
     for key in outcome.raise_as_unmatched:
         typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
     _render(outcome, [] if interactive else header, verbose=verbose)
