@@ -168,7 +168,14 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
     import typer
 
     from stepfork.cli.agent_exit import os_exit_reported
-    from stepfork.cli.commands.replay import _ask, _os_exit_line, fail_for_error, render_outcome
+    from stepfork.cli.commands.replay import (
+        _ask,
+        _os_exit_line,
+        emit_report_json,
+        fail_for_error,
+        render_outcome,
+    )
+    from stepfork.cli.output import agent_output_to_stderr
     from stepfork.integrations.autocapture import enable
     from stepfork.replay.outcome import replay_entrypoint
 
@@ -176,8 +183,12 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
     if problem is not None:
         return _refuse(problem)
     enable()
+    as_json = bool(options.get("json"))
     try:
-        with os_exit_reported(_os_exit_line, 2):  # the program's os._exit is no verdict (docs/cli.md)
+        with (
+            os_exit_reported(_os_exit_line, 2),  # the program's os._exit is no verdict (docs/cli.md)
+            agent_output_to_stderr(as_json),  # with --json, stdout holds the report alone
+        ):
             outcome = replay_entrypoint(
                 bundle,
                 lambda: run_program(target),
@@ -196,6 +207,9 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
             return int(done.exit_code)
     keep_sealed(outcome)
     sys.stdout.flush()
+    if as_json:
+        emit_report_json(outcome)
+        return int(outcome.exit_code)
     from stepfork.cli.output import sanitize_text
 
     shown = sanitize_text(" ".join(["python", *target]))  # a key typed as an argument is never printed

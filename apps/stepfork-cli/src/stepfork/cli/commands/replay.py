@@ -70,6 +70,14 @@ def replay(
     ] = None,
     ordering: Annotated[str, ordering_option()] = "auto",
     ignore: Annotated[list[str] | None, ignore_option()] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the replay report as JSON (ReplayOutcome.to_dict()); what the agent prints goes to "
+            "stderr.",
+        ),
+    ] = False,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
     from stepfork.cli import htmlout
@@ -93,6 +101,7 @@ def replay(
             "ordering": parse_ordering(ordering),
             "ignore": parse_ignore(ignore),
             "verbose": verbose,
+            "json": as_json,
         }
         _replay_program(path, command, options)
     if not entrypoint:
@@ -111,12 +120,13 @@ def replay(
         approve = _ask
 
     from stepfork.cli.agent_exit import os_exit_reported
+    from stepfork.cli.output import agent_output_to_stderr
     from stepfork.replay.outcome import replay_entrypoint
 
     # On a terminal the header shows before the entrypoint runs, and a spinner while it runs (stderr);
     # piped, the report prints in one piece at the end (and nothing on stdout when the command refuses).
     header = _header(path, entrypoint, mode, classes, _network_text(mode, allow_network, allow_host))
-    interactive = sys.stdout.isatty()
+    interactive = sys.stdout.isatty() and not as_json
     if interactive:
         typer.echo("\n".join(header))
     try:
@@ -124,6 +134,7 @@ def replay(
             _raise_as_warnings_as_lines(),
             _spinner(enabled=mode != "manual"),
             os_exit_reported(_os_exit_line, 2),
+            agent_output_to_stderr(as_json),  # the agent's prints never into the JSON document
         ):
             outcome = replay_entrypoint(
                 path,
@@ -144,7 +155,10 @@ def replay(
     keep_sealed(outcome)  # threads the agent left running stay sealed until this process exits
     for key in outcome.raise_as_unmatched:
         typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
-    _render(outcome, [] if interactive else header, verbose=verbose)
+    if as_json:
+        emit_report_json(outcome)
+    else:
+        _render(outcome, [] if interactive else header, verbose=verbose)
     if html is not None:
         from stepfork.analysis.view import write_replay_view
 
@@ -212,6 +226,17 @@ def _replay_program(path: Path, command: list[str], options: dict[str, Any]) -> 
         fail_for_error(exc, path)
     check_script(target)
     raise typer.Exit(run_child(interpreter, ["replay", str(path), json.dumps(options)], target))
+
+
+def emit_report_json(outcome: Any) -> None:
+    """Print ``outcome.to_dict()`` (the replay report) on stdout as one JSON document, redacted and with
+    terminal controls escaped, as the other commands' ``--json``."""
+    import json
+
+    from stepfork.cli.output import escape_json_controls, sanitize
+
+    text = json.dumps(sanitize(outcome.to_dict()), indent=2, ensure_ascii=False)
+    sys.stdout.write(escape_json_controls(text) + "\n")
 
 
 def render_outcome(outcome: Any, path: Path, entrypoint: str, *, verbose: bool = False) -> None:
