@@ -43,7 +43,9 @@ def clients(server: LocalOpenAI) -> tuple[Any, httpx.Client]:
     return client, instrument_httpx(httpx.Client())
 
 
-def weather_agent(server: LocalOpenAI, *, background_first: bool = False, query: str = "") -> Callable[[], Any]:
+def weather_agent(
+    server: LocalOpenAI, *, background_first: bool = False, query: str = ""
+) -> Callable[[], Any]:
     """The agent: a library thread (started without the context) fetches the model-cost map, the agent
     checks the server's health and asks the model. ``background_first`` waits for the fetch before the
     rest (another timing of the same run); ``query`` changes the fetched URL (a request never recorded)."""
@@ -144,7 +146,7 @@ def test_an_unrecorded_request_is_refused_by_name_and_diverges_though_the_librar
 
 def test_a_request_made_more_often_than_recorded_is_refused(tmp_path: Path, server: LocalOpenAI) -> None:
     bundle = recorded(tmp_path, server)
-    client, http = clients(server)
+    _, http = clients(server)
     root = server.base_url.removesuffix("/v1")
     with ReplaySession.from_trace(bundle) as session:
         http.get(f"{root}/health")
@@ -245,7 +247,9 @@ def test_the_cli_report_counts_background_requests_and_names_the_network(
         sys.modules.pop("bg_agent", None)
     sent = len(server.requests)
     args = [str(STEPFORK), "replay", str(bundle), "--entrypoint", "bg_agent:run_agent", "--verbose"]
-    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=120)
+    done = subprocess.run(
+        args, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Network       sealed\n" in done.stdout
     assert "Background requests: 1 request served (of 1 recorded)" in done.stdout

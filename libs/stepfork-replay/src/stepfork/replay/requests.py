@@ -12,9 +12,11 @@ not run before a faster replay ends.
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from stepfork.replay.errors import ReplayMismatchError
 from stepfork.replay.matching import CallCursor, LiveInput, build_diagnostic
@@ -132,4 +134,35 @@ def not_recorded(
         f"{url if isinstance(url, str) else call.name.split(' ', 2)[2]} {where}; {held}",
         code="request_not_recorded",
         diagnostic=diagnostic,
+    )
+
+
+def _captured(call: RecordedCall) -> bool:
+    """True when the HTTP capture recorded ``call`` (an ``http`` call, or an LLM call of its input form)."""
+    if call.kind == "tool":
+        return is_http_call(call.name)
+    return isinstance(call.input, dict) and {"method", "path", "body"} <= set(call.input)
+
+
+def capture_missing(session: Any) -> str | None:
+    """Why ``session``'s replay could not run as recorded, when the HTTP capture it was recorded with is
+    not installed in this process, else None: the replay was refused at the seal (``network_sealed``),
+    the recording holds captured HTTP calls (LLM calls with the capture's ``{"method", "path", "body"}``
+    input, or ``http`` calls), and no client of this process was ever instrumented. Such a check cannot
+    run (``stepfork run``: could_not_execute), it is no regression of the agent (issue 29)."""
+    error = getattr(session, "divergence", None)
+    if getattr(error, "code", None) != "network_sealed":
+        return None
+    capture = sys.modules.get("stepfork.integrations._http_capture")
+    if capture is not None and getattr(capture, "installed", False):
+        return None
+    requests = getattr(getattr(session, "_requests", None), "calls", ())
+    calls = [*getattr(session, "calls", ()), *requests]
+    if not any(_captured(call) for call in calls):
+        return None
+    return (
+        "the bundle's HTTP requests were recorded by Stepfork's HTTP capture, which this process never "
+        "installed (the replay reached the network seal instead): export a bundle of `stepfork record -- "
+        "python ...` in the same form (stepfork export BUNDLE --pytest -o TEST.py -- python SCRIPT ARGS), "
+        "or instrument the agent's client (instrument_openai, instrument_httpx)"
     )

@@ -227,6 +227,11 @@ def library_of(client: Any) -> tuple[ModuleType, bool] | None:
     return None
 
 
+installed = False
+"""True once this process installed the capture in a client (``stepfork.replay.requests.capture_missing``
+reads it: a replay refused at the seal in a process that never installed it lacks the capture)."""
+
+
 def install(
     client: Any,
     *,
@@ -254,4 +259,6 @@ def install(
 
     client._transport = wrap(client._transport)
     client._mounts = {pattern: wrap(transport) for pattern, transport in client._mounts.items()}
+    global installed
+    installed = True
     return client
