@@ -201,7 +201,7 @@ def test_inspect_counts_them_and_diff_lines_them_up_whenever_they_came(
     assert sum(1 for step in data["steps"] if step["step_type"] == "http") == 2
 
 
-AGENT = '''
+AGENT = """
 import os
 import threading
 
@@ -224,7 +224,7 @@ def run_agent():
         model="gpt-4o-mini", messages=[{"role": "user", "content": "What is the weather in Paris?"}]
     )
     return reply.choices[0].message.content
-'''
+"""
 
 
 def test_the_cli_report_counts_background_requests_and_names_the_network(

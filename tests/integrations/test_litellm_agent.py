@@ -66,7 +66,7 @@ if __name__ == "__main__":
 
 # the in-process form: the program captures every httpx client it creates, as `stepfork record --` does, so
 # that LiteLLM's own fetches are recorded (they use a fresh client of their own)
-IN_PROCESS = '''
+IN_PROCESS = """
 import json
 import sys
 
@@ -80,9 +80,9 @@ with record("litellm-weather", output=sys.argv[1]) as session:
     import agent  # LiteLLM's import fetches the cost map here, under the recording
 
     session.set_output(agent.main())
-'''
+"""
 
-REPLAY_IN_PROCESS = '''
+REPLAY_IN_PROCESS = """
 import json
 import sys
 
@@ -101,7 +101,7 @@ def run():
 
 outcome = replay_entrypoint(sys.argv[1], run)
 print(json.dumps(outcome.to_dict()))
-'''
+"""
 
 
 @pytest.fixture
