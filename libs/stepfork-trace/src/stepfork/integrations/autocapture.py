@@ -102,8 +102,8 @@ def recorded_program(bundle: str | os.PathLike[str]) -> list[str] | None:
     """The command of the program the bundle at ``bundle`` was recorded from (``["python", "agent.py",
     ...]``, redacted), or None when it was not recorded by ``stepfork record --`` (or the file is
     unreadable: it informs, it never decides a replay)."""
-    from stepfork.trace.reading import read_extension
     from stepfork.trace.errors import TraceError
+    from stepfork.trace.reading import read_extension
 
     try:
         data = read_extension(Path(bundle), PROGRAM_EXTENSION)
