@@ -57,7 +57,7 @@ import socket
 import sys
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from stepfork.replay.errors import ReplayPolicyError
@@ -257,7 +257,31 @@ def _inbound(sock: socket.socket) -> bool:
 def _allowed(host: str, port: int | None) -> bool:
     with _lock:
         seals = list(_seals)
-    return not seals or getattr(_plumbing, "active", False) or any(seal.allows(host, port) for seal in seals)
+    if not seals or _suspended or getattr(_plumbing, "active", False):
+        return True
+    return any(seal.allows(host, port) for seal in seals)
+
+
+_suspended = 0
+"""How many :func:`suspended` blocks are running: while one is, the seal lets everything through."""
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """Let every connection through while the block runs: Stepfork itself reading a bundle from object
+    storage (``load_source`` of a URL) in a process sealed for life (a ``stepfork check`` worker, whose next
+    bundle lies behind ``s3://``). Process-wide, because fsspec's filesystems connect from a thread of their
+    own; it runs before the replay's session starts, so no call of the agent is in flight."""
+    global _suspended
+    with _lock:
+        _suspended += 1
+        _peers_allowed.clear()
+    try:
+        yield
+    finally:
+        with _lock:
+            _suspended -= 1
+            _peers_allowed.clear()  # what the fetch connected is checked again from now on
 
 
 def _refuse(host: str, port: Any) -> None:

@@ -73,6 +73,7 @@ from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, R
 from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
+from stepfork.trace._urls import url_of
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace, read_extension
 from stepfork.trace.concurrency import facts_of
@@ -87,9 +88,15 @@ T = TypeVar("T")
 def load_source(source: Trace | str | os.PathLike[str]) -> Trace:
     """A ``Trace`` as is, or the bundle at a path, loaded by ``load_verified_trace``: a bundle that does
     not match its integrity.json is refused (TraceIntegrityError), any other unreadable one raises
-    TraceStorageError."""
+    TraceStorageError. A bundle URL is read with the network seal suspended
+    (:func:`stepfork.replay.network.suspended`): a ``stepfork check`` worker is sealed for life."""
     if isinstance(source, Trace):
         return source
+    if url_of(source) is not None:  # Stepfork's own read, from a process that may be sealed for life
+        from stepfork.replay.network import suspended
+
+        with suspended():
+            return load_verified_trace(source)
     return load_verified_trace(source)
 
 
