@@ -72,7 +72,8 @@ def test_a_request_stepfork_does_not_serve_raises_network_sealed_and_reaches_not
             request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body)
             request.add_header("content-type", "application/json")
             return urllib.request.urlopen(request, timeout=5)
-        client = openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0)  # not instrumented
+        # not instrumented: the capture never sees its requests
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0)
         return client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION)
 
     with ReplaySession.from_trace(bundle) as session, pytest.raises(Exception) as info:
@@ -86,7 +87,7 @@ def test_a_request_stepfork_does_not_serve_raises_network_sealed_and_reaches_not
     assert session.divergence.code == "network_sealed"
 
 
-PROGRAM = '''
+PROGRAM = """
 import json
 import os
 
@@ -103,7 +104,7 @@ def main():
 
 if __name__ == "__main__":
     print(json.dumps(main()))
-'''
+"""
 
 
 def test_through_the_cli_the_seal_refuses_and_allow_host_opens_exactly_that_server(
@@ -137,7 +138,9 @@ def test_through_the_cli_the_seal_refuses_and_allow_host_opens_exactly_that_serv
     assert "Network       sealed (allowed: 127.0.0.1:1)" in other.stdout
     assert server.count() == 1
 
-    allowed = cli("replay", "run.sftrace", "--entrypoint", "agent:main", "--allow-host", f"127.0.0.1:{server.port}")
+    allowed = cli(
+        "replay", "run.sftrace", "--entrypoint", "agent:main", "--allow-host", f"127.0.0.1:{server.port}"
+    )
     assert f"Network       sealed (allowed: 127.0.0.1:{server.port})" in allowed.stdout
     assert server.count() == 2  # let through, explicitly: the live server answered
     assert "network sealed" not in allowed.stdout
@@ -147,7 +150,7 @@ def test_through_the_cli_the_seal_refuses_and_allow_host_opens_exactly_that_serv
     assert "--allow-host: invalid port in allowed host '127.0.0.1:http'" in bad.stderr
 
 
-SWALLOWING = '''
+SWALLOWING = """
 import os
 import threading
 import urllib.request
@@ -170,7 +173,7 @@ reply = client.chat.completions.create(
     model="gpt-4o-mini", messages=[{"role": "user", "content": "What is the weather in Paris?"}]
 )
 print(reply.choices[0].message.content)
-'''
+"""
 
 
 def test_a_refusal_swallowed_in_a_thread_of_a_replayed_program_is_still_diverged(
