@@ -26,6 +26,12 @@ STEPFORK = Path(sys.executable).parent / "stepfork"
 QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
+def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(STEPFORK), *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=300
+    )
+
+
 @pytest.fixture
 def server() -> Iterator[LocalOpenAI]:
     with serving() as running:
@@ -113,39 +119,34 @@ def test_through_the_cli_the_seal_refuses_and_allow_host_opens_exactly_that_serv
     (tmp_path / "agent.py").write_text(PROGRAM)
     monkeypatch.setenv("AGENT_BASE_URL", server.base_url)
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(STEPFORK), *args], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300
-        )
-
-    assert cli("record", "-o", "run.sftrace", "--", sys.executable, "agent.py").returncode == 0
+    assert cli(tmp_path, "record", "-o", "run.sftrace", "--", sys.executable, "agent.py").returncode == 0
     assert server.count() == 1
 
-    program = cli("replay", "run.sftrace", "--", sys.executable, "agent.py")  # the capture serves it
+    # the program form installs the capture: the recording serves the request
+    program = cli(tmp_path, "replay", "run.sftrace", "--", sys.executable, "agent.py")
     assert program.returncode == 0, program.stdout + program.stderr
     assert server.count() == 1
 
     # --entrypoint has no capture: the SDK's request goes to the socket, and the seal refuses it
-    sealed = cli("replay", "run.sftrace", "--entrypoint", "agent:main", "--json")
+    sealed = cli(tmp_path, "replay", "run.sftrace", "--entrypoint", "agent:main", "--json")
     report = json.loads(sealed.stdout)
     assert sealed.returncode == 1
     assert (report["matching"]["status"], report["matching"]["code"]) == ("DIVERGED", "network_sealed")
     assert f"--allow-host 127.0.0.1:{server.port}" in report["matching"]["message"]
     assert server.count() == 1
 
-    other = cli("replay", "run.sftrace", "--entrypoint", "agent:main", "--allow-host", "127.0.0.1:1")
+    entry = ("replay", "run.sftrace", "--entrypoint", "agent:main")
+    other = cli(tmp_path, *entry, "--allow-host", "127.0.0.1:1")
     assert other.returncode == 1  # another port of the same host stays sealed
     assert "Network       sealed (allowed: 127.0.0.1:1)" in other.stdout
     assert server.count() == 1
 
-    allowed = cli(
-        "replay", "run.sftrace", "--entrypoint", "agent:main", "--allow-host", f"127.0.0.1:{server.port}"
-    )
+    allowed = cli(tmp_path, *entry, "--allow-host", f"127.0.0.1:{server.port}")
     assert f"Network       sealed (allowed: 127.0.0.1:{server.port})" in allowed.stdout
     assert server.count() == 2  # let through, explicitly: the live server answered
     assert "network sealed" not in allowed.stdout
 
-    bad = cli("replay", "run.sftrace", "--entrypoint", "agent:main", "--allow-host", "127.0.0.1:http")
+    bad = cli(tmp_path, *entry, "--allow-host", "127.0.0.1:http")
     assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
     assert "--allow-host: invalid port in allowed host '127.0.0.1:http'" in bad.stderr
 
@@ -182,14 +183,9 @@ def test_a_refusal_swallowed_in_a_thread_of_a_replayed_program_is_still_diverged
     (tmp_path / "agent.py").write_text(SWALLOWING)
     monkeypatch.setenv("AGENT_BASE_URL", server.base_url)
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(STEPFORK), *args], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300
-        )
-
-    assert cli("record", "-o", "run.sftrace", "--", sys.executable, "agent.py").returncode == 0
+    assert cli(tmp_path, "record", "-o", "run.sftrace", "--", sys.executable, "agent.py").returncode == 0
     sent = server.count()
-    replayed = cli("replay", "run.sftrace", "--json", "--", sys.executable, "agent.py")
+    replayed = cli(tmp_path, "replay", "run.sftrace", "--json", "--", sys.executable, "agent.py")
     report = json.loads(replayed.stdout)
     assert report["execution"]["status"] == "COMPLETED"  # the program never saw the refusal
     assert replayed.returncode == 1
