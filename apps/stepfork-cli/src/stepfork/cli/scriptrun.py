@@ -256,7 +256,8 @@ def keep_sealed(outcome: Any) -> None:
     """After a sealed replay, keep this process sealed until it exits (``seal_process``): a thread the
     program left running (a daemon's background fetch, the interpreter's join of non-daemon threads at
     exit) must not reach the network once the session that sealed it has ended. The verdict is already
-    taken; a refusal then is no session's divergence."""
+    taken; a refusal then is no session's divergence. Only for a process that exists for the replay (this
+    module's, and the ``stepfork`` console script's: ``stepfork.cli.app.OWN_PROCESS``)."""
     if getattr(outcome, "network", None) == "sealed":
         from stepfork.replay.network import seal_process
 

@@ -150,9 +150,11 @@ def replay(
             )
     except Exception as exc:
         fail_for_error(exc, path)
+    from stepfork.cli import app
     from stepfork.cli.scriptrun import keep_sealed
 
-    keep_sealed(outcome)  # threads the agent left running stay sealed until this process exits
+    if app.OWN_PROCESS:  # threads the agent left running stay sealed until this process exits
+        keep_sealed(outcome)
     for key in outcome.raise_as_unmatched:
         typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
     if as_json:
