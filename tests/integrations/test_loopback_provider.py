@@ -191,3 +191,44 @@ def test_a_refusal_swallowed_in_a_thread_of_a_replayed_program_is_still_diverged
     assert replayed.returncode == 1
     assert (report["matching"]["status"], report["matching"]["code"]) == ("DIVERGED", "network_sealed")
     assert server.count() == sent
+
+
+LINGERING = '''
+import os
+import sys
+import threading
+import urllib.request
+
+
+def main():
+    def later():  # a thread the agent leaves running: it sends once the program's main thread has ended
+        threading.main_thread().join()
+        try:
+            urllib.request.urlopen(os.environ["AGENT_BASE_URL"].removesuffix("/v1") + "/health", timeout=5)
+            print("late request: sent", file=sys.stderr)
+        except Exception as exc:
+            print(f"late request: {type(exc).__name__}", file=sys.stderr)
+
+    threading.Thread(target=later).start()  # not a daemon: the interpreter waits for it at exit
+    return "done"
+
+
+if __name__ == "__main__":
+    print(main())
+'''
+
+
+@pytest.mark.parametrize("form", ["--entrypoint", "-- python"])
+def test_a_thread_left_running_after_the_verdict_reaches_nothing(
+    tmp_path: Path, server: LocalOpenAI, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    (tmp_path / "agent.py").write_text(LINGERING)
+    monkeypatch.setenv("AGENT_BASE_URL", server.base_url)
+    done = cli(tmp_path, "record", "-o", "run.sftrace", "--", sys.executable, "agent.py")
+    assert "late request: sent" in done.stderr  # recording: the program as it runs live
+    assert server.count("/health") == 1
+    target = ["--entrypoint", "agent:main"] if form == "--entrypoint" else ["--", sys.executable, "agent.py"]
+    replayed = cli(tmp_path, "replay", "run.sftrace", *target)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "late request: ReplayPolicyError" in replayed.stderr
+    assert server.count("/health") == 1  # the process stayed sealed until it exited
