@@ -193,7 +193,7 @@ def test_a_refusal_swallowed_in_a_thread_of_a_replayed_program_is_still_diverged
     assert server.count() == sent
 
 
-LINGERING = '''
+LINGERING = """
 import os
 import sys
 import threading
@@ -215,7 +215,7 @@ def main():
 
 if __name__ == "__main__":
     print(main())
-'''
+"""
 
 
 @pytest.mark.parametrize("form", ["--entrypoint", "-- python"])
