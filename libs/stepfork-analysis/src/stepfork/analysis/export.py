@@ -197,6 +197,7 @@ def generate_pytest_source(
     _check_ordering(ordering)
     if network not in (None, "sealed", "open"):
         raise ExportError(f"network must be 'sealed' or 'open', got {network!r}", code="invalid_option")
+    allow_hosts = _checked_allow_hosts(allow_hosts)
     from stepfork.trace.redaction import redact_json
 
     if expectation is not None:
@@ -273,6 +274,20 @@ def test_stepfork_regression_{stem}() -> None:
     except ValueError as exc:
         raise ExportError(f"generated test failed the literal check: {exc}", code="unsafe_source") from exc
     return source
+
+
+def _checked_allow_hosts(allow_hosts: Iterable[str] | None) -> list[str] | None:
+    """``allow_hosts`` normalized for ALLOW_HOSTS (``HOST`` or ``HOST:PORT``,
+    :func:`stepfork.replay.network.parse_allowed_host`), or None; ExportError ``invalid_option`` for a
+    malformed entry, which the test's replay would refuse."""
+    if not allow_hosts:
+        return None
+    from stepfork.replay.network import format_host, parse_allowed_host
+
+    try:
+        return [format_host(*parse_allowed_host(host)) for host in allow_hosts]
+    except ValueError as exc:
+        raise ExportError(str(exc), code="invalid_option") from None
 
 
 def _checked_ignore(ignore: Mapping[str, list[str]] | None) -> dict[str, list[str]] | None:
