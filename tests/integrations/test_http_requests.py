@@ -269,3 +269,41 @@ def test_the_cli_report_counts_background_requests_and_names_the_network(
     assert report["requests"]["served"] == 1
     assert report["requests"]["background"] == 1
     assert len(server.requests) == sent  # allowed, but served from the recording all the same
+
+
+def test_a_bundle_recorded_before_http_calls_existed_replays_its_requests_in_order(
+    tmp_path: Path, server: LocalOpenAI
+) -> None:
+    """Before issue 29 the capture recorded every request as an LLM call in the agent's order (input
+    ``{"method", "path", "headers", "body"}``, model ``GET /health``): such a bundle still replays."""
+    from stepfork.trace import save_trace
+    from stepfork.trace.models import EVENT_ADAPTER
+
+    def agent() -> Any:
+        _, http = clients(server)
+        return http.get(server.base_url.removesuffix("/v1") + "/health").json()["status"]
+
+    new = tmp_path / "new.sftrace"
+    with record("old-form", output=new) as session:
+        session.set_output(agent())
+    trace = load_trace(new)
+    events = []
+    for event in trace.events:
+        data = event.model_dump(mode="json")
+        if data["type"] in ("tool_call", "tool_result"):
+            name = data.pop("name")
+            data["model"] = name.split(" ", 1)[1].split(" ", 1)[0] + " /health"
+            if data["type"] == "tool_call":
+                data.update(type="llm_request", provider="127.0.0.1")
+                data["input"] = {"method": "GET", "path": "/health", "headers": {}, "body": None}
+            else:
+                data["type"] = "llm_response"
+        events.append(EVENT_ADAPTER.validate_python(data))
+    old = tmp_path / "old.sftrace"
+    save_trace(trace.model_copy(update={"events": events}), old)
+    assert [str(e.type) for e in load_trace(old).events][1:3] == ["llm_request", "llm_response"]
+    sent = len(server.requests)
+    outcome = replay_entrypoint(old, agent)
+    assert (outcome.exit_code, outcome.matching.status, outcome.behavior.status) == (0, "COMPLETE", "MATCHED")
+    assert [call.label for call in outcome.calls] == ["127.0.0.1/GET /health"]
+    assert len(server.requests) == sent
