@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from stepfork.replay.errors import ReplayMismatchError
-from stepfork.replay.matching import CallCursor, LiveInput, build_diagnostic
+from stepfork.replay.matching import CallCursor, LiveInput, build_diagnostic, check_input, check_outcome
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.http_calls import is_http_call
@@ -62,14 +62,46 @@ class RequestPool(CallCursor):
     thread-safe on its own: the session serializes access. ``calls`` are the http calls (index 0..k-1);
     :meth:`recorded_input_bytes` lets the session's fingerprint checks read them as a cursor's."""
 
-    __slots__ = ("_by_key", "served")
+    __slots__ = ("_by_key", "_legacy", "_others", "served")
 
-    def __init__(self, calls: list[RecordedCall]) -> None:
+    def __init__(self, calls: list[RecordedCall], others: Sequence[RecordedCall] = ()) -> None:
         super().__init__(calls)
         self._by_key: dict[bytes, deque[RecordedCall]] = {}
         for call in calls:
             self._by_key.setdefault(self.recorded_input_bytes(call), deque()).append(call)
         self.served: list[ServedRequest] = []
+        self._others = others
+        self._legacy: bool | None = None
+
+    @property
+    def legacy(self) -> bool:
+        """True when the recording holds requests of the HTTP capture as LLM calls in the agent's order
+        (``others``: the cursor's calls), as recordings made before issue 29 do; computed on first use."""
+        if self._legacy is None:
+            self._legacy = any(call.kind == "llm" and _captured(call) for call in self._others)
+        return self._legacy
+
+    def serve(
+        self, call: BoundaryCall, live: LiveInput, background: bool, *, sends: bool
+    ) -> tuple[RecordedCall | None, bytes | None]:
+        """Take the recorded call for ``call`` (input ``live``) and check its stored fingerprints; return it
+        and the checked canonical bytes of its output (``check_outcome``), or ``(None, None)`` when the
+        recording does not hold it and ``sends`` (live and hybrid modes: the request is sent).
+
+        Raises:
+            ReplayMismatchError: ``request_not_recorded`` (:func:`not_recorded`), or the fingerprint and
+                outcome codes of :func:`~stepfork.replay.matching.check_input` and ``check_outcome``.
+        """
+        expected = self.take(live)
+        if expected is None:
+            if not sends:
+                raise not_recorded(call, live, self, background=background)
+            self.served.append(ServedRequest(call.name, None, background, "executed"))
+            return None, None
+        check_input(self, expected, call, live, compare=True)  # the stored input fingerprint
+        checked = check_outcome(self, expected, call, live)  # an outcome, its stored fingerprint
+        self.served.append(ServedRequest(expected.name, expected.step, background))
+        return expected, checked
 
     def take(self, live: LiveInput) -> RecordedCall | None:
         """The first unserved recorded call whose input is ``live``'s (redacted, canonical), taken; None
@@ -99,6 +131,32 @@ class RequestPool(CallCursor):
     def peek(self) -> RecordedCall | None:
         """None: requests are never next in an order."""
         return None
+
+
+def in_order(
+    call: BoundaryCall,
+    as_llm: Callable[[], BoundaryCall],
+    pool: RequestPool,
+    cursor: CallCursor,
+    compares: Callable[[RecordedCall], bool],
+) -> BoundaryCall:
+    """``call`` (an ``http`` call), or ``as_llm()`` (the same request as an LLM call) when ``pool`` does not
+    hold it, the recording holds captured requests in the agent's order (``pool.legacy``: recorded before
+    issue 29) and the LLM call ``cursor`` would take next is exactly it (kind, model, provider, redacted
+    canonical input). Called with the session's lock held."""
+    if not pool.legacy or pool.holds(LiveInput(call.input)):
+        return call
+    llm = as_llm()
+    live = LiveInput(llm.input)
+    expected = cursor.select(llm, live, compares)
+    if (
+        expected is not None
+        and expected.kind == "llm"
+        and (expected.model, expected.provider) == (llm.model, llm.provider)
+        and live.bytes == cursor.recorded_input_bytes(expected)
+    ):
+        return llm
+    return call
 
 
 def not_recorded(

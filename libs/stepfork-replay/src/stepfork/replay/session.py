@@ -68,7 +68,7 @@ from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
-from stepfork.replay.requests import RequestPool, ServedRequest, not_recorded, split_requests
+from stepfork.replay.requests import RequestPool, ServedRequest, in_order, split_requests
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
 from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary
@@ -189,11 +189,10 @@ class ReplaySession:
             )
         # requests outside the agent's order are served by their request, never by the cursor (issue 29)
         self.calls: list[RecordedCall] = visible
-        self._requests = RequestPool([])
+        requests: list[RecordedCall] = []
         if any(call.kind == "tool" and is_http_call(call.name) for call in all_calls):
-            self.calls = split_requests(visible)[0]
-            self._requests = RequestPool(split_requests(all_calls)[1])
-        self._in_order_requests: bool | None = None  # see route_request
+            self.calls, requests = split_requests(visible)[0], split_requests(all_calls)[1]
+        self._requests = RequestPool(requests, self.calls)
         recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
         self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
@@ -489,17 +488,11 @@ class ReplaySession:
         check_mode(self.mode, self.approve, call, live)
         if not self._active:
             raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
+        sends = self.mode in ("live", "hybrid")
         with self._lock:
-            pool = self._requests
-            expected = pool.take(live)
-            if expected is None:
-                if self.mode in ("live", "hybrid"):  # the run goes live: so does a request it did not make
-                    pool.served.append(ServedRequest(call.name, None, orphan, "executed"))
-                    return True, None
-                raise not_recorded(call, live, pool, background=orphan)
-            check_input(pool, expected, call, live, compare=True)  # the stored input fingerprint
-            checked = check_outcome(pool, expected, call, live)  # an outcome, its stored fingerprint
-            pool.served.append(ServedRequest(expected.name, expected.step, orphan))
+            expected, checked = self._requests.serve(call, live, orphan, sends=sends)
+        if expected is None:
+            return True, None  # live or hybrid: the run goes live, so does a request it did not make
         if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
             raise recorded_failure(expected, call, live, self._raise_as)
         return False, rebuild_output(expected, call, live, checked)
@@ -507,28 +500,10 @@ class ReplaySession:
     def route_request(self, call: BoundaryCall, as_llm: Callable[[], BoundaryCall]) -> BoundaryCall:
         """The call the HTTP capture replays a request as: ``call`` (an ``http`` call), or ``as_llm()`` when
         the recording does not hold the request as an ``http`` call but holds it as the LLM call next in the
-        agent's order, exactly (a recording made before issue 29 held every captured request so)."""
-        if self._in_order_requests is None:
-            self._in_order_requests = any(
-                c.kind == "llm" and isinstance(c.input, dict) and {"method", "path", "body"} <= set(c.input)
-                for c in self.calls
-            )
-        if not self._in_order_requests:
-            return call
+        agent's order, exactly (a recording made before issue 29 held every captured request so:
+        :func:`stepfork.replay.requests.in_order`)."""
         with self._lock:
-            if self._requests.holds(LiveInput(call.input)):
-                return call
-            llm = as_llm()
-            live = LiveInput(llm.input)
-            expected = self._cursor.select(llm, live, self._compares)
-            if (
-                expected is not None
-                and expected.kind == "llm"
-                and (expected.model, expected.provider) == (llm.model, llm.provider)
-                and live.bytes == self._cursor.recorded_input_bytes(expected)
-            ):
-                return llm
-        return call
+            return in_order(call, as_llm, self._requests, self._cursor, self._compares)
 
     def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
         """Serve or run a synchronous call (BoundaryHandler protocol); see the module docstring.
