@@ -315,14 +315,16 @@ def _refuse(host: str, port: Any) -> None:
 def sealed_error(where: str, mode: str = "frozen", *, child: bool = False) -> ReplayPolicyError:
     """The ``network_sealed`` error for a connection to ``where`` (``host:port``) refused in ``mode``
     (``child``: by a child process forked during the replay)."""
-    host = where.rsplit(":", 1)[0].strip("[]") if where.count(":") == 1 or where.startswith("[") else where
+    has_port = where.count(":") == 1 or where.startswith("[")
+    host = where.rsplit(":", 1)[0].strip("[]") if has_port else where
+    every = f"; --allow-host {host} for every port" if has_port else ""
     who = "a child process forked during the replay: " if child else ""
     return ReplayPolicyError(
         f"network sealed during {mode} replay: {who}the connection to {where} was refused before anything "
         "was sent. This call is not instrumented, so its answer is not in the recording: instrument its "
         "client (instrument_openai(client), instrument_anthropic(client), instrument_httpx(client)) or the "
         "function making it (@trace_tool); or, when the replay really needs it live, let it through with "
-        f"allow_hosts=[{where!r}] (--allow-host {where}; --allow-host {host} for every port) or "
+        f"allow_hosts=[{where!r}] (--allow-host {where}{every}) or "
         "network='open' (--allow-network)",
         code="network_sealed",
     )
