@@ -31,6 +31,16 @@ from stepfork.trace.http_calls import is_http_call
 STEPFORK = Path(sys.executable).parent / "stepfork"
 
 
+OPENED: list[Any] = []  # the clients a test made, closed after it (their keep-alive sockets)
+
+
+@pytest.fixture(autouse=True)
+def close_clients() -> Iterator[None]:
+    yield
+    while OPENED:
+        OPENED.pop().close()
+
+
 @pytest.fixture
 def server() -> Iterator[LocalOpenAI]:
     with serving() as running:
@@ -40,7 +50,9 @@ def server() -> Iterator[LocalOpenAI]:
 def clients(server: LocalOpenAI) -> tuple[Any, httpx.Client]:
     """The agent's OpenAI client and its plain httpx client, each instrumented with one line."""
     client = instrument_openai(openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0))
-    return client, instrument_httpx(httpx.Client())
+    http = instrument_httpx(httpx.Client())
+    OPENED.extend([client, http])
+    return client, http
 
 
 def weather_agent(
@@ -215,15 +227,19 @@ BASE = os.environ["AGENT_BASE_URL"]
 
 
 def run_agent():
-    client = instrument_openai(openai.OpenAI(base_url=BASE, api_key="sk-local", max_retries=0))
-    http = instrument_httpx(httpx.Client())
-    thread = threading.Thread(target=lambda: http.get(BASE.removesuffix("/v1") + "/model_prices.json"))
-    thread.start()
-    thread.join()
-    reply = client.chat.completions.create(
-        model="gpt-4o-mini", messages=[{"role": "user", "content": "What is the weather in Paris?"}]
-    )
-    return reply.choices[0].message.content
+    with (
+        openai.OpenAI(base_url=BASE, api_key="sk-local", max_retries=0) as client,
+        httpx.Client() as http,
+    ):
+        instrument_openai(client)
+        instrument_httpx(http)
+        thread = threading.Thread(target=lambda: http.get(BASE.removesuffix("/v1") + "/model_prices.json"))
+        thread.start()
+        thread.join()
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "What is the weather in Paris?"}]
+        )
+        return reply.choices[0].message.content
 """
 
 

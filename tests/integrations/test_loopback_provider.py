@@ -32,6 +32,22 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+OPENED: list[Any] = []  # the clients a test made, closed after it (their keep-alive sockets)
+
+
+@pytest.fixture(autouse=True)
+def close_clients() -> Iterator[None]:
+    yield
+    while OPENED:
+        OPENED.pop().close()
+
+
+def sdk_client(server: LocalOpenAI, *, instrumented: bool = True) -> Any:
+    client = openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0)
+    OPENED.append(client)
+    return instrument_openai(client) if instrumented else client
+
+
 @pytest.fixture
 def server() -> Iterator[LocalOpenAI]:
     with serving() as running:
@@ -48,7 +64,7 @@ def causes(error: BaseException | None) -> list[BaseException]:
 
 def recorded(tmp_path: Path, server: LocalOpenAI) -> Path:
     bundle = tmp_path / "local.sftrace"
-    client = instrument_openai(openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0))
+    client = sdk_client(server)
     with record("local-model", output=bundle) as session:
         reply = client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION)
         session.set_output(reply.choices[0].message.content)
@@ -58,7 +74,7 @@ def recorded(tmp_path: Path, server: LocalOpenAI) -> Path:
 
 def test_a_frozen_replay_sends_the_local_server_nothing(tmp_path: Path, server: LocalOpenAI) -> None:
     bundle = recorded(tmp_path, server)
-    client = instrument_openai(openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0))
+    client = sdk_client(server)
     with ReplaySession.from_trace(bundle) as session:
         reply = client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION)
         session.verify_complete()
@@ -77,9 +93,9 @@ def test_a_request_stepfork_does_not_serve_raises_network_sealed_and_reaches_not
             body = json.dumps({"model": "gpt-4o-mini", "messages": QUESTION}).encode()
             request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body)
             request.add_header("content-type", "application/json")
-            return urllib.request.urlopen(request, timeout=5)
-        # not instrumented: the capture never sees its requests
-        client = openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0)
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.read()
+        client = sdk_client(server, instrumented=False)  # the capture never sees its requests
         return client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION)
 
     with ReplaySession.from_trace(bundle) as session, pytest.raises(Exception) as info:

@@ -21,7 +21,8 @@ rest of the process's life with :func:`seal_process`, as in a ``stepfork check``
   local nor allowed is refused before it is resolved (a DNS query is network traffic too); the addresses
   of an allowed name are allowed in turn (with the allowed port, if one was named);
 - ``socket.socket.connect`` / ``connect_ex``: every TCP/UDP connection, blocking or not. asyncio's
-  ``loop.sock_connect``/``create_connection`` and every HTTP library end there;
+  ``loop.sock_connect``/``create_connection`` and every HTTP library end there; a refused socket is closed
+  (it never connected; ``socket.create_connection`` closes its socket on ``OSError`` only);
 - ``socket.socket.sendto`` / ``sendmsg`` with an address: a datagram needs no connection (a metrics
   client, a DNS library), so one to an address not allowed is refused before it is sent;
 - ``socket.socket.send`` / ``sendall`` / ``sendmsg`` and ``ssl.SSLSocket.send`` / ``sendall`` / ``write``
@@ -428,14 +429,25 @@ def _socketpair(*args: Any, **kwargs: Any) -> tuple[socket.socket, socket.socket
     return pair
 
 
+def _refused_connect(sock: socket.socket, address: Any) -> None:
+    """:func:`_check_connect`, closing ``sock`` when it refuses: the socket never connected and is of no
+    use, and its creator's cleanup (``socket.create_connection``, asyncio) closes sockets on ``OSError``
+    only, which the refusal is not, so it would be left open."""
+    try:
+        _check_connect(sock, address)
+    except ReplayPolicyError:
+        sock.close()
+        raise
+
+
 def _connect(self: socket.socket, address: Any) -> None:
-    _check_connect(self, address)
+    _refused_connect(self, address)
     _peers_allowed.pop(self, None)  # a datagram socket may connect again, elsewhere
     _original["socket.connect"](self, address)
 
 
 def _connect_ex(self: socket.socket, address: Any) -> int:
-    _check_connect(self, address)
+    _refused_connect(self, address)
     _peers_allowed.pop(self, None)
     return int(_original["socket.connect_ex"](self, address))
 
