@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from local_openai import LocalOpenAI, serving
+from local_openai import LocalOpenAI, kept, serving
 
 from stepfork.integrations._http_exchange import is_llm_request
 from stepfork.integrations.httpx import instrument_httpx
@@ -31,16 +31,6 @@ from stepfork.trace.http_calls import is_http_call
 STEPFORK = Path(sys.executable).parent / "stepfork"
 
 
-OPENED: list[Any] = []  # the clients a test made, closed after it (their keep-alive sockets)
-
-
-@pytest.fixture(autouse=True)
-def close_clients() -> Iterator[None]:
-    yield
-    while OPENED:
-        OPENED.pop().close()
-
-
 @pytest.fixture
 def server() -> Iterator[LocalOpenAI]:
     with serving() as running:
@@ -49,10 +39,8 @@ def server() -> Iterator[LocalOpenAI]:
 
 def clients(server: LocalOpenAI) -> tuple[Any, httpx.Client]:
     """The agent's OpenAI client and its plain httpx client, each instrumented with one line."""
-    client = instrument_openai(openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0))
-    http = instrument_httpx(httpx.Client())
-    OPENED.extend([client, http])
-    return client, http
+    client = kept(openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0))
+    return instrument_openai(client), instrument_httpx(kept(httpx.Client()))
 
 
 def weather_agent(

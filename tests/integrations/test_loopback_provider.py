@@ -16,7 +16,7 @@ from typing import Any
 
 import openai
 import pytest
-from local_openai import LocalOpenAI, serving
+from local_openai import LocalOpenAI, kept, serving
 
 from stepfork.integrations.openai import instrument_openai
 from stepfork.replay import ReplayPolicyError, ReplaySession
@@ -32,19 +32,8 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-OPENED: list[Any] = []  # the clients a test made, closed after it (their keep-alive sockets)
-
-
-@pytest.fixture(autouse=True)
-def close_clients() -> Iterator[None]:
-    yield
-    while OPENED:
-        OPENED.pop().close()
-
-
 def sdk_client(server: LocalOpenAI, *, instrumented: bool = True) -> Any:
-    client = openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0)
-    OPENED.append(client)
+    client = kept(openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0))
     return instrument_openai(client) if instrumented else client
 
 

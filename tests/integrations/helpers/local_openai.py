@@ -132,6 +132,17 @@ def _handler(state: LocalOpenAI) -> type[http.server.BaseHTTPRequestHandler]:
     return Handler
 
 
+OPENED: list[Any] = []
+"""Clients a test made against the server (:func:`kept`), closed after each test by tests/integrations/
+conftest.py: their keep-alive sockets would otherwise be left to the garbage collector."""
+
+
+def kept(client: Any) -> Any:
+    """``client`` (anything with ``close()``), closed after the test that made it; returns it."""
+    OPENED.append(client)
+    return client
+
+
 @contextmanager
 def serving(unavailable: int = 0) -> Iterator[LocalOpenAI]:
     """Run a :class:`LocalOpenAI` on 127.0.0.1 (a free port) in a daemon thread for the ``with`` block."""
