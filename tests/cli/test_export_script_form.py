@@ -52,16 +52,32 @@ def test_the_command_and_the_network_options_are_literals(bundle: Path, tmp_path
     assert "run_script_regression_case(" in out.read_text()
 
 
-def test_an_expectation_is_refused_with_a_command(bundle: Path, tmp_path: Path) -> None:
+def test_raise_as_is_refused_with_a_command_and_the_expectations_are_written(
+    bundle: Path, tmp_path: Path
+) -> None:
     with pytest.raises(ExportError, match="not supported with -- python SCRIPT") as info:
         export_pytest_test(
             trace_path=bundle,
             entrypoint="",
             output_path=tmp_path / "t.py",
             command=["python", "agent.py"],
-            expectation={"answer": 1},
+            raise_as={"app.Boom": "app:Boom"},
         )
     assert info.value.code == "invalid_option"
+    out = tmp_path / "test_expected.py"
+    result = export_pytest_test(
+        trace_path=bundle,
+        entrypoint="",
+        output_path=out,
+        command=["python", "agent.py"],
+        expectation={"answer": 1},
+        trajectory_expectation={"called": ["lookup"]},
+    )
+    assert (result.has_expectation, result.expectation_source) == (True, "file")
+    constants = read_exported_constants(out.read_text())
+    assert (constants["EXPECTATION"], constants["HAS_EXPECTATION"]) == ({"answer": 1}, True)
+    assert constants["TRAJECTORY_EXPECTATION"] == {"called": ["lookup"]}
+    assert "expectation=EXPECTATION" in out.read_text()
 
 
 def test_run_says_the_program_is_missing_before_pytest_starts(bundle: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,16 @@ for folder in (
     *(EXAMPLES / name for name in ("openai_agent", "anthropic_agent", "langgraph_agent", "mcp_agent")),
 ):
     sys.path.insert(0, str(folder))
+
+
+@pytest.fixture(autouse=True)
+def _close_kept_clients() -> Iterator[None]:
+    """Close the clients a test kept (helpers/local_openai.py ``kept``)."""
+    yield
+    from local_openai import OPENED
+
+    while OPENED:
+        OPENED.pop().close()
 
 
 @pytest.fixture

@@ -155,7 +155,7 @@ def test_export_of_a_script_writes_a_test_that_replays_it(tmp_path: Path, server
     assert len(fake.requests) == 2
 
     refused = run(
-        ["export", "run.sftrace", "-o", "t2.py", "--expect-output", "x.json", "--", *program], tmp_path, port
+        ["export", "run.sftrace", "-o", "t2.py", "--raise-as", "a.B=a:B", "--", *program], tmp_path, port
     )
     assert (refused.returncode, refused.stderr.count("\n")) == (2, 1)
-    assert "--expect-output is not supported with `-- python SCRIPT`" in refused.stderr
+    assert "--raise-as is not supported with `-- python SCRIPT`" in refused.stderr

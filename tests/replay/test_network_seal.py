@@ -1,5 +1,6 @@
-"""The network is sealed during frozen/forbidden/manual replay (issue 11): a real TCP server on 127.0.0.1
-stays reachable, a connection to a non-loopback address is refused before any I/O, as the divergence."""
+"""The network is sealed during frozen/forbidden/manual replay (issues 11 and 29): a connection to any
+address, a real TCP server on 127.0.0.1 included, is refused before any I/O, as the divergence;
+``allow_hosts`` opens exactly the host (or host and port) it names."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ REMOTE = "192.0.2.10"
 
 
 class Echo(socketserver.BaseRequestHandler):
+    connections = 0  # how many connections reached the server
+
     def handle(self) -> None:
+        Echo.connections += 1
         self.request.sendall(self.request.recv(1024).upper())
 
 
@@ -74,19 +78,64 @@ class CountingSocket(socket.socket):
         return super().send(data, *args)
 
 
-def test_loopback_works_and_a_remote_connection_is_refused_as_the_divergence(
+def test_loopback_is_sealed_like_any_address_and_refused_as_the_divergence(
     bundle: Path, server: tuple[str, int]
 ) -> None:
+    before = Echo.connections
     with ReplaySession.from_trace(bundle) as session:
         assert is_sealed()
-        assert ask_db(server) == b"SELECT 1"
+        with pytest.raises(ReplayPolicyError) as local:
+            ask_db(server)
         with pytest.raises(ReplayPolicyError) as info:
             agent(server, (REMOTE, 443))
     assert not is_sealed()
-    assert info.value.code == "network_sealed"
-    assert f"{REMOTE}:443" in str(info.value)
-    assert "instrument_httpx" in str(info.value)
-    assert session.divergence is info.value
+    assert Echo.connections == before  # nothing reached the local server
+    assert local.value.code == info.value.code == "network_sealed"
+    assert f"127.0.0.1:{server[1]}" in str(local.value)
+    assert f"--allow-host 127.0.0.1:{server[1]}" in str(local.value)
+    assert "instrument_httpx" in str(local.value)
+    assert session.divergence is local.value
+    assert session.divergence_count == 2
+
+
+def test_allow_host_opens_exactly_the_host_and_port_it_names(bundle: Path, server: tuple[str, int]) -> None:
+    host, port = server
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Echo) as other:
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        with ReplaySession.from_trace(bundle, allow_hosts=[f"{host}:{port}"]) as session:
+            assert session.allow_hosts == (f"127.0.0.1:{port}",)
+            assert ask_db(server) == b"SELECT 1"
+            with pytest.raises(ReplayPolicyError):  # the same host on another port stays sealed
+                ask_db(other.server_address[:2])
+        other.shutdown()
+    assert session.divergence is not None
+    with ReplaySession.from_trace(bundle, allow_hosts=["LOCALHOST."]) as session:  # a name: every port
+        assert ask_db(("localhost", port)) == b"SELECT 1"
+        assert ask_db(("127.0.0.1", port)) == b"SELECT 1"  # the address the allowed name stands for
+    assert session.divergence is None
+
+
+@pytest.mark.parametrize(
+    ("given", "normal"),
+    [
+        ("127.0.0.1:8000", ("127.0.0.1", 8000)),
+        ("DB.Internal.", ("db.internal", None)),
+        ("[::1]:8000", ("::1", 8000)),
+        ("[0:0::1]", ("::1", None)),
+        ("::1", ("::1", None)),
+        ("::ffff:127.0.0.1", ("127.0.0.1", None)),
+    ],
+)
+def test_allowed_host_forms(given: str, normal: tuple[str, int | None]) -> None:
+    from stepfork.replay.network import parse_allowed_host
+
+    assert parse_allowed_host(given) == normal
+
+
+@pytest.mark.parametrize("given", ["", "host:0", "host:70000", "host:http", "[127.0.0.1]:80", "[::1"])
+def test_a_malformed_allowed_host_is_a_value_error_naming_it(bundle: Path, given: str) -> None:
+    with pytest.raises(ValueError, match="allowed host"):
+        ReplaySession.from_trace(bundle, allow_hosts=[given or ":"])
 
 
 def test_nothing_is_sent_and_the_socket_never_connects(bundle: Path) -> None:
@@ -104,7 +153,9 @@ def test_a_name_is_refused_before_it_is_resolved(bundle: Path) -> None:
     assert "api.openai.com:443" in str(info.value)
 
 
-def test_an_asyncio_connection_is_refused_and_loopback_works(bundle: Path, server: tuple[str, int]) -> None:
+def test_an_asyncio_connection_is_refused_and_an_allowed_one_works(
+    bundle: Path, server: tuple[str, int]
+) -> None:
     async def main() -> bytes:
         with pytest.raises(ReplayPolicyError):
             await asyncio.open_connection(REMOTE, 443)
@@ -115,7 +166,7 @@ def test_an_asyncio_connection_is_refused_and_loopback_works(bundle: Path, serve
         writer.close()
         return data
 
-    with ReplaySession.from_trace(bundle):
+    with ReplaySession.from_trace(bundle, allow_hosts=[f"127.0.0.1:{server[1]}"]):
         assert asyncio.run(main()) == b"PING"
 
 
@@ -148,7 +199,7 @@ def test_a_unix_socket_stays_open(bundle: Path, tmp_path: Path) -> None:
             client.connect(path)
 
 
-def test_an_uninstrumented_sdk_client_fails_with_network_sealed_and_the_local_db_works(
+def test_an_uninstrumented_sdk_client_fails_with_network_sealed_and_the_allowed_local_db_works(
     tmp_path: Path, server: tuple[str, int]
 ) -> None:
     openai = pytest.importorskip("openai")
@@ -162,7 +213,8 @@ def test_an_uninstrumented_sdk_client_fails_with_network_sealed_and_the_local_db
 
     with record("sdk", output=path):
         ask_db(server)
-    with ReplaySession.from_trace(path) as session, pytest.raises(Exception) as info:
+    allowed = [f"127.0.0.1:{server[1]}"]
+    with ReplaySession.from_trace(path, allow_hosts=allowed) as session, pytest.raises(Exception) as info:
         sdk_agent()
     assert session.divergence is not None
     assert session.divergence.code == "network_sealed"
@@ -235,8 +287,9 @@ def test_run_regression_case_is_sealed_and_can_allow_a_host(bundle: Path, server
     with pytest.raises(AssertionError, match=r"network_sealed|network sealed"):
         run_regression_case(run_agent, bundle, has_expectation=False)
     # allowed: the seal lets the connection through, so what fails now is the OS's answer, not the seal
+    allowed = [REMOTE, f"127.0.0.1:{server[1]}"]
     with pytest.raises(AssertionError) as info:
-        run_regression_case(run_agent, bundle, has_expectation=False, allow_hosts=[REMOTE])
+        run_regression_case(run_agent, bundle, has_expectation=False, allow_hosts=allowed)
     assert "network sealed" not in str(info.value)
 
 
@@ -317,17 +370,20 @@ class UdpEcho(socketserver.BaseRequestHandler):
         sock.sendto(data.upper(), self.client_address)
 
 
-def test_a_datagram_to_a_remote_address_is_refused_before_it_is_sent_and_loopback_ones_work(
+def test_a_datagram_to_an_address_not_allowed_is_refused_before_it_is_sent_and_allowed_ones_work(
     bundle: Path,
 ) -> None:
     # UDP needs no connect: sendto/sendmsg name the address themselves (a metrics client, a DNS library)
     with socketserver.ThreadingUDPServer(("127.0.0.1", 0), UdpEcho) as srv:
         threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True).start()
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        with ReplaySession.from_trace(bundle) as session, udp:
+        # every port of 127.0.0.1: the server's reply goes to the client's ephemeral port
+        with ReplaySession.from_trace(bundle, allow_hosts=["127.0.0.1"]) as session, udp:
             udp.settimeout(5)
             udp.sendto(b"ping", srv.server_address)
             assert udp.recv(16) == b"PING"
+            with pytest.raises(ReplayPolicyError):  # another loopback address stays sealed
+                udp.sendto(b"x", ("127.0.0.2", 8125))
             with pytest.raises(ReplayPolicyError) as info:
                 udp.sendto(b"x", (REMOTE, 53))
             assert f"{REMOTE}:53" in str(info.value)
@@ -350,13 +406,19 @@ def test_the_legacy_resolvers_are_sealed_too(bundle: Path) -> None:
             assert "api.openai.com" in str(info.value)
 
 
-def test_an_ipv4_mapped_loopback_address_is_loopback(bundle: Path, server: tuple[str, int]) -> None:
+def test_an_ipv4_mapped_address_is_its_ipv4_address(bundle: Path, server: tuple[str, int]) -> None:
     if not socket.has_ipv6:
         pytest.skip("no IPv6 sockets here")
+    mapped = ("::ffff:127.0.0.1", server[1])
     with ReplaySession.from_trace(bundle), socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+        with pytest.raises(ReplayPolicyError) as info:
+            sock.connect(mapped)
+        assert f"127.0.0.1:{server[1]}" in str(info.value)
+    allowed = [f"127.0.0.1:{server[1]}"]
+    with ReplaySession.from_trace(bundle, allow_hosts=allowed), socket.socket(socket.AF_INET6) as sock:
         sock.settimeout(5)
         try:
-            sock.connect(("::ffff:127.0.0.1", server[1]))
+            sock.connect(mapped)
         except OSError as exc:  # no dual-stack sockets here (ReplayPolicyError is no OSError: it fails)
             pytest.skip(f"IPv4-mapped addresses unsupported here: {exc}")
         sock.sendall(b"ping")
@@ -364,10 +426,14 @@ def test_an_ipv4_mapped_loopback_address_is_loopback(bundle: Path, server: tuple
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
-def test_a_child_forked_during_a_sealed_replay_is_sealed_too(bundle: Path) -> None:
+def test_a_child_forked_during_a_sealed_replay_is_sealed_too_and_its_refusal_is_the_divergence(
+    bundle: Path,
+) -> None:
     # a forked child forgets the parent's session (its instrumented calls run untouched: trace.boundary),
-    # so an LLM call it makes would leave the process: the seal must still refuse it there
-    with ReplaySession.from_trace(bundle):
+    # so an LLM call it makes would leave the process: the seal must still refuse it there, and the parent's
+    # verdict must say so even though the child swallowed the error
+    with ReplaySession.from_trace(bundle) as session:
+        lookup("Paris")
         pid = os.fork()
         if pid == 0:  # the child: exit 0 only when the connection was refused by the seal
             code = 1
@@ -380,3 +446,28 @@ def test_a_child_forked_during_a_sealed_replay_is_sealed_too(bundle: Path) -> No
             os._exit(code)
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+    assert session.divergence is not None
+    assert session.divergence.code == "network_sealed"
+    assert "a child process forked during the replay" in str(session.divergence)
+    assert f"{REMOTE}:443" in str(session.divergence)
+
+
+def test_the_process_talking_to_itself_stays_open(bundle: Path) -> None:
+    """socketpair (asyncio's self-pipe, multiprocessing), subprocess pipes and a thread pool keep working."""
+    import subprocess
+    import sys
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, lambda: 41) + 1
+
+    with ReplaySession.from_trace(bundle) as session:
+        lookup("Paris")
+        left, right = socket.socketpair()
+        with left, right:
+            left.sendall(b"x")
+            assert right.recv(1) == b"x"
+        assert asyncio.run(main()) == 42
+        done = subprocess.run([sys.executable, "-c", "print(1)"], capture_output=True, text=True, check=True)
+        assert done.stdout.strip() == "1"
+    assert session.divergence is None

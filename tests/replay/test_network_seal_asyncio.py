@@ -234,7 +234,7 @@ def test_a_new_asyncio_connection_is_refused_at_connect(bundle: Path) -> None:
     assert echo.connections == 0
 
 
-def test_loopback_asyncio_connections_work_inside_the_session(
+def test_allowed_loopback_asyncio_connections_work_inside_the_session(
     bundle: Path, asyncio_log: pytest.LogCaptureFixture
 ) -> None:
     echo = Echo()
@@ -242,7 +242,8 @@ def test_loopback_asyncio_connections_work_inside_the_session(
     async def main() -> ReplaySession:
         async with serving(echo, "127.0.0.1") as port:
             pooled = await asyncio.open_connection("127.0.0.1", port)  # opened before the session
-            with ReplaySession.from_trace(bundle) as session:
+            # the name allows the addresses it stands for (127.0.0.1 and ::1), on that port
+            with ReplaySession.from_trace(bundle, allow_hosts=[f"localhost:{port}"]) as session:
                 assert await echo_roundtrip(*pooled, b"db") == b"DB"
                 await send(pooled[1], b"a", b"b")
                 assert await asyncio.wait_for(pooled[0].readexactly(2), 5) == b"AB"

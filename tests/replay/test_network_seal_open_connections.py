@@ -54,12 +54,12 @@ def test_a_keep_alive_connection_opened_before_the_session_cannot_send_to_a_remo
     with remote, local:
         remote.sendall(b"before ")  # the live run's request on the pooled connection
         assert remote.recv(16) == b"BEFORE "
-        with ReplaySession.from_trace(bundle) as session:
+        with ReplaySession.from_trace(bundle, allow_hosts=[f"127.0.0.1:{tcp_server}"]) as session:
             with pytest.raises(ReplayPolicyError) as info:
                 remote.sendall(b"during")
             with pytest.raises(ReplayPolicyError):
                 remote.send(b"during")
-            local.sendall(b"db")  # the agent's own local connection keeps working
+            local.sendall(b"db")  # the agent's own local connection, allowed, keeps working
             assert local.recv(16) == b"DB"
         assert lookup("Paris") == "Paris: sunny"  # after the session: live again
         remote.sendall(b"after")

@@ -140,6 +140,12 @@ def _debug_requested(args: Sequence[str]) -> bool:
     return False
 
 
+OWN_PROCESS = False
+"""True when :func:`main` runs as the ``stepfork`` console script (no ``argv`` given): the process exists
+for this one command, so ``replay`` may keep it sealed after its verdict (``stepfork.cli.scriptrun.
+keep_sealed``); False when a program or a test calls ``main(argv)`` in a process of its own."""
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``) and exit with the command's exit code.
 
@@ -147,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     shell's convention, 128 + SIGINT). An unexpected exception prints one line and exits 1; ``--debug`` (or
     ``STEPFORK_DEBUG=1``) re-raises it so the traceback shows.
     """
+    global OWN_PROCESS
+    OWN_PROCESS = argv is None  # the console script: the process is the command's (main(argv): embedded)
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in _VERSION_FLAGS:
         sys.stdout.write(f"stepfork {_version()}\n")

@@ -1,4 +1,5 @@
-"""Parsing of options shared by several commands: ``--raise-as TYPE=MODULE:CLASS`` (replay, export).
+"""Parsing of options shared by several commands: ``--raise-as TYPE=MODULE:CLASS`` (replay, export),
+``--allow-host HOST[:PORT]`` (replay, export, fork, minimize), ``--ordering``, ``--ignore``.
 
 A bad value is refused here, before any bundle is read or any module imported, with one line on stderr and
 exit 2, as the commands refuse other bad options (spec/cli-reference.txt, exit code conventions).
@@ -17,7 +18,10 @@ ALLOW_NETWORK_HELP = (
     "Leave the network open during a frozen, forbidden or manual replay (sealed by default: an "
     "uninstrumented outbound connection fails with network_sealed)."
 )
-ALLOW_HOST_HELP = "Let connections to HOST (a name or an address) through the sealed network. Repeatable."
+ALLOW_HOST_HELP = (
+    "Let connections to HOST (a name or an address: every port) or HOST:PORT (one port; IPv6 in brackets, "
+    "[::1]:8000) through the sealed network; loopback and private addresses are sealed too. Repeatable."
+)
 
 _FORM = "expected TYPE=MODULE:CLASS, for example app.errors.RateLimited=app.errors:RateLimited"
 
@@ -69,6 +73,22 @@ def parse_raise_as(values: list[str] | None) -> dict[str, str] | None:
             fail(f"--raise-as names the error type {error_type!r} twice; give each TYPE once.", 2)
         mapping[error_type] = target
     return mapping
+
+
+def parse_allow_hosts(values: list[str] | None) -> list[str]:
+    """The ``--allow-host`` values, normalized (``HOST`` or ``HOST:PORT``, IPv6 in brackets, duplicates
+    dropped), or one line on stderr and exit 2 for a malformed one (``stepfork.replay.network.
+    parse_allowed_host``)."""
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.replay.network import format_host, parse_allowed_host
+
+    allowed: list[str] = []
+    for value in values or []:
+        try:
+            allowed.append(format_host(*parse_allowed_host(value)))
+        except ValueError as exc:
+            fail(f"--allow-host: {sanitize_text(str(exc))}", 2)
+    return list(dict.fromkeys(allowed))
 
 
 def describe_raise_as(mapping: dict[str, str]) -> str:

@@ -21,6 +21,10 @@ import sys
 import traceback
 from typing import Any
 
+from stepfork.cli.program_test import run_script_regression_case  # where exported program tests import it
+
+__all__ = ["ProgramExit", "main", "program_exit", "run_program", "run_script_regression_case"]
+
 
 class ProgramExit(Exception):
     """The program exited with a non-zero status (``code``: int or the ``sys.exit`` message; ``status``:
@@ -121,7 +125,7 @@ def _missing(target: list[str]) -> str | None:
 def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
     from contextlib import ExitStack
 
-    from stepfork.integrations.autocapture import enable
+    from stepfork.integrations.autocapture import enable, note_program
     from stepfork.trace import record
     from stepfork.trace.errors import TraceError
 
@@ -133,9 +137,10 @@ def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
     try:
         with ExitStack() as stack:
             try:
-                stack.enter_context(record(agent, output=output, overwrite=overwrite))
+                session = stack.enter_context(record(agent, output=output, overwrite=overwrite))
             except TraceError as exc:  # the bundle cannot be written: refused before the program runs
                 return _refuse(f"Cannot record to {output}: {exc}")
+            note_program(session, ["python", *target])  # the capture is in the bundle's program.json
             run_program(target)
     except ProgramExit as exc:
         return _status(exc)
@@ -168,7 +173,14 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
     import typer
 
     from stepfork.cli.agent_exit import os_exit_reported
-    from stepfork.cli.commands.replay import _ask, _os_exit_line, fail_for_error, render_outcome
+    from stepfork.cli.commands.replay import (
+        _ask,
+        _os_exit_line,
+        emit_report_json,
+        fail_for_error,
+        render_outcome,
+    )
+    from stepfork.cli.output import agent_output_to_stderr
     from stepfork.integrations.autocapture import enable
     from stepfork.replay.outcome import replay_entrypoint
 
@@ -176,8 +188,14 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
     if problem is not None:
         return _refuse(problem)
     enable()
+    as_json = bool(options.get("json"))
+    into = options.get("program_output") or None  # a program test reads the program's stdout from there
     try:
-        with os_exit_reported(_os_exit_line, 2):  # the program's os._exit is no verdict (docs/cli.md)
+        with (
+            os_exit_reported(_os_exit_line, 2),  # the program's os._exit is no verdict (docs/cli.md)
+            agent_output_to_stderr(as_json and into is None),  # with --json, stdout holds the report alone
+            output_to_file(into),
+        ):
             outcome = replay_entrypoint(
                 bundle,
                 lambda: run_program(target),
@@ -194,7 +212,16 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
             fail_for_error(exc, Path(bundle))  # prints the one line, raises typer.Exit
         except typer.Exit as done:
             return int(done.exit_code)
+    keep_sealed(outcome)
     sys.stdout.flush()
+    if options.get("outcome_file"):  # a program test's trajectory expectation reads the calls there
+        import json
+
+        with open(options["outcome_file"], "w", encoding="utf-8") as handle:
+            json.dump(outcome.to_dict(), handle)
+    if as_json:
+        emit_report_json(outcome)
+        return int(outcome.exit_code)
     from stepfork.cli.output import sanitize_text
 
     shown = sanitize_text(" ".join(["python", *target]))  # a key typed as an argument is never printed
@@ -202,61 +229,39 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
     return int(outcome.exit_code)
 
 
-def run_script_regression_case(
-    *,
-    trace_path: str | os.PathLike[str],
-    command: list[str],
-    cwd: str | os.PathLike[str] | None = None,
-    mode: str = "frozen",
-    allow_live_tools: list[str] | None = None,
-    network: str | None = None,
-    allow_hosts: list[str] | None = None,
-    ordering: str = "auto",
-    ignore: dict[str, list[str]] | None = None,
-) -> None:
-    """The test body of ``stepfork export BUNDLE -- python agent.py ARGS``: replay the program as
-    ``stepfork replay BUNDLE -- python agent.py ARGS`` does, and pass when that replay passes.
+@contextlib.contextmanager
+def output_to_file(path: str | None) -> Any:
+    """While the block runs, what the program prints goes to the file at ``path`` (``sys.stdout`` and file
+    descriptor 1, so a child process's output too), not to stdout; nothing changes when ``path`` is None.
+    A program test (:mod:`stepfork.cli.program_test`) compares that output with its expectation."""
+    if path is None:
+        yield
+        return
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with open(path, "a", encoding="utf-8", errors="replace") as handle:
+        saved = os.dup(1)
+        os.dup2(handle.fileno(), 1)
+        try:
+            with contextlib.redirect_stdout(handle):
+                yield
+        finally:
+            with contextlib.suppress(Exception):
+                handle.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
 
-    Args:
-        trace_path: the bundle.
-        command: ``["python", SCRIPT, ARGS...]`` or ``["python", "-m", MODULE, ARGS...]`` as typed; the
-            program runs with this interpreter (``sys.executable``: the one running the test, where
-            Stepfork is installed), whatever the first item names.
-        cwd: the directory the program runs in (the export's working directory); None: the current one.
-        mode, allow_live_tools, network, allow_hosts, ordering, ignore: as ``stepfork replay``'s options
-            (``network="open"`` is ``--allow-network``).
 
-    Raises:
-        AssertionError: the replay did not pass (divergence, unexpected failure, a program that cannot
-            run); the message holds the replay's exit status and its report.
-    """
-    import json
-    import subprocess
+def keep_sealed(outcome: Any) -> None:
+    """After a sealed replay, keep this process sealed until it exits (``seal_process``): a thread the
+    program left running (a daemon's background fetch, the interpreter's join of non-daemon threads at
+    exit) must not reach the network once the session that sealed it has ended. The verdict is already
+    taken; a refusal then is no session's divergence. Only for a process that exists for the replay (this
+    module's, and the ``stepfork`` console script's: ``stepfork.cli.app.OWN_PROCESS``)."""
+    if getattr(outcome, "network", None) == "sealed":
+        from stepfork.replay.network import seal_process
 
-    from stepfork.cli.commands.record import python_target
-
-    found = python_target(list(command))
-    if found is None:
-        raise AssertionError(f"COMMAND is not a Python program (python SCRIPT ARGS...): {command!r}")
-    options = {
-        "mode": mode,
-        "network": network or "",
-        "allow_hosts": list(allow_hosts or []),
-        "allow_live_tools": list(allow_live_tools or []),
-        "ordering": ordering,
-        "ignore": ignore or {},
-        "verbose": False,
-    }
-    args = [sys.executable, "-m", "stepfork.cli.scriptrun", "replay", str(trace_path), json.dumps(options)]
-    args += ["--", *found[1]]
-    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
-    sys.stdout.write(done.stdout)  # pytest shows them with the failure
-    sys.stderr.write(done.stderr)
-    if done.returncode != 0:
-        shown = " ".join(command)
-        raise AssertionError(
-            f"Stepfork replay of `{shown}` failed (exit {done.returncode}):\n{done.stdout}{done.stderr}"
-        )
+        seal_process()
 
 
 def main(argv: list[str]) -> int:

@@ -30,7 +30,8 @@ class ExportError(ValueError):
         code: ``invalid_mode``, ``invalid_option``, ``invalid_trace``, ``invalid_expectation``,
             ``invalid_trajectory``, ``missing_entrypoint``, ``invalid_entrypoint`` (not
             ``MODULE:FUNCTION``), ``missing_argument`` (the entrypoint cannot be called with the recorded
-            run input), ``unsafe_source``, ``write_failed`` or ``already_exists``. The CLI
+            run input), ``program_bundle`` (an entrypoint test of a bundle recorded from a program by
+            ``stepfork record --``), ``unsafe_source``, ``write_failed`` or ``already_exists``. The CLI
             maps ``already_exists``/``write_failed`` to exit 1, the rest to 2 (interop/REFERENCE-NOTES.md
             section 4 table).
         path: the file concerned, when one is.

@@ -17,11 +17,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from stepfork.analysis._render import ABSENT, redacted, show_value
+from stepfork.trace.http_calls import is_http_call
 
 ChangeKind = Literal["added", "removed", "changed", "unchanged"]
 """How a step or a value differs between baseline and candidate (a Literal, as in the reference)."""
 
-StepType = Literal["tool", "llm", "state", "error", "run"]
+StepType = Literal["tool", "http", "llm", "state", "error", "run"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class BehaviorStep:
     """One observable step of a run.
 
     Attributes:
-        step_type: ``tool``, ``llm``, ``state``, ``error`` or ``run``.
+        step_type: ``tool``, ``http`` (a request outside the agent's order, issue 29: a ``tool_call`` named
+            ``http METHOD URL``, :mod:`stepfork.trace.http_calls`), ``llm``, ``state``, ``error`` or ``run``.
         label: the tool name; ``provider/model`` (or ``model``) for an LLM; the state key; the error type;
             ``run`` for the run step.
         payload: redacted JSON fields: tool/llm ``{input, output, status}``, state ``{before, after}``,
@@ -87,7 +89,8 @@ def extract_behavior(trace: Any) -> list[BehaviorStep]:
             consumed_ids.add(event.id)
             if result is not None:
                 consumed_ids.add(result.id)
-            steps.append(_call_step("tool", event.name, event.input, output, status, event.step))
+            kind_of: StepType = "http" if is_http_call(event.name) else "tool"
+            steps.append(_call_step(kind_of, event.name, event.input, output, status, event.step))
         elif kind == "llm_request":
             result = _find_result(events, index, "llm_response", used)
             if result is None:

@@ -18,6 +18,9 @@ events, headers) and in framework message objects; the provider ids of two align
 into one renaming, so their echoes in later requests and in the run output compare equal. Ignored
 differences are kept on the step as ``ignored``, counted, shown with ``show_ignored``, never part of the
 verdict; ``strict`` compares everything.
+
+Issue 29: ``http`` steps (requests outside the agent's order: background fetches, non-LLM requests) come
+after the agent's own steps on both sides, sorted by label and input, and are aligned there.
 """
 
 from __future__ import annotations
@@ -298,6 +301,8 @@ _WHERE = {
     ("tool", "output"): "tool_output",
     ("llm", "input"): "llm_input",
     ("llm", "output"): "llm_output",
+    ("http", "input"): "tool_input",
+    ("http", "output"): "tool_output",
     ("run", "output"): "run_output",
 }
 """Where each compared field sits, for the noise rules (stepfork.replay.noise.compare.WHERES)."""
@@ -418,6 +423,20 @@ def _sibling_order(trace: Any, steps: list[BehaviorStep]) -> list[BehaviorStep]:
     return out
 
 
+def _requests_apart(steps: list[BehaviorStep]) -> list[BehaviorStep]:
+    """``steps`` with the ``http`` steps (requests outside the agent's order, issue 29) after the agent's
+    own, sorted by label and input, before the run step: their timing is a library's, so two runs whose
+    background fetch came at another moment line up, and a request made in one run only is added or
+    removed."""
+    from stepfork.trace.canonical import canonical_json
+
+    requests = [step for step in steps[:-1] if step.step_type == "http"]
+    if not requests:
+        return steps
+    requests.sort(key=lambda step: (step.label, canonical_json(step.payload.get("input"))))
+    return [*(step for step in steps[:-1] if step.step_type != "http"), *requests, steps[-1]]
+
+
 def diff_traces(
     baseline: Any,
     candidate: Any,
@@ -461,8 +480,8 @@ def diff_traces(
         else Comparison(rules, Origins(base_trace), Origins(cand_trace), ignore=user_ignore(ignore))
     )
     steps = align_steps(
-        _sibling_order(base_trace, extract_behavior(base_trace)),
-        _sibling_order(cand_trace, extract_behavior(cand_trace)),
+        _requests_apart(_sibling_order(base_trace, extract_behavior(base_trace))),
+        _requests_apart(_sibling_order(cand_trace, extract_behavior(cand_trace))),
         scope,
     )
     counts = {k: sum(1 for s in steps if s.kind == k) for k in ("added", "removed", "changed", "unchanged")}

@@ -197,6 +197,7 @@ def generate_pytest_source(
     _check_ordering(ordering)
     if network not in (None, "sealed", "open"):
         raise ExportError(f"network must be 'sealed' or 'open', got {network!r}", code="invalid_option")
+    allow_hosts = _checked_allow_hosts(allow_hosts)
     from stepfork.trace.redaction import redact_json
 
     if expectation is not None:
@@ -273,6 +274,20 @@ def test_stepfork_regression_{stem}() -> None:
     except ValueError as exc:
         raise ExportError(f"generated test failed the literal check: {exc}", code="unsafe_source") from exc
     return source
+
+
+def _checked_allow_hosts(allow_hosts: Iterable[str] | None) -> list[str] | None:
+    """``allow_hosts`` normalized for ALLOW_HOSTS (``HOST`` or ``HOST:PORT``,
+    :func:`stepfork.replay.network.parse_allowed_host`), or None; ExportError ``invalid_option`` for a
+    malformed entry, which the test's replay would refuse."""
+    if not allow_hosts:
+        return None
+    from stepfork.replay.network import format_host, parse_allowed_host
+
+    try:
+        return [format_host(*parse_allowed_host(host)) for host in allow_hosts]
+    except ValueError as exc:
+        raise ExportError(str(exc), code="invalid_option") from None
 
 
 def _checked_ignore(ignore: Mapping[str, list[str]] | None) -> dict[str, list[str]] | None:
@@ -391,10 +406,13 @@ def export_pytest_test(
     """Validate the bundle strictly, generate the test and write it atomically.
 
     ``command`` (``["python", "agent.py", ARGS...]``, the script form; ``entrypoint`` is then ignored and
-    may be empty) writes a test that replays that program; it asserts no output (a program returns
-    none), so ``expectation``, ``trajectory_expectation`` and ``raise_as`` are refused with it
-    (``invalid_option``). A command with an argument holding a secret is refused before the bundle is
-    read (``secret_in_command``, the line naming the argument; CASES C5).
+    may be empty) writes a test that replays that program; ``expectation`` is then compared with the
+    program's standard output (its JSON value when it parses as JSON, else its text; nothing is asserted
+    without one: a program records no output), ``trajectory_expectation`` with the calls it made, and
+    ``raise_as`` is refused (``invalid_option``). A command with an argument holding a secret is refused
+    before the bundle is read (``secret_in_command``, the line naming the argument; CASES C5). Without
+    ``command``, a bundle recorded from a program by ``stepfork record --`` is refused
+    (``program_bundle``, the line giving the export that works: issue 29).
 
     ``has_expectation=None`` means "decide": with an ``expectation`` it is asserted; without one the
     recorded run output (redacted) is asserted, or nothing when the run has no completed output.
@@ -425,14 +443,16 @@ def export_pytest_test(
         _check_entrypoint(entrypoint)
     else:
         _check_command(command)  # before the bundle is read, as the CLI
-    if command is not None and (expectation is not None or trajectory_expectation is not None or raise_as):
+    if command is not None and raise_as:
         raise ExportError(
-            "--expect-output, --expect-trajectory and --raise-as are not supported with -- python SCRIPT "
-            "(a program returns no output to compare); use --entrypoint",
+            "--raise-as is not supported with -- python SCRIPT (a program's exceptions are its own); "
+            "use --entrypoint",
             code="invalid_option",
         )
     trace_file = Path(trace_path)
     trace = _checked_trace(trace_file)
+    if command is None:
+        _refuse_program_bundle(trace_file, entrypoint)
     tool_names = {e.name for e in trace.events if isinstance(e, ToolCall)}
     unknown = sorted(set(allow_live_tools or ()) - tool_names)
     if unknown:
@@ -447,8 +467,10 @@ def export_pytest_test(
         check_entrypoint_call(trace, entrypoint, Path.cwd() if import_root is None else import_root)
 
     source_kind = "file"
-    if command is not None:
-        has_expectation, expectation, source_kind = False, None, "none"
+    if command is not None:  # a program's output is its standard output; none was recorded to default to
+        has_expectation = expectation is not None
+        expectation = redact_json(expectation).value if has_expectation else None
+        source_kind = "file" if has_expectation else "none"
     elif has_expectation is None:
         if expectation is not None:
             has_expectation = True
@@ -483,6 +505,27 @@ def export_pytest_test(
     )
     write_atomically(destination, source, overwrite=overwrite)
     return ExportResult(destination, expectation, bool(has_expectation), source_kind, unmatched)
+
+
+def _refuse_program_bundle(trace_file: Path, entrypoint: str) -> None:
+    """ExportError ``program_bundle`` when the bundle was recorded from a program by ``stepfork record --``
+    (its ``program.json``): its requests were captured in every httpx client the program created, which
+    an entrypoint test does not install, so the test would fail for correct code (issue 29). The one line
+    names the export that works: the program form, with the recorded command."""
+    from stepfork.integrations.autocapture import recorded_program
+
+    program = recorded_program(trace_file)
+    if program is None:
+        return
+    shown = " ".join(program)
+    raise ExportError(
+        f"{trace_file} was recorded from a program (`stepfork record -- {shown}`), whose HTTP requests "
+        f"were captured in every httpx client it created; a test of --entrypoint {entrypoint} would replay "
+        f"it without that capture. Export the program instead: stepfork export {trace_file} --pytest "
+        f"-o TEST.py -- {shown}",
+        code="program_bundle",
+        path=str(trace_file),
+    )
 
 
 def _check_command(command: Sequence[str]) -> None:

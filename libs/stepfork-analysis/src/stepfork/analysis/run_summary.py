@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from stepfork.trace.http_calls import is_http_call
 from stepfork.trace.models import format_timestamp
 from stepfork.trace.redaction import redact_json
 
@@ -19,7 +20,9 @@ __all__ = ["SummaryBuilder"]
 class SummaryBuilder:
     """The run summary, accumulated one event at a time (:meth:`add`) while the events stream.
 
-    Counters: ``events``, ``tool_calls``, ``llm_calls`` (llm_request events), ``llm_responses``,
+    Counters: ``events``, ``tool_calls`` (tool_call events, as the manifest's totals count them),
+    ``http_requests`` (those of them that are ``http`` calls: requests outside the agent's order, issue 29,
+    :mod:`stepfork.trace.http_calls`), ``llm_calls`` (llm_request events), ``llm_responses``,
     ``errors`` (events with status ``error``), ``prompt_tokens``, ``completion_tokens``, ``total_tokens``
     (a response's ``total_tokens``, else its prompt + completion), ``cost_usd`` (the LLM calls' recorded
     ``cost_usd`` summed, USD; None when none recorded one), ``llm_latency_ms`` (the LLM responses' recorded
@@ -27,7 +30,7 @@ class SummaryBuilder:
     token count), ``first`` and ``last`` (the earliest and latest event timestamps).
 
     ``result()`` returns ``{agent_name, run_id, status, created_at, ended_at, duration_ms, events,
-    tool_calls, llm_calls, errors, prompt_tokens, completion_tokens, total_tokens, cost_usd,
+    tool_calls, http_requests, llm_calls, errors, prompt_tokens, completion_tokens, total_tokens, cost_usd,
     llm_latency_ms, integrity, failure}`` (redacted); durations in ms, cost in USD (the recorded
     ``cost_usd`` summed, or the manifest's total).
     """
@@ -36,6 +39,7 @@ class SummaryBuilder:
     integrity: str | None = None
     events: int = 0
     tool_calls: int = 0
+    http_requests: int = 0
     llm_calls: int = 0
     llm_responses: int = 0
     errors: int = 0
@@ -53,7 +57,9 @@ class SummaryBuilder:
         """Count ``event`` (a pydantic event of the bundle)."""
         self.events += 1
         kind = str(event.type)
-        self.tool_calls += kind == "tool_call"
+        if kind == "tool_call":
+            self.tool_calls += 1
+            self.http_requests += is_http_call(event.name)
         self.llm_calls += kind == "llm_request"
         self.errors += str(event.status) == "error"
         if kind == "llm_response":
@@ -94,6 +100,7 @@ class SummaryBuilder:
             "duration_ms": self.duration_ms(),
             "events": self.events,
             "tool_calls": self.tool_calls,
+            "http_requests": self.http_requests,
             "llm_calls": self.llm_calls,
             "errors": self.errors,
             "prompt_tokens": self.prompt_tokens,

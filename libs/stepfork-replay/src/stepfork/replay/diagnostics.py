@@ -285,6 +285,8 @@ class Diagnostic:
         expected_model_fingerprint, actual_model_fingerprint: for LLM calls,
             :func:`model_fingerprint` of the recorded and the live provider/model; None for tools.
         function: the live call's instrumented function (``module:qualname``), diagnostics only.
+        missing: why the recorded side has no call, when it is not the recording's end (an HTTP request
+            the recording does not hold: ``no such request in the recording``), else None.
     """
 
     index: int | None = None
@@ -306,6 +308,7 @@ class Diagnostic:
     differences: tuple[JsonDifference, ...] = ()
     difference_count: int = 0
     hint: str | None = None
+    missing: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (``difference`` and each of ``differences`` as
@@ -326,8 +329,11 @@ class Diagnostic:
         """
         differences = self.differences or ((self.difference,) if self.difference is not None else ())
         lines = difference_lines(differences, max(self.difference_count, len(differences)))
-        ended = "the recording ended"
-        expected = _call_text(self.expected_kind, self.expected_label, self.expected_input, ended, 100)
+        expected = _call_text(
+            self.expected_kind, self.expected_label, self.expected_input, "the recording ended", 100
+        )
+        if self.missing and self.expected_kind is None:
+            expected = self.missing
         actual = _call_text(self.actual_kind, self.actual_label, self.actual_input, "the run ended", 100)
         lines += [f"  recorded: {expected}", f"  live:     {actual}"]
         shas = self._fingerprint_parts(verbose)

@@ -1,26 +1,34 @@
-"""The network seal of replay (issue 11; docs/replay.md "The network is sealed").
+"""The network seal of replay (issues 11 and 29; docs/replay.md "The network is sealed").
 
 While a ``ReplaySession`` with ``network="sealed"`` is active (the default in ``frozen``, ``forbidden`` and
-``manual`` modes), no connection leaves the process: an outbound connection to anything but loopback
-(``127.0.0.0/8``, ``::1``, ``localhost``), the unspecified address or a Unix socket raises
-:class:`~stepfork.replay.errors.ReplayPolicyError` (code ``network_sealed``) *before* a byte is sent,
-naming the host and port and how to instrument the call. The error is also recorded as the session's
-divergence, so the CLI reports it and exit codes follow the spec even when the agent swallows it.
+``manual`` modes), no connection leaves the process: an outbound connection to **any** address, loopback
+(``127.0.0.0/8``, ``::1``) and private ones included (issue 29: a model server or a test's fake provider on
+``127.0.0.1`` is a dependency like any other), raises :class:`~stepfork.replay.errors.ReplayPolicyError`
+(code ``network_sealed``) *before* a byte is sent, naming the host and port and how to instrument the call
+or let it through. The error is also recorded as the session's divergence, so the CLI reports DIVERGED and
+exit codes follow the spec even when the agent swallows it.
+
+What stays open: Unix sockets and every other local family (the plumbing of subprocesses, ``multiprocessing``
+and asyncio's self-pipe on POSIX), ``socket.socketpair`` (emulated over loopback where the platform has no
+native pair), a name resolved to bind a server (``AI_PASSIVE``), a numeric address or ``localhost`` being
+resolved (no query leaves the machine: the connection that follows is checked), and replies a server of
+this process sends on a connection it accepted (:func:`_inbound`).
 
 Hooks (what Python gives; installed while at least one sealed session is active, removed after, or for the
 rest of the process's life with :func:`seal_process`, as in a ``stepfork check`` worker):
 
 - ``socket.getaddrinfo`` (and the older ``gethostbyname``/``gethostbyname_ex``): a name that is neither
   local nor allowed is refused before it is resolved (a DNS query is network traffic too); the addresses
-  of an allowed name are allowed in turn;
+  of an allowed name are allowed in turn (with the allowed port, if one was named);
 - ``socket.socket.connect`` / ``connect_ex``: every TCP/UDP connection, blocking or not. asyncio's
-  ``loop.sock_connect``/``create_connection`` and every HTTP library end there;
+  ``loop.sock_connect``/``create_connection`` and every HTTP library end there; a refused socket is closed
+  (it never connected; ``socket.create_connection`` closes its socket on ``OSError`` only);
 - ``socket.socket.sendto`` / ``sendmsg`` with an address: a datagram needs no connection (a metrics
-  client, a DNS library), so one to a remote address is refused before it is sent;
+  client, a DNS library), so one to an address not allowed is refused before it is sent;
 - ``socket.socket.send`` / ``sendall`` / ``sendmsg`` and ``ssl.SSLSocket.send`` / ``sendall`` / ``write``
   on a connected socket: a connection opened *before* the session (an HTTP client's keep-alive pool, a
   socket connected by an earlier live run in the same process) needs no new connect, so the first send on
-  each socket checks its peer; a remote one is refused before the bytes are sent. TLS is checked before
+  each socket checks its peer; one not allowed is refused before the bytes are sent. TLS is checked before
   encryption (``SSLSocket``; asyncio's TLS writes through the plain socket's ``send``). The verdict is kept
   per socket until the next connect or the next change of sealed sessions;
 - asyncio's transports (``write``/``writelines``/``sendto``) and ``loop.sock_sendfile``/``sendfile``
@@ -28,23 +36,29 @@ rest of the process's life with :func:`seal_process`, as in a ``stepfork check``
   ``try``/``except``, which would turn the refusal into "Fatal write error on socket transport" and a
   ``ConnectionResetError`` at the agent's next read.
 
-Loopback includes IPv4-mapped IPv6 loopback (``::ffff:127.0.0.1``, a dual-stack socket's view of a local
-server).
+IPv4-mapped IPv6 addresses (``::ffff:127.0.0.1``, a dual-stack socket's view of an IPv4 peer) are read as
+their IPv4 address.
 
-``allow_hosts`` lists host names or IP addresses that stay reachable (a database on another host, a
-service the test really needs). ``network="open"`` (the default in ``live`` and ``hybrid``, whose LLM
-calls need it) installs nothing.
+``allow_hosts`` opens exactly what it names: ``HOST`` (every port of a name or an address) or
+``HOST:PORT`` (one port), IPv6 addresses in brackets (``[::1]:8000``; a bare ``::1`` is every port)
+(:func:`parse_allowed_host`).
+``network="open"`` (the default in ``live`` and ``hybrid``, whose LLM calls need it) installs nothing.
+
+A child process forked while a sealed session is active (``os.fork``, a ``multiprocessing`` pool with the
+``fork`` start method) keeps the seal; a refusal there is written to a pipe the parent reads when the
+session ends, and becomes the session's divergence too (:func:`_child_refusals`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
+import os
 import socket
 import sys
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from stepfork.replay.errors import ReplayPolicyError
@@ -53,6 +67,9 @@ SEALED_MODES = frozenset({"frozen", "forbidden", "manual"})
 """Modes whose default is ``network="sealed"``; ``live`` and ``hybrid`` default to ``"open"``."""
 NETWORK_CHOICES = ("sealed", "open")
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+
+Allowance = tuple[str, "int | None"]
+"""``(host, port)``: a normalized host name or address and one port, or None for every port."""
 
 
 def network_for(mode: str, network: str | None) -> str:
@@ -68,31 +85,110 @@ def network_for(mode: str, network: str | None) -> str:
     return network
 
 
+def _normal_host(host: str) -> str:
+    """A host as the seal compares it: lower case, no trailing dot, no IPv6 zone or brackets; an address in
+    its compressed form, an IPv4-mapped IPv6 address as the IPv4 address."""
+    host = host.strip().lower().rstrip(".")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return host
+    mapped = getattr(address, "ipv4_mapped", None)
+    return str(mapped if mapped is not None else address)
+
+
+def parse_allowed_host(text: str) -> Allowance:
+    """``(host, port)`` of one ``allow_hosts`` entry (``--allow-host``): ``HOST`` (a name or an address:
+    every port), ``HOST:PORT``, ``[IPV6]`` or ``[IPV6]:PORT``; a bare IPv6 address (``::1``) is every port
+    of it. The host is normalized as the seal compares it (:func:`_normal_host`).
+
+    Raises:
+        ValueError: an empty entry, a port that is not 1-65535, or brackets around something that is not
+            an IPv6 address; the message names the entry and the accepted forms.
+    """
+    given = str(text).strip()
+    forms = "expected HOST, HOST:PORT or [IPV6]:PORT, for example 127.0.0.1:8000 or [::1]:8000"
+    host, port_text = given, None
+    if given.startswith("["):
+        close = given.find("]")
+        host, rest = given[1 : max(close, 1)], given[close + 1 :] if close > 0 else ""
+        if close < 0 or (rest and not rest.startswith(":")) or ":" not in host:
+            raise ValueError(f"invalid allowed host {given!r}: {forms}")
+        port_text = rest[1:] if rest else None
+    elif given.count(":") == 1:
+        host, port_text = given.split(":")
+    host = _normal_host(host)
+    if not host:
+        raise ValueError(f"invalid allowed host {given!r}: {forms}")
+    port: int | None = None
+    if port_text is not None:
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ValueError(f"invalid port in allowed host {given!r}: {forms}")
+        port = int(port_text)
+    return host, port
+
+
+def format_host(host: str, port: Any = None) -> str:
+    """``host:port`` as ``--allow-host`` takes it (an IPv6 address in brackets); ``host`` alone without a
+    port (an IPv6 address then bare, as :func:`parse_allowed_host` reads it)."""
+    if port is None:
+        return host
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _port(value: Any) -> int | None:
+    """A port as given to ``getaddrinfo``/``connect`` (int, digits, bytes), or None (a service name)."""
+    if isinstance(value, bytes):
+        value = value.decode("ascii", "replace")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
 class Seal:
-    """One sealed session's allowance: host names and addresses it lets through."""
+    """One sealed session's allowance: the ``(host, port)`` pairs it lets through (port None: every port)
+    and the addresses its allowed names resolved to."""
 
     def __init__(self, session: Any, allow_hosts: Iterable[str]) -> None:
         self.session = session
-        self.hosts = frozenset(h.strip().lower().rstrip(".") for h in allow_hosts if h.strip())
-        self.addresses: set[str] = set()
+        self.pid = os.getpid()  # a forked child inherits the seal; its refusals go to this process
+        given = [str(host) for host in allow_hosts if str(host).strip()]
+        self.allowed: frozenset[Allowance] = frozenset(parse_allowed_host(host) for host in given)
+        self.addresses: set[Allowance] = set()
         self.names_resolved = False
 
     def resolve_names(self) -> None:
-        """Allow the addresses of the allowed host *names* (once): a connection opened before the session
-        to an allowed name was resolved then, not under the seal, so its peer address is not known yet."""
+        """Allow the addresses of the allowed host *names* (once): a connection to an allowed name may have
+        been resolved before the session, or the agent connects to the address the name stands for."""
         if self.names_resolved:
             return
         self.names_resolved = True
-        for host in self.hosts:
+        for host, port in self.allowed:
             if _is_address(host):
                 continue
             with contextlib.suppress(OSError, UnicodeError):
                 infos = _original["socket.getaddrinfo"](host, None)
-                self.addresses.update(str(info[4][0]).lower() for info in infos)
+                self.addresses.update((_normal_host(str(info[4][0])), port) for info in infos)
 
-    def allows(self, host: str) -> bool:
-        """True when ``host`` (a name or an address) is allowed by this session."""
-        return host in self.hosts or host in self.addresses
+    def allows(self, host: str, port: int | None) -> bool:
+        """True when ``host`` (normalized, a name or an address) on ``port`` is allowed by this session."""
+        for pool in (self.allowed, self.addresses):
+            if (host, None) in pool or (port is not None and (host, port) in pool):
+                return True
+        return False
+
+    def port_of(self, host: str, port: int | None) -> tuple[bool, int | None]:
+        """``(allowed, the port restriction)`` for addresses a name resolves to: ``(True, None)`` for every
+        port, ``(True, p)`` for one, ``(False, None)`` when the name is not allowed here."""
+        if (host, None) in self.allowed:
+            return True, None
+        if port is not None and (host, port) in self.allowed:
+            return True, port
+        return False, None
 
 
 _lock = threading.Lock()
@@ -100,18 +196,20 @@ _seals: list[Seal] = []
 _original: dict[str, Any] = {}
 _peers_allowed: weakref.WeakKeyDictionary[socket.socket, bool] = weakref.WeakKeyDictionary()
 """Connected sockets whose peer was checked and allowed under the current seals (emptied when they change)."""
+_plumbing_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+"""Sockets of a ``socketpair`` (the process talking to itself): never checked."""
+_plumbing = threading.local()
 
 
 def _is_local(host: str) -> bool:
+    """True for a local host name (``localhost``) or a loopback or unspecified address: resolving it sends
+    nothing (the connection that follows is checked like any other)."""
     if host in _LOCAL_NAMES or host.endswith(".localhost"):
         return True
     try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
+        address = ipaddress.ip_address(_normal_host(host))
     except ValueError:
         return False
-    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 (ipaddress counts it from 3.13 only)
-    if mapped is not None:
-        address = mapped
     return address.is_loopback or address.is_unspecified
 
 
@@ -123,14 +221,14 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _allowed_by_name(host: str) -> bool:
+def _allowed_by_name(host: str, port: int | None) -> bool:
     """:func:`_allowed`, after resolving the allowed names of every sealed session (see
     :meth:`Seal.resolve_names`)."""
     with _lock:
         seals = list(_seals)
     for seal in seals:
         seal.resolve_names()
-    return _allowed(host)
+    return _allowed(host, port)
 
 
 def _inbound(sock: socket.socket) -> bool:
@@ -157,14 +255,39 @@ def _inbound(sock: socket.socket) -> bool:
     return False
 
 
-def _allowed(host: str) -> bool:
+def _allowed(host: str, port: int | None) -> bool:
     with _lock:
         seals = list(_seals)
-    return not seals or _is_local(host) or any(seal.allows(host) for seal in seals)
+    if not seals or _suspended or getattr(_plumbing, "active", False):
+        return True
+    return any(seal.allows(host, port) for seal in seals)
+
+
+_suspended = 0
+"""How many :func:`suspended` blocks are running: while one is, the seal lets everything through."""
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """Let every connection through while the block runs: Stepfork itself reading a bundle from object
+    storage (``load_source`` of a URL) in a process sealed for life (a ``stepfork check`` worker, whose next
+    bundle lies behind ``s3://``). Process-wide, because fsspec's filesystems connect from a thread of their
+    own; it runs before the replay's session starts, so no call of the agent is in flight."""
+    global _suspended
+    with _lock:
+        _suspended += 1
+        _peers_allowed.clear()
+    try:
+        yield
+    finally:
+        with _lock:
+            _suspended -= 1
+            _peers_allowed.clear()  # what the fetch connected is checked again from now on
 
 
 def _refuse(host: str, port: Any) -> None:
-    """Raise ``network_sealed`` for ``host:port`` and record it as the session's divergence."""
+    """Raise ``network_sealed`` for ``host:port`` and record it as the session's divergence; in a child
+    forked during a replay (its sessions are the parent's), tell the parent (:func:`_child_refusals`)."""
     with _lock:
         seals = list(_seals)
     if not seals:
@@ -172,31 +295,96 @@ def _refuse(host: str, port: Any) -> None:
     from stepfork.trace import boundary
 
     active = boundary.active_handler()
+    here = os.getpid()
+    own = [s for s in seals if s.pid == here]
     # the active session's, else (a thread the session's context did not reach) the first session's, else
     # the process's own (seal_process: between sessions)
-    seal = next((s for s in seals if s.session is active and active is not None), None)
-    seal = seal or next((s for s in seals if s.session is not None), seals[0])
-    mode = getattr(seal.session, "mode", "frozen")
-    where = f"{host}:{port}" if port is not None else host
-    error = ReplayPolicyError(
-        f"network sealed during {mode} replay: the connection to {where} was refused before anything was "
-        "sent. This call is not instrumented, so its answer is not in the recording: instrument its client "
-        "(instrument_openai(client), instrument_anthropic(client), instrument_httpx(client)) or the "
-        f"function making it (@trace_tool); or let it through with allow_hosts=[{host!r}] "
-        f"(--allow-host {host}) or network='open' (--allow-network)",
-        code="network_sealed",
-    )
-    diverge = getattr(seal.session, "_diverge", None)
+    seal = next((s for s in own if s.session is active and active is not None), None)
+    seal = seal or next((s for s in own if s.session is not None), None)
+    inherited = next((s for s in seals if s.pid != here and s.session is not None), None)
+    where = format_host(host, port)
+    if seal is None and inherited is not None:
+        _tell_parent(where)
+        raise sealed_error(where, getattr(inherited.session, "mode", "frozen"), child=True)
+    error = sealed_error(where, getattr(getattr(seal, "session", None), "mode", "frozen"))
+    diverge = getattr(getattr(seal, "session", None), "_diverge", None)
     if diverge is not None:
         diverge(error)
     raise error
 
 
-def _host_of(address: Any) -> tuple[str, Any] | None:
-    """``(host, port)`` of an AF_INET/AF_INET6 address tuple; None for Unix sockets and the rest."""
+def sealed_error(where: str, mode: str = "frozen", *, child: bool = False) -> ReplayPolicyError:
+    """The ``network_sealed`` error for a connection to ``where`` (``host:port``) refused in ``mode``
+    (``child``: by a child process forked during the replay)."""
+    has_port = where.count(":") == 1 or where.startswith("[")
+    host = where.rsplit(":", 1)[0].strip("[]") if has_port else where
+    every = f"; --allow-host {host} for every port" if has_port else ""
+    who = "a child process forked during the replay: " if child else ""
+    return ReplayPolicyError(
+        f"network sealed during {mode} replay: {who}the connection to {where} was refused before anything "
+        "was sent. This call is not instrumented, so its answer is not in the recording: instrument its "
+        "client (instrument_openai(client), instrument_anthropic(client), instrument_httpx(client)) or the "
+        "function making it (@trace_tool); or, when the replay really needs it live, let it through with "
+        f"allow_hosts=[{where!r}] (--allow-host {where}{every}) or "
+        "network='open' (--allow-network)",
+        code="network_sealed",
+    )
+
+
+# -- forked children ------------------------------------------------------------------------------------
+
+_child_of: tuple[int, int] | None = None
+"""``(the parent's pid, the write end of its pipe)`` in a child forked while sealed sessions were active."""
+_fork_pipe: tuple[int, int] | None = None
+"""The parent's ``(read, write)`` pipe its forked children report refusals on (made at the first fork)."""
+
+
+def _before_fork() -> None:
+    global _fork_pipe
+    sessions = any(seal.session is not None and seal.pid == os.getpid() for seal in _seals)
+    if sessions and _fork_pipe is None and _child_of is None:
+        with contextlib.suppress(OSError):
+            read, write = os.pipe()
+            os.set_blocking(read, False)
+            _fork_pipe = (read, write)
+
+
+def _after_fork_in_child() -> None:
+    global _child_of, _fork_pipe, _lock
+    _lock = threading.Lock()  # another thread of the parent may have held it at the fork
+    if _fork_pipe is not None:
+        os.close(_fork_pipe[0])
+        _child_of = (os.getppid(), _fork_pipe[1])
+    _fork_pipe = None
+
+
+def _tell_parent(where: str) -> None:
+    """Write ``where`` on the pipe to the parent (one short write: atomic on a pipe)."""
+    if _child_of is not None:
+        with contextlib.suppress(OSError):
+            os.write(_child_of[1], (where[:200] + "\n").encode("utf-8", "replace"))
+
+
+def _child_refusals() -> list[str]:
+    """The ``host:port`` of every refusal the forked children reported since the last call (non-blocking)."""
+    if _fork_pipe is None:
+        return []
+    data = b""
+    with contextlib.suppress(BlockingIOError, OSError):
+        while chunk := os.read(_fork_pipe[0], 65536):
+            data += chunk
+    return [line for line in data.decode("utf-8", "replace").splitlines() if line]
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+def _host_of(address: Any) -> tuple[str, int | None] | None:
+    """``(normalized host, port)`` of an AF_INET/AF_INET6 address tuple; None for the rest."""
     if isinstance(address, tuple) and len(address) >= 2 and isinstance(address[0], (str, bytes)):
         host = address[0].decode("ascii", "replace") if isinstance(address[0], bytes) else address[0]
-        return host.lower().rstrip("."), address[1]
+        return _normal_host(host), _port(address[1])
     return None
 
 
@@ -204,35 +392,62 @@ def _check_connect(sock: socket.socket, address: Any) -> None:
     if sock.family not in (socket.AF_INET, socket.AF_INET6):
         return  # Unix sockets and other local families stay open
     found = _host_of(address)
-    if found is not None and not _allowed(found[0]):
+    if found is not None and not _allowed(*found) and not _allowed_by_name(*found):
         _refuse(*found)
 
 
 def _check_peer(sock: socket.socket) -> None:
-    """Refuse a send on a connected socket whose peer is neither local nor allowed (a connection opened
-    before the seal: no connect of it was checked). The first send per socket asks the kernel for the peer;
-    an allowed one is remembered."""
+    """Refuse a send on a connected socket whose peer is not allowed (a connection opened before the seal:
+    no connect of it was checked). The first send per socket asks the kernel for the peer; an allowed one
+    is remembered."""
     if sock in _peers_allowed or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    if sock in _plumbing_sockets:
         return
     try:
         peer = sock.getpeername()
     except OSError:  # not connected: the send itself fails as it would
         return
     found = _host_of(peer)
-    if found is not None and not _allowed(found[0]) and not _allowed_by_name(found[0]) and not _inbound(sock):
+    if found is not None and not _allowed(*found) and not _allowed_by_name(*found) and not _inbound(sock):
         _refuse(*found)
     with contextlib.suppress(TypeError):  # a socket that cannot be weakly referenced: checked every time
         _peers_allowed[sock] = True
 
 
+def _socketpair(*args: Any, **kwargs: Any) -> tuple[socket.socket, socket.socket]:
+    # the process talking to itself (asyncio's self-pipe, multiprocessing): emulated over loopback where
+    # the platform has no native pair (Windows), so its connect and sends are let through
+    _plumbing.active = True
+    try:
+        pair: tuple[socket.socket, socket.socket] = _original["socket.socketpair"](*args, **kwargs)
+    finally:
+        _plumbing.active = False
+    for sock in pair:
+        with contextlib.suppress(TypeError):
+            _plumbing_sockets.add(sock)
+    return pair
+
+
+def _refused_connect(sock: socket.socket, address: Any) -> None:
+    """:func:`_check_connect`, closing ``sock`` when it refuses: the socket never connected and is of no
+    use, and its creator's cleanup (``socket.create_connection``, asyncio) closes sockets on ``OSError``
+    only, which the refusal is not, so it would be left open."""
+    try:
+        _check_connect(sock, address)
+    except ReplayPolicyError:
+        sock.close()
+        raise
+
+
 def _connect(self: socket.socket, address: Any) -> None:
-    _check_connect(self, address)
+    _refused_connect(self, address)
     _peers_allowed.pop(self, None)  # a datagram socket may connect again, elsewhere
     _original["socket.connect"](self, address)
 
 
 def _connect_ex(self: socket.socket, address: Any) -> int:
-    _check_connect(self, address)
+    _refused_connect(self, address)
     _peers_allowed.pop(self, None)
     return int(_original["socket.connect_ex"](self, address))
 
@@ -287,45 +502,54 @@ def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
     return int(_original["socket.sendmsg"](self, buffers, *args))
 
 
-def _checked_name(host: Any, port: Any) -> str | None:
-    """The lower-case name of a host about to be resolved, refused when neither local nor allowed."""
+def _checked_name(host: Any, port: Any, flags: int = 0) -> str | None:
+    """The normalized name of a host about to be resolved, refused when it needs a query (not an address,
+    not a local name) and is not allowed. A name resolved to bind a server (``AI_PASSIVE``) is not a
+    connection and is never refused."""
     name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
     if not isinstance(name, str):
         return None
-    name = name.lower().rstrip(".")
-    if not _allowed(name):
-        _refuse(name, port)
+    name = _normal_host(name)
+    if flags & socket.AI_PASSIVE or _is_address(name) or _is_local(name):
+        return name
+    number = _port(port)
+    if not _allowed(name, number):
+        _refuse(name, number)
     return name
 
 
-def _allow_resolved(name: str | None, addresses: Iterable[Any]) -> None:
-    """The addresses an allowed name resolved to are allowed in turn."""
-    if name is None or _is_local(name):
+def _allow_resolved(name: str | None, port: Any, addresses: Iterable[Any]) -> None:
+    """The addresses an allowed name resolved to are allowed in turn, on the port its allowance names."""
+    if name is None or _is_address(name):
         return
+    number = _port(port)
     with _lock:
         for seal in _seals:
-            if seal.allows(name):
-                seal.addresses.update(str(address).lower() for address in addresses)
+            allowed, only = seal.port_of(name, number)
+            if allowed:
+                seal.addresses.update((_normal_host(str(address)), only) for address in addresses)
 
 
 def _getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-    name = _checked_name(host, port)
+    # getaddrinfo(host, port, family=0, type=0, proto=0, flags=0)
+    flags = kwargs.get("flags", args[3] if len(args) > 3 else 0)
+    name = _checked_name(host, port, flags if isinstance(flags, int) else 0)
     result = _original["socket.getaddrinfo"](host, port, *args, **kwargs)
-    _allow_resolved(name, (info[4][0] for info in result))
+    _allow_resolved(name, port, (info[4][0] for info in result))
     return result
 
 
 def _gethostbyname(host: Any) -> str:
     name = _checked_name(host, None)
     address = str(_original["socket.gethostbyname"](host))
-    _allow_resolved(name, [address])
+    _allow_resolved(name, None, [address])
     return address
 
 
 def _gethostbyname_ex(host: Any) -> Any:
     name = _checked_name(host, None)
     result = _original["socket.gethostbyname_ex"](host)
-    _allow_resolved(name, result[2])
+    _allow_resolved(name, None, result[2])
     return result
 
 
@@ -343,6 +567,7 @@ def _hooks() -> list[tuple[Any, str, Any]]:
         (socket, "getaddrinfo", _getaddrinfo),
         (socket, "gethostbyname", _gethostbyname),
         (socket, "gethostbyname_ex", _gethostbyname_ex),
+        (socket, "socketpair", _socketpair),
     ]
     if hasattr(socket.socket, "sendmsg"):
         hooks.append((socket.socket, "sendmsg", _sendmsg))
@@ -395,7 +620,8 @@ def seal_process() -> None:
     classes, which invalidates the interpreter's attribute caches for them: about 30 us of a 0.45 ms
     replay of the quickstart agent (docs/performance.md, "Run J"). Each session's own seal still adds its
     ``allow_hosts``, and a refusal is still recorded as the divergence of the session it happens in. Between
-    sessions only loopback and Unix sockets stay reachable, where before the seal there was no seal at all.
+    sessions only Unix sockets (and the other local families) stay reachable, where before the seal there
+    was no seal at all.
 
     Idempotent; a later call installs the hooks of modules loaded since (``ssl``, asyncio's transports:
     :func:`_hooks`). There is no way back: this process never replays with the network open.
@@ -410,7 +636,14 @@ def seal_process() -> None:
 
 
 def unseal(handle: Seal) -> None:
-    """Undo :func:`seal` for one session; the hooks go when the last sealed session ends."""
+    """Undo :func:`seal` for one session; the hooks go when the last sealed session ends. A refusal a child
+    forked during the session reported (:func:`_child_refusals`) becomes the session's divergence first."""
+    global _fork_pipe
+    diverge = getattr(handle.session, "_diverge", None)
+    if diverge is not None:
+        mode = getattr(handle.session, "mode", "frozen")
+        for where in _child_refusals():
+            diverge(sealed_error(where, mode, child=True))
     with _lock:
         with contextlib.suppress(ValueError):
             _seals.remove(handle)
@@ -418,6 +651,11 @@ def unseal(handle: Seal) -> None:
             for owner, name, original in reversed(_installed):
                 setattr(owner, name, original)
             _installed.clear()
+        if _fork_pipe is not None and not any(seal.session is not None for seal in _seals):
+            for descriptor in _fork_pipe:
+                with contextlib.suppress(OSError):
+                    os.close(descriptor)
+            _fork_pipe = None
         _peers_allowed.clear()
 
 

@@ -42,6 +42,7 @@ from stepfork.replay.modes import Approver
 from stepfork.replay.noise import Origins
 from stepfork.replay.noise.output import output_differences
 from stepfork.replay.raise_as import RaiseAsTarget, recorded_error_types, resolve_raise_as, unmatched_keys
+from stepfork.replay.requests import ServedRequest
 from stepfork.replay.results import ExecutedCall
 from stepfork.replay.session import ReplaySession, load_source
 from stepfork.trace.bundle import Trace
@@ -145,6 +146,15 @@ class ReplayOutcome:
     raise_as_suggestion: str | None = None
     ignored: tuple[IgnoredDifference, ...] = ()
     """Input differences matching accepted at ``ignore`` paths (issue 12)."""
+    network: str = "sealed"
+    """The session's network policy: ``"sealed"`` or ``"open"`` (issue 29)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """What the seal let through (``HOST`` or ``HOST:PORT``, normalized), in the order given."""
+    requests: tuple[ServedRequest, ...] = ()
+    """The ``http`` calls (requests outside the agent's order, background ones included) answered, in the
+    order they came (issue 29); never in ``calls``."""
+    recorded_requests: int = 0
+    """How many ``http`` calls the recording holds."""
 
     def _repr_html_(self) -> str:
         """Notebook rendering: the verdicts, the first calls, the replay report a click away (issue 16);
@@ -211,6 +221,14 @@ class ReplayOutcome:
             "result": self.result,
             "result_error": self.result_error,
             "ignored": [item.to_dict() for item in self.ignored],
+            "network": {"policy": self.network, "allowed_hosts": list(self.allowed_hosts)},
+            "requests": {
+                "served": sum(1 for item in self.requests if item.action == "substituted"),
+                "sent_live": sum(1 for item in self.requests if item.action == "executed"),
+                "background": sum(1 for item in self.requests if item.background),
+                "recorded": self.recorded_requests,
+                "items": [item.to_dict() for item in self.requests],
+            },
             "calls": [
                 {
                     "index": call.index,
@@ -366,6 +384,10 @@ def session_outcome(session: ReplaySession, trace: Trace, raised: BaseException 
         result=None,
         calls=session.executed_calls,
         exit_code=0 if raised is None and matching.status == "COMPLETE" else 1,
+        network=session.network,
+        allowed_hosts=session.allow_hosts,
+        requests=session.served_requests,
+        recorded_requests=session.recorded_requests,
     )
 
 
@@ -459,4 +481,8 @@ def replay_entrypoint(
         raise_as_unmatched=unmatched,
         result_error=result_error,
         ignored=tuple(session.ignored_differences),
+        network=session.network,
+        allowed_hosts=session.allow_hosts,
+        requests=session.served_requests,
+        recorded_requests=session.recorded_requests,
     )

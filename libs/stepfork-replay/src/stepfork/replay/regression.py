@@ -11,6 +11,9 @@ failure is an ``AssertionError`` whose message starts with one of the reference'
   recorded run input; ``stepfork run`` reports it as could_not_execute, not as a caught regression)
 - ``stepfork: entrypoint unresolvable: ...`` (the check cannot run: the entrypoint's module exits when
   imported; ``stepfork run``: could_not_execute, reason entrypoint_unresolvable)
+- ``stepfork: capture missing: ...`` (the check cannot run as recorded: the bundle's requests were
+  captured by the HTTP capture, which this process never installed; ``stepfork run``: could_not_execute,
+  reason capture_missing)
 - ``stepfork replay policy violation: ...`` (a ReplayPolicyError)
 - ``stepfork replay divergence: ...`` (any other replay error, a caught divergence, unconsumed calls)
 - ``behavior mismatch at '<path>': expected <v>, got <v>`` (first difference; values as canonical JSON),
@@ -59,12 +62,25 @@ COULD_NOT_EXECUTE = "stepfork: could not execute: "
 ENTRYPOINT_UNRESOLVABLE = "stepfork: entrypoint unresolvable: "
 """The prefix of a failure whose entrypoint module exited while imported: the check never ran either."""
 
+CAPTURE_MISSING = "stepfork: capture missing: "
+"""The prefix of a failure whose replay lacked the HTTP capture the bundle was recorded with (issue 29:
+``stepfork.replay.requests.capture_missing``): the check could not run as recorded, it caught nothing."""
+
+PROGRAM_NOT_RUN = "stepfork: program could not run: "
+"""The prefix of a program test (``stepfork export -- python ...``) whose replay exited 2: the program or
+the bundle could not be run (a missing script, ``os._exit``, a rejected bundle)."""
+
 
 def _text(message: str) -> str:
     return redact_text(message)
 
 
-def _replay_failure(error: ReplayError) -> AssertionError:
+def _replay_failure(error: ReplayError, session: ReplaySession | None = None) -> AssertionError:
+    from stepfork.replay.requests import capture_missing
+
+    missing = capture_missing(session) if session is not None else None
+    if missing is not None:
+        return AssertionError(f"{CAPTURE_MISSING}{missing}")
     if isinstance(error, ReplayPolicyError):
         return AssertionError(f"stepfork replay policy violation: {_text(str(error))}")
     return AssertionError(f"stepfork replay divergence: {_text(str(error))}")
@@ -167,20 +183,20 @@ def run_regression_case(
             result = call_with_arguments(function, args, kwargs)
     except RecordedDependencyError as exc:
         if session.divergence is not None:
-            raise _replay_failure(session.divergence) from exc
+            raise _replay_failure(session.divergence, session) from exc
         # the reference's sentence, also when raise_as made str(exc) the bare recorded message
         text = recorded_failure_text(exc.kind, exc.name, exc.error_type, exc.message)
         raise AssertionError(f"stepfork: entrypoint failed: {_text(text)}") from exc
     except ReplayError as exc:
-        raise _replay_failure(session.divergence or exc) from exc
+        raise _replay_failure(session.divergence or exc, session) from exc
     except Exception as exc:
         if session.divergence is not None:
-            raise _replay_failure(session.divergence) from exc
+            raise _replay_failure(session.divergence, session) from exc
         raise AssertionError(f"stepfork: entrypoint failed: {type(exc).__name__}: {_text(str(exc))}") from exc
     try:
         session.verify_complete()
     except ReplayError as exc:
-        raise _replay_failure(session.divergence or exc) from exc
+        raise _replay_failure(session.divergence or exc, session) from exc
     if trajectory_expectation is not None:
         assert_trajectory(session, trajectory_expectation)
     try:

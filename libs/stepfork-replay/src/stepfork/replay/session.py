@@ -24,6 +24,11 @@ Each call, before its body could run:
    C4). That last part is :mod:`stepfork.replay.serving`; checks 2, 6 and 8 are in
    :mod:`stepfork.replay.modes`, 4, 5 and 7 in :mod:`stepfork.replay.matching`.
 
+``http`` calls (issue 29: requests outside the agent's order, :mod:`stepfork.trace.http_calls`) skip
+the cursor: checks 2 and 3, then the request is served from :class:`~stepfork.replay.requests.RequestPool`
+by its method, URL and body, in any order; one the recording does not hold is refused
+(``request_not_recorded``), except in live and hybrid modes, where it is sent.
+
 The first ReplayError other than RecordedDependencyError is kept as :attr:`ReplaySession.divergence`, even
 when the agent catches it; :meth:`verify_complete` and every assertion fail afterwards.
 """
@@ -57,20 +62,23 @@ from stepfork.replay.matching import (
     incomplete_error,
 )
 from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
-from stepfork.replay.network import Seal, network_for
+from stepfork.replay.network import Seal, format_host, network_for, parse_allowed_host
 from stepfork.replay.network import seal as seal_network
 from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
+from stepfork.replay.requests import RequestPool, ServedRequest, in_order, split_requests
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
 from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
+from stepfork.trace._urls import url_of
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace, read_extension
 from stepfork.trace.concurrency import facts_of
 from stepfork.trace.errors import TraceError
+from stepfork.trace.http_calls import is_http_call
 from stepfork.trace.reading import load_verified_trace
 from stepfork.trace.recording import OrphanCallWarning
 
@@ -80,9 +88,15 @@ T = TypeVar("T")
 def load_source(source: Trace | str | os.PathLike[str]) -> Trace:
     """A ``Trace`` as is, or the bundle at a path, loaded by ``load_verified_trace``: a bundle that does
     not match its integrity.json is refused (TraceIntegrityError), any other unreadable one raises
-    TraceStorageError."""
+    TraceStorageError. A bundle URL is read with the network seal suspended
+    (:func:`stepfork.replay.network.suspended`): a ``stepfork check`` worker is sealed for life."""
     if isinstance(source, Trace):
         return source
+    if url_of(source) is not None:  # Stepfork's own read, from a process that may be sealed for life
+        from stepfork.replay.network import suspended
+
+        with suspended():
+            return load_verified_trace(source)
     return load_verified_trace(source)
 
 
@@ -114,12 +128,15 @@ class ReplaySession:
             and fallbacks in :mod:`stepfork.replay.raise_as`. Nothing named by the bundle is imported.
         network: ``"sealed"`` or ``"open"``; None (default): sealed in ``frozen``, ``forbidden`` and
             ``manual``, open in ``live`` and ``hybrid``. While a sealed session is active an outbound
-            connection to anything but loopback raises ReplayPolicyError ``network_sealed`` before a byte
-            is sent, recorded as the divergence (:mod:`stepfork.replay.network`; a change from 0.2.0).
-        allow_hosts: host names or addresses that stay reachable while sealed.
+            connection to any address, loopback included, raises ReplayPolicyError ``network_sealed``
+            before a byte is sent, recorded as the divergence (:mod:`stepfork.replay.network`; issue 29).
+        allow_hosts: what stays reachable while sealed: ``HOST`` (every port of a name or an address) or
+            ``HOST:PORT``, IPv6 addresses in brackets (``[::1]:8000``); kept normalized in
+            :attr:`allow_hosts` (:func:`stepfork.replay.network.parse_allowed_host`).
 
     Raises:
-        ValueError: an unknown or reserved mode, an unknown ordering, or an invalid combination (see
+        ValueError: an unknown or reserved mode, an unknown ordering, a malformed ``allow_hosts`` entry, or
+            an invalid combination (see
             :func:`stepfork.replay.modes.validate_options`), or an invalid ``raise_as`` (see
             :class:`stepfork.replay.raise_as.RaiseAs`), naming the problem.
 
@@ -159,15 +176,23 @@ class ReplaySession:
         self.mode: str = options.mode
         self.hybrid = options.mode == "hybrid"
         self.network = network_for(options.mode, network)
-        self.allow_hosts = tuple(allow_hosts or ())
+        # normalized (``HOST``/``HOST:PORT``, IPv6 in brackets); a malformed entry is a ValueError here
+        allowed = (format_host(*parse_allowed_host(host)) for host in allow_hosts or ())
+        self.allow_hosts = tuple(dict.fromkeys(allowed))
         self._seal: Seal | None = None
         self.live_llms = options.live_llms
         self.allow_live_tools = options.allow_live_tools
         self.approve = options.approve
         with cyclic_gc_paused():
-            self.calls: list[RecordedCall] = extract_recorded_calls(
+            visible = extract_recorded_calls(
                 events, mode=options.mode, live_llms=options.live_llms, all_calls=all_calls
             )
+        # requests outside the agent's order are served by their request, never by the cursor (issue 29)
+        self.calls: list[RecordedCall] = visible
+        requests: list[RecordedCall] = []
+        if any(call.kind == "tool" and is_http_call(call.name) for call in all_calls):
+            self.calls, requests = split_requests(visible)[0], split_requests(all_calls)[1]
+        self._requests = RequestPool(requests, self.calls)
         recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
         self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
@@ -336,6 +361,17 @@ class ReplaySession:
         return self._divergence_count
 
     @property
+    def served_requests(self) -> tuple[ServedRequest, ...]:
+        """The ``http`` calls (requests outside the agent's order) answered so far, in the order they came."""
+        with self._lock:
+            return tuple(self._requests.served)
+
+    @property
+    def recorded_requests(self) -> int:
+        """How many ``http`` calls the recording holds (served or not)."""
+        return len(self._requests.calls)
+
+    @property
     def summary(self) -> ReplaySummary:
         """:class:`ReplaySummary` of the session as it stands."""
         with self._lock:
@@ -385,6 +421,8 @@ class ReplaySession:
             raise
 
     def _decide_checked(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
+        if call.kind == "tool" and is_http_call(call.name):
+            return self._serve_request(call, orphan)
         if orphan and not self._orphan_warned:
             # The strict (or concurrent) cursor still checks the call's identity and input, so a call
             # that does not belong to this run diverges before its body runs.
@@ -443,6 +481,29 @@ class ReplaySession:
         # the checked bytes are those of expected.output, so only when that is the output served
         checked = checked if served is expected else None
         return False, rebuild_output(served, call, live, checked)  # a mismatch diverges in _decide
+
+    def _serve_request(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
+        """Checks 2 and 3, then serve an ``http`` call from the pool (module docstring)."""
+        live = LiveInput(call.input)
+        check_mode(self.mode, self.approve, call, live)
+        if not self._active:
+            raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
+        sends = self.mode in ("live", "hybrid")
+        with self._lock:
+            expected, checked = self._requests.serve(call, live, orphan, sends=sends)
+        if expected is None:
+            return True, None  # live or hybrid: the run goes live, so does a request it did not make
+        if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
+            raise recorded_failure(expected, call, live, self._raise_as)
+        return False, rebuild_output(expected, call, live, checked)
+
+    def route_request(self, call: BoundaryCall, as_llm: Callable[[], BoundaryCall]) -> BoundaryCall:
+        """The call the HTTP capture replays a request as: ``call`` (an ``http`` call), or ``as_llm()`` when
+        the recording does not hold the request as an ``http`` call but holds it as the LLM call next in the
+        agent's order, exactly (a recording made before issue 29 held every captured request so:
+        :func:`stepfork.replay.requests.in_order`)."""
+        with self._lock:
+            return in_order(call, as_llm, self._requests, self._cursor, self._compares)
 
     def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
         """Serve or run a synchronous call (BoundaryHandler protocol); see the module docstring.

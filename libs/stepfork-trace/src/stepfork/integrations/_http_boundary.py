@@ -29,6 +29,7 @@ from stepfork.integrations._http_json import decode_body, encode_body
 from stepfork.integrations._http_sse import encode_events
 from stepfork.integrations._http_streams import Exchange, stream_classes, through_class, transport_error
 from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.http_calls import http_call_name
 from stepfork.trace.instrument import LLMOutput
 
 SDK_VERSIONS = "sdk-versions"
@@ -57,9 +58,18 @@ class Capture:
     sdk: tuple[str, str] | None = None
     sdk_error: type[BaseException] | None = None
 
-    def boundary_call(self, request: Any, handler: Any) -> tuple[BoundaryCall, dict[str, Any] | None]:
+    def boundary_call(
+        self, request: Any, handler: Any, orphan: bool = False
+    ) -> tuple[BoundaryCall, dict[str, Any] | None]:
         """The boundary call of ``request`` (its body already read) and, for a 0.2.0 recording being
-        replayed, the legacy input it was matched with (else None)."""
+        replayed, the legacy input it was matched with (else None).
+
+        An LLM API call (:func:`_http_exchange.is_llm_request`) made in the agent's context is an
+        ``llm`` call; any other request, and any request from a thread without the session in its context
+        (``orphan``), is an ``http`` call (:mod:`stepfork.trace.http_calls`), matched by its request
+        instead of in the agent's order (issue 29). A 0.2.0 recording holds every request as an LLM call,
+        and is replayed so.
+        """
         url = request.url
         bare = url.path
         query = url.query
@@ -71,20 +81,52 @@ class Capture:
         else:
             kept, content_type = wire.answer_headers(headers.raw, headers.encoding)
         data = wire.body_input(request.method, path, kept, request.content, content_type)
+        legacy_replay = _replays_legacy(handler)
+        if not legacy_replay and (orphan or not wire.is_llm_request(data["method"], bare, data["body"])):
+            return self._http_call(request, data), None
+        legacy = wire.legacy_input(path, data["body"]) if legacy_replay else None
+        return self._llm_call(data, bare, url.host, legacy), legacy
+
+    def _llm_call(
+        self, data: dict[str, Any], bare: str, host: str, legacy: dict[str, Any] | None
+    ) -> BoundaryCall:
         model = wire.model_of(data["body"])
-        legacy = wire.legacy_input(path, data["body"]) if _replays_legacy(handler) else None
         name = model or f"{data['method']} {bare}"
-        call = BoundaryCall(
+        return BoundaryCall(
             kind="llm",
             name=name,
             model=model or name,
-            provider=wire.provider_for(url.host, self.hosts, self.provider),
+            provider=wire.provider_for(host, self.hosts, self.provider),
             input=legacy if legacy is not None else data,
             return_type=None,
             function=f"{self.sdk[0] if self.sdk else self.lib.__name__}:{data['method']} {bare}",
             reads_output=True,  # replayed() only reads the output to build the response's bytes
         )
-        return call, legacy
+
+    def _http_call(self, request: Any, data: dict[str, Any]) -> BoundaryCall:
+        url = request.url
+        netloc = url.netloc.decode("ascii", errors="replace")  # host[:port], never credentials
+        raw = url.raw_path.decode("ascii", errors="replace")  # path and query, as sent
+        whole = f"{url.scheme}://{netloc}{raw}"
+        method = data["method"]
+        return BoundaryCall(
+            kind="tool",
+            name=http_call_name(method, whole),
+            input=wire.http_input(method, whole, data["body"]),
+            return_type=None,
+            function=f"{self.sdk[0] if self.sdk else self.lib.__name__}:{method} {url.path}",
+            reads_output=True,
+        )
+
+    def llm_form(self, request: Any) -> BoundaryCall:
+        """``request`` as an ``llm`` call in the agent's order, whatever it is: how a recording made before
+        ``http`` calls existed (issue 29) holds it (``ReplaySession.route_request``)."""
+        url = request.url
+        query = url.query
+        path = f"{url.path}?{query.decode('ascii', errors='replace')}" if query else url.path
+        kept, content_type = wire.answer_headers(request.headers.raw, request.headers.encoding)
+        data = wire.body_input(request.method, path, kept, request.content, content_type)
+        return self._llm_call(data, url.path, url.host, None)
 
     def sdk_of(self, request: Any) -> tuple[str, str] | None:
         """``(distribution, version)`` of the SDK sending ``request``: the one the capture was given, else

@@ -10,6 +10,9 @@ the JSON body, input and output as :mod:`stepfork.integrations._http_exchange` d
   with the same status, headers and bytes; an SSE response is handed back at once and its events are
   recorded as they pass (:mod:`stepfork.integrations._http_streams`). A transport error (connect,
   timeout) is recorded as the call's failure and re-raised untouched.
+- ``http`` calls (issue 29): a request that is not an LLM API call, or that comes from a thread without
+  the session in its context, is described as an ``http`` call (:meth:`Capture.boundary_call`), recorded
+  beside the LLM calls and served on replay by its request, in any order (:mod:`stepfork.trace.http_calls`).
 - Replay: the session matches the call and serves the recorded output; the transport rebuilds the HTTP
   response from it and the SDK builds its own objects from the bytes, so every SDK surface (``parse``,
   ``stream()``, ``with_raw_response``...) replays with the SDK's own types. The wrapped transport is never
@@ -37,10 +40,21 @@ from stepfork.integrations import _http_exchange as wire
 from stepfork.integrations._http_boundary import Capture
 from stepfork.integrations._http_streams import Exchange
 from stepfork.trace import boundary
+from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
 
 if TYPE_CHECKING:
     from stepfork.trace.callrecording import CallRecorder
+
+
+def _routed(handler: Any, call: BoundaryCall, capture: Capture, request: Any) -> BoundaryCall:
+    """The call to replay ``request`` as: an ``http`` call the recording does not hold as one is served in
+    the agent's order when the recording holds it there, as an LLM call (a recording made before issue 29
+    held every request so: ``ReplaySession.route_request``)."""
+    if call.kind == "llm":
+        return call
+    route = getattr(handler, "route_request", None)
+    return call if route is None else route(call, lambda: capture.llm_form(request))
 
 
 def _snapshot(pending: list[Exchange]) -> LLMOutput:
@@ -64,8 +78,9 @@ class CaptureTransport:
             return self.inner.handle_request(request)
         request.read()
         capture = self.capture
-        call, legacy = capture.boundary_call(request, handler)
+        call, legacy = capture.boundary_call(request, handler, orphan)
         if handler.is_replay:
+            call = _routed(handler, call, capture, request)
             live: list[Any] = []
 
             def execute() -> None:
@@ -139,8 +154,9 @@ class AsyncCaptureTransport:
             return await self.inner.handle_async_request(request)
         await request.aread()
         capture = self.capture
-        call, legacy = capture.boundary_call(request, handler)
+        call, legacy = capture.boundary_call(request, handler, orphan)
         if handler.is_replay:
+            call = _routed(handler, call, capture, request)
             live: list[Any] = []
 
             async def execute() -> Any:  # its result is unused: the live response is kept in ``live``
@@ -211,6 +227,11 @@ def library_of(client: Any) -> tuple[ModuleType, bool] | None:
     return None
 
 
+installed = False
+"""True once this process installed the capture in a client (``stepfork.replay.requests.capture_missing``
+reads it: a replay refused at the seal in a process that never installed it lacks the capture)."""
+
+
 def install(
     client: Any,
     *,
@@ -238,4 +259,6 @@ def install(
 
     client._transport = wrap(client._transport)
     client._mounts = {pattern: wrap(transport) for pattern, transport in client._mounts.items()}
+    global installed
+    installed = True
     return client

@@ -24,6 +24,10 @@ The events are parsed from and encoded back to SSE bytes by :mod:`stepfork.integ
 
 Per-request values the provider generates (``x-request-id``, ``request-id``, ``openai-processing-ms``,
 rate-limit counters, ``date``) are in the output headers, for the SDK to read, and never in the input.
+
+A request that is not an LLM API call (:func:`is_llm_request`), and any request from a thread without the
+session in its context, is an ``http`` call instead (:mod:`stepfork.trace.http_calls`): input
+``{"method", "url", "body"}`` (:func:`http_input`), the same output.
 """
 
 from __future__ import annotations
@@ -85,6 +89,57 @@ FINISHED, CONSUMER_CLOSED, FAILED = "finished", "consumer_closed", "failed"
 TERMINAL_EVENTS = frozenset({"message_stop", "response.completed", "response.failed", "response.incomplete"})
 """SSE event names after which a provider sends nothing more (with OpenAI's ``data: [DONE]``): a stream
 closed right after one of them is recorded as ``finished`` (the SDKs stop reading there)."""
+
+
+LLM_PATH_SUFFIXES: tuple[str, ...] = (
+    # OpenAI and the APIs that copy it (Azure, vLLM, Ollama's /v1, LiteLLM proxy, OpenRouter, Groq...)
+    "/chat/completions",
+    "/completions",
+    "/responses",
+    "/embeddings",
+    "/moderations",
+    "/audio/transcriptions",
+    "/audio/translations",
+    "/audio/speech",
+    "/images/generations",
+    "/images/edits",
+    "/images/variations",
+    # Anthropic, Cohere, Ollama's own API, rerankers
+    "/messages",
+    "/chat",
+    "/generate",
+    "/embed",
+    "/rerank",
+    # Gemini (generativelanguage, Vertex AI) and Bedrock: the model is in the path, not the body
+    ":generateContent",
+    ":streamGenerateContent",
+    ":embedContent",
+    ":batchEmbedContents",
+    ":predict",
+    "/invoke",
+    "/invoke-with-response-stream",
+    "/converse",
+    "/converse-stream",
+)
+"""Path endings of LLM API calls whose body need not name a ``model`` (:func:`is_llm_request`)."""
+
+
+def is_llm_request(method: str, path: str, body: Any) -> bool:
+    """True when a request is an LLM API call (an ``llm_request``, matched in the agent's order): a ``POST``
+    whose body is a JSON object (or a multipart form) that names a ``model``, or whose path (without the
+    query) ends with one of :data:`LLM_PATH_SUFFIXES`. Anything else (a ``GET``, a health check, a POST of
+    another API) is an ``http`` call (docs/integrations.md, "Requests outside the agent's order")."""
+    if method.upper() != "POST" or not isinstance(body, dict):
+        return False
+    if model_of(body) is not None:
+        return True
+    return path.split("?", 1)[0].rstrip("/").endswith(LLM_PATH_SUFFIXES)
+
+
+def http_input(method: str, url: str, body: Any) -> dict[str, Any]:
+    """The matched input of an ``http`` call: ``{"method", "url", "body"}`` (``url`` whole, query
+    included; ``body`` as :func:`body_input` gives it)."""
+    return {"method": method.upper(), "url": url, "body": body}
 
 
 def is_terminal(event: Mapping[str, Any]) -> bool:

@@ -6,7 +6,12 @@ instrumented at construction (:func:`stepfork.integrations._http_capture.install
 patched now, the others right after their import (a ``sys.meta_path`` finder wraps their loader; nothing
 is imported ahead of the program, so ``httpx2.alias_httpx()`` keeps working). Used by
 ``stepfork record -- python agent.py`` and ``stepfork replay BUNDLE -- python agent.py``; the program itself
-needs no Stepfork import.
+needs no Stepfork import. In a program of your own, call :func:`enable` before importing the libraries whose
+requests you want captured (LiteLLM's model-cost-map fetch uses a fresh ``httpx`` client of its own).
+
+A bundle recorded by ``stepfork record --`` says so in its extension file ``program.json``
+(:func:`note_program`, :func:`recorded_program`; issue 29): its requests were captured in every client of the
+program, so a test of the bundle must install the same capture (``stepfork export BUNDLE -- python ...``).
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -84,6 +91,35 @@ class _Finder(importlib.abc.MetaPathFinder):
             return None
         spec.loader = _Loader(spec.loader)
         return spec
+
+
+PROGRAM_EXTENSION = "program"
+"""The extension file of a bundle recorded from a program: ``program.json``, ``{"format":
+"stepfork-program/1", "command": ["python", SCRIPT, ARGS...]}`` (redacted)."""
+PROGRAM_FORMAT = "stepfork-program/1"
+
+
+def note_program(session: Any, command: Sequence[str]) -> None:
+    """Write ``program.json`` into the bundle ``session`` records (a ``RecordingSession``): the program
+    ``command`` ran with every httpx client captured (redacted by ``add_metadata``)."""
+    session.add_metadata(PROGRAM_EXTENSION, {"format": PROGRAM_FORMAT, "command": list(command)})
+
+
+def recorded_program(bundle: str | os.PathLike[str]) -> list[str] | None:
+    """The command of the program the bundle at ``bundle`` was recorded from (``["python", "agent.py",
+    ...]``, redacted), or None when it was not recorded by ``stepfork record --`` (or the file is
+    unreadable: it informs, it never decides a replay)."""
+    from stepfork.trace.errors import TraceError
+    from stepfork.trace.reading import read_extension
+
+    try:
+        data = read_extension(Path(bundle), PROGRAM_EXTENSION)
+    except (TraceError, ValueError, OSError):
+        return None
+    command = data.get("command") if isinstance(data, dict) else None
+    if data is None or not isinstance(command, list) or not all(isinstance(part, str) for part in command):
+        return None
+    return list(command)
 
 
 def enable() -> None:

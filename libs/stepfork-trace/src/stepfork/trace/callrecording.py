@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from stepfork.trace.boundary import BoundaryCall, caller_stacklevel
+from stepfork.trace.http_calls import is_http_call
 from stepfork.trace.instrument import LLMOutput, _check_policy, _jsonable
 
 if TYPE_CHECKING:
@@ -181,8 +182,8 @@ class CallRecorder:
     def _emit_call(self, call: BoundaryCall, orphan: bool) -> str:
         log = self._require_log()
         assert log is not None
-        if orphan:
-            self._warn_orphan()
+        if orphan and not (call.kind == "tool" and is_http_call(call.name)):
+            self._warn_orphan()  # an http call from another thread is expected (a background request)
         parent = self._root_id if orphan else self._parent()
         if call.kind == "tool":
             fields: dict[str, Any] = {"name": call.name, "input": call.input}
@@ -202,6 +203,8 @@ class CallRecorder:
         if self._concurrency is not None:
             self._concurrency.end(call_id)
         if call.kind == "tool":
+            if isinstance(result, LLMOutput):  # an http call's response, as the HTTP capture gives it
+                result = result.value
             try:
                 output = self._jsonable(result)
             except Exception as error:  # the body ran but its result cannot be recorded: say so, loudly

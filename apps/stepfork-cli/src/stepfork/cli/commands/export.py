@@ -78,7 +78,7 @@ def export(
     ] = None,
     allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
     allow_host: Annotated[
-        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+        list[str] | None, typer.Option("--allow-host", metavar="HOST[:PORT]", help=ALLOW_HOST_HELP)
     ] = None,
     ordering: Annotated[str, ordering_option()] = "auto",
     ignore: Annotated[list[str] | None, ignore_option()] = None,
@@ -113,13 +113,20 @@ def export(
         load_trajectory_file,
     )
     from stepfork.analysis.exported import entrypoint_form_problem
-    from stepfork.cli.options import describe_raise_as, parse_ignore, parse_ordering, parse_raise_as
+    from stepfork.cli.options import (
+        describe_raise_as,
+        parse_allow_hosts,
+        parse_ignore,
+        parse_ordering,
+        parse_raise_as,
+    )
     from stepfork.cli.output import escape_controls, fail, sanitize, sanitize_text
 
     if not pytest_format:
         fail("v0.1 supports pytest export only (--pytest).", 2)
+    allow_host = parse_allow_hosts(allow_host)
     if command:
-        entrypoint = _script_command(command, entrypoint, expect_output, expect_trajectory, raise_as)
+        entrypoint = _script_command(command, entrypoint, raise_as)
     elif not entrypoint:
         fail("An executable regression test needs --entrypoint MODULE:FUNCTION.", 2)
     problem = None if command else entrypoint_form_problem(entrypoint)
@@ -180,7 +187,13 @@ def export(
             "behavior.",
             err=True,
         )
-    elif result.expectation_source == "none" and not command:
+    elif result.expectation_source == "none" and command:
+        typer.echo(
+            "Warning: no --expect-output given; the test checks that the program replays the recording. "
+            "Pass --expect-output with the corrected output (the program's standard output, as JSON).",
+            err=True,
+        )
+    elif result.expectation_source == "none":
         typer.echo(
             "Warning: no --expect-output given and the recorded run has no completed output to assert; the "
             "test checks that the entrypoint replays the recording and returns. Pass --expect-output with "
@@ -189,13 +202,7 @@ def export(
         )
 
 
-def _script_command(
-    command: list[str],
-    entrypoint: str | None,
-    expect_output: Path | None,
-    expect_trajectory: Path | None,
-    raise_as: list[str] | None,
-) -> str:
+def _script_command(command: list[str], entrypoint: str | None, raise_as: list[str] | None) -> str:
     """Check the script form (``-- python SCRIPT ARGS``) before anything is read: one line and exit 2 for
     a command that is not a Python program, a missing script, or options it cannot honour. Returns the
     empty entrypoint the exporter is given with a command."""
@@ -204,17 +211,8 @@ def _script_command(
 
     if entrypoint:
         fail("give either --entrypoint MODULE:FUNCTION or -- python SCRIPT ARGS, not both", 2)
-    refused = [
-        name
-        for name, given in (
-            ("--expect-output", expect_output),
-            ("--expect-trajectory", expect_trajectory),
-            ("--raise-as", raise_as),
-        )
-        if given
-    ]
-    if refused:
-        fail(f"{refused[0]} is not supported with `-- python SCRIPT`; use --entrypoint", 2)
+    if raise_as:  # a program's exceptions are its own: nothing maps a recorded failure into it
+        fail("--raise-as is not supported with `-- python SCRIPT`; use --entrypoint", 2)
     found = python_target(command)
     if found is None:
         from stepfork.cli.guide import not_python_problem

@@ -42,12 +42,13 @@ def fork(
     ordering: Annotated[str, ordering_option()] = "auto",
     allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
     allow_host: Annotated[
-        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+        list[str] | None, typer.Option("--allow-host", metavar="HOST[:PORT]", help=ALLOW_HOST_HELP)
     ] = None,
 ) -> None:
     """Fork a recorded run at a step: frozen before it, live from it, recorded into a new bundle."""
-    from stepfork.cli.options import parse_ordering
+    from stepfork.cli.options import parse_allow_hosts, parse_ordering
 
+    allow_host = parse_allow_hosts(allow_host)
     ordering = parse_ordering(ordering)
     from stepfork.analysis.forking import ForkError
     from stepfork.analysis.forking import fork as run_fork

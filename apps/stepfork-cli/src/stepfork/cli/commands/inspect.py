@@ -168,6 +168,15 @@ def _stream_json(
     out.write("]\n}\n" if first else "\n  ]\n}\n")
 
 
+def _tool_calls_text(head: dict[str, Any]) -> object:
+    """The tool calls, and among them the ``http`` calls (requests outside the agent's order, issue 29)."""
+    requests = head.get("http_requests") or 0
+    if not requests:
+        return head["tool_calls"]
+    word = "request" if requests == 1 else "requests"
+    return f"{head['tool_calls']} ({requests} HTTP {word} outside the agent's order)"
+
+
 def _summary_lines(head: dict[str, Any]) -> list[tuple[str, object]]:
     duration = "-" if head["duration_ms"] is None else f"{head['duration_ms']} ms"
     lines: list[tuple[str, object]] = [
@@ -190,7 +199,7 @@ def _summary_lines(head: dict[str, Any]) -> list[tuple[str, object]]:
         ("Schema", head["schema_version"]),
         ("Created", head["created_at"]),
         ("Ended", head["ended_at"] or "-"),
-        ("Tool calls", head["tool_calls"]),
+        ("Tool calls", _tool_calls_text(head)),
         ("LLM calls", head["llm_calls"]),
         ("Duration", duration),
     ]

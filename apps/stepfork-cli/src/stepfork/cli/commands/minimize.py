@@ -54,16 +54,17 @@ def minimize(
     ordering: Annotated[str, ordering_option()] = "auto",
     allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
     allow_host: Annotated[
-        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+        list[str] | None, typer.Option("--allow-host", metavar="HOST[:PORT]", help=ALLOW_HOST_HELP)
     ] = None,
 ) -> None:
     """Minimize a failing trace to the smallest reproducible subset."""
     import json
     import sys
 
-    from stepfork.cli.options import parse_ordering
+    from stepfork.cli.options import parse_allow_hosts, parse_ordering
     from stepfork.cli.output import agent_output_to_stderr, fail, sanitize_text, shown
 
+    allow_host = parse_allow_hosts(allow_host)
     ordering = parse_ordering(ordering)
 
     from stepfork.analysis.minimize import MinimizeError, minimize_trace

@@ -66,18 +66,27 @@ def replay(
     ] = False,
     allow_network: Annotated[bool, typer.Option("--allow-network", help=ALLOW_NETWORK_HELP)] = False,
     allow_host: Annotated[
-        list[str] | None, typer.Option("--allow-host", metavar="HOST", help=ALLOW_HOST_HELP)
+        list[str] | None, typer.Option("--allow-host", metavar="HOST[:PORT]", help=ALLOW_HOST_HELP)
     ] = None,
     ordering: Annotated[str, ordering_option()] = "auto",
     ignore: Annotated[list[str] | None, ignore_option()] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the replay report as JSON (ReplayOutcome.to_dict()); what the agent prints goes to "
+            "stderr.",
+        ),
+    ] = False,
 ) -> None:
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
     from stepfork.cli import htmlout
     from stepfork.cli.guide import parse_mode
-    from stepfork.cli.options import parse_ignore, parse_ordering, parse_raise_as
+    from stepfork.cli.options import parse_allow_hosts, parse_ignore, parse_ordering, parse_raise_as
     from stepfork.cli.output import fail
 
     mode = parse_mode(mode, "replay")
+    allow_host = parse_allow_hosts(allow_host)
     if command and entrypoint:
         fail("give either --entrypoint MODULE:FUNCTION or -- python SCRIPT ARGS, not both", 2)
     if command:
@@ -92,6 +101,7 @@ def replay(
             "ordering": parse_ordering(ordering),
             "ignore": parse_ignore(ignore),
             "verbose": verbose,
+            "json": as_json,
         }
         _replay_program(path, command, options)
     if not entrypoint:
@@ -110,12 +120,13 @@ def replay(
         approve = _ask
 
     from stepfork.cli.agent_exit import os_exit_reported
+    from stepfork.cli.output import agent_output_to_stderr
     from stepfork.replay.outcome import replay_entrypoint
 
     # On a terminal the header shows before the entrypoint runs, and a spinner while it runs (stderr);
     # piped, the report prints in one piece at the end (and nothing on stdout when the command refuses).
-    header = _header(path, entrypoint, mode, classes)
-    interactive = sys.stdout.isatty()
+    header = _header(path, entrypoint, mode, classes, _network_text(mode, allow_network, allow_host))
+    interactive = sys.stdout.isatty() and not as_json
     if interactive:
         typer.echo("\n".join(header))
     try:
@@ -123,6 +134,7 @@ def replay(
             _raise_as_warnings_as_lines(),
             _spinner(enabled=mode != "manual"),
             os_exit_reported(_os_exit_line, 2),
+            agent_output_to_stderr(as_json),  # the agent's prints never into the JSON document
         ):
             outcome = replay_entrypoint(
                 path,
@@ -138,9 +150,17 @@ def replay(
             )
     except Exception as exc:
         fail_for_error(exc, path)
+    from stepfork.cli import app
+    from stepfork.cli.scriptrun import keep_sealed
+
+    if app.OWN_PROCESS:  # threads the agent left running stay sealed until this process exits
+        keep_sealed(outcome)
     for key in outcome.raise_as_unmatched:
         typer.echo(f"Warning: --raise-as {key} matches no recorded failure in this replay.", err=True)
-    _render(outcome, [] if interactive else header, verbose=verbose)
+    if as_json:
+        emit_report_json(outcome)
+    else:
+        _render(outcome, [] if interactive else header, verbose=verbose)
     if html is not None:
         from stepfork.analysis.view import write_replay_view
 
@@ -210,15 +230,44 @@ def _replay_program(path: Path, command: list[str], options: dict[str, Any]) -> 
     raise typer.Exit(run_child(interpreter, ["replay", str(path), json.dumps(options)], target))
 
 
+def emit_report_json(outcome: Any) -> None:
+    """Print ``outcome.to_dict()`` (the replay report) on stdout as one JSON document, redacted and with
+    terminal controls escaped, as the other commands' ``--json``."""
+    import json
+
+    from stepfork.cli.output import escape_json_controls, sanitize
+
+    text = json.dumps(sanitize(outcome.to_dict()), indent=2, ensure_ascii=False)
+    sys.stdout.write(escape_json_controls(text) + "\n")
+
+
 def render_outcome(outcome: Any, path: Path, entrypoint: str, *, verbose: bool = False) -> None:
     """Print the replay report of ``outcome`` (the spec's "replay" output) for ``entrypoint``; ``verbose``
     as ``--verbose``."""
-    _render(outcome, _header(path, entrypoint, outcome.mode, None), verbose=verbose)
+    network = _network_line(outcome.network, outcome.allowed_hosts)
+    _render(outcome, _header(path, entrypoint, outcome.mode, None, network), verbose=verbose)
 
 
-def _header(path: Path, entrypoint: str, mode: str, classes: dict[str, str] | None) -> list[str]:
+def _network_text(mode: str, allow_network: bool, allow_hosts: list[str]) -> str:
+    """The header's Network line before the run: the policy the session will take (the mode's default
+    unless ``--allow-network``) and the hosts it lets through (already normalized)."""
+    from stepfork.replay.network import network_for
+
+    return _network_line(network_for(mode, "open" if allow_network else None), allow_hosts)
+
+
+def _network_line(policy: str, allowed: Any) -> str:
+    """``sealed``, ``sealed (allowed: 127.0.0.1:8000, db.internal)`` or ``open (not sealed: ...)``."""
+    if policy != "sealed":
+        return "open (not sealed: uninstrumented connections reach the network)"
+    return f"sealed (allowed: {', '.join(allowed)})" if allowed else "sealed"
+
+
+def _header(
+    path: Path, entrypoint: str, mode: str, classes: dict[str, str] | None, network: str | None = None
+) -> list[str]:
     from stepfork.cli.options import describe_raise_as
-    from stepfork.cli.output import shown
+    from stepfork.cli.output import sanitize_text, shown
 
     lines = [
         "Stepfork Replay",
@@ -227,6 +276,8 @@ def _header(path: Path, entrypoint: str, mode: str, classes: dict[str, str] | No
         f"{'Entrypoint':<14}{entrypoint}",
         f"{'Mode':<14}{mode}",
     ]
+    if network is not None:
+        lines.append(f"{'Network':<14}{sanitize_text(network)}")
     if classes:
         lines.append(f"{'Raise as':<14}{describe_raise_as(classes)}")
     return lines
@@ -321,6 +372,7 @@ def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
         if getattr(call, "match", "full") == "partial":  # imported call holding part of its request
             extra += ", matched on partial input"
         lines.append(f"  {call.index + 1}. {call.kind} {sanitize_text(call.label)} ({call.action}{extra})")
+    lines.extend(_request_lines(outcome, verbose=verbose))
     matching = outcome.matching
     lines.append(f"Dependency matching: {matching.status}")
     if matching.message:
@@ -366,6 +418,30 @@ def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
             why = sanitize_text(outcome.result_error)
             lines.append(f"Final result: not shown, it has no JSON form: {why}")
     echo("\n".join(lines))
+
+
+def _request_lines(outcome: Any, *, verbose: bool) -> list[str]:
+    """The ``http`` calls answered (issue 29), counted apart from the agent's calls: ``Background
+    requests: 2 served (of 3 recorded)``, with ``--verbose`` one line each; nothing when there were none."""
+    from stepfork.cli.output import sanitize_text
+
+    requests = getattr(outcome, "requests", ())
+    recorded = getattr(outcome, "recorded_requests", 0)
+    if not requests and not recorded:
+        return []
+    served = sum(1 for item in requests if item.action == "substituted")
+    live = len(requests) - served
+    word = "request" if served == 1 else "requests"
+    text = f"Background requests: {served} {word} served (of {recorded} recorded)"
+    if live:
+        text += f", {live} sent live"
+    lines = [text]
+    if verbose:
+        for item in requests:
+            where = f"step {item.step}" if item.step is not None else "sent live"
+            thread = ", background thread" if item.background else ""
+            lines.append(f"  - {sanitize_text(item.label)} ({where}{thread})")
+    return lines
 
 
 def _status(outcome: Any) -> str:

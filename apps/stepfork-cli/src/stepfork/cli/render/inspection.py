@@ -83,6 +83,7 @@ class Inspection:
             "created_at": format_timestamp(manifest.created_at),
             "ended_at": format_timestamp(counts.last) if counts.last is not None else None,
             "tool_calls": counts.tool_calls,
+            "http_requests": counts.http_requests,
             "llm_calls": counts.llm_calls,
             "duration_ms": counts.duration_ms(),
             "cost_usd": manifest.totals.cost_usd,

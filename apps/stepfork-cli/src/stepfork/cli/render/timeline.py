@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from stepfork.cli.output import sanitize, sanitize_text
+from stepfork.trace.http_calls import is_http_call
 from stepfork.trace.models import COMMON_EVENT_FIELDS
 
 
@@ -83,6 +84,7 @@ def summary(trace: Any, integrity: str) -> dict[str, Any]:
         "created_at": format_timestamp(trace.created_at),
         "ended_at": format_timestamp(events[-1].timestamp) if events else None,
         "tool_calls": sum(1 for e in events if str(e.type) == "tool_call"),
+        "http_requests": sum(1 for e in events if str(e.type) == "tool_call" and is_http_call(e.name)),
         "llm_calls": sum(1 for e in events if str(e.type) == "llm_request"),
         "duration_ms": trace.totals.duration_ms,
         "cost_usd": trace.totals.cost_usd,

@@ -175,6 +175,10 @@ class Comparison:
             if _is_http(a) and _is_http(b):
                 return _Frame("http", root, where, dep, False)
             return _Frame("body", root, where, dep, True)
+        if where == "tool_output" and _is_http(a) and _is_http(b):
+            # an http call's response (issue 29): its headers are a provider's (date, request ids); its
+            # body is data, compared as any tool output's
+            return _Frame("http", root, where, dep, False)
         framework = where == "llm_input" and isinstance(a, dict) and "endpoint" in a and "request" in a
         return _Frame("plain", root, where, dep, framework)
 
@@ -183,7 +187,7 @@ class Comparison:
         if kind == "http":
             if key == "headers":
                 return _Frame("headers", depth, frame.area, frame.dep, False)
-            if key == "json":
+            if key == "json" and frame.area == "llm_output":
                 return _Frame("body", depth, frame.area, frame.dep, False)
             if key == "sse":
                 return _Frame("sse", depth, frame.area, frame.dep, False)

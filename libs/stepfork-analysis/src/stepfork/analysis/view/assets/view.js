@@ -290,7 +290,8 @@
       ["Run", s.run_id],
       ["Status", String(s.status).toUpperCase(), s.status === "failed" ? "bad" : ""],
       ["Duration", fmtMs(s.duration_ms)],
-      ["Calls", s.tool_calls + " tool, " + s.llm_calls + " LLM"],
+      ["Calls", s.tool_calls + " tool" + (s.http_requests ? " (" + s.http_requests + " HTTP outside the agent's order)" : "") +
+        ", " + s.llm_calls + " LLM"],
       ["Events", s.events],
       ["Tokens", s.total_tokens + " (" + s.prompt_tokens + " in, " + s.completion_tokens + " out)"],
       ["Cost", fmtCost(s.cost_usd)],

@@ -1,0 +1,226 @@
+"""Requests outside the agent's order: the recorded ``http`` calls, served by their request (issue 29).
+
+A recording's ``http`` calls (:mod:`stepfork.trace.http_calls`: requests from threads that are not the
+agent's, requests that are not LLM API calls) are not in the cursor's plan: their timing is a library's,
+not the agent's. :class:`RequestPool` holds them by their redacted canonical input (method, URL, body);
+a live request takes the first unserved recorded one with the same input, whenever it comes, and
+repeated identical requests are served in recorded order. A request the pool does not hold (or holds no
+more: it came more often than recorded) is refused by the session with :func:`not_recorded`, which is
+the replay's divergence. Recorded requests that never come are not missing calls: a background fetch may
+not run before a faster replay ends.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from stepfork.replay.errors import ReplayMismatchError
+from stepfork.replay.matching import CallCursor, LiveInput, build_diagnostic, check_input, check_outcome
+from stepfork.replay.plan import RecordedCall
+from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.http_calls import is_http_call
+
+
+@dataclass(frozen=True, slots=True)
+class ServedRequest:
+    """One ``http`` call a replay answered.
+
+    Attributes:
+        label: ``http METHOD URL`` (the URL without its query).
+        step: the ``step`` of the recorded call served, or None when the request ran live (live and
+            hybrid modes, for a request the recording does not hold).
+        background: True when it came from a thread without the replay's context.
+        action: ``"substituted"`` (the recorded response served) or ``"executed"`` (sent live).
+    """
+
+    label: str
+    step: int | None
+    background: bool
+    action: str = "substituted"
+
+    def to_dict(self) -> dict[str, object]:
+        """``{label, step, background, action}`` (JSON-ready)."""
+        return {"label": self.label, "step": self.step, "background": self.background, "action": self.action}
+
+
+def split_requests(calls: Iterable[RecordedCall]) -> tuple[list[RecordedCall], list[RecordedCall]]:
+    """``(the other calls, the http calls)`` of ``calls``, each in order and re-indexed 0..n-1."""
+    others: list[RecordedCall] = []
+    requests: list[RecordedCall] = []
+    for call in calls:
+        into = requests if call.kind == "tool" and is_http_call(call.name) else others
+        into.append(replace(call, index=len(into)) if call.index != len(into) else call)
+    return others, requests
+
+
+class RequestPool(CallCursor):
+    """The recorded ``http`` calls of a session, served by their request (module docstring). Not
+    thread-safe on its own: the session serializes access. ``calls`` are the http calls (index 0..k-1);
+    :meth:`recorded_input_bytes` lets the session's fingerprint checks read them as a cursor's."""
+
+    __slots__ = ("_by_key", "_legacy", "_others", "served")
+
+    def __init__(self, calls: list[RecordedCall], others: Sequence[RecordedCall] = ()) -> None:
+        super().__init__(calls)
+        self._by_key: dict[bytes, deque[RecordedCall]] = {}
+        for call in calls:
+            self._by_key.setdefault(self.recorded_input_bytes(call), deque()).append(call)
+        self.served: list[ServedRequest] = []
+        self._others = others
+        self._legacy: bool | None = None
+
+    @property
+    def legacy(self) -> bool:
+        """True when the recording holds requests of the HTTP capture as LLM calls in the agent's order
+        (``others``: the cursor's calls), as recordings made before issue 29 do; computed on first use."""
+        if self._legacy is None:
+            self._legacy = any(call.kind == "llm" and _captured(call) for call in self._others)
+        return self._legacy
+
+    def serve(
+        self, call: BoundaryCall, live: LiveInput, background: bool, *, sends: bool
+    ) -> tuple[RecordedCall | None, bytes | None]:
+        """Take the recorded call for ``call`` (input ``live``) and check its stored fingerprints; return it
+        and the checked canonical bytes of its output (``check_outcome``), or ``(None, None)`` when the
+        recording does not hold it and ``sends`` (live and hybrid modes: the request is sent).
+
+        Raises:
+            ReplayMismatchError: ``request_not_recorded`` (:func:`not_recorded`), or the fingerprint and
+                outcome codes of :func:`~stepfork.replay.matching.check_input` and ``check_outcome``.
+        """
+        expected = self.take(live)
+        if expected is None:
+            if not sends:
+                raise not_recorded(call, live, self, background=background)
+            self.served.append(ServedRequest(call.name, None, background, "executed"))
+            return None, None
+        check_input(self, expected, call, live, compare=True)  # the stored input fingerprint
+        checked = check_outcome(self, expected, call, live)  # an outcome, its stored fingerprint
+        self.served.append(ServedRequest(expected.name, expected.step, background))
+        return expected, checked
+
+    def take(self, live: LiveInput) -> RecordedCall | None:
+        """The first unserved recorded call whose input is ``live``'s (redacted, canonical), taken; None
+        when there is none (never recorded, or every one of them served already)."""
+        waiting = self._by_key.get(live.bytes)
+        if not waiting:
+            return None
+        return waiting.popleft()
+
+    def holds(self, live: LiveInput) -> bool:
+        """True when :meth:`take` would find a recorded call for ``live``."""
+        return bool(self._by_key.get(live.bytes))
+
+    def consume(self, expected: RecordedCall) -> None:
+        """Nothing: :meth:`take` already took ``expected``."""
+
+    @property
+    def pending(self) -> int:
+        """Recorded requests not served (never a missing call: see the module docstring)."""
+        return sum(len(waiting) for waiting in self._by_key.values())
+
+    def remaining_labels(self) -> tuple[str, ...]:
+        """Labels of the recorded requests not served, in recorded order."""
+        left = {id(call) for waiting in self._by_key.values() for call in waiting}
+        return tuple(call.label for call in self.calls if id(call) in left)
+
+    def peek(self) -> RecordedCall | None:
+        """None: requests are never next in an order."""
+        return None
+
+
+def in_order(
+    call: BoundaryCall,
+    as_llm: Callable[[], BoundaryCall],
+    pool: RequestPool,
+    cursor: CallCursor,
+    compares: Callable[[RecordedCall], bool],
+) -> BoundaryCall:
+    """``call`` (an ``http`` call), or ``as_llm()`` (the same request as an LLM call) when ``pool`` does not
+    hold it, the recording holds captured requests in the agent's order (``pool.legacy``: recorded before
+    issue 29) and the LLM call ``cursor`` would take next is exactly it (kind, model, provider, redacted
+    canonical input). Called with the session's lock held."""
+    if not pool.legacy or pool.holds(LiveInput(call.input)):
+        return call
+    llm = as_llm()
+    live = LiveInput(llm.input)
+    expected = cursor.select(llm, live, compares)
+    if (
+        expected is not None
+        and expected.kind == "llm"
+        and (expected.model, expected.provider) == (llm.model, llm.provider)
+        and live.bytes == cursor.recorded_input_bytes(expected)
+    ):
+        return llm
+    return call
+
+
+def not_recorded(
+    call: BoundaryCall, live: LiveInput, pool: RequestPool, *, background: bool
+) -> ReplayMismatchError:
+    """The divergence of a request ``pool`` does not hold (``request_not_recorded``): named by method and
+    URL, where it came from, and what the recording holds for the same method and URL."""
+    url = live.value.get("url") if isinstance(live.value, dict) else None
+    method = call.name.split(" ", 2)[1]
+    where = "from a thread without the replay's context" if background else "from the agent"
+    same = [c for c in pool.calls if c.label == call.name]
+    if same:
+        times = "once" if len(same) == 1 else f"{len(same)} times"
+        held = (
+            f"the recording holds a request to this URL {times}, with another query or body, "
+            "or not this often"
+        )
+        # the first such request, compared: the path of the first difference (a changed query or body)
+        diagnostic = replace(
+            build_diagnostic(same[0], call, live, with_difference=True), index=None, step=same[0].step
+        )
+    else:
+        count = len(pool.calls)
+        held = f"the recording holds no request to this URL ({count} outside the agent's order)"
+        diagnostic = replace(build_diagnostic(None, call, live), missing="no such request in the recording")
+    diagnostic = replace(
+        diagnostic,
+        hint="a request the recorded run did not make (a changed URL or body, a new background fetch, "
+        "telemetry): instrument or stop it, or record the run again",
+    )
+    return ReplayMismatchError(
+        f"HTTP request not in the recording, refused before it was sent: {method} "
+        f"{url if isinstance(url, str) else call.name.split(' ', 2)[2]} {where}; {held}",
+        code="request_not_recorded",
+        diagnostic=diagnostic,
+    )
+
+
+def _captured(call: RecordedCall) -> bool:
+    """True when the HTTP capture recorded ``call`` (an ``http`` call, or an LLM call of its input form)."""
+    if call.kind == "tool":
+        return is_http_call(call.name)
+    return isinstance(call.input, dict) and {"method", "path", "body"} <= set(call.input)
+
+
+def capture_missing(session: Any) -> str | None:
+    """Why ``session``'s replay could not run as recorded, when the HTTP capture it was recorded with is
+    not installed in this process, else None: the replay was refused at the seal (``network_sealed``),
+    the recording holds captured HTTP calls (LLM calls with the capture's ``{"method", "path", "body"}``
+    input, or ``http`` calls), and no client of this process was ever instrumented. Such a check cannot
+    run (``stepfork run``: could_not_execute), it is no regression of the agent (issue 29)."""
+    error = getattr(session, "divergence", None)
+    if getattr(error, "code", None) != "network_sealed":
+        return None
+    capture = sys.modules.get("stepfork.integrations._http_capture")
+    if capture is not None and getattr(capture, "installed", False):
+        return None
+    requests = getattr(getattr(session, "_requests", None), "calls", ())
+    calls = [*getattr(session, "calls", ()), *requests]
+    if not any(_captured(call) for call in calls):
+        return None
+    return (
+        "the bundle's HTTP requests were recorded by Stepfork's HTTP capture, which this process never "
+        "installed (the replay reached the network seal instead): export a bundle of `stepfork record -- "
+        "python ...` in the same form (stepfork export BUNDLE --pytest -o TEST.py -- python SCRIPT ARGS), "
+        "or instrument the agent's client (instrument_openai, instrument_httpx)"
+    )
