@@ -112,6 +112,34 @@ def test_record_export_expect_output_run_passes_the_fix_and_fails_the_bug(
     assert len(server.requests) == sent  # every replay was served from the bundle
 
 
+def test_a_program_test_compares_its_output_up_to_noise(workdir: Path) -> None:
+    # the program mints a request id of its own on every run (uuid4): the output assertion renames fresh
+    # ids one-to-one, as replay's report and an entrypoint test do (issue 28), so the test passes
+    minting = BUGGY.replace(
+        "    return decide(reply.choices[0].message.content)",
+        "    import uuid\n\n    return {**decide(reply.choices[0].message.content), 'ticket': str(uuid.uuid4())}",
+    )
+    (workdir / "agent.py").write_text(minting)
+    done = cli("record", "-o", "run.sftrace", "--", sys.executable, "agent.py", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    (workdir / "expected.json").write_text(done.stdout)  # the recorded output, its ticket id included
+    exported = cli(
+        "export", "run.sftrace", "--pytest", "-o", "test_ticket.py", "--expect-output", "expected.json",
+        "--", "python", "agent.py", cwd=workdir,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    ran = cli("run", "test_ticket.py", cwd=workdir)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Verdict: PASSED" in ran.stdout
+    # a changed decision is still caught, the fresh id beside it renamed
+    (workdir / "agent.py").write_text(minting.replace('"degrees" in answer', "False"))
+    ran = cli("run", "test_ticket.py", "--json", cwd=workdir)
+    receipt = json.loads(ran.stdout)
+    assert (ran.returncode, receipt["verdict"]) == (1, "failed"), ran.stdout
+    assert "behavior mismatch at 'notify'" in receipt["detail"]
+    assert "ticket" not in receipt["detail"]
+
+
 def test_an_entrypoint_export_of_a_program_bundle_is_refused_with_the_command_that_works(
     workdir: Path,
 ) -> None:

@@ -204,18 +204,30 @@ def run_regression_case(
     except (TypeError, ValueError) as exc:
         raise AssertionError(f"stepfork: entrypoint returned a non-serializable value: {exc}") from exc
     if has_expectation:
-        # up to noise, as replay's report (stepfork.replay.noise): fresh ids compare up to a one-to-one
-        # renaming, an id the recording handed out must match exactly
-        found = output_differences(expectation, actual, Origins(loaded))
-        differences, count = found.differences, found.count
-        if differences:
-            difference = differences[0]
-            # the reference's first line, then every differing path (the first one marked first)
-            lines = [
-                f"behavior mismatch at '{display_path(difference.path)}': "
-                f"expected {preview(difference.expected)}, got {preview(difference.actual)}"
-            ]
-            if count > 1:
-                lines += difference_lines(differences, count, display=True)
-            raise AssertionError("\n".join(lines))
+        assert_expected_output(expectation, actual, loaded)
     return actual
+
+
+def assert_expected_output(expectation: Any, actual: Any, trace: Trace) -> None:
+    """The output assertion of an exported test (entrypoint and program forms alike).
+
+    ``actual`` (redacted JSON) is compared with the reviewed ``expectation`` up to noise, as replay's report
+    compares (:mod:`stepfork.replay.noise`): fresh ids compare up to a one-to-one renaming, an id the
+    recording ``trace`` handed out must match exactly.
+
+    Raises:
+        AssertionError: ``behavior mismatch at '<path>': expected <v>, got <v>`` (the reference's first
+            line), then every differing path, the first one marked first.
+    """
+    found = output_differences(expectation, actual, Origins(trace))
+    differences, count = found.differences, found.count
+    if not differences:
+        return
+    difference = differences[0]
+    lines = [
+        f"behavior mismatch at '{display_path(difference.path)}': "
+        f"expected {preview(difference.expected)}, got {preview(difference.actual)}"
+    ]
+    if count > 1:
+        lines += difference_lines(differences, count, display=True)
+    raise AssertionError("\n".join(lines))
