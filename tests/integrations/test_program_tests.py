@@ -117,7 +117,8 @@ def test_a_program_test_compares_its_output_up_to_noise(workdir: Path) -> None:
     # ids one-to-one, as replay's report and an entrypoint test do (issue 28), so the test passes
     minting = BUGGY.replace(
         "    return decide(reply.choices[0].message.content)",
-        "    import uuid\n\n    return {**decide(reply.choices[0].message.content), 'ticket': str(uuid.uuid4())}",
+        "    import uuid\n\n"
+        "    return {**decide(reply.choices[0].message.content), 'ticket': str(uuid.uuid4())}",
     )
     (workdir / "agent.py").write_text(minting)
     done = cli("record", "-o", "run.sftrace", "--", sys.executable, "agent.py", cwd=workdir)
