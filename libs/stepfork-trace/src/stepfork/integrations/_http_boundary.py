@@ -16,53 +16,50 @@ order of calls against the session handler another.
 
 from __future__ import annotations
 
-import contextlib
-import re
-import weakref
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import ModuleType
+from dataclasses import dataclass
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
+from stepfork.integrations._http_calls import SDK_VERSIONS, Naming, replays_legacy
 from stepfork.integrations._http_json import decode_body, encode_body
-from stepfork.integrations._http_sse import encode_events
-from stepfork.integrations._http_streams import Exchange, stream_classes, through_class, transport_error
+from stepfork.integrations._http_streams import (
+    Exchange,
+    stream_bytes,
+    stream_classes,
+    stream_of,
+    through_class,
+    transport_error,
+)
 from stepfork.trace.boundary import BoundaryCall
-from stepfork.trace.http_calls import http_call_name
 from stepfork.trace.instrument import LLMOutput
 
-SDK_VERSIONS = "sdk-versions"
-_SDK_USER_AGENT = re.compile(r"([A-Za-z][\w.-]*)/Python (\S+)")
+__all__ = ["SDK_VERSIONS", "Capture"]
+
 _DROPPED_RESPONSE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 @dataclass(frozen=True)
-class Capture:
-    """How the transports of one client describe their requests.
+class Capture(Naming):
+    """How the transports of one httpx/httpx2 client describe their requests (the :class:`Naming`
+    fields, and):
 
     Attributes:
         lib: the client's HTTP library module (``httpx`` or ``httpx2``).
-        provider: the provider of hosts the table does not know (None: the host name).
-        hosts: ``{host: provider}`` checked before :data:`_http_exchange.PROVIDER_HOSTS`.
-        sdk: ``(distribution, version)`` noted in the bundle's ``sdk-versions.json``, or None.
         sdk_error: the SDK's base exception class (``openai.OpenAIError``), or None: a replay error raised
             in the transport is re-raised as an instance of both its class and this one, because the SDKs
             pass their own errors through untouched but wrap (and retry) any other exception as a
             connection error, which would hide the divergence from the agent's caller.
     """
 
-    lib: ModuleType
-    provider: str | None = None
-    hosts: Mapping[str, str] = field(default_factory=dict)
-    sdk: tuple[str, str] | None = None
+    lib: Any = None  # the httpx or httpx2 module (a default only because the Naming fields have theirs)
     sdk_error: type[BaseException] | None = None
 
     def boundary_call(
         self, request: Any, handler: Any, orphan: bool = False
     ) -> tuple[BoundaryCall, dict[str, Any] | None]:
         """The boundary call of ``request`` (its body already read) and, for a 0.2.0 recording being
-        replayed, the legacy input it was matched with (else None).
+        replayed, the legacy input it was matched with (else None): :meth:`Naming.describe`, reading the
+        request's fields as httpx holds them (the scan of its header triples is the hot path).
 
         An LLM API call (:func:`_http_exchange.is_llm_request`) made in the agent's context is an
         ``llm`` call; any other request, and any request from a thread without the session in its context
@@ -81,42 +78,14 @@ class Capture:
         else:
             kept, content_type = wire.answer_headers(headers.raw, headers.encoding)
         data = wire.body_input(request.method, path, kept, request.content, content_type)
-        legacy_replay = _replays_legacy(handler)
+        legacy_replay = replays_legacy(handler)
         if not legacy_replay and (orphan or not wire.is_llm_request(data["method"], bare, data["body"])):
-            return self._http_call(request, data), None
+            netloc = url.netloc.decode("ascii", errors="replace")  # host[:port], never credentials
+            raw = url.raw_path.decode("ascii", errors="replace")  # path and query, as sent
+            whole = f"{url.scheme}://{netloc}{raw}"
+            return self.http_call(data["method"], whole, data["body"], bare), None
         legacy = wire.legacy_input(path, data["body"]) if legacy_replay else None
-        return self._llm_call(data, bare, url.host, legacy), legacy
-
-    def _llm_call(
-        self, data: dict[str, Any], bare: str, host: str, legacy: dict[str, Any] | None
-    ) -> BoundaryCall:
-        model = wire.model_of(data["body"])
-        name = model or f"{data['method']} {bare}"
-        return BoundaryCall(
-            kind="llm",
-            name=name,
-            model=model or name,
-            provider=wire.provider_for(host, self.hosts, self.provider),
-            input=legacy if legacy is not None else data,
-            return_type=None,
-            function=f"{self.sdk[0] if self.sdk else self.lib.__name__}:{data['method']} {bare}",
-            reads_output=True,  # replayed() only reads the output to build the response's bytes
-        )
-
-    def _http_call(self, request: Any, data: dict[str, Any]) -> BoundaryCall:
-        url = request.url
-        netloc = url.netloc.decode("ascii", errors="replace")  # host[:port], never credentials
-        raw = url.raw_path.decode("ascii", errors="replace")  # path and query, as sent
-        whole = f"{url.scheme}://{netloc}{raw}"
-        method = data["method"]
-        return BoundaryCall(
-            kind="tool",
-            name=http_call_name(method, whole),
-            input=wire.http_input(method, whole, data["body"]),
-            return_type=None,
-            function=f"{self.sdk[0] if self.sdk else self.lib.__name__}:{method} {url.path}",
-            reads_output=True,
-        )
+        return self.llm_call(data, bare, url.host, url.port, legacy), legacy
 
     def llm_form(self, request: Any) -> BoundaryCall:
         """``request`` as an ``llm`` call in the agent's order, whatever it is: how a recording made before
@@ -126,28 +95,7 @@ class Capture:
         path = f"{url.path}?{query.decode('ascii', errors='replace')}" if query else url.path
         kept, content_type = wire.answer_headers(request.headers.raw, request.headers.encoding)
         data = wire.body_input(request.method, path, kept, request.content, content_type)
-        return self._llm_call(data, url.path, url.host, None)
-
-    def sdk_of(self, request: Any) -> tuple[str, str] | None:
-        """``(distribution, version)`` of the SDK sending ``request``: the one the capture was given, else
-        the one its ``User-Agent`` names (``OpenAI/Python 3.57.0``, the form of the Stainless-built SDKs:
-        openai, anthropic, groq...), as for a client instrumented by zero-code recording."""
-        if self.sdk is not None:
-            return self.sdk
-        match = _SDK_USER_AGENT.match(request.headers.get("user-agent", ""))
-        return (match[1].lower(), match[2]) if match else None
-
-    def note_sdk(self, handler: Any, request: Any) -> None:
-        """Add the SDK version to the recording's ``sdk-versions.json`` (once per session)."""
-        add = getattr(handler, "add_metadata", None)
-        if add is None:
-            return
-        sdk = self.sdk_of(request)
-        if sdk is None:
-            return
-        known = getattr(handler, "metadata", {}).get(SDK_VERSIONS)
-        if not (isinstance(known, dict) and sdk[0] in known):
-            add(SDK_VERSIONS, {sdk[0]: sdk[1]}, merge=True)
+        return self.llm_call(data, url.path, url.host, url.port, None)
 
     # -- recording -----------------------------------------------------------------------------------
 
@@ -173,13 +121,21 @@ class Capture:
         return LLMOutput(out, **usage), fresh
 
     def streamed(
-        self, recorder: Any, opened: Any, response: Any, pending: list[Exchange], *, is_async: bool
+        self,
+        recorder: Any,
+        opened: Any,
+        response: Any,
+        pending: list[Exchange],
+        *,
+        is_async: bool,
+        form: str = "sse",
     ) -> Any:
-        """Wrap an SSE response's stream so its events are recorded as they pass; return the response.
-        The :class:`Exchange` is appended to ``pending`` (what the session snapshots if it ends first)."""
+        """Wrap a streamed response's body (``form``: ``"sse"`` or ``"eventstream"``) so its events are
+        recorded as they pass; return the response. The :class:`Exchange` is appended to ``pending`` (what
+        the session snapshots if it ends first)."""
         headers = wire.response_headers(response.headers.multi_items())
         if hasattr(response, "_content"):  # already read (a response built from bytes), and decoded
-            exchange = Exchange(recorder, opened, response.status_code, headers)
+            exchange = Exchange(recorder, opened, response.status_code, headers, form=form)
             pending.append(exchange)
             exchange.feed(response._content)
             exchange.finish(wire.FINISHED)
@@ -189,7 +145,7 @@ class Capture:
         # (RESPONSE_HEADERS), so replay serves the decoded events as an uncompressed body, which httpx
         # reads as the same lines the live run read after decoding.
         decoder = _content_decoder(self.lib, response.headers)
-        exchange = Exchange(recorder, opened, response.status_code, headers, decoder)
+        exchange = Exchange(recorder, opened, response.status_code, headers, decoder, form)
         pending.append(exchange)
         recording_sync, recording_async, _, _ = stream_classes(self.lib)
         cls = recording_async if is_async else recording_sync
@@ -215,49 +171,23 @@ class Capture:
                 code="sdk_rebuild_failed",
             )
         headers = output.get("headers") or {}
-        sse = output.get("sse")
-        if isinstance(sse, dict):
-            if sse.get("end") == wire.FINISHED:
+        form, stream = stream_of(output)
+        if stream is not None:
+            if stream.get("end") == wire.FINISHED:
                 # Nothing follows the last event: the whole body is in memory, so it is served as a read
                 # body (what the fake transports and ``Response(content=...)`` give), sparing the SDK
                 # httpx's raw-stream pipeline (chunker, decoder, request context) for bytes already here.
-                events = encode_events(sse.get("events") or [])
+                events = stream_bytes(form, stream.get("events") or [])
                 kept = list(headers.items())
                 return _whole_response(self.lib, output["status"], kept, events, request, length=False)
             _, _, replay_sync, replay_async = stream_classes(self.lib)
-            stream = (replay_async if is_async else replay_sync)(sse, call, self.lib, request)
-            return self.lib.Response(output["status"], headers=headers, stream=stream, request=request)
+            lazy = (replay_async if is_async else replay_sync)(stream, call, self.lib, request, form)
+            return self.lib.Response(output["status"], headers=headers, stream=lazy, request=request)
         body = encode_body(output)
         served = list(headers.items())
         if output["status"] >= 400:
             served = _without_retry_wait(served)
         return _whole_response(self.lib, output["status"], served, body, request)
-
-    def hint_sdk_change(self, exc: BaseException, handler: Any, request: Any) -> None:
-        """Add to an ``input_diverged`` divergence the hint that the recording was made with another
-        version of this SDK (the bundle's ``sdk-versions.json``): an upgrade can change the request the
-        SDK builds from the same code, which the divergence's path alone does not say."""
-        diagnostic = getattr(exc, "diagnostic", None)
-        if diagnostic is None or getattr(exc, "code", None) != "input_diverged":
-            return
-        sdk = self.sdk_of(request)
-        if sdk is None:
-            return
-        read = getattr(handler, "metadata", None)  # ReplaySession.metadata(name)
-        recorded = read(SDK_VERSIONS) if callable(read) else None
-        name, version = sdk
-        then = recorded.get(name) if isinstance(recorded, dict) else None
-        if not isinstance(then, str) or then == version:
-            return
-        import dataclasses
-
-        hint = (
-            f"the run was recorded with {name} {then}; this replay runs {name} {version}, whose requests may "
-            "differ for the same code: if the SDK upgrade is the change, record the run again"
-        )
-        if diagnostic.hint:
-            hint = f"{diagnostic.hint}; {hint}"
-        exc.diagnostic = dataclasses.replace(diagnostic, hint=hint)  # type: ignore[attr-defined]
 
     def raise_recorded(self, exc: BaseException, request: Any) -> None:
         """Raise a recorded transport failure as the library's own exception class, when it is one."""
@@ -354,27 +284,3 @@ def _has_request(response: Any) -> bool:
     except RuntimeError:
         return False
     return True
-
-
-_legacy_sessions: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
-
-
-def _replays_legacy(handler: Any) -> bool:
-    """True when ``handler`` replays a recording of 0.2.0's SDK-level integrations."""
-    if not getattr(handler, "is_replay", False):
-        return False
-    try:
-        return _legacy_sessions[handler]
-    except (KeyError, TypeError):
-        pass
-    calls = getattr(handler, "calls", ()) or ()
-    legacy = any(
-        c.kind == "llm"
-        and isinstance(c.input, dict)
-        and set(c.input) == {"endpoint", "request"}
-        and c.input.get("endpoint") in wire.LEGACY_ENDPOINTS.values()
-        for c in calls
-    )
-    with contextlib.suppress(TypeError):  # a handler that cannot be weakly referenced: not cached
-        _legacy_sessions[handler] = legacy
-    return legacy

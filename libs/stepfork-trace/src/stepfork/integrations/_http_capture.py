@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from stepfork.integrations import _http_exchange as wire
 from stepfork.integrations._http_boundary import Capture
+from stepfork.integrations._http_calls import nested, sending
 from stepfork.integrations._http_streams import Exchange
 from stepfork.trace import boundary
 from stepfork.trace.boundary import BoundaryCall
@@ -74,7 +75,7 @@ class CaptureTransport:
     def handle_request(self, request: Any) -> Any:
         """Send ``request`` through the active session (module docstring); returns the response."""
         handler, orphan = boundary.resolve_handler()
-        if handler is None:
+        if handler is None or nested():
             return self.inner.handle_request(request)
         request.read()
         capture = self.capture
@@ -84,22 +85,24 @@ class CaptureTransport:
             live: list[Any] = []
 
             def execute() -> None:
-                live.append(self.inner.handle_request(request))
+                with sending():
+                    live.append(self.inner.handle_request(request))
 
             try:
                 out = handler.handle(call, execute, orphan=orphan)
             except Exception as exc:
-                capture.hint_sdk_change(exc, handler, request)
+                capture.hint_sdk_change(exc, handler, request.headers.get)
                 capture.raise_recorded(exc, request)
                 capture.raise_through(exc)
                 raise
             return live[0] if live else capture.replayed(out, call, legacy, request, is_async=False)
-        capture.note_sdk(handler, request)
+        capture.note_sdk(handler, request.headers.get)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []
 
             def read_whole() -> LLMOutput:
-                response = self.inner.handle_request(request)
+                with sending():
+                    response = self.inner.handle_request(request)
                 try:
                     content = response.read()
                 finally:
@@ -114,9 +117,11 @@ class CaptureTransport:
         pending: list[Exchange] = []
         opened = recorder.open_call(call, lambda: _snapshot(pending), orphan=orphan)
         try:
-            response = self.inner.handle_request(request)
-            if wire.is_sse(response.headers.get("content-type")):
-                return capture.streamed(handler, opened, response, pending, is_async=False)
+            with sending():
+                response = self.inner.handle_request(request)
+            form = wire.stream_form(response.headers.get("content-type"))
+            if form is not None:
+                return capture.streamed(handler, opened, response, pending, is_async=False, form=form)
             try:
                 content = response.read()
             finally:
@@ -150,7 +155,7 @@ class AsyncCaptureTransport:
     async def handle_async_request(self, request: Any) -> Any:
         """Send ``request`` through the active session (module docstring); returns the response."""
         handler, orphan = boundary.resolve_handler()
-        if handler is None:
+        if handler is None or nested():
             return await self.inner.handle_async_request(request)
         await request.aread()
         capture = self.capture
@@ -160,22 +165,24 @@ class AsyncCaptureTransport:
             live: list[Any] = []
 
             async def execute() -> Any:  # its result is unused: the live response is kept in ``live``
-                live.append(await self.inner.handle_async_request(request))
+                with sending():
+                    live.append(await self.inner.handle_async_request(request))
 
             try:
                 out = await handler.ahandle(call, execute, orphan=orphan)
             except Exception as exc:
-                capture.hint_sdk_change(exc, handler, request)
+                capture.hint_sdk_change(exc, handler, request.headers.get)
                 capture.raise_recorded(exc, request)
                 capture.raise_through(exc)
                 raise
             return live[0] if live else capture.replayed(out, call, legacy, request, is_async=True)
-        capture.note_sdk(handler, request)
+        capture.note_sdk(handler, request.headers.get)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []
 
             async def read_whole() -> LLMOutput:
-                response = await self.inner.handle_async_request(request)
+                with sending():
+                    response = await self.inner.handle_async_request(request)
                 try:
                     content = await response.aread()
                 finally:
@@ -190,9 +197,11 @@ class AsyncCaptureTransport:
         pending: list[Exchange] = []
         opened = recorder.open_call(call, lambda: _snapshot(pending), orphan=orphan)
         try:
-            response = await self.inner.handle_async_request(request)
-            if wire.is_sse(response.headers.get("content-type")):
-                return capture.streamed(handler, opened, response, pending, is_async=True)
+            with sending():
+                response = await self.inner.handle_async_request(request)
+            form = wire.stream_form(response.headers.get("content-type"))
+            if form is not None:
+                return capture.streamed(handler, opened, response, pending, is_async=True, form=form)
             try:
                 content = await response.aread()
             finally:
@@ -249,7 +258,8 @@ def install(
     if found is None:
         raise TypeError(f"expected an httpx or httpx2 Client/AsyncClient, got {type(client)!r}")
     lib, is_async = found
-    capture = Capture(lib, provider, {k.lower(): v for k, v in (hosts or {}).items()}, sdk, sdk_error)
+    named = {k.lower(): v for k, v in (hosts or {}).items()}
+    capture = Capture(provider, named, sdk, lib.__name__, lib=lib, sdk_error=sdk_error)
     kind = AsyncCaptureTransport if is_async else CaptureTransport
 
     def wrap(transport: Any) -> Any:

@@ -20,7 +20,15 @@ values never are. Output (served back on replay, never matched)::
     {"status": 200, "headers": {...}, "sse": {"end": "finished" | "consumer_closed" | "failed",
      "event_count": k, "events": [{"event"?, "data" | "text"?, "id"?, "retry"?}...], "error": null | {...}}}
 
-The events are parsed from and encoded back to SSE bytes by :mod:`stepfork.integrations._http_sse`.
+    {"status": 200, "headers": {...}, "eventstream": {<the same keys>, "events": [{"headers": {":event-type":
+     "contentBlockDelta", ...}, "json" | "text" | "base64": <payload>}...]}}
+
+The events are parsed from and encoded back to SSE bytes by :mod:`stepfork.integrations._http_sse`, and to
+AWS event-stream messages (``application/vnd.amazon.eventstream``, Bedrock's streams) by
+:mod:`stepfork.integrations._http_eventstream`. The same shapes come from every HTTP library the capture
+covers (httpx, urllib3 and so requests and botocore, aiohttp): a bundle recorded through one replays
+through another. The provider, model and SDK of a request are named by
+:mod:`stepfork.integrations._http_naming`, its token usage read by :mod:`stepfork.integrations._http_usage`.
 
 Per-request values the provider generates (``x-request-id``, ``request-id``, ``openai-processing-ms``,
 rate-limit counters, ``date``) are in the output headers, for the SDK to read, and never in the input.
@@ -36,27 +44,39 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from stepfork.integrations._http_json import decode_body_exactly
+from stepfork.integrations._http_naming import (
+    PROVIDER_HOST_SUFFIXES,
+    PROVIDER_HOSTS,
+    model_of,
+    provider_for,
+)
+from stepfork.integrations._http_usage import UsageTotals, body_usage, events_usage
 
-PROVIDER_HOSTS: dict[str, str] = {
-    "api.openai.com": "openai",
-    "api.anthropic.com": "anthropic",
-    "generativelanguage.googleapis.com": "google",
-    "api.mistral.ai": "mistral",
-    "api.groq.com": "groq",
-    "api.together.xyz": "together",
-    "api.deepseek.com": "deepseek",
-    "api.x.ai": "xai",
-    "openrouter.ai": "openrouter",
-    "api.cohere.com": "cohere",
-    "api.fireworks.ai": "fireworks",
-}
-"""Host -> provider name of the LLM boundary. Override per client with ``hosts={...}`` or ``provider=``."""
+__all__ = [
+    "PROVIDER_HOSTS",
+    "PROVIDER_HOST_SUFFIXES",
+    "UsageTotals",
+    "body_usage",
+    "events_usage",
+    "model_of",
+    "provider_for",
+]
 
-PROVIDER_HOST_SUFFIXES: tuple[tuple[str, str], ...] = ((".openai.azure.com", "azure_openai"),)
-"""Host suffix -> provider (Azure OpenAI resources are ``<name>.openai.azure.com``)."""
-
-ANSWER_HEADERS = frozenset({"anthropic-version", "anthropic-beta", "openai-beta"})
-"""Request headers that change the model's answer, so they are part of the matched input."""
+ANSWER_HEADERS = frozenset(
+    {
+        "anthropic-version",
+        "anthropic-beta",
+        "openai-beta",
+        # Bedrock's InvokeModel options sent as headers (converse carries them in its body)
+        "x-amzn-bedrock-guardrailidentifier",
+        "x-amzn-bedrock-guardrailversion",
+        "x-amzn-bedrock-performanceconfig-latency",
+        "x-amzn-bedrock-trace",
+    }
+)
+"""Request headers that change the model's answer, so they are part of the matched input. Never a
+signature, a date or an id: boto3's ``Authorization``, ``X-Amz-Date``, ``X-Amz-Security-Token``,
+``amz-sdk-invocation-id`` and ``amz-sdk-request`` differ at every request and stay out."""
 
 RESPONSE_HEADERS = frozenset(
     {
@@ -74,8 +94,10 @@ RESPONSE_HEADERS = frozenset(
         "date",
     }
 )
-RESPONSE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "ratelimit-")
-"""Response headers kept in the output (the ones the SDKs read); the rest are transport details."""
+RESPONSE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "ratelimit-", "x-amzn-")
+"""Response headers kept in the output (the ones the SDKs read: botocore reads its error code from
+``x-amzn-errortype``); the rest are transport details (and checksums such as ``x-amz-crc32``, which
+would not hold for the re-serialized body)."""
 
 LEGACY_ENDPOINTS = {
     "/chat/completions": "chat.completions.create",
@@ -143,22 +165,12 @@ def http_input(method: str, url: str, body: Any) -> dict[str, Any]:
 
 
 def is_terminal(event: Mapping[str, Any]) -> bool:
-    """True when ``event`` ends the provider's stream (:data:`TERMINAL_EVENTS`, ``[DONE]``)."""
-    return event.get("text") == "[DONE]" or event.get("event") in TERMINAL_EVENTS
-
-
-def provider_for(host: str, hosts: Mapping[str, str] | None = None, default: str | None = None) -> str:
-    """The provider of a request to ``host``: ``hosts`` first, then :data:`PROVIDER_HOSTS` and the
-    suffixes, then ``default``, else the host name itself."""
-    host = host.lower()
-    if hosts and host in hosts:
-        return hosts[host]
-    if host in PROVIDER_HOSTS:
-        return PROVIDER_HOSTS[host]
-    for suffix, provider in PROVIDER_HOST_SUFFIXES:
-        if host.endswith(suffix):
-            return provider
-    return default or host
+    """True when ``event`` ends the provider's stream (:data:`TERMINAL_EVENTS`, ``[DONE]``; Bedrock's
+    ``converse_stream`` ends with its ``metadata`` event)."""
+    if event.get("text") == "[DONE]" or event.get("event") in TERMINAL_EVENTS:
+        return True
+    headers = event.get("headers")
+    return isinstance(headers, Mapping) and headers.get(":event-type") == "metadata"
 
 
 def request_input(
@@ -223,14 +235,6 @@ def legacy_input(path: str, body: Any) -> dict[str, Any] | None:
     return None
 
 
-def model_of(body: Any) -> str | None:
-    """The ``model`` of a JSON request body (or of a multipart form's ``model`` field), or None."""
-    model = body.get("model") if isinstance(body, dict) else None
-    if model is None and isinstance(body, dict) and isinstance(body.get("multipart"), list):
-        model = next((p.get("text") for p in body["multipart"] if p.get("name") == "model"), None)
-    return model if isinstance(model, str) and model else None
-
-
 def multipart_parts(content: bytes, content_type: str) -> list[dict[str, Any]] | None:
     """The parts of a ``multipart/form-data`` body (RFC 7578), in order, without the boundary: each
     ``{"name", "filename"?, "content_type"?}`` plus its content as :func:`decode_body` gives it
@@ -293,65 +297,35 @@ def is_sse(content_type: str | None) -> bool:
     return (content_type or "").split(";", 1)[0].strip().lower() == "text/event-stream"
 
 
-# -- token usage -----------------------------------------------------------------------------------------
+def is_eventstream(content_type: str | None) -> bool:
+    """True for an AWS event stream (``application/vnd.amazon.eventstream``: Bedrock's
+    ``converse_stream``, ``invoke_model_with_response_stream``)."""
+    return (content_type or "").split(";", 1)[0].strip().lower() == EVENTSTREAM_TYPE
 
 
-def _num(usage: Mapping[str, Any], *keys: str) -> int | None:
-    for key in keys:
-        value = usage.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+EVENTSTREAM_TYPE = "application/vnd.amazon.eventstream"
+
+
+def stream_form(content_type: str | None) -> str | None:
+    """``"sse"`` or ``"eventstream"`` for a response recorded event by event as it passes, else None."""
+    if is_sse(content_type):
+        return "sse"
+    if is_eventstream(content_type):
+        return "eventstream"
     return None
 
 
-class UsageTotals:
-    """Token counts gathered from usage objects in provider order (later values win)."""
-
-    def __init__(self) -> None:
-        self.prompt: int | None = None
-        self.completion: int | None = None
-        self.total: int | None = None
-
-    def add(self, usage: Any) -> None:
-        """Take the counts of one usage object (OpenAI or Anthropic key names)."""
-        if not isinstance(usage, dict) or not usage:
-            return
-        prompt = _num(usage, "prompt_tokens", "input_tokens")
-        completion = _num(usage, "completion_tokens", "output_tokens")
-        self.prompt = prompt if prompt is not None else self.prompt
-        self.completion = completion if completion is not None else self.completion
-        self.total = _num(usage, "total_tokens")
-
-    def add_body(self, body: Any) -> None:
-        """Take the usage of a response body or stream event (``usage``, ``message.usage``,
-        ``response.usage``)."""
-        if not isinstance(body, dict):
-            return
-        for holder in (body, body.get("message"), body.get("response")):
-            if isinstance(holder, dict):
-                self.add(holder.get("usage"))
-
-    def fields(self) -> dict[str, int | None]:
-        """``{"prompt_tokens", "completion_tokens", "total_tokens"}`` for :class:`LLMOutput`."""
-        total = self.total
-        if total is None and self.prompt is not None and self.completion is not None:
-            total = self.prompt + self.completion
-        return {"prompt_tokens": self.prompt, "completion_tokens": self.completion, "total_tokens": total}
-
-
-def body_usage(body: Any) -> dict[str, int | None]:
-    """Token usage of a JSON response body."""
-    totals = UsageTotals()
-    totals.add_body(body)
-    return totals.fields()
-
-
-def events_usage(events: Iterable[Mapping[str, Any]]) -> dict[str, int | None]:
-    """Token usage of recorded SSE events (their JSON ``data``)."""
-    totals = UsageTotals()
-    for event in events:
-        totals.add_body(event.get("data"))
-    return totals.fields()
+def stream_output(
+    form: str,
+    status: int,
+    headers: dict[str, str],
+    events: list[dict[str, Any]],
+    end: str,
+    error: dict[str, str] | None,
+) -> dict[str, Any]:
+    """The output of a streamed response in ``form`` (``"sse"`` or ``"eventstream"``; module docstring)."""
+    stream = {"end": end, "event_count": len(events), "events": events, "error": error}
+    return {"status": status, "headers": headers, form: stream}
 
 
 def sse_output(

@@ -23,13 +23,15 @@ from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
 
+from stepfork.integrations._http_eventstream import EventStreamParser
+from stepfork.integrations._http_eventstream import encode_events as encode_messages
 from stepfork.integrations._http_exchange import (
     CONSUMER_CLOSED,
     FAILED,
     FINISHED,
     events_usage,
     is_terminal,
-    sse_output,
+    stream_output,
 )
 from stepfork.integrations._http_sse import SSEParser, encode_events
 from stepfork.trace.boundary import BoundaryCall
@@ -40,14 +42,21 @@ class Exchange:
     """One streamed response being recorded; thread-safe (a stream may end in another thread)."""
 
     def __init__(
-        self, recorder: Any, opened: Any, status: int, headers: dict[str, str], decoder: Any = None
+        self,
+        recorder: Any,
+        opened: Any,
+        status: int,
+        headers: dict[str, str],
+        decoder: Any = None,
+        form: str = "sse",
     ) -> None:
         self._recorder = recorder
         self._decoder = decoder  # the library's content decoder of a compressed stream, or None
         self._opened = opened
         self._status = status
         self._headers = headers
-        self._parser = SSEParser()
+        self._form = form  # "sse" or "eventstream" (_http_exchange.stream_form)
+        self._parser: SSEParser | EventStreamParser = EventStreamParser() if form == "eventstream" else SSEParser()
         self._events: list[dict[str, Any]] = []
         self._end: str | None = None
         self._error: dict[str, str] | None = None
@@ -65,7 +74,8 @@ class Exchange:
         """The ``llm_response`` output so far (``consumer_closed`` while not ended)."""
         with self._lock:
             events = list(self._events)
-            out = sse_output(self._status, self._headers, events, self._end or CONSUMER_CLOSED, self._error)
+            end = self._end or CONSUMER_CLOSED
+            out = stream_output(self._form, self._status, self._headers, events, end, self._error)
         return LLMOutput(out, **events_usage(events))
 
     def finish(self, end: str, exc: BaseException | None = None) -> None:
@@ -120,22 +130,41 @@ def through_class(error: type[BaseException], sdk_error: type[BaseException]) ->
     return cls
 
 
+def stream_of(output: Any) -> tuple[str, dict[str, Any] | None]:
+    """``(form, stream)`` of a recorded output: ``("sse", {...})``, ``("eventstream", {...})``, or
+    ``("", None)`` for a response read whole."""
+    if isinstance(output, dict):
+        for form in ("sse", "eventstream"):
+            stream = output.get(form)
+            if isinstance(stream, dict):
+                return form, stream
+    return "", None
+
+
+def stream_bytes(form: str, events: list[Any]) -> bytes:
+    """The body bytes of recorded events in ``form`` (SSE text, AWS event-stream messages)."""
+    return encode_messages(events) if form == "eventstream" else encode_events(events)
+
+
 class _Replay:
     """The recorded events of one stream and how it ended."""
 
-    def __init__(self, sse: dict[str, Any], call: BoundaryCall, lib: ModuleType, request: Any) -> None:
-        self._events: list[Any] = list(sse.get("events") or [])
-        self._end = sse.get("end")
-        self._error = sse.get("error") or {}
+    def __init__(
+        self, stream: dict[str, Any], call: BoundaryCall, lib: ModuleType, request: Any, form: str = "sse"
+    ) -> None:
+        self._events: list[Any] = list(stream.get("events") or [])
+        self._end = stream.get("end")
+        self._error = stream.get("error") or {}
         self._call = call
         self._lib = lib
         self._request = request
+        self._form = form
 
     def _chunks(self) -> Iterator[bytes]:
-        # one chunk: the events arrived in network reads of their own sizes anyway, and the SDKs' SSE
+        # one chunk: the events arrived in network reads of their own sizes anyway, and the SDKs'
         # decoders split on event boundaries, not on reads
         if self._events:
-            yield encode_events(self._events)
+            yield stream_bytes(self._form, self._events)
 
     def _after(self) -> None:
         """Raise what the recorded stream did after its last event (nothing when it finished)."""
