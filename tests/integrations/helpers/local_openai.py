@@ -1,7 +1,9 @@
 """A realistic OpenAI-compatible API over real HTTP on 127.0.0.1 (a vLLM, Ollama or LiteLLM proxy stand-in).
 
 Every response is what a real server sends: a fresh ``chatcmpl-...`` id and ``created`` time per completion,
-a fresh ``x-request-id``, ``openai-processing-ms`` and the ``Date`` header, usage counts. It also serves
+a fresh ``x-request-id``, ``openai-processing-ms`` and the ``Date`` header, usage counts; ``"stream":
+true`` answers with Server-Sent Events in chunked transfer encoding (the usage in the last chunk, then
+``[DONE]``). It also serves
 plain resources an agent's libraries fetch: ``GET /model_prices.json`` (a model-cost map, answered ``503``
 with ``retry-after: 0`` the first ``unavailable`` times, as a CDN under load) and ``GET /health``. Every
 request is counted (``requests``), so a test can prove a replay sent nothing.
@@ -117,12 +119,39 @@ def _handler(state: LocalOpenAI) -> type[http.server.BaseHTTPRequestHandler]:
             else:
                 self._send(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
 
+        def _stream(self, completion: dict[str, Any]) -> None:
+            """The completion as Chat Completions SSE chunks (``Transfer-Encoding: chunked``, one HTTP
+            chunk per event, as real servers flush them), the usage in a last chunk and ``[DONE]``."""
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            self.send_header("transfer-encoding", "chunked")
+            self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")
+            self.end_headers()
+            base = {k: completion[k] for k in ("id", "created", "model", "system_fingerprint")}
+            text = completion["choices"][0]["message"]["content"]
+            words = text.split(" ")
+            pieces = [{"role": "assistant", "content": ""}] + [
+                {"content": w if i == 0 else f" {w}"} for i, w in enumerate(words)
+            ]
+            chunk = {**base, "object": "chat.completion.chunk"}
+            events = [{**chunk, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in pieces]
+            events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            events.append({**chunk, "choices": [], "usage": completion["usage"]})
+            for payload in [*(json.dumps(e) for e in events), "[DONE]"]:
+                data = f"data: {payload}\n\n".encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+
         def do_POST(self) -> None:
             self._note()
             length = int(self.headers.get("content-length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path.split("?", 1)[0].endswith("/chat/completions"):
-                self._send(200, state.completion(body))
+                if body.get("stream"):
+                    self._stream(state.completion(body))
+                else:
+                    self._send(200, state.completion(body))
             else:
                 self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 

@@ -17,6 +17,7 @@ order of calls against the session handler another.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
@@ -186,7 +187,7 @@ class Capture(Naming):
         body = encode_body(output)
         served = list(headers.items())
         if output["status"] >= 400:
-            served = _without_retry_wait(served)
+            served = without_retry_wait(served)
         return _whole_response(self.lib, output["status"], served, body, request)
 
     def raise_recorded(self, exc: BaseException, request: Any) -> None:
@@ -215,7 +216,7 @@ RETRY_WAIT_HONOURED = 60.0
 anthropic) honours; a longer wait may make an SDK give up instead of retrying."""
 
 
-def _without_retry_wait(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def without_retry_wait(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The headers of a replayed error response with ``retry-after-ms: 1``, so the SDK's retry (the same
     retry: the answers are recorded) does not sleep the recorded wait again. Left as recorded when they
     name a wait of more than :data:`RETRY_WAIT_HONOURED` seconds, which an SDK may refuse to retry after:

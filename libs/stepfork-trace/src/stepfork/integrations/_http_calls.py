@@ -92,6 +92,8 @@ class Naming:
             orphan: True for a request from a thread without the session in its context.
         """
         scheme, host, port, target = url
+        if (scheme, port) in (("http", 80), ("https", 443)):
+            port = None  # a URL names no default port (httpx's form, so the URL is the same in every stack)
         bare = target.split("?", 1)[0] or "/"
         kept: dict[str, str] = {}
         content_type: str | None = None
@@ -110,6 +112,33 @@ class Naming:
             return self.http_call(data["method"], f"{scheme}://{netloc}{target}", data["body"], bare), None
         legacy = wire.legacy_input(target, data["body"]) if legacy_replay else None
         return self.llm_call(data, bare, host, port, legacy), legacy
+
+    def request_llm_form(
+        self,
+        method: str,
+        url: tuple[str, str, int | None, str],
+        headers: Iterable[tuple[str, str]],
+        content: bytes,
+    ) -> BoundaryCall:
+        """The request as an ``llm`` call in the agent's order, whatever it is: how a recording made before
+        ``http`` calls existed (issue 29) holds it (``ReplaySession.route_request``)."""
+        scheme, host, port, target = url
+        if (scheme, port) in (("http", 80), ("https", 443)):
+            port = None
+        headers = list(headers)
+        kept = {n.lower(): v for n, v in headers if n.lower() in wire.ANSWER_HEADERS}
+        content_type = next((v for n, v in headers if n.lower() == "content-type"), None)
+        data = wire.body_input(method, target, kept, content, content_type)
+        return self.llm_call(data, target.split("?", 1)[0] or "/", host, port, None)
+
+    def routed(self, handler: Any, call: BoundaryCall, form: Callable[[], BoundaryCall]) -> BoundaryCall:
+        """The call to replay a request as: an ``http`` call the recording does not hold as one is served
+        in the agent's order when the recording holds it there as an ``llm`` call ``form()`` (a recording
+        made before issue 29: ``ReplaySession.route_request``)."""
+        if call.kind == "llm":
+            return call
+        route = getattr(handler, "route_request", None)
+        return call if route is None else route(call, form)
 
     def llm_call(
         self, data: dict[str, Any], bare: str, host: str, port: int | None, legacy: dict[str, Any] | None

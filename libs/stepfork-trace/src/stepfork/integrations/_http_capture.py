@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from stepfork.integrations import _http_exchange as wire
 from stepfork.integrations._http_boundary import Capture
 from stepfork.integrations._http_calls import nested, sending
-from stepfork.integrations._http_streams import Exchange
+from stepfork.integrations._http_streams import Exchange, snapshot
 from stepfork.trace import boundary
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
@@ -56,13 +56,6 @@ def _routed(handler: Any, call: BoundaryCall, capture: Capture, request: Any) ->
         return call
     route = getattr(handler, "route_request", None)
     return call if route is None else route(call, lambda: capture.llm_form(request))
-
-
-def _snapshot(pending: list[Exchange]) -> LLMOutput:
-    """What the session records for a request still open when it ends."""
-    if pending:
-        return pending[0].output()
-    return LLMOutput({"status": None, "headers": {}, "incomplete": "the session ended before the response"})
 
 
 class CaptureTransport:
@@ -115,7 +108,7 @@ class CaptureTransport:
             return fresh[0]
         recorder: CallRecorder = handler  # type: ignore[assignment] # it has open_call (checked above)
         pending: list[Exchange] = []
-        opened = recorder.open_call(call, lambda: _snapshot(pending), orphan=orphan)
+        opened = recorder.open_call(call, lambda: snapshot(pending), orphan=orphan)
         try:
             with sending():
                 response = self.inner.handle_request(request)
@@ -195,7 +188,7 @@ class AsyncCaptureTransport:
             return fresh[0]
         recorder: CallRecorder = handler  # type: ignore[assignment] # it has open_call (checked above)
         pending: list[Exchange] = []
-        opened = recorder.open_call(call, lambda: _snapshot(pending), orphan=orphan)
+        opened = recorder.open_call(call, lambda: snapshot(pending), orphan=orphan)
         try:
             with sending():
                 response = await self.inner.handle_async_request(request)

@@ -32,7 +32,13 @@ __all__ = ["EventStreamParser", "encode_event", "encode_events"]
 
 _PRELUDE = 12
 _MAX_MESSAGE = 24 * 1024 * 1024  # botocore refuses larger messages; so does the parser (a corrupt length)
-_FIXED = {2: ("byte", ">b", 1), 3: ("short", ">h", 2), 4: ("int", ">i", 4), 5: ("long", ">q", 8), 8: ("timestamp", ">q", 8)}
+_FIXED = {
+    2: ("byte", ">b", 1),
+    3: ("short", ">h", 2),
+    4: ("int", ">i", 4),
+    5: ("long", ">q", 8),
+    8: ("timestamp", ">q", 8),
+}
 _CODES = {name: (code, fmt) for code, (name, fmt, _) in _FIXED.items()}
 
 
@@ -145,11 +151,13 @@ def encode_event(event: Mapping[str, Any]) -> bytes:
     """The bytes of one recorded event: one message with its CRCs (an ``invalid`` event: its bytes)."""
     if "invalid" in event:
         return base64.b64decode(str(event["invalid"]))
-    headers = event.get("headers") if isinstance(event.get("headers"), Mapping) else {}
-    header_bytes = b"".join(_encode_header(str(k), v) for k, v in headers.items())  # type: ignore[union-attr]
+    given = event.get("headers")
+    headers: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    header_bytes = b"".join(_encode_header(str(k), v) for k, v in headers.items())
     from stepfork.trace.jsonable import from_jsonable
 
-    payload = encode_body({key: from_jsonable(event[key]) for key in ("json", "text", "base64") if key in event})
+    body = {key: from_jsonable(event[key]) for key in ("json", "text", "base64") if key in event}
+    payload = encode_body(body)
     total = _PRELUDE + len(header_bytes) + len(payload) + 4
     prelude = struct.pack(">II", total, len(header_bytes))
     prelude += struct.pack(">I", zlib.crc32(prelude))

@@ -14,7 +14,8 @@ same whichever HTTP library the SDK chose:
 - **SDK** (:func:`sdk_from_headers`): ``(distribution, version)`` from the headers every SDK sends:
   ``OpenAI/Python 3.57.0`` (the Stainless SDKs: openai, anthropic, groq...; ``AsyncOpenAI`` is openai),
   ``google-genai-sdk/3.6.1`` (``x-goog-api-client``, ``User-Agent``), ``Boto3/1.43.0``, Fern's
-  ``X-Fern-SDK-Name``/``X-Fern-SDK-Version`` (cohere), Speakeasy's ``speakeasy-sdk/python 1.9.1 ... mistralai``.
+  ``X-Fern-SDK-Name``/``X-Fern-SDK-Version`` (cohere), Speakeasy's ``speakeasy-sdk/python 1.9.1 ...
+  mistralai``.
 
 Pure data, no HTTP library import.
 """

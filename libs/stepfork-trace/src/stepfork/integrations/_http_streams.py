@@ -19,7 +19,7 @@ httpx2 check them); :func:`stream_classes` builds them once per library.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -56,7 +56,9 @@ class Exchange:
         self._status = status
         self._headers = headers
         self._form = form  # "sse" or "eventstream" (_http_exchange.stream_form)
-        self._parser: SSEParser | EventStreamParser = EventStreamParser() if form == "eventstream" else SSEParser()
+        self._parser: SSEParser | EventStreamParser = (
+            EventStreamParser() if form == "eventstream" else SSEParser()
+        )
         self._events: list[dict[str, Any]] = []
         self._end: str | None = None
         self._error: dict[str, str] | None = None
@@ -94,6 +96,14 @@ class Exchange:
 
                 self._error = {"error_type": qualified_type_name(exc), "message": exception_message(exc)}
         self._recorder.close_call(self._opened, self.output())
+
+
+def snapshot(pending: list[Exchange]) -> LLMOutput:
+    """What the session records for a request still open when it ends: the stream so far (``pending``
+    holds its :class:`Exchange` once the response came), else that no response came."""
+    if pending:
+        return pending[0].output()
+    return LLMOutput({"status": None, "headers": {}, "incomplete": "the session ended before the response"})
 
 
 def _joined(decoded: Any) -> bytes:
@@ -168,30 +178,52 @@ class _Replay:
 
     def _after(self) -> None:
         """Raise what the recorded stream did after its last event (nothing when it finished)."""
-        if self._end == FINISHED:
-            return
-        if self._end == FAILED:
-            error_type = str(self._error.get("error_type", "UnknownError"))
-            message = str(self._error.get("message", ""))
-            again = transport_error(self._lib, error_type, message, self._request)
-            if again is not None:
-                raise again
-            from stepfork.replay.errors import RecordedDependencyError
-
-            raise RecordedDependencyError(
-                kind="llm",
-                name=self._call.label,
-                error_type=error_type,
-                message=message,
-                details={"events_before_failure": len(self._events)},
-            )
-        from stepfork.replay.errors import ReplayMismatchError
-
-        raise ReplayMismatchError(
-            f"{self._call.label}: the recorded consumer stopped this stream after {len(self._events)} "
-            "event(s); the replay read past that point",
-            code="stream_exhausted",
+        error = stream_end_error(
+            {"end": self._end, "error": self._error},
+            self._call,
+            len(self._events),
+            lambda error_type, message: transport_error(self._lib, error_type, message, self._request),
         )
+        if error is not None:
+            raise error
+
+
+def stream_end_error(
+    stream: dict[str, Any],
+    call: BoundaryCall,
+    event_count: int,
+    rebuild: Callable[[str, str], BaseException | None],
+) -> BaseException | None:
+    """What a replayed stream raises after its recorded events: None when it ``finished``; for ``failed``
+    the recorded transport error as the HTTP library's class (``rebuild(error_type, message)``), else
+    ``RecordedDependencyError``; for ``consumer_closed`` ``ReplayMismatchError`` ``stream_exhausted`` (the
+    agent reads past the point where the recorded consumer stopped)."""
+    end = stream.get("end")
+    if end == FINISHED:
+        return None
+    if end == FAILED:
+        error = stream.get("error") or {}
+        error_type = str(error.get("error_type", "UnknownError"))
+        message = str(error.get("message", ""))
+        again = rebuild(error_type, message)
+        if again is not None:
+            return again
+        from stepfork.replay.errors import RecordedDependencyError
+
+        return RecordedDependencyError(
+            kind="llm",
+            name=call.label,
+            error_type=error_type,
+            message=message,
+            details={"events_before_failure": event_count},
+        )
+    from stepfork.replay.errors import ReplayMismatchError
+
+    return ReplayMismatchError(
+        f"{call.label}: the recorded consumer stopped this stream after {event_count} "
+        "event(s); the replay read past that point",
+        code="stream_exhausted",
+    )
 
 
 _CLASSES: dict[str, tuple[type, type, type, type]] = {}

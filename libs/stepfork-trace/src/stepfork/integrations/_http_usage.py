@@ -3,13 +3,16 @@
 The ``llm_response`` token fields (``prompt_tokens``, ``completion_tokens``, ``total_tokens``) come from the
 usage object each provider puts in its response body or stream events:
 
-| provider | where | prompt / completion / total |
-|---|---|---|
-| OpenAI and the APIs copying it (Azure, Groq, Mistral, DeepSeek, vLLM, LiteLLM...) | ``usage`` (Groq's stream: ``x_groq.usage``) | ``prompt_tokens`` / ``completion_tokens`` / ``total_tokens`` |
-| OpenAI Responses, Anthropic | ``usage``, ``response.usage``, ``message.usage`` | ``input_tokens`` / ``output_tokens`` |
-| Gemini, Vertex AI | ``usageMetadata`` | ``promptTokenCount`` / ``candidatesTokenCount`` + ``thoughtsTokenCount`` / ``totalTokenCount`` |
-| Bedrock ``converse`` (``converse_stream``: the ``metadata`` event) | ``usage`` | ``inputTokens`` / ``outputTokens`` / ``totalTokens`` |
-| Cohere v2 (stream: ``message-end``'s ``delta.usage``), v1 (``meta``) | ``usage``/``meta`` | ``tokens`` (else ``billed_units``) ``input_tokens`` / ``output_tokens`` |
+- OpenAI and the APIs copying it (Azure, Groq, Mistral, DeepSeek, vLLM, LiteLLM...): ``usage``
+  (Groq's stream: ``x_groq.usage``), ``prompt_tokens`` / ``completion_tokens`` / ``total_tokens``;
+- OpenAI Responses, Anthropic: ``usage``, ``response.usage``, ``message.usage``, ``input_tokens`` /
+  ``output_tokens``;
+- Gemini, Vertex AI: ``usageMetadata``, ``promptTokenCount`` / ``candidatesTokenCount`` (+
+  ``thoughtsTokenCount``) / ``totalTokenCount``;
+- Bedrock ``converse`` (``converse_stream``: its ``metadata`` event): ``usage``, ``inputTokens`` /
+  ``outputTokens`` / ``totalTokens``;
+- Cohere v2 (its stream: ``message-end``'s ``delta.usage``) and v1 (``meta``): ``tokens`` (else
+  ``billed_units``), ``input_tokens`` / ``output_tokens``.
 
 Later values win, key by key (a stream's last usage is its final count); a total the provider does not
 give is the sum of the other two. Pure data, no HTTP library import.
@@ -71,7 +74,8 @@ class UsageTotals:
         ``response.usage``, ``delta.usage``, ``x_groq.usage``, ``meta``, ``usageMetadata``)."""
         if not isinstance(body, dict):
             return
-        for holder in (body, body.get("message"), body.get("response"), body.get("delta"), body.get("x_groq")):
+        holders = (body, body.get("message"), body.get("response"), body.get("delta"), body.get("x_groq"))
+        for holder in holders:
             if isinstance(holder, dict):
                 self.add(holder.get("usage"))
         meta = body.get("meta")

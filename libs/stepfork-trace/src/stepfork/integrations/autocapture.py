@@ -1,10 +1,15 @@
-"""Capture every httpx/httpx2 client and MCP session a program creates (zero-code recording; issues 11, 29).
+"""Capture every HTTP client and MCP session a program creates (zero-code recording; issues 11, 29, 30).
 
 :func:`enable` makes each ``Client``/``AsyncClient`` of ``httpx`` and ``httpx2`` created from then on
-instrumented at construction (:func:`stepfork.integrations._http_capture.install`), and each
-``mcp.ClientSession`` (:func:`stepfork.integrations.mcp.enable`): the modules already imported are
-patched now, the others right after their import (a ``sys.meta_path`` finder wraps their loader; nothing
-is imported ahead of the program, so ``httpx2.alias_httpx()`` keeps working). Used by
+instrumented at construction (:func:`stepfork.integrations._http_capture.install`), every urllib3 request
+captured (and so ``requests`` and botocore/boto3: :mod:`stepfork.integrations._urllib3_capture`), each
+``aiohttp.ClientSession`` created from then on given the capture middleware
+(:mod:`stepfork.integrations._aiohttp_capture`), and each ``mcp.ClientSession``
+(:func:`stepfork.integrations.mcp.enable`): the modules already imported are patched now, the others right
+after their import (a ``sys.meta_path`` finder wraps their loader; nothing is imported ahead of the
+program, so ``httpx2.alias_httpx()`` keeps working). ``enable(providers={"HOST": "NAME"})`` names the
+provider of other hosts for every capture (``stepfork record --provider HOST=NAME``,
+:func:`stepfork.integrations._http_naming.name_providers`). Used by
 ``stepfork record -- python agent.py`` and ``stepfork replay BUNDLE -- python agent.py``; the program itself
 needs no Stepfork import. In a program of your own, call :func:`enable` before importing the libraries whose
 requests you want captured (LiteLLM's model-cost-map fetch uses a fresh ``httpx`` client of its own).
@@ -22,14 +27,14 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from stepfork.integrations._http_capture import install
 
-TARGETS = ("httpx", "httpx2", "mcp")
+TARGETS = ("httpx", "httpx2", "mcp", "urllib3", "aiohttp")
 _MARK = "__stepfork_autocapture__"
 _guard = threading.local()
 
@@ -49,12 +54,23 @@ def _patch_class(cls: Any) -> None:
 
 
 def patch_module(module: ModuleType) -> None:
-    """Instrument the clients of an imported ``httpx``/``httpx2`` module (the sessions of ``mcp``) from
-    now on."""
+    """Instrument the clients of an imported ``httpx``/``httpx2`` module from now on (the sessions of
+    ``mcp`` and ``aiohttp``, every request of ``urllib3``)."""
     if module.__name__ == "mcp":
         from stepfork.integrations.mcp import enable as enable_mcp
 
         enable_mcp()
+        return
+    if module.__name__ == "urllib3":
+        from stepfork.integrations._urllib3_capture import install as install_urllib3
+
+        install_urllib3()
+        return
+    if module.__name__ == "aiohttp":
+        from stepfork.integrations._aiohttp_capture import install as install_aiohttp
+
+        if hasattr(module, "ClientSession"):  # a partial module (an import that failed half way)
+            install_aiohttp()
         return
     for name in ("Client", "AsyncClient"):
         cls = getattr(module, name, None)
@@ -95,14 +111,35 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 PROGRAM_EXTENSION = "program"
 """The extension file of a bundle recorded from a program: ``program.json``, ``{"format":
-"stepfork-program/1", "command": ["python", SCRIPT, ARGS...]}`` (redacted)."""
+"stepfork-program/1", "command": ["python", SCRIPT, ARGS...], "providers"?: {HOST: NAME}}`` (redacted)."""
 PROGRAM_FORMAT = "stepfork-program/1"
 
 
-def note_program(session: Any, command: Sequence[str]) -> None:
+def note_program(session: Any, command: Sequence[str], providers: Mapping[str, str] | None = None) -> None:
     """Write ``program.json`` into the bundle ``session`` records (a ``RecordingSession``): the program
-    ``command`` ran with every httpx client captured (redacted by ``add_metadata``)."""
-    session.add_metadata(PROGRAM_EXTENSION, {"format": PROGRAM_FORMAT, "command": list(command)})
+    ``command`` ran with every HTTP client captured (redacted by ``add_metadata``), and the ``providers``
+    it was recorded with (``--provider``; the key is left out when there are none), which a replay of
+    the program names the same way (:func:`recorded_providers`)."""
+    data: dict[str, Any] = {"format": PROGRAM_FORMAT, "command": list(command)}
+    if providers:
+        data["providers"] = dict(providers)
+    session.add_metadata(PROGRAM_EXTENSION, data)
+
+
+def recorded_providers(bundle: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``{HOST: NAME}`` providers a program bundle was recorded with (``program.json``'s
+    ``providers``), or ``{}``."""
+    from stepfork.trace.errors import TraceError
+    from stepfork.trace.reading import read_extension
+
+    try:
+        data = read_extension(Path(bundle), PROGRAM_EXTENSION)
+    except (TraceError, ValueError, OSError):
+        return {}
+    providers = data.get("providers") if isinstance(data, dict) else None
+    if not isinstance(providers, dict):
+        return {}
+    return {str(k): str(v) for k, v in providers.items() if isinstance(v, str)}
 
 
 def recorded_program(bundle: str | os.PathLike[str]) -> list[str] | None:
@@ -122,9 +159,22 @@ def recorded_program(bundle: str | os.PathLike[str]) -> list[str] | None:
     return list(command)
 
 
-def enable() -> None:
-    """Instrument every httpx/httpx2 client and MCP session created from now on in this process
-    (idempotent)."""
+def enable(providers: Mapping[str, str] | None = None) -> None:
+    """Instrument every httpx/httpx2 client, aiohttp and MCP session created from now on in this process,
+    and every urllib3 request (idempotent).
+
+    Args:
+        providers: ``{"HOST" or "HOST:PORT": NAME}``: the provider of requests to those hosts (a gateway, a
+            local server), for every capture of the process (``stepfork record --provider HOST=NAME``).
+            A replay must name them as the recording did: the provider is matched.
+
+    Raises:
+        ValueError: a provider entry with an empty host or name.
+    """
+    if providers:
+        from stepfork.integrations._http_naming import name_providers
+
+        name_providers(providers)
     for name in TARGETS:
         module = sys.modules.get(name)
         if module is not None:

@@ -1,0 +1,417 @@
+"""The capture of urllib3's requests, and so of requests' and botocore's (boto3, Bedrock) (issue 30).
+
+:func:`install` wraps ``urllib3.connectionpool.HTTPConnectionPool.urlopen``, the method every request of
+urllib3 goes through: ``PoolManager.urlopen``, ``urllib3.request()``, ``requests``' ``HTTPAdapter.send``
+and botocore's ``URLLib3Session.send`` all call it on a pool (``HTTPSConnectionPool`` and botocore's
+``AWSHTTP(S)ConnectionPool`` inherit it). With no active Stepfork session a request costs one ContextVar
+read. Under a session each request is described by :class:`~stepfork.integrations._http_calls.Naming`
+exactly as the httpx capture describes its own (an ``llm`` or an ``http`` call; the same input and output),
+so a bundle recorded through urllib3 replays through httpx or aiohttp and back:
+
+- Recording: the request goes out (``preload_content=False``, whatever the caller asked); a body is read
+  whole and decoded, recorded, and handed back as a fresh ``urllib3.HTTPResponse`` of the same status and
+  headers (without ``Content-Encoding``: the bytes are decoded). An SSE or AWS event-stream body is handed
+  back at once and its events recorded as the caller reads them (chunk by chunk through ``stream()``, as
+  urllib3 reads a chunked body), ``finished``/``consumer_closed``/``failed`` as for httpx.
+- Replay: the recorded output becomes the ``HTTPResponse`` the pool would have returned; no connection is
+  taken from the pool, so nothing reaches a socket (the network seal never sees it). A recorded transport
+  error is raised again as the same ``urllib3.exceptions`` class when it can be built from its message.
+- A request sent while another capture sends its own (:func:`~stepfork.integrations._http_calls.nested`:
+  urllib3's retries and redirects call ``urlopen`` again from inside it) passes through.
+
+Why ``urlopen`` and not a socket or connection patch: it is urllib3's documented entry for one request, it
+sees the request whole (method, URL, headers, body) before any connection is chosen, and it returns the
+object every caller (requests, botocore) builds its own response from, so replay serves from there
+without a connection existing (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import http
+import inspect
+import io
+from collections.abc import Generator, Iterator, Mapping
+from typing import Any
+
+from stepfork.integrations import _http_exchange as wire
+from stepfork.integrations._http_calls import Naming, nested, sending
+from stepfork.integrations._http_replies import Reply, fresh_headers, recorded_output, reply_of
+from stepfork.integrations._http_streams import Exchange, snapshot
+from stepfork.trace import boundary
+
+_MARK = "__stepfork_urllib3__"
+_naming = Naming(library="urllib3")
+
+
+def install(*, provider: str | None = None, hosts: Mapping[str, str] | None = None) -> None:
+    """Capture every urllib3 request of this process from now on (idempotent; a later call's ``provider``
+    and ``hosts`` replace the earlier ones: the :class:`Naming` fields).
+
+    Raises:
+        ImportError: urllib3 is not installed.
+    """
+    import urllib3.connectionpool
+
+    global _naming
+    _naming = Naming(provider, {k.lower(): v for k, v in (hosts or {}).items()}, None, "urllib3")
+    pool_class = urllib3.connectionpool.HTTPConnectionPool
+    if getattr(pool_class.urlopen, _MARK, False):
+        return
+    original = pool_class.urlopen
+    signature = inspect.signature(original)
+
+    def urlopen(self: Any, *args: Any, **kwargs: Any) -> Any:
+        handler, orphan = boundary.resolve_handler()
+        if handler is None or nested():
+            return original(self, *args, **kwargs)
+        return _captured(original, signature, self, args, kwargs, handler, orphan)
+
+    setattr(urlopen, _MARK, True)
+    urlopen.__wrapped__ = original  # type: ignore[attr-defined]
+    urlopen.__doc__ = original.__doc__
+    pool_class.urlopen = urlopen  # type: ignore[method-assign]
+    from stepfork.integrations import _http_capture
+
+    _http_capture.installed = True
+
+
+def _captured(
+    original: Any, signature: inspect.Signature, pool: Any, args: Any, kwargs: Any, handler: Any, orphan: bool
+) -> Any:
+    """One request of ``pool`` under the session ``handler`` (module docstring)."""
+    arguments = signature.bind(pool, *args, **kwargs).arguments
+    method = str(arguments["method"]).upper()
+    url = str(arguments["url"])
+    body = arguments.get("body")
+    content = _body_bytes(body)
+    if body is not None and not isinstance(body, bytes):
+        arguments["body"] = content  # a file or an iterator is read once: the bytes are sent instead
+    headers = arguments.get("headers") or pool.headers
+    items = [(str(k), str(v)) for k, v in headers.items()]
+    where = _where(pool, url)
+    naming = _naming
+    call, legacy = naming.describe(method, where, items, content, handler, orphan)
+
+    def header(name: str) -> str | None:
+        return next((value for key, value in items if key.lower() == name), None)
+
+    forwarded = {k: v for k, v in arguments.items() if k not in ("self", "response_kw")}
+    extra = arguments.get("response_kw") or {}
+    asked = {
+        "preload": forwarded.get("preload_content", True),
+        "decode": forwarded.get("decode_content", True),
+    }
+    retries = forwarded.get("retries")
+
+    def send(*, preload: bool = False) -> Any:
+        with sending():
+            return original(pool, **{**forwarded, "preload_content": preload}, **extra)
+
+    if handler.is_replay:
+        call = naming.routed(handler, call, lambda: naming.request_llm_form(method, where, items, content))
+        live: list[Any] = []
+
+        def execute() -> None:
+            live.append(send(preload=asked["preload"]))
+
+        try:
+            out = handler.handle(call, execute, orphan=orphan)
+        except Exception as exc:
+            naming.hint_sdk_change(exc, handler, header)
+            error_type = getattr(exc, "error_type", None)
+            if isinstance(error_type, str):
+                again = _urllib3_error(error_type, str(getattr(exc, "message", "")), pool, url)
+                if again is not None:
+                    raise again from exc
+            raise
+        if live:
+            return live[0]
+        reply = reply_of(out, call, legacy, lambda kind, message: _urllib3_error(kind, message, pool, url))
+        return _response(pool, reply, method, url, asked, retries)
+    naming.note_sdk(handler, header)
+    if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
+        fresh: list[Any] = []
+
+        def read_whole() -> Any:
+            response = send()
+            try:
+                data = response.read(decode_content=True)
+            finally:
+                response.release_conn()
+            fresh.append(_read_response(pool, response, data, method, url, asked, retries))
+            return recorded_output(response.status, _header_items(response), data)
+
+        handler.handle(call, read_whole, orphan=orphan)
+        return fresh[0]
+    pending: list[Exchange] = []
+    opened = handler.open_call(call, lambda: snapshot(pending), orphan=orphan)
+    try:
+        response = send()
+        received = _header_items(response)
+        form = wire.stream_form(response.headers.get("content-type"))
+        if form is not None:
+            exchange = Exchange(handler, opened, response.status, wire.response_headers(received), form=form)
+            pending.append(exchange)
+            served = Reply(response.status, fresh_headers(received, None), b"")
+            return _streamed(pool, served, _Tap(response, exchange), method, url, asked, retries)
+        try:
+            data = response.read(decode_content=True)
+        finally:
+            response.release_conn()
+    except BaseException as exc:
+        handler.fail_call(opened, exc)
+        raise
+    handler.close_call(opened, recorded_output(response.status, received, data))
+    return _read_response(pool, response, data, method, url, asked, retries)
+
+
+def _where(pool: Any, url: str) -> tuple[str, str, int | None, str]:
+    """``(scheme, host, port, path and query)`` of a request of ``pool`` to ``url`` (a path, or an
+    absolute URL when the pool is a proxy's)."""
+    if url.startswith(("http://", "https://")):
+        from urllib3.util import parse_url
+
+        parsed = parse_url(url)
+        target = parsed.path or "/"
+        if parsed.query:
+            target = f"{target}?{parsed.query}"
+        return str(parsed.scheme), str(parsed.host), parsed.port, target
+    return str(pool.scheme), str(pool.host), pool.port, url or "/"
+
+
+def _body_bytes(body: Any) -> bytes:
+    """The bytes of a request body as urllib3 accepts it: bytes, str (UTF-8), a file (read from where it
+    is) or an iterable of chunks."""
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if isinstance(body, (bytearray, memoryview)):
+        return bytes(body)
+    read = getattr(body, "read", None)
+    if callable(read):
+        data = read()
+        return data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    return b"".join(c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in body)
+
+
+def _header_items(response: Any) -> list[tuple[str, str]]:
+    return [(str(k), str(v)) for k, v in response.headers.items()]
+
+
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _read_response(
+    pool: Any, live: Any, data: bytes, method: str, url: str, asked: dict[str, Any], retries: Any
+) -> Any:
+    """The response handed to the caller for a live body read whole (``data``, decoded)."""
+    reply = Reply(live.status, fresh_headers(_header_items(live), len(data)), data)
+    return _response(pool, reply, method, url, asked, retries, reason=live.reason)
+
+
+def _response(
+    pool: Any,
+    reply: Reply,
+    method: str,
+    url: str,
+    asked: dict[str, Any],
+    retries: Any,
+    *,
+    reason: str | None = None,
+) -> Any:
+    """The ``HTTPResponse`` of a :class:`Reply` (its body in memory; a stream that did not finish raises
+    its recorded end once read, :class:`_Replayed`)."""
+    if reply.after is not None:
+        return _streamed(pool, reply, _Replayed(reply.body, reply.after), method, url, asked, retries)
+    from urllib3 import HTTPHeaderDict, HTTPResponse
+    from urllib3.util.retry import Retry
+
+    return HTTPResponse(
+        body=io.BytesIO(reply.body),
+        headers=HTTPHeaderDict(reply.headers),
+        status=reply.status,
+        version=11,
+        version_string="HTTP/1.1",
+        reason=reason if reason is not None else _reason(reply.status),
+        preload_content=asked["preload"],
+        decode_content=asked["decode"],
+        pool=pool,
+        retries=retries if isinstance(retries, Retry) else None,
+        request_method=method,
+        request_url=url,
+    )
+
+
+def _streamed(
+    pool: Any, reply: Reply, reader: _Chunks, method: str, url: str, asked: dict[str, Any], retries: Any
+) -> Any:
+    """An ``HTTPResponse`` whose body is ``reader``'s chunks, handed out as they come by ``stream()``."""
+    from urllib3 import HTTPHeaderDict
+    from urllib3.util.retry import Retry
+
+    return _streamed_class()(
+        body=reader,
+        headers=HTTPHeaderDict(reply.headers),
+        status=reply.status,
+        version=11,
+        version_string="HTTP/1.1",
+        reason=_reason(reply.status),
+        preload_content=asked["preload"],
+        decode_content=asked["decode"],
+        pool=pool,
+        retries=retries if isinstance(retries, Retry) else None,
+        request_method=method,
+        request_url=url,
+    )
+
+
+_STREAMED: list[type] = []
+
+
+def _streamed_class() -> type:
+    """``urllib3.HTTPResponse`` whose ``stream()`` yields its body's chunks as they come (built once)."""
+    if _STREAMED:
+        return _STREAMED[0]
+    from urllib3 import HTTPResponse
+
+    class StreamedResponse(HTTPResponse):
+        def stream(
+            self, amt: int | None = 2**16, decode_content: bool | None = None
+        ) -> Generator[bytes, None, None]:
+            reader = self._fp
+            if not isinstance(reader, _Chunks) or self._has_decoded_content:
+                yield from super().stream(amt, decode_content)
+                return
+            for chunk in reader.chunks():
+                size = amt or len(chunk) or 1
+                for at in range(0, len(chunk), size):
+                    yield chunk[at : at + size]
+
+    _STREAMED.append(StreamedResponse)
+    return StreamedResponse
+
+
+class _Chunks(io.RawIOBase):
+    """A body read chunk by chunk (:meth:`_next`), as a readable file for urllib3 and as
+    :meth:`chunks` for ``stream()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rest = b""
+
+    def _next(self) -> bytes | None:
+        """The next chunk, or None at the end."""
+        raise NotImplementedError
+
+    def chunks(self) -> Iterator[bytes]:
+        """The rest of the body, chunk by chunk as it comes."""
+        if self._rest:
+            rest, self._rest = self._rest, b""
+            yield rest
+        while True:
+            chunk = self._next()
+            if chunk is None:
+                return
+            if chunk:
+                yield chunk
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            return b"".join(self.chunks())
+        while not self._rest:
+            chunk = self._next()
+            if chunk is None:
+                return b""
+            self._rest = chunk
+        data, self._rest = self._rest[:size], self._rest[size:]
+        return data
+
+    def read1(self, size: int = -1) -> bytes:
+        return self.read(size)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _Tap(_Chunks):
+    """The live body of a streamed response, its events recorded as they pass (recording)."""
+
+    def __init__(self, live: Any, exchange: Exchange) -> None:
+        super().__init__()
+        self._live = live
+        self._exchange = exchange
+        self._source = live.stream(2**16, decode_content=True)  # a chunked body: chunk by chunk
+        self._ended = False
+
+    def _next(self) -> bytes | None:
+        if self._ended:
+            return None
+        try:
+            chunk = next(self._source)
+        except StopIteration:
+            self._end()
+            self._exchange.finish(wire.FINISHED)
+            return None
+        except BaseException as exc:
+            self._ended = True
+            self._exchange.finish(wire.FAILED, exc)
+            raise
+        self._exchange.feed(chunk)
+        return bytes(chunk)
+
+    def _end(self) -> None:
+        self._ended = True
+        self._live.release_conn()
+
+    def close(self) -> None:
+        if not self.closed and not self._ended:  # the caller closed it before its end
+            self._ended = True
+            self._exchange.finish(wire.CONSUMER_CLOSED)
+            self._live.close()
+            self._live.release_conn()
+        super().close()
+
+
+class _Replayed(_Chunks):
+    """The recorded events of a stream that did not finish: its bytes, then its recorded end raised."""
+
+    def __init__(self, body: bytes, after: BaseException) -> None:
+        super().__init__()
+        self._body: bytes | None = body
+        self._after = after
+
+    def _next(self) -> bytes | None:
+        if self._body is not None:
+            body, self._body = self._body, None
+            return body
+        raise self._after
+
+
+def _urllib3_error(error_type: str, message: str, pool: Any, url: str) -> BaseException | None:
+    """The ``urllib3.exceptions`` class a recorded error type names, built from its message (None when it
+    is not one, or cannot be built)."""
+    if not error_type.startswith("urllib3."):
+        return None
+    import urllib3.exceptions
+
+    cls = getattr(urllib3.exceptions, error_type.rpartition(".")[2], None)
+    if not (isinstance(cls, type) and issubclass(cls, urllib3.exceptions.HTTPError)):
+        return None
+    for args in ((message,), (pool, url, message), (pool, message)):
+        try:
+            return cls(*args)
+        except TypeError:
+            continue
+    return None
