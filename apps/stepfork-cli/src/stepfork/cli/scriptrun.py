@@ -122,7 +122,9 @@ def _missing(target: list[str]) -> str | None:
     return None if found is not None else f"Cannot run -m {target[1]}: no such module"
 
 
-def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
+def _record(
+    output: str, agent: str, overwrite: bool, target: list[str], providers: dict[str, str] | None = None
+) -> int:
     from contextlib import ExitStack
 
     from stepfork.integrations.autocapture import enable, note_program
@@ -132,7 +134,7 @@ def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
     problem = _missing(target)
     if problem is not None:
         return _refuse(problem)
-    enable()
+    enable(providers)
     _terminate_as_exit()
     try:
         with ExitStack() as stack:
@@ -140,7 +142,7 @@ def _record(output: str, agent: str, overwrite: bool, target: list[str]) -> int:
                 session = stack.enter_context(record(agent, output=output, overwrite=overwrite))
             except TraceError as exc:  # the bundle cannot be written: refused before the program runs
                 return _refuse(f"Cannot record to {output}: {exc}")
-            note_program(session, ["python", *target])  # the capture is in the bundle's program.json
+            note_program(session, ["python", *target], providers)  # the capture: in program.json
             run_program(target)
     except ProgramExit as exc:
         return _status(exc)
@@ -181,13 +183,13 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
         render_outcome,
     )
     from stepfork.cli.output import agent_output_to_stderr
-    from stepfork.integrations.autocapture import enable
+    from stepfork.integrations.autocapture import enable, recorded_providers
     from stepfork.replay.outcome import replay_entrypoint
 
     problem = _missing(target)
     if problem is not None:
         return _refuse(problem)
-    enable()
+    enable(recorded_providers(bundle))  # the providers named as the recording named them (--provider)
     as_json = bool(options.get("json"))
     into = options.get("program_output") or None  # a program test reads the program's stdout from there
     try:
@@ -265,13 +267,17 @@ def keep_sealed(outcome: Any) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``record OUT AGENT OVERWRITE -- TARGET...`` or ``replay BUNDLE OPTIONS_JSON -- TARGET...``
+    """``record OUT AGENT OVERWRITE [PROVIDERS_JSON] -- TARGET...`` or ``replay BUNDLE OPTIONS_JSON --
+    TARGET...``
     (OPTIONS_JSON as built by :func:`stepfork.cli.commands.replay._replay_program`); returns the exit
     status."""
     split = argv.index("--")
     head, target = argv[:split], argv[split + 1 :]
     if head[0] == "record":
-        return _record(head[1], head[2], head[3] == "1", target)
+        import json
+
+        providers = json.loads(head[4]) if len(head) > 4 else None
+        return _record(head[1], head[2], head[3] == "1", target, providers)
     import json
 
     try:

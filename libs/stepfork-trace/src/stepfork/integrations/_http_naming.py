@@ -181,8 +181,8 @@ def sdk_from_headers(header: Callable[[str], str | None]) -> tuple[str, str] | N
         name = name.removeprefix("async") or name
         return _STAINLESS_NAMES.get(name, name), found[2]
     google = _GOOGLE.search(header("x-goog-api-client") or "") or _GOOGLE.search(agent)
-    if google is not None:
-        return "google-genai", google[1]
+    if google is not None:  # "3.6.1+afc+chat": the SDK marks the feature in use after a "+"
+        return "google-genai", google[1].split("+", 1)[0]
     boto = _BOTO3.search(agent)
     if boto is not None:
         return "boto3", boto[1]

@@ -87,7 +87,7 @@ def _captured(
     if body is not None and not isinstance(body, bytes):
         arguments["body"] = content  # a file or an iterator is read once: the bytes are sent instead
     headers = arguments.get("headers") or pool.headers
-    items = [(str(k), str(v)) for k, v in headers.items()]
+    items = [(_text(k), _text(v)) for k, v in headers.items()]  # botocore's values are bytes
     where = _where(pool, url)
     naming = _naming
     call, legacy = naming.describe(method, where, items, content, handler, orphan)
@@ -197,8 +197,13 @@ def _body_bytes(body: Any) -> bytes:
     return b"".join(c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in body)
 
 
+def _text(value: Any) -> str:
+    """A header name or value as text (bytes as HTTP/1.1 sends them: Latin-1)."""
+    return value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else str(value)
+
+
 def _header_items(response: Any) -> list[tuple[str, str]]:
-    return [(str(k), str(v)) for k, v in response.headers.items()]
+    return [(_text(k), _text(v)) for k, v in response.headers.items()]
 
 
 def _reason(status: int) -> str:

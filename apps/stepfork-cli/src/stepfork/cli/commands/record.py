@@ -1,10 +1,14 @@
-"""``stepfork record [-o OUT.sftrace] [--agent NAME] [--overwrite] -- python agent.py ARGS...`` (issue 11).
+"""``stepfork record [-o OUT.sftrace] [--agent NAME] [--overwrite] [--provider HOST=NAME]... -- python
+agent.py ARGS...`` (issues 11, 30).
 
-Runs the Python program with Stepfork's capture installed in every httpx/httpx2 client it creates and
-writes one bundle (:mod:`stepfork.cli.scriptrun`); ``@trace_tool`` functions in it are recorded too. The
+Runs the Python program with Stepfork's capture installed in every HTTP client it creates (httpx/httpx2,
+urllib3 and so requests and boto3, aiohttp) and writes one bundle (:mod:`stepfork.cli.scriptrun`);
+``@trace_tool`` functions in it are recorded too. ``--provider HOST=NAME`` names the provider of requests to
+a host no table knows (the bundle's ``program.json`` keeps it, so its replays name it the same). The
 program's stdout/stderr pass through and its exit status is the command's (and the run's status). Exit 2
 (one line, nothing run or written): not a Python command, a missing script or module, an output that is
-not a ``.sftrace`` path, exists without ``--overwrite`` or is a directory that is not a bundle.
+not a ``.sftrace`` path, exists without ``--overwrite`` or is a directory that is not a bundle, a
+``--provider`` that is not ``HOST=NAME``.
 """
 
 from __future__ import annotations
@@ -97,9 +101,27 @@ def record(
         str | None, typer.Option("--agent", help="Agent name in the manifest (default: the script).")
     ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing bundle.")] = False,
+    provider: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--provider",
+            metavar="HOST=NAME",
+            help="Name the provider of requests to HOST or HOST:PORT (a gateway, a local server); repeatable.",
+        ),
+    ] = None,
 ) -> None:
-    """Record a Python program's LLM calls (any httpx-based SDK) with no Stepfork import in it."""
-    from stepfork.cli.output import fail
+    """Record a Python program's LLM calls (any httpx, requests/urllib3, boto3 or aiohttp client) with no
+    Stepfork import in it."""
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.integrations._http_naming import parse_provider
+
+    providers: dict[str, str] = {}
+    for entry in provider or ():
+        try:
+            host, name = parse_provider(entry)
+        except ValueError as exc:
+            fail(sanitize_text(str(exc)), 2)
+        providers[host] = name
 
     found = python_target(command)
     if found is None:
@@ -112,7 +134,12 @@ def record(
     out = output if output is not None else Path(f"{name.rsplit('.', 1)[-1]}.sftrace")
     check_output(out, overwrite=overwrite)
     check_script(target)
-    code = run_child(interpreter, ["record", str(out), agent or name, "1" if overwrite else "0"], target)
+    head = ["record", str(out), agent or name, "1" if overwrite else "0"]
+    if providers:
+        import json
+
+        head.append(json.dumps(providers))
+    code = run_child(interpreter, head, target)
     raise typer.Exit(code)
 
 
