@@ -56,7 +56,9 @@ def ask(client, city: str) -> str:
             if "toolUse" in content:
                 tool = content["toolUse"]
                 weather = get_weather(**tool["input"])
-                results.append({"toolResult": {"toolUseId": tool["toolUseId"], "content": [{"json": weather}]}})
+                results.append(
+                    {"toolResult": {"toolUseId": tool["toolUseId"], "content": [{"json": weather}]}}
+                )
         messages.append({"role": "user", "content": results})
         response = client.converse(modelId=MODEL_ID, messages=messages, toolConfig=TOOL_CONFIG)
     return "".join(block.get("text", "") for block in response["output"]["message"]["content"])
@@ -65,7 +67,9 @@ def ask(client, city: str) -> str:
 def forecast(client, city: str) -> str:
     response = client.converse_stream(
         modelId=MODEL_ID,
-        messages=[{"role": "user", "content": [{"text": f"Write a one-line forecast for tomorrow in {city}."}]}],
+        messages=[
+            {"role": "user", "content": [{"text": f"Write a one-line forecast for tomorrow in {city}."}]}
+        ],
         inferenceConfig={"maxTokens": 256, "temperature": 0.5},
     )
     text = ""

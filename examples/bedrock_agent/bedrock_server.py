@@ -35,9 +35,13 @@ from urllib.parse import unquote
 
 
 def event_message(event_type: str, payload: dict[str, Any]) -> bytes:
-    """One AWS event-stream message: prelude (lengths and their CRC32), string headers, JSON payload, CRC32."""
+    """One AWS event-stream message: prelude (lengths, their CRC32), string headers, JSON payload, CRC32."""
     headers = b""
-    for name, value in ((":event-type", event_type), (":content-type", "application/json"), (":message-type", "event")):
+    for name, value in (
+        (":event-type", event_type),
+        (":content-type", "application/json"),
+        (":message-type", "event"),
+    ):
         raw = value.encode()
         headers += bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(raw)) + raw
     body = json.dumps(payload, separators=(",", ":")).encode()
@@ -68,11 +72,16 @@ class Bedrock:
         prompt = next((b["text"] for b in blocks if b.get("text")), "")
         city = str(prompt).rstrip("?.!").split()[-1] if prompt else "nowhere"
         if tools and not results:
-            use = {"toolUseId": f"tooluse_{uuid.uuid4().hex[:22]}", "name": tools[0]["name"], "input": {"city": city}}
+            use = {
+                "toolUseId": f"tooluse_{uuid.uuid4().hex[:22]}",
+                "name": tools[0]["name"],
+                "input": {"city": city},
+            }
             return [{"text": "Let me check the weather."}, {"toolUse": use}], "tool_use", words + 300
         if results:
             weather = next((c["json"] for c in results[-1].get("content") or [] if "json" in c), {})
-            text = f"It is {weather.get('temperature_c', '?')} degrees and {weather.get('conditions', '?')} in {city}."
+            degrees, sky = weather.get("temperature_c", "?"), weather.get("conditions", "?")
+            text = f"It is {degrees} degrees and {sky} in {city}."
             return [{"text": text}], "end_turn", words + 350
         return [{"text": f"Tomorrow in {city}: mild, light wind, no rain expected."}], "end_turn", words + 12
 
@@ -96,7 +105,9 @@ def handler_for(state: Bedrock) -> type[http.server.BaseHTTPRequestHandler]:
                 state.authorizations.append(self.headers.get("authorization", ""))
             model, _, operation = unquote(self.path.split("?", 1)[0]).removeprefix("/model/").rpartition("/")
             blocks, stop, prompt = state.answer(body)
-            output = sum(len(str(b.get("text", "")).split()) for b in blocks) + 20 * sum("toolUse" in b for b in blocks)
+            output = sum(len(str(b.get("text", "")).split()) for b in blocks) + 20 * sum(
+                "toolUse" in b for b in blocks
+            )
             usage = {"inputTokens": prompt, "outputTokens": output, "totalTokens": prompt + output}
             latency = 300 + int.from_bytes(os.urandom(1), "big")
             if operation == "converse":

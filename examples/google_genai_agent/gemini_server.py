@@ -106,7 +106,9 @@ def handler_for(state: Gemini) -> type[http.server.BaseHTTPRequestHandler]:
             elif path.endswith(":streamGenerateContent"):
                 self._stream(parts, prompt, output, model)
             else:
-                data = json.dumps({"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}).encode()
+                data = json.dumps(
+                    {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}
+                ).encode()
                 self._head(404, "application/json; charset=UTF-8", {"content-length": str(len(data))})
                 self.wfile.write(data)
 
@@ -114,15 +116,23 @@ def handler_for(state: Gemini) -> type[http.server.BaseHTTPRequestHandler]:
             self._head(200, "text/event-stream", {"transfer-encoding": "chunked"})
             identity = _response_id()
             words = str(parts[0].get("text", "")).split(" ")
-            pieces = [" ".join(words[i : i + 3]) + (" " if i + 3 < len(words) else "") for i in range(0, len(words), 3)]
+            pieces = [
+                " ".join(words[i : i + 3]) + (" " if i + 3 < len(words) else "")
+                for i in range(0, len(words), 3)
+            ]
             for index, piece in enumerate(pieces):
                 last = index == len(pieces) - 1
-                candidate: dict[str, Any] = {"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}
+                candidate: dict[str, Any] = {
+                    "content": {"parts": [{"text": piece}], "role": "model"},
+                    "index": 0,
+                }
                 if last:
                     candidate["finishReason"] = "STOP"
                 chunk = {
                     "candidates": [candidate],
-                    "usageMetadata": _usage(prompt, output) if last else {"promptTokenCount": prompt, "totalTokenCount": prompt},
+                    "usageMetadata": _usage(prompt, output)
+                    if last
+                    else {"promptTokenCount": prompt, "totalTokenCount": prompt},
                     "modelVersion": model,
                     "responseId": identity,
                 }

@@ -3,8 +3,8 @@
 ``genai.Client()`` reads ``GEMINI_API_KEY`` (and ``GOOGLE_GEMINI_BASE_URL``, here the local Gemini API of
 ``gemini_server.py`` on 127.0.0.1; unset, the real API). The agent asks ``gemini-2.5-flash`` about the
 weather in a chat with ``get_weather`` as a Python tool, which the SDK calls itself (automatic function
-calling: two ``generateContent`` requests, the function's result sent back in between), then streams a forecast
-(``generate_content_stream``, Server-Sent Events) and prints both as JSON::
+calling: two ``generateContent`` requests, the function's result sent back in between), then streams a
+forecast (``generate_content_stream``, Server-Sent Events) and prints both as JSON::
 
     python gemini_server.py 8766 &
     export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8766 GEMINI_API_KEY=local-key

@@ -4,6 +4,7 @@ server stopped; the SigV4 signature, the dates and the SDK's ids never enter the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Iterator
@@ -78,7 +79,9 @@ def test_converse_and_converse_stream_replay_with_the_server_stopped_under_other
     for secret in ("AKIDRECORDING", "X-Amz-Date", "amz-sdk-invocation-id", "Signature="):
         assert secret not in text
     outputs = [e for e in events if str(e.type) == "llm_response"]
-    assert [e.total_tokens for e in outputs[:2]] == [e.output["json"]["usage"]["totalTokens"] for e in outputs[:2]]
+    assert [e.total_tokens for e in outputs[:2]] == [
+        e.output["json"]["usage"]["totalTokens"] for e in outputs[:2]
+    ]
     stream = outputs[2].output["eventstream"]
     assert stream["end"] == "finished"
     assert [e["headers"][":event-type"] for e in stream["events"]][-2:] == ["messageStop", "metadata"]
@@ -96,11 +99,8 @@ def test_a_changed_tool_description_diverges_at_its_path(
     spec = bedrock_agent.TOOL_CONFIG["tools"][0]["toolSpec"]
     monkeypatch.setitem(spec, "description", "Get the weather forecast of a city.")
     session = ReplaySession.from_trace(bundle)
-    with session:
-        try:
-            agent()
-        except Exception:  # botocore wraps the divergence (HTTPClientError): the session holds it
-            pass
+    with session, contextlib.suppress(Exception):  # botocore wraps the divergence (HTTPClientError)
+        agent()
     error = session.divergence
     assert isinstance(error, ReplayMismatchError)
     assert error.code == "input_diverged"

@@ -18,7 +18,7 @@ from stepfork.integrations._http_eventstream import EventStreamParser, encode_ev
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "bedrock_agent"))
 
-from bedrock_server import event_message  # noqa: E402  the example server's own encoder
+from bedrock_server import event_message
 
 
 def botocore_reads(data: bytes) -> list[tuple[dict[str, Any], bytes]]:
@@ -58,11 +58,15 @@ header_values = st.one_of(
     st.builds(lambda v: {"type": "byte", "value": v}, st.integers(-128, 127)),
     st.builds(lambda v: {"type": "timestamp", "value": v}, st.integers(0, 2**62)),
     st.builds(lambda v: {"type": "bytes", "value": base64.b64encode(v).decode()}, st.binary(max_size=10)),
-    st.builds(lambda v: {"type": "uuid", "value": base64.b64encode(v).decode()}, st.binary(min_size=16, max_size=16)),
+    st.builds(
+        lambda v: {"type": "uuid", "value": base64.b64encode(v).decode()}, st.binary(min_size=16, max_size=16)
+    ),
 )
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.text(max_size=10)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -74,7 +78,10 @@ json_values = st.recursive(
     )
 )
 def test_any_event_round_trips_and_botocore_reads_it(messages: list[tuple[dict[str, Any], Any]]) -> None:
-    events = [{"headers": {**headers, ":content-type": "application/json"}, "json": body} for headers, body in messages]
+    events = [
+        {"headers": {**headers, ":content-type": "application/json"}, "json": body}
+        for headers, body in messages
+    ]
     data = encode_events(events)
     assert EventStreamParser().feed(data) == events
     read = botocore_reads(data)

@@ -115,7 +115,10 @@ def headers(**values: str) -> object:
             ("boto3", "1.43.117"),
         ),
         (headers(user_agent="Botocore/1.43.117 ua/2.1 lang/python#3.11.7"), ("botocore", "1.43.117")),
-        (headers(x_fern_sdk_name="cohere", x_fern_sdk_version="5.20.0", x_fern_language="Python"), ("cohere", "5.20.0")),
+        (
+            headers(x_fern_sdk_name="cohere", x_fern_sdk_version="5.20.0", x_fern_language="Python"),
+            ("cohere", "5.20.0"),
+        ),
         (headers(user_agent="speakeasy-sdk/python 1.9.10 2.634.2 1.0.0 mistralai"), ("mistralai", "1.9.10")),
         (headers(user_agent="python-requests/2.34.2"), None),
         (headers(), None),
@@ -126,13 +129,23 @@ def test_the_sdk_from_its_headers(sent: object, sdk: tuple[str, str] | None) -> 
 
 
 def test_tokens_of_every_provider_body() -> None:
-    gemini = {"usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 12, "thoughtsTokenCount": 19,
-                                "totalTokenCount": 40}}
+    gemini = {
+        "usageMetadata": {
+            "promptTokenCount": 9,
+            "candidatesTokenCount": 12,
+            "thoughtsTokenCount": 19,
+            "totalTokenCount": 40,
+        }
+    }
     assert body_usage(gemini) == {"prompt_tokens": 9, "completion_tokens": 31, "total_tokens": 40}
     converse = {"usage": {"inputTokens": 30, "outputTokens": 12, "totalTokens": 42}}
     assert body_usage(converse) == {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42}
-    cohere_v2 = {"usage": {"billed_units": {"input_tokens": 5, "output_tokens": 7},
-                           "tokens": {"input_tokens": 70, "output_tokens": 7}}}
+    cohere_v2 = {
+        "usage": {
+            "billed_units": {"input_tokens": 5, "output_tokens": 7},
+            "tokens": {"input_tokens": 70, "output_tokens": 7},
+        }
+    }
     assert body_usage(cohere_v2) == {"prompt_tokens": 70, "completion_tokens": 7, "total_tokens": 77}
     cohere_v1 = {"meta": {"billed_units": {"input_tokens": 3, "output_tokens": 4}}}
     assert body_usage(cohere_v1) == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
@@ -146,18 +159,36 @@ def test_tokens_of_every_provider_body() -> None:
 def test_tokens_of_every_provider_stream() -> None:
     gemini = [
         {"data": {"usageMetadata": {"promptTokenCount": 9, "totalTokenCount": 9}}},
-        {"data": {"usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 5, "totalTokenCount": 14}}},
+        {
+            "data": {
+                "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 5, "totalTokenCount": 14}
+            }
+        },
     ]
     assert events_usage(gemini) == {"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14}
     bedrock = [
         {"headers": {":event-type": "messageStart"}, "json": {"role": "assistant"}},
-        {"headers": {":event-type": "metadata"}, "json": {"usage": {"inputTokens": 4, "outputTokens": 6,
-                                                                     "totalTokens": 10}}},
+        {
+            "headers": {":event-type": "metadata"},
+            "json": {"usage": {"inputTokens": 4, "outputTokens": 6, "totalTokens": 10}},
+        },
     ]
     assert events_usage(bedrock) == {"prompt_tokens": 4, "completion_tokens": 6, "total_tokens": 10}
-    groq = [{"data": {"choices": [], "x_groq": {"usage": {"prompt_tokens": 3, "completion_tokens": 1,
-                                                            "total_tokens": 4}}}}]
+    groq = [
+        {
+            "data": {
+                "choices": [],
+                "x_groq": {"usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}},
+            }
+        }
+    ]
     assert events_usage(groq) == {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
-    cohere = [{"data": {"type": "message-end", "delta": {"usage": {"tokens": {"input_tokens": 6,
-                                                                              "output_tokens": 2}}}}}]
+    cohere = [
+        {
+            "data": {
+                "type": "message-end",
+                "delta": {"usage": {"tokens": {"input_tokens": 6, "output_tokens": 2}}},
+            }
+        }
+    ]
     assert events_usage(cohere) == {"prompt_tokens": 6, "completion_tokens": 2, "total_tokens": 8}

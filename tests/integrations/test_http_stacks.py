@@ -32,7 +32,11 @@ CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Weathe
 
 
 def stream_body(city: str) -> dict[str, Any]:
-    return {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": f"Weather in {city}?"}]}
+    return {
+        "model": "gpt-4o-mini",
+        "stream": True,
+        "messages": [{"role": "user", "content": f"Weather in {city}?"}],
+    }
 
 
 def sse_text(lines: list[str]) -> str:
@@ -141,7 +145,12 @@ def test_a_stack_records_json_sse_and_http_calls_and_replays_them_with_the_serve
 
 @pytest.mark.parametrize(
     ("recorded_by", "replayed_by"),
-    [(a, b) for a in ("requests", "aiohttp", "httpx") for b in ("requests", "aiohttp", "httpx", "urllib3") if a != b],
+    [
+        (a, b)
+        for a in ("requests", "aiohttp", "httpx")
+        for b in ("requests", "aiohttp", "httpx", "urllib3")
+        if a != b
+    ],
 )
 def test_a_recording_replays_through_another_stack(
     recorded_by: str, replayed_by: str, server: LocalOpenAI, bundle: Path
@@ -179,14 +188,18 @@ class RequestsTransport(httpx.BaseTransport):
 def test_a_request_sent_through_two_captured_stacks_is_one_call(server: LocalOpenAI, bundle: Path) -> None:
     def agent(base: str) -> Any:
         with instrument_httpx(httpx.Client(transport=RequestsTransport())) as client:
-            return client.post(f"{base}/chat/completions", json=CHAT).json()["choices"][0]["message"]["content"]
+            return client.post(f"{base}/chat/completions", json=CHAT).json()["choices"][0]["message"][
+                "content"
+            ]
 
     live = recorded(bundle, agent, server)
     assert [str(e.type) for e in load_trace(bundle).events].count("llm_request") == 1
     assert replayed(bundle, agent, server.base_url) == live
 
 
-def test_a_stream_the_caller_leaves_early_replays_up_to_where_it_stopped(server: LocalOpenAI, bundle: Path) -> None:
+def test_a_stream_the_caller_leaves_early_replays_up_to_where_it_stopped(
+    server: LocalOpenAI, bundle: Path
+) -> None:
     def agent(base: str) -> Any:
         with requests.post(f"{base}/chat/completions", json=stream_body("Lyon"), stream=True) as streamed:
             lines = streamed.iter_lines(decode_unicode=True)
@@ -227,7 +240,9 @@ def test_google_genai_async_through_aiohttp_replays_with_the_server_stopped(bund
     def agent(base: str) -> tuple[str, str, bool]:
         async def run() -> tuple[str, str, bool]:
             client = genai.Client(api_key="local-key", http_options={"base_url": base})
-            answer = await client.aio.models.generate_content(model="gemini-2.5-flash", contents="Sky in Oslo?")
+            answer = await client.aio.models.generate_content(
+                model="gemini-2.5-flash", contents="Sky in Oslo?"
+            )
             text = ""
             async for chunk in await client.aio.models.generate_content_stream(
                 model="gemini-2.5-flash", contents="Forecast for Oslo?"

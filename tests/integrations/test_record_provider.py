@@ -15,7 +15,7 @@ from stepfork.trace import load_trace
 
 STEPFORK = Path(sys.executable).parent / "stepfork"
 
-SCRIPT = '''"""An agent on requests, against an OpenAI-compatible local server (vLLM, Ollama, a LiteLLM proxy)."""
+SCRIPT = '''"""An agent on requests, against an OpenAI-compatible local server (vLLM, Ollama...)."""
 import os
 import sys
 
@@ -23,7 +23,7 @@ import requests
 
 response = requests.post(
     os.environ["AGENT_API_BASE"] + "/chat/completions",
-    json={"model": "qwen2.5-7b", "messages": [{"role": "user", "content": "Weather in " + sys.argv[1] + "?"}]},
+    json={"model": "qwen2.5-7b", "messages": [{"role": "user", "content": f"Weather in {sys.argv[1]}?"}]},
     timeout=30,
 )
 print(response.json()["choices"][0]["message"]["content"])
@@ -42,8 +42,9 @@ def test_a_provider_named_on_record_is_recorded_and_named_the_same_on_replay(tmp
     with serving() as server:
         base, port = server.base_url, server.port
         named = ["--provider", f"127.0.0.1:{port}=vllm", "--provider", "gw.internal=litellm"]
-        recorded = stepfork(["record", "-o", "run.sftrace", *named, "--", sys.executable, "agent.py", "Oslo"],
-                            tmp_path, base)
+        recorded = stepfork(
+            ["record", "-o", "run.sftrace", *named, "--", sys.executable, "agent.py", "Oslo"], tmp_path, base
+        )
         assert recorded.returncode == 0, recorded.stderr
     calls = [e for e in load_trace(tmp_path / "run.sftrace").events if str(e.type) == "llm_request"]
     assert [(e.provider, e.model) for e in calls] == [("vllm", "qwen2.5-7b")]
@@ -56,7 +57,9 @@ def test_a_provider_named_on_record_is_recorded_and_named_the_same_on_replay(tmp
 
 def test_a_provider_that_is_not_host_equals_name_is_refused_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text(SCRIPT)
-    refused = stepfork(["record", "--provider", "vllm", "--", sys.executable, "agent.py", "Oslo"], tmp_path, "")
+    refused = stepfork(
+        ["record", "--provider", "vllm", "--", sys.executable, "agent.py", "Oslo"], tmp_path, ""
+    )
     assert (refused.returncode, refused.stderr.count("\n")) == (2, 1), refused.stderr
     assert "invalid provider 'vllm': expected HOST=NAME" in refused.stderr
     assert not list(tmp_path.glob("*.sftrace"))

@@ -106,7 +106,7 @@ def record(
         typer.Option(
             "--provider",
             metavar="HOST=NAME",
-            help="Name the provider of requests to HOST or HOST:PORT (a gateway, a local server); repeatable.",
+            help="The provider of requests to HOST or HOST:PORT (a local server, a gateway). Repeatable.",
         ),
     ] = None,
 ) -> None:
