@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -270,3 +272,27 @@ def test_google_genai_async_through_aiohttp_replays_with_the_server_stopped(bund
     assert calls == [("google", "gemini-2.5-flash")] * 2
     assert all(e.total_tokens for e in events if str(e.type) == "llm_response")
     assert json.loads((bundle / "sdk-versions.json").read_text()) == {"google-genai": genai.__version__}
+
+
+@pytest.mark.parametrize("stack", ["requests", "aiohttp"])
+def test_a_request_from_a_thread_without_the_session_is_an_http_call(
+    stack: str, server: LocalOpenAI, bundle: Path
+) -> None:
+    """One rule for every stack (issue 29): a thread started without the context is not the agent's, so
+    its request, LLM call or not, is an ``http`` call served by its request in any order."""
+    def agent(base: str) -> Any:
+        answers: list[Any] = []
+        worker = threading.Thread(target=lambda: answers.append(STACKS[stack](base)[0]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # OrphanCallWarning: the point of the test
+            worker.start()
+            worker.join()
+        return answers[0]
+
+    live = recorded(bundle, agent, server)
+    names = [e.name for e in load_trace(bundle).events if str(e.type) == "tool_call"]
+    assert names.count(f"http POST {server.base_url}/chat/completions") == 2
+    assert not [e for e in load_trace(bundle).events if str(e.type) == "llm_request"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert replayed(bundle, agent, server.base_url) == live
