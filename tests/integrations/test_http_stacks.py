@@ -280,6 +280,7 @@ def test_a_request_from_a_thread_without_the_session_is_an_http_call(
 ) -> None:
     """One rule for every stack (issue 29): a thread started without the context is not the agent's, so
     its request, LLM call or not, is an ``http`` call served by its request in any order."""
+
     def agent(base: str) -> Any:
         answers: list[Any] = []
         worker = threading.Thread(target=lambda: answers.append(STACKS[stack](base)[0]))

@@ -323,7 +323,8 @@ def sealed_error(where: str, mode: str = "frozen", *, child: bool = False) -> Re
     return ReplayPolicyError(
         f"network sealed during {mode} replay: {who}the connection to {where} was refused before anything "
         "was sent. This call is not instrumented, so its answer is not in the recording: instrument its "
-        "client (instrument_openai(client), instrument_anthropic(client), instrument_httpx(client)) or the "
+        "client (instrument_openai(client), instrument_anthropic(client), instrument_httpx(client), "
+        "instrument_urllib3() for requests and boto3, instrument_aiohttp()) or the "
         "function making it (@trace_tool); or, when the replay really needs it live, let it through with "
         f"allow_hosts=[{where!r}] (--allow-host {where}{every}) or "
         "network='open' (--allow-network)",

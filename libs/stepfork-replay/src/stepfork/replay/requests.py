@@ -222,5 +222,6 @@ def capture_missing(session: Any) -> str | None:
         "the bundle's HTTP requests were recorded by Stepfork's HTTP capture, which this process never "
         "installed (the replay reached the network seal instead): export a bundle of `stepfork record -- "
         "python ...` in the same form (stepfork export BUNDLE --pytest -o TEST.py -- python SCRIPT ARGS), "
-        "or instrument the agent's client (instrument_openai, instrument_httpx)"
+        "or instrument the agent's client (instrument_openai, instrument_httpx, instrument_urllib3, "
+        "instrument_aiohttp)"
     )
