@@ -213,12 +213,14 @@ def docs_block(path: Path = LOCK) -> str:
     pins: dict[str, str] = {}
     for name, version, _marker in read_lock(path):
         pins.setdefault(name, version)
-    named = ", ".join(f"{name} {pins[name]}" for name in sdk_names() if name in pins)
+    # a no-break space keeps each name on the line of its version (tests/test_lock.py reads them as pairs)
+    named = ", ".join(f"{name}\u00a0{pins[name]}" for name in sdk_names() if name in pins)
     sentence = (
         f"Tested with {named} (the committed lock, `requirements/constraints.txt`, by `hatch test`), and "
         "with the newest releases inside the extras' ranges by `hatch run latest:test`."
     )
-    return f"{BLOCK_START}\n{textwrap.fill(sentence, width=110, break_on_hyphens=False)}\n{BLOCK_END}"
+    text = textwrap.fill(sentence, width=110, break_on_hyphens=False).replace("\u00a0", " ")
+    return f"{BLOCK_START}\n{text}\n{BLOCK_END}"
 
 
 def _blocks(text: str) -> Iterator[tuple[int, int]]:

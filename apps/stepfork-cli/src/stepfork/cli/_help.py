@@ -14,7 +14,7 @@ TOP_LEVEL_HELP = (
     "  --help                Show this message and exit.\n"
     "\n"
     "Commands:\n"
-    "  record    Record a Python program's LLM calls (any httpx-based SDK)...\n"
+    "  record    Record a Python program's LLM calls (any HTTP client) with no...\n"
     "  validate  Validate a .sftrace bundle.\n"
     "  inspect   Inspect a .sftrace bundle locally.\n"
     "  view      Write a self-contained HTML view of a run (or the diff of two...\n"

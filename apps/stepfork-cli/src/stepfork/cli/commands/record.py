@@ -110,8 +110,7 @@ def record(
         ),
     ] = None,
 ) -> None:
-    """Record a Python program's LLM calls (any httpx, requests/urllib3, boto3 or aiohttp client) with no
-    Stepfork import in it."""
+    """Record a Python program's LLM calls (any HTTP client) with no Stepfork import in it."""
     from stepfork.cli.output import fail, sanitize_text
     from stepfork.integrations._http_naming import parse_provider
 
