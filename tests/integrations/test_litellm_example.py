@@ -6,8 +6,9 @@
 line, against a local OpenAI-compatible server on 127.0.0.1 (helpers/local_openai.py), which also serves
 LiteLLM's model-cost map (``LITELLM_MODEL_COST_MAP_URL``): its GET at import is an ``http`` call. The proxy
 is not run here (``litellm[proxy]`` is not installed): the same local server stands in for it, as any
-OpenAI-compatible gateway would answer. test_litellm_agent.py replays the cost map's retry thread 20 times;
-this file tells the example's story. Slow: ``hatch run slow:test -- tests/integrations/test_litellm_example.py``.
+OpenAI-compatible gateway would answer. test_litellm_agent.py replays the cost map's retry thread 20
+times; this file tells the example's story. Slow: ``hatch run slow:test -- tests/integrations/
+test_litellm_example.py``.
 """
 
 from __future__ import annotations

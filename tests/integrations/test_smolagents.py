@@ -74,4 +74,5 @@ def test_code_agent_replays_the_recorded_code_with_its_tools_served(program: Pro
 
 @pytest.mark.parametrize("kind", ["tools", "code"])
 def test_recorded_in_process_the_replay_is_matched(program: Program, kind: str) -> None:
-    print(f"{kind}, in-process: {matched_in_process(program, 'weather_smolagents:main', kind, 'Paris')} MATCHED")
+    matched = matched_in_process(program, "weather_smolagents:main", kind, "Paris")
+    print(f"{kind}, in-process: {matched} MATCHED")

@@ -140,7 +140,8 @@ def test_the_rule_names_exports_not_apis() -> None:
     assert not is_telemetry("GET", "https://api.openai.com/v1/traces/ingest")
     assert not is_telemetry("POST", "https://api.openai.com/v1/chat/completions")
     assert not is_telemetry("POST", "https://api.example.com/v1/traces/export")
-    assert is_telemetry_host("Telemetry.CrewAI.com:4319") and not is_telemetry_host("crewai.com")
+    assert is_telemetry_host("Telemetry.CrewAI.com:4319")
+    assert not is_telemetry_host("crewai.com")
 
 
 def test_the_seal_refuses_a_telemetry_collector_without_a_divergence(tmp_path: Path) -> None:

@@ -63,4 +63,5 @@ def test_the_workflow_replays_with_its_tokens(program: Program) -> None:
 
 @pytest.mark.parametrize("how", ["agent", "workflow"])
 def test_recorded_in_process_the_replay_is_matched(program: Program, how: str) -> None:
-    print(f"{how}, in-process: {matched_in_process(program, 'weather_llamaindex:main', how, 'Paris')} MATCHED")
+    matched = matched_in_process(program, "weather_llamaindex:main", how, "Paris")
+    print(f"{how}, in-process: {matched} MATCHED")

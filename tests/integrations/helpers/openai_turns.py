@@ -355,8 +355,9 @@ def response_events(body: dict[str, Any]) -> list[dict[str, Any]]:
             said = item["content"][0]["text"]
             ids = {"item_id": item["id"], "output_index": index, "content_index": 0}
             part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            empty = {**item, "content": []}
             events += [
-                {"type": "response.output_item.added", "output_index": index, "item": {**item, "content": []}},
+                {"type": "response.output_item.added", "output_index": index, "item": empty},
                 {"type": "response.content_part.added", **ids, "part": part},
                 *(
                     {"type": "response.output_text.delta", **ids, "delta": said[i : i + 12], "logprobs": []}

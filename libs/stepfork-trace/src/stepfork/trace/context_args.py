@@ -2,8 +2,9 @@
 
 A pydantic-ai ``@agent.tool`` receives a ``RunContext`` (model, deps such as an ``httpx.AsyncClient``,
 usage...), a LangChain tool a ``RunnableConfig`` or a callback manager, a LangGraph tool its injected state,
-store or runtime, an OpenAI Agents SDK ``@function_tool`` its ``RunContextWrapper`` (a ``ToolContext``). None of these is the call's input: they have no JSON form, change on every run, and a
-frozen result needs nothing of them. They are left out of the recorded and matched input (issue 12):
+store or runtime, an OpenAI Agents SDK ``@function_tool`` its ``RunContextWrapper`` (a ``ToolContext``).
+None of these is the call's input: they have no JSON form, change on every run, and a frozen result needs
+nothing of them. They are left out of the recorded and matched input (issue 12):
 
 - named ones: ``@trace_tool(exclude={"ctx"})``;
 - known framework types, found without importing any framework: by the class of the value (its module's
