@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from local_openai import LocalOpenAI, serving
-from program_runs import Program, matched_in_process, replays_pass, story
+from program_runs import Program, matched_in_process, prompt_and_tool_changes, replays_pass, story
 
 from stepfork.trace import load_trace
 
@@ -46,23 +46,11 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 flush_traces()
 '''
 
-CHANGES = {  # an edit of the example and the first difference of its replay (the Responses request)
-    "prompt": (
-        'question = f"What is the weather in {city}?"',
-        'question = f"How is the weather in {city}?"',
-        "$.body.input[0].content",
-    ),
-    "tool description": (
-        '"""Get the current weather in a city."""',
-        '"""Get the weather in a city, in Celsius."""',
-        "$.body.tools[0].description",
-    ),
-    "tool argument": (
-        "def get_air_quality(city: str) -> str:",
-        "def get_air_quality(city: str, units: str) -> str:",
-        "$.body.tools[1].parameters.properties",
-    ),
-}
+CHANGES = prompt_and_tool_changes(  # edits of the example and where its replay diverges (Responses API)
+    ('question = f"What is the weather in {city}?"', 'question = f"How is the weather in {city}?"'),
+    "$.body.input[0].content",
+    function="",
+)
 
 
 @pytest.fixture

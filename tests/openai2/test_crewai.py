@@ -16,27 +16,14 @@ from pathlib import Path
 
 import pytest
 from local_openai import serving
-from program_runs import Program, matched_in_process, passed, story
+from program_runs import Program, matched_in_process, passed, prompt_and_tool_changes, story
 
 SCRIPT = "weather_crew.py"
 
-CHANGES = {  # an edit of the example and where its replay diverges (the Chat Completions request)
-    "prompt": (
-        'description="What is the weather in {city}?"',
-        'description="How is the weather in {city}?"',
-        "$.body.messages[1].content",
-    ),
-    "tool description": (
-        '"""Get the current weather in a city."""',
-        '"""Get the weather in a city, in Celsius."""',
-        "$.body.tools[0].function.description",
-    ),
-    "tool argument": (
-        "def get_air_quality(city: str) -> str:",
-        "def get_air_quality(city: str, units: str) -> str:",
-        "$.body.tools[1].function.parameters",
-    ),
-}
+CHANGES = prompt_and_tool_changes(  # edits of the example and where its replay diverges (Chat Completions)
+    ('description="What is the weather in {city}?"', 'description="How is the weather in {city}?"'),
+    "$.body.messages[1].content",
+)
 
 TELEMETRY_ON = '''"""Run the crew with CrewAI's telemetry on, then flush it (its exporter posts the spans)."""
 import os

@@ -160,6 +160,28 @@ REPLAYS = 3
 """Replays of each unchanged recording (every one must pass)."""
 
 
+def prompt_and_tool_changes(
+    prompt: tuple[str, str], where: str, *, tools: str = "$.body.tools", function: str = ".function"
+) -> dict[str, tuple[str, str, str]]:
+    """The three edits every example's replay must diverge on, for :func:`story`: ``prompt`` (old, new) of
+    its question, diverging at ``where``; the description of ``get_weather`` and a new argument of
+    ``get_air_quality`` (each example's two tools), diverging in the request's tool list (``tools``, each
+    tool's schema under ``function``: Chat Completions; ``""`` for the Responses API)."""
+    return {
+        "prompt": (*prompt, where),
+        "tool description": (
+            '"""Get the current weather in a city."""',
+            '"""Get the weather in a city, in Celsius."""',
+            f"{tools}[0]{function}.description",
+        ),
+        "tool argument": (
+            "def get_air_quality(city: str) -> str:",
+            "def get_air_quality(city: str, units: str) -> str:",
+            f"{tools}[1]{function}.parameters",
+        ),
+    }
+
+
 def story(
     program: Program,
     command: list[str],
