@@ -208,16 +208,39 @@ def uncovered(requirements: Iterable[str], path: Path = LOCK) -> list[str]:
 # --- the docs' "tested with" block ----------------------------------------------------------------
 
 
+def sdk_pins() -> list[tuple[Path, list[tuple[str, str]]]]:
+    """``[(lock, [(sdk, version)...])]``: each SDK of :func:`sdk_names` with its version in the first lock
+    that pins it, the main lock first (an SDK whose pins conflict with the main lock's, such as LlamaIndex's
+    openai 2.x, is locked with its own environment's); locks that pin none are left out."""
+    out: list[tuple[Path, list[tuple[str, str]]]] = []
+    named: set[str] = set()
+    for lock in locks() or [LOCK]:
+        pins: dict[str, str] = {}
+        for name, version, _marker in read_lock(lock):
+            pins.setdefault(name, version)
+        found = [(name, pins[name]) for name in sdk_names() if name in pins and name not in named]
+        named.update(name for name, _ in found)
+        if found:
+            out.append((lock, found))
+    return out
+
+
 def docs_block(path: Path = LOCK) -> str:
-    """The generated block: one line naming each SDK of :func:`sdk_names` with its locked version."""
-    pins: dict[str, str] = {}
-    for name, version, _marker in read_lock(path):
-        pins.setdefault(name, version)
-    # a no-break space keeps each name on the line of its version (tests/test_lock.py reads them as pairs)
-    named = ", ".join(f"{name}\u00a0{pins[name]}" for name in sdk_names() if name in pins)
+    """The generated block: one line naming each SDK of :func:`sdk_names` with its locked version (and, for
+    an SDK of another lock, that lock and the environment that tests with it)."""
+    config = _toml(ROOT / "hatch.toml")
+    groups = []
+    for lock, found in sdk_pins():
+        # a no-break space keeps each name on the line of its version (tests/test_lock.py reads them as pairs)
+        named = ", ".join(f"{name}\u00a0{version}" for name, version in found)
+        if lock == path:
+            groups.append(f"{named} (the committed lock, `requirements/{lock.name}`, by `hatch test`)")
+        else:
+            env = next(iter(locked_environments(config, lock)), "?")
+            groups.append(f"{named} (`requirements/{lock.name}`, by `hatch run {env}:test`)")
     sentence = (
-        f"Tested with {named} (the committed lock, `requirements/constraints.txt`, by `hatch test`), and "
-        "with the newest releases inside the extras' ranges by `hatch run latest:test`."
+        f"Tested with {', '.join(groups)}, and with the newest releases inside the extras' ranges by "
+        "`hatch run latest:test`."
     )
     text = textwrap.fill(sentence, width=110, break_on_hyphens=False).replace("\u00a0", " ")
     return f"{BLOCK_START}\n{text}\n{BLOCK_END}"

@@ -1,9 +1,12 @@
 """A realistic OpenAI-compatible API over real HTTP on 127.0.0.1 (a vLLM, Ollama or LiteLLM proxy stand-in).
 
 Every response is what a real server sends: a fresh ``chatcmpl-...`` id and ``created`` time per completion,
-a fresh ``x-request-id``, ``openai-processing-ms`` and the ``Date`` header, usage counts; ``"stream":
-true`` answers with Server-Sent Events in chunked transfer encoding (the usage in the last chunk, then
-``[DONE]``). It also serves
+a fresh ``x-request-id``, ``openai-processing-ms`` and the ``Date`` header, usage counts. It serves Chat
+Completions and Responses, as JSON and as Server-Sent Events (``stream: true``, in chunked transfer
+encoding, one HTTP chunk per event), with tool calls: what it
+answers is the scripted model of openai_turns.py, so an agent framework's loop (tools, handoffs, a final
+answer tool, smolagents' code) runs to its end. ``POST /traces/ingest`` takes the OpenAI Agents SDK's trace
+export (``204``), as OpenAI's endpoint does. It also serves
 plain resources an agent's libraries fetch: ``GET /model_prices.json`` (a model-cost map, answered ``503``
 with ``retry-after: 0`` the first ``unavailable`` times, as a CDN under load) and ``GET /health``. Every
 request is counted (``requests``), so a test can prove a replay sent nothing.
@@ -23,6 +26,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import openai_turns
+
 
 class LocalOpenAI:
     """The server's state: what it answers and what it received.
@@ -34,6 +39,7 @@ class LocalOpenAI:
 
     def __init__(self, unavailable: int = 0) -> None:
         self.requests: list[tuple[str, str]] = []
+        self.bodies: list[tuple[str, Any]] = []  # (path, JSON body) of every POST
         self.unavailable = unavailable
         self.lock = threading.Lock()
         self.server: http.server.ThreadingHTTPServer | None = None
@@ -55,40 +61,27 @@ class LocalOpenAI:
             return sum(1 for _, path in self.requests if path.split("?", 1)[0].endswith(path_suffix))
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A Chat Completions response to ``body``: the answer names the city the last user message asks
-        about, so a changed prompt changes the answer."""
-        question = next(
-            (m.get("content") for m in reversed(body.get("messages") or []) if m.get("role") == "user"), ""
-        )
-        city = str(question).rstrip("?").split()[-1] if question else "nowhere"
-        answer = f"It is 21 degrees and sunny in {city}."
-        prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or [])
-        return {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": f"{body.get('model', 'gpt-4o-mini')}-2024-07-18",
-            "system_fingerprint": f"fp_{uuid.uuid4().hex[:10]}",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": answer, "refusal": None},
-                    "logprobs": None,
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 9, "total_tokens": prompt + 9},
-        }
+        """A Chat Completions response to ``body`` (openai_turns.py: the tools it offers are called, else
+        the answer names the city the last user message asks about, so a changed prompt changes it)."""
+        return openai_turns.chat_completion(body)
+
+    def posted(self, path_suffix: str) -> list[Any]:
+        """The JSON bodies of the POST requests whose path ends with ``path_suffix``, in order."""
+        with self.lock:
+            return [body for path, body in self.bodies if path.split("?", 1)[0].endswith(path_suffix)]
 
 
 def _handler(state: LocalOpenAI) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real servers
 
-        def _send(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
+        def _send(
+            self, status: int, payload: Any, extra: dict[str, str] | None = None, *, sse: bytes | None = None
+        ) -> None:
+            data = json.dumps(payload).encode() if sse is None else sse
             self.send_response(status)  # adds Date and Server
-            self.send_header("content-type", "application/json")
+            kind = "application/json" if sse is None else "text/event-stream; charset=utf-8"
+            self.send_header("content-type", kind)
             self.send_header("content-length", str(len(data)))
             self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")
             self.send_header("openai-processing-ms", str(100 + uuid.uuid4().int % 400))
@@ -119,26 +112,16 @@ def _handler(state: LocalOpenAI) -> type[http.server.BaseHTTPRequestHandler]:
             else:
                 self._send(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
 
-        def _stream(self, completion: dict[str, Any]) -> None:
-            """The completion as Chat Completions SSE chunks (``Transfer-Encoding: chunked``, one HTTP
-            chunk per event, as real servers flush them), the usage in a last chunk and ``[DONE]``."""
+        def _stream(self, sse: bytes) -> None:
+            """Server-Sent Events in ``Transfer-Encoding: chunked``, one HTTP chunk per event, as real
+            servers flush them."""
             self.send_response(200)
             self.send_header("content-type", "text/event-stream; charset=utf-8")
             self.send_header("transfer-encoding", "chunked")
             self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")
             self.end_headers()
-            base = {k: completion[k] for k in ("id", "created", "model", "system_fingerprint")}
-            text = completion["choices"][0]["message"]["content"]
-            words = text.split(" ")
-            pieces = [{"role": "assistant", "content": ""}] + [
-                {"content": w if i == 0 else f" {w}"} for i, w in enumerate(words)
-            ]
-            chunk = {**base, "object": "chat.completion.chunk"}
-            events = [{**chunk, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in pieces]
-            events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-            events.append({**chunk, "choices": [], "usage": completion["usage"]})
-            for payload in [*(json.dumps(e) for e in events), "[DONE]"]:
-                data = f"data: {payload}\n\n".encode()
+            for event in sse.split(b"\n\n")[:-1]:
+                data = event + b"\n\n"
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
@@ -147,11 +130,22 @@ def _handler(state: LocalOpenAI) -> type[http.server.BaseHTTPRequestHandler]:
             self._note()
             length = int(self.headers.get("content-length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path.split("?", 1)[0].endswith("/chat/completions"):
-                if body.get("stream"):
-                    self._stream(state.completion(body))
-                else:
-                    self._send(200, state.completion(body))
+            path = self.path.split("?", 1)[0]
+            with state.lock:
+                state.bodies.append((path, body))
+            streamed = bool(body.get("stream"))
+            if path.endswith("/chat/completions") and streamed:
+                self._stream(openai_turns.sse(openai_turns.chat_chunks(body), named=False))
+            elif path.endswith("/chat/completions"):
+                self._send(200, state.completion(body))
+            elif path.endswith("/responses") and streamed:
+                self._send(200, None, sse=openai_turns.sse(openai_turns.response_events(body), named=True))
+            elif path.endswith("/responses"):
+                self._send(200, openai_turns.response(body))
+            elif path.endswith("/traces/ingest"):
+                self.send_response(204)
+                self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")
+                self.end_headers()
             else:
                 self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 

@@ -412,29 +412,80 @@ def _sibling_order(trace: Any, steps: list[BehaviorStep]) -> list[BehaviorStep]:
     for step in steps:
         group = group_of.get(step.step) if step.step_type in ("tool", "llm") else None
         if group is None or group != current:
-            out.extend(sorted(run, key=key))
+            out.extend(_causal(sorted(run, key=key)))
             run = []
         current = group
         if group is None:
             out.append(step)
         else:
             run.append(step)
-    out.extend(sorted(run, key=key))
+    out.extend(_causal(sorted(run, key=key)))
     return out
+
+
+def _causal(run: list[BehaviorStep]) -> list[BehaviorStep]:
+    """``run`` (sorted siblings) with each step after every step whose output holds an id its input
+    echoes, the sorted order kept otherwise (a cycle keeps it too).
+
+    A call whose request echoes an id another call's answer made (the ``call_id`` of a tool call sent back
+    with its result) ran after it, whatever the concurrency facts say, and the diff's one renaming of ids
+    is built in step order: put first, the echo would meet the id before the answer that paired it, and
+    two recordings of the same code would differ (issue 30: an OpenAI Agents SDK run, whose model calls
+    run in child tasks of the run's task, is a group of ``auto`` siblings)."""
+    if len(run) < 2:
+        return run
+    outputs = [_ids(step.payload.get("output")) for step in run]
+    inputs = [_ids(step.payload.get("input")) for step in run]
+    remaining = list(range(len(run)))
+    order: list[int] = []
+    while remaining:
+        ready = next(
+            (i for i in remaining if not any(j != i and inputs[i] & outputs[j] for j in remaining)),
+            remaining[0],
+        )
+        order.append(ready)
+        remaining.remove(ready)
+    return [run[i] for i in order]
+
+
+def _ids(value: Any) -> frozenset[str]:
+    """The opaque-id tokens of the strings of a JSON value (stepfork.replay.noise.ids)."""
+    from stepfork.replay.noise.ids import id_tokens
+
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.update(id_tokens(item))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return frozenset(found)
 
 
 def _requests_apart(steps: list[BehaviorStep]) -> list[BehaviorStep]:
     """``steps`` with the ``http`` steps (requests outside the agent's order, issue 29) after the agent's
     own, sorted by label and input, before the run step: their timing is a library's, so two runs whose
     background fetch came at another moment line up, and a request made in one run only is added or
-    removed."""
+    removed. Telemetry exports are left out (issue 30): their bodies are a run's span ids, times and
+    batching, and a replay never sends or compares them (:func:`stepfork.trace.http_calls.is_telemetry`)."""
     from stepfork.trace.canonical import canonical_json
 
-    requests = [step for step in steps[:-1] if step.step_type == "http"]
-    if not requests:
+    if not any(step.step_type == "http" for step in steps[:-1]):
         return steps
+    requests = [step for step in steps[:-1] if step.step_type == "http" and not _is_telemetry(step)]
     requests.sort(key=lambda step: (step.label, canonical_json(step.payload.get("input"))))
     return [*(step for step in steps[:-1] if step.step_type != "http"), *requests, steps[-1]]
+
+
+def _is_telemetry(step: BehaviorStep) -> bool:
+    from stepfork.trace.http_calls import is_telemetry
+
+    value = step.payload.get("input")
+    method, url = (value.get("method"), value.get("url")) if isinstance(value, dict) else (None, None)
+    return isinstance(method, str) and isinstance(url, str) and is_telemetry(method, url)
 
 
 def diff_traces(

@@ -44,6 +44,10 @@ their IPv4 address.
 (:func:`parse_allowed_host`).
 ``network="open"`` (the default in ``live`` and ``hybrid``, whose LLM calls need it) installs nothing.
 
+A connection to a known telemetry collector (:func:`stepfork.trace.http_calls.is_telemetry_host`: CrewAI's
+anonymous telemetry, on by default) is refused the same way but is not a divergence: the session notes it
+(``note_telemetry_refused``) and the report counts it apart (issue 30).
+
 A child process forked while a sealed session is active (``os.fork``, a ``multiprocessing`` pool with the
 ``fork`` start method) keeps the seal; a refusal there is written to a pipe the parent reads when the
 session ends, and becomes the session's divergence too (:func:`_child_refusals`).
@@ -62,6 +66,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from stepfork.replay.errors import ReplayPolicyError
+from stepfork.trace.http_calls import is_telemetry_host
 
 SEALED_MODES = frozenset({"frozen", "forbidden", "manual"})
 """Modes whose default is ``network="sealed"``; ``live`` and ``hybrid`` default to ``"open"``."""
@@ -303,11 +308,19 @@ def _refuse(host: str, port: Any) -> None:
     seal = seal or next((s for s in own if s.session is not None), None)
     inherited = next((s for s in seals if s.pid != here and s.session is not None), None)
     where = format_host(host, port)
+    telemetry = is_telemetry_host(host)
     if seal is None and inherited is not None:
-        _tell_parent(where)
+        if not telemetry:
+            _tell_parent(where)
         raise sealed_error(where, getattr(inherited.session, "mode", "frozen"), child=True)
-    error = sealed_error(where, getattr(getattr(seal, "session", None), "mode", "frozen"))
-    diverge = getattr(getattr(seal, "session", None), "_diverge", None)
+    session = getattr(seal, "session", None)
+    error = sealed_error(where, getattr(session, "mode", "frozen"))
+    if telemetry:  # refused all the same, but a library's telemetry is not the agent's behaviour
+        note = getattr(session, "note_telemetry_refused", None)
+        if note is not None:
+            note(where)
+        raise error
+    diverge = getattr(session, "_diverge", None)
     if diverge is not None:
         diverge(error)
     raise error

@@ -226,6 +226,7 @@ class ReplayOutcome:
                 "served": sum(1 for item in self.requests if item.action == "substituted"),
                 "sent_live": sum(1 for item in self.requests if item.action == "executed"),
                 "background": sum(1 for item in self.requests if item.background),
+                "telemetry": sum(1 for item in self.requests if item.action in ("acknowledged", "refused")),
                 "recorded": self.recorded_requests,
                 "items": [item.to_dict() for item in self.requests],
             },

@@ -8,6 +8,12 @@ repeated identical requests are served in recorded order. A request the pool doe
 more: it came more often than recorded) is refused by the session with :func:`not_recorded`, which is
 the replay's divergence. Recorded requests that never come are not missing calls: a background fetch may
 not run before a faster replay ends.
+
+Telemetry exports (:func:`stepfork.trace.http_calls.is_telemetry`) are never matched: in a sealed replay
+each one is answered :data:`TELEMETRY_ANSWER` and noted as ``acknowledged`` (:meth:`RequestPool.acknowledge`),
+whatever its body and whether or not the recording holds one (issue 30: a trace export carries the run's
+span ids, times and batching, and the exporter's thread sends it when its timer says, so a replay that ran
+past the timer diverged on unchanged code).
 """
 
 from __future__ import annotations
@@ -22,7 +28,11 @@ from stepfork.replay.errors import ReplayMismatchError
 from stepfork.replay.matching import CallCursor, LiveInput, build_diagnostic, check_input, check_outcome
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
-from stepfork.trace.http_calls import is_http_call
+from stepfork.trace.http_calls import is_http_call, is_telemetry
+
+TELEMETRY_ANSWER: dict[str, Any] = {"status": 204, "headers": {}}
+"""What a sealed replay answers a telemetry export with (the HTTP capture's output form): ``204 No
+Content``, the acknowledgement every exporter takes as sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +44,9 @@ class ServedRequest:
         step: the ``step`` of the recorded call served, or None when the request ran live (live and
             hybrid modes, for a request the recording does not hold).
         background: True when it came from a thread without the replay's context.
-        action: ``"substituted"`` (the recorded response served) or ``"executed"`` (sent live).
+        action: ``"substituted"`` (the recorded response served), ``"executed"`` (sent live),
+            ``"acknowledged"`` (a telemetry export answered :data:`TELEMETRY_ANSWER`, not sent) or
+            ``"refused"`` (a connection to a telemetry collector the seal refused, not a divergence).
     """
 
     label: str
@@ -102,6 +114,20 @@ class RequestPool(CallCursor):
         checked = check_outcome(self, expected, call, live)  # an outcome, its stored fingerprint
         self.served.append(ServedRequest(expected.name, expected.step, background))
         return expected, checked
+
+    def acknowledge(self, call: BoundaryCall, background: bool) -> dict[str, Any] | None:
+        """:data:`TELEMETRY_ANSWER` (a fresh copy) when ``call`` is a telemetry export, noted as
+        ``acknowledged``; None for any other request."""
+        value = call.input if isinstance(call.input, dict) else {}
+        method, url = value.get("method"), value.get("url")
+        if not (isinstance(method, str) and isinstance(url, str) and is_telemetry(method, url)):
+            return None
+        self.served.append(ServedRequest(call.name, None, background, "acknowledged"))
+        return {"status": TELEMETRY_ANSWER["status"], "headers": {}}
+
+    def refused(self, where: str) -> None:
+        """Note a connection to a telemetry collector (``host:port``) that the seal refused."""
+        self.served.append(ServedRequest(f"telemetry {where}", None, True, "refused"))
 
     def take(self, live: LiveInput) -> RecordedCall | None:
         """The first unserved recorded call whose input is ``live``'s (redacted, canonical), taken; None

@@ -483,12 +483,18 @@ class ReplaySession:
         return False, rebuild_output(served, call, live, checked)  # a mismatch diverges in _decide
 
     def _serve_request(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
-        """Checks 2 and 3, then serve an ``http`` call from the pool (module docstring)."""
+        """Checks 2 and 3, then serve an ``http`` call from the pool (module docstring); a telemetry export
+        is acknowledged without being matched or sent, unless the run goes live (live and hybrid modes)."""
+        sends = self.mode in ("live", "hybrid")
+        if not sends and self._active:
+            with self._lock:
+                acknowledged = self._requests.acknowledge(call, orphan)
+            if acknowledged is not None:
+                return False, acknowledged
         live = LiveInput(call.input)
         check_mode(self.mode, self.approve, call, live)
         if not self._active:
             raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
-        sends = self.mode in ("live", "hybrid")
         with self._lock:
             expected, checked = self._requests.serve(call, live, orphan, sends=sends)
         if expected is None:
@@ -496,6 +502,12 @@ class ReplaySession:
         if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
             raise recorded_failure(expected, call, live, self._raise_as)
         return False, rebuild_output(expected, call, live, checked)
+
+    def note_telemetry_refused(self, where: str) -> None:
+        """Note that the seal refused a connection to a telemetry collector (``host:port``): counted with
+        the requests (``served_requests``, action ``refused``), never a divergence (issue 30)."""
+        with self._lock:
+            self._requests.refused(where)
 
     def route_request(self, call: BoundaryCall, as_llm: Callable[[], BoundaryCall]) -> BoundaryCall:
         """The call the HTTP capture replays a request as: ``call`` (an ``http`` call), or ``as_llm()`` when

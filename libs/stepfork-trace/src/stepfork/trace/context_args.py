@@ -2,8 +2,9 @@
 
 A pydantic-ai ``@agent.tool`` receives a ``RunContext`` (model, deps such as an ``httpx.AsyncClient``,
 usage...), a LangChain tool a ``RunnableConfig`` or a callback manager, a LangGraph tool its injected state,
-store or runtime. None of these is the call's input: they have no JSON form, change on every run, and a
-frozen result needs nothing of them. They are left out of the recorded and matched input (issue 12):
+store or runtime, an OpenAI Agents SDK ``@function_tool`` its ``RunContextWrapper`` (a ``ToolContext``).
+None of these is the call's input: they have no JSON form, change on every run, and a frozen result needs
+nothing of them. They are left out of the recorded and matched input (issue 12):
 
 - named ones: ``@trace_tool(exclude={"ctx"})``;
 - known framework types, found without importing any framework: by the class of the value (its module's
@@ -32,6 +33,7 @@ _CONTEXT_CLASSES = frozenset(
         ("langgraph", "BaseStore"),  # an injected store
         ("langgraph", "ToolRuntime"),
         ("langgraph", "Runtime"),
+        ("agents", "RunContextWrapper"),  # the OpenAI Agents SDK's tool context (ToolContext subclasses it)
     }
 )
 # Annotation classes (``Annotated`` metadata or the annotation itself) marking a context parameter.
@@ -45,12 +47,15 @@ _CONTEXT_MARKERS = frozenset(
         ("langgraph", "Runtime"),
         ("langgraph", "BaseStore"),
         ("pydantic_ai", "RunContext"),
+        ("agents", "RunContextWrapper"),
+        ("agents", "ToolContext"),
     }
 )
 # When annotations cannot be resolved (string annotations naming names not importable here).
 _TEXT_MARKERS = re.compile(
     r"\b(RunContext|RunnableConfig|ToolRuntime|InjectedState|InjectedStore|InjectedToolCallId|"
-    r"InjectedToolArg|CallbackManagerForToolRun|AsyncCallbackManagerForToolRun)\b"
+    r"InjectedToolArg|CallbackManagerForToolRun|AsyncCallbackManagerForToolRun|RunContextWrapper|"
+    r"ToolContext)\b"
 )
 
 PLAIN_TYPES = frozenset({str, int, float, bool, type(None), bytes, list, dict, tuple, set})

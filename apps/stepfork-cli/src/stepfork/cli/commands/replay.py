@@ -430,15 +430,23 @@ def _request_lines(outcome: Any, *, verbose: bool) -> list[str]:
     if not requests and not recorded:
         return []
     served = sum(1 for item in requests if item.action == "substituted")
-    live = len(requests) - served
+    live = sum(1 for item in requests if item.action == "executed")
     word = "request" if served == 1 else "requests"
     text = f"Background requests: {served} {word} served (of {recorded} recorded)"
     if live:
         text += f", {live} sent live"
     lines = [text]
+    answered = sum(1 for item in requests if item.action == "acknowledged")
+    refused = sum(1 for item in requests if item.action == "refused")
+    if answered or refused:  # issue 30: telemetry is never sent and never a divergence
+        parts = [f"{answered} answered 204 No Content"] if answered else []
+        parts += [f"{refused} connection{'s' if refused != 1 else ''} refused"] if refused else []
+        exports = "export" if answered + refused == 1 else "exports"
+        lines.append(f"Telemetry: {answered + refused} {exports} not sent ({', '.join(parts)})")
     if verbose:
         for item in requests:
-            where = f"step {item.step}" if item.step is not None else "sent live"
+            where = {"acknowledged": "not sent", "refused": "refused"}.get(item.action)
+            where = where or (f"step {item.step}" if item.step is not None else "sent live")
             thread = ", background thread" if item.background else ""
             lines.append(f"  - {sanitize_text(item.label)} ({where}{thread})")
     return lines
