@@ -88,6 +88,26 @@ def build_app() -> typer.Typer:
     return app
 
 
+_APP: list[typer.Typer] = []  # the app behind the module attribute ``app``, built on first use
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: the typer application (:func:`build_app`), built once on first use (PEP 562), so that
+    ``stepfork --version`` still answers before typer is imported. Programs and tests written against the
+    earlier implementation run it as ``from stepfork.cli.main import app`` (issue 32), with typer's
+    ``CliRunner().invoke(app, [...])`` or ``app()``; the console script is :func:`main`, which adds the
+    help snapshot, the metavars, the quick ``validate`` and the one-line internal errors.
+
+    Raises:
+        AttributeError: any other name.
+    """
+    if name == "app":
+        if not _APP:
+            _APP.append(build_app())
+        return _APP[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _interruptible(callback: Callable[..., Any]) -> Callable[..., Any]:
     """``callback`` (a command function) printing ``Interrupted.`` on stderr and exiting 130 (the shell's
     128 + SIGINT) on Ctrl-C. typer turns a KeyboardInterrupt into a silent exit 130 before :func:`main`
