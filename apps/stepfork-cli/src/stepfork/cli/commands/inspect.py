@@ -72,7 +72,7 @@ def inspect(
             message += "; pass --partial to inspect a run that did not finish"
         fail(message, 2, error="unreadable_trace")
     if step is not None and not found.at_step:
-        fail(f"No events found at step {step}.", 1, error="missing_step")
+        fail(f"No events found at step {step}.", 1, error="missing_step", result=True)
     imported = _Imported.read(path)
     if as_json:
         _stream_json(path, found, imported, step=step, errors_only=errors_only, partial=partial)
