@@ -44,6 +44,24 @@ def require(module: str, extra: str, label: str) -> Any:
         raise ImportError(f'install "stepfork-trace[{extra}]" to use the {label} integration') from exc
 
 
+def lazy_attributes(owner: str, implementation: str, names: frozenset[str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for the integration module ``owner``: each of ``names`` is read
+    from the private module ``implementation`` (the code that needs the SDK), imported on first use, so
+    ``import owner`` works without the SDK (issue 32) and ``owner.NAME`` raises the install hint then.
+
+    Raises (from the returned function):
+        ImportError: the SDK is not installed (the install hint, from ``implementation``'s ``require``).
+        AttributeError: a name ``owner`` does not have.
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            return getattr(importlib.import_module(implementation), name)
+        raise AttributeError(f"module {owner!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
 def sdk_sentinels(module: Any) -> tuple[type, ...]:
     """The "not given" sentinel types of a Stainless SDK module (``NotGiven``, ``Omit``) that it has."""
     return tuple(t for t in (getattr(module, "NotGiven", None), getattr(module, "Omit", None)) if t)

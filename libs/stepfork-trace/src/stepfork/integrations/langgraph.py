@@ -9,7 +9,8 @@ written against the earlier implementation:
   does); calling it twice is harmless.
 - ``traced_tool(func)`` returns a LangChain ``BaseTool`` whose body is a ``trace_tool`` boundary.
 
-Needs ``langchain_core`` (``pip install stepfork-trace[langchain]``).
+Needs ``langchain_core`` (``pip install stepfork-trace[langchain]``) when used; the module imports without it
+(issue 32).
 """
 
 from __future__ import annotations
@@ -19,13 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stepfork.integrations._common import require
-
-require("langchain_core", "langchain", "LangChain")
-
-from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
-
-from stepfork.integrations.langchain import StepforkChatModel  # noqa: E402
-from stepfork.trace.instrument import trace_tool  # noqa: E402
+from stepfork.trace.instrument import trace_tool
 
 __all__ = ["LangGraphIntegrationError", "traced_chat_model", "traced_tool"]
 
@@ -46,8 +41,12 @@ def traced_chat_model(model: Any, *, provider: str | None = None, replay_policy:
 
     Raises:
         LangGraphIntegrationError: ``model`` is not a LangChain chat model, or an unsupported policy.
+        ImportError: ``langchain_core`` is not installed (the install hint).
     """
+    require("langchain_core", "langchain", "LangChain")
     from langchain_core.language_models import BaseChatModel
+
+    from stepfork.integrations._langchain_model import StepforkChatModel
 
     if getattr(model, _MARK, False):
         return model
@@ -82,7 +81,10 @@ def traced_tool(
     Raises:
         LangGraphIntegrationError: ``target`` is already a ``BaseTool`` or is not callable, or it has no
             description (LangChain requires one).
+        ImportError: ``langchain_core`` is not installed (the install hint).
     """
+    require("langchain_core", "langchain", "LangChain")
+    from langchain_core.tools import BaseTool, StructuredTool
 
     def build(func: Callable[..., Any]) -> BaseTool:
         if isinstance(func, BaseTool) or not callable(func):

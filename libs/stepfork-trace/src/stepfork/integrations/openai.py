@@ -8,10 +8,14 @@ client sends (``chat.completions.create``/``.parse()``/``.stream()``, ``response
 ``{"method", "path", "headers", "body"}``. Replay hands the recorded HTTP response back and the SDK builds
 its own objects. Token usage lands in the ``llm_response`` token fields. Bundles recorded by 0.2.0's
 SDK-level integration (``{"endpoint", "request"}`` inputs) still replay.
+
+The module imports without the openai SDK (issue 32): the SDK is imported on first use, and
+``instrument_openai`` then raises ImportError with the install hint.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from stepfork.integrations._common import (
@@ -23,11 +27,6 @@ from stepfork.integrations._common import (
 )
 from stepfork.integrations._http_capture import install
 
-_openai = require("openai", "openai", "OpenAI")
-
-from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
-from openai.types.responses import Response, ResponseStreamEvent  # noqa: E402
-
 __all__ = [
     "CHAT_COMPLETIONS",
     "CHAT_COMPLETIONS_METHOD",
@@ -38,9 +37,18 @@ __all__ = [
     "instrument_openai",
 ]
 
-_SDK = ("openai", str(_openai.__version__))
-_CONSTRUCT = sdk_constructor(_openai)
-_SENTINELS = sdk_sentinels(_openai)
+
+def _sdk() -> Any:
+    """The ``openai`` package, imported on first use: the module imports without it (issue 32).
+
+    Raises:
+        ImportError: ``install "stepfork-trace[openai]" to use the OpenAI integration``.
+    """
+    return require("openai", "openai", "OpenAI")
+
+
+def _sdk_version() -> tuple[str, str]:
+    return ("openai", str(_sdk().__version__))
 
 
 def _chat_usage(wire: Any) -> dict[str, int | None]:
@@ -66,33 +74,52 @@ def _responses_stream_usage(chunks: list[Any]) -> dict[str, int | None]:
     return usage_fields(None, "", "")
 
 
-CHAT_COMPLETIONS = Endpoint(
-    provider="openai",
-    endpoint="chat.completions.create",
-    return_type=ChatCompletion,
-    chunk_type=ChatCompletionChunk,
-    usage=_chat_usage,
-    stream_usage=_chat_stream_usage,
-    sdk=_SDK,
-    construct=_CONSTRUCT,
-    sentinels=_SENTINELS,
-)
-"""0.2.0's SDK-level description of ``client.chat.completions.create`` (no longer patched): returns
-``ChatCompletion``; streams ``ChatCompletionChunk``."""
+@functools.cache
+def _endpoints() -> dict[str, Endpoint]:
+    """``CHAT_COMPLETIONS`` and ``RESPONSES``: 0.2.0's SDK-level descriptions of
+    ``client.chat.completions.create`` (returns ``ChatCompletion``, streams ``ChatCompletionChunk``) and
+    ``client.responses.create`` (returns ``Response``, streams ``ResponseStreamEvent``, a union); no longer
+    patched. Built on first use, since they name the SDK's types (module ``__getattr__``)."""
+    openai = _sdk()
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.responses import Response, ResponseStreamEvent
 
-RESPONSES = Endpoint(
-    provider="openai",
-    endpoint="responses.create",
-    return_type=Response,
-    chunk_type=ResponseStreamEvent,
-    usage=_responses_usage,
-    stream_usage=_responses_stream_usage,
-    sdk=_SDK,
-    construct=_CONSTRUCT,
-    sentinels=_SENTINELS,
-)
-"""0.2.0's SDK-level description of ``client.responses.create`` (no longer patched): returns
-``Response``; streams ``ResponseStreamEvent`` (a union)."""
+    common: dict[str, Any] = {
+        "provider": "openai",
+        "sdk": _sdk_version(),
+        "construct": sdk_constructor(openai),
+        "sentinels": sdk_sentinels(openai),
+    }
+    return {
+        "CHAT_COMPLETIONS": Endpoint(
+            endpoint="chat.completions.create",
+            return_type=ChatCompletion,
+            chunk_type=ChatCompletionChunk,
+            usage=_chat_usage,
+            stream_usage=_chat_stream_usage,
+            **common,
+        ),
+        "RESPONSES": Endpoint(
+            endpoint="responses.create",
+            return_type=Response,
+            chunk_type=ResponseStreamEvent,
+            usage=_responses_usage,
+            stream_usage=_responses_stream_usage,
+            **common,
+        ),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """``CHAT_COMPLETIONS`` and ``RESPONSES`` (PEP 562; see :func:`_endpoints`).
+
+    Raises:
+        ImportError: the openai SDK is not installed (the install hint).
+        AttributeError: any other name.
+    """
+    if name in ("CHAT_COMPLETIONS", "RESPONSES"):
+        return _endpoints()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def instrument_openai(client: Any, *, hosts: dict[str, str] | None = None) -> Any:
@@ -110,10 +137,12 @@ def instrument_openai(client: Any, *, hosts: dict[str, str] | None = None) -> An
 
     Raises:
         TypeError: ``client`` is not an OpenAI client.
+        ImportError: the openai SDK is not installed (``install "stepfork-trace[openai]" ...``).
     """
-    if not isinstance(client, (_openai.OpenAI, _openai.AsyncOpenAI)):
+    openai = _sdk()
+    if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
         raise TypeError(f"instrument_openai expects an OpenAI or AsyncOpenAI client, got {type(client)!r}")
-    install(client._client, provider="openai", hosts=hosts, sdk=_SDK, sdk_error=_openai.OpenAIError)
+    install(client._client, provider="openai", hosts=hosts, sdk=_sdk_version(), sdk_error=openai.OpenAIError)
     return client
 
 
