@@ -65,17 +65,26 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["--help"]},
     )
 
+    def show_version(value: bool) -> None:
+        # an eager option's callback runs while the command line is parsed, before click asks for a
+        # command: `app(["--version"])` and typer's CliRunner answer too (issue 32), not only main()
+        if value:
+            typer.echo(f"stepfork {_version()}")
+            raise typer.Exit(0)
+
     @app.callback()
     def _root(
         version: bool = typer.Option(
-            False, "--version", "-V", help="Show the Stepfork version and exit.", is_eager=True
+            False,
+            "--version",
+            "-V",
+            help="Show the Stepfork version and exit.",
+            is_eager=True,
+            callback=show_version,
         ),
         debug: bool = typer.Option(False, "--debug", help="Show a traceback on unexpected errors."),
     ) -> None:
         """Stepfork: validate, inspect, replay, export and run .sftrace regression checks."""
-        if version:
-            typer.echo(f"stepfork {_version()}")
-            raise typer.Exit(0)
 
     for module_name in COMMANDS.values():
         import_module(module_name).register(app)

@@ -148,7 +148,9 @@ class Endpoint:
             if self.construct is not None and isinstance(decoded, dict):
                 return self.construct(value=decoded, type_=type_)
             return from_jsonable(decoded, type_)
-        except (TraceSerializationError, TypeError, ValueError, KeyError) as exc:
+        except (TraceSerializationError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            # AttributeError: an SDK validator reading a recorded value of the wrong shape (a string where
+            # LangChain's message validator calls .get) must not escape as a traceback from its internals
             from stepfork.replay.errors import ReplayMismatchError
 
             name, version = self.sdk

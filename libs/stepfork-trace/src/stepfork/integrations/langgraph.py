@@ -36,7 +36,10 @@ def traced_chat_model(model: Any, *, provider: str | None = None, replay_policy:
     """Instrument the LangChain chat model ``model`` in place and return it (the same instance).
 
     Its ``invoke``/``ainvoke``/``stream``/``astream`` (and so every LangGraph node calling it) record and
-    replay as LLM boundaries, as :class:`StepforkChatModel` does; ``provider`` defaults to ``langchain``.
+    replay as LLM boundaries, as :class:`StepforkChatModel` does; ``provider`` defaults to the model's
+    ``_llm_type`` (the earlier implementation's rule), else ``langchain``. A chat model that calls its
+    provider through an SDK client (``ChatOpenAI``...) is recorded at that client's HTTP transport, with the
+    request's provider.
     ``replay_policy`` other than ``frozen`` is refused (the LangChain integration records frozen calls).
 
     Raises:
@@ -52,13 +55,16 @@ def traced_chat_model(model: Any, *, provider: str | None = None, replay_policy:
         return model
     if not isinstance(model, BaseChatModel):
         raise LangGraphIntegrationError(
-            f"traced_chat_model expects a LangChain chat model, got {type(model).__name__}"
+            f"traced_chat_model expects a LangChain chat model (a BaseChatModel), got {type(model).__name__}"
         )
     if str(getattr(replay_policy, "value", replay_policy)) != "frozen":
         raise LangGraphIntegrationError(
             "traced_chat_model records frozen calls only (replay_policy='frozen')"
         )
-    wrapper = StepforkChatModel(inner=model.model_copy(), provider=provider or "langchain")
+    # the provider recorded: the argument, else the model's _llm_type, as the earlier implementation did
+    llm_type = getattr(model, "_llm_type", None)
+    recorded = provider or (llm_type if isinstance(llm_type, str) and llm_type else "langchain")
+    wrapper = StepforkChatModel(inner=model.model_copy(), provider=recorded)
     for name in _METHODS:  # instance attributes shadow the class's methods; the copy keeps the originals
         object.__setattr__(model, name, getattr(wrapper, name))
     object.__setattr__(model, _MARK, True)
@@ -87,8 +93,12 @@ def traced_tool(
     from langchain_core.tools import BaseTool, StructuredTool
 
     def build(func: Callable[..., Any]) -> BaseTool:
-        if isinstance(func, BaseTool) or not callable(func):
-            raise LangGraphIntegrationError("traced_tool expects a plain function (not a BaseTool)")
+        if isinstance(func, BaseTool):
+            raise LangGraphIntegrationError(
+                "traced_tool expects a plain function, not a BaseTool: pass the tool's underlying function"
+            )
+        if not callable(func):
+            raise LangGraphIntegrationError(f"traced_tool expects a callable function, got {type(func).__name__}")
         tool_name = name or getattr(func, "__name__", None) or "tool"
         text = description or inspect.getdoc(func)
         if not text:

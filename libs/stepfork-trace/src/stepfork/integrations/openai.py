@@ -156,25 +156,57 @@ CHAT_COMPLETIONS_METHOD = "chat.completions.create"
 
 
 class OpenAIIntegrationError(ValueError):
-    """A reference-style call that cannot be made: no ``model``, or ``stream=True``."""
+    """A reference-style call that cannot be made or whose response cannot be kept: no ``model``,
+    ``stream=True``, request parameters that are not JSON, a client without ``chat.completions.create``,
+    or a response that is not a JSON object (REFERENCE-API.md ``stepfork.integrations.openai``)."""
 
 
-def _reference_call(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _is_json(value: Any) -> bool:
+    from stepfork.trace.canonical import canonical_json
+
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _reference_call(client: Any, request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     model = request.get("model")
     if not isinstance(model, str) or not model:
         raise OpenAIIntegrationError("chat_completions_create requires a non-empty model")
     if request.get("stream"):
         raise OpenAIIntegrationError(
-            "chat_completions_create does not support stream=True; use instrument_openai(client) for streams"
+            "chat_completions_create does not support streaming (stream=True); use instrument_openai(client) "
+            "for streams"
         )
+    if not _is_json(request):
+        raise OpenAIIntegrationError("chat_completions_create request parameters must be JSON-compatible")
+    completions = getattr(getattr(client, "chat", None), "completions", None)
+    if not callable(getattr(completions, "create", None)):
+        raise OpenAIIntegrationError(f"{type(client).__name__} has no chat.completions.create")
     return model, {"method": CHAT_COMPLETIONS_METHOD, "request": request}
 
 
 def _as_json_dict(response: Any) -> Any:
+    """The response's JSON (``model_dump(mode="json")``, else ``to_dict()``) with its token usage.
+
+    Raises:
+        OpenAIIntegrationError: the response is not a JSON object.
+    """
     from stepfork.trace.instrument import LLMOutput
 
-    wire = response.model_dump(mode="json") if hasattr(response, "model_dump") else response
-    return LLMOutput(wire, **_chat_usage(wire if isinstance(wire, dict) else {}))
+    if hasattr(response, "model_dump"):
+        wire = response.model_dump(mode="json")
+    elif hasattr(response, "to_dict"):
+        wire = response.to_dict()
+    else:
+        wire = response
+    if not isinstance(wire, dict):
+        raise OpenAIIntegrationError(f"chat.completions.create response is not a JSON object: {type(wire).__name__}")
+    if not _is_json(wire):
+        raise OpenAIIntegrationError("chat.completions.create response is not JSON-compatible")
+    return LLMOutput(wire, **_chat_usage(wire))
 
 
 def chat_completions_create(client: Any, /, *, replay_policy: str = "frozen", **request: Any) -> Any:
@@ -184,12 +216,14 @@ def chat_completions_create(client: Any, /, *, replay_policy: str = "frozen", **
     "request": request}``, with token usage; under replay the recorded dict is returned (REFERENCE-API.md).
 
     Raises:
-        OpenAIIntegrationError: ``model`` is missing or ``stream=True``.
+        OpenAIIntegrationError: ``model`` is missing, ``stream=True``, a parameter is not JSON or the client
+            has no ``chat.completions.create`` (before anything is sent or recorded); the response is not a
+            JSON object (recorded as the call's failure, then raised).
         Whatever the SDK raises (recorded, then re-raised).
     """
     from stepfork.trace.instrument import llm_request
 
-    model, payload = _reference_call(request)
+    model, payload = _reference_call(client, request)
     return llm_request(
         model=model,
         input=payload,
@@ -203,7 +237,7 @@ async def achat_completions_create(client: Any, /, *, replay_policy: str = "froz
     """Async :func:`chat_completions_create` for an ``AsyncOpenAI`` client (same arguments and errors)."""
     from stepfork.trace.instrument import allm_request
 
-    model, payload = _reference_call(request)
+    model, payload = _reference_call(client, request)
 
     async def call() -> Any:
         return _as_json_dict(await client.chat.completions.create(**request))
