@@ -82,7 +82,8 @@ def test_a_failed_run_inspects_with_its_failure(tmp_path: Path) -> None:
     trace = Trace(agent_name="booking-agent")
     start = trace.add(RunStart())
     call = trace.add(ToolCall(name="flight_search", input={"q": "KTM"}, parent_id=start.id))
-    trace.add(ToolResult(name="flight_search", output={"ok": False}, status=EventStatus.ERROR, parent_id=call.id))
+    failed = {"output": {"ok": False}, "status": EventStatus.ERROR}
+    trace.add(ToolResult(name="flight_search", parent_id=call.id, **failed))
     trace.add(RunEnd(run_status=RunStatus.FAILED))
     failure = FailureInfo(type="ToolError", message="timeout", step=2)
     bundle = trace.save(tmp_path / "failed.sftrace", status=RunStatus.FAILED, failure=failure)

@@ -53,16 +53,18 @@ def test_a_changed_input_keeps_the_headline_and_names_both_input_fingerprints(bu
 
 
 def test_a_changed_prompt_names_the_input_fingerprint(bundle: Path) -> None:
-    with ReplaySession.from_trace(bundle), pytest.raises(ReplayMismatchError, match="input fingerprint"):
+    with ReplaySession.from_trace(bundle):
         lookup("ORD-1")
-        _ask("different")
+        with pytest.raises(ReplayMismatchError, match="input fingerprint"):
+            _ask("different")
 
 
 def test_an_extra_call_names_the_actual_input_fingerprint(bundle: Path) -> None:
-    with ReplaySession.from_trace(bundle), pytest.raises(ReplayExhaustedError) as info:
+    with ReplaySession.from_trace(bundle):
         lookup("ORD-1")
         _ask("hi")
-        lookup("ORD-3")
+        with pytest.raises(ReplayExhaustedError) as info:
+            lookup("ORD-3")
     text = str(info.value)
     assert "already consumed" in text
     assert "actual input fingerprint" in text
@@ -89,7 +91,10 @@ def _tamper_output(bundle: Path) -> None:
 
 def test_a_recorded_output_that_does_not_match_its_fingerprint_is_invalid(bundle: Path) -> None:
     _tamper_output(bundle)
-    with ReplaySession.from_trace(bundle), pytest.raises(ReplayMismatchError, match="invalid output fingerprint"):
+    with (
+        ReplaySession.from_trace(bundle),
+        pytest.raises(ReplayMismatchError, match="invalid output fingerprint"),
+    ):
         lookup("ORD-1")
 
 

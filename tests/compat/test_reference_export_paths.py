@@ -42,7 +42,7 @@ def test_each_submodule_holds_the_same_object(module: str, name: str) -> None:
     assert getattr(importlib.import_module(module), name) is getattr(stepfork.export, name)
 
 
-AGENT = '''
+AGENT = """
 from stepfork import trace_tool
 
 
@@ -53,7 +53,7 @@ def lookup(order_id: str) -> dict:
 
 def run() -> dict:
     return {"notify": lookup("ORD-1")["status"] == "shipped"}
-'''
+"""
 
 
 def test_a_test_written_through_the_generator_runs_through_the_runtime(
@@ -80,6 +80,8 @@ def test_a_test_written_through_the_generator_runs_through_the_runtime(
     assert result == {"notify": True}
     with pytest.raises(AssertionError, match="behavior mismatch at 'notify'"):
         run_regression_case(
-            trace_path=bundle, import_root=tmp_path, entrypoint="compat_agent:run", expectation={"notify": False}
+            trace_path=bundle,
+            import_root=tmp_path,
+            entrypoint="compat_agent:run",
+            expectation={"notify": False},
         )
-

@@ -31,11 +31,14 @@ sys.meta_path.insert(0, Missing())
 """
 
 # module -> (SDK packages blocked, the extra its hint names or None, the public names, what using it does)
+USE_OPENAI = "m.instrument_openai(object())"
 CASES = {
-    "openai": ({"openai"}, "openai", ["instrument_openai", "chat_completions_create"], "m.instrument_openai(object())"),
+    "openai": ({"openai"}, "openai", ["instrument_openai", "chat_completions_create"], USE_OPENAI),
     "anthropic": ({"anthropic"}, "anthropic", ["instrument_anthropic"], "m.instrument_anthropic(object())"),
-    "langchain": ({"langchain_core"}, "langchain", ["instrument_chat_model"], "m.instrument_chat_model(object())"),
-    "langgraph": ({"langchain_core", "langgraph"}, "langchain", ["traced_chat_model", "traced_tool"], "m.traced_tool(len)"),
+    "langchain": (
+        {"langchain_core"}, "langchain", ["instrument_chat_model"], "m.instrument_chat_model(object())"
+    ),
+    "langgraph": ({"langchain_core", "langgraph"}, "langchain", ["traced_tool"], "m.traced_tool(len)"),
     "pydantic_ai": ({"pydantic_ai"}, "pydantic-ai", ["instrument_model"], "m.instrument_model('test')"),
     "mcp": ({"mcp"}, "mcp", ["instrument_mcp", "enable"], "m.instrument_mcp(object())"),
     "httpx": ({"httpx", "httpx2"}, None, ["instrument_httpx"], None),

@@ -60,7 +60,10 @@ def test_live_mode_denies_a_tool_not_named_and_runs_a_named_one(tmp_path: Path) 
     with record("mailer", output=bundle):
         send_email("a@example.com")
     SENT.clear()
-    with ReplaySession.from_trace(bundle, mode="live"), pytest.raises(ReplayPolicyError, match="authorization"):
+    with (
+        ReplaySession.from_trace(bundle, mode="live"),
+        pytest.raises(ReplayPolicyError, match="authorization"),
+    ):
         send_email("a@example.com")
     assert SENT == []  # denied before the body ran (spec replay.txt: live mode denies tools by default)
     with ReplaySession.from_trace(bundle, mode="live", allow_live_tools={"send_email"}) as replay:

@@ -127,7 +127,8 @@ def test_float_vs_int_names_both_types_previews_and_a_hint(failures: dict[str, s
     assert 'recorded: tool sample  input {"options":{"o0":0,' in text  # previews cut to one line
     assert 'live:     tool sample  input {"options":{"o0":0,' in text
     # the spec's words ("Matching guarantees") and the earlier implementation's (issue 32)
-    assert re.search(r"recorded input fingerprint: [0-9a-f]{12}…\nactual input fingerprint:   [0-9a-f]{12}…", text)
+    fingerprints = r"recorded input fingerprint: [0-9a-f]{12}…\nactual input fingerprint:   [0-9a-f]{12}…"
+    assert re.search(fingerprints, text)
     assert not HEX64.search(text)  # abbreviated; the full ones stay on error.diagnostic
     assert "hint: equal numbers of different JSON types" in text
     assert len(text.splitlines()) <= 16

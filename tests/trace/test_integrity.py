@@ -81,7 +81,10 @@ def rewrite(bundle: Path, change: object) -> None:
         # a payload file's digest missing or malformed: the issue names that file (as the reference did)
         (lambda r: r["files"].pop("events.jsonl"), "events.jsonl"),
         (lambda r: r["files"].__setitem__("events.jsonl", "ABC"), "events.jsonl"),
-        (lambda r: r["files"].__setitem__("manifest.json", r["files"]["manifest.json"].upper()), "manifest.json"),
+        (
+            lambda r: r["files"].__setitem__("manifest.json", r["files"]["manifest.json"].upper()),
+            "manifest.json",
+        ),
         (lambda r: r.__setitem__("files", []), "integrity.json"),
         (lambda r: r.__setitem__("schema_version", "0.2"), "integrity.json"),
     ],

@@ -178,7 +178,9 @@ def assert_tool_sequence(replay: _Replay, sequence: Iterable[str], *, strict: bo
     if not ok:  # the earlier implementation's words ("exact tool sequence"; issue 32)
         if strict:
             raise AssertionError(f"expected the exact tool sequence {wanted}; actual: {names}")
-        raise AssertionError(f"expected tool sequence {wanted} in order (others allowed between); actual: {names}")
+        raise AssertionError(
+            f"expected tool sequence {wanted} in order (others allowed between); actual: {names}"
+        )
 
 
 def assert_max_steps(replay: _Replay, maximum: int) -> None:

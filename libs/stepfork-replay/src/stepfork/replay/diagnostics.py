@@ -348,7 +348,8 @@ class Diagnostic:
         computed = " (computed from the loaded trace)" if self.fingerprints_computed else ""
         lines = []  # a side without a call has no fingerprint to show
         if self.expected_kind is not None or self.expected_input_fingerprint is not None:
-            lines.append(f"  recorded input fingerprint: {_shown(self.expected_input_fingerprint, verbose)}{computed}")
+            shown = _shown(self.expected_input_fingerprint, verbose)
+            lines.append(f"  recorded input fingerprint: {shown}{computed}")
         if self.actual_kind is not None or self.actual_input_fingerprint is not None:
             lines.append(f"  actual input fingerprint:   {_shown(self.actual_input_fingerprint, verbose)}")
         return lines
@@ -368,7 +369,8 @@ class Diagnostic:
             header = f"call #{self.index + 1}" + (f" (step {self.step})" if self.step is not None else "")
         lines = [header, self.explain(verbose=verbose)]
         if self.recorded_output_fingerprint is not None:
-            lines.append(f"  recorded output fingerprint: {_shown(self.recorded_output_fingerprint, verbose)}")
+            output = _shown(self.recorded_output_fingerprint, verbose)
+            lines.append(f"  recorded output fingerprint: {output}")
         if self.expected_model_fingerprint or self.actual_model_fingerprint:
             lines.append(
                 f"  model metadata fingerprint: recorded {_shown(self.expected_model_fingerprint, verbose)}, "

@@ -265,4 +265,3 @@ class StepforkChatModel(BaseChatModel):
             if run_manager is not None and isinstance(chunk.content, str):
                 await run_manager.on_llm_new_token(chunk.content, chunk=ChatGenerationChunk(message=chunk))
             yield ChatGenerationChunk(message=chunk)
-

@@ -140,4 +140,3 @@ def _instrument_http_client(model: Any) -> bool:
     else:
         install(http)
     return True
-

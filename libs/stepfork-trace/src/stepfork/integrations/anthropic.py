@@ -14,7 +14,7 @@ Bundles recorded by 0.2.0's SDK-level integration still replay. The module impor
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepfork.integrations._common import (
     Endpoint,
@@ -26,6 +26,9 @@ from stepfork.integrations._common import (
 from stepfork.integrations._http_capture import install
 
 __all__ = ["MESSAGES", "instrument_anthropic"]
+
+if TYPE_CHECKING:  # pragma: no cover - built on first use by __getattr__ below
+    MESSAGES: Endpoint
 
 
 def _sdk() -> Any:
@@ -112,5 +115,6 @@ def instrument_anthropic(client: Any, *, hosts: dict[str, str] | None = None) ->
     anthropic = _sdk()
     if not isinstance(client, (anthropic.Anthropic, anthropic.AsyncAnthropic)):
         raise TypeError(f"instrument_anthropic expects an Anthropic client, got {type(client)!r}")
-    install(client._client, provider="anthropic", hosts=hosts, sdk=_sdk_version(), sdk_error=anthropic.AnthropicError)
+    sdk_error = anthropic.AnthropicError
+    install(client._client, provider="anthropic", hosts=hosts, sdk=_sdk_version(), sdk_error=sdk_error)
     return client

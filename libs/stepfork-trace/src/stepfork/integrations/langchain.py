@@ -41,10 +41,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["StepforkChatModel", "instrument_chat_model"]
 
-__getattr__ = lazy_attributes(__name__, "stepfork.integrations._langchain_model", frozenset({"StepforkChatModel"}))
+__getattr__ = lazy_attributes(
+    __name__, "stepfork.integrations._langchain_model", frozenset({"StepforkChatModel"})
+)
 
 
-def instrument_chat_model(model: Any, *, provider: str = "langchain", name: str | None = None) -> StepforkChatModel:
+def instrument_chat_model(
+    model: Any, *, provider: str = "langchain", name: str | None = None
+) -> StepforkChatModel:
     """Wrap a LangChain chat model: ``StepforkChatModel(inner=model, provider=provider, model=name)``.
 
     Raises:

@@ -98,7 +98,8 @@ def traced_tool(
                 "traced_tool expects a plain function, not a BaseTool: pass the tool's underlying function"
             )
         if not callable(func):
-            raise LangGraphIntegrationError(f"traced_tool expects a callable function, got {type(func).__name__}")
+            kind = type(func).__name__
+            raise LangGraphIntegrationError(f"traced_tool expects a callable function, got {kind}")
         tool_name = name or getattr(func, "__name__", None) or "tool"
         text = description or inspect.getdoc(func)
         if not text:

@@ -16,7 +16,7 @@ The module imports without the openai SDK (issue 32): the SDK is imported on fir
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepfork.integrations._common import (
     Endpoint,
@@ -36,6 +36,10 @@ __all__ = [
     "chat_completions_create",
     "instrument_openai",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover - built on first use by __getattr__ below
+    CHAT_COMPLETIONS: Endpoint
+    RESPONSES: Endpoint
 
 
 def _sdk() -> Any:
@@ -203,7 +207,8 @@ def _as_json_dict(response: Any) -> Any:
     else:
         wire = response
     if not isinstance(wire, dict):
-        raise OpenAIIntegrationError(f"chat.completions.create response is not a JSON object: {type(wire).__name__}")
+        kind = type(wire).__name__
+        raise OpenAIIntegrationError(f"chat.completions.create response is not a JSON object: {kind}")
     if not _is_json(wire):
         raise OpenAIIntegrationError("chat.completions.create response is not JSON-compatible")
     return LLMOutput(wire, **_chat_usage(wire))

@@ -112,7 +112,9 @@ def qualified_type_name(exc: BaseException) -> str:
     """
     cls = type(exc)
     module = cls.__module__
-    return cls.__qualname__ if module in _UNQUALIFIED_MODULES or not module else f"{module}.{cls.__qualname__}"
+    if not module or module in _UNQUALIFIED_MODULES:
+        return cls.__qualname__
+    return f"{module}.{cls.__qualname__}"
 
 
 _UNQUALIFIED_MODULES = frozenset({"builtins", "__main__"})  # traceback.TracebackException's rule

@@ -209,7 +209,9 @@ def _conv(value: Any, depth: int, active: set[int]) -> Any:
     serializer = _serializer.get()
     if serializer is not None:
         return _serialized(serializer, value, t, depth, active)
-    raise _Fail(f"cannot serialize {_qualname(t)}: it has no JSON form (see docs/values.md)", "unsupported_type")
+    raise _Fail(
+        f"cannot serialize {_qualname(t)}: it has no JSON form (see docs/values.md)", "unsupported_type"
+    )
 
 
 def _serialized(serializer: Serializer, value: Any, t: type, depth: int, active: set[int]) -> Any:

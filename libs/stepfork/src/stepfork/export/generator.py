@@ -5,6 +5,11 @@ returns the test's source (str), ``export_pytest_test`` writes it atomically and
 both raise ``ExportError`` (``ExportExistsError`` for an existing file without ``overwrite``).
 """
 
-from stepfork.analysis.export import ExportError, ExportExistsError, export_pytest_test, generate_pytest_source
+from stepfork.analysis.export import (
+    ExportError,
+    ExportExistsError,
+    export_pytest_test,
+    generate_pytest_source,
+)
 
 __all__ = ["ExportError", "ExportExistsError", "export_pytest_test", "generate_pytest_source"]

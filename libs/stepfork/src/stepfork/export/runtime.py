@@ -9,7 +9,7 @@ of that module that code written against it imported; it is :func:`stepfork.repl
 whose cut is marked ``...`` (docs/decisions.md).
 """
 
-from stepfork.replay.diagnostics import preview as _preview
+from stepfork.replay.diagnostics import preview as _preview  # noqa: F401 - the earlier private name, kept
 from stepfork.replay.regression import run_regression_case
 
 __all__ = ["run_regression_case"]

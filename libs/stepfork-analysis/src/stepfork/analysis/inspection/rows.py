@@ -14,7 +14,15 @@ from stepfork.analysis._render import escape_controls
 from stepfork.trace.models import COMMON_EVENT_FIELDS
 from stepfork.trace.redaction import redact_json
 
-__all__ = ["LABEL_FIELDS", "USAGE_FIELDS", "event_details", "event_label", "sanitized", "sanitized_text", "timeline_row"]
+__all__ = [
+    "LABEL_FIELDS",
+    "USAGE_FIELDS",
+    "event_details",
+    "event_label",
+    "sanitized",
+    "sanitized_text",
+    "timeline_row",
+]
 
 LABEL_FIELDS = ("name", "model", "provider", "run_status", "error_type", "key")
 """Type-specific fields already shown in the label, so left out of ``details``."""
