@@ -70,24 +70,31 @@ def test_the_module_imports_without_its_sdk_and_names_its_api(module: str) -> No
     assert found["sdk_loaded"] == []
 
 
-@pytest.mark.parametrize("module", sorted(m for m, case in CASES.items() if case[3] is not None))
-def test_using_it_without_the_sdk_raises_the_install_hint(module: str) -> None:
-    blocked, extra, _, use = CASES[module]
+def _import_error(module: str, statement: str) -> object:
+    """The ImportError message ``statement`` raises (``m`` is the integration module) without the SDK."""
+    blocked = CASES[module][0]
     found = _run(
         blocked,
         f"""
         import importlib, json
         m = importlib.import_module("stepfork.integrations.{module}")
         try:
-            {use}
+            {statement}
         except ImportError as exc:
             print(json.dumps({{"error": str(exc)}}))
         else:
             print(json.dumps({{"error": None}}))
         """,
     )
-    assert isinstance(found["error"], str)
-    assert found["error"].startswith(f'install "stepfork-trace[{extra}]" to use the ')
+    return found["error"]
+
+
+@pytest.mark.parametrize("module", sorted(m for m, case in CASES.items() if case[3] is not None))
+def test_using_it_without_the_sdk_raises_the_install_hint(module: str) -> None:
+    _, extra, _, use = CASES[module]
+    error = _import_error(module, str(use))
+    assert isinstance(error, str)
+    assert error.startswith(f'install "stepfork-trace[{extra}]" to use the ')
 
 
 @pytest.mark.parametrize(
@@ -96,19 +103,8 @@ def test_using_it_without_the_sdk_raises_the_install_hint(module: str) -> None:
      ("pydantic_ai", "StepforkModel")],
 )  # fmt: skip
 def test_a_name_built_from_the_sdk_raises_the_hint_when_read(module: str, name: str) -> None:
-    blocked, extra, _, _ = CASES[module]
-    found = _run(
-        blocked,
-        f"""
-        import json
-        import stepfork.integrations.{module} as m
-        try:
-            m.{name}
-        except ImportError as exc:
-            print(json.dumps({{"error": str(exc)}}))
-        """,
-    )
-    assert str(found["error"]).startswith(f'install "stepfork-trace[{extra}]"')
+    extra = CASES[module][1]
+    assert str(_import_error(module, f"m.{name}")).startswith(f'install "stepfork-trace[{extra}]"')
 
 
 def test_the_reference_constants_need_no_sdk() -> None:

@@ -44,6 +44,12 @@ def require(module: str, extra: str, label: str) -> Any:
         raise ImportError(f'install "stepfork-trace[{extra}]" to use the {label} integration') from exc
 
 
+def sdk_version(module: Any) -> tuple[str, str]:
+    """``(package name, installed version)`` of an imported SDK module (``("openai", "3.50.0")``), as an
+    integration notes it for ``sdk-versions.json``."""
+    return (module.__name__, str(getattr(module, "__version__", "unknown")))
+
+
 def lazy_attributes(owner: str, implementation: str, names: frozenset[str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` (PEP 562) for the integration module ``owner``: each of ``names`` is read
     from the private module ``implementation`` (the code that needs the SDK), imported on first use, so

@@ -21,6 +21,7 @@ from stepfork.integrations._common import (
     require,
     sdk_constructor,
     sdk_sentinels,
+    sdk_version,
     usage_fields,
 )
 from stepfork.integrations._http_capture import install
@@ -38,10 +39,6 @@ def _sdk() -> Any:
         ImportError: ``install "stepfork-trace[anthropic]" to use the Anthropic integration``.
     """
     return require("anthropic", "anthropic", "Anthropic")
-
-
-def _sdk_version() -> tuple[str, str]:
-    return ("anthropic", str(_sdk().__version__))
 
 
 def _usage(wire: Any) -> dict[str, int | None]:
@@ -80,7 +77,7 @@ def _messages() -> Endpoint:
         chunk_type=RawMessageStreamEvent,
         usage=_usage,
         stream_usage=_stream_usage,
-        sdk=_sdk_version(),
+        sdk=sdk_version(anthropic),
         construct=sdk_constructor(anthropic),
         sentinels=sdk_sentinels(anthropic),
     )
@@ -115,6 +112,6 @@ def instrument_anthropic(client: Any, *, hosts: dict[str, str] | None = None) ->
     anthropic = _sdk()
     if not isinstance(client, (anthropic.Anthropic, anthropic.AsyncAnthropic)):
         raise TypeError(f"instrument_anthropic expects an Anthropic client, got {type(client)!r}")
-    sdk_error = anthropic.AnthropicError
-    install(client._client, provider="anthropic", hosts=hosts, sdk=_sdk_version(), sdk_error=sdk_error)
+    sdk, sdk_error = sdk_version(anthropic), anthropic.AnthropicError
+    install(client._client, provider="anthropic", hosts=hosts, sdk=sdk, sdk_error=sdk_error)
     return client

@@ -23,6 +23,7 @@ from stepfork.integrations._common import (
     require,
     sdk_constructor,
     sdk_sentinels,
+    sdk_version,
     usage_fields,
 )
 from stepfork.integrations._http_capture import install
@@ -49,10 +50,6 @@ def _sdk() -> Any:
         ImportError: ``install "stepfork-trace[openai]" to use the OpenAI integration``.
     """
     return require("openai", "openai", "OpenAI")
-
-
-def _sdk_version() -> tuple[str, str]:
-    return ("openai", str(_sdk().__version__))
 
 
 def _chat_usage(wire: Any) -> dict[str, int | None]:
@@ -88,29 +85,15 @@ def _endpoints() -> dict[str, Endpoint]:
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
     from openai.types.responses import Response, ResponseStreamEvent
 
-    common: dict[str, Any] = {
-        "provider": "openai",
-        "sdk": _sdk_version(),
-        "construct": sdk_constructor(openai),
-        "sentinels": sdk_sentinels(openai),
+    methods = {  # name -> (endpoint, response type, chunk type, usage, stream usage)
+        "CHAT_COMPLETIONS": ("chat.completions.create", ChatCompletion, ChatCompletionChunk, _chat_usage),
+        "RESPONSES": ("responses.create", Response, ResponseStreamEvent, _responses_usage),
     }
+    streamed = {"CHAT_COMPLETIONS": _chat_stream_usage, "RESPONSES": _responses_stream_usage}
+    sdk, construct, sentinels = sdk_version(openai), sdk_constructor(openai), sdk_sentinels(openai)
     return {
-        "CHAT_COMPLETIONS": Endpoint(
-            endpoint="chat.completions.create",
-            return_type=ChatCompletion,
-            chunk_type=ChatCompletionChunk,
-            usage=_chat_usage,
-            stream_usage=_chat_stream_usage,
-            **common,
-        ),
-        "RESPONSES": Endpoint(
-            endpoint="responses.create",
-            return_type=Response,
-            chunk_type=ResponseStreamEvent,
-            usage=_responses_usage,
-            stream_usage=_responses_stream_usage,
-            **common,
-        ),
+        name: Endpoint("openai", endpoint, returned, chunk, usage, streamed[name], sdk, construct, sentinels)
+        for name, (endpoint, returned, chunk, usage) in methods.items()
     }
 
 
@@ -146,7 +129,8 @@ def instrument_openai(client: Any, *, hosts: dict[str, str] | None = None) -> An
     openai = _sdk()
     if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
         raise TypeError(f"instrument_openai expects an OpenAI or AsyncOpenAI client, got {type(client)!r}")
-    install(client._client, provider="openai", hosts=hosts, sdk=_sdk_version(), sdk_error=openai.OpenAIError)
+    sdk, sdk_error = sdk_version(openai), openai.OpenAIError
+    install(client._client, provider="openai", hosts=hosts, sdk=sdk, sdk_error=sdk_error)
     return client
 
 
