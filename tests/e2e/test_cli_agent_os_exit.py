@@ -122,7 +122,7 @@ def test_os_exit_in_a_forked_run_is_exit_1_and_names_the_unfinished_bundle(quick
     given = ("--step", "2", "-e", "exiting:exits_in_the_main_thread", "-o", "out.sftrace")
     result = run_cli("fork", "notify.sftrace", *given, cwd=quickstart)
     assert result.code == 1, result.text
-    assert result.err.endswith(_fork_line(0))
+    assert result.out.endswith(_fork_line(0))  # fork's result (the run did not finish): stdout
     assert "Status:" not in result.out  # no report of a run that never ended
     unfinished = run_cli("validate", "out.sftrace", cwd=quickstart)
     assert unfinished.code == 1, unfinished.text

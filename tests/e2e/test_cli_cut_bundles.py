@@ -129,7 +129,7 @@ def test_a_torn_finished_bundle_says_why_partial_cannot_help(torn: Path, in_proc
     assert (plain.code, plain.err) == (2, inspect.err)
     validate = in_process("validate", "torn.sftrace", "--partial", cwd=torn.parent)
     assert validate.code == 2, validate.text
-    assert f"invalid_json: {WHY_NOT_PARTIAL} (events.jsonl:6)" in validate.err.splitlines()[-1]
+    assert f"invalid_json: {WHY_NOT_PARTIAL} (events.jsonl:6)" in validate.out.splitlines()[-1]
     assert (torn / "events.jsonl").read_bytes() == before  # never repaired
 
 

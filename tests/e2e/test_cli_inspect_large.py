@@ -94,7 +94,7 @@ def test_all_and_json_show_every_row(big: Path) -> None:
 
 
 def test_the_scan_streams_the_bundle(big: Path) -> None:
-    from stepfork.cli.render.inspection import inspect_bundle
+    from stepfork.analysis.inspection import scan_bundle as inspect_bundle
 
     size = (big / "events.jsonl").stat().st_size
     tracemalloc.start()

@@ -383,7 +383,7 @@ def test_a_trace_that_replays_cleanly_has_no_failure_to_minimize(project: Path) 
     assert (
         "Failed to detect original failure signature: trace replay completed successfully; "
         "no failure to minimize"
-    ) in proc.stderr
+    ) in proc.stdout  # minimize's finding: stdout (issue 32)
 
 
 def test_a_replay_that_only_diverges_has_no_failure_to_minimize(project: Path) -> None:
@@ -391,7 +391,7 @@ def test_a_replay_that_only_diverges_has_no_failure_to_minimize(project: Path) -
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert (
         "Failed to detect original failure signature: the replay diverged from the recording (input_diverged)"
-    ) in proc.stderr
+    ) in proc.stdout
     assert not (project / "fetch-minimized.sftrace").exists()
 
 
@@ -405,7 +405,7 @@ def test_a_stepfork_replay_error_is_never_the_failure_signature(quickstart: Path
     assert (
         "Failed to detect original failure signature: the replay raised a Stepfork replay error "
         "(live_tool_not_authorized), not a failure of the agent"
-    ) in proc.stderr
+    ) in proc.stdout
     assert not (quickstart / "m.sftrace").exists()
 
 

@@ -67,10 +67,10 @@ def _assert_verdict(result: Result, expected: int) -> None:
     if expected == 0:
         assert "Validation passed." in result.out
     elif expected == 1:
-        assert "Validation failed: 1 issues." in result.err
-        assert "run_start_count" in result.err
+        assert "Validation failed: 1 issues." in result.out  # a verdict: stdout (issue 32)
+        assert "run_start_count" in result.out
     else:
-        assert "Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))" in result.err
+        assert "Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))" in result.out
 
 
 def test_a_valid_bundle_prints_every_check_line_of_the_spec(golden_copy) -> None:
@@ -110,8 +110,9 @@ def test_structural_issues_exit_1_with_a_code_per_issue(golden_copy) -> None:
     _rewrite_events(bundle, duplicate)
     result = run_cli("validate", bundle)
     assert result.code == 1, result.text
-    assert "duplicate_event_id" in result.err
-    assert "Validation failed:" in result.err
+    assert "duplicate_event_id" in result.out
+    assert "Validation failed:" in result.out
+    assert result.err == ""
 
 
 def test_an_event_count_mismatch_is_reported_by_code(golden_copy) -> None:
@@ -121,7 +122,7 @@ def test_an_event_count_mismatch_is_reported_by_code(golden_copy) -> None:
     (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     result = run_cli("validate", bundle)
     assert result.code == 1
-    assert "event_count_mismatch" in result.err
+    assert "event_count_mismatch" in result.out
     assert "✗ Event count matches" in result.out
 
 
@@ -131,7 +132,7 @@ def test_a_truncated_events_file_is_unreadable_exit_2(golden_copy) -> None:
     (bundle / "events.jsonl").write_bytes(data[: len(data) - 40])
     result = run_cli("validate", bundle)
     assert result.code == 2, result.text
-    assert "invalid_json" in result.err
+    assert "invalid_json" in result.out
 
 
 @pytest.mark.parametrize(
@@ -153,13 +154,13 @@ def test_unreadable_bundles_exit_2_with_their_code(golden_copy, damage, code: st
     damage(bundle)
     result = run_cli("validate", bundle)
     assert result.code == 2, result.text
-    assert code in result.err
+    assert code in result.out
 
 
 def test_a_missing_bundle_exits_2(tmp_path: Path) -> None:
     result = run_cli("validate", tmp_path / "nowhere.sftrace")
     assert result.code == 2
-    assert "missing_file" in result.err
+    assert "missing_file" in result.out
 
 
 def test_a_missing_bundle_with_verify_integrity_is_missing_not_legacy(
@@ -169,7 +170,7 @@ def test_a_missing_bundle_with_verify_integrity_is_missing_not_legacy(
     missing = str(tmp_path / "nowhere.sftrace")
     result = run_in_process(capsys, monkeypatch, "validate", missing, "--verify-integrity")
     assert result.code == 2
-    assert "missing_file" in result.err
+    assert "missing_file" in result.out
     assert "legacy" not in result.out + result.err
 
 
@@ -188,7 +189,7 @@ def test_a_tampered_payload_fails_integrity_verification(golden_copy) -> None:
     (bundle / "events.jsonl").write_text(text, encoding="utf-8")
     result = run_cli("validate", bundle, "--verify-integrity")
     assert result.code == 1, result.text
-    assert "payload_hash_mismatch" in result.err
+    assert "payload_hash_mismatch" in result.out
     assert "✗ Integrity verified" in result.out
 
 
@@ -220,8 +221,8 @@ def test_a_killed_recording_says_it_never_finished_in_every_mode(tmp_path: Path)
     assert "validate it with --partial" in strict.out
     integrity = run_cli("validate", "killed.sftrace", "--verify-integrity", cwd=tmp_path)
     assert integrity.code == 3
-    assert "UNVERIFIED (unfinished recording: status running" in integrity.err
-    assert "legacy" not in integrity.err
+    assert "UNVERIFIED (unfinished recording: status running" in integrity.out
+    assert "legacy" not in integrity.out
     partial = run_cli("validate", "killed.sftrace", "--partial", cwd=tmp_path)
     assert partial.code == 0
     assert "warning: run_incomplete: the run never finished" in partial.out

@@ -126,7 +126,9 @@ def test_float_vs_int_names_both_types_previews_and_a_hint(failures: dict[str, s
     assert "$.temperature (first): expected 1.0 (number, float), actual 1 (number, int)" in text
     assert 'recorded: tool sample  input {"options":{"o0":0,' in text  # previews cut to one line
     assert 'live:     tool sample  input {"options":{"o0":0,' in text
-    assert re.search(r"input sha256: recorded [0-9a-f]{12}…, live [0-9a-f]{12}…", text)
+    # the spec's words ("Matching guarantees") and the earlier implementation's (issue 32)
+    fingerprints = r"recorded input fingerprint: [0-9a-f]{12}…\nactual input fingerprint:   [0-9a-f]{12}…"
+    assert re.search(fingerprints, text)
     assert not HEX64.search(text)  # abbreviated; the full ones stay on error.diagnostic
     assert "hint: equal numbers of different JSON types" in text
     assert len(text.splitlines()) <= 16

@@ -173,7 +173,7 @@ def test_diff_says_equivalent_for_the_same_code_and_behavior_changed_for_a_chang
     record(agent, workdir, "c.sftrace", agent.prompt)
     same = stepfork(workdir, "diff", "a.sftrace", "b.sftrace")
     assert same.returncode == 0, same.stdout
-    assert "Result: EQUIVALENT" in same.stdout
+    assert "Result: BEHAVIOR EQUIVALENT" in same.stdout
     changed = stepfork(workdir, "diff", "a.sftrace", "c.sftrace", "--json")
     assert changed.returncode == 1, changed.stdout
     report = json.loads(changed.stdout)

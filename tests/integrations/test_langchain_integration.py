@@ -80,13 +80,16 @@ def test_astream_is_recorded_chunk_by_chunk_and_replayed_as_ai_message_chunks(bu
     assert "".join(c.content for c in replayed) == "one two three"
 
 
-def test_a_missing_langchain_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_langchain_gives_the_install_hint_on_use(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib
     import sys
 
+    # the module imports without the SDK (issue 32); its implementation module is the one that needs it
     monkeypatch.setitem(sys.modules, "langchain_core", None)
     monkeypatch.delitem(sys.modules, "stepfork.integrations.langchain")
+    monkeypatch.delitem(sys.modules, "stepfork.integrations._langchain_model")
+    module = importlib.import_module("stepfork.integrations.langchain")
     with pytest.raises(
         ImportError, match=r'install "stepfork-trace\[langchain\]" to use the LangChain integration'
     ):
-        importlib.import_module("stepfork.integrations.langchain")
+        module.instrument_chat_model(object())

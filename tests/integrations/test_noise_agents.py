@@ -4,7 +4,7 @@ Every example's fake provider behaves as the real API (fresh response and tool-c
 request-id and date headers per response), so two recordings of the same code differ in all of these.
 For each agent (OpenAI, Anthropic, pydantic-ai, LangGraph scripted and on ChatOpenAI, streaming and not,
 the asyncio fan-out, the script agent): ``stepfork diff`` of two recordings of the same code says
-``Result: EQUIVALENT`` (exit 0), and a changed system prompt says BEHAVIOR CHANGED (exit 1) with the
+``Result: BEHAVIOR EQUIVALENT`` (exit 0), and a changed system prompt says BEHAVIOR CHANGED (exit 1) with the
 prompt's path as the first change. A LangGraph ``create_react_agent`` on ChatOpenAI whose entrypoint
 returns its ``AIMessage`` objects (LangChain mints their ids anew on every run) replays MATCHED every time
 (20 of 20 in CI) and its exported test passes, as does the scripted model's agent whose ids the recording
@@ -169,7 +169,7 @@ def test_the_same_code_twice_is_equivalent_and_a_changed_system_prompt_is_the_fi
     record(agent, workdir, "b.sftrace", openai_server)
     same = stepfork(workdir, "diff", "a.sftrace", "b.sftrace")
     assert same.returncode == 0, same.stdout + same.stderr
-    assert "Result: EQUIVALENT" in same.stdout
+    assert "Result: BEHAVIOR EQUIVALENT" in same.stdout
     strict = stepfork(workdir, "diff", "a.sftrace", "b.sftrace", "--strict")
     if agent.name not in ("asyncio_fanout", "langgraph_react", "pydantic_ai_weather"):
         # a live provider's noise is there, and counted by --strict (the scripted models make none)

@@ -343,13 +343,15 @@ def test_closing_an_async_stream_from_another_task_keeps_the_recording_valid(bun
     assert [e["type"] for e in events_of(bundle)][-3:] == ["tool_call", "tool_result", "run_end"]
 
 
-def test_a_missing_sdk_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_sdk_gives_the_install_hint_on_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the module imports without the SDK (issue 32; tests/compat/test_reference_integrations_without_sdk.py)
     monkeypatch.setitem(sys.modules, "openai", None)
     monkeypatch.delitem(sys.modules, "stepfork.integrations.openai")
+    module = importlib.import_module("stepfork.integrations.openai")
     with pytest.raises(
         ImportError, match=r'install "stepfork-trace\[openai\]" to use the OpenAI integration'
     ):
-        importlib.import_module("stepfork.integrations.openai")
+        module.instrument_openai(object())
 
 
 def test_hybrid_replay_with_a_live_llm_sends_the_request_and_returns_the_live_object(bundle: Path) -> None:

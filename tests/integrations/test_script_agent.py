@@ -80,11 +80,12 @@ def test_record_then_replay_a_script_with_no_stepfork_import(tmp_path: Path, ser
     assert changed.returncode == 1, changed.stdout + changed.stderr
     assert "$.body.messages[1].content" in changed.stdout
     assert len(fake.requests) == 2
-    assert "input sha256: recorded " in changed.stdout
+    assert "recorded input fingerprint: " in changed.stdout
     assert "…" in changed.stdout  # abbreviated
     lyon = [sys.executable, "weather_script.py", "Lyon"]
     verbose = run(["replay", "run.sftrace", "--verbose", "--", *lyon], tmp_path, port)
-    full = re.search(r"input sha256: recorded [0-9a-f]{64}, live [0-9a-f]{64}", verbose.stdout)
+    fingerprints = r"recorded input fingerprint: [0-9a-f]{64}\n  actual input fingerprint:   [0-9a-f]{64}"
+    full = re.search(fingerprints, verbose.stdout)
     assert full, verbose.stdout
     ignoring = run(
         [

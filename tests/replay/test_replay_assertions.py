@@ -64,7 +64,7 @@ def test_the_specs_example_assertions_pass_on_a_complete_replay(replay) -> None:
             "called 1 time(s)",
         ),
         (lambda r: assert_tool_order(r, "book_flight", "search_flights"), "before tool"),
-        (lambda r: assert_tool_sequence(r, ["book_flight"]), "exactly"),
+        (lambda r: assert_tool_sequence(r, ["book_flight"]), "exact tool sequence"),
         (lambda r: assert_tool_sequence(r, ["book_flight", "search_flights"], strict=False), "in order"),
         (lambda r: assert_max_steps(r, 2), "at most 2 steps"),
     ],

@@ -84,7 +84,8 @@ def test_a_call_past_the_end_renders_words_not_none() -> None:
         "  recorded: no further call (the recording ended)",
         '  live:     tool noise  input {"i":0}',
     ]
-    assert "input sha256: live eeeeeeeeeeee…" in text
+    assert "  actual input fingerprint:   eeeeeeeeeeee…" in text.splitlines()
+    assert "recorded input fingerprint" not in text  # no recorded call, no recorded fingerprint
 
 
 def test_a_replay_that_stopped_early_renders_the_missing_actual_call_in_words() -> None:

@@ -62,7 +62,7 @@ def test_c8_a_recorded_tool_failure_is_raised_again_with_type_message_and_chain(
     assert err.short_type == "RateLimited"
     assert SECRET not in err.message
     assert err.message.startswith("slow down")
-    assert [entry["type"] for entry in err.chain] == ["builtins.TimeoutError"]
+    assert [entry["type"] for entry in err.chain] == ["TimeoutError"]
     assert SECRET not in str(err.chain)
     assert str(err).startswith("recorded tool failure for 'fetch_rates': ")
     assert replay.divergence is None  # a recorded failure is not a divergence
@@ -98,7 +98,7 @@ def test_a_recorded_llm_failure_is_raised_again(recorder) -> None:
     assert (info.value.kind, info.value.name, info.value.error_type) == (
         "llm",
         "gpt-test",
-        "builtins.ConnectionError",
+        "ConnectionError",
     )
     assert info.value.message == "model unavailable"
 

@@ -89,7 +89,7 @@ def test_the_raised_exception_is_also_a_recorded_dependency_error_with_the_recor
     assert SECRET not in err.message
     assert str(err) == err.message
     assert err.args == (err.message,)
-    assert [entry["type"] for entry in err.chain] == ["builtins.TimeoutError"]
+    assert [entry["type"] for entry in err.chain] == ["TimeoutError"]
     assert SECRET not in str(err.chain)
     assert err.code == "recorded_failure"
     assert err.diagnostic is not None

@@ -75,20 +75,24 @@ def rewrite(bundle: Path, change: object) -> None:
 
 
 @pytest.mark.parametrize(
-    "change",
+    ("change", "file"),
     [
-        lambda r: r.__setitem__("extra", 1),
-        lambda r: r["files"].pop("events.jsonl"),
-        lambda r: r["files"].__setitem__("events.jsonl", "ABC"),
-        lambda r: r["files"].__setitem__("manifest.json", r["files"]["manifest.json"].upper()),
-        lambda r: r.__setitem__("files", []),
-        lambda r: r.__setitem__("schema_version", "0.2"),
+        (lambda r: r.__setitem__("extra", 1), "integrity.json"),
+        # a payload file's digest missing or malformed: the issue names that file (as the reference did)
+        (lambda r: r["files"].pop("events.jsonl"), "events.jsonl"),
+        (lambda r: r["files"].__setitem__("events.jsonl", "ABC"), "events.jsonl"),
+        (
+            lambda r: r["files"].__setitem__("manifest.json", r["files"]["manifest.json"].upper()),
+            "manifest.json",
+        ),
+        (lambda r: r.__setitem__("files", []), "integrity.json"),
+        (lambda r: r.__setitem__("schema_version", "0.2"), "integrity.json"),
     ],
     ids=["extra-key", "missing-digest", "short-digest", "uppercase-digest", "files-not-object", "schema"],
 )
-def test_bad_metadata_is_integrity_metadata_invalid(bundle: Path, change: object) -> None:
+def test_bad_metadata_is_integrity_metadata_invalid(bundle: Path, change: object, file: str) -> None:
     rewrite(bundle, change)
-    assert codes(bundle) == (IntegrityStatus.MISMATCH, [("integrity_metadata_invalid", "integrity.json")])
+    assert codes(bundle) == (IntegrityStatus.MISMATCH, [("integrity_metadata_invalid", file)])
 
 
 def test_extra_names_in_files_are_verified_like_the_payload_files(bundle: Path) -> None:

@@ -2,13 +2,15 @@
 
 tests/trace/data/recorded_bytes.jsonl holds events.jsonl and redactions.json of one recording made through
 the public API (``record``, ``@trace_tool``, ``llm_request``), written by the recorder as it was before
-issue 31 (commit 75f937b) and normalized (ids numbered by first appearance, timestamps and durations
-fixed). The recording passes every payload of the reference bundles (the 52 events of the conformance data,
-tests/interop) as a tool's input and output and as an LLM call's input, plus the shapes the fast paths must
-get right: big integers, NaN and infinities (C2), bytes (C3), floats orjson writes otherwise than the
-canonical rule, lone surrogates, ``$stepfork`` keys, secrets by key, by pattern and in keys (C5), structured
-arguments, and texts that look like what the fast paths search for (``null``, ``0.00001``, ``e-5``). Each
-reference payload's recorded fingerprint must also equal the one stored in its reference bundle.
+issue 31 (commit 75f937b), with one deliberate change since (issue 32: a builtin exception's type is
+written ``ValueError``, as the format documents, not ``builtins.ValueError``), and normalized (ids
+numbered by first appearance, timestamps and durations fixed). The recording passes every payload of the
+reference bundles (the 52 events of the conformance data, tests/interop) as a tool's input and output and
+as an LLM call's input, plus the shapes the fast paths must get right: big integers, NaN and infinities
+(C2), bytes (C3), floats orjson writes otherwise than the canonical rule, lone surrogates, ``$stepfork``
+keys, secrets by key, by pattern and in keys (C5), structured arguments, and texts that look like what the
+fast paths search for (``null``, ``0.00001``, ``e-5``). Each reference payload's recorded fingerprint must
+also equal the one stored in its reference bundle.
 
 Regenerate only for a deliberate format change, never to make this test pass after an optimisation:
 ``python tests/trace/test_recorded_bytes_golden.py`` writes the file from the current code.

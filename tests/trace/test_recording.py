@@ -168,7 +168,7 @@ def test_a_failing_tool_records_error_result_and_chained_error_event(tmp_path: P
     assert error["parent_id"] == result["id"]
     assert (error["error_type"], error["message"], error["status"]) == (qualified, "slow down", "error")
     assert error["details"] == {
-        "chain": [{"type": "builtins.TimeoutError", "message": "upstream timed out after 30s"}]
+        "chain": [{"type": "TimeoutError", "message": "upstream timed out after 30s"}]
     }
     assert error["output_hash"] == fingerprint(error["details"])
 
@@ -252,10 +252,10 @@ def test_an_exception_escaping_the_block_is_the_recorded_failure_and_is_re_raise
     error = trace.events[-2]
     assert error.type == EventType.ERROR
     assert error.parent_id == trace.events[0].id
-    assert error.error_type == "builtins.KeyError"
+    assert error.error_type == "KeyError"
     assert trace.status == "failed"
     assert trace.failure is not None
-    assert (trace.failure.type, trace.failure.step) == ("builtins.KeyError", error.step)
+    assert (trace.failure.type, trace.failure.step) == ("KeyError", error.step)
     assert trace.failure.message == error.message == "'missing order'"
     assert trace.events[-1].run_status == "failed"
     assert trace.events[-1].output is None
@@ -357,7 +357,7 @@ def test_an_llm_failure_records_an_error_under_the_request_and_re_raises(tmp_pat
     assert request["type"] == "llm_request"
     assert error["type"] == "error"
     assert error["parent_id"] == request["id"]
-    assert error["error_type"] == "builtins.ConnectionError"
+    assert error["error_type"] == "ConnectionError"
 
 
 def test_recording_an_async_agent_with_async_with(tmp_path: Path) -> None:

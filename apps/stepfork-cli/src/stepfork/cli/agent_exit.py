@@ -20,11 +20,12 @@ __all__ = ["os_exit_reported"]
 
 @contextlib.contextmanager
 def os_exit_reported(
-    message: Callable[[int], str], code: int, *, json_error: str | None = None
+    message: Callable[[int], str], code: int, *, json_error: str | None = None, result: bool = False
 ) -> Iterator[None]:
     """While the block runs, ``os._exit(status)`` called in this process (from any thread) flushes stdout,
-    writes ``message(status)`` as one line to stderr and ends the process with ``code`` instead of
-    ``status``.
+    writes ``message(status)`` as one line to stderr (to stdout with ``result`` and no ``json_error``: the
+    line is the command's result, as ``fork``'s unfinished run; issue 32) and ends the process with
+    ``code`` instead of ``status``.
 
     Args:
         message: the line for the agent's status (an int, as ``os._exit`` takes).
@@ -55,10 +56,11 @@ def os_exit_reported(
                 error = {"error": json_error, "message": message(status), "exit_code": code}
                 os.write(stdout, json.dumps(error, ensure_ascii=False).encode() + b"\n")
         with contextlib.suppress(Exception):
+            stream = sys.stdout if result and json_error is None else sys.stderr
             # a terminal's spinner line may be open: the report starts on a line of its own
-            lead = "\n" if sys.stderr.isatty() else ""
-            sys.stderr.write(f"{lead}{message(status)}\n")
-            sys.stderr.flush()
+            lead = "\n" if stream.isatty() else ""
+            stream.write(f"{lead}{message(status)}\n")
+            stream.flush()
         real(code)
 
     setattr(os, "_exit", report)  # noqa: B010 - mypy refuses assigning to a module's function

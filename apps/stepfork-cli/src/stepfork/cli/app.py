@@ -65,17 +65,26 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["--help"]},
     )
 
+    def show_version(value: bool) -> None:
+        # an eager option's callback runs while the command line is parsed, before click asks for a
+        # command: `app(["--version"])` and typer's CliRunner answer too (issue 32), not only main()
+        if value:
+            typer.echo(f"stepfork {_version()}")
+            raise typer.Exit(0)
+
     @app.callback()
     def _root(
         version: bool = typer.Option(
-            False, "--version", "-V", help="Show the Stepfork version and exit.", is_eager=True
+            False,
+            "--version",
+            "-V",
+            help="Show the Stepfork version and exit.",
+            is_eager=True,
+            callback=show_version,
         ),
         debug: bool = typer.Option(False, "--debug", help="Show a traceback on unexpected errors."),
     ) -> None:
         """Stepfork: validate, inspect, replay, export and run .sftrace regression checks."""
-        if version:
-            typer.echo(f"stepfork {_version()}")
-            raise typer.Exit(0)
 
     for module_name in COMMANDS.values():
         import_module(module_name).register(app)
@@ -86,6 +95,26 @@ def build_app() -> typer.Typer:
             # a command's --json (its as_json parameter) makes every early error JSON on stdout too
             info.callback = _interruptible(with_json_errors(info.callback))
     return app
+
+
+_APP: list[typer.Typer] = []  # the app behind the module attribute ``app``, built on first use
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: the typer application (:func:`build_app`), built once on first use (PEP 562), so that
+    ``stepfork --version`` still answers before typer is imported. Programs and tests written against the
+    earlier implementation run it as ``from stepfork.cli.main import app`` (issue 32), with typer's
+    ``CliRunner().invoke(app, [...])`` or ``app()``; the console script is :func:`main`, which adds the
+    help snapshot, the metavars, the quick ``validate`` and the one-line internal errors.
+
+    Raises:
+        AttributeError: any other name.
+    """
+    if name == "app":
+        if not _APP:
+            _APP.append(build_app())
+        return _APP[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _interruptible(callback: Callable[..., Any]) -> Callable[..., Any]:

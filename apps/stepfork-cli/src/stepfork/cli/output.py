@@ -102,22 +102,35 @@ def agent_output_to_stderr(enabled: bool = True) -> Iterator[None]:
 
 
 def fail(
-    message: str, code: int, *, error: str = "invalid_option", extra: Mapping[str, Any] | None = None
+    message: str,
+    code: int,
+    *,
+    error: str = "invalid_option",
+    extra: Mapping[str, Any] | None = None,
+    result: bool = False,
 ) -> NoReturn:
-    """Print ``message`` to stderr and exit with ``code`` (typer.Exit, so no traceback).
+    """Print ``message`` and exit with ``code`` (typer.Exit, so no traceback).
+
+    The line goes to stderr: a usage error, or input the command cannot work on (docs/cli.md, "Output
+    streams"). ``result``: the message is the command's result instead, a failure verdict about the
+    user's data (``validate``'s issues, ``inspect --step`` matching no event, ``minimize`` finding no
+    failure to keep), printed on stdout, where ``stepfork validate x | tee log`` and scripts look (issue 32).
 
     ``error``: the machine-readable code of the error (a refused option unless the caller says otherwise),
     printed only inside :func:`json_errors`, as ``{"error": error, "message": message, "exit_code": code}``
-    on stdout (before the line on stderr; the message already sanitized by the caller). ``extra``: keys a
-    command adds after those three (``score``'s ``path``), JSON values; never one of the three."""
+    on stdout (before the line on stderr, where the line then goes in either case, so stdout holds the JSON
+    document alone; the message already sanitized by the caller). ``extra``: keys a command adds after
+    those three (``score``'s ``path``), JSON values; never one of the three."""
     import typer
 
     text = message.rstrip("\n")
-    if _JSON_ERRORS.get():
+    as_json = _JSON_ERRORS.get()
+    if as_json:
         emit_json({"error": error, "message": text, "exit_code": code, **(extra or {})})
         sys.stdout.flush()
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    stream = sys.stdout if result and not as_json else sys.stderr
+    stream.write(text + "\n")
+    stream.flush()
     raise typer.Exit(code)
 
 

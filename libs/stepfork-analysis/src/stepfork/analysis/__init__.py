@@ -1,4 +1,4 @@
-"""stepfork.analysis: diff, minimize, score, fork, pytest export and the runner with receipts.
+"""stepfork.analysis: diff, minimize, score, fork, inspection, pytest export and the runner with receipts.
 
 Public names are imported lazily (PEP 562) from the module that owns them; add a name with one line in
 ``_EXPORTS``.
@@ -40,6 +40,11 @@ _EXPORTS: dict[str, str] = {
     "fork": "stepfork.analysis.forking",
     "ForkResult": "stepfork.analysis.forking",
     "ForkError": "stepfork.analysis.forking",
+    # inspection (issue 32): what `stepfork inspect` renders
+    "inspect_bundle": "stepfork.analysis.inspection",
+    "inspect_trace": "stepfork.analysis.inspection",
+    "TraceInspection": "stepfork.analysis.inspection",
+    "EventSummary": "stepfork.analysis.inspection",
     # notebooks (issue 16): pandas DataFrames, behind the `notebook` extra
     "events_df": "stepfork.analysis.notebook",
     "runs_df": "stepfork.analysis.notebook",

@@ -156,12 +156,18 @@ class DiffResult(BaseModel):
         return [c for s in self.steps for c in s.changes]
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form: ``{equivalent, result, baseline, candidate, counts, steps}``."""
+        """Return the JSON form: ``{equivalent, result, baseline, candidate, changed, added, removed,
+        unchanged, counts, steps}``; the four step counts also at the top level, where the earlier
+        implementation's ``diff --json`` had them (issue 32)."""
         return {
             "equivalent": self.equivalent,
             "result": "equivalent" if self.equivalent else "behavior_changed",
             "baseline": self.baseline.to_dict(),
             "candidate": self.candidate.to_dict(),
+            "changed": self.changed,
+            "added": self.added,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
             "counts": {
                 "total": len(self.steps),
                 "changed": self.changed,
@@ -228,7 +234,7 @@ class DiffResult(BaseModel):
                 f"new SDK fields{renamed}){hint}"
             )
         lines.append("")
-        lines.append("Result: EQUIVALENT" if self.equivalent else "Result: BEHAVIOR CHANGED")
+        lines.append("Result: BEHAVIOR EQUIVALENT" if self.equivalent else "Result: BEHAVIOR CHANGED")
         return lines
 
     def __str__(self) -> str:
@@ -250,7 +256,7 @@ class DiffResult(BaseModel):
                 step = s.candidate if s.kind == "added" else s.baseline
                 detail = show_value(step.payload if step else None)
             rows.append([s.kind, s.step_type, s.label, detail])
-        result = "EQUIVALENT" if self.equivalent else "BEHAVIOR CHANGED"
+        result = "BEHAVIOR EQUIVALENT" if self.equivalent else "BEHAVIOR CHANGED"
         table = html_table(
             f"Result: {result} ({self.changed} changed, {self.added} added, {self.removed} removed, "
             f"{self.unchanged} unchanged)",

@@ -175,9 +175,12 @@ def assert_tool_sequence(replay: _Replay, sequence: Iterable[str], *, strict: bo
     wanted = [_name(item) for item in sequence]
     names = _names(replay)
     ok = names == wanted if strict else _is_subsequence(wanted, names)
-    if not ok:
-        how = "exactly" if strict else "in order (others allowed between)"
-        raise AssertionError(f"expected tool sequence {wanted} {how}; actual: {names}")
+    if not ok:  # the earlier implementation's words ("exact tool sequence"; issue 32)
+        if strict:
+            raise AssertionError(f"expected the exact tool sequence {wanted}; actual: {names}")
+        raise AssertionError(
+            f"expected tool sequence {wanted} in order (others allowed between); actual: {names}"
+        )
 
 
 def assert_max_steps(replay: _Replay, maximum: int) -> None:

@@ -320,7 +320,7 @@ class Diagnostic:
 
     def explain(self, *, verbose: bool = False) -> str:
         """The detail lines of a failure message (the text after its headline), each indented by two
-        spaces, at most about 13 lines: every differing path (up to :data:`DIFFERENCE_LIMIT`, then a count;
+        spaces, at most about 14 lines: every differing path (up to :data:`DIFFERENCE_LIMIT`, then a count;
         the first marked ``(first)``) with both values and their JSON types, the call on each side with its
         input preview, the input fingerprints (12 hex digits unless ``verbose``) and the hint, if any.
 
@@ -336,26 +336,23 @@ class Diagnostic:
             expected = self.missing
         actual = _call_text(self.actual_kind, self.actual_label, self.actual_input, "the run ended", 100)
         lines += [f"  recorded: {expected}", f"  live:     {actual}"]
-        shas = self._fingerprint_parts(verbose)
-        if shas:
-            lines.append("  input sha256: " + ", ".join(shas))
+        lines += self._fingerprint_lines(verbose)
         if self.hint:
             lines.append(f"  hint: {self.hint}")
         return "\n".join(lines)
 
-    def _fingerprint_parts(self, verbose: bool) -> list[str]:
-        def fp(value: str | None) -> str:
-            if value is None:
-                return "-"
-            return value if verbose else value[:12] + "…"
-
+    def _fingerprint_lines(self, verbose: bool) -> list[str]:
+        """``recorded input fingerprint: ...`` and ``actual input fingerprint: ...`` (SHA-256 of the
+        redacted canonical inputs, spec replay.txt "Matching guarantees"; the earlier implementation's
+        words), one line per side that has a call."""
         computed = " (computed from the loaded trace)" if self.fingerprints_computed else ""
-        shas = []  # a side without a call has no fingerprint to show
+        lines = []  # a side without a call has no fingerprint to show
         if self.expected_kind is not None or self.expected_input_fingerprint is not None:
-            shas.append(f"recorded {fp(self.expected_input_fingerprint)}{computed}")
+            shown = _shown(self.expected_input_fingerprint, verbose)
+            lines.append(f"  recorded input fingerprint: {shown}{computed}")
         if self.actual_kind is not None or self.actual_input_fingerprint is not None:
-            shas.append(f"live {fp(self.actual_input_fingerprint)}")
-        return shas
+            lines.append(f"  actual input fingerprint:   {_shown(self.actual_input_fingerprint, verbose)}")
+        return lines
 
     def render(self, *, verbose: bool = False) -> str:
         """Multi-line human text: a ``call #N (step S)`` header, :meth:`explain`, then the recorded output
@@ -366,24 +363,28 @@ class Diagnostic:
         left out, never printed as ``None``.
         """
 
-        def fp(value: str | None) -> str:
-            if value is None:
-                return "-"
-            return value if verbose else value[:12] + "…"
-
         if self.index is None:
             header = "call past the end of the recording"
         else:  # numbered from 1 as the CLI's call list; the ``index`` field stays 0-based
             header = f"call #{self.index + 1}" + (f" (step {self.step})" if self.step is not None else "")
         lines = [header, self.explain(verbose=verbose)]
         if self.recorded_output_fingerprint is not None:
-            lines.append(f"  recorded output sha256: {fp(self.recorded_output_fingerprint)}")
+            output = _shown(self.recorded_output_fingerprint, verbose)
+            lines.append(f"  recorded output fingerprint: {output}")
         if self.expected_model_fingerprint or self.actual_model_fingerprint:
             lines.append(
-                f"  model metadata sha256: expected {fp(self.expected_model_fingerprint)}, "
-                f"actual {fp(self.actual_model_fingerprint)}"
+                f"  model metadata fingerprint: recorded {_shown(self.expected_model_fingerprint, verbose)}, "
+                f"actual {_shown(self.actual_model_fingerprint, verbose)}"
             )
         return "\n".join(lines)
+
+
+def _shown(value: str | None, verbose: bool) -> str:
+    """A SHA-256 hex fingerprint as diagnostics print it: whole when ``verbose``, else its first 12 hex
+    digits and ``…`` (spec replay.txt: "CLI diagnostics abbreviate SHA-256 fingerprints"); ``-`` for None."""
+    if value is None:
+        return "-"
+    return value if verbose else value[:12] + "…"
 
 
 def _call_text(

@@ -138,7 +138,8 @@ def check_mode(mode: str, approve: Approver | None, call: BoundaryCall, live: Li
         return
     if approve is None:
         raise ReplayPolicyError(
-            f"mode 'manual' needs an approve(call) callback; {call.kind} {call.label!r} not approved",
+            f"mode 'manual' needs approval of each call (an approve(call) callback); {call.kind} "
+            f"{call.label!r} not approved",
             code="not_approved",
             diagnostic=build_diagnostic(None, call, live),
         )

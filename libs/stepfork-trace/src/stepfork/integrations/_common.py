@@ -44,6 +44,30 @@ def require(module: str, extra: str, label: str) -> Any:
         raise ImportError(f'install "stepfork-trace[{extra}]" to use the {label} integration') from exc
 
 
+def sdk_version(module: Any) -> tuple[str, str]:
+    """``(package name, installed version)`` of an imported SDK module (``("openai", "3.50.0")``), as an
+    integration notes it for ``sdk-versions.json``."""
+    return (module.__name__, str(getattr(module, "__version__", "unknown")))
+
+
+def lazy_attributes(owner: str, implementation: str, names: frozenset[str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for the integration module ``owner``: each of ``names`` is read
+    from the private module ``implementation`` (the code that needs the SDK), imported on first use, so
+    ``import owner`` works without the SDK (issue 32) and ``owner.NAME`` raises the install hint then.
+
+    Raises (from the returned function):
+        ImportError: the SDK is not installed (the install hint, from ``implementation``'s ``require``).
+        AttributeError: a name ``owner`` does not have.
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            return getattr(importlib.import_module(implementation), name)
+        raise AttributeError(f"module {owner!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
 def sdk_sentinels(module: Any) -> tuple[type, ...]:
     """The "not given" sentinel types of a Stainless SDK module (``NotGiven``, ``Omit``) that it has."""
     return tuple(t for t in (getattr(module, "NotGiven", None), getattr(module, "Omit", None)) if t)
@@ -130,7 +154,9 @@ class Endpoint:
             if self.construct is not None and isinstance(decoded, dict):
                 return self.construct(value=decoded, type_=type_)
             return from_jsonable(decoded, type_)
-        except (TraceSerializationError, TypeError, ValueError, KeyError) as exc:
+        except (TraceSerializationError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            # AttributeError: an SDK validator reading a recorded value of the wrong shape (a string where
+            # LangChain's message validator calls .get) must not escape as a traceback from its internals
             from stepfork.replay.errors import ReplayMismatchError
 
             name, version = self.sdk

@@ -7,29 +7,38 @@ Stepfork's capture transport in its HTTP client (:mod:`stepfork.integrations._ht
 ``{"method", "path", "headers", "body"}`` (``anthropic-version``/``anthropic-beta`` kept, ``x-api-key``
 never). Replay hands the recorded HTTP response back and the SDK builds its own ``Message`` and stream
 events; token usage (``input_tokens``/``output_tokens``) lands in the ``llm_response`` token fields.
-Bundles recorded by 0.2.0's SDK-level integration still replay.
+Bundles recorded by 0.2.0's SDK-level integration still replay. The module imports without the anthropic SDK
+(issue 32): ``instrument_anthropic`` then raises ImportError with the install hint.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
 from stepfork.integrations._common import (
     Endpoint,
     require,
     sdk_constructor,
     sdk_sentinels,
+    sdk_version,
     usage_fields,
 )
 from stepfork.integrations._http_capture import install
 
-_anthropic = require("anthropic", "anthropic", "Anthropic")
-
-from anthropic.types import Message, RawMessageStreamEvent  # noqa: E402
-
 __all__ = ["MESSAGES", "instrument_anthropic"]
 
-_SDK = ("anthropic", str(_anthropic.__version__))
+if TYPE_CHECKING:  # pragma: no cover - built on first use by __getattr__ below
+    MESSAGES: Endpoint
+
+
+def _sdk() -> Any:
+    """The ``anthropic`` package, imported on first use: the module imports without it (issue 32).
+
+    Raises:
+        ImportError: ``install "stepfork-trace[anthropic]" to use the Anthropic integration``.
+    """
+    return require("anthropic", "anthropic", "Anthropic")
 
 
 def _usage(wire: Any) -> dict[str, int | None]:
@@ -53,19 +62,37 @@ def _stream_usage(events: list[Any]) -> dict[str, int | None]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
 
 
-MESSAGES = Endpoint(
-    provider="anthropic",
-    endpoint="messages.create",
-    return_type=Message,
-    chunk_type=RawMessageStreamEvent,
-    usage=_usage,
-    stream_usage=_stream_usage,
-    sdk=_SDK,
-    construct=sdk_constructor(_anthropic),
-    sentinels=sdk_sentinels(_anthropic),
-)
-"""0.2.0's SDK-level description of ``client.messages.create`` (no longer patched): returns
-``Message``; streams ``RawMessageStreamEvent`` (a union)."""
+@functools.cache
+def _messages() -> Endpoint:
+    """``MESSAGES``: 0.2.0's SDK-level description of ``client.messages.create`` (no longer patched):
+    returns ``Message``; streams ``RawMessageStreamEvent`` (a union). Built on first use, since it names
+    the SDK's types (module ``__getattr__``)."""
+    anthropic = _sdk()
+    from anthropic.types import Message, RawMessageStreamEvent
+
+    return Endpoint(
+        provider="anthropic",
+        endpoint="messages.create",
+        return_type=Message,
+        chunk_type=RawMessageStreamEvent,
+        usage=_usage,
+        stream_usage=_stream_usage,
+        sdk=sdk_version(anthropic),
+        construct=sdk_constructor(anthropic),
+        sentinels=sdk_sentinels(anthropic),
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``MESSAGES`` (PEP 562; see :func:`_messages`).
+
+    Raises:
+        ImportError: the anthropic SDK is not installed (the install hint).
+        AttributeError: any other name.
+    """
+    if name == "MESSAGES":
+        return _messages()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def instrument_anthropic(client: Any, *, hosts: dict[str, str] | None = None) -> Any:
@@ -80,8 +107,11 @@ def instrument_anthropic(client: Any, *, hosts: dict[str, str] | None = None) ->
 
     Raises:
         TypeError: ``client`` is not an Anthropic client.
+        ImportError: the anthropic SDK is not installed (``install "stepfork-trace[anthropic]" ...``).
     """
-    if not isinstance(client, (_anthropic.Anthropic, _anthropic.AsyncAnthropic)):
+    anthropic = _sdk()
+    if not isinstance(client, (anthropic.Anthropic, anthropic.AsyncAnthropic)):
         raise TypeError(f"instrument_anthropic expects an Anthropic client, got {type(client)!r}")
-    install(client._client, provider="anthropic", hosts=hosts, sdk=_SDK, sdk_error=_anthropic.AnthropicError)
+    sdk, sdk_error = sdk_version(anthropic), anthropic.AnthropicError
+    install(client._client, provider="anthropic", hosts=hosts, sdk=sdk, sdk_error=sdk_error)
     return client

@@ -9,7 +9,8 @@ written against the earlier implementation:
   does); calling it twice is harmless.
 - ``traced_tool(func)`` returns a LangChain ``BaseTool`` whose body is a ``trace_tool`` boundary.
 
-Needs ``langchain_core`` (``pip install stepfork-trace[langchain]``).
+Needs ``langchain_core`` (``pip install stepfork-trace[langchain]``) when used; the module imports without it
+(issue 32).
 """
 
 from __future__ import annotations
@@ -19,13 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stepfork.integrations._common import require
-
-require("langchain_core", "langchain", "LangChain")
-
-from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
-
-from stepfork.integrations.langchain import StepforkChatModel  # noqa: E402
-from stepfork.trace.instrument import trace_tool  # noqa: E402
+from stepfork.trace.instrument import trace_tool
 
 __all__ = ["LangGraphIntegrationError", "traced_chat_model", "traced_tool"]
 
@@ -41,25 +36,35 @@ def traced_chat_model(model: Any, *, provider: str | None = None, replay_policy:
     """Instrument the LangChain chat model ``model`` in place and return it (the same instance).
 
     Its ``invoke``/``ainvoke``/``stream``/``astream`` (and so every LangGraph node calling it) record and
-    replay as LLM boundaries, as :class:`StepforkChatModel` does; ``provider`` defaults to ``langchain``.
+    replay as LLM boundaries, as :class:`StepforkChatModel` does; ``provider`` defaults to the model's
+    ``_llm_type`` (the earlier implementation's rule), else ``langchain``. A chat model that calls its
+    provider through an SDK client (``ChatOpenAI``...) is recorded at that client's HTTP transport, with the
+    request's provider.
     ``replay_policy`` other than ``frozen`` is refused (the LangChain integration records frozen calls).
 
     Raises:
         LangGraphIntegrationError: ``model`` is not a LangChain chat model, or an unsupported policy.
+        ImportError: ``langchain_core`` is not installed (the install hint).
     """
+    require("langchain_core", "langchain", "LangChain")
     from langchain_core.language_models import BaseChatModel
+
+    from stepfork.integrations._langchain_model import StepforkChatModel
 
     if getattr(model, _MARK, False):
         return model
     if not isinstance(model, BaseChatModel):
         raise LangGraphIntegrationError(
-            f"traced_chat_model expects a LangChain chat model, got {type(model).__name__}"
+            f"traced_chat_model expects a LangChain chat model (a BaseChatModel), got {type(model).__name__}"
         )
     if str(getattr(replay_policy, "value", replay_policy)) != "frozen":
         raise LangGraphIntegrationError(
             "traced_chat_model records frozen calls only (replay_policy='frozen')"
         )
-    wrapper = StepforkChatModel(inner=model.model_copy(), provider=provider or "langchain")
+    # the provider recorded: the argument, else the model's _llm_type, as the earlier implementation did
+    llm_type = getattr(model, "_llm_type", None)
+    recorded = provider or (llm_type if isinstance(llm_type, str) and llm_type else "langchain")
+    wrapper = StepforkChatModel(inner=model.model_copy(), provider=recorded)
     for name in _METHODS:  # instance attributes shadow the class's methods; the copy keeps the originals
         object.__setattr__(model, name, getattr(wrapper, name))
     object.__setattr__(model, _MARK, True)
@@ -82,11 +87,19 @@ def traced_tool(
     Raises:
         LangGraphIntegrationError: ``target`` is already a ``BaseTool`` or is not callable, or it has no
             description (LangChain requires one).
+        ImportError: ``langchain_core`` is not installed (the install hint).
     """
+    require("langchain_core", "langchain", "LangChain")
+    from langchain_core.tools import BaseTool, StructuredTool
 
     def build(func: Callable[..., Any]) -> BaseTool:
-        if isinstance(func, BaseTool) or not callable(func):
-            raise LangGraphIntegrationError("traced_tool expects a plain function (not a BaseTool)")
+        if isinstance(func, BaseTool):
+            raise LangGraphIntegrationError(
+                "traced_tool expects a plain function, not a BaseTool: pass the tool's underlying function"
+            )
+        if not callable(func):
+            kind = type(func).__name__
+            raise LangGraphIntegrationError(f"traced_tool expects a callable function, got {kind}")
         tool_name = name or getattr(func, "__name__", None) or "tool"
         text = description or inspect.getdoc(func)
         if not text:

@@ -103,10 +103,21 @@ def _digest(event: dict[str, Any], field: str, lines: dict[str, bytes]) -> str:
 
 
 def qualified_type_name(exc: BaseException) -> str:
-    """``module.Qualname`` of the exception's class (``builtins.ValueError``, ``app.errors.RateLimited``);
-    the bare qualname for a class with an empty module (script mode's ``exit status 3``)."""
+    """The exception's type as the format records it (``error_type``, ``failure.type``) and as Python's
+    traceback prints it: the class's ``__qualname__``, prefixed with its module unless that is
+    ``builtins`` or ``__main__`` (``ValueError``, ``app.errors.RateLimited``). Builtins are written as the
+    format documents (interop REFERENCE-NOTES.md 1.4: the exception class name); other classes keep their
+    module (CASES C8), except ``__main__``, which names how the agent was started, not the class (a replay
+    imports ``agent.RateLimited``). Readers accept the older ``builtins.ValueError`` too; docs/decisions.md.
+    """
     cls = type(exc)
-    return f"{cls.__module__}.{cls.__qualname__}" if cls.__module__ else cls.__qualname__
+    module = cls.__module__
+    if not module or module in _UNQUALIFIED_MODULES:
+        return cls.__qualname__
+    return f"{module}.{cls.__qualname__}"
+
+
+_UNQUALIFIED_MODULES = frozenset({"builtins", "__main__"})  # traceback.TracebackException's rule
 
 
 def exception_message(exc: BaseException) -> str:

@@ -209,9 +209,10 @@ def verify_bundle_integrity(
     for name in (*PAYLOAD_FILES, *extensions):
         digest = record.files.get(name)
         if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
-            return _mismatch(
+            return _mismatch(  # the issue names the file whose digest is missing, as the reference's did
                 "integrity_metadata_invalid",
                 f"integrity.json: digest of {name} is missing or not 64 lowercase hex",
+                name,
             )
     issues: list[IntegrityIssue] = []
     verified: list[str] = []

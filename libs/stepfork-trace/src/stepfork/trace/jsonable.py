@@ -162,7 +162,7 @@ def _conv(value: Any, depth: int, active: set[int]) -> Any:
             return value
         return _tag("float", "nan" if value != value else ("inf" if value > 0 else "-inf"))
     if depth >= MAX_DEPTH:
-        raise _Fail(f"nesting deeper than MAX_DEPTH={MAX_DEPTH}", "too_deep")
+        raise _Fail(f"nesting depth over MAX_DEPTH={MAX_DEPTH}", "too_deep")
     if isinstance(value, enum.Enum):  # before int/str: IntEnum and StrEnum members keep their class
         return _tag("enum", _child(value.value, "value", depth + 1, active), type=_type_label(t))
     if isinstance(value, (dict, list, tuple, set, frozenset)) or (
@@ -209,7 +209,9 @@ def _conv(value: Any, depth: int, active: set[int]) -> Any:
     serializer = _serializer.get()
     if serializer is not None:
         return _serialized(serializer, value, t, depth, active)
-    raise _Fail(f"{_qualname(t)} has no JSON form (see docs/values.md)", "unsupported_type")
+    raise _Fail(
+        f"cannot serialize {_qualname(t)}: it has no JSON form (see docs/values.md)", "unsupported_type"
+    )
 
 
 def _serialized(serializer: Serializer, value: Any, t: type, depth: int, active: set[int]) -> Any:

@@ -34,6 +34,10 @@ __all__ = [
     "register_secret",
 ]  # fmt: skip
 
+REDACTION_REPLACEMENT: Final = REPLACEMENT
+"""The earlier implementation's name of :data:`REPLACEMENT` in this module (``stepfork.trace`` exports it too;
+issue 32)."""
+
 _TAG: Final = "$stepfork"
 
 

@@ -174,6 +174,8 @@ def export(
     if result.has_expectation:
         shown = escape_controls(json.dumps(sanitize(result.expectation), ensure_ascii=False))
         typer.echo(f"Expectation: {shown}")
+    else:  # the test asserts no output (the earlier implementation's line; issue 32)
+        typer.echo("Expectation: none")
     for key in result.raise_as_unmatched:
         typer.echo(
             f"Warning: --raise-as {key} matches no recorded failure that this test's replay serves; "

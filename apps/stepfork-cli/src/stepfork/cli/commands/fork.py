@@ -74,7 +74,7 @@ def fork(
 
     try:
         with (
-            os_exit_reported(exited, 1, json_error="agent_exited" if as_json else None),
+            os_exit_reported(exited, 1, json_error="agent_exited" if as_json else None, result=True),
             agent_output_to_stderr(as_json),  # the agent's prints never into the JSON document
         ):
             result = run_fork(

@@ -1,9 +1,12 @@
 """``stepfork inspect PATH [--json] [--events] [--full] [--errors-only] [--step N] [--all] [--partial]``
 (spec "inspect").
 
-The bundle is streamed (stepfork.cli.render.inspection): the timeline shows the first and last rows and
-the errors between them, with a count of the rest; ``--all`` shows every row (paged on a terminal), and
-``--json`` writes every row, streamed from a second pass.
+The command renders :mod:`stepfork.analysis.inspection` (the library API analysts use too, issue 32). The
+bundle is streamed (``scan_bundle``): the timeline shows the first and last rows and the errors between
+them, with a count of the rest; ``--all`` shows every row (paged on a terminal), and ``--json`` writes every
+row, streamed from a second pass. Integrity is shown as the spec's label (``VERIFIED``, ``MISMATCH``,
+``UNVERIFIED (legacy bundle)``), in the text and in ``--json`` as before; the library's ``integrity`` is the
+``IntegrityStatus`` value.
 
 ``--partial`` reads a run that did not finish as ``validate --partial`` does (a torn final line of a
 ``running`` bundle is left out and reported, never repaired); without it such a bundle is refused with
@@ -22,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stepfork.cli.render.inspection import HEAD_ROWS
+from stepfork.analysis.inspection.scan import HEAD_ROWS
 
 
 def inspect(
@@ -59,21 +62,21 @@ def inspect(
     ] = False,
 ) -> None:
     """Inspect a .sftrace bundle locally."""
+    from stepfork.analysis.inspection.scan import ImportedView, Keep, scan_bundle
     from stepfork.cli.output import fail, sanitize_text, shown
-    from stepfork.cli.render.inspection import Keep, inspect_bundle
     from stepfork.trace.errors import TraceStorageError
 
     keep: Keep = "none" if as_json or show_all else "bounded"
     try:
-        found = inspect_bundle(path, step=step, errors_only=errors_only, keep=keep, partial=partial)
+        found = scan_bundle(path, step=step, errors_only=errors_only, keep=keep, partial=partial)
     except TraceStorageError as exc:
         message = f"Unreadable bundle {shown(path)}: {sanitize_text(str(exc), keep=(path, shown(path)))}"
         if not partial and _torn_running(path, exc):
             message += "; pass --partial to inspect a run that did not finish"
         fail(message, 2, error="unreadable_trace")
     if step is not None and not found.at_step:
-        fail(f"No events found at step {step}.", 1, error="missing_step")
-    imported = _Imported.read(path)
+        fail(f"No events found at step {step}.", 1, error="missing_step", result=True)
+    imported = ImportedView.read(path)
     if as_json:
         _stream_json(path, found, imported, step=step, errors_only=errors_only, partial=partial)
         return
@@ -106,43 +109,22 @@ def _torn_running(path: Path, exc: Exception) -> bool:
         return False
 
 
-class _Imported:
-    """What ``stepfork import`` recorded of a bundle's calls (otel-import.json; stepfork.replay.imported):
-    the counts for the summary and the calls recorded without content, marked on their rows."""
+_INTEGRITY_LABELS = {
+    "verified": "VERIFIED",
+    "mismatch": "MISMATCH",
+    "unverified_legacy": "UNVERIFIED (legacy bundle)",
+}  # spec "inspect" and "validate": the words the summary prints
 
-    def __init__(self, summary: dict[str, Any] | None, table: Any) -> None:
-        self.summary = summary
-        self._table = table
 
-    @classmethod
-    def read(cls, path: Path) -> _Imported:
-        from stepfork.replay.imported import IMPORT_EXTENSION, ImportedCalls, import_summary
-        from stepfork.trace.bundle import read_extension
-        from stepfork.trace.errors import TraceError
-
-        try:
-            data = read_extension(path, IMPORT_EXTENSION)
-        except (TraceError, ValueError, OSError):
-            return cls(None, None)
-        counts = import_summary(data)
-        if counts is None:
-            return cls(None, None)
-        table = ImportedCalls(data)
-        return cls({"convention": table.convention, **counts}, table)
-
-    def head(self, summary: dict[str, Any]) -> dict[str, Any]:
-        return summary if self.summary is None else {**summary, "imported": self.summary}
-
-    def mark(self, row: dict[str, Any]) -> dict[str, Any]:
-        if self._table is not None:
-            info = self._table.get(str(row.get("id", "")))
-            if info is not None and not info.content_captured:
-                row["content_captured"] = False
-        return row
+def _head(found: Any, imported: Any) -> dict[str, Any]:
+    """The summary of ``found`` (a BundleScan) as the command prints it: integrity as its label."""
+    head: dict[str, Any] = imported.head(found.summary())
+    head["integrity"] = _INTEGRITY_LABELS.get(head["integrity"], "UNKNOWN")
+    return head
 
 
 def _stream_json(
-    path: Path, found: Any, imported: _Imported, *, step: int | None, errors_only: bool, partial: bool
+    path: Path, found: Any, imported: Any, *, step: int | None, errors_only: bool, partial: bool
 ) -> None:
     """Write ``{summary..., "timeline": [rows]}`` (the reference's TraceInspection), the rows streamed
     from a second pass over the bundle, so memory never holds the whole timeline."""
@@ -150,9 +132,9 @@ def _stream_json(
     import sys
     import textwrap
 
-    from stepfork.cli.render.inspection import inspect_bundle
+    from stepfork.analysis.inspection.scan import scan_bundle
 
-    text = json.dumps({**imported.head(found.summary()), "timeline": []}, indent=2, ensure_ascii=False)
+    text = json.dumps({**_head(found, imported), "timeline": []}, indent=2, ensure_ascii=False)
     opening = text[: text.rindex("[]")]
     out = sys.stdout
     out.write(opening + "[")
@@ -164,7 +146,7 @@ def _stream_json(
         out.write(("\n" if first else ",\n") + shown)
         first = False
 
-    inspect_bundle(path, step=step, errors_only=errors_only, keep="all", on_row=write, partial=partial)
+    scan_bundle(path, step=step, errors_only=errors_only, keep="all", on_row=write, partial=partial)
     out.write("]\n}\n" if first else "\n  ]\n}\n")
 
 
@@ -262,7 +244,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
 def _render(
     path: Path,
     found: Any,
-    imported: _Imported,
+    imported: Any,
     *,
     show_details: bool,
     full: bool,
@@ -281,8 +263,8 @@ def _render(
 
     from rich.text import Text
 
+    from stepfork.analysis.inspection.scan import scan_bundle
     from stepfork.cli.output import console, escape_controls
-    from stepfork.cli.render.inspection import inspect_bundle
     from stepfork.replay.diagnostics import PREVIEW_CHARS, preview
 
     out = console()
@@ -290,7 +272,7 @@ def _render(
     out.soft_wrap = True  # one line per row, however wide: a pipe's 80 columns must not fold it
     out.print("Stepfork Trace Inspector")
     out.print()
-    for label, value in _summary_lines(imported.head(found.summary())):
+    for label, value in _summary_lines(_head(found, imported)):
         out.print(Text(f"{label + ':':<15}{value}"))
     out.print()
     out.print("Event Timeline")
@@ -330,7 +312,7 @@ def _render(
     with pager:
         out.print(Text(line(header)))
         if show_all:
-            inspect_bundle(
+            scan_bundle(
                 path,
                 step=step,
                 errors_only=errors_only,

@@ -137,7 +137,8 @@ def minimize(
     except MinimizeError as exc:
         if status is not None:
             status.stop()
-        fail(sanitize_text(str(exc), keep=typed), exc.exit_code, error=exc.code)
+        # exit 1 (no failure to keep, not reproduced) is minimize's finding, on stdout; exit 2 bad input
+        fail(sanitize_text(str(exc), keep=typed), exc.exit_code, error=exc.code, result=exc.exit_code == 1)
     if status is not None:
         status.stop()
     if as_json:

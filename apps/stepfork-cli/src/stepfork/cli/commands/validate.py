@@ -2,6 +2,10 @@
 
 Exit codes (interop/REFERENCE-NOTES.md section 4 table): 3 for --verify-integrity on a legacy bundle
 (checked first), 2 for an unreadable bundle or unusable integrity metadata, 1 for other issues, 0 valid.
+
+Every verdict is the command's result and goes to stdout, a failing one included (issue 32: ``stepfork
+validate x | tee log`` and scripts reading stdout saw nothing of a failure); only click's usage errors go
+to stderr.
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ def validate(
                 "Bundle has no integrity.json metadata. (UNVERIFIED (unfinished recording: status "
                 "running; integrity.json is written when the run ends))",
                 3,
+                result=True,
             )
-        fail("Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))", 3)
+        fail("Bundle has no integrity.json metadata. (UNVERIFIED (legacy bundle))", 3, result=True)
     from stepfork.cli.colour import echo
 
     for check in result.checks:
@@ -56,12 +61,11 @@ def validate(
         typer.echo("Validation passed.")
         raise typer.Exit(0)
     count = len(result.issues)
-    # the failure on stderr, like every other command's (issue 13); the checks above stay on stdout
-    typer.echo(f"Validation failed: {count} issues.", err=True)  # the spec's wording, whatever N
+    typer.echo(f"Validation failed: {count} issues.")  # the spec's wording, whatever N
     for issue in result.issues:
         where = [part for part in (issue.location, _step(issue.step), issue.event_id) if part]
         suffix = f" ({', '.join(where)})" if where else ""
-        typer.echo(f"  {issue.code}: {sanitize_text(issue.message)}{suffix}", err=True)
+        typer.echo(f"  {issue.code}: {sanitize_text(issue.message)}{suffix}")
     raise typer.Exit(2 if result.unreadable else 1)
 
 

@@ -570,7 +570,7 @@
     var c = meta.candidate || {};
     var counts = meta.counts || {};
     app.appendChild(summaryBlock("Stepfork diff", [
-      ["Result", meta.equivalent ? "EQUIVALENT" : "BEHAVIOR CHANGED", meta.equivalent ? "good" : "bad"],
+      ["Result", meta.equivalent ? "BEHAVIOR EQUIVALENT" : "BEHAVIOR CHANGED", meta.equivalent ? "good" : "bad"],
       ["Baseline", (b.path || b.run_id) + " (" + b.agent_name + ", " + b.status + ", " + b.events + " events)"],
       ["Candidate", (c.path || c.run_id) + " (" + c.agent_name + ", " + c.status + ", " + c.events + " events)"],
       ["Steps", counts.changed + " changed, " + counts.added + " added, " + counts.removed + " removed, " + counts.unchanged + " unchanged"],

@@ -1,1 +1,0 @@
-"""Rendering helpers: turn library results into rows, lines and JSON for the commands."""
