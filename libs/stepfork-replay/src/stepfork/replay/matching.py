@@ -31,11 +31,13 @@ from stepfork.replay.diagnostics import (
     preview,
 )
 from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
+from stepfork.replay.fingerprints import INPUT, OUTPUT, TAGGED, prove_fingerprints
 from stepfork.replay.plan import RecordedCall
 from stepfork.replay.volatile import looks_volatile, volatile_hint
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.canonical import canonical_json, canonical_of_fingerprint, canonical_twin
 from stepfork.trace.jsonable import take_plain_facts
+from stepfork.trace.plainjson import holds_tag
 from stepfork.trace.redaction import redact_json
 
 INTEGRITY_HINT = "run `stepfork validate --verify-integrity` on the bundle"
@@ -111,14 +113,18 @@ class CallCursor:
     Attributes:
         calls: the visible recorded calls (index 0..n-1).
         position: index of the next call to consume.
+        proofs: the flags of :func:`stepfork.replay.fingerprints.prove_fingerprints` of ``calls``, computed
+            when the cursor is built (the session's set-up), not at each call.
     """
 
-    __slots__ = ("_canonical", "calls", "position")
+    __slots__ = ("_canonical", "calls", "position", "proofs")
 
     def __init__(self, calls: list[RecordedCall]) -> None:
         self.calls = calls
         self.position = 0
         self._canonical: dict[int, bytes] = {}
+        self.proofs = prove_fingerprints(calls)
+        """What the stored fingerprints of each call proved, at its index (stepfork.replay.fingerprints)."""
 
     def peek(self) -> RecordedCall | None:
         """The next recorded call, or None when every call was consumed."""
@@ -337,18 +343,20 @@ def check_input(
             ``recommendation`` set) or ``input_diverged`` (``diagnostic.difference`` names the first
             differing JSON path, C7/C12).
     """
-    if compare and _same_plain_input(expected, live):
-        return []
-    # a live input from elsewhere (the HTTP capture parses JSON): proven by the stored fingerprint when
-    # there is one (no float check), else by the byte rule; None: the full check below decides and explains
-    if (
-        compare
-        and live.plain_bytes is None
-        and canonical_twin(live.raw, expected.input, expected.input_hash) is not None
-    ):
-        return []
+    proven = cursor.proofs[expected.index] & INPUT
+    if proven:  # the stored fingerprint is the recorded input's: compare the live input's with it
+        if not compare or _matches_fingerprint(expected, live):
+            return []
+    elif compare:
+        if _same_plain_input(expected, live):
+            return []
+        # a live input from elsewhere (the HTTP capture parses JSON): proven by the stored fingerprint when
+        # there is one (no float check), else by the byte rule; None: the full check below decides
+        stored = expected.input_hash
+        if live.plain_bytes is None and canonical_twin(live.raw, expected.input, stored) is not None:
+            return []
     expected_bytes = cursor.recorded_input_bytes(expected)
-    if expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
+    if not proven and expected.input_hash is not None and _sha(expected_bytes) != expected.input_hash:
         diagnostic = build_diagnostic(expected, call, live, expected_bytes=expected_bytes)
         raise _mismatch(
             "invalid_input_fingerprint",
@@ -384,13 +392,29 @@ def check_input(
     return []
 
 
+def _matches_fingerprint(expected: RecordedCall, live: LiveInput) -> bool:
+    """True when the live input's canonical bytes hash to ``expected.input_hash``, which the session's
+    set-up proved to be the recorded input's fingerprint (:mod:`stepfork.replay.fingerprints`): then the
+    two inputs have the same canonical bytes, and the recorded one is not encoded again. One SHA-256 of the
+    bytes the boundary's scan already made; a live input not from the scan (the HTTP capture's) is encoded
+    once (``canonical_of_fingerprint``: bytes that hash to a canonical fingerprint are canonical bytes).
+    False means "not proven here": the full check decides (and builds the diagnostics)."""
+    data = live.plain_bytes
+    if data is not None:
+        return _sha(data) == expected.input_hash
+    stored = expected.input_hash
+    return stored is not None and canonical_of_fingerprint(live.raw, stored) is not None
+
+
 def _same_plain_input(expected: RecordedCall, live: LiveInput) -> bool:
     """True when the live input's canonical bytes equal the recorded input's and match its stored hash.
 
-    The fast path of :func:`check_input`, one orjson encoding and one SHA-256: the live bytes are orjson's
-    sorted encoding with no float on the checked path (``LiveInput.plain_bytes``), so when orjson writes
-    the recorded input to the very same bytes, no recorded float is on it either (it would print the same
-    text, which only such floats print) and those bytes are the recorded input's canonical bytes too.
+    The fast path of :func:`check_input` for a call whose stored fingerprint the set-up did not prove (a
+    bundle without fingerprints, or a recorded input orjson refuses), one orjson encoding and one SHA-256:
+    the live bytes are orjson's sorted encoding with no float on the checked path
+    (``LiveInput.plain_bytes``), so when orjson writes the recorded input to the very same bytes, no
+    recorded float is on it either (it would print the same text, which only such floats print) and those
+    bytes are the recorded input's canonical bytes too.
     False means "not proven here": the full check decides (and builds the diagnostics).
     """
     data = live.plain_bytes
@@ -405,14 +429,13 @@ def _same_plain_input(expected: RecordedCall, live: LiveInput) -> bool:
     return recorded == data and (expected.input_hash is None or _sha(data) == expected.input_hash)
 
 
-def check_outcome(
-    cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput
-) -> bytes | None:
+def check_outcome(cursor: CallCursor, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> bool:
     """Check that the recorded call has an outcome and that its stored output fingerprint is valid.
 
     Returns:
-        the canonical bytes of the recorded output that were checked against ``output_hash``, or None
-        when the call has no stored output fingerprint (nothing was encoded).
+        True when the stored output fingerprint was checked and the output holds no tagged form (the
+        recorded value may be handed to a caller that only reads it: ``serving.rebuild_output``); False
+        when the call has no stored output fingerprint (nothing was encoded) or its output holds a tag.
 
     Raises:
         ReplayMismatchError: ``missing_result`` or ``invalid_output_fingerprint`` (``recommendation`` set).
@@ -424,10 +447,13 @@ def check_outcome(
             build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
         )
     if expected.output_hash is None:
-        return None
+        return False
+    proofs = cursor.proofs[expected.index]
+    if proofs & OUTPUT:  # proven when the session was built
+        return not proofs & TAGGED
     data = canonical_of_fingerprint(expected.output, expected.output_hash)
     if data is not None:
-        return data
+        return not holds_tag(data)
     # not proven by orjson's bytes (a float it writes otherwise, a big int, or a changed output): the rule
     data = canonical_json(expected.output, assume_json=True)
     if _sha(data) != expected.output_hash:
@@ -438,7 +464,7 @@ def check_outcome(
             build_diagnostic(expected, call, live, expected_bytes=cursor.recorded_input_bytes(expected)),
             recommendation=INTEGRITY_HINT,
         )
-    return data
+    return not holds_tag(data)
 
 
 def incomplete_error(remaining: tuple[str, ...], next_call: RecordedCall | None) -> ReplayExhaustedError:

@@ -95,10 +95,10 @@ class RequestPool(CallCursor):
 
     def serve(
         self, call: BoundaryCall, live: LiveInput, background: bool, *, sends: bool
-    ) -> tuple[RecordedCall | None, bytes | None]:
+    ) -> tuple[RecordedCall | None, bool]:
         """Take the recorded call for ``call`` (input ``live``) and check its stored fingerprints; return it
-        and the checked canonical bytes of its output (``check_outcome``), or ``(None, None)`` when the
-        recording does not hold it and ``sends`` (live and hybrid modes: the request is sent).
+        and what ``check_outcome`` says of its output (True: checked, no tagged form), or ``(None, False)``
+        when the recording does not hold it and ``sends`` (live and hybrid modes: the request is sent).
 
         Raises:
             ReplayMismatchError: ``request_not_recorded`` (:func:`not_recorded`), or the fingerprint and
@@ -109,11 +109,11 @@ class RequestPool(CallCursor):
             if not sends:
                 raise not_recorded(call, live, self, background=background)
             self.served.append(ServedRequest(call.name, None, background, "executed"))
-            return None, None
+            return None, False
         check_input(self, expected, call, live, compare=True)  # the stored input fingerprint
-        checked = check_outcome(self, expected, call, live)  # an outcome, its stored fingerprint
+        plain = check_outcome(self, expected, call, live)  # an outcome, its stored fingerprint
         self.served.append(ServedRequest(expected.name, expected.step, background))
-        return expected, checked
+        return expected, plain
 
     def acknowledge(self, call: BoundaryCall, background: bool) -> dict[str, Any] | None:
         """:data:`TELEMETRY_ANSWER` (a fresh copy) when ``call`` is a telemetry export, noted as

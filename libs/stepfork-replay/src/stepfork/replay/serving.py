@@ -58,15 +58,13 @@ def recorded_failure(
     return raise_as.convert(error) if raise_as is not None else error
 
 
-def rebuild_output(
-    expected: RecordedCall, call: BoundaryCall, live: LiveInput, checked: bytes | None = None
-) -> Any:
+def rebuild_output(expected: RecordedCall, call: BoundaryCall, live: LiveInput, plain: bool = False) -> Any:
     """The recorded output of ``expected`` rebuilt with ``from_jsonable(output, call.return_type)`` (C4).
 
-    ``checked``: the canonical bytes of ``expected.output`` that ``check_outcome`` verified, or None. For a
-    call that only reads its output (``call.reads_output``, no annotation) whose bytes hold no tagged form,
-    the recorded value itself is returned: ``from_jsonable`` would return an equal copy, and the caller
-    changes nothing (the HTTP capture encodes it to response bytes at once).
+    ``plain``: ``check_outcome`` checked the fingerprint of ``expected.output`` and found no tagged form in
+    it (its return value). For a call that only reads its output (``call.reads_output``, no annotation)
+    and ``plain``, the recorded value itself is returned: ``from_jsonable`` would return an equal copy, and
+    the caller changes nothing (the HTTP capture encodes it to response bytes at once).
 
     Raises:
         ReplayMismatchError: ``output_annotation_mismatch`` when the output no longer fits the annotation;
@@ -74,7 +72,7 @@ def rebuild_output(
     """
     annotation = call.return_type
     if annotation is None or annotation is inspect.Signature.empty:
-        if call.reads_output and checked is not None and not holds_tag(checked):
+        if call.reads_output and plain:
             return expected.output
         copied = _tagless_copy(expected.output)
         if copied is not _NOT_PLAIN:

@@ -464,7 +464,7 @@ class ReplaySession:
                     IgnoredDifference(expected.index, expected.step, expected.label, path, before, after)
                 )
             check_call_policy(mode, expected, call, live)
-            checked = None if live_llm else check_outcome(cursor, expected, call, live)
+            plain = False if live_llm else check_outcome(cursor, expected, call, live)
             execute = live_llm or (mode == "live" and expected.kind == "llm")
             if mode == "live" and expected.kind == "tool":
                 check_live_tool(self.allow_live_tools, expected, call, live)
@@ -478,9 +478,9 @@ class ReplaySession:
             return True, None
         if expected.status == "error":  # EventStatus.ERROR.value
             raise recorded_failure(expected, call, live, self._raise_as)
-        # the checked bytes are those of expected.output, so only when that is the output served
-        checked = checked if served is expected else None
-        return False, rebuild_output(served, call, live, checked)  # a mismatch diverges in _decide
+        # what check_outcome proved is of expected.output, so only when that is the output served
+        # (an output that no longer fits the annotation raises: a mismatch, which diverges in _decide)
+        return False, rebuild_output(served, call, live, plain and served is expected)
 
     def _serve_request(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
         """Checks 2 and 3, then serve an ``http`` call from the pool (module docstring); a telemetry export
@@ -496,12 +496,12 @@ class ReplaySession:
         if not self._active:
             raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
         with self._lock:
-            expected, checked = self._requests.serve(call, live, orphan, sends=sends)
+            expected, plain = self._requests.serve(call, live, orphan, sends=sends)
         if expected is None:
             return True, None  # live or hybrid: the run goes live, so does a request it did not make
         if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
             raise recorded_failure(expected, call, live, self._raise_as)
-        return False, rebuild_output(expected, call, live, checked)
+        return False, rebuild_output(expected, call, live, plain)
 
     def note_telemetry_refused(self, where: str) -> None:
         """Note that the seal refused a connection to a telemetry collector (``host:port``): counted with
