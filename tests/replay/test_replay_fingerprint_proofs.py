@@ -89,11 +89,12 @@ def test_a_wrong_stored_fingerprint_is_reported_at_its_call_not_when_the_session
 
 def test_the_set_up_proves_what_orjson_can_and_leaves_the_rest_to_the_call() -> None:
     big = 2**70  # orjson refuses it: proven at the call, by the exact rule
+    raw = {"$stepfork": "bytes", "value": "AA=="}
     trace = _trace(
         [
             _good(0),
             (big, fingerprint({"query": big}), {"n": big}, fingerprint({"n": big})),
-            (1, None, {"$stepfork": "bytes", "value": "AA=="}, fingerprint({"$stepfork": "bytes", "value": "AA=="})),
+            (1, None, raw, fingerprint(raw)),
             (2, "0" * 64, None, "f" * 64),
         ]
     )
