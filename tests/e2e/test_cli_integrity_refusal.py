@@ -99,7 +99,7 @@ def test_a_symlinked_or_fifo_events_file_is_refused_with_validates_reason(
     events.symlink_to(quickstart / "outside.jsonl") if kind == "symlink" else os.mkfifo(events)
     validated = in_process("validate", "notify.sftrace", cwd=quickstart)
     reason = f"notify.sftrace/events.jsonl: {why} (refused)"
-    assert reason in validated.err, validated.text
+    assert reason in validated.out, validated.text  # validate's verdict is its result: stdout (issue 32)
     line = (
         f"{reason}; a bundle file must be a regular file inside the bundle; "
         "run `stepfork validate --verify-integrity notify.sftrace`\n"

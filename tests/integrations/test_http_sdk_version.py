@@ -40,7 +40,7 @@ def test_a_divergence_under_another_sdk_version_names_both_versions(
     bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:  # the recording's SDK: an older openai
-        patch.setattr(openai_integration, "_SDK", ("openai", "3.0.0"))
+        patch.setattr(openai, "__version__", "3.0.0")  # what the integration reads (sdk_version)
         record_run(bundle, ask("Weather in Paris?"), client)
     error = divergence(bundle, ask("Weather in Lyon?"), client)
     assert error.code == "input_diverged"

@@ -37,6 +37,7 @@ def stream_body(city: str) -> dict[str, Any]:
     return {
         "model": "gpt-4o-mini",
         "stream": True,
+        "stream_options": {"include_usage": True},  # as the SDKs ask for the usage chunk
         "messages": [{"role": "user", "content": f"Weather in {city}?"}],
     }
 
