@@ -18,7 +18,6 @@ import pytest
 from capture_harness import divergence, record_run
 from fake_providers import FakeProvider
 
-import stepfork.integrations.openai as openai_integration
 from stepfork.integrations.httpx import instrument_httpx
 from stepfork.integrations.openai import instrument_openai
 
