@@ -84,7 +84,7 @@ def test_record_then_replay_a_script_with_no_stepfork_import(tmp_path: Path, ser
     assert "…" in changed.stdout  # abbreviated
     lyon = [sys.executable, "weather_script.py", "Lyon"]
     verbose = run(["replay", "run.sftrace", "--verbose", "--", *lyon], tmp_path, port)
-    fingerprints = r"recorded input fingerprint: [0-9a-f]{64}\n  actual input fingerprint:   [0-9a-f]{64}"
+    fingerprints = r"recorded input fingerprint: [0-9a-f]{64}\n +actual input fingerprint: +[0-9a-f]{64}"
     full = re.search(fingerprints, verbose.stdout)
     assert full, verbose.stdout
     ignoring = run(

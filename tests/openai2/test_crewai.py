@@ -63,9 +63,11 @@ def test_a_replay_with_telemetry_on_passes_with_the_collector_refused(program: P
     program.record("run.sftrace", SCRIPT, "Paris")  # recorded with telemetry off: nothing leaves the machine
     report = program.replay("run.sftrace", "telemetry_on.py", "Paris")
     assert passed(report), (report["matching"], report["stderr"][-3000:])
-    refused = [item for item in report["requests"]["items"] if item["action"] == "refused"]
-    assert refused, report["requests"]
-    assert all(item["label"].startswith("telemetry telemetry.crewai.com") for item in refused)
+    # the export is answered by the capture (requests/urllib3 are captured since issue 30) or, on a stack the
+    # capture does not wrap, refused by the seal: never sent, never a divergence
+    exports = [item for item in report["requests"]["items"] if item["action"] in ("acknowledged", "refused")]
+    assert exports, report["requests"]
+    assert all(item["label"].startswith("telemetry telemetry.crewai.com") for item in exports), exports
 
 
 def test_recorded_in_process_the_replay_is_matched(program: Program) -> None:

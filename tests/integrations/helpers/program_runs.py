@@ -216,7 +216,7 @@ def story(
     assert all(label.startswith("127.0.0.1/") for label in shown["labels"]), shown["labels"]
     assert min(shown["tokens"]) > 0, shown["tokens"]  # (total, prompt, completion)
     same = program.stepfork("diff", "a.sftrace", "b.sftrace")
-    assert "Result: EQUIVALENT" in same.stdout, same.stdout
+    assert "Result: BEHAVIOR EQUIVALENT" in same.stdout, same.stdout
     assert same.returncode == 0
 
     sent = len(server.requests)
