@@ -22,7 +22,7 @@ into ``headers``, the ``json`` body and each SSE event's ``data``, and a framewo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -30,6 +30,7 @@ from stepfork.replay.noise.ids import is_opaque_id, may_hold_id, split
 from stepfork.replay.noise.origins import Origins
 from stepfork.replay.noise.renaming import Renaming
 from stepfork.replay.noise.rules import NoiseRules, Rule
+from stepfork.replay.noise.siblings import SIBLING_ORDER, SiblingGroup
 from stepfork.replay.noise.streams import CHUNKING, reassemble
 from stepfork.replay.noise.timing import TAG, timing_shaped
 
@@ -129,6 +130,8 @@ class Comparison:
             gives the same recording for both.
         ignore: the user's rule for a difference's full path (``--ignore``: given ``output.json.id``, the
             rule that ignores it, or None), applied before the shipped rules; None for none.
+        siblings: the groups of concurrent sibling calls (the diff's; :mod:`stepfork.replay.noise.siblings`):
+            two strings that differ only by the order of their siblings' parts differ as ``sibling order``.
     """
 
     def __init__(
@@ -138,12 +141,14 @@ class Comparison:
         right: Origins | None = None,
         *,
         ignore: Callable[[str], Rule | None] | None = None,
+        siblings: Sequence[SiblingGroup] = (),
     ) -> None:
         self.rules = rules
         self.left = left if left is not None else Origins()
         self.right = right if right is not None else Origins()
         self.renaming = Renaming()
         self._ignore = ignore
+        self.siblings = tuple(siblings)
 
     def compare(
         self, expected: Any, actual: Any, where: str = "other", *, prefix: Path = ()
@@ -343,6 +348,8 @@ class Comparison:
             return rule.name
         if strings and self.renaming.strings_equal(a, b, self._allow(frame)):
             return RENAMED
+        if strings and self.siblings and self._reordered(a, b, frame):
+            return SIBLING_ORDER
         if rule is not None:
             # outside a dependency output a rule never excuses an id: a handed-out one must match exactly
             return None if _ids_differ(a, b) else rule.name
@@ -367,6 +374,14 @@ class Comparison:
             if frame.kind == "body" and frame.area == "llm_output" and rules.is_accounting(rule_path(rel)):
                 return NEW_FIELD  # a provider's accounting block gained a field (usage.*_details)
         return None
+
+    def _reordered(self, a: str, b: str, frame: _Frame) -> bool:
+        allow = self._allow(frame)
+
+        def equal(left: str, right: str, bind: bool) -> bool:
+            return self.renaming.strings_equal(left, right, allow, bind=bind)
+
+        return any(group.reordered(a, b, equal) for group in self.siblings)
 
     def _ignore_rule(self, path: Path) -> Rule | None:
         assert self._ignore is not None
