@@ -316,17 +316,25 @@ def _concurrency_file(
     trace: Trace, directory: Path, *, given: Mapping[str, bytes] | None = None
 ) -> tuple[str, ...]:
     """Write the concurrency facts attached to ``trace`` (a loaded bundle's, or a subset's) beside its
-    events, limited to its events; return the extension file names written (for integrity.json). Nothing
-    when the caller hands the file over in ``given`` (a redacted copy passes every listed extension file)."""
+    events, limited to its events, and its minted spans (``minted.json``); return the extension file names
+    written (for integrity.json). Nothing when the caller hands a file over in ``given`` (a redacted copy
+    passes every listed extension file)."""
     from stepfork.trace.concurrency import EXTENSION_NAME, facts_of
+    from stepfork.trace.minting import EXTENSION_NAME as MINTED
+    from stepfork.trace.minting import minted_of
 
+    written: list[str] = []
+    minted = None if f"{MINTED}.json" in (given or {}) else minted_of(trace)
+    if minted is not None:  # the minted spans travel with the trace too (a minimize candidate's)
+        _files.write_file(directory / f"{MINTED}.json", _files.pretty_json(minted.to_json()))
+        written.append(f"{MINTED}.json")
     name = f"{EXTENSION_NAME}.json"
     facts = None if name in (given or {}) else facts_of(trace)
     if facts is None:
-        return ()
+        return tuple(written)
     ids = {event.id for event in trace.events}
     _files.write_file(directory / name, _files.pretty_json(facts.to_json(ids)))
-    return (name,)
+    return (*written, name)
 
 
 def save_trace(

@@ -33,6 +33,7 @@ import orjson
 
 from stepfork.trace.bundle import BundleWriter
 from stepfork.trace.canonical import canonical_json, compact_json
+from stepfork.trace.minting import Spans
 from stepfork.trace.models import HASHED_FIELDS, RedactionEntry
 from stepfork.trace.plainjson import take_plain_facts
 from stepfork.trace.redaction import RedactionFinding, Redactor, default_redactor
@@ -178,6 +179,9 @@ class EventLog:
         self.cost_usd: float | None = None
         self.redaction_entries: list[RedactionEntry] = []
         self.closed = False
+        self.minting: Spans | None = None
+        """The values this run mints (set by the recorder): their spans in payloads go to minted.json."""
+        self.minted: set[str] = set()
 
     def emit(
         self,
@@ -272,6 +276,8 @@ class EventLog:
             event["input_hash"] = digests.get(in_field) or _digest(event, in_field, lines)
         if out_field is not None:
             event["output_hash"] = digests.get(out_field) or _digest(event, out_field, lines)
+        if self.minting:  # the minted values this event's payloads hold, as written (redacted)
+            self._note_minted(fields, event, lines)
         with self.lock:
             if self.closed:
                 raise RuntimeError("the recording session has finished; no more events can be recorded")
@@ -293,6 +299,22 @@ class EventLog:
                     RedactionEntry(event_id=event_id, path=finding.path, reason=finding.reason)
                 )
         return event_id, step, event
+
+    def _note_minted(self, fields: dict[str, Any], event: dict[str, Any], lines: dict[str, bytes]) -> None:
+        minting = self.minting
+        assert minting is not None
+        for name in fields:
+            data = lines.get(name)
+            value = event[name]
+            if data is not None:
+                text = data.decode("utf-8", "replace")
+            elif isinstance(value, str):
+                text = value
+            elif isinstance(value, dict | list):
+                text = compact_json(value, assume_json=True).decode("utf-8", "replace")
+            else:
+                continue
+            self.minted.update(text[start:end] for start, end in minting.spans(text))
 
     def unique_entries(self) -> Iterator[RedactionEntry]:
         """The redaction entries, de-duplicated on (event_id, path, reason) (REFERENCE-NOTES.md 3)."""

@@ -211,8 +211,9 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
 
     Reads manifest.json, events.jsonl and redactions.json (integrity.json is not read; see
     ``verify_bundle_integrity``). Payload values come back exactly (big ints, floats); totals as written.
-    The bundle's ``concurrency.json``, when present and well formed, is attached to the trace
-    (``stepfork.trace.concurrency.facts_of``); a missing or unreadable one is ignored.
+    The bundle's ``concurrency.json`` and ``minted.json``, when present and well formed, are attached to
+    the trace (``stepfork.trace.concurrency.facts_of``, ``stepfork.trace.minting.minted_of``); a missing or
+    unreadable one is ignored.
 
     Raises:
         TraceStorageError: ``missing_file`` (no directory, a required file absent or not a regular file),
@@ -231,6 +232,9 @@ def _load(path: str | os.PathLike[str], verified: Mapping[str, bytes] | None = N
     from stepfork.trace.concurrency import attach_facts, load_facts
 
     attach_facts(trace, load_facts(path))  # concurrency.json, when the recorder wrote one (issue 12)
+    from stepfork.trace.minting import attach_minted, load_minted
+
+    attach_minted(trace, load_minted(path))  # minted.json (stepfork.trace.minting)
     return trace
 
 

@@ -82,7 +82,13 @@ def replay(
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
     from stepfork.cli import htmlout
     from stepfork.cli.guide import parse_mode
-    from stepfork.cli.options import parse_allow_hosts, parse_ignore, parse_ordering, parse_raise_as
+    from stepfork.cli.options import (
+        parse_allow_hosts,
+        parse_ignore,
+        parse_ignore_output,
+        parse_ordering,
+        parse_raise_as,
+    )
     from stepfork.cli.output import fail
 
     mode = parse_mode(mode, "replay")
@@ -100,6 +106,7 @@ def replay(
             "allow_live_tools": allow_live_tool or [],
             "ordering": parse_ordering(ordering),
             "ignore": parse_ignore(ignore),
+            "ignore_output": parse_ignore_output(ignore),
             "verbose": verbose,
             "json": as_json,
         }
@@ -147,6 +154,7 @@ def replay(
                 allow_hosts=allow_host or None,
                 ordering=ordering,
                 ignore=ignored_paths,
+                ignore_output=parse_ignore_output(ignore),
             )
     except Exception as exc:
         fail_for_error(exc, path)
@@ -385,7 +393,7 @@ def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
     for item in outcome.ignored:  # issue 12: an ignored difference is reported, never silent
         lines.append(
             f"  ignored: call #{item.index + 1} {sanitize_text(item.label)} (step {item.step}) "
-            f"differs at {sanitize_text(item.path)} (--ignore)"
+            f"differs at {sanitize_text(item.path)} ({item.reason})"
         )
     lines.append("")
     execution = outcome.execution

@@ -146,7 +146,12 @@ class Comparison:
         self.rules = rules
         self.left = left if left is not None else Origins()
         self.right = right if right is not None else Origins()
-        self.renaming = Renaming()
+        self.renaming = Renaming(
+            self.left.minted,
+            self.right.minted,
+            vouch_left=self.left.legacy and self.right.minted is not None,
+            vouch_right=self.right.legacy and self.left.minted is not None,
+        )
         self._ignore = ignore
         self.siblings = tuple(siblings)
 
@@ -319,7 +324,21 @@ class Comparison:
     def _allow(self, frame: _Frame) -> Callable[[str, str], bool]:
         if frame.dep:
             return lambda a, b: True
-        return lambda a, b: self.left.fresh(a) and self.right.fresh(b)
+        return self._fresh_pair
+
+    def _fresh_pair(self, a: str, b: str) -> bool:
+        """True when ``a`` (left) and ``b`` (right) are both fresh (:mod:`stepfork.replay.noise.origins`).
+        A recording that says nothing of what it minted (no minted.json: recorded before it existed)
+        counts a value as minted when the other side minted its counterpart, of the same length and
+        alphabet, and it did not hand the value out."""
+        left, right = self.left, self.right
+        if left.fresh(a) and right.fresh(b):
+            return True
+        if left.legacy and right.is_minted(b) and right.fresh(b):
+            return not left.handed_out(a) and same_alphabet(a, b)
+        if right.legacy and left.is_minted(a) and left.fresh(a):
+            return not right.handed_out(b) and same_alphabet(a, b)
+        return False
 
     def _equal_string(self, a: str, b: str, frame: _Frame) -> bool:
         # an equal string still binds its ids to themselves (and fails where one is renamed to another)
@@ -392,6 +411,26 @@ class Comparison:
     def renamed(self) -> list[tuple[str, str]]:
         """The ids renamed so far in this scope (left id, right id), in the order they were bound."""
         return self.renaming.renamed()
+
+
+_ALPHABETS = (
+    frozenset("0123456789abcdef"),
+    frozenset("0123456789ABCDEF"),
+    frozenset("0123456789-abcdef"),
+    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"),
+)
+
+
+def same_alphabet(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` are as long and the first of hex (lower, upper), uuid, base64url and
+    base64 that holds all of one's characters holds all of the other's."""
+
+    def alphabet(text: str) -> int:
+        chars = set(text)
+        return next((n for n, letters in enumerate(_ALPHABETS) if chars <= letters), -1)
+
+    return len(a) == len(b) and alphabet(a) == alphabet(b) != -1
 
 
 def _ids_differ(a: str, b: str) -> bool:

@@ -178,9 +178,11 @@ class SiblingGroup:
         if len(a) != len(b):
             return False
         moved = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if not equal(x, y, False)]
-        owners_a = [self._owner(a[i], self.left) for i in moved]
-        owners_b = [self._owner(b[i], self.right) for i in moved]
-        if None in owners_a or None in owners_b or sorted(map(int, owners_a)) != sorted(map(int, owners_b)):
+        found_a = [self._owner(a[i], self.left) for i in moved]
+        found_b = [self._owner(b[i], self.right) for i in moved]
+        owners_a = [k for k in found_a if k is not None]
+        owners_b = [k for k in found_b if k is not None]
+        if len(owners_a) < len(moved) or len(owners_b) < len(moved) or sorted(owners_a) != sorted(owners_b):
             return False
         if len(set(owners_a)) < 2 or owners_a == owners_b:
             return False
