@@ -261,3 +261,21 @@ def test_replay_and_export_ignore_a_path_of_the_output_and_a_reviewed_expectatio
         assert "IGNORE_OUTPUT = ['$.generated_at'" in (tmp_path / name).read_text()
         ran = stepfork(tmp_path, "run", name)
         assert f"Verdict: {verdict}" in ran.stdout, ran.stdout + ran.stderr
+
+
+def test_minted_json_holds_only_minted_values_the_bundle_already_shows(tmp_path: Path) -> None:
+    kept, secret = os.urandom(6).hex(), ""
+
+    def agent() -> dict[str, str]:
+        nonlocal secret
+        secret = secrets.token_urlsafe(24)
+        os.urandom(32)  # minted, never shown
+        return {"ref": os.urandom(4).hex(), "api_key": secret, "note": f"kept {kept}"}
+
+    bundle = recorded(tmp_path, agent)
+    values = minting.load_minted(bundle).values
+    assert load_trace(bundle).events[-1].output["ref"] in values
+    assert load_trace(bundle).events[-1].output["api_key"] == "[REDACTED]"
+    assert not any(secret[:8] in value or value in secret for value in values)
+    assert not any(kept in value for value in values)  # minted before the recording began
+    assert len(values) == 1

@@ -33,7 +33,7 @@ import orjson
 
 from stepfork.trace.bundle import BundleWriter
 from stepfork.trace.canonical import canonical_json, compact_json
-from stepfork.trace.minting import Spans
+from stepfork.trace.minting import MIN_SPAN, Spans
 from stepfork.trace.models import HASHED_FIELDS, RedactionEntry
 from stepfork.trace.plainjson import take_plain_facts
 from stepfork.trace.redaction import RedactionFinding, Redactor, default_redactor
@@ -43,6 +43,7 @@ _HASHED: dict[str, tuple[str | None, str | None]] = {str(t.value): f for t, f in
 
 _NULL_DIGEST = sha256(b"null").hexdigest()  # a null payload's fingerprint (notes 2.2)
 MAX_CHAIN = 16  # exception causes kept in an error event's details (C8); bounded against cycles
+SCANNED = 4096  # distinct strings whose minted spans a recording remembers (eventlog._note_minted)
 
 
 def new_id(prefix: str) -> str:
@@ -182,6 +183,7 @@ class EventLog:
         self.minting: Spans | None = None
         """The values this run mints (set by the recorder): their spans in payloads go to minted.json."""
         self.minted: set[str] = set()
+        self._scanned: dict[str, tuple[str, ...]] = {}  # string -> its minted spans (bounded: SCANNED)
 
     def emit(
         self,
@@ -277,7 +279,7 @@ class EventLog:
         if out_field is not None:
             event["output_hash"] = digests.get(out_field) or _digest(event, out_field, lines)
         if self.minting:  # the minted values this event's payloads hold, as written (redacted)
-            self._note_minted(fields, event, lines)
+            self._note_minted(fields, event)
         with self.lock:
             if self.closed:
                 raise RuntimeError("the recording session has finished; no more events can be recorded")
@@ -300,21 +302,33 @@ class EventLog:
                 )
         return event_id, step, event
 
-    def _note_minted(self, fields: dict[str, Any], event: dict[str, Any], lines: dict[str, bytes]) -> None:
+    def _note_minted(self, fields: dict[str, Any], event: dict[str, Any]) -> None:
+        """Note the minted values this event's payloads hold, as written (the redacted values; strings, not
+        keys: a renaming never applies to keys). Each distinct string is scanned once (a conversation
+        repeats its messages in every request), so a run pays one scan per string it sends."""
         minting = self.minting
         assert minting is not None
-        for name in fields:
-            data = lines.get(name)
-            value = event[name]
-            if data is not None:
-                text = data.decode("utf-8", "replace")
-            elif isinstance(value, str):
-                text = value
-            elif isinstance(value, dict | list):
-                text = compact_json(value, assume_json=True).decode("utf-8", "replace")
-            else:
-                continue
-            self.minted.update(text[start:end] for start, end in minting.spans(text))
+        seen = self._scanned
+        noted = self.minted
+        stack = [event[name] for name in fields]
+        pop, push = stack.pop, stack.extend
+        while stack:
+            value = pop()
+            kind = type(value)
+            if kind is str:
+                if len(value) < MIN_SPAN:
+                    continue
+                found = seen.get(value)
+                if found is None:
+                    if len(seen) >= SCANNED:
+                        seen.clear()
+                    found = seen[value] = tuple(value[a:b] for a, b in minting.spans(value))
+                if found:
+                    noted.update(found)
+            elif kind is dict:
+                push(value.values())
+            elif kind is list:
+                push(value)
 
     def unique_entries(self) -> Iterator[RedactionEntry]:
         """The redaction entries, de-duplicated on (event_id, path, reason) (REFERENCE-NOTES.md 3)."""

@@ -134,6 +134,11 @@ class RecordedMinted(Spans):
             return []
         return [(m.start(), m.end()) for m in self._pattern.finditer(text)]
 
+    def shown_in(self, text: str) -> RecordedMinted:
+        """The values that ``text`` (a bundle's redacted payloads) still holds: a redacted copy keeps no
+        value its payloads no longer show (``stepfork redact``)."""
+        return RecordedMinted(v for v in self.values if v in text)
+
     def to_json(self) -> dict[str, Any]:
         """The ``minted.json`` document."""
         return {"format": FORMAT, "values": sorted(self.values)}

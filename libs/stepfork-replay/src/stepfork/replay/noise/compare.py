@@ -31,7 +31,7 @@ from stepfork.replay.noise.origins import Origins
 from stepfork.replay.noise.renaming import Renaming
 from stepfork.replay.noise.rules import NoiseRules, Rule
 from stepfork.replay.noise.siblings import SIBLING_ORDER, SiblingGroup
-from stepfork.replay.noise.streams import CHUNKING, reassemble
+from stepfork.replay.noise.streams import CHUNKING, describe, reassemble
 from stepfork.replay.noise.timing import TAG, timing_shaped
 
 WHERES = ("llm_input", "llm_output", "tool_input", "tool_output", "run_output", "other")
@@ -303,7 +303,7 @@ class Comparison:
         if any(d.noise is None for d in found):
             self.renaming.forward, self.renaming.backward = saved
             return None
-        found.append(Difference(at, f"{len(events_a)} events", f"{len(events_b)} events", CHUNKING))
+        found.append(Difference(at, describe(left), describe(right), CHUNKING))
         return found
 
     def _leaf(self, a: Any, b: Any, path: Path, frame: _Frame | None, out: list[Difference]) -> None:
