@@ -29,9 +29,10 @@ import re
 import secrets
 import threading
 import uuid
-import weakref
 from collections.abc import Iterable
 from typing import Any
+
+from stepfork.trace._attached import Attached, read_parsed
 
 MIN_SPAN = 8
 """The shortest minted span: ``uuid4().hex[:8]``, ``token_hex(4)``."""
@@ -229,37 +230,20 @@ def stop(log: MintLog) -> None:
 
 # -- minted.json travels with a loaded Trace (as concurrency.json does) -----------------------------------
 
-_ATTACHED: dict[int, tuple[weakref.ref[Any], RecordedMinted]] = {}
+_MINTED: Attached[RecordedMinted] = Attached()
 
 
 def attach_minted(trace: Any, minted: RecordedMinted | None) -> None:
     """Make ``minted`` the recorded minted spans of ``trace`` (a ``Trace``); None forgets them."""
-    key = id(trace)
-    if minted is None:
-        _ATTACHED.pop(key, None)
-        return
-
-    def _drop(_ref: weakref.ref[Any], key: int = key) -> None:
-        _ATTACHED.pop(key, None)
-
-    _ATTACHED[key] = (weakref.ref(trace, _drop), minted)
+    _MINTED.attach(trace, minted)
 
 
 def minted_of(trace: Any) -> RecordedMinted | None:
     """The minted spans recorded with ``trace`` (its ``minted.json``, attached by ``load_trace``), or None
     for a bundle recorded without them (written before this file existed, or built in memory)."""
-    entry = _ATTACHED.get(id(trace))
-    if entry is not None and entry[0]() is trace:
-        return entry[1]
-    return None
+    return _MINTED.of(trace)
 
 
 def load_minted(path: Any) -> RecordedMinted | None:
     """The ``minted.json`` of the bundle at ``path``, or None when absent or malformed."""
-    from stepfork.trace.errors import TraceError
-    from stepfork.trace.reading import read_extension
-
-    try:
-        return RecordedMinted.parse(read_extension(path, EXTENSION_NAME))
-    except (TraceError, ValueError, OSError):
-        return None
+    return read_parsed(path, EXTENSION_NAME, RecordedMinted.parse)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from stepfork.replay.noise.ids import is_opaque_id, may_hold_id, split
-from stepfork.replay.noise.origins import Origins
+from stepfork.replay.noise.origins import Origins, fresh_pair
 from stepfork.replay.noise.renaming import Renaming
 from stepfork.replay.noise.rules import NoiseRules, Rule
 from stepfork.replay.noise.siblings import SIBLING_ORDER, SiblingGroup
@@ -324,21 +324,7 @@ class Comparison:
     def _allow(self, frame: _Frame) -> Callable[[str, str], bool]:
         if frame.dep:
             return lambda a, b: True
-        return self._fresh_pair
-
-    def _fresh_pair(self, a: str, b: str) -> bool:
-        """True when ``a`` (left) and ``b`` (right) are both fresh (:mod:`stepfork.replay.noise.origins`).
-        A recording that says nothing of what it minted (no minted.json: recorded before it existed)
-        counts a value as minted when the other side minted its counterpart, of the same length and
-        alphabet, and it did not hand the value out."""
-        left, right = self.left, self.right
-        if left.fresh(a) and right.fresh(b):
-            return True
-        if left.legacy and right.is_minted(b) and right.fresh(b):
-            return not left.handed_out(a) and same_alphabet(a, b)
-        if right.legacy and left.is_minted(a) and left.fresh(a):
-            return not right.handed_out(b) and same_alphabet(a, b)
-        return False
+        return lambda a, b: fresh_pair(self.left, self.right, a, b)
 
     def _equal_string(self, a: str, b: str, frame: _Frame) -> bool:
         # an equal string still binds its ids to themselves (and fails where one is renamed to another)
@@ -411,26 +397,6 @@ class Comparison:
     def renamed(self) -> list[tuple[str, str]]:
         """The ids renamed so far in this scope (left id, right id), in the order they were bound."""
         return self.renaming.renamed()
-
-
-_ALPHABETS = (
-    frozenset("0123456789abcdef"),
-    frozenset("0123456789ABCDEF"),
-    frozenset("0123456789-abcdef"),
-    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
-    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"),
-)
-
-
-def same_alphabet(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` are as long and the first of hex (lower, upper), uuid, base64url and
-    base64 that holds all of one's characters holds all of the other's."""
-
-    def alphabet(text: str) -> int:
-        chars = set(text)
-        return next((n for n, letters in enumerate(_ALPHABETS) if chars <= letters), -1)
-
-    return len(a) == len(b) and alphabet(a) == alphabet(b) != -1
 
 
 def _ids_differ(a: str, b: str) -> bool:

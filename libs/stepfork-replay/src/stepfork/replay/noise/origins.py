@@ -133,3 +133,37 @@ class Origins:
     def fresh(self, token: str) -> bool:
         """True when ``token`` was made anew by this side's run and not handed out (module docstring)."""
         return (fresh_by_shape(token) or self.is_minted(token)) and not self.handed_out(token)
+
+
+def fresh_pair(left: Origins, right: Origins, a: str, b: str) -> bool:
+    """True when ``a`` (on the ``left`` side) and ``b`` (on the ``right``) may be renamed into each other
+    outside a dependency output: both fresh. A recording that says nothing of what it minted (no
+    minted.json: recorded before it existed) counts a value as minted when the other side minted its
+    counterpart, of the same length and alphabet, and it did not hand the value out."""
+    if left.fresh(a) and right.fresh(b):
+        return True
+    if left.legacy and right.is_minted(b) and right.fresh(b):
+        return not left.handed_out(a) and same_alphabet(a, b)
+    if right.legacy and left.is_minted(a) and left.fresh(a):
+        return not right.handed_out(b) and same_alphabet(a, b)
+    return False
+
+
+_ALPHABETS = (
+    frozenset("0123456789abcdef"),
+    frozenset("0123456789ABCDEF"),
+    frozenset("0123456789-abcdef"),
+    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"),
+)
+
+
+def same_alphabet(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` are as long and the first of hex (lower, upper), uuid, base64url and
+    base64 that holds all of one's characters holds all of the other's."""
+
+    def alphabet(text: str) -> int:
+        chars = set(text)
+        return next((n for n, letters in enumerate(_ALPHABETS) if chars <= letters), -1)
+
+    return len(a) == len(b) and alphabet(a) == alphabet(b) != -1
