@@ -54,10 +54,6 @@ class Spans:
         """``(start, end)`` of each minted span of ``text``, left to right, not overlapping."""
         raise NotImplementedError
 
-    def minted(self, text: str) -> bool:
-        """True when ``text`` is one minted span, whole."""
-        return self.spans(text) == [(0, len(text))] if len(text) >= MIN_SPAN else False
-
 
 class MintLog(Spans):
     """The values minted in this process while the log is active (thread-safe: values are noted from any
