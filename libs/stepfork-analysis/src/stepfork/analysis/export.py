@@ -334,8 +334,8 @@ def _checked_trace(trace_file: Path) -> Trace:
     manifest counts): then the message is the ``event_count_mismatch`` line replay prints
     (:func:`stepfork.trace.load_verified_trace`, which is the load: the refusal needs no second read).
     A bundle that cannot be loaded gets the codes strict validation finds in it."""
+    from stepfork.trace.bundle import load_verified_trace
     from stepfork.trace.errors import TraceIntegrityError, TraceStorageError
-    from stepfork.trace.reading import load_verified_trace
     from stepfork.trace.validation import validate_bundle
 
     trace: Trace | None = None
