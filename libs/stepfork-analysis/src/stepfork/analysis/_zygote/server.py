@@ -1,7 +1,11 @@
-"""The zygote of ``minimize`` (and ``check``): one long-lived process, run as ``python -m
-stepfork.analysis._zygote``, that imports stepfork and the user's entrypoint once and then ``os.fork()``s a
-fresh child per replay attempt (``check``: per batch of bundles, :mod:`._check_batch`, which decides when a
-batch needs a fresh child).
+"""The zygote of ``minimize`` and ``check``: one long-lived process that imports stepfork and the user's
+entrypoint once and then ``os.fork()``s a fresh child per replay attempt (``check``: per batch of bundles,
+:mod:`stepfork.analysis.check._batch`, which decides when a batch needs a fresh child).
+
+This module is the process, the protocol and the fork per job; what a job is belongs to its task
+(:class:`Task`): the process is started as ``python -m stepfork.analysis.minimize._zygote`` or ``python -m
+stepfork.analysis.check._zygote``, whose modules hand :func:`serve` their task. Nothing here imports
+``minimize`` or ``check``.
 
 Starting Python and importing stepfork, pydantic and the agent costs about 0.3 s per attempt; a fork costs
 a few milliseconds. Isolation is kept: every attempt runs in its own process, a copy of the zygote taken
@@ -9,7 +13,7 @@ before any attempt ran, so module state an agent mutates, a hang or a crash neve
 the zygote or the minimizer. The model is multiprocessing's forkserver (a server that preloads modules and
 forks per request); that module is not used itself because its server is one per interpreter, keeps one
 preload list and lives until the interpreter exits, while each ``minimize`` needs its own entrypoint and
-import root and must leave no process behind. The client is :mod:`stepfork.analysis._attempts`.
+import root and must leave no process behind. The client is :mod:`stepfork.analysis._zygote.client`.
 
 Only the entrypoint the user named is imported here; the bundle is read by the children, as data. No thread
 is started in this process (forking a threaded process can copy a held lock): when importing the entrypoint
@@ -25,9 +29,9 @@ nothing the agent prints can reach them (fd 1 becomes fd 2, fd 0 ``/dev/null``):
     in   {"id": N, "bundle": PATH}                                                      per attempt
     out  {"id": N, "kind": "...", "detail": ..., ...}  (Signature.to_json() + id)     each, any order
 
-With ``"task": "check"`` in the first line (``stepfork check``), a job is a batch, ``{"id": N, "bundles":
-[PATH, ...]}``, replayed by one child after another (:mod:`._check_batch`): each child replays bundles in
-turn and writes one verdict line per bundle (:func:`stepfork.analysis._check_worker.verdict_of`), exiting
+In ``check``'s zygote (``stepfork check``), a job is a batch, ``{"id": N, "bundles": [PATH, ...]}``,
+replayed by one child after another (:mod:`stepfork.analysis.check._batch`): each child replays bundles in
+turn and writes one verdict line per bundle (:func:`stepfork.analysis.check._worker.verdict_of`), exiting
 early when a replay left state behind (once it said so, the zygote kills its process group rather than
 wait for its pipe's end); the timeout is per bundle; a child that dies or runs out of time
 costs only its current bundle a ``crash`` / ``timeout`` answer, and the rest of the batch goes on in a fresh
@@ -36,8 +40,8 @@ child. The answer is ``{"id": N, "kind": "batch", "verdicts": [...]}``, one per 
 "part", "verdicts": [...]}`` (once per round of the loop) and the answer holds only the rest. With
 ``"workers": K`` in the first line, at most K children run at once: further batches wait in the zygote and
 go to the first worker that finishes its batch, without a round trip to the client. That scheduling is
-:class:`stepfork.analysis._zygote_batches.BatchZygote`'s; this module is the process, the protocol and the
-fork per attempt of ``minimize``.
+:class:`stepfork.analysis.check._zygote_batches.BatchZygote`'s; this module is the process, the protocol and
+the fork per attempt of ``minimize``.
 
 End of input (or SIGTERM) shuts the zygote down after killing and reaping every running child.
 """
@@ -54,17 +58,18 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, NoReturn
 
-from stepfork.analysis._lines import line_of, parse_line
+from stepfork.analysis._zygote.lines import line_of, parse_line
 
 _STDERR_TAIL = 65536  # bytes read back from a child's stderr to find its last line
 _MAX_WAIT = 3600.0  # seconds per poll() at most: poll takes a C int of milliseconds; the loop waits again
 
 
 @dataclass
-class _Child:
+class Child:
     """One running attempt: its pid, the read end of its result pipe, its stderr file and deadline."""
 
     job: int | None  # None: a check worker between batches (idle, or exiting after its last answer)
@@ -85,13 +90,13 @@ class _Child:
     status: int | None = None  # its wait status, once reaped
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
-def _kill(pid: int) -> None:
+def kill(pid: int) -> None:
     """SIGKILL the child's process group (the agent's own subprocesses too), else the child alone."""
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -101,9 +106,9 @@ def _kill(pid: int) -> None:
 
 
 def _reap(pid: int) -> int | None:
-    """Kill ``pid`` (see :func:`_kill`) and wait for it, so that no zombie is left; return its wait status
+    """Kill ``pid`` (see :func:`kill`) and wait for it, so that no zombie is left; return its wait status
     (a child that had already ended keeps its own: a kill does not change a zombie's), None if unknown."""
-    _kill(pid)
+    kill(pid)
     try:
         return os.waitpid(pid, 0)[1]
     except ChildProcessError:
@@ -126,11 +131,11 @@ def died(detail: str, code: int | None) -> str:
     return f"no output (killed by signal {name})"
 
 
-def _death(detail: str, status: int | None) -> str:
+def death(detail: str, status: int | None) -> str:
     return died(detail, None if status is None else os.waitstatus_to_exitcode(status))
 
 
-def _last_stderr_line(stream: IO[bytes], since: int = 0) -> str:
+def last_stderr_line(stream: IO[bytes], since: int = 0) -> str:
     """The last non-blank line of a child's stderr written at or after offset ``since`` (a batch child's
     current bundle; its first 200 characters; ``no output`` when there is none), as the subprocess path
     reports it; reads only as much of the end of the file as that needs."""
@@ -145,14 +150,21 @@ def _last_stderr_line(stream: IO[bytes], since: int = 0) -> str:
         tail *= 4
 
 
-def _join_threads() -> None:
+def join_threads() -> None:
     """As interpreter shutdown would: wait for the non-daemon threads the replay left running."""
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()
 
 
+Work = Callable[[dict[str, Any], list[str], int, int], None]
+"""A forked child's job: ``work(config, bundles, result_fd, jobs_fd)`` replays ``bundles`` and writes its
+answer lines to ``result_fd`` (:func:`write_all`); ``jobs_fd`` is where a ``check`` worker reads its further
+batches (-1 for a ``minimize`` attempt). See :class:`Task`."""
+
+
 def _run_attempt(
+    work: Work,
     config: dict[str, Any],
     bundles: list[str],
     result_fd: int,
@@ -160,9 +172,8 @@ def _run_attempt(
     owned: list[int],
     jobs_fd: int = -1,
 ) -> NoReturn:
-    """The child's whole life: isolate, replay ``bundles`` (one for ``minimize``; a batch for ``check``,
-    :mod:`._check_batch`, then each further batch read from ``jobs_fd``), write one answer line per bundle,
-    ``os._exit``.
+    """The child's whole life: isolate, run ``work`` on ``bundles`` (one for ``minimize``; a batch for
+    ``check``, then each further batch read from ``jobs_fd``), ``os._exit``.
 
     Never returns into the zygote's loop: every path ends in ``os._exit`` (no atexit handlers, no flushing
     of buffers copied from the zygote), as the forked children of multiprocessing do.
@@ -180,18 +191,7 @@ def _run_attempt(
         os.dup2(devnull, 1)  # agent prints go nowhere, as the worker's unread stdout did
         os.dup2(stderr_fd, 2)
         os.close(devnull)
-        if config.get("task") == "check":  # `stepfork check`: a verdict per bundle (analysis/check.py)
-            from stepfork.analysis._check_batch import serve_batches
-
-            send = lambda a: _write_all(result_fd, line_of(a))  # noqa: E731
-            with os.fdopen(jobs_fd, "rb") as jobs:
-                serve_batches(config, bundles, send, jobs)
-        else:
-            from stepfork.analysis._minimize_worker import signature_of
-
-            answer = signature_of(config, bundles[0]).to_json()
-            _join_threads()
-            _write_all(result_fd, line_of(answer))
+        work(config, bundles, result_fd, jobs_fd)
         code = 0
     except SystemExit as exc:  # what the interpreter prints for an uncaught SystemExit
         if exc.code is None or isinstance(exc.code, int):
@@ -207,28 +207,30 @@ def _run_attempt(
         os._exit(code)
 
 
-class _Threaded(Exception):
+class Threaded(Exception):
     """Preloading a module started a thread: the zygote stops (its client falls back to subprocesses)."""
 
 
-class _Zygote:
-    """The zygote's loop for ``minimize``: reads jobs, forks a child per attempt, enforces deadlines, reports
-    signatures. ``check``'s batches run in a subclass, :class:`._zygote_batches.BatchZygote`, through the
-    hooks :meth:`gathers`, :meth:`expire` and :meth:`settle`."""
+class Zygote:
+    """The zygote's loop for ``minimize``: reads jobs, forks a child per attempt (``work``, the task's),
+    enforces deadlines, reports signatures. ``check``'s batches run in a subclass
+    (:class:`stepfork.analysis.check._zygote_batches.BatchZygote`) through the hooks :meth:`gathers`,
+    :meth:`expire` and :meth:`settle`."""
 
     batch = False  # True for ``check``: a job is a batch of bundles and its children read further batches
 
-    def __init__(self, config: dict[str, Any], proto_in: int, proto_out: int) -> None:
+    def __init__(self, config: dict[str, Any], proto_in: int, proto_out: int, work: Work) -> None:
         self.config = config
+        self.work = work
         self.timeout = float(config["timeout"])
         self.proto_in = proto_in
         self.proto_out = proto_out
-        self.children: dict[int, _Child] = {}  # result_fd -> child
+        self.children: dict[int, Child] = {}  # result_fd -> child
         self.selector = selectors.PollSelector()  # no descriptor of its own for children to inherit
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one protocol line to the client."""
-        _write_all(self.proto_out, line_of(message))
+        write_all(self.proto_out, line_of(message))
 
     def dispatch(self, job: int, bundles: list[str]) -> None:
         """Start ``bundles`` (one attempt's bundle) in a child forked now."""
@@ -252,23 +254,23 @@ class _Zygote:
         sys.stderr.flush()  # nothing buffered here may be written again by the child
         pid = os.fork()
         if pid == 0:
-            _run_attempt(self.config, bundles, write_fd, stderr.fileno(), owned, jobs_read)
+            _run_attempt(self.work, self.config, bundles, write_fd, stderr.fileno(), owned, jobs_read)
         with contextlib.suppress(OSError):  # also here: the group exists before any kill, whoever runs first
             os.setpgid(pid, pid)
         os.close(write_fd)
         if jobs_read >= 0:
             os.close(jobs_read)
         now = time.monotonic()
-        child = _Child(job, pid, read_fd, stderr, now + self.timeout, bundles, jobs_fd=jobs_write)
+        child = Child(job, pid, read_fd, stderr, now + self.timeout, bundles, jobs_fd=jobs_write)
         child.since = child.batch_start = now
         self.children[read_fd] = child
         self.selector.register(read_fd, selectors.EVENT_READ, child)
 
-    def received(self, child: _Child, data: bytes) -> None:
+    def received(self, child: Child, data: bytes) -> None:
         """Take what ``child`` wrote (a signature, read whole when the child ends)."""
         child.output += data
 
-    def release(self, child: _Child) -> None:
+    def release(self, child: Child) -> None:
         """Kill (a no-op when it exited) and reap ``child``; close its pipes."""
         self.selector.unregister(child.result_fd)
         del self.children[child.result_fd]
@@ -277,7 +279,7 @@ class _Zygote:
         if child.jobs_fd >= 0:
             os.close(child.jobs_fd)
 
-    def finish(self, child: _Child, *, timed_out: bool) -> None:
+    def finish(self, child: Child, *, timed_out: bool) -> None:
         """Release ``child`` (:meth:`release`), then report its signature."""
         self.release(child)
         message: dict[str, Any] = {"kind": "timeout", "detail": None}
@@ -288,16 +290,16 @@ class _Zygote:
                     raise TypeError("not a signature")
                 message = data  # every field of Signature.to_json(), passed on unchanged
             except (ValueError, TypeError):  # no signature: the child died first
-                message = {"kind": "crash", "detail": _death(_last_stderr_line(child.stderr), child.status)}
+                message = {"kind": "crash", "detail": death(last_stderr_line(child.stderr), child.status)}
         message["id"] = child.job
         child.stderr.close()
         self.send(message)
 
-    def gathers(self, child: _Child) -> bool:
+    def gathers(self, child: Child) -> bool:
         """Whether to let more output gather after reading ``child``'s (``check``); no for an attempt."""
         return False
 
-    def expire(self, child: _Child, now: float) -> None:
+    def expire(self, child: Child, now: float) -> None:
         """``child`` is past its deadline at ``now``: it is killed and answered ``timeout``."""
         self.finish(child, timed_out=True)
 
@@ -315,7 +317,7 @@ class _Zygote:
         self.selector.register(self.proto_in, selectors.EVENT_READ, None)
         try:
             self._serve(pending)
-        except _Threaded:  # children reaped; the thread an import started must not keep the zygote alive
+        except Threaded:  # children reaped; the thread an import started must not keep the zygote alive
             os._exit(0)
 
     def _serve(self, pending: bytes) -> None:
@@ -349,11 +351,11 @@ class _Zygote:
                 self.settle(now, gather)
         finally:
             for child in self.children.values():  # every kill first: their exits then run side by side
-                _kill(child.pid)
+                kill(child.pid)
             if self.idle_at_end():
                 # nothing was replaying: the client may go on now. Closing the protocol is its signal;
                 # reaping the killed workers (their address spaces torn down) and this process's own exit
-                # take a few ms more, which the client does not wait for (_ZygoteClient.close)
+                # take a few ms more, which the client does not wait for (client.ZygoteClient.close)
                 os.close(self.proto_out)
             for child in self.children.values():
                 _reap(child.pid)
@@ -379,8 +381,29 @@ def _terminate(signum: int, frame: Any) -> None:
     raise SystemExit(1)  # unwinds through serve()'s finally, which kills the children
 
 
-def main() -> None:
-    """Import stepfork and the entrypoint named in the first input line, report readiness, serve jobs."""
+@dataclass(frozen=True)
+class Task:
+    """What one kind of job asks of the zygote: ``minimize``'s attempts or ``check``'s batches.
+
+    Attributes:
+        zygote: the loop's class: :class:`Zygote` (a child per job) or a subclass (``check``'s batches,
+            :class:`stepfork.analysis.check._zygote_batches.BatchZygote`).
+        prepare: called once with the configuration (the first input line), after this process's own
+            descriptors are set aside and before readiness is reported: imports what every child needs and
+            the entrypoint. Returns None when the zygote may fork, else the ``{"ready": false, ...}`` line
+            to answer (the zygote then exits).
+        work: each forked child's job (:data:`Work`).
+    """
+
+    zygote: type[Zygote]
+    prepare: Callable[[dict[str, Any]], dict[str, Any] | None]
+    work: Work
+
+
+def serve(task: Task) -> None:
+    """Be the zygote of ``task``: read the configuration line, prepare (``task.prepare``), report readiness
+    and serve jobs until end of input (or SIGTERM), then exit the process. Returns only when ``prepare``
+    refused or the zygote could not start (the caller's interpreter then exits as usual)."""
     proto_in, proto_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -390,51 +413,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
     line, rest = _read_line(proto_in)
     config = json.loads(line)
-    if config.get("task") == "check":
-        from stepfork.analysis._zygote_batches import BatchZygote
-
-        zygote: _Zygote = BatchZygote(config, proto_in, proto_out)
-    else:
-        zygote = _Zygote(config, proto_in, proto_out)
-
-    import stepfork.replay
-    import stepfork.replay.outcome
-    import stepfork.trace
-    from stepfork.replay import resolve_entrypoint
-
-    if config.get("task") == "check":  # what a check worker runs, and only that (a shorter start)
-        import stepfork.analysis._check_batch
-        import stepfork.analysis._check_state
-        import stepfork.analysis._check_worker
-    else:
-        import stepfork.analysis._minimize_worker
-        import stepfork.analysis._signature
-        import stepfork.analysis.behavior
-        import stepfork.analysis.minimize
-
-    try:
-        if config.get("task") == "check":  # its raise_as classes too: an unresolvable one fails every bundle
-            stepfork.analysis._check_worker.resolve_targets(config)
-        else:
-            resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
-    except Exception as exc:  # minimize: a child resolves again and reports the setup error as before
-        if config.get("task") == "check":  # check: no bundle can be replayed here; say why, once
-            from stepfork.analysis._check_worker import entrypoint_unresolvable
-            from stepfork.replay import EntrypointError
-
-            if isinstance(exc, EntrypointError):
-                verdict = entrypoint_unresolvable(exc)
-                zygote.send({"ready": False, "reason": verdict["detail"], "verdict": verdict})
-                return
-    if config.get("task") == "check" and config.get("warm_bundle"):
-        # `check --warm`: one replay here first, so every child starts with the caches an SDK builds on its
-        # first request (docs/check.md "Warm start"); its verdict is not used, the children replay it again
-        from stepfork.analysis._check_worker import verdict_of
-
-        with contextlib.suppress(Exception):
-            verdict_of(config, config["warm_bundle"])
-    if config.get("task") == "check":  # what every worker starts from, taken once here before any fork
-        stepfork.analysis._check_batch.prepare(config)
+    zygote = task.zygote(config, proto_in, proto_out, task.work)
+    refusal = task.prepare(config)
+    if refusal is not None:
+        zygote.send(refusal)
+        return
     if threading.active_count() > 1:
         started = threading.active_count() - 1
         zygote.send({"ready": False, "reason": f"importing the entrypoint started {started} thread(s)"})
@@ -449,10 +432,3 @@ def main() -> None:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(0)
-
-
-if __name__ == "__main__":
-    # run the package's copy of this module, so that its classes are the ones _zygote_batches subclasses
-    from stepfork.analysis._zygote import main as _main
-
-    _main()

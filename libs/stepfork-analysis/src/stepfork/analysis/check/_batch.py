@@ -10,7 +10,7 @@ where it decides a verdict:
 
 - a crash or a hang ends the child; the zygote gives that bundle its ``crash`` / ``timeout`` answer and
   forks a fresh child for the rest of the batch (the per-bundle timeout restarts at every verdict line);
-- after each replay the state probe (:mod:`._check_state`) compares the agent's state with the zygote's;
+- after each replay the state probe (:mod:`._state`) compares the agent's state with the zygote's;
   when the replay changed it (or left a thread running, or the probe cannot tell), the child reports the
   verdict and exits, so the next bundle starts from the zygote's state again, as in a fork per bundle;
 - ``isolation="bundle"`` makes every child exit after one bundle: a fork per bundle, as before.
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import IO, Any, NamedTuple
 
-from stepfork.analysis._lines import parse_line
+from stepfork.analysis._zygote.lines import parse_line
 
 __all__ = ["BatchWorker", "ImportWatch", "prepare", "serve_batches"]
 
@@ -75,9 +75,9 @@ class ImportWatch:
 
 
 def _probe(names: list[str]) -> Any:
-    """The state baseline (:class:`._check_state.Baseline`) of the agent's modules ``names``, or None when
+    """The state baseline (:class:`._state.Baseline`) of the agent's modules ``names``, or None when
     it cannot be taken (then every replay restarts the child)."""
-    from stepfork.analysis._check_state import Baseline
+    from stepfork.analysis.check._state import Baseline
 
     try:
         return Baseline(names)
@@ -106,8 +106,8 @@ class _Start(NamedTuple):
     @classmethod
     def of(cls, config: dict[str, Any]) -> _Start:
         """Take them in this process, for ``config``."""
-        from stepfork.analysis._check_state import agent_module_names
-        from stepfork.analysis._check_worker import resolve_targets
+        from stepfork.analysis.check._state import agent_module_names
+        from stepfork.analysis.check._worker import resolve_targets
         from stepfork.replay.entrypoint import EntrypointError
 
         # Resolved once per worker (or once in the zygote, :func:`prepare`), not per bundle: a replay that
@@ -185,15 +185,15 @@ class BatchWorker:
             True when this worker may replay another batch (the last replay left the state as the zygote
             had it), False when it must exit (it said ``restart`` in its last answer).
 
-        Each answer is :func:`._check_worker.verdict_of`'s verdict plus ``worker`` (this process's pid),
+        Each answer is :func:`._worker.verdict_of`'s verdict plus ``worker`` (this process's pid),
         ``modules`` (modules the replay imported, which the zygote preloads before its next fork),
         ``stderr_at`` (the offset where the next bundle's stderr starts, so a crash is described by its own
         last line) and ``restart`` (True: this child exits now and the zygote forks another for the rest).
         A replay that raises a BaseException ends the child (the zygote answers ``crash`` for that bundle),
         as the process of a fork per bundle would end.
         """
-        from stepfork.analysis._check_state import agent_module_names
-        from stepfork.analysis._check_worker import verdict_of
+        from stepfork.analysis.check._state import agent_module_names
+        from stepfork.analysis.check._worker import verdict_of
 
         main = threading.current_thread()
         for bundle in bundles:
@@ -223,7 +223,7 @@ class BatchWorker:
                 answer["stderr_at"] = os.lseek(2, 0, os.SEEK_CUR)
             except OSError:  # not the zygote's file (fd 2 is always a file there): crashes described whole
                 answer["stderr_at"] = 0
-            answer["done_at"] = time.monotonic()  # the zygote reads verdicts in gathers (_zygote._GATHER)
+            answer["done_at"] = time.monotonic()  # the zygote reads verdicts in gathers (_GATHER)
             send(answer)
             if restart:
                 return False

@@ -1,9 +1,9 @@
 """``check_corpus``: replay every bundle of a corpus against a candidate build (issue 17, ``stepfork check``).
 
 Each bundle is replayed frozen, in isolation, through the entrypoint, with the verdicts of ``stepfork
-replay``. The corpus is cut into batches; a batch is one task (``_check_runner.check_batch``), replayed by a
+replay``. The corpus is cut into batches; a batch is one task (``_runner.check_batch``), replayed by a
 worker process forked from a zygote that imported the entrypoint once, many bundles per worker
-(``_check_batch``: a crash or hang costs only its own bundle, a replay that changes the agent's state sends
+(``_batch``: a crash or hang costs only its own bundle, a replay that changes the agent's state sends
 the next bundle to a fresh worker; timeout per bundle). Work is scheduled only through a
 ``concurrent.futures.Executor``: by default a pool of threads here that keeps twice ``jobs`` batches asked
 of the zygote, which replays ``jobs`` at once in ``jobs`` worker processes and hands the next waiting batch to
@@ -26,7 +26,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from stepfork.analysis._check_result import BundleVerdict, CheckResult
+from stepfork.analysis.check._result import BundleVerdict, CheckResult
 
 __all__ = ["BundleVerdict", "CheckResult", "CorpusError", "check_corpus", "resolve_corpus"]
 
@@ -176,7 +176,7 @@ def task_config(
     isolation: str = "worker",
     workers: int | None = None,
 ) -> dict[str, Any]:
-    """The JSON configuration every task of one :func:`check_corpus` run gets (``_check_runner.check_batch``);
+    """The JSON configuration every task of one :func:`check_corpus` run gets (``_runner.check_batch``);
     a process keeps one zygote per distinct configuration (a local run adds a ``run`` key of its own: its
     zygote is its alone). Arguments as :func:`check_corpus`
     (``warm_bundle``: the bundle the zygote replays before forking, or None; ``workers``: worker processes
@@ -201,7 +201,7 @@ def _raise_unresolvable(
     """Raise the ``EntrypointError`` of :func:`check_corpus` from a verdict saying the entrypoint, or a
     ``raise_as`` class (a ``RaiseAsClassError`` then), cannot be resolved (``remote``: a caller's
     executor, so the message names the process that said so)."""
-    from stepfork.analysis._check_worker import UNRESOLVABLE
+    from stepfork.analysis.check._worker import UNRESOLVABLE
     from stepfork.replay import EntrypointError
     from stepfork.replay.raise_as import RaiseAsClassError
 
@@ -288,8 +288,8 @@ def check_corpus(
         code), their bundles are ``COULD NOT EXECUTE`` with reason ``entrypoint_unresolvable`` and the
         others are checked (docs/decisions.md).
     """
-    from stepfork.analysis._check_runner import check_batch, close_runner
-    from stepfork.analysis._check_worker import UNRESOLVABLE
+    from stepfork.analysis.check._runner import check_batch, close_runner
+    from stepfork.analysis.check._worker import UNRESOLVABLE
 
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")

@@ -14,11 +14,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.etree import ElementTree as ET
 
-from stepfork.analysis._atomic import write_text_atomically
-from stepfork.analysis._check_groups import group_lines, group_verdicts
-from stepfork.analysis._render import escape_controls, html_table, xml_text
+from stepfork.analysis._shared.atomic import write_text_atomically
+from stepfork.analysis._shared.render import escape_controls, html_table, xml_text
+from stepfork.analysis.check._groups import group_lines, group_verdicts
 
 __all__ = ["BundleVerdict", "CheckResult", "is_junit_file", "receipt_file_name"]
 
@@ -193,7 +192,7 @@ class CheckResult:
             "Verdicts",
         ]
         lines += [f"  {name:<22}{count:>7}" for name, count in self.counts.items()] or ["  (no bundles)"]
-        # bundles with the same first divergence: one group, its count and first bundles (_check_groups)
+        # bundles with the same first divergence: one group, its count and first bundles (_groups)
         for title, group in (("Diverged", self.diverged), ("Could not execute", self.not_executed)):
             if group:
                 lines += ["", title, *group_lines(group_verdicts(group))]
@@ -216,6 +215,8 @@ class CheckResult:
         and a bundle that could not be checked an ``<error>``, each with the verdict's detail. Text from
         the bundles and the agent has what XML 1.0 forbids (NUL, ESC, ...) written as escapes (``\\x1b``)
         so every JUnit reader parses the report."""
+        from xml.etree import ElementTree as ET  # only here: every worker process imports this package
+
         suite = ET.Element(
             "testsuite",
             name="stepfork check",

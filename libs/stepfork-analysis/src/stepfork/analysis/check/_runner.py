@@ -4,12 +4,13 @@ The task is a plain module-level function of JSON arguments, so any ``concurrent
 run it: the default pool in this process, or a Dask cluster's ``Client.get_executor()`` (the function is
 pickled by reference: Dask workers import this module and the entrypoint themselves).
 
-In each process that runs tasks, one :class:`CheckRunner` per configuration keeps a zygote
-(:mod:`._zygote`, the one ``minimize`` uses): the entrypoint is imported once, and a batch is replayed by
-a child forked from it (:mod:`._check_batch`: many bundles per child; a crash or hang costs only its own
-bundle, a replay that changes the agent's state sends the next bundle to a fresh child), with a timeout
-per bundle. Where the zygote cannot run (no ``fork``, an entrypoint that starts threads on import), each
-replay runs in a fresh ``python -m stepfork.analysis._check_worker`` instead; both give the same verdict.
+In each process that runs tasks, one :class:`CheckRunner` per configuration keeps a zygote (:mod:`._zygote`,
+on the process ``minimize`` uses too, :mod:`stepfork.analysis._zygote`): the entrypoint is imported once,
+and a batch is replayed by a child forked from it (:mod:`._batch`: many bundles per child; a crash or hang
+costs only its own bundle, a replay that changes the agent's state sends the next bundle to a fresh
+child), with a timeout per bundle. Where the zygote cannot run (no ``fork``, an entrypoint that starts
+threads on import), each replay runs in a fresh ``python -m stepfork.analysis.check._worker`` instead; both
+give the same verdict.
 """
 
 from __future__ import annotations
@@ -27,15 +28,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from stepfork.analysis._attempts import (
-    _GRACE,
+from stepfork.analysis._zygote.client import (
     FORCE_SUBPROCESS_ENV,
-    _ended_within,
-    _ZygoteBroken,
-    _ZygoteClient,
+    GRACE,
+    ZygoteBroken,
+    ZygoteClient,
+    ended_within,
 )
-from stepfork.analysis._check_worker import UNRESOLVABLE, VERDICT_LINE, could_not_execute
-from stepfork.analysis._zygote import died
+from stepfork.analysis._zygote.server import died
+from stepfork.analysis.check._worker import UNRESOLVABLE, VERDICT_LINE, could_not_execute
+
+ZYGOTE = "stepfork.analysis.check._zygote"
+"""The module of ``check``'s zygote (its task: a forked worker replays batches)."""
+WORKER = "stepfork.analysis.check._worker"
+"""The module of one replay in a fresh process (the fallback)."""
 
 __all__ = ["CheckRunner", "check_batch", "check_bundle", "close_runner", "close_runners"]
 
@@ -73,7 +79,7 @@ class CheckRunner:
         self.config = {**config, "task": "check", "mode": "frozen", "expected": None, "has_expected": False}
         self.timeout = float(config["timeout"])
         self._lock = threading.Lock()
-        self._zygote: _ZygoteClient | None = None
+        self._zygote: ZygoteClient | None = None
         self._ready: bool | None = None
         self._closed = False  # closed (Ctrl-C, the end of the check): no replay starts any more
         # replays running in fresh processes (where the zygote cannot run), killed by close()
@@ -91,11 +97,11 @@ class CheckRunner:
         forkable = hasattr(os, "fork") and sys.platform.startswith(("linux", "darwin"))
         if forkable and not os.environ.get(FORCE_SUBPROCESS_ENV):
             try:
-                self._zygote = _ZygoteClient(self.config, decode=_identity, reap_in_background=True)
+                self._zygote = ZygoteClient(ZYGOTE, self.config, _identity, reap_in_background=True)
             except OSError:
                 self._zygote = None
 
-    def _usable_zygote(self) -> _ZygoteClient | None:
+    def _usable_zygote(self) -> ZygoteClient | None:
         with self._lock:
             if self._zygote is not None and self._ready is None:
                 # the entrypoint's import gets at least a minute, whatever the per-replay timeout
@@ -109,7 +115,7 @@ class CheckRunner:
         self, bundles: list[str], on_verdicts: Callable[[int, list[dict[str, Any]]], None] | None = None
     ) -> list[dict[str, Any]]:
         """Replay ``bundles`` (paths or URLs) and return their verdicts in order (the form of
-        ``_check_worker.verdict_of``, plus ``duration_ms``: wall time of that bundle's replay in its worker,
+        ``_worker.verdict_of``, plus ``duration_ms``: wall time of that bundle's replay in its worker,
         milliseconds). ``on_verdicts(position, verdicts)``: called with verdicts as they come (those of
         ``bundles[position:position + len(verdicts)]``), before the batch ends, from a thread of this runner
         (the zygote client's reader, or the caller's); with the zygote, only when the configuration has
@@ -130,7 +136,7 @@ class CheckRunner:
                 self._outstanding += len(bundles)
                 # a batch may wait in the zygote behind the others (its worker cap): every bundle ahead of
                 # it, one after another at worst, bounds when its answer is due
-                wait = self.timeout * self._outstanding + _GRACE
+                wait = self.timeout * self._outstanding + GRACE
             try:
                 answer = zygote.run(list(bundles), wait, part)
                 verdicts = answer["verdicts"]
@@ -138,7 +144,7 @@ class CheckRunner:
                     for verdict in verdicts:
                         self._learn(verdict)
                     return [self._from_batch(v) for v in verdicts]
-            except _ZygoteBroken:
+            except ZygoteBroken:
                 pass
             finally:
                 with self._lock:
@@ -161,7 +167,7 @@ class CheckRunner:
 
     def _learn(self, verdict: Any) -> None:
         """Remember ``verdict`` when it says the entrypoint cannot be resolved in this process's replays
-        (:data:`._check_worker.UNRESOLVABLE`): every later bundle gets it without a replay."""
+        (:data:`._worker.UNRESOLVABLE`): every later bundle gets it without a replay."""
         if isinstance(verdict, dict) and verdict.get(UNRESOLVABLE) and self._unresolvable is None:
             self._unresolvable = {k: v for k, v in verdict.items() if k not in ("duration_ms", "worker")}
 
@@ -184,13 +190,13 @@ class CheckRunner:
     def _run_in_subprocess(self, bundle: str) -> dict[str, Any]:
         # Output goes to files, not pipes, and the replay gets a process group of its own: a process the
         # agent forked and left running would hold pipes open (the replay then looked like a timeout), and
-        # is killed with the group when the replay ends, as the zygote kills a worker's (_zygote._kill).
+        # is killed with the group when the replay ends, as the zygote kills a worker's (_zygote.server.kill).
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             with self._procs_lock:  # close() kills what is registered here; nothing starts after it
                 if self._closed:
                     return _stopped()
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "stepfork.analysis._check_worker"],
+                    [sys.executable, "-m", WORKER],
                     stdin=subprocess.PIPE,
                     stdout=out,
                     stderr=err,
@@ -203,7 +209,7 @@ class CheckRunner:
                 with contextlib.suppress(OSError):  # it died at once: its exit status tells
                     proc.stdin.write(json.dumps({**self.config, "bundle": bundle}).encode())
                     proc.stdin.close()
-                ended = _ended_within(proc, self.timeout)
+                ended = ended_within(proc, self.timeout)
             finally:
                 _kill_group(proc)
                 proc.wait()
@@ -304,7 +310,7 @@ def check_batch(
             once) come only with the result.
 
     Returns:
-        One verdict dict per bundle, in order: ``_check_worker.verdict_of``'s plus ``bundle``,
+        One verdict dict per bundle, in order: ``_worker.verdict_of``'s plus ``bundle``,
         ``duration_ms`` (wall time of that bundle's replay in its worker process, milliseconds) and
         ``host`` (the process that ran the task, ``hostname:pid``). Never raises for a bad bundle or agent:
         those are verdicts.

@@ -1,6 +1,6 @@
 """The state probe of ``stepfork check``'s batch workers: did a replay change state the next replay could see?
 
-A batch worker (a child forked from the zygote, :mod:`._check_batch`) replays many bundles in one process.
+A batch worker (a child forked from the zygote, :mod:`._batch`) replays many bundles in one process.
 That is only sound when no replay leaves state behind that could change a later replay's verdict. After each
 replay the worker compares a :func:`snapshot` taken before its first replay with one taken now; when they
 differ, the worker reports that replay's verdict (it started from the zygote's state, so it is right) and

@@ -1,12 +1,13 @@
-"""``check``'s side of the zygote (:mod:`._zygote`): batches of bundles replayed by long-lived workers.
+"""``check``'s side of the zygote (:mod:`stepfork.analysis._zygote.server`; this task's :mod:`._zygote`):
+batches of bundles replayed by long-lived workers.
 
 A job is a batch, ``{"id": N, "bundles": [PATH, ...]}``. A worker (a child forked from the zygote,
-:mod:`._check_batch`) replays its bundles one after another and writes one verdict line per bundle; when its
+:mod:`._batch`) replays its bundles one after another and writes one verdict line per bundle; when its
 batch ends with the agent's state as the zygote had it, it reads the next batch from its own jobs pipe.
 A crash or a timeout costs only the bundle being replayed (the rest of the batch goes to a fresh worker);
 the timeout is per bundle. With ``"workers": K`` in the configuration (``check_corpus``'s local pool), at
 most K workers run at once and further batches wait in :attr:`BatchZygote.queue`, except one per running
-worker, written to its jobs pipe while it still replays (``_Child.ahead``): a worker that ends a batch
+worker, written to its jobs pipe while it still replays (``Child.ahead``): a worker that ends a batch
 goes on with the next at once, without waiting for this loop to read its last verdict (which it does in
 gathers, :data:`_GATHER`) or for the client (docs/check.md "Isolation and speed"; docs/decisions.md). A
 worker that exits instead (a crash, a timeout, a replay that changed the agent's state) never read that
@@ -26,17 +27,18 @@ import time
 from collections import deque
 from typing import Any
 
-from stepfork.analysis._check_batch import prepare
-from stepfork.analysis._lines import line_of, parse_line
-from stepfork.analysis._zygote import (
-    _Child,
-    _death,
-    _kill,
-    _last_stderr_line,
-    _Threaded,
-    _write_all,
-    _Zygote,
+from stepfork.analysis._zygote.lines import line_of, parse_line
+from stepfork.analysis._zygote.server import (
+    Child,
+    Threaded,
+    Work,
+    Zygote,
+    death,
+    kill,
+    last_stderr_line,
+    write_all,
 )
+from stepfork.analysis.check._batch import prepare
 
 __all__ = ["BatchZygote"]
 
@@ -51,16 +53,16 @@ _DRAIN_READS = 16  # reads of 64 KiB at most from a child past its deadline befo
 _AHEAD_MAX = 16384
 
 
-class BatchZygote(_Zygote):
+class BatchZygote(Zygote):
     """The zygote's loop for ``check``: batches, long-lived workers, the worker cap and its queue."""
 
     batch = True
 
-    def __init__(self, config: dict[str, Any], proto_in: int, proto_out: int) -> None:
-        super().__init__(config, proto_in, proto_out)
+    def __init__(self, config: dict[str, Any], proto_in: int, proto_out: int, work: Work) -> None:
+        super().__init__(config, proto_in, proto_out, work)
         self.batches: dict[int, list[dict[str, Any]]] = {}  # job id -> the answers so far
         self.to_warm: set[str] = set()  # modules replays imported lazily, preloaded before a fork
-        self.idle: list[_Child] = []  # workers waiting for a batch (their state is the zygote's)
+        self.idle: list[Child] = []  # workers waiting for a batch (their state is the zygote's)
         workers = config.get("workers")
         self.cap: int | None = workers if isinstance(workers, int) and workers > 0 else None
         self.queue: deque[tuple[int, list[str]]] = deque()  # batches waiting for a worker (cap)
@@ -70,7 +72,7 @@ class BatchZygote(_Zygote):
 
     def dispatch(self, job: int, bundles: list[str]) -> None:
         """Start the batch ``bundles``: on an idle worker when there is one (it
-        replays them in the state the zygote left it in, :func:`._check_batch.serve_batches`), else in a
+        replays them in the state the zygote left it in, :func:`._batch.serve_batches`), else in a
         child forked now; with a worker cap reached, the batch waits in :attr:`queue` (:meth:`pump` hands
         it ahead to a running worker, or starts it when a worker is free)."""
         if not self.idle:
@@ -92,32 +94,32 @@ class BatchZygote(_Zygote):
             if child.job is None or child.ahead is not None or child.restart or child.jobs_fd < 0:
                 continue
             try:
-                _write_all(child.jobs_fd, line)
+                write_all(child.jobs_fd, line)
             except OSError:  # it died: its end of file is read later, and another worker may take it
                 continue
             child.ahead = (job, bundles)
             return True
         return False
 
-    def requeue(self, child: _Child) -> None:
+    def requeue(self, child: Child) -> None:
         """``child`` exits without reading the batch handed ahead to it: that batch goes first in line."""
         if child.ahead is not None:
             self.queue.appendleft(child.ahead)
             child.ahead = None
 
-    def assign(self, child: _Child, job: int, bundles: list[str]) -> None:
+    def assign(self, child: Child, job: int, bundles: list[str]) -> None:
         """Hand a batch to ``child``, a worker between batches (its last answer did not say ``restart``)."""
         now = time.monotonic()
         child.job, child.bundles, child.answered = job, bundles, 0
         child.since = child.batch_start = now
         child.deadline = now + self.timeout
         try:
-            _write_all(child.jobs_fd, line_of(bundles))
+            write_all(child.jobs_fd, line_of(bundles))
         except OSError:  # it died while idle: its end of file is read later; this batch goes to a fresh fork
             child.job, child.bundles, child.deadline = None, [], math.inf
             self.spawn(job, bundles)
 
-    def received(self, child: _Child, data: bytes) -> None:
+    def received(self, child: Child, data: bytes) -> None:
         """Take what ``child`` wrote; its answer lines are taken one by one: each restarts the deadline for
         the next bundle (the timeout is per bundle)."""
         super().received(child, data)
@@ -138,7 +140,7 @@ class BatchZygote(_Zygote):
             child.stderr_at = int(answer.pop("stderr_at", child.stderr_at))
             self.to_warm.update(m for m in answer.pop("modules", None) or () if isinstance(m, str))
             if child.job is None:  # nothing was asked of it: a confused child is not trusted further
-                _kill(child.pid)
+                kill(child.pid)
                 continue
             self.batches.setdefault(child.job, []).append(answer)
             child.answered += 1
@@ -146,12 +148,12 @@ class BatchZygote(_Zygote):
                 # its last answer: it exits now. Its end is not awaited (the end of its pipe): a process the
                 # agent forked and left running holds the pipe open, and the rest of the batch, or a queued
                 # one in its place, would wait for that process
-                _kill(child.pid)
+                kill(child.pid)
             child.since, child.deadline = now, now + self.timeout
             if child.answered == len(child.bundles):
                 self.complete(child)
 
-    def complete(self, child: _Child) -> None:
+    def complete(self, child: Child) -> None:
         """``child`` answered its whole ``check`` batch: hand it the next queued batch (or let it wait idle
         for one), unless its last answer said ``restart`` (it exits), then report the finished batch."""
         assert child.job is not None
@@ -189,14 +191,14 @@ class BatchZygote(_Zygote):
                 self.send({"id": job, "kind": "part", "verdicts": answers[sent:]})
                 self.sent[job] = len(answers)
 
-    def finish(self, child: _Child, *, timed_out: bool) -> None:
+    def finish(self, child: Child, *, timed_out: bool) -> None:
         """Release ``child`` (:meth:`release`), then answer for its batch (:meth:`finish_batch`)."""
         self.release(child)
         if child in self.idle:
             self.idle.remove(child)
         self.finish_batch(child, timed_out=timed_out)
 
-    def finish_batch(self, child: _Child, *, timed_out: bool) -> None:
+    def finish_batch(self, child: Child, *, timed_out: bool) -> None:
         """A worker ended: the bundle it was replaying when it died or ran out of time gets a
         ``crash`` / ``timeout`` answer; the rest of the batch goes to a fresh child; a complete batch is
         reported as ``{"id", "kind": "batch", "verdicts": [...]}``."""
@@ -210,8 +212,8 @@ class BatchZygote(_Zygote):
             if timed_out:
                 culprit: dict[str, Any] = {"kind": "timeout", "detail": None}
             else:
-                line = _last_stderr_line(child.stderr, child.stderr_at)
-                culprit = {"kind": "crash", "detail": _death(line, child.status)}
+                line = last_stderr_line(child.stderr, child.stderr_at)
+                culprit = {"kind": "crash", "detail": death(line, child.status)}
             culprit["duration_ms"] = round((time.monotonic() - child.since) * 1000, 3)
             answers.append(culprit)
             rest = rest[1:]
@@ -227,7 +229,7 @@ class BatchZygote(_Zygote):
         """Import the modules a replay imported lazily, so the next children start with
         them: an SDK imports most of itself on the first request, which each fresh child would pay again
         (0.7 s per replay for the OpenAI example). Only modules the agent's own code imported are named,
-        and importing is what the zygote already does for the entrypoint. Raises :class:`_Threaded` when an
+        and importing is what the zygote already does for the entrypoint. Raises :class:`Threaded` when an
         import started a thread: forking is no longer safe."""
         import importlib
 
@@ -237,12 +239,12 @@ class BatchZygote(_Zygote):
                 importlib.import_module(name)
         if fresh:
             if threading.active_count() > 1:
-                raise _Threaded()
+                raise Threaded()
             prepare(self.config)  # the workers forked from now on start from this state
             gc.collect()
             gc.freeze()
 
-    def drain(self, child: _Child) -> bool:
+    def drain(self, child: Child) -> bool:
         """Read what ``child`` wrote and this loop did not read yet, before it is judged out of time: while
         the zygote was busy (preloading a slow import, :meth:`warm`), an answer given in time waited in
         the pipe. Reads at most :data:`_DRAIN_READS` times (a child that never stops writing is still
@@ -291,11 +293,11 @@ class BatchZygote(_Zygote):
         A worker still replaying (Ctrl-C) is reaped before the client hears the zygote stop."""
         return all(child.job is None for child in self.children.values())
 
-    def gathers(self, child: _Child) -> bool:
+    def gathers(self, child: Child) -> bool:
         """Gather while ``child`` replays; not when it waits for its next batch."""
         return child.job is not None
 
-    def expire(self, child: _Child, now: float) -> None:
+    def expire(self, child: Child, now: float) -> None:
         """Judge ``child`` out of time only after reading what it wrote in time (:meth:`drain`)."""
         if self.drain(child) and child.deadline <= now:
             self.finish(child, timed_out=True)

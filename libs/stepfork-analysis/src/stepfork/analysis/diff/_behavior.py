@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from stepfork.analysis._render import ABSENT, redacted, show_value
+from stepfork.analysis._shared.render import ABSENT, redacted, show_value
 from stepfork.trace.http_calls import is_http_call
 
 ChangeKind = Literal["added", "removed", "changed", "unchanged"]

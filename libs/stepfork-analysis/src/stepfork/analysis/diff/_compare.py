@@ -32,14 +32,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stepfork.analysis._render import ABSENT, html_table, pre, show_value
-from stepfork.analysis.behavior import (
+from stepfork.analysis._shared.render import ABSENT, html_table, pre, show_value
+from stepfork.analysis.diff._behavior import (
     BehaviorStep,
     ChangeKind,
     FieldChange,
     extract_behavior,
 )
-from stepfork.analysis.volatile import check_path_patterns, user_ignore
+from stepfork.analysis.diff._volatile import check_path_patterns, user_ignore
 from stepfork.replay.noise import ABSENT as NOISE_ABSENT
 from stepfork.replay.noise import Comparison, Difference, NoiseRules, Origins
 from stepfork.replay.noise.compare import rule_path

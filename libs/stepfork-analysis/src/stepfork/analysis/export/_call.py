@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from stepfork.analysis._export_files import ExportError
+from stepfork.analysis.export._files import ExportError
 
 
 def check_entrypoint_call(trace: Any, entrypoint: str, import_root: str | os.PathLike[str]) -> None:

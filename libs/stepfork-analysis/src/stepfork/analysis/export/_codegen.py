@@ -35,42 +35,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stepfork.analysis._export_files import (
-    ExportError,
-    ExportExistsError,
-    ExportResult,
-    load_expectation_file,
-    load_trajectory_file,
-    write_atomically,
-)
-from stepfork.analysis.exported import (
-    CONSTANT_NAMES,
+from stepfork.analysis.export._exported import (
     HERE_EXPRESSION,
     check_raise_as,
     command_secret_problem,
     entrypoint_form_problem,
     read_exported_constants,
 )
+from stepfork.analysis.export._files import (
+    ExportError,
+    ExportResult,
+    write_atomically,
+)
 
-if TYPE_CHECKING:  # pragma: no cover - re-exported lazily by __getattr__ below
-    from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
-    from stepfork.replay.regression import run_regression_case
+if TYPE_CHECKING:  # pragma: no cover - annotations only
     from stepfork.trace.bundle import Trace
 __all__ = [
-    "CONSTANT_NAMES",
     "EXPORT_MODES",
-    "EntrypointError",
-    "ExportError",
-    "ExportExistsError",
-    "ExportResult",
     "default_output_path",
     "export_pytest_test",
     "generate_pytest_source",
-    "load_expectation_file",
-    "load_trajectory_file",
-    "read_exported_constants",
-    "resolve_entrypoint",
-    "run_regression_case",
 ]
 
 # Validation codes of integrity verification; integrity_unverified (a legacy bundle) is not a problem.
@@ -85,23 +69,6 @@ _INTEGRITY_CODES = frozenset(
 
 # Modes a generated test may use (spec/replay.txt "Modes"; hybrid is Python-API only but valid in a test).
 EXPORT_MODES = ("frozen", "live", "forbidden", "manual", "hybrid")
-
-
-# Re-exported from stepfork.replay lazily (PEP 562), so reading constants never imports the replay stack.
-_REPLAY_NAMES = {
-    "EntrypointError": "stepfork.replay.entrypoint",
-    "resolve_entrypoint": "stepfork.replay.entrypoint",
-    "run_regression_case": "stepfork.replay.regression",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Return a replay name re-exported here (spec hybrid-replay.txt: importable from stepfork.export)."""
-    if name in _REPLAY_NAMES:
-        from importlib import import_module
-
-        return getattr(import_module(_REPLAY_NAMES[name]), name)
-    raise AttributeError(f"module 'stepfork.analysis.export' has no attribute {name!r}")
 
 
 def default_output_path(trace_path: str | os.PathLike[str]) -> Path:
@@ -154,7 +121,7 @@ def generate_pytest_source(
 ) -> str:
     """Return the source of a pytest module that replays ``trace_path`` through ``entrypoint`` (or, with
     ``command`` (``["python", "agent.py", ARGS...]``), through that program:
-    :func:`stepfork.analysis._export_script.script_source`).
+    :func:`._script.script_source`).
 
     Paths are embedded relative to ``output_path``'s directory, so the test and bundle can move together.
     ``expectation_source`` (``"file"``, ``"recorded"`` or ``"none"``; default ``"file"``, or ``"none"``
@@ -172,13 +139,13 @@ def generate_pytest_source(
         ExportError: ``invalid_mode`` for a mode outside :data:`EXPORT_MODES`; ``invalid_option`` when
             ``allow_live_tools`` is given without mode live or ``live_llms`` without mode hybrid (the
             "only valid" rule of interop/REFERENCE-API.md), or ``raise_as`` is not of the shape
-            :func:`~stepfork.analysis.exported.check_raise_as` accepts; ``missing_entrypoint`` for an empty
+            :func:`._exported.check_raise_as` accepts; ``missing_entrypoint`` for an empty
             entrypoint; ``invalid_entrypoint`` for one without the ``MODULE:FUNCTION`` form that replay
-            requires (:func:`~stepfork.analysis.exported.entrypoint_form_problem`; nothing is imported);
+            requires (:func:`._exported.entrypoint_form_problem`; nothing is imported);
             ``unsafe_source`` when the generated module fails the literal check; ``invalid_option`` when
             ``command`` is not a non-empty list of str; ``secret_in_command`` when an argument of
             ``command`` holds a secret (a credential pattern, a registered secret, or the value after an
-            option such as ``--api-key``: :func:`~stepfork.analysis.exported.command_secret_problem`, whose
+            option such as ``--api-key``: :func:`._exported.command_secret_problem`, whose
             line names the argument; the test runs its command as written, so a secret is refused, never
             written into the file).
     """
@@ -230,7 +197,7 @@ def generate_pytest_source(
         "IGNORE": _literal(_checked_ignore(ignore), "IGNORE"),
     }
     if command is not None:
-        from stepfork.analysis._export_script import script_source
+        from stepfork.analysis.export._script import script_source
 
         _check_command(command)
         values["COMMAND"] = _literal(list(command), "COMMAND")
@@ -421,7 +388,7 @@ def export_pytest_test(
     here); keys are matched against the failures the replay serves by stepfork.replay.raise_as's rules:
     an ambiguous pair is refused, a key matching nothing is reported in ``raise_as_unmatched``.
     ``check_call`` (the CLI sets it): import ``entrypoint`` from ``import_root`` and refuse it when the
-    recorded run input cannot call it (:func:`stepfork.analysis._export_call.check_entrypoint_call`).
+    recorded run input cannot call it (:func:`._call.check_entrypoint_call`).
 
     Returns:
         an :class:`ExportResult` (``expectation_source`` says which expectation was embedded).
@@ -462,7 +429,7 @@ def export_pytest_test(
         )
     unmatched = _raise_as_unmatched(raise_as, trace, mode, live_llms)
     if check_call and command is None:
-        from stepfork.analysis._export_call import check_entrypoint_call
+        from stepfork.analysis.export._call import check_entrypoint_call
 
         check_entrypoint_call(trace, entrypoint, Path.cwd() if import_root is None else import_root)
 
@@ -530,7 +497,7 @@ def _refuse_program_bundle(trace_file: Path, entrypoint: str) -> None:
 
 def _check_command(command: Sequence[str]) -> None:
     """ExportError ``invalid_option`` unless ``command`` is a non-empty list of str; ``secret_in_command``
-    when an argument holds a secret (:func:`~stepfork.analysis.exported.command_secret_problem`)."""
+    when an argument holds a secret (:func:`._exported.command_secret_problem`)."""
     if isinstance(command, str) or not command or not all(isinstance(part, str) for part in command):
         raise ExportError("the command must be a list of strings", code="invalid_option")
     problem = command_secret_problem(command)

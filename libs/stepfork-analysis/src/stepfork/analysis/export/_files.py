@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from stepfork.analysis._atomic import write_text_atomically
+from stepfork.analysis._shared.atomic import write_text_atomically
 
 __all__ = [
     "ExportError",
@@ -106,9 +106,10 @@ def load_expectation_file(path: str | os.PathLike[str]) -> Any:
 
     Raises:
         ExportError: ``invalid_expectation`` with the one-line reason of
-            :func:`stepfork.analysis._expectation.read_expect_output` when the file cannot be read or parsed.
+            :func:`stepfork.analysis._shared.expectation.read_expect_output` when the file cannot be read
+            or parsed.
     """
-    from stepfork.analysis._expectation import read_expect_output
+    from stepfork.analysis._shared.expectation import read_expect_output
     from stepfork.trace.redaction import redact_json
 
     try:

@@ -1,6 +1,6 @@
 """Locate a test's ``MODULE:ATTRIBUTE`` (ENTRYPOINT, RAISE_AS classes) without importing anything.
 
-Split from :mod:`stepfork.analysis.runner` (which re-exports :func:`resolve_entrypoint_location`) to keep
+Split from :mod:`._runner` (which re-exports :func:`resolve_entrypoint_location`) to keep
 modules small. Modules are found with :class:`importlib.machinery.PathFinder` and read with :mod:`ast`;
 no module is executed.
 """
@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from stepfork.analysis.exported import entrypoint_form_problem
+from stepfork.analysis.export._exported import entrypoint_form_problem
 
 __all__ = ["resolve_entrypoint_location"]
 
@@ -27,7 +27,7 @@ def resolve_entrypoint_location(entrypoint: str, import_root: Path | None) -> st
     with/for blocks); a module defining ``__getattr__`` or using ``import *`` gets the benefit of the
     doubt; so does a module that is not Python source (compiled, or built into the interpreter:
     ``builtins:LookupError``). Returns None when found, else the problem in the words of spec "replay"
-    (Common errors); the form check is :func:`~stepfork.analysis.exported.entrypoint_form_problem`, shared
+    (Common errors); the form check is :func:`._exported.entrypoint_form_problem`, shared
     with ``export``.
     """
     problem = entrypoint_form_problem(entrypoint)

@@ -1,7 +1,7 @@
 """What an exported test's pytest run said: its exit status and JUnit report as a verdict of ``stepfork run``
 (the table of spec "run"): ``passed``, ``failed`` (the check ran and disagreed) or ``could_not_execute``
 (the check never ran: no test collected, a collection or fixture error, a check that stopped before
-replaying). Split from :mod:`stepfork.analysis.runner`, which launches the run and checks what it can first.
+replaying). Split from :mod:`._runner`, which launches the run and checks what it can first.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stepfork.analysis.receipt import Receipt
+from stepfork.analysis.export._receipt import Receipt
 
 __all__ = ["MESSAGE_LINES", "from_status", "junit_counts", "make_receipt", "utc_now", "zero_counts"]
 

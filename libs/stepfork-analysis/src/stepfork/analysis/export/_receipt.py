@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stepfork.analysis._atomic import write_text_atomically
+from stepfork.analysis._shared.atomic import write_text_atomically
 from stepfork.trace._outputs import output_target_problem
 
 RECEIPT_VERSION = 1

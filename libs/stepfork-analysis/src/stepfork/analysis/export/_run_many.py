@@ -1,7 +1,7 @@
 """``stepfork run`` over many exported tests: several files or directories, split across CI machines with
 ``--shard K/N``, one receipt per test and a summary (issue 17, "Many exported tests").
 
-Each test runs exactly as ``stepfork run TEST`` runs it (:func:`~stepfork.analysis.runner.run_exported_test`:
+Each test runs exactly as ``stepfork run TEST`` runs it (:func:`._runner.run_exported_test`:
 its own pytest process, its own receipt). Sharding is deterministic: the tests are sorted by path and test
 ``i`` (0-based) goes to shard ``i % N + 1``, so N machines given the same tree run disjoint sets whose
 union is every test, each machine knowing its share without talking to the others.
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stepfork.analysis._render import html_table
-from stepfork.analysis.receipt import Receipt
-from stepfork.analysis.runner import RunInputError, run_exported_test
+from stepfork.analysis._shared.render import html_table
+from stepfork.analysis.export._receipt import Receipt
+from stepfork.analysis.export._runner import RunInputError, run_exported_test
 
 __all__ = ["RunSummary", "collect_tests", "parse_shard", "run_many", "shard_of"]
 
@@ -180,7 +180,7 @@ def _receipt_targets(tests: Sequence[Path], receipts_dir: str | os.PathLike[str]
     Raises:
         RunInputError: ``receipt_refused``, the first refusal's one line.
     """
-    from stepfork.analysis.receipt import receipt_target_problem
+    from stepfork.analysis.export._receipt import receipt_target_problem
     from stepfork.trace._outputs import output_target_problem
 
     if receipts_dir is None:

@@ -25,9 +25,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stepfork.analysis._locate import resolve_entrypoint_location
-from stepfork.analysis._pytest_outcome import from_status, junit_counts, make_receipt, utc_now, zero_counts
-from stepfork.analysis.receipt import Receipt, bundle_digest, sha256_file
+from stepfork.analysis.export._locate import resolve_entrypoint_location
+from stepfork.analysis.export._pytest_outcome import (
+    from_status,
+    junit_counts,
+    make_receipt,
+    utc_now,
+    zero_counts,
+)
+from stepfork.analysis.export._receipt import Receipt, bundle_digest, sha256_file
 
 __all__ = ["RunInputError", "run_exported_test", "resolve_entrypoint_location"]
 
@@ -42,7 +48,7 @@ class RunInputError(ValueError):
     Attributes:
         code: ``test_missing``, ``test_unreadable``, ``invalid_timeout``, ``invalid_option``
             (``overwrite`` without a receipt path) or ``receipt_refused`` (see
-            :func:`~stepfork.analysis.receipt.receipt_target_problem`).
+            :func:`._receipt.receipt_target_problem`).
         path: the test path as given, the receipt path for ``receipt_refused``, empty for an option.
     """
 
@@ -73,7 +79,7 @@ def run_exported_test(
         test: the pytest file ``stepfork export`` wrote.
         bundle: the bundle to pre-check instead of the test's TRACE_PATH (resolved against the test's dir).
         receipt_path: where to write the receipt JSON (atomically, after the child exits). Checked before
-            anything runs by :func:`~stepfork.analysis.receipt.receipt_target_problem`: an earlier receipt
+            anything runs by :func:`._receipt.receipt_target_problem`: an earlier receipt
             there is replaced; the test file, the bundle, a directory, or (without ``overwrite``) any
             other existing file is refused.
         pytest_args: extra arguments appended to the pytest command line.
@@ -88,7 +94,7 @@ def run_exported_test(
         OSError: the receipt cannot be written (``FileExistsError`` when a file appeared at a path that
             was free when checked).
     """
-    from stepfork.analysis.receipt import receipt_target_problem
+    from stepfork.analysis.export._receipt import receipt_target_problem
 
     if timeout_seconds is not None and not timeout_seconds > 0:  # also refuses NaN
         raise RunInputError(
@@ -145,7 +151,7 @@ def _is_exported(source: str) -> bool:
 
 def _read_constants(test_path: Path, source: str) -> tuple[dict[str, Any], str | None]:
     """The test's constants read with ast (never imported), and why they could not be read (or None)."""
-    from stepfork.analysis.exported import read_exported_constants
+    from stepfork.analysis.export._exported import read_exported_constants
 
     try:
         return read_exported_constants(source, filename=str(test_path)), None
@@ -280,7 +286,7 @@ def _bundle_problem(bundle_path: Path, name: str) -> str | None:
 def _raise_as_problem(raise_as: Any, import_root: Path | None) -> str | None:
     """Why the test's RAISE_AS literal cannot be used (its shape, or a class that cannot be located
     without importing anything, as ENTRYPOINT is), or None. A test without RAISE_AS has no problem."""
-    from stepfork.analysis.exported import check_raise_as
+    from stepfork.analysis.export._exported import check_raise_as
 
     try:
         classes = check_raise_as(raise_as)

@@ -8,8 +8,8 @@ BUNDLE -- python ...`` does, in the directory IMPORT_ROOT names.
 
 from __future__ import annotations
 
-from stepfork.analysis._export_files import ExportError
-from stepfork.analysis.exported import HERE_EXPRESSION, read_exported_constants
+from stepfork.analysis.export._exported import HERE_EXPRESSION, read_exported_constants
+from stepfork.analysis.export._files import ExportError
 
 __all__ = ["script_source"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from stepfork.analysis._render import html_table, show_value
+from stepfork.analysis._shared.render import html_table, show_value
 
 __all__ = ["FORK_FILE", "ForkError", "ForkResult", "fork", "read_fork_info"]
 

@@ -35,10 +35,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from stepfork.analysis._minimize_result import MinimizeResult
-from stepfork.analysis._signature import Signature, replay_signature
-from stepfork.analysis._subset import candidate, extract_units
-from stepfork.analysis.ddmin import MemoOracle, closure, dd_prefix, one_minimal
+from stepfork.analysis.minimize._result import MinimizeResult
+from stepfork.analysis.minimize._signature import Signature, replay_signature
+from stepfork.analysis.minimize._subset import candidate, extract_units
+from stepfork.analysis.minimize.ddmin import MemoOracle, closure, dd_prefix, one_minimal
 
 __all__ = ["MinimizeError", "MinimizeResult", "Signature", "minimize_trace", "replay_signature"]
 
@@ -210,8 +210,8 @@ def minimize_trace(
         MinimizeError: see :attr:`MinimizeError.code`; ``exit_code`` is the spec's. Options, mode and
             output are checked before any replay.
     """
-    from stepfork.analysis._attempts import AttemptRunner
-    from stepfork.analysis._expectation import read_expect_output
+    from stepfork.analysis._shared.expectation import read_expect_output
+    from stepfork.analysis.minimize._attempts import AttemptRunner
     from stepfork.replay import EntrypointError, resolve_entrypoint
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from stepfork.analysis._render import html_table
-from stepfork.analysis._signature import Signature
+from stepfork.analysis._shared.render import html_table
+from stepfork.analysis.minimize._signature import Signature
 
 __all__ = ["MinimizeResult"]
 

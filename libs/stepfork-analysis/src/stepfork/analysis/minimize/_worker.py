@@ -1,4 +1,4 @@
-"""One replay attempt of ``minimize``, run as ``python -m stepfork.analysis._minimize_worker``.
+"""One replay attempt of ``minimize``, run as ``python -m stepfork.analysis.minimize._worker``.
 
 Reads ``{bundle, entrypoint, mode, import_root, expected, has_expected}`` as JSON on stdin, replays, and
 prints one line ``STEPFORK-SIGNATURE <Signature.to_json()>`` on stdout. A separate process per
@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from stepfork.analysis._signature import Signature
+    from stepfork.analysis.minimize._signature import Signature
 
 
 def signature_of(job: dict[str, Any], bundle: str) -> Signature:
@@ -26,7 +26,7 @@ def signature_of(job: dict[str, Any], bundle: str) -> Signature:
     ``Signature("setup_error", <exception type name>)``: it never matches a real failure. Exceptions of the
     entrypoint itself are the ``exception`` signature (``replay_signature``); BaseExceptions propagate.
     """
-    from stepfork.analysis._signature import Signature, replay_signature
+    from stepfork.analysis.minimize._signature import Signature, replay_signature
 
     try:
         return replay_signature(

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from stepfork.analysis._render import ABSENT, html_table, pre
-from stepfork.analysis._test_reader import ScoreError, literal, module_constants, read_bundle_path
-from stepfork.analysis.behavior import first_difference, values_equal
+from stepfork.analysis._shared.render import ABSENT, html_table, pre
+from stepfork.analysis.diff import first_difference, values_equal
+from stepfork.analysis.score._test_reader import ScoreError, literal, module_constants, read_bundle_path
 
 __all__ = ["Mutant", "ScoreError", "ScoreResult", "build_battery", "score_test"]
 
@@ -311,7 +311,7 @@ def score_test(
     Raises:
         ScoreError: every "cannot answer" case of the spec (exit 2); see :attr:`ScoreError.code`.
     """
-    from stepfork.analysis._expectation import read_expect_output
+    from stepfork.analysis._shared.expectation import read_expect_output
     from stepfork.trace import Trace, TraceStorageError, redact_json
 
     test_path = Path(test)

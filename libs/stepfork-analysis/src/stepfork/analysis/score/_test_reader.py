@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from stepfork.analysis._render import ABSENT
+from stepfork.analysis._shared.render import ABSENT
 
 
 class ScoreError(ValueError):
