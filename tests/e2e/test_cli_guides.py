@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from stepfork.analysis.export import EXPORT_MODES
-from stepfork.analysis.minimize._minimize import MODES as MINIMIZE_MODES
+from stepfork.analysis.minimize import MODES as MINIMIZE_MODES
 from stepfork.cli.app import COMMANDS
 from stepfork.cli.guide import MODES
 

@@ -51,7 +51,7 @@ def fork(
     allow_host = parse_allow_hosts(allow_host)
     ordering = parse_ordering(ordering)
     from stepfork.analysis.forking import ForkError
-    from stepfork.analysis.forking._fork import fork as run_fork
+    from stepfork.analysis.forking import fork as run_fork
     from stepfork.cli.output import agent_output_to_stderr, exit_with_result, fail
     from stepfork.trace import loads_json
 
