@@ -60,7 +60,7 @@ class ZygoteClient:
     """The client's end of one zygote: sends jobs, and a reader thread routes answers to their futures.
 
     Args:
-        module: the zygote's module, run as ``python -m MODULE`` (it calls :func:`..server.serve` with its
+        module: the zygote's module, run as ``python -m MODULE`` (it calls :func:`.server.serve` with its
             task): ``stepfork.analysis.minimize._zygote`` or ``stepfork.analysis.check._zygote``.
         config: the configuration line (``import_root`` is also the zygote's working directory).
         decode: an answer line to what :meth:`run` returns (``minimize``: a ``Signature``; ``check``: the

@@ -1,5 +1,5 @@
 """The JSON lines ``minimize``'s and ``check``'s processes exchange: the client and the zygote
-(:mod:`._zygote`, :mod:`._attempts`), the zygote and its workers (:mod:`._check_batch`)."""
+(:mod:`.client`, :mod:`.server`), the zygote and its workers (:mod:`stepfork.analysis.check._batch`)."""
 
 from __future__ import annotations
 

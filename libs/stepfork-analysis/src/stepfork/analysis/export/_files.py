@@ -141,8 +141,9 @@ def load_trajectory_file(path: str | os.PathLike[str]) -> Any:
 
 
 def write_atomically(destination: Path, source: str, *, overwrite: bool) -> None:
-    """Write the generated test ``source`` to ``destination`` atomically (:mod:`._atomic`: temp file in
-    the same directory; a new file gets ``0o666 & ~umask``, a replaced one keeps its mode).
+    """Write the generated test ``source`` to ``destination`` atomically
+    (:mod:`stepfork.analysis._shared.atomic`: temp file in the same directory; a new file gets
+    ``0o666 & ~umask``, a replaced one keeps its mode).
 
     Without ``overwrite`` an existing file is never replaced (``os.link`` refuses it, no check-then-write
     race); with it, ``os.replace`` replaces it.

@@ -7,7 +7,7 @@ not separate. Before launching, the runner resolves what it can name from the te
 verification, since replay rejects a tampered bundle) and, beyond the spec, the ENTRYPOINT module and
 attribute, found with :class:`importlib.machinery.PathFinder` against IMPORT_ROOT and ``sys.path`` without
 executing any module (:mod:`._locate`), and likewise each class RAISE_AS names. The receipt is written by
-the runner after the child exits, at a path checked before the launch (:mod:`.receipt`).
+the runner after the child exits, at a path checked before the launch (:mod:`._receipt`).
 """
 
 from __future__ import annotations
