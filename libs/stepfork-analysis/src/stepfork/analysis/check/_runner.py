@@ -76,7 +76,7 @@ class CheckRunner:
     """
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.config = {**config, "task": "check", "mode": "frozen", "expected": None, "has_expected": False}
+        self.config = {**config, "mode": "frozen", "expected": None, "has_expected": False}
         self.timeout = float(config["timeout"])
         self._lock = threading.Lock()
         self._zygote: ZygoteClient | None = None

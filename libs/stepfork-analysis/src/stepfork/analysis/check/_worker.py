@@ -1,6 +1,6 @@
 """One replay of ``stepfork check``: the verdict of one bundle, computed where the replay ran.
 
-:func:`verdict_of` runs in a child forked by the zygote (:mod:`._zygote`, ``"task": "check"``), or in a
+:func:`verdict_of` runs in a child forked by check's zygote (:mod:`._zygote`), or in a
 fresh ``python -m stepfork.analysis.check._worker`` (the fallback, as for ``minimize``), or in this process
 (the benchmark's in-process baseline). All three give the same verdict for the same bundle. The verdicts are
 those of ``stepfork replay`` (``replay_entrypoint``): the behaviour status when the replay exits 0
