@@ -66,6 +66,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from stepfork.replay.errors import ReplayPolicyError
+from stepfork.replay.network_asyncio import asyncio_hooks
 from stepfork.trace.http_calls import is_telemetry_host
 
 SEALED_MODES = frozenset({"frozen", "forbidden", "manual"})
@@ -588,9 +589,7 @@ def _hooks() -> list[tuple[Any, str, Any]]:
     ssl = sys.modules.get("ssl")
     if ssl is not None:
         hooks += [(ssl.SSLSocket, name, wrapper) for name, wrapper in _SSL_HOOKS.items()]
-    from stepfork.replay.network_asyncio import asyncio_hooks  # imports this module's checks
-
-    return hooks + asyncio_hooks()
+    return hooks + asyncio_hooks(_check_peer, _check_connect, _original)
 
 
 _installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) while the hooks are in place

@@ -75,11 +75,10 @@ from stepfork.trace import boundary
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace._urls import url_of
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
-from stepfork.trace.bundle import Trace, read_extension
+from stepfork.trace.bundle import Trace, load_verified_trace, read_extension
 from stepfork.trace.concurrency import facts_of
 from stepfork.trace.errors import TraceError
 from stepfork.trace.http_calls import is_http_call
-from stepfork.trace.reading import load_verified_trace
 from stepfork.trace.recording import OrphanCallWarning
 
 T = TypeVar("T")
