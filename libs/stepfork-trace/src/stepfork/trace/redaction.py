@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from stepfork.trace._redaction_rules import PATTERNS, SENSITIVE_KEYS, normalize_key
+from stepfork.trace._redaction_streams import STREAM_KEYS, redact_streams, stream_count, streams_may_match
 from stepfork.trace._redaction_text import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
 from stepfork.trace._redaction_text import REPLACEMENT, Reason, TextRules, check_secret
 from stepfork.trace.errors import RedactionError
@@ -175,7 +176,7 @@ class Redactor:
         out = self._walk(value, base_path, [], findings, self._text.strings_may_match(value))
         return RedactionResult(out, findings)
 
-    def may_change(self, keys: Iterable[Any], encoded: bytes) -> bool:
+    def may_change(self, keys: Iterable[Any], encoded: bytes, value: Any = None) -> bool:
         """False when :meth:`redact` is sure to return a plain-JSON value unchanged, from two facts.
 
         Args:
@@ -185,7 +186,10 @@ class Redactor:
         Returns True when a key is sensitive or a string may match (the one-pass screen of
         :meth:`redact`, run over bytes the recorder needs anyway, not counting clean keys such as
         ``max_tokens`` that merely hold a needle: ``TextRules.blob_may_match_values``): the walk
-        decides then.
+        decides then. A value holding a stream (a key of ``_redaction_streams.STREAM_KEYS`` whose value is
+        an object in ``encoded``) may hold a secret split across its deltas, which no screen of the text
+        finds: True unless ``value`` (the value itself) is given and its joined deltas match no rule
+        (``streams_may_match``).
         """
         names, verdicts, clean = self._keys
         if not clean.issuperset(keys):  # the keys seen before are known clean: one C-level test
@@ -198,7 +202,12 @@ class Redactor:
             if len(clean) > 10_000:  # bounded: keys can be data
                 clean.clear()
             clean.update(keys)
-        return self._text.blob_may_match_values(encoded, keys)
+        if self._text.blob_may_match_values(encoded, keys):
+            return True
+        if STREAM_KEYS.isdisjoint(keys):
+            return False
+        count = stream_count(encoded)
+        return bool(count) and (value is None or streams_may_match(value, self._text, count))
 
     def _walk(
         self, value: Any, base: str, parts: list[str | int], found: list[RedactionFinding], scan: bool
@@ -230,6 +239,9 @@ class Redactor:
         if t is dict:
             if _TAG in value:
                 return self._walk_tag(value, _join(base, parts), found)
+            if "sse" in value or "eventstream" in value or "stream" in value:  # a secret split across deltas
+                value, changed = redact_streams(value, self._text)
+                found += [RedactionFinding(_join(base, [*parts, *path]), why) for path, why in changed]
             copy: dict[str, Any] | None = None
             renamed: list[tuple[str, str, Reason]] = []
             names, verdicts, _ = self._keys
@@ -358,7 +370,9 @@ def _redact_fields(
         if name in protected:
             _check_protected(redactor, name, value, owner)
             continue
-        new = redactor._walk(value, _pointer("", name), [], findings, redactor._text.strings_may_match(value))
+        result = redactor.redact(value, base_path=_pointer("", name))
+        findings += result.findings
+        new = result.value
         if new is not value:
             changed[name] = new
     if not changed:
