@@ -37,7 +37,12 @@ def test_readme_python_snippets_run_in_order_and_again(tmp_path: Path) -> None:
     program.write_text("\n".join(blocks), encoding="utf-8")
     for _ in range(2):  # the second run finds the first run's bundle
         done = subprocess.run(
-            [sys.executable, str(program)], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120
+            [sys.executable, str(program)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "{'action': 'notify', 'reason': 'order shipped'}"
@@ -51,10 +56,13 @@ def test_recording_over_a_bundle_without_overwrite_says_how_to_replace_it(tmp_pa
     program.write_text(record.replace(", overwrite=True", ""), encoding="utf-8")
     (tmp_path / "failure.sftrace").mkdir()
     (tmp_path / "failure.sftrace" / "manifest.json").write_text("{}")
-    done = subprocess.run([sys.executable, str(program)], cwd=tmp_path, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, str(program)], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
-    assert last == "stepfork.trace.errors.TraceStorageError: bundle already exists: failure.sftrace (pass overwrite=True)"
+    error = "stepfork.trace.errors.TraceStorageError"
+    assert last == f"{error}: bundle already exists: failure.sftrace (pass overwrite=True)"
 
 
 _OUTPUT_OPTIONS = ("-o", "--output", "--html", "--junit", "--receipt", "--receipts")
@@ -113,9 +121,9 @@ def _written(words: list[str], cwd: Path, made: set[Path]) -> list[Path] | None:
         if script and not (cwd / script[0]).is_file():
             return None
     first = words[2]
-    if first.endswith((".sftrace", ".py")) and "://" not in first:
-        if not ((cwd / first).exists() or (cwd / first).resolve() in made):
-            return None
+    known = (cwd / first).exists() or (cwd / first).resolve() in made
+    if first.endswith((".sftrace", ".py")) and "://" not in first and not known:
+        return None
     outputs = []
     for position, word in enumerate(words):
         name, _, value = word.partition("=")
@@ -155,19 +163,27 @@ def test_what_the_documented_commands_write_is_ignored_by_git(tmp_path: Path) ->
     shutil.copy2(ROOT / ".gitignore", tmp_path / ".gitignore")
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     ignored = subprocess.run(
-        ["git", "check-ignore", "--no-index", *names], cwd=tmp_path, capture_output=True, text=True, check=False
+        ["git", "check-ignore", "--no-index", *names],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout.split()
     not_ignored = sorted(set(names) - set(ignored))
     assert not_ignored == [], "\n".join(not_ignored)
     # the bundle the examples ship stays tracked
     kept = subprocess.run(
-        ["git", "check-ignore", "--no-index", "examples/quickstart/notify.sftrace/"], cwd=tmp_path, check=False
+        ["git", "check-ignore", "--no-index", "examples/quickstart/notify.sftrace/"],
+        cwd=tmp_path,
+        check=False,
     )
     assert kept.returncode == 1
 
 
 def test_every_quoted_requirement_of_an_extra_is_the_declared_one() -> None:
-    pyproject = tomllib.loads((ROOT / "libs" / "stepfork-trace" / "pyproject.toml").read_text(encoding="utf-8"))
+    pyproject = tomllib.loads(
+        (ROOT / "libs" / "stepfork-trace" / "pyproject.toml").read_text(encoding="utf-8")
+    )
     declared = {
         re.match(r"[A-Za-z0-9_.-]+", requirement)[0]: requirement  # type: ignore[index]
         for extra in pyproject["project"]["optional-dependencies"].values()
@@ -175,7 +191,7 @@ def test_every_quoted_requirement_of_an_extra_is_the_declared_one() -> None:
     }
     quoted = re.compile(r"`(" + "|".join(map(re.escape, declared)) + r")(>=[^`]*)`")
     wrong = [
-        f"{document.name}:{number}: `{match[1]}{match[2]}`, but stepfork-trace declares `{declared[match[1]]}`"
+        f"{document.name}:{number}: `{match[1]}{match[2]}`, declared `{declared[match[1]]}`"
         for document in DOCS
         for number, line in enumerate(document.read_text(encoding="utf-8").splitlines(), 1)
         for match in quoted.finditer(line)

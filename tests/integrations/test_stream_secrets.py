@@ -39,15 +39,18 @@ class SmallDeltas(FakeProvider):
         events = super()._message_events(model)
         head = [e for e in events if e["type"] in ("message_start", "content_block_start", "ping")]
         tail = [e for e in events if e["type"] in ("content_block_stop", "message_delta", "message_stop")]
+        pieces = [self.answer[i : i + 5] for i in range(0, len(self.answer), 5)]
         deltas = [
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": self.answer[i : i + 5]}}
-            for i in range(0, len(self.answer), 5)
-        ]  # fmt: skip
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
+            for piece in pieces
+        ]
         return [*head, *deltas, *tail]
 
 
 def chat_agent(fake: FakeProvider) -> str:
-    client = openai.OpenAI(api_key="sk-local", http_client=httpx2.Client(transport=fake.transport()), max_retries=0)
+    client = openai.OpenAI(
+        api_key="sk-local", http_client=httpx2.Client(transport=fake.transport()), max_retries=0
+    )
     client = instrument_openai(client)
     stream = client.chat.completions.create(
         model="gpt-4o-mini", messages=[{"role": "user", "content": "What was my key?"}], stream=True
@@ -56,7 +59,9 @@ def chat_agent(fake: FakeProvider) -> str:
 
 
 def responses_agent(fake: FakeProvider) -> str:
-    client = openai.OpenAI(api_key="sk-local", http_client=httpx2.Client(transport=fake.transport()), max_retries=0)
+    client = openai.OpenAI(
+        api_key="sk-local", http_client=httpx2.Client(transport=fake.transport()), max_retries=0
+    )
     client = instrument_openai(client)
     with client.responses.stream(model="gpt-4o-mini", input="What was my key?") as stream:
         text = "".join(event.delta for event in stream if event.type == "response.output_text.delta")
@@ -67,7 +72,9 @@ def responses_agent(fake: FakeProvider) -> str:
 
 def anthropic_agent(fake: FakeProvider) -> str:
     http = httpx2.Client(transport=fake.transport())
-    client = instrument_anthropic(anthropic.Anthropic(api_key="sk-ant-local", http_client=http, max_retries=0))
+    client = instrument_anthropic(
+        anthropic.Anthropic(api_key="sk-ant-local", http_client=http, max_retries=0)
+    )
     with client.messages.stream(
         model="claude-sonnet-5-5", max_tokens=256, messages=[{"role": "user", "content": "What was my key?"}]
     ) as stream:
@@ -99,7 +106,9 @@ def assert_nothing_leaks(tmp_path: Path, bundle: Path) -> None:
         )
         assert shown.returncode == 0, shown.stderr
         assert not [piece for piece in PIECES if piece in shown.stdout]
-    validated = subprocess.run([str(STEPFORK), "validate", str(bundle)], capture_output=True, text=True, check=False)
+    validated = subprocess.run(
+        [str(STEPFORK), "validate", str(bundle)], capture_output=True, text=True, check=False
+    )
     assert "unredacted_secret" not in validated.stdout + validated.stderr
 
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from email.utils import formatdate
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -51,7 +52,7 @@ class Api(http.server.BaseHTTPRequestHandler):
     """Telegram's Bot API, a Slack and a Discord webhook, as they answer: JSON with a fresh message id and
     date, ``ok``, ``204``."""
 
-    requests: list[str] = []
+    requests: ClassVar[list[str]] = []
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))

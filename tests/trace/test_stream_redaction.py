@@ -11,6 +11,7 @@ tests/integrations/test_stream_secrets.py.
 from __future__ import annotations
 
 import base64
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -33,16 +34,27 @@ def chat(pieces: list[str]) -> dict[str, Any]:
         for p in pieces
     ]
     events.append({"text": "[DONE]"})
-    return {"status": 200, "headers": {}, "sse": {"end": "finished", "event_count": len(events), "events": events}}
+    return {
+        "status": 200,
+        "headers": {},
+        "sse": {"end": "finished", "event_count": len(events), "events": events},
+    }
 
 
 def responses(pieces: list[str]) -> dict[str, Any]:
     ids = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
     events: list[dict[str, Any]] = [
-        {"event": "response.output_text.delta", "data": {"type": "response.output_text.delta", **ids, "delta": p}}
+        {
+            "event": "response.output_text.delta",
+            "data": {"type": "response.output_text.delta", **ids, "delta": p},
+        }
         for p in pieces
     ]
-    return {"status": 200, "headers": {}, "sse": {"end": "finished", "event_count": len(events), "events": events}}
+    return {
+        "status": 200,
+        "headers": {},
+        "sse": {"end": "finished", "event_count": len(events), "events": events},
+    }
 
 
 def anthropic(pieces: list[str]) -> dict[str, Any]:
@@ -55,7 +67,11 @@ def anthropic(pieces: list[str]) -> dict[str, Any]:
          "data": {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}}
         for p in pieces
     ]  # fmt: skip
-    return {"status": 200, "headers": {}, "sse": {"end": "finished", "event_count": len(events), "events": events}}
+    return {
+        "status": 200,
+        "headers": {},
+        "sse": {"end": "finished", "event_count": len(events), "events": events},
+    }
 
 
 def bedrock(pieces: list[str]) -> dict[str, Any]:
@@ -104,7 +120,7 @@ def joined(output: dict[str, Any]) -> str:
 
 def split(text: str, cuts: list[int]) -> list[str]:
     points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
-    return [text[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
 SECRET = st.one_of(
@@ -116,7 +132,9 @@ SECRET = st.one_of(
     st.just(REGISTERED),
     st.just("https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage"),
 )
-WORDS = st.lists(st.sampled_from(["your", "key", "is", "here", "keep", "it", "safe", "ok", "the"]), max_size=6)
+WORDS = st.lists(
+    st.sampled_from(["your", "key", "is", "here", "keep", "it", "safe", "ok", "the"]), max_size=6
+)
 
 
 @given(
@@ -147,12 +165,12 @@ def test_any_split_of_a_text_holding_a_secret_is_redacted(
 
 @given(
     shape=st.sampled_from(sorted(SHAPES)),
-    words=st.lists(st.sampled_from(["sk", "-", "proj", "ghp", "_", "key", "is", " ", "token", "ok"]), max_size=20),
+    words=st.lists(
+        st.sampled_from(["sk", "-", "proj", "ghp", "_", "key", "is", " ", "token", "ok"]), max_size=20
+    ),
     cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=10),
 )
-def test_a_stream_without_a_secret_is_left_as_it_is(
-    shape: str, words: list[str], cuts: list[int]
-) -> None:
+def test_a_stream_without_a_secret_is_left_as_it_is(shape: str, words: list[str], cuts: list[int]) -> None:
     text = "".join(words)
     output = SHAPES[shape](split(text, cuts))
     rules = Redactor()
@@ -186,7 +204,11 @@ def test_separate_choices_and_blocks_are_not_joined() -> None:
 
 def test_an_event_already_recorded_is_redacted_by_validation_and_redact() -> None:
     # a bundle written before this rule: validate warns (redact_event), stepfork redact rewrites
-    event = {"id": "evt_1", "type": "llm_response", "output": anthropic(["key: sk-ant-api03-abc", "defGHIJ12345"])}
+    event = {
+        "id": "evt_1",
+        "type": "llm_response",
+        "output": anthropic(["key: sk-ant-api03-abc", "defGHIJ12345"]),
+    }
     redacted, findings = redact_event(event)
     assert [f.path for f in findings] == [
         "/output/sse/events/1/data/delta/text",

@@ -27,7 +27,10 @@ DISCORD = "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789-_aBcDeFgHiJkLmNoPqRsTuVwXyZ01234
             "https://hooks.slack.com/services/T024BE7LD/B01ABCDEF12/aBcDeFgHiJkLmNoPqRsTuVwX",
             "https://hooks.slack.com/services/[REDACTED]",
         ),
-        ("httpx:POST /services/T024BE7LD/B01ABCDEF12/aBcDeFgHiJkLmNoPqRsTuVwX", "httpx:POST /services/[REDACTED]"),
+        (
+            "httpx:POST /services/T024BE7LD/B01ABCDEF12/aBcDeFgHiJkLmNoPqRsTuVwX",
+            "httpx:POST /services/[REDACTED]",
+        ),
         (
             "https://hooks.slack.com/workflows/T024BE7LD/A05ABC12345/498765432101234567/aBcDeFgHiJkLmNoP",
             "https://hooks.slack.com/workflows/[REDACTED]",

@@ -92,7 +92,9 @@ def _event_parts(form: str, event: Any) -> tuple[Any, Path, Any]:
     return event.get("event"), (), {"text": event.get("text")}  # SSE data that is not JSON
 
 
-def _deltas(node: dict[str, Any], place: Path, at: Path | None, out: list[tuple[Any, ...]]) -> None:
+def _deltas(
+    node: dict[str, Any], place: tuple[Any, ...], at: Path | None, out: list[tuple[Any, Any]]
+) -> None:
     """Append ``(group, (text, path))`` for every delta string in ``node`` (an event's payload): ``group``
     is ``place`` followed by the keys to the string (a list position as its element's ``index`` when it
     has one), ``path`` the keys and positions from the events list (``at`` is where ``node`` is), or

@@ -3,10 +3,12 @@
 Three rules over JSON values (docs/redaction.md): values under sensitive keys (reason ``sensitive_key``),
 credential shapes inside any string (``credential_pattern``, prefixes such as ``Bearer`` kept) and exact
 registered secrets (``registered_secret``) become ``"[REDACTED]"``. Tagged ``bytes``/``str`` values are
-decoded and scanned too. An already redacted value gives no finding; when nothing changes the same object
-comes back. A payload is first screened in one pass (its JSON text against the rules' needles, one
-multi-literal search in pydantic-core's Rust regex) so the common case, no secret, costs that search and
-a look at the dict keys; the recorder runs it over the canonical bytes it writes (:meth:`may_change`).
+decoded and scanned too, and the deltas of a recorded stream are joined before they are matched
+(:mod:`stepfork.trace._redaction_streams`). An already redacted value gives no finding; when nothing
+changes the same object comes back. A payload is first screened in one pass (its JSON text against the
+rules' needles, one multi-literal search in pydantic-core's Rust regex) so the common case, no secret,
+costs that search and a look at the dict keys; the recorder runs it over the canonical bytes it writes
+(:meth:`may_change`).
 
 This module owns the key rule and the walk over JSON values (pointers, tagged forms, keys that are
 secrets); what happens inside one string, and the payload screen, is :mod:`stepfork.trace._redaction_text`
@@ -168,6 +170,9 @@ class Redactor:
             value: a JSON value, possibly holding tagged forms.
             base_path: the JSON Pointer of ``value`` (``"/input"``); findings are reported below it.
 
+        A dict holding a recorded stream (``sse``, ``eventstream``, ``stream``) has the secrets its
+        deltas hold once joined redacted first (``_redaction_streams``: docs/redaction.md, "Streams").
+
         Returns:
             RedactionResult: the redacted value (``value`` itself when nothing changed) and one finding
             per changed value, in walk order.
@@ -177,11 +182,12 @@ class Redactor:
         return RedactionResult(out, findings)
 
     def may_change(self, keys: Iterable[Any], encoded: bytes, value: Any = None) -> bool:
-        """False when :meth:`redact` is sure to return a plain-JSON value unchanged, from two facts.
+        """False when :meth:`redact` is sure to return a plain-JSON value unchanged, from its facts.
 
         Args:
             keys: every dict key in the value (``plainjson.PlainFacts.keys``; the value has no tags).
             encoded: its JSON text as orjson or the canonical rule writes it (any key order).
+            value: the value itself, when at hand (the recorder): what a stream's deltas are joined from.
 
         Returns True when a key is sensitive or a string may match (the one-pass screen of
         :meth:`redact`, run over bytes the recorder needs anyway, not counting clean keys such as
@@ -370,9 +376,7 @@ def _redact_fields(
         if name in protected:
             _check_protected(redactor, name, value, owner)
             continue
-        result = redactor.redact(value, base_path=_pointer("", name))
-        findings += result.findings
-        new = result.value
+        new = redactor._walk(value, _pointer("", name), [], findings, redactor._text.strings_may_match(value))
         if new is not value:
             changed[name] = new
     if not changed:
