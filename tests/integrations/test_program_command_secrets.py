@@ -11,15 +11,12 @@ command is never matched). Real CLI, a real OpenAI SDK program and the OpenAI-co
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from local_openai import LocalOpenAI, serving
-
-STEPFORK = Path(sys.executable).parent / "stepfork"
+from local_openai import serving
+from program_runs import Program
 
 TOKEN, PASSWORD, DB_PASSWORD = "abcdef12345", "hunter2pass", "hunter3pass"
 SECRETS = (TOKEN, PASSWORD, DB_PASSWORD)
@@ -58,63 +55,50 @@ REDACTED = [
 
 
 @pytest.fixture
-def server() -> Iterator[LocalOpenAI]:
-    with serving() as running:
-        yield running
-
-
-@pytest.fixture
-def workdir(tmp_path: Path, server: LocalOpenAI, monkeypatch: pytest.MonkeyPatch) -> Path:
+def program(tmp_path: Path) -> Iterator[Program]:
+    """The agent in a folder of its own, run against the local OpenAI-compatible server."""
     (tmp_path / "agent.py").write_text(AGENT)
-    monkeypatch.setenv("AGENT_BASE_URL", server.base_url)
-    return tmp_path
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(STEPFORK), *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=300
-    )
+    with serving() as server:
+        yield Program(tmp_path, server, {"AGENT_BASE_URL": server.base_url})
 
 
 def bundle_text(bundle: Path) -> str:
     return "".join(path.read_text(encoding="utf-8") for path in sorted(bundle.iterdir()))
 
 
-def test_record_writes_the_command_redacted_and_replay_with_the_real_values_runs_it(
-    workdir: Path, server: LocalOpenAI
-) -> None:
-    recorded = cli("record", "-o", "run.sftrace", "--", *COMMAND, cwd=workdir)
+def test_record_writes_the_command_redacted_and_replay_with_the_real_values_runs_it(program: Program) -> None:
+    recorded = program.stepfork("record", "-o", "run.sftrace", "--", *COMMAND)
     assert recorded.returncode == 0, recorded.stderr
     assert "21 degrees" in json.loads(recorded.stdout)["answer"]
-    program = json.loads((workdir / "run.sftrace" / "program.json").read_text())
-    assert program["command"] == REDACTED
-    text = bundle_text(workdir / "run.sftrace")
+    written = json.loads((program.folder / "run.sftrace" / "program.json").read_text())
+    assert written["command"] == REDACTED
+    text = bundle_text(program.folder / "run.sftrace")
     assert not [secret for secret in SECRETS if secret in text]
 
-    sent = len(server.requests)
-    replayed = cli("replay", "run.sftrace", "--", *COMMAND, cwd=workdir)
+    sent = len(program.server.requests)
+    replayed = program.stepfork("replay", "run.sftrace", "--", *COMMAND)
     output = replayed.stdout + replayed.stderr
     assert replayed.returncode == 0, output  # the program got its values (else exit 3) and was served
     assert f"Entrypoint    {' '.join(REDACTED)}" in replayed.stdout
     assert not [secret for secret in SECRETS if secret in output]
-    assert len(server.requests) == sent
+    assert len(program.server.requests) == sent
 
 
-def test_export_refuses_each_argument_record_redacts(workdir: Path) -> None:
-    assert cli("record", "-o", "run.sftrace", "--", *COMMAND, cwd=workdir).returncode == 0
+def test_export_refuses_each_argument_record_redacts(program: Program) -> None:
+    assert program.stepfork("record", "-o", "run.sftrace", "--", *COMMAND).returncode == 0
     for index in (3, 4, 6):  # --token T, --password=P, --db-password D: one rule, the same arguments
         command = [*COMMAND[:3], *REDACTED[3:]]
         command[index] = COMMAND[index]
-        done = cli("export", "run.sftrace", "--pytest", "-o", "t.py", "--", *command, cwd=workdir)
+        done = program.stepfork("export", "run.sftrace", "--pytest", "-o", "t.py", "--", *command)
         assert done.returncode == 2, done.stdout + done.stderr
         assert f"argument {index} of the command holds a secret ({REDACTED[index]})" in done.stderr
         assert not [secret for secret in SECRETS if secret in done.stdout + done.stderr]
-        assert not (workdir / "t.py").exists()
+        assert not (program.folder / "t.py").exists()
 
 
-def test_the_command_an_entrypoint_export_suggests_says_a_value_was_redacted(workdir: Path) -> None:
-    assert cli("record", "-o", "run.sftrace", "--", *COMMAND, cwd=workdir).returncode == 0
-    done = cli("export", "run.sftrace", "--pytest", "-o", "t.py", "--entrypoint", "agent:main", cwd=workdir)
+def test_the_command_an_entrypoint_export_suggests_says_a_value_was_redacted(program: Program) -> None:
+    assert program.stepfork("record", "-o", "run.sftrace", "--", *COMMAND).returncode == 0
+    done = program.stepfork("export", "run.sftrace", "--pytest", "-o", "t.py", "--entrypoint", "agent:main")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1, done.stderr
     assert f"-o TEST.py -- {' '.join(REDACTED)} (each [REDACTED] stood for a secret" in done.stderr
