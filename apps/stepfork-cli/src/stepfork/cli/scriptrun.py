@@ -219,8 +219,10 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
         emit_report_json(outcome)
         return int(outcome.exit_code)
     from stepfork.cli.output import sanitize_text
+    from stepfork.trace.command_redaction import redact_command
 
-    shown = sanitize_text(" ".join(["python", *target]))  # a key typed as an argument is never printed
+    # a key typed as an argument is never printed: the rule program.json and export use
+    shown = sanitize_text(" ".join(redact_command(["python", *target])))
     render_outcome(outcome, Path(bundle), shown, verbose=options["verbose"])
     return int(outcome.exit_code)
 

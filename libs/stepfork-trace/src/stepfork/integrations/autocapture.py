@@ -117,10 +117,13 @@ PROGRAM_FORMAT = "stepfork-program/1"
 
 def note_program(session: Any, command: Sequence[str], providers: Mapping[str, str] | None = None) -> None:
     """Write ``program.json`` into the bundle ``session`` records (a ``RecordingSession``): the program
-    ``command`` ran with every HTTP client captured (redacted by ``add_metadata``), and the ``providers``
-    it was recorded with (``--provider``; the key is left out when there are none), which a replay of
-    the program names the same way (:func:`recorded_providers`)."""
-    data: dict[str, Any] = {"format": PROGRAM_FORMAT, "command": list(command)}
+    ``command`` ran with every HTTP client captured (redacted by
+    :func:`stepfork.trace.command_redaction.redact_command`: ``--token VALUE`` is written ``--token
+    [REDACTED]``), and the ``providers`` it was recorded with (``--provider``; the key is left out when
+    there are none), which a replay of the program names the same way (:func:`recorded_providers`)."""
+    from stepfork.trace.command_redaction import redact_command
+
+    data: dict[str, Any] = {"format": PROGRAM_FORMAT, "command": redact_command(command)}
     if providers:
         data["providers"] = dict(providers)
     session.add_metadata(PROGRAM_EXTENSION, data)

@@ -249,7 +249,7 @@ class EventLog:
                     if facts.risky_floats:
                         data = canonical_json(value, assume_json=True)
                     keys = facts.keys
-                    if not rules.may_change(keys, data):
+                    if not rules.may_change(keys, data, value):
                         digests[name] = sha256(data).hexdigest()
                         # The line keeps the recorded key order; with at most one distinct key no dict
                         # can be out of order, so the sorted bytes are those bytes too. orjson wrote this

@@ -478,18 +478,25 @@ def _refuse_program_bundle(trace_file: Path, entrypoint: str) -> None:
     """ExportError ``program_bundle`` when the bundle was recorded from a program by ``stepfork record --``
     (its ``program.json``): its requests were captured in every httpx client the program created, which
     an entrypoint test does not install, so the test would fail for correct code (issue 29). The one line
-    names the export that works: the program form, with the recorded command."""
+    names the export that works: the program form, with the recorded command (redacted when it held a
+    secret, which the line then says: an exported test cannot hold one)."""
     from stepfork.integrations.autocapture import recorded_program
+    from stepfork.trace.redaction import REPLACEMENT
 
     program = recorded_program(trace_file)
     if program is None:
         return
     shown = " ".join(program)
+    secret = (
+        f" (each {REPLACEMENT} stood for a secret: have the program read it from an environment variable)"
+        if any(REPLACEMENT in part for part in program)
+        else ""
+    )
     raise ExportError(
         f"{trace_file} was recorded from a program (`stepfork record -- {shown}`), whose HTTP requests "
         f"were captured in every httpx client it created; a test of --entrypoint {entrypoint} would replay "
         f"it without that capture. Export the program instead: stepfork export {trace_file} --pytest "
-        f"-o TEST.py -- {shown}",
+        f"-o TEST.py -- {shown}{secret}",
         code="program_bundle",
         path=str(trace_file),
     )

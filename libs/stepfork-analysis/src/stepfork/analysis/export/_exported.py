@@ -15,7 +15,6 @@ str literals) and ``ENTRYPOINT = None``; it is read like the others.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -149,32 +148,23 @@ def check_raise_as(value: object) -> dict[str, str] | None:
     return dict(value)
 
 
-_OPTION_NAME = re.compile(r"-{1,2}([A-Za-z][A-Za-z0-9_-]*)")
-
-
 def command_secret_problem(command: Sequence[str]) -> str | None:
     """None when no argument of ``command`` (``["python", "agent.py", ARGS...]``) holds a secret, else the
     one line saying which does: ``argument <index> of the command holds a secret (<it, redacted>); an
     exported test would write it into its file: have the program read it from an environment variable
     instead`` (index 0 is the interpreter).
 
-    An argument holds a secret when :func:`stepfork.trace.redaction.redact_json` (the process-wide rules:
-    credential patterns, registered secrets) changes it, or when it follows an option whose name is a
-    sensitive key (``--api-key VALUE``, ``--password VALUE``: ``Redactor.is_sensitive_key``, the key rule
-    of docs/redaction.md). The one rule of ``stepfork export -- COMMAND`` and
-    :func:`stepfork.analysis.export.export_pytest_test` (CASES C5: nothing secret reaches an exported
-    test; a redacted copy of the command would run another program, so it is refused, not rewritten).
-    Never raises for a list of str.
+    An argument holds a secret when :func:`stepfork.trace.command_redaction.redact_command` changes it:
+    credential patterns and registered secrets, and the value of an option named like a secret
+    (``--api-key VALUE``, ``--db-password=VALUE``: ``is_secret_option``). The one rule of ``stepfork
+    export -- COMMAND``, :func:`stepfork.analysis.export.export_pytest_test`, the ``program.json`` that
+    ``stepfork record --`` writes and replay's ``Entrypoint`` line (CASES C5: nothing secret reaches an
+    exported test; a redacted copy of the command would run another program, so it is refused, not
+    rewritten). Never raises for a list of str.
     """
-    from stepfork.trace.redaction import REPLACEMENT, default_redactor, redact_json
+    from stepfork.trace.command_redaction import redact_command
 
-    redacted = redact_json(list(command)).value
-    for index, given in enumerate(command):
-        shown = redacted[index]
-        if shown == given and index and not given.startswith("--"):  # not a flag after a bare option
-            option = _OPTION_NAME.fullmatch(command[index - 1])
-            if option and default_redactor.is_sensitive_key(option[1]):
-                shown = REPLACEMENT
+    for index, (given, shown) in enumerate(zip(command, redact_command(command), strict=True)):
         if shown != given:
             return (
                 f"argument {index} of the command holds a secret ({shown}); an exported test would write "
