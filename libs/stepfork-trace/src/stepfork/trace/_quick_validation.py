@@ -22,8 +22,8 @@ common verdict, a valid bundle with nothing to warn about, from the files themse
 
 It imports the standard library's ``json``, ``re``, ``datetime``, ``typing`` and ``gc`` and the format's
 plain tables, never orjson, hashlib, dataclasses or pydantic (tests/e2e/test_cli_quick_validate.py): a
-process that gets its verdict here is ``stepfork validate``'s whole cold start (docs/performance.md "The tool-call hot path, replay and cold
-start").
+process that gets its verdict here is ``stepfork validate``'s whole cold start (docs/performance.md, "The
+tool-call hot path, replay and cold start").
 
 Anything else, however harmless (an int where the model takes a float, a missing optional field the model
 would default, a warning, a bundle made by ``stepfork import``), returns None, and the full validation
