@@ -19,23 +19,25 @@ import orjson
 from stepfork.trace._format import EventType
 from stepfork.trace.canonical import canonical_json, compact_json
 
-__all__ = ["LINE", "TOOL_FIELDS", "enum_texts", "fields_text", "int_text", "line_bytes", "quoted"]
+__all__ = ["LINE", "TOOL_LINE", "enum_texts", "fields_text", "int_text", "line_bytes", "quoted"]
 
 dumps: Final = orjson.dumps
 
-LINE: Final = (
+_HEAD: Final = (
     b'{"id":%b,"run_id":%b,"parent_id":%b,"step":%d,"type":%b,"timestamp":"%b","duration_ms":%b,'
-    b'"status":%b,"replay_policy":%b,"input_hash":%b,"output_hash":%b,"redactions":%b,%b'
+    b'"status":%b,"replay_policy":%b,"input_hash":%b,"output_hash":%b,"redactions":%b,'
 )
+LINE: Final = _HEAD + b"%b"
 """An event line: each ``%b`` a JSON text (the timestamp's without its quotes), the step an int, the last
 ``%b`` the type's fields as :func:`fields_text` ends the line."""
 
-TOOL_FIELDS: Final = {
-    EventType.TOOL_CALL.value: b'"name":%b,"input":%b}\n',
-    EventType.TOOL_RESULT.value: b'"name":%b,"output":%b}\n',
+TOOL_LINE: Final = {
+    EventType.TOOL_CALL.value: _HEAD + b'"name":%b,"input":%b}\n',
+    EventType.TOOL_RESULT.value: _HEAD + b'"name":%b,"output":%b}\n',
 }
-"""The end of a ``tool_call``/``tool_result`` line: the name's JSON text and the payload's line bytes
-(the fields ``{"name", "input"|"output"}`` as :func:`fields_text` writes them)."""
+"""A ``tool_call``/``tool_result`` line: :data:`LINE` whose type's fields ``{"name", "input"|"output"}`` are
+the name's JSON text and the payload's line bytes (as :func:`fields_text` writes them), formatted in one
+pass (the payload is copied once)."""
 
 _QUOTED: Final = {
     text: dumps(text)

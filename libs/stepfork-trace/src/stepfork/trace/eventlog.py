@@ -33,7 +33,7 @@ import orjson
 
 from stepfork.trace._eventline import (
     LINE,
-    TOOL_FIELDS,
+    TOOL_LINE,
     dumps,
     enum_texts,
     fields_text,
@@ -288,14 +288,15 @@ class EventLog:
             return self.emit_line(type_, fields, parent_id, replay_policy, duration_ms, walk=field)
         digest, data = clean
         try:
-            tail = TOOL_FIELDS[type_] % (quoted(name), data)
+            tail: tuple[bytes, ...] | None = (quoted(name), data)
         except orjson.JSONEncodeError:  # a lone surrogate in the name: the checked path
             tail = None
         hashes = (digest, None) if field == "input" else (None, digest)
         redacted: _Redacted = (fields, {field: data}, hashes, [], [])
         return self._append(
-            type_, parent_id, redacted, duration_ms=duration_ms, replay_policy=replay_policy, tail=tail
-        )[0]
+            type_, parent_id, redacted, duration_ms=duration_ms, replay_policy=replay_policy,
+            template=TOOL_LINE[type_], tail=tail,
+        )[0]  # fmt: skip
 
     def _clean_payload(self, value: Any) -> tuple[str, bytes] | None:
         """``(fingerprint, line bytes)`` of a payload redaction leaves unchanged, from the boundary's scan
@@ -371,33 +372,38 @@ class EventLog:
         replay_policy: str = "frozen",
         flush: bool = True,
         event_id: str | None = None,
-        tail: bytes | memoryview | None = None,
+        template: bytes = LINE,
+        tail: tuple[bytes | memoryview, ...] | None = None,
     ) -> tuple[str, int, str]:
         """Number, stamp and append one redacted event (:meth:`_redact`'s result); return ``(event_id,
         step, timestamp)``.
 
-        The line is :data:`_eventline.LINE` ending in ``tail`` (``fields_text`` of the redacted fields when
-        not given) or, when orjson refuses a value, ``line_bytes`` of the event dict: the same bytes.
+        The line is ``template`` (:data:`_eventline.LINE`: ``tail`` holds the type's fields as ``fields_text``
+        writes them, computed when not given; a ``TOOL_LINE``: the name's text and the payload's bytes) or,
+        when orjson refuses a value, ``line_bytes`` of the event dict: the same bytes either way.
         """
         out, lines, (input_hash, output_hash), redactions, findings = redacted
         if tail is None:
-            tail = fields_text(out, lines)
-        head: tuple[bytes, ...] | None = None
+            template = LINE
+            fields = fields_text(out, lines)
+            tail = None if fields is None else (fields,)
+        parent = kind = b""
+        rest: tuple[bytes | memoryview, ...] | None = None  # the line's texts after the timestamp
         if tail is not None:
             try:
                 kind, status_text, policy = enum_texts(type_, status, replay_policy)
-                head = (
-                    b"null" if parent_id is None else dumps(parent_id),
-                    kind,
+                parent = b"null" if parent_id is None else dumps(parent_id)
+                rest = (
                     int_text(duration_ms),
                     status_text,
                     policy,
                     b"null" if input_hash is None else b'"%b"' % input_hash.encode(),
                     b"null" if output_hash is None else b'"%b"' % output_hash.encode(),
                     dumps(redactions) if redactions else b"[]",
+                    *tail,
                 )
             except orjson.JSONEncodeError:  # a lone surrogate in a parent id or a pointer
-                head = None
+                rest = None
         with self.lock:
             if self.closed:
                 raise RuntimeError("the recording session has finished; no more events can be recorded")
@@ -405,22 +411,15 @@ class EventLog:
             if event_id is None:
                 event_id = self.new_event_id()
             timestamp = self.clock()
-            if head is not None:
-                parent, kind, duration, status_text, policy, in_text, out_text, pointers = head
-                line = LINE % (
+            if rest is not None:
+                line = template % (
                     dumps(event_id),
                     self._run_id_text,
                     parent,
                     step,
                     kind,
                     timestamp.encode(),
-                    duration,
-                    status_text,
-                    policy,
-                    in_text,
-                    out_text,
-                    pointers,
-                    tail,
+                    *rest,
                 )
             else:
                 event = {
