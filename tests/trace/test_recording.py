@@ -236,7 +236,8 @@ def test_tool_events_off_the_common_path_are_written_as_serialize_event_writes_t
         again, new_entries = prepare_event(event)
         assert (again, new_entries) == (line, [])
     events = [loads_json(line) for line in lines]
-    assert events[1]["name"] == "lookup [REDACTED]" and events[1]["redactions"] == ["/name"]
+    assert events[1]["name"] == "lookup [REDACTED]"
+    assert events[1]["redactions"] == ["/name"]
     assert events[3]["parent_id"] == 'scope "quoted" \u2028 é'
 
 
