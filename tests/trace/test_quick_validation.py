@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))  # the shared strategies (importlib import mode)
-from json_strategies import json_scalars, json_text, json_values, same
+from json_strategies import all_keys, json_scalars, json_text, json_values, same
 
 from stepfork.trace import LLMOutput, _format, _quick_validation, llm_request, models, record, trace_tool
 from stepfork.trace._files import pretty_json
@@ -263,13 +263,5 @@ def _fits_orjson(value: Any) -> bool:
 def test_the_quick_secret_screen_answers_as_the_default_redactor(value: Any) -> None:
     compact = compact_json(value)
     keys = _quick_validation._keys(value)
-    assert keys == _all_keys(value)
+    assert keys == all_keys(value)
     assert _quick_validation._may_hold_secret(value, compact) == default_redactor.may_change(keys, compact)
-
-
-def _all_keys(value: Any) -> set[str]:
-    if type(value) is dict:
-        return set(value).union(*(_all_keys(v) for v in value.values()))
-    if type(value) is list:
-        return set().union(*(_all_keys(v) for v in value))
-    return set()

@@ -86,17 +86,25 @@ def fields_text(fields: dict[str, Any], payloads: dict[str, bytes]) -> memoryvie
     fields or orjson refuses a value (:func:`line_bytes`' checked path then writes the whole line)."""
     if not fields:
         return None
-    if payloads or "cost_usd" in fields:
-        fields = dict(fields)
-        for name, data in payloads.items():
-            fields[name] = orjson.Fragment(data)
-        cost = fields.get("cost_usd")
-        if type(cost) is float:  # orjson and repr() differ on some floats (canonical.py)
-            fields["cost_usd"] = orjson.Fragment(canonical_json(cost))
     try:
-        return memoryview(dumps(fields, option=orjson.OPT_APPEND_NEWLINE))[1:]  # without its "{"
+        return memoryview(dumps(_spliced(fields, payloads), option=orjson.OPT_APPEND_NEWLINE))[1:]  # no "{"
     except orjson.JSONEncodeError:
         return None
+
+
+def _spliced(fields: dict[str, Any], payloads: dict[str, bytes]) -> dict[str, Any]:
+    """``fields`` with each payload's line bytes as an ``orjson.Fragment`` (not encoded again) and a float
+    ``cost_usd`` written by the canonical rule (orjson and repr() differ on some floats, canonical.py); a
+    copy when anything changes."""
+    cost = fields.get("cost_usd")
+    if not payloads and type(cost) is not float:
+        return fields
+    fields = dict(fields)
+    for name, data in payloads.items():
+        fields[name] = orjson.Fragment(data)
+    if type(cost) is float:
+        fields["cost_usd"] = orjson.Fragment(canonical_json(cost))
+    return fields
 
 
 def _slow_line(event: dict[str, Any], payloads: dict[str, bytes]) -> bytes:
@@ -119,14 +127,7 @@ def line_bytes(event: dict[str, Any], payloads: dict[str, bytes] | None = None) 
 
     Raises CanonicalJsonError when a value is not plain JSON.
     """
-    fields = dict(event)
-    if payloads:
-        for name, data in payloads.items():
-            fields[name] = orjson.Fragment(data)
-    cost = fields.get("cost_usd")
-    if type(cost) is float:  # orjson and repr() differ on some floats (canonical.py)
-        fields["cost_usd"] = orjson.Fragment(canonical_json(cost))
     try:
-        return orjson.dumps(fields, option=orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(_spliced(event, payloads or {}), option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
         return _slow_line(event, payloads or {})

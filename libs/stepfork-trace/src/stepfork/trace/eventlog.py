@@ -231,23 +231,8 @@ class EventLog:
             type_, parent_id, redacted, status=status, duration_ms=duration_ms, replay_policy=replay_policy,
             flush=flush, event_id=event_id,
         )  # fmt: skip
-        out, _, hashes, redactions, _ = redacted
-        event: dict[str, Any] = {
-            "id": event_id,
-            "run_id": self.run_id,
-            "parent_id": parent_id,
-            "step": step,
-            "type": type_,
-            "timestamp": timestamp,
-            "duration_ms": duration_ms,
-            "status": status,
-            "replay_policy": replay_policy,
-            "input_hash": hashes[0],
-            "output_hash": hashes[1],
-            "redactions": redactions,
-            **out,
-        }
-        return event_id, step, event
+        common = (event_id, parent_id, step, type_, timestamp, duration_ms, status, replay_policy)
+        return event_id, step, self._event(common, redacted)
 
     def emit_line(
         self,
@@ -422,22 +407,8 @@ class EventLog:
                     *rest,
                 )
             else:
-                event = {
-                    "id": event_id,
-                    "run_id": self.run_id,
-                    "parent_id": parent_id,
-                    "step": step,
-                    "type": type_,
-                    "timestamp": timestamp,
-                    "duration_ms": duration_ms,
-                    "status": status,
-                    "replay_policy": replay_policy,
-                    "input_hash": input_hash,
-                    "output_hash": output_hash,
-                    "redactions": redactions,
-                    **out,
-                }
-                line = line_bytes(event, lines)
+                common = (event_id, parent_id, step, type_, timestamp, duration_ms, status, replay_policy)
+                line = line_bytes(self._event(common, redacted), lines)
             self.writer.write_line(line, flush)
             self.count = step + 1
             if type_ == "tool_call":
@@ -451,6 +422,27 @@ class EventLog:
                     RedactionEntry(event_id=event_id, path=finding.path, reason=finding.reason)
                 )
         return event_id, step, timestamp
+
+    def _event(self, common: tuple[Any, ...], redacted: _Redacted) -> dict[str, Any]:
+        """The event dict of an appended event: ``common`` is ``(id, parent_id, step, type, timestamp,
+        duration_ms, status, replay_policy)``, ``redacted`` :meth:`_redact`'s result (notes 1.3 order)."""
+        event_id, parent_id, step, type_, timestamp, duration_ms, status, replay_policy = common
+        out, _, (input_hash, output_hash), redactions, _ = redacted
+        return {
+            "id": event_id,
+            "run_id": self.run_id,
+            "parent_id": parent_id,
+            "step": step,
+            "type": type_,
+            "timestamp": timestamp,
+            "duration_ms": duration_ms,
+            "status": status,
+            "replay_policy": replay_policy,
+            "input_hash": input_hash,
+            "output_hash": output_hash,
+            "redactions": redactions,
+            **out,
+        }
 
     def unique_entries(self) -> Iterator[RedactionEntry]:
         """The redaction entries, de-duplicated on (event_id, path, reason) (REFERENCE-NOTES.md 3)."""
