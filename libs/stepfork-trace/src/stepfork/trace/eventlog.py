@@ -51,6 +51,7 @@ from stepfork.trace.redaction import RedactionFinding, Redactor, default_redacto
 _HASHED: dict[str, tuple[str | None, str | None]] = {str(t.value): f for t, f in HASHED_FIELDS.items()}
 
 _NULL_DIGEST = sha256(b"null").hexdigest()  # a null payload's fingerprint (notes 2.2)
+_OK = quoted("ok")
 MAX_CHAIN = 16  # exception causes kept in an error event's details (C8); bounded against cycles
 
 
@@ -265,23 +266,28 @@ class EventLog:
         leaves unchanged (anything else takes :meth:`emit_line`). Returns the event's id; raises as
         :meth:`emit`."""
         field = "input" if type_ == "tool_call" else "output"
-        fields = {"name": name, field: payload}
         if not self.redactor.is_clean_text(name):
+            fields = {"name": name, field: payload}
             return self.emit_line(type_, fields, parent_id, replay_policy, duration_ms)
-        clean = self._clean_payload(payload)
-        if clean is None:  # not plain JSON, or something to redact: the walk decides
-            return self.emit_line(type_, fields, parent_id, replay_policy, duration_ms, walk=field)
-        digest, data = clean
+        if payload is None:
+            digest, data = _NULL_DIGEST, b"null"
+        else:
+            clean = self._clean_payload(payload)
+            if clean is None:  # not plain JSON, or something to redact: the walk decides
+                fields = {"name": name, field: payload}
+                return self.emit_line(type_, fields, parent_id, replay_policy, duration_ms, walk=field)
+            digest, data = clean
         try:
-            tail: tuple[bytes, ...] | None = (quoted(name), data)
-        except orjson.JSONEncodeError:  # a lone surrogate in the name: the checked path
-            tail = None
-        hashes = (digest, None) if field == "input" else (None, digest)
-        redacted: _Redacted = (fields, {field: data}, hashes, [], [])
-        return self._append(
-            type_, parent_id, redacted, duration_ms=duration_ms, replay_policy=replay_policy,
-            template=TOOL_LINE[type_], tail=tail,
-        )[0]  # fmt: skip
+            name_text, parent_text, policy_text = dumps(name), dumps(parent_id), quoted(replay_policy)
+        except orjson.JSONEncodeError:  # a lone surrogate: the checked path (the payload is screened again)
+            fields = {"name": name, field: payload}
+            return self.emit_line(type_, fields, parent_id, replay_policy, duration_ms)
+        hash_text = b'"%b"' % digest.encode()
+        if field == "input":
+            rest = (b"null", _OK, policy_text, hash_text, b"null", b"[]", name_text, data)
+        else:
+            rest = (int_text(duration_ms), _OK, policy_text, b"null", hash_text, b"[]", name_text, data)
+        return self._commit(type_, TOOL_LINE[type_], parent_text, quoted(type_), rest)[0]
 
     def _clean_payload(self, value: Any) -> tuple[str, bytes] | None:
         """``(fingerprint, line bytes)`` of a payload redaction leaves unchanged, from the boundary's scan
@@ -357,21 +363,12 @@ class EventLog:
         replay_policy: str = "frozen",
         flush: bool = True,
         event_id: str | None = None,
-        template: bytes = LINE,
-        tail: tuple[bytes | memoryview, ...] | None = None,
     ) -> tuple[str, int, str]:
         """Number, stamp and append one redacted event (:meth:`_redact`'s result); return ``(event_id,
-        step, timestamp)``.
-
-        The line is ``template`` (:data:`_eventline.LINE`: ``tail`` holds the type's fields as ``fields_text``
-        writes them, computed when not given; a ``TOOL_LINE``: the name's text and the payload's bytes) or,
-        when orjson refuses a value, ``line_bytes`` of the event dict: the same bytes either way.
-        """
-        out, lines, (input_hash, output_hash), redactions, findings = redacted
-        if tail is None:
-            template = LINE
-            fields = fields_text(out, lines)
-            tail = None if fields is None else (fields,)
+        step, timestamp)``. The line is :data:`_eventline.LINE` ending in the type's fields as
+        ``fields_text`` writes them or, when orjson refuses a value, ``line_bytes`` of the event dict."""
+        out, lines, (input_hash, output_hash), redactions, _ = redacted
+        tail = fields_text(out, lines)
         parent = kind = b""
         rest: tuple[bytes | memoryview, ...] | None = None  # the line's texts after the timestamp
         if tail is not None:
@@ -385,10 +382,33 @@ class EventLog:
                     b"null" if input_hash is None else b'"%b"' % input_hash.encode(),
                     b"null" if output_hash is None else b'"%b"' % output_hash.encode(),
                     dumps(redactions) if redactions else b"[]",
-                    *tail,
+                    tail,
                 )
             except orjson.JSONEncodeError:  # a lone surrogate in a parent id or a pointer
                 rest = None
+        common = (parent_id, status, duration_ms, replay_policy)
+        return self._commit(type_, LINE, parent, kind, rest, flush, event_id, redacted, common)
+
+    def _commit(
+        self,
+        type_: str,
+        template: bytes,
+        parent: bytes,
+        kind: bytes,
+        rest: tuple[bytes | memoryview, ...] | None,
+        flush: bool = True,
+        event_id: str | None = None,
+        redacted: _Redacted | None = None,
+        common: tuple[str | None, str, int | None, str] | None = None,
+    ) -> tuple[str, int, str]:
+        """Under the lock: give the event its id (unless ``event_id``), step and timestamp, write its line
+        and count it; return ``(event_id, step, timestamp)``.
+
+        The line is ``template`` formatted with the event's texts (``parent``: the parent id's, ``kind``:
+        the type's, ``rest``: those after the timestamp) or, when ``rest`` is None (orjson refused a
+        value), ``line_bytes`` of the event dict of ``common`` (``(parent_id, status, duration_ms,
+        replay_policy)``) and ``redacted``, whose findings and cost are noted too.
+        """
         with self.lock:
             if self.closed:
                 raise RuntimeError("the recording session has finished; no more events can be recorded")
@@ -397,30 +417,29 @@ class EventLog:
                 event_id = self.new_event_id()
             timestamp = self.clock()
             if rest is not None:
-                line = template % (
-                    dumps(event_id),
-                    self._run_id_text,
-                    parent,
-                    step,
-                    kind,
-                    timestamp.encode(),
-                    *rest,
-                )
+                when = timestamp.encode()
+                line = template % (dumps(event_id), self._run_id_text, parent, step, kind, when, *rest)
             else:
-                common = (event_id, parent_id, step, type_, timestamp, duration_ms, status, replay_policy)
-                line = line_bytes(self._event(common, redacted), lines)
+                assert redacted is not None
+                assert common is not None
+                parent_id, status, duration_ms, replay_policy = common
+                filled = (event_id, parent_id, step, type_, timestamp, duration_ms, status, replay_policy)
+                line = line_bytes(self._event(filled, redacted), redacted[1])
             self.writer.write_line(line, flush)
             self.count = step + 1
             if type_ == "tool_call":
                 self.tool_calls += 1
             elif type_ == "llm_request":
                 self.llm_calls += 1
-            elif type_ == "llm_response" and out.get("cost_usd") is not None:
-                self.cost_usd = (self.cost_usd or 0.0) + float(out["cost_usd"])
-            for finding in findings:
-                self.redaction_entries.append(
-                    RedactionEntry(event_id=event_id, path=finding.path, reason=finding.reason)
-                )
+            elif redacted is not None and type_ == "llm_response":
+                cost = redacted[0].get("cost_usd")
+                if cost is not None:
+                    self.cost_usd = (self.cost_usd or 0.0) + float(cost)
+            if redacted is not None:
+                for finding in redacted[4]:
+                    self.redaction_entries.append(
+                        RedactionEntry(event_id=event_id, path=finding.path, reason=finding.reason)
+                    )
         return event_id, step, timestamp
 
     def _event(self, common: tuple[Any, ...], redacted: _Redacted) -> dict[str, Any]:
