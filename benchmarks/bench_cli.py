@@ -4,7 +4,8 @@ Commands (each a fresh process, the real console script beside this interpreter)
 (target 1.3x, issue 31), ``stepfork --help`` (4x) and ``stepfork validate`` on the quickstart bundle (4x).
 The four commands run interleaved for ``ROUNDS`` rounds; the figure is the median wall time of each (with
 ``STEPFORK_BENCH_CLOCK=cpu``: the child's CPU time, user + system, which other processes' load does not
-inflate), divided by the baseline's median. Results go to benchmarks/results/cli.json; docs/performance.md ("CLI") quotes them.
+inflate), divided by the baseline's median. Results go to benchmarks/results/cli.json; docs/performance.md
+("CLI") quotes them.
 """
 
 from __future__ import annotations

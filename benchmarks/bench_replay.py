@@ -16,8 +16,8 @@ do. Measured:
   best of 3 interleaved rounds; target 1.5x.
 
 Run: ``hatch run bench:all replay`` or ``python benchmarks/bench_replay.py``; JSON goes to
-benchmarks/results/replay.json. Timings are the best of several repeats, interleaved with the floor, in wall time,
-or this thread's CPU time with ``STEPFORK_BENCH_CLOCK=cpu`` (a loaded machine).
+benchmarks/results/replay.json. Timings are the best of several repeats, interleaved with the floor, in wall
+time, or this thread's CPU time with ``STEPFORK_BENCH_CLOCK=cpu`` (a loaded machine).
 """
 
 from __future__ import annotations
