@@ -17,8 +17,6 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
-import orjson
-
 from stepfork.trace._redaction_rules import PATTERNS, SCREEN_NEEDLES
 from stepfork.trace._textsearch import TextSearch
 
@@ -263,6 +261,8 @@ class TextRules:
         refuses the value."""
         if self._screen is None or type(value) not in (dict, list):
             return True
+        import orjson  # here: the quick verdict of stepfork validate screens text without it (cold start)
+
         try:
             blob = orjson.dumps(value)
         except orjson.JSONEncodeError:
