@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stepfork.analysis.exported import command_secret_problem
+from stepfork.analysis.export import command_secret_problem
 from stepfork.trace.command_redaction import redact_command
 
 R = "[REDACTED]"
