@@ -284,6 +284,10 @@ class ReplaySession:
         self._token = boundary.activate(self)
         if self.network == "sealed":
             self._seal = seal_network(self, self.allow_hosts)
+        if self.mode != "live":  # an MCP session the agent did not instrument: served or refused by name
+            from stepfork.trace._after_import import capture_mcp_sessions
+
+            capture_mcp_sessions()
 
     def open_network(self) -> None:
         """Lift this session's network seal from now on (``fork`` from its fork point, where the run goes
