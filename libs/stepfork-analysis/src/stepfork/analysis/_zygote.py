@@ -416,7 +416,16 @@ def main() -> None:
         if config.get("task") == "check":  # its raise_as classes too: an unresolvable one fails every bundle
             stepfork.analysis._check_worker.resolve_targets(config)
         else:
-            resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
+            from stepfork.replay.network import network_for
+
+            mode = config.get("mode") or "frozen"
+            resolve_entrypoint(
+                config["entrypoint"],
+                import_root=config["import_root"],
+                network=network_for(mode, config.get("network")),  # sealed as each attempt's replay
+                allow_hosts=config.get("allow_hosts") or (),
+                mode=mode,
+            )
     except Exception as exc:  # minimize: a child resolves again and reports the setup error as before
         if config.get("task") == "check":  # check: no bundle can be replayed here; say why, once
             from stepfork.analysis._check_worker import entrypoint_unresolvable

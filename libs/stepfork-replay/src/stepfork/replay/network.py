@@ -303,8 +303,10 @@ def _refuse(host: str, port: Any) -> None:
     here = os.getpid()
     own = [s for s in seals if s.pid == here]
     # the active session's, else (a thread the session's context did not reach) the first session's, else
-    # the process's own (seal_process: between sessions)
+    # an entrypoint's import (stepfork.replay.network_import), else the process's own (seal_process:
+    # between sessions)
     seal = next((s for s in own if s.session is active and active is not None), None)
+    seal = seal or next((s for s in own if s.session is not None and not _importing(s)), None)
     seal = seal or next((s for s in own if s.session is not None), None)
     inherited = next((s for s in seals if s.pid != here and s.session is not None), None)
     where = format_host(host, port)
@@ -314,7 +316,8 @@ def _refuse(host: str, port: Any) -> None:
             _tell_parent(where)
         raise sealed_error(where, getattr(inherited.session, "mode", "frozen"), child=True)
     session = getattr(seal, "session", None)
-    error = sealed_error(where, getattr(session, "mode", "frozen"))
+    context = getattr(session, "seal_context", None)
+    error = sealed_error(where, getattr(session, "mode", "frozen"), context=context)
     if telemetry:  # refused all the same, but a library's telemetry is not the agent's behaviour
         note = getattr(session, "note_telemetry_refused", None)
         if note is not None:
@@ -326,13 +329,23 @@ def _refuse(host: str, port: Any) -> None:
     raise error
 
 
-def sealed_error(where: str, mode: str = "frozen", *, child: bool = False) -> ReplayPolicyError:
+def _importing(seal: Seal) -> bool:
+    """True for the seal of an entrypoint's import (:mod:`stepfork.replay.network_import`), which a
+    refusal in a thread without context goes to only when no replay session is sealed."""
+    return getattr(seal.session, "seal_context", None) is not None
+
+
+def sealed_error(
+    where: str, mode: str = "frozen", *, child: bool = False, context: str | None = None
+) -> ReplayPolicyError:
     """The ``network_sealed`` error for a connection to ``where`` (``host:port``) refused in ``mode``
-    (``child``: by a child process forked during the replay)."""
+    (``child``: by a child process forked during the replay; ``context``: what was running, as ``while
+    importing the entrypoint's module 'agent'``)."""
     has_port = where.count(":") == 1 or where.startswith("[")
     host = where.rsplit(":", 1)[0].strip("[]") if has_port else where
     every = f"; --allow-host {host} for every port" if has_port else ""
     who = "a child process forked during the replay: " if child else ""
+    who += f"{context}: " if context else ""
     return ReplayPolicyError(
         f"network sealed during {mode} replay: {who}the connection to {where} was refused before anything "
         "was sent. This call is not instrumented, so its answer is not in the recording: instrument its "

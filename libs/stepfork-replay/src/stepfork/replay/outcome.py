@@ -442,7 +442,15 @@ def replay_entrypoint(
         session.attach_bundle(trace)  # extension files (an imported bundle's otel-import.json)
     unmatched = unmatched_keys(classes, recorded_error_types(session.calls)) if classes else ()
     function = (
-        resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint
+        resolve_entrypoint(
+            entrypoint,
+            import_root=import_root,
+            network=session.network,  # the import is sealed as the session will be
+            allow_hosts=session.allow_hosts,
+            mode=session.mode,
+        )
+        if isinstance(entrypoint, str)
+        else entrypoint
     )
     result, raised = run_in_session(session, function, recorded_run_input(loaded))  # EntrypointCallError
     execution = (

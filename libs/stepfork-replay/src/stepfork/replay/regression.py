@@ -167,7 +167,13 @@ def run_regression_case(
         session.attach_bundle(source)  # extension files (an imported bundle's otel-import.json)
     if isinstance(entrypoint, str):
         try:
-            function = resolve_entrypoint(entrypoint, import_root=import_root)
+            function = resolve_entrypoint(
+                entrypoint,
+                import_root=import_root,
+                network=session.network,  # the import is sealed as the session will be
+                allow_hosts=session.allow_hosts,
+                mode=session.mode,
+            )
         except EntrypointImportExit as exc:  # a script without a __main__ guard: not the agent's verdict
             raise AssertionError(f"{ENTRYPOINT_UNRESOLVABLE}{_text(str(exc))}") from None
         except EntrypointError as exc:
