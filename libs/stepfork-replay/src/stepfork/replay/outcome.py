@@ -224,6 +224,7 @@ class ReplayOutcome:
             "network": {"policy": self.network, "allowed_hosts": list(self.allowed_hosts)},
             "requests": {
                 "served": sum(1 for item in self.requests if item.action == "substituted"),
+                "repeated": sum(1 for item in self.requests if item.action == "repeated"),
                 "sent_live": sum(1 for item in self.requests if item.action == "executed"),
                 "background": sum(1 for item in self.requests if item.background),
                 "telemetry": sum(1 for item in self.requests if item.action in ("acknowledged", "refused")),

@@ -430,9 +430,12 @@ def _request_lines(outcome: Any, *, verbose: bool) -> list[str]:
     if not requests and not recorded:
         return []
     served = sum(1 for item in requests if item.action == "substituted")
+    repeated = sum(1 for item in requests if item.action == "repeated")
     live = sum(1 for item in requests if item.action == "executed")
     word = "request" if served == 1 else "requests"
     text = f"Background requests: {served} {word} served (of {recorded} recorded)"
+    if repeated:  # a background poller's extra rounds, answered with the last recorded response
+        text += f", {repeated} {'repeat' if repeated == 1 else 'repeats'}"
     if live:
         text += f", {live} sent live"
     lines = [text]
@@ -445,7 +448,8 @@ def _request_lines(outcome: Any, *, verbose: bool) -> list[str]:
         lines.append(f"Telemetry: {answered + refused} {exports} not sent ({', '.join(parts)})")
     if verbose:
         for item in requests:
-            where = {"acknowledged": "not sent", "refused": "refused"}.get(item.action)
+            where = {"acknowledged": "not sent", "refused": "refused", "repeated": "repeat"}.get(item.action)
+            where = f"repeat of step {item.step}" if item.action == "repeated" else where
             where = where or (f"step {item.step}" if item.step is not None else "sent live")
             thread = ", background thread" if item.background else ""
             lines.append(f"  - {sanitize_text(item.label)} ({where}{thread})")
