@@ -49,6 +49,7 @@ class ImportGuard:
         self.seal_context = f"while the entrypoint's module {module!r} was imported"
         self.refusals: list[ReplayPolicyError] = []
         self.telemetry: list[str] = []
+        self.children: list[str] = []
 
     def _diverge(self, error: ReplayPolicyError) -> ReplayPolicyError:
         self.refusals.append(error)
@@ -57,6 +58,10 @@ class ImportGuard:
     def note_telemetry_refused(self, where: str) -> None:
         """Note a telemetry collector refused during the import (never a divergence)."""
         self.telemetry.append(where)
+
+    def note_unsealed_child(self, program: str) -> None:
+        """Note a child process the import started that the seal cannot reach (kept, not reported)."""
+        self.children.append(program)
 
 
 @contextlib.contextmanager

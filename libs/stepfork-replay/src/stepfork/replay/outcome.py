@@ -155,6 +155,9 @@ class ReplayOutcome:
     order they came (issue 29); never in ``calls``."""
     recorded_requests: int = 0
     """How many ``http`` calls the recording holds."""
+    seal_gaps: tuple[str, ...] = ()
+    """What the network seal could not cover (``ReplaySession.seal_gaps``: ``child processes not sealed: 1
+    started (curl)``); the report qualifies "sealed" with it."""
 
     def _repr_html_(self) -> str:
         """Notebook rendering: the verdicts, the first calls, the replay report a click away (issue 16);
@@ -221,7 +224,11 @@ class ReplayOutcome:
             "result": self.result,
             "result_error": self.result_error,
             "ignored": [item.to_dict() for item in self.ignored],
-            "network": {"policy": self.network, "allowed_hosts": list(self.allowed_hosts)},
+            "network": {
+                "policy": self.network,
+                "allowed_hosts": list(self.allowed_hosts),
+                "not_sealed": list(self.seal_gaps),
+            },
             "requests": {
                 "served": sum(1 for item in self.requests if item.action == "substituted"),
                 "repeated": sum(1 for item in self.requests if item.action == "repeated"),
@@ -388,6 +395,7 @@ def session_outcome(session: ReplaySession, trace: Trace, raised: BaseException 
         exit_code=0 if raised is None and matching.status == "COMPLETE" else 1,
         network=session.network,
         allowed_hosts=session.allow_hosts,
+        seal_gaps=session.seal_gaps,
         requests=session.served_requests,
         recorded_requests=session.recorded_requests,
     )
@@ -493,6 +501,7 @@ def replay_entrypoint(
         ignored=tuple(session.ignored_differences),
         network=session.network,
         allowed_hosts=session.allow_hosts,
+        seal_gaps=session.seal_gaps,
         requests=session.served_requests,
         recorded_requests=session.recorded_requests,
     )

@@ -244,7 +244,7 @@ def emit_report_json(outcome: Any) -> None:
 def render_outcome(outcome: Any, path: Path, entrypoint: str, *, verbose: bool = False) -> None:
     """Print the replay report of ``outcome`` (the spec's "replay" output) for ``entrypoint``; ``verbose``
     as ``--verbose``."""
-    network = _network_line(outcome.network, outcome.allowed_hosts)
+    network = _network_line(outcome.network, outcome.allowed_hosts, outcome.seal_gaps)
     _render(outcome, _header(path, entrypoint, outcome.mode, None, network), verbose=verbose)
 
 
@@ -256,11 +256,13 @@ def _network_text(mode: str, allow_network: bool, allow_hosts: list[str]) -> str
     return _network_line(network_for(mode, "open" if allow_network else None), allow_hosts)
 
 
-def _network_line(policy: str, allowed: Any) -> str:
-    """``sealed``, ``sealed (allowed: 127.0.0.1:8000, db.internal)`` or ``open (not sealed: ...)``."""
+def _network_line(policy: str, allowed: Any, gaps: Any = ()) -> str:
+    """``sealed``, ``sealed (allowed: 127.0.0.1:8000, db.internal)``, ``sealed (child processes not sealed:
+    1 started (curl))`` or ``open (not sealed: ...)``."""
     if policy != "sealed":
         return "open (not sealed: uninstrumented connections reach the network)"
-    return f"sealed (allowed: {', '.join(allowed)})" if allowed else "sealed"
+    notes = ([f"allowed: {', '.join(allowed)}"] if allowed else []) + list(gaps)
+    return f"sealed ({'; '.join(notes)})" if notes else "sealed"
 
 
 def _header(
@@ -364,6 +366,11 @@ def _render(outcome: Any, header: list[str], *, verbose: bool) -> None:
     from stepfork.cli.output import compact, sanitize_text
     from stepfork.replay.diagnostics import difference_lines, display_path
 
+    gaps = getattr(outcome, "seal_gaps", ())
+    if gaps:  # the header, printed before the run, said "sealed": say what the seal did not cover
+        network = _network_line(outcome.network, outcome.allowed_hosts, gaps)
+        line = f"{'Network':<14}{sanitize_text(network)}"
+        header = [line if item.startswith("Network ") else item for item in header] or [line]
     lines = [*header, f"{'Agent':<14}{sanitize_text(outcome.agent_name)}", "", "Dependency Calls"]
     if not outcome.calls:
         lines.append("  (none reached)")
