@@ -344,3 +344,22 @@ def test_check_workers_read_the_refusals_of_their_own_children(
         assert (verdict["verdict"], verdict["code"]) == ("DIVERGED", "network_sealed"), verdict
         assert "a child process started during the replay" in verdict["detail"]
     assert server.hits == before  # type: ignore[attr-defined]
+
+
+def test_an_exported_test_that_passes_with_an_unsealed_child_warns(folder: Path) -> None:
+    bundle = record(folder, "bypass", "shell_child")
+    exported = run_cli(
+        "export", bundle, "--pytest", "-e", "bypass:shell_child", "-o", "test_shell.py", cwd=folder
+    )
+    assert exported.code == 0, exported.text
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_shell.py"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=120,
+    )
+    assert "1 passed, 1 warning" in done.stdout, done.stdout + done.stderr
+    warning = "NetworkSealWarning: network sealed, except: child processes not sealed: 1 started (sh)"
+    assert warning in done.stdout

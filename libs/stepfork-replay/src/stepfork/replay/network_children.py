@@ -34,6 +34,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+
+class NetworkSealWarning(UserWarning):
+    """A replay passed, but the network seal could not cover all of it (``child processes not sealed: 1
+    started (curl)``): warned by an exported test (``run_regression_case``), shown in pytest's summary."""
+
+
 SITE = str(Path(__file__).resolve().with_name("_seal_site"))
 """The folder put first on a child's ``PYTHONPATH``: it holds only ``sitecustomize.py``."""
 ENV = "STEPFORK_SEAL"
