@@ -51,6 +51,12 @@ anonymous telemetry, on by default) is refused the same way but is not a diverge
 A child process forked while a sealed session is active (``os.fork``, a ``multiprocessing`` pool with the
 ``fork`` start method) keeps the seal; a refusal there is written to a pipe the parent reads when the
 session ends, and becomes the session's divergence too (:func:`_child_refusals`).
+
+Beside these hooks (docs/replay.md, "The seal's rules"): an audit hook applies the same rules inside the C
+functions, past the hooks (:mod:`stepfork.replay.network_audit`); a Python child process the replay
+starts seals itself from the environment :func:`_carry_to_children` gives it
+(:mod:`stepfork.replay.network_children`); and the entrypoint's module is imported under the seal
+(:mod:`stepfork.replay.network_import`).
 """
 
 from __future__ import annotations
