@@ -61,15 +61,17 @@ def emit_report_json(outcome: Any) -> None:
 def render_outcome(outcome: Any, path: Path, entrypoint: str, *, verbose: bool = False) -> None:
     """Print the replay report of ``outcome`` (the spec's "replay" output) for ``entrypoint``; ``verbose``
     as ``--verbose``."""
-    network = network_line(outcome.network, outcome.allowed_hosts)
+    network = network_line(outcome.network, outcome.allowed_hosts, outcome.seal_gaps)
     render(outcome, header_lines(path, entrypoint, outcome.mode, None, network), verbose=verbose)
 
 
-def network_line(policy: str, allowed: Any) -> str:
-    """``sealed``, ``sealed (allowed: 127.0.0.1:8000, db.internal)`` or ``open (not sealed: ...)``."""
+def network_line(policy: str, allowed: Any, gaps: Any = ()) -> str:
+    """``sealed``, ``sealed (allowed: 127.0.0.1:8000, db.internal)``, ``sealed (child processes not sealed:
+    1 started (curl))`` or ``open (not sealed: ...)``."""
     if policy != "sealed":
         return "open (not sealed: uninstrumented connections reach the network)"
-    return f"sealed (allowed: {', '.join(allowed)})" if allowed else "sealed"
+    notes = ([f"allowed: {', '.join(allowed)}"] if allowed else []) + list(gaps)
+    return f"sealed ({'; '.join(notes)})" if notes else "sealed"
 
 
 def header_lines(
@@ -137,6 +139,11 @@ def render(outcome: Any, header: list[str], *, verbose: bool) -> None:
     from stepfork.cli.output import compact, sanitize_text
     from stepfork.replay.diagnostics import difference_lines, display_path
 
+    gaps = getattr(outcome, "seal_gaps", ())
+    if gaps:  # the header, printed before the run, said "sealed": say what the seal did not cover
+        network = network_line(outcome.network, outcome.allowed_hosts, gaps)
+        line = f"{'Network':<14}{sanitize_text(network)}"
+        header = [line if item.startswith("Network ") else item for item in header] or [line]
     lines = [*header, f"{'Agent':<14}{sanitize_text(outcome.agent_name)}", "", "Dependency Calls"]
     if not outcome.calls:
         lines.append("  (none reached)")
@@ -203,9 +210,12 @@ def _request_lines(outcome: Any, *, verbose: bool) -> list[str]:
     if not requests and not recorded:
         return []
     served = sum(1 for item in requests if item.action == "substituted")
+    repeated = sum(1 for item in requests if item.action == "repeated")
     live = sum(1 for item in requests if item.action == "executed")
     word = "request" if served == 1 else "requests"
     text = f"Background requests: {served} {word} served (of {recorded} recorded)"
+    if repeated:  # a background poller's extra rounds, answered with the last recorded response
+        text += f", {repeated} {'repeat' if repeated == 1 else 'repeats'}"
     if live:
         text += f", {live} sent live"
     lines = [text]
@@ -218,7 +228,8 @@ def _request_lines(outcome: Any, *, verbose: bool) -> list[str]:
         lines.append(f"Telemetry: {answered + refused} {exports} not sent ({', '.join(parts)})")
     if verbose:
         for item in requests:
-            where = {"acknowledged": "not sent", "refused": "refused"}.get(item.action)
+            where = {"acknowledged": "not sent", "refused": "refused", "repeated": "repeat"}.get(item.action)
+            where = f"repeat of step {item.step}" if item.action == "repeated" else where
             where = where or (f"step {item.step}" if item.step is not None else "sent live")
             thread = ", background thread" if item.background else ""
             lines.append(f"  - {sanitize_text(item.label)} ({where}{thread})")

@@ -167,7 +167,13 @@ def run_regression_case(
         session.attach_bundle(source)  # extension files (an imported bundle's otel-import.json)
     if isinstance(entrypoint, str):
         try:
-            function = resolve_entrypoint(entrypoint, import_root=import_root)
+            function = resolve_entrypoint(
+                entrypoint,
+                import_root=import_root,
+                network=session.network,  # the import is sealed as the session will be
+                allow_hosts=session.allow_hosts,
+                mode=session.mode,
+            )
         except EntrypointImportExit as exc:  # a script without a __main__ guard: not the agent's verdict
             raise AssertionError(f"{ENTRYPOINT_UNRESOLVABLE}{_text(str(exc))}") from None
         except EntrypointError as exc:
@@ -197,6 +203,12 @@ def run_regression_case(
         session.verify_complete()
     except ReplayError as exc:
         raise _replay_failure(session.divergence or exc, session) from exc
+    for gap in session.seal_gaps:  # a pass, but not of a fully sealed replay: pytest's summary says so
+        import warnings
+
+        from stepfork.replay.network_children import NetworkSealWarning
+
+        warnings.warn(NetworkSealWarning(f"network sealed, except: {gap}"), stacklevel=2)
     if trajectory_expectation is not None:
         assert_trajectory(session, trajectory_expectation)
     try:

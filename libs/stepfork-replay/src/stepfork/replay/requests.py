@@ -9,6 +9,13 @@ more: it came more often than recorded) is refused by the session with :func:`no
 the replay's divergence. Recorded requests that never come are not missing calls: a background fetch may
 not run before a faster replay ends.
 
+One exception to "not more often than recorded": a *background* request (from a thread without the
+replay's context: a feature-flag poller, a heartbeat on a timer) that repeats a recorded request after
+every recorded copy of it was served gets the last recorded answer again, noted ``repeated``. Such a
+thread polls on its own clock, and a replay answers faster than the server did, so it polls more often
+within the same run; that is no change of the agent. The agent's own requests (in its context) stay
+strict: one more than recorded is a divergence.
+
 Telemetry exports (:func:`stepfork.trace.http_calls.is_telemetry`) are never matched: in a sealed replay
 each one is answered :data:`TELEMETRY_ANSWER` and noted as ``acknowledged`` (:meth:`RequestPool.acknowledge`),
 whatever its body and whether or not the recording holds one (issue 30: a trace export carries the run's
@@ -44,9 +51,11 @@ class ServedRequest:
         step: the ``step`` of the recorded call served, or None when the request ran live (live and
             hybrid modes, for a request the recording does not hold).
         background: True when it came from a thread without the replay's context.
-        action: ``"substituted"`` (the recorded response served), ``"executed"`` (sent live),
-            ``"acknowledged"`` (a telemetry export answered :data:`TELEMETRY_ANSWER`, not sent) or
-            ``"refused"`` (a connection to a telemetry collector the seal refused, not a divergence).
+        action: ``"substituted"`` (the recorded response served), ``"repeated"`` (a background request
+            made more often than recorded, answered with the last recorded response again: module
+            docstring), ``"executed"`` (sent live), ``"acknowledged"`` (a telemetry export answered
+            :data:`TELEMETRY_ANSWER`, not sent) or ``"refused"`` (a connection to a telemetry collector the
+            seal refused, not a divergence).
     """
 
     label: str
@@ -74,13 +83,16 @@ class RequestPool(CallCursor):
     thread-safe on its own: the session serializes access. ``calls`` are the http calls (index 0..k-1);
     :meth:`recorded_input_bytes` lets the session's fingerprint checks read them as a cursor's."""
 
-    __slots__ = ("_by_key", "_legacy", "_others", "served")
+    __slots__ = ("_by_key", "_last", "_legacy", "_others", "served")
 
     def __init__(self, calls: list[RecordedCall], others: Sequence[RecordedCall] = ()) -> None:
         super().__init__(calls)
         self._by_key: dict[bytes, deque[RecordedCall]] = {}
+        self._last: dict[bytes, RecordedCall] = {}  # the last recorded call of each input (repeats)
         for call in calls:
-            self._by_key.setdefault(self.recorded_input_bytes(call), deque()).append(call)
+            key = self.recorded_input_bytes(call)
+            self._by_key.setdefault(key, deque()).append(call)
+            self._last[key] = call
         self.served: list[ServedRequest] = []
         self._others = others
         self._legacy: bool | None = None
@@ -105,6 +117,10 @@ class RequestPool(CallCursor):
                 outcome codes of :func:`~stepfork.replay.matching.check_input` and ``check_outcome``.
         """
         expected = self.take(live)
+        action = "substituted"
+        if expected is None and background and not sends:  # a poller's extra round (module docstring)
+            expected = self._last.get(live.bytes)
+            action = "repeated"
         if expected is None:
             if not sends:
                 raise not_recorded(call, live, self, background=background)
@@ -112,7 +128,7 @@ class RequestPool(CallCursor):
             return None, False
         check_input(self, expected, call, live, compare=True)  # the stored input fingerprint
         plain = check_outcome(self, expected, call, live)  # an outcome, its stored fingerprint
-        self.served.append(ServedRequest(expected.name, expected.step, background))
+        self.served.append(ServedRequest(expected.name, expected.step, background, action))
         return expected, plain
 
     def acknowledge(self, call: BoundaryCall, background: bool) -> dict[str, Any] | None:

@@ -203,6 +203,7 @@ class ReplaySession:
         """Input differences accepted at ``ignore`` paths, in the order they were met (issue 12)."""
         self._divergence: ReplayError | None = None
         self._divergence_count = 0
+        self._unsealed_children: list[str] = []
         self._orphan_warned = False
         self.bundle_path: Path | None = None  # set by from_trace(path); see metadata()
         # calls imported from OpenTelemetry spans (otel-import.json, set by from_trace): partial inputs
@@ -283,6 +284,10 @@ class ReplaySession:
         self._token = boundary.activate(self)
         if self.network == "sealed":
             self._seal = seal_network(self, self.allow_hosts)
+        if self.mode != "live":  # an MCP session the agent did not instrument: served or refused by name
+            from stepfork.trace._after_import import capture_mcp_sessions
+
+            capture_mcp_sessions()
 
     def open_network(self) -> None:
         """Lift this session's network seal from now on (``fork`` from its fork point, where the run goes
@@ -501,6 +506,24 @@ class ReplaySession:
         if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
             raise recorded_failure(expected, call, live, self._raise_as)
         return False, rebuild_output(expected, call, live, plain)
+
+    def note_unsealed_child(self, program: str) -> None:
+        """Note that the replay started a child process the seal cannot reach (``program``: its name, as
+        ``curl``; stepfork.replay.network_children): the report says so (:attr:`seal_gaps`)."""
+        with self._lock:
+            self._unsealed_children.append(program)
+
+    @property
+    def seal_gaps(self) -> tuple[str, ...]:
+        """What the network seal could not cover during this replay, one sentence each, for the report
+        (empty: nothing; docs/replay.md "The seal's rules"): ``child processes not sealed: 2 started
+        (curl, sh)``."""
+        with self._lock:
+            programs = list(self._unsealed_children)
+        if not programs:
+            return ()
+        names = ", ".join(dict.fromkeys(programs))
+        return (f"child processes not sealed: {len(programs)} started ({names})",)
 
     def note_telemetry_refused(self, where: str) -> None:
         """Note that the seal refused a connection to a telemetry collector (``host:port``): counted with

@@ -6,7 +6,7 @@ captured (and so ``requests`` and botocore/boto3: :mod:`stepfork.integrations._u
 ``aiohttp.ClientSession`` created from then on given the capture middleware
 (:mod:`stepfork.integrations._aiohttp_capture`), and each ``mcp.ClientSession``
 (:func:`stepfork.integrations.mcp.enable`): the modules already imported are patched now, the others right
-after their import (a ``sys.meta_path`` finder wraps their loader; nothing is imported ahead of the
+after their import (:func:`stepfork.trace._after_import.after_import`; nothing is imported ahead of the
 program, so ``httpx2.alias_httpx()`` keeps working). ``enable(providers={"HOST": "NAME"})`` names the
 provider of other hosts for every capture (``stepfork record --provider HOST=NAME``,
 :func:`stepfork.integrations._http_naming.name_providers`). Used by
@@ -21,12 +21,7 @@ program, so a test of the bundle must install the same capture (``stepfork expor
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import os
-import sys
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -36,7 +31,6 @@ from stepfork.integrations._http_capture import install
 
 TARGETS = ("httpx", "httpx2", "mcp", "urllib3", "aiohttp")
 _MARK = "__stepfork_autocapture__"
-_guard = threading.local()
 
 
 def _patch_class(cls: Any) -> None:
@@ -76,37 +70,6 @@ def patch_module(module: ModuleType) -> None:
         cls = getattr(module, name, None)
         if isinstance(cls, type):
             _patch_class(cls)
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self.inner.create_module(spec)  # type: ignore[no-any-return]
-
-    def exec_module(self, module: ModuleType) -> None:
-        self.inner.exec_module(module)
-        patch_module(module)
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds ``httpx``/``httpx2``/``mcp`` with the other finders and patches them once executed."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in TARGETS or getattr(_guard, "busy", False):
-            return None
-        _guard.busy = True
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            _guard.busy = False
-        if spec is None or spec.loader is None:
-            return None
-        spec.loader = _Loader(spec.loader)
-        return spec
 
 
 PROGRAM_EXTENSION = "program"
@@ -178,9 +141,7 @@ def enable(providers: Mapping[str, str] | None = None) -> None:
         from stepfork.integrations._http_naming import name_providers
 
         name_providers(providers)
+    from stepfork.trace._after_import import after_import
+
     for name in TARGETS:
-        module = sys.modules.get(name)
-        if module is not None:
-            patch_module(module)
-    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+        after_import(name, patch_module)

@@ -136,6 +136,15 @@ def replay(
     # piped, the report prints in one piece at the end (and nothing on stdout when the command refuses).
     header = header_lines(path, entrypoint, mode, classes, _network_text(mode, allow_network, allow_host))
     interactive = sys.stdout.isatty() and not as_json
+    from stepfork.cli import app
+    from stepfork.replay.network import network_for
+
+    if app.OWN_PROCESS and network_for(mode, "open" if allow_network else None) == "sealed":
+        # sealed from before the entrypoint's import until this process exits: a thread the import starts
+        # reaches nothing between the import and the session either (docs/replay.md, "The seal's rules")
+        from stepfork.replay.network import seal_process
+
+        seal_process()
     if interactive:
         typer.echo("\n".join(header))
     try:
@@ -159,7 +168,6 @@ def replay(
             )
     except Exception as exc:
         fail_for_error(exc, path)
-    from stepfork.cli import app
     from stepfork.cli.scriptrun import keep_sealed
 
     if app.OWN_PROCESS:  # threads the agent left running stay sealed until this process exits

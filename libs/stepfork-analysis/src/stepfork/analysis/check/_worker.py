@@ -65,10 +65,14 @@ def resolve_targets(config: dict[str, Any]) -> tuple[Any, Any]:
         ``RaiseAs`` refuses for every bundle alike (not an ``Exception`` subclass: code ``unusable``).
     """
     from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
+    from stepfork.replay.network import seal_process
     from stepfork.replay.raise_as import RaiseAsClassError, resolve_raise_as
 
     root = config.get("import_root")
-    function = resolve_entrypoint(config["entrypoint"], import_root=root)
+    # a check process only replays frozen and sealed: sealed for good before the agent's module is imported,
+    # whose refusals are then every bundle's divergence (stepfork.replay.network_import)
+    seal_process()
+    function = resolve_entrypoint(config["entrypoint"], import_root=root, network="sealed")
     raise_as = resolve_raise_as(config.get("raise_as") or None, import_root=root)
     for key, target in (raise_as or {}).items():
         why = _unusable(key, target)

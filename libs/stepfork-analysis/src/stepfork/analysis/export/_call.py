@@ -43,7 +43,8 @@ def check_entrypoint_call(trace: Any, entrypoint: str, import_root: str | os.Pat
     )
 
     try:
-        function = resolve_entrypoint(entrypoint, import_root=import_root)
+        # sealed: reading a signature needs no network, and a module-level fetch must not run live here
+        function = resolve_entrypoint(entrypoint, import_root=import_root, network="sealed")
     except EntrypointError:
         return
     try:

@@ -331,7 +331,9 @@ def fork(
         resolved[by_step[override_step]] = redact_json(to_jsonable(value)).value
     try:
         function = (
-            resolve_entrypoint(entrypoint, import_root=import_root)
+            resolve_entrypoint(
+                entrypoint, import_root=import_root, network=session.network, allow_hosts=allow_hosts
+            )
             if isinstance(entrypoint, str)
             else entrypoint
         )

@@ -152,6 +152,13 @@ def _no_failure(signature: Signature, timeout: float) -> MinimizeError:
             "the replay raised a Stepfork replay error (network_sealed), not a failure of the agent: "
             f"{signature.message}"
         )
+    elif signature.divergence == "network_sealed":
+        # a refusal the agent caught (at its module's import, say): what fails then is the seal's doing
+        reason = (
+            "the replay's network seal refused a connection the recording does not hold (network_sealed), "
+            "so the failure seen is not the agent's own (stepfork replay names the host; --allow-host HOST "
+            "or --allow-network let it through)"
+        )
     elif signature.kind == "replay_error":
         reason = (
             f"the replay raised a Stepfork replay error ({signature.detail}), not a failure of the agent "
@@ -236,7 +243,9 @@ def minimize_trace(
     target = _target(source, output, overwrite)
     root = str(Path(import_root if import_root is not None else os.getcwd()).resolve())
     try:
-        resolve_entrypoint(entrypoint, import_root=root)
+        # sealed as every attempt's replay: its module's import reaches nothing either
+        policy = network_for(mode, network)
+        resolve_entrypoint(entrypoint, import_root=root, network=policy, allow_hosts=allow_hosts, mode=mode)
     except EntrypointError as exc:
         raise MinimizeError(f"cannot resolve entrypoint {entrypoint}: {exc}", code="bad_entrypoint") from None
     expected: Any = None
@@ -285,7 +294,7 @@ def minimize_trace(
             progress("detect", replays)
         everything = frozenset(units.ids)
         original = repeat(everything, None)
-        if not original.is_failure:
+        if not original.is_failure or original.divergence == "network_sealed":
             raise _no_failure(original, timeout)
         pool = ThreadPoolExecutor(max_workers=width)
 

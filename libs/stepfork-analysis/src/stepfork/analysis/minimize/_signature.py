@@ -213,7 +213,9 @@ def replay_signature(
     trace = Trace.load(bundle)
     ids_by_step = {event.step: event.id for event in trace.events}
     session = ReplaySession(trace, mode, ordering=ordering, network=network, allow_hosts=allow_hosts)
-    function = resolve_entrypoint(entrypoint, import_root=import_root)
+    function = resolve_entrypoint(  # the import sealed as the session will be
+        entrypoint, import_root=import_root, network=session.network, allow_hosts=allow_hosts, mode=mode
+    )
     result, raised = run_in_session(session, function, recorded_run_input(trace))
     try:
         session.verify_complete()

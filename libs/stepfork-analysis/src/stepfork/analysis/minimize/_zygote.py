@@ -23,8 +23,17 @@ def _prepare(config: dict[str, Any]) -> dict[str, Any] | None:
     import stepfork.replay.outcome
     import stepfork.trace
 
+    from stepfork.replay.network import network_for
+
+    mode = config.get("mode") or "frozen"
     with contextlib.suppress(Exception):
-        stepfork.replay.resolve_entrypoint(config["entrypoint"], import_root=config["import_root"])
+        stepfork.replay.resolve_entrypoint(
+            config["entrypoint"],
+            import_root=config["import_root"],
+            network=network_for(mode, config.get("network")),  # the import sealed as each attempt's replay
+            allow_hosts=config.get("allow_hosts") or (),
+            mode=mode,
+        )
     return None
 
 
