@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing in every sealed child's start-up
 if TYPE_CHECKING:
@@ -102,3 +103,10 @@ def format_host(host: str, port: Any = None) -> str:
     if port is None:
         return host
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+vetted = threading.local()
+"""``vetted.name``: set by the seal's own ``getaddrinfo``/``getnameinfo`` hooks while they call the C
+function they already checked (with the flags the audit event does not carry), so the audit hook
+(:mod:`stepfork.replay.network_audit`) does not check it again. Here, a module both import, so neither
+imports the other for it."""

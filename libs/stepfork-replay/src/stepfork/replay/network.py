@@ -70,6 +70,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from stepfork.replay import _seal_rules
 from stepfork.replay._seal_rules import (
     Allowance,
     allows,
@@ -551,8 +552,7 @@ def _allow_resolved(name: str | None, port: Any, addresses: Iterable[Any]) -> No
 def _vetted() -> Iterator[None]:
     """While the block calls a C function this module already checked, the audit hook
     (:mod:`stepfork.replay.network_audit`) does not check it again (its event lacks the flags)."""
-    from stepfork.replay.network_audit import vetted
-
+    vetted = _seal_rules.vetted
     before = getattr(vetted, "name", False)
     vetted.name = True
     try:
@@ -628,7 +628,7 @@ def _install() -> None:
     (:mod:`stepfork.replay.network_audit`, once per process); called with ``_lock`` held."""
     from stepfork.replay import network_audit
 
-    network_audit.install()
+    network_audit.install(sys.modules[__name__])
     done = {(owner, name) for owner, name, _ in _installed}
     for owner, name, wrapper in _hooks():
         if (owner, name) in done:

@@ -33,10 +33,9 @@ on a socket's descriptor; docs/replay.md says so.
 from __future__ import annotations
 
 import sys
-import threading
 from typing import Any
 
-from stepfork.replay import network
+from stepfork.replay import _seal_rules
 from stepfork.replay._seal_rules import host_of, is_address, is_local, is_own_name, normal_host
 
 _SOCKET_EVENTS = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg"})
@@ -57,21 +56,26 @@ _NETWORK_SYMBOLS = frozenset(
 """libc's functions that reach the network by themselves (or the resolver): looking one up through
 ctypes is refused while sealed."""
 
-vetted = threading.local()
-"""``vetted.name``: set by the seal's own ``getaddrinfo``/``getnameinfo`` hooks while they call the C
-function they already checked (with the flags the audit event does not carry)."""
+vetted = _seal_rules.vetted  # set by the seal's own hooks (stepfork.replay._seal_rules.vetted)
 
 _installed = False
 
 
-def install() -> None:
-    """Add the audit hook to this process, once (module docstring). It reads the seal's list of seals (the
-    same list object for the process's life) and acts only while it is not empty."""
-    global _installed
+_network: Any = None
+"""The seal's module (:mod:`stepfork.replay.network`), handed over by :func:`install`: its checks are the
+audit hook's, and this module imports nothing of it (no import cycle)."""
+
+
+def install(seal: Any) -> None:
+    """Add the audit hook to this process, once (module docstring); ``seal`` is the seal's module, whose
+    checks the hook applies. It reads the seal's list of seals (the same list object for the process's
+    life) and acts only while it is not empty."""
+    global _installed, _network
     if _installed:
         return
     _installed = True
-    seals, events, dispatch = network._seals, EVENTS, _dispatch
+    _network = seal
+    seals, events, dispatch = _network._seals, EVENTS, _dispatch
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         # runs on every audit event of the process, at interpreter shutdown too: local names only
@@ -84,10 +88,10 @@ def install() -> None:
 def _dispatch(event: str, args: tuple[Any, ...]) -> None:
     if event in _SOCKET_EVENTS:
         if len(args) >= 2 and args[1] is not None:
-            network._check_connect(args[0], args[1])
+            _network._check_connect(args[0], args[1])
     elif event in _NAME_EVENTS:
         if not getattr(vetted, "name", False) and args:
-            network._checked_name(args[0], args[1] if len(args) > 1 else None)
+            _network._checked_name(args[0], args[1] if len(args) > 1 else None)
     elif event in _REVERSE_EVENTS:
         if not getattr(vetted, "name", False) and args:
             _check_reverse(args[0])
@@ -115,10 +119,10 @@ def _check_reverse(target: Any) -> None:
     if is_local(host) or is_own_name(host):
         return
     if not is_address(host):
-        network._checked_name(host, None)
+        _network._checked_name(host, None)
         return
-    if not network._allowed(host, None) and not network._allowed_by_name(host, None):
-        network._refuse(host, None, what="the reverse lookup (a DNS query) of")
+    if not _network._allowed(host, None) and not _network._allowed_by_name(host, None):
+        _network._refuse(host, None, what="the reverse lookup (a DNS query) of")
 
 
 # -- ctypes ---------------------------------------------------------------------------------------------
@@ -132,4 +136,4 @@ def _note_symbol(args: tuple[Any, ...]) -> None:
         return
     name = args[1].decode("ascii", "replace") if isinstance(args[1], bytes) else args[1]
     if isinstance(name, str) and name in _NETWORK_SYMBOLS:
-        network._refuse_unseen(f"looking up libc's {name}() through ctypes")
+        _network._refuse_unseen(f"looking up libc's {name}() through ctypes")

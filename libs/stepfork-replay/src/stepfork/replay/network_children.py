@@ -103,13 +103,18 @@ def _after_fork_in_child() -> None:
     is active), its Python children report to the replaying process instead, which reads them."""
     if _report is None or os.environ.get(ENV) is None:
         return
-    from stepfork.replay import network
-
-    if not any(seal.session is not None for seal in network._seals):
+    network = _seal_module()
+    if network is None or not any(seal.session is not None for seal in network._seals):
         return
     with contextlib.suppress(ValueError, KeyError):
         settings = json.loads(os.environ[ENV])
         os.environ[ENV] = json.dumps({**settings, "report": _report.replace("{ppid}", str(os.getppid()))})
+
+
+def _seal_module() -> Any:
+    """The seal's module (:mod:`stepfork.replay.network`) when it is loaded (it is whenever a seal exists),
+    else None: looked up, not imported, as it imports this module (no import cycle)."""
+    return sys.modules.get("stepfork.replay.network")
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
@@ -188,9 +193,8 @@ def note_start(event: str, args: tuple[Any, ...]) -> None:
     else:
         program, sealed = _program(executable, argv), _sealed(executable, argv, env)
     if not sealed and program not in LOCAL_PROGRAMS:
-        from stepfork.replay import network
-
-        seal, _ = network._current_seal()
+        network = _seal_module()
+        seal = network._current_seal()[0] if network is not None else None
         note = getattr(getattr(seal, "session", None), "note_unsealed_child", None)
         if note is not None:
             note(program)

@@ -22,7 +22,6 @@ def _prepare(config: dict[str, Any]) -> dict[str, Any] | None:
     import stepfork.replay
     import stepfork.replay.outcome
     import stepfork.trace
-
     from stepfork.replay.network import network_for
 
     mode = config.get("mode") or "frozen"
