@@ -12,9 +12,12 @@ otherwise the redaction walk runs and the redacted value is encoded both ways (d
 "Recording"). Key order is kept so that a replayed value is the recorded one, ``json.dumps`` of it
 included; hashes cover the sorted bytes, so they do not depend on it (notes 2.2, docs/format.md).
 
-No pydantic on this path: the line is built from the dict directly, and its bytes equal
-``serialize_event`` of the same event (tests/trace/test_recording_lines.py checks that). Lines are
-appended whole under the lock, so concurrent calls (asyncio tasks, threads) never interleave (C6).
+No pydantic on this path: the line is formatted from the texts of its parts (:mod:`stepfork.trace._eventline`;
+a ``tool_call``/``tool_result`` with a clean name and a clean plain payload straight from the payload's
+bytes, :meth:`EventLog.emit_tool`), and its bytes equal ``serialize_event`` of the same event
+(tests/trace/test_recording.py and the golden bytes of tests/trace/test_recorded_bytes_golden.py check
+that). Lines are appended whole under the lock, so concurrent calls (asyncio tasks, threads) never
+interleave (C6).
 """
 
 from __future__ import annotations
