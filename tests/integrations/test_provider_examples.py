@@ -4,14 +4,18 @@ Each agent is written as its SDK's docs write it, with no Stepfork import, and t
 provider server on 127.0.0.1 started here (the example's own: Gemini's JSON and SSE, Bedrock's JSON and
 AWS event stream, fresh ids per response). Each is recorded with ``stepfork record --``, inspected (provider,
 model, tokens), replayed MATCHED with the server stopped, replayed with a changed prompt, tool description
-and argument (each DIVERGED at its JSON path), exported and run (PASSED). Slow (three SDK imports per
-command): ``hatch run slow:test -- tests/integrations/test_provider_examples.py -n 0``.
+and argument (each DIVERGED at its JSON path), exported and run (PASSED). Two recordings of the unchanged
+example diff EQUIVALENT (NEWCOMER finding 7: Gemini's base64url ``responseId``, Bedrock's
+``metrics.latencyMs`` and its event stream's random ``p`` padding are noise), and ``--strict`` shows
+that they differed. Slow (three SDK imports per command): ``hatch run slow:test --
+tests/integrations/test_provider_examples.py -n 0``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -152,3 +156,40 @@ def test_the_example_records_inspects_replays_diverges_exports_and_runs(
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Verdict: PASSED" in passed.stdout
     assert len(state.requests) == sent
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", [GENAI, BEDROCK], ids=["google-genai", "bedrock"])
+def test_two_recordings_of_the_unchanged_example_diff_equivalent(example: Example, tmp_path: Path) -> None:
+    folder = EXAMPLES / example.folder
+    sys.path.insert(0, str(folder))
+    try:
+        server_module: Any = __import__(example.server)
+    finally:
+        sys.path.remove(str(folder))
+    srv, _ = server_module.serve()
+    env = {k: v.replace("PORT", str(srv.server_address[1])) for k, v in example.env.items()}
+    shutil.copy2(folder / example.script, tmp_path)
+    try:
+        for bundle in ("a.sftrace", "b.sftrace"):
+            done = command(
+                ["record", "-o", bundle, "--", sys.executable, example.script, "Paris"], tmp_path, env
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    same = command(["diff", "a.sftrace", "b.sftrace", "--show-ignored"], tmp_path, env)
+    assert same.returncode == 0, same.stdout
+    assert "Result: BEHAVIOR EQUIVALENT" in same.stdout
+    noise = {
+        "google-genai": [r"ignored: output\.json\.responseId: .* \(google-genai\)"],
+        "bedrock": [
+            r"ignored: output\.eventstream\.events\[0\]\.json\.p: .* \(bedrock\)",
+            r"ignored: output\.json\.metrics\.latencyMs: \d+ -> \d+ \(bedrock\)",
+        ],
+    }
+    for pattern in noise["google-genai" if example is GENAI else "bedrock"]:
+        assert re.search(pattern, same.stdout), same.stdout
+    strict = command(["diff", "a.sftrace", "b.sftrace", "--strict"], tmp_path, env)
+    assert strict.returncode == 1, strict.stdout  # the provider's values did differ

@@ -43,6 +43,7 @@ from stepfork.analysis.diff._volatile import check_path_patterns, user_ignore
 from stepfork.replay.noise import ABSENT as NOISE_ABSENT
 from stepfork.replay.noise import Comparison, Difference, NoiseRules, Origins
 from stepfork.replay.noise.compare import rule_path
+from stepfork.replay.noise.siblings import aligned_groups
 
 __all__ = ["DiffResult", "StepDiff", "TraceSummary", "diff_traces"]
 
@@ -392,9 +393,12 @@ def align_steps(
     return out
 
 
-def _sibling_order(trace: Any, steps: list[BehaviorStep]) -> list[BehaviorStep]:
+def _sibling_order(
+    trace: Any, steps: list[BehaviorStep]
+) -> tuple[list[BehaviorStep], list[list[BehaviorStep]]]:
     """``steps`` with each run of concurrent sibling calls (replay's ``auto`` groups) sorted by identity
-    and input, so two recordings whose siblings finished in another order line up."""
+    and input, so two recordings whose siblings finished in another order line up; and those runs of two
+    or more siblings, in that order (for :func:`stepfork.replay.noise.siblings.aligned_groups`)."""
     from stepfork.replay.ordering import auto_groups
     from stepfork.replay.plan import extract_all_calls
     from stepfork.trace.canonical import canonical_json
@@ -407,26 +411,35 @@ def _sibling_order(trace: Any, steps: list[BehaviorStep]) -> list[BehaviorStep]:
             for call in calls[start:stop]:
                 group_of[call.step] = number
     if not group_of:
-        return steps
+        return steps, []
 
     def key(step: BehaviorStep) -> tuple[Any, ...]:
         return (step.step_type, step.label, canonical_json(step.payload.get("input")))
 
     out: list[BehaviorStep] = []
+    runs: list[list[BehaviorStep]] = []
     run: list[BehaviorStep] = []
     current: int | None = None
     for step in steps:
         group = group_of.get(step.step) if step.step_type in ("tool", "llm") else None
         if group is None or group != current:
-            out.extend(_causal(sorted(run, key=key)))
+            runs.append(_causal(sorted(run, key=key)))
+            out.extend(runs[-1])
             run = []
         current = group
         if group is None:
             out.append(step)
         else:
             run.append(step)
-    out.extend(_causal(sorted(run, key=key)))
-    return out
+    runs.append(_causal(sorted(run, key=key)))
+    out.extend(runs[-1])
+    return out, [r for r in runs if len(r) > 1]
+
+
+def _calls(groups: list[list[BehaviorStep]]) -> list[list[tuple[Any, str, Any, Any]]]:
+    return [
+        [(s.identity, s.label, s.payload.get("input"), s.payload.get("output")) for s in g] for g in groups
+    ]
 
 
 def _causal(run: list[BehaviorStep]) -> list[BehaviorStep]:
@@ -531,16 +544,20 @@ def diff_traces(
     rules = NoiseRules.with_files(noise_rules)  # a bad rules file is refused before the bundles are read
     base_trace, base_path = _load(baseline)
     cand_trace, cand_path = _load(candidate)
+    base_steps, base_groups = _sibling_order(base_trace, extract_behavior(base_trace))
+    cand_steps, cand_groups = _sibling_order(cand_trace, extract_behavior(cand_trace))
     scope = (
         Comparison(None)
         if strict
-        else Comparison(rules, Origins(base_trace), Origins(cand_trace), ignore=user_ignore(ignore))
+        else Comparison(
+            rules,
+            Origins(base_trace),
+            Origins(cand_trace),
+            ignore=user_ignore(ignore),
+            siblings=aligned_groups(_calls(base_groups), _calls(cand_groups)),
+        )
     )
-    steps = align_steps(
-        _requests_apart(_sibling_order(base_trace, extract_behavior(base_trace))),
-        _requests_apart(_sibling_order(cand_trace, extract_behavior(cand_trace))),
-        scope,
-    )
+    steps = align_steps(_requests_apart(base_steps), _requests_apart(cand_steps), scope)
     counts = {k: sum(1 for s in steps if s.kind == k) for k in ("added", "removed", "changed", "unchanged")}
     return DiffResult(
         equivalent=counts["unchanged"] == len(steps),

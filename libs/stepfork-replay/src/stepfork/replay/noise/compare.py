@@ -22,7 +22,7 @@ into ``headers``, the ``json`` body and each SSE event's ``data``, and a framewo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -30,6 +30,8 @@ from stepfork.replay.noise.ids import is_opaque_id, may_hold_id, split
 from stepfork.replay.noise.origins import Origins
 from stepfork.replay.noise.renaming import Renaming
 from stepfork.replay.noise.rules import NoiseRules, Rule
+from stepfork.replay.noise.siblings import SIBLING_ORDER, SiblingGroup
+from stepfork.replay.noise.streams import CHUNKING, reassemble
 from stepfork.replay.noise.timing import TAG, timing_shaped
 
 WHERES = ("llm_input", "llm_output", "tool_input", "tool_output", "run_output", "other")
@@ -39,7 +41,7 @@ the run's final output, ``other`` anything else (state, error messages)."""
 RENAMED = "renamed id"
 TIMING = "timing"
 NEW_FIELD = "new field"
-_HTTP_BODIES = ("json", "sse", "text", "base64", "incomplete")
+_HTTP_BODIES = ("json", "sse", "eventstream", "text", "base64", "incomplete")
 _TAGGED_OBJECTS = frozenset(
     {"model", "dataclass"}
 )  # pydantic models (AIMessage), dataclasses (ModelResponse)
@@ -128,6 +130,8 @@ class Comparison:
             gives the same recording for both.
         ignore: the user's rule for a difference's full path (``--ignore``: given ``output.json.id``, the
             rule that ignores it, or None), applied before the shipped rules; None for none.
+        siblings: the groups of concurrent sibling calls (the diff's; :mod:`stepfork.replay.noise.siblings`):
+            two strings that differ only by the order of their siblings' parts differ as ``sibling order``.
     """
 
     def __init__(
@@ -137,12 +141,14 @@ class Comparison:
         right: Origins | None = None,
         *,
         ignore: Callable[[str], Rule | None] | None = None,
+        siblings: Sequence[SiblingGroup] = (),
     ) -> None:
         self.rules = rules
         self.left = left if left is not None else Origins()
         self.right = right if right is not None else Origins()
         self.renaming = Renaming()
         self._ignore = ignore
+        self.siblings = tuple(siblings)
 
     def compare(
         self, expected: Any, actual: Any, where: str = "other", *, prefix: Path = ()
@@ -189,7 +195,7 @@ class Comparison:
                 return _Frame("headers", depth, frame.area, frame.dep, False)
             if key == "json" and frame.area == "llm_output":
                 return _Frame("body", depth, frame.area, frame.dep, False)
-            if key == "sse":
+            if key in ("sse", "eventstream"):  # Server-Sent Events; AWS's event stream (Bedrock)
                 return _Frame("sse", depth, frame.area, frame.dep, False)
             return _Frame("plain", depth, frame.area, frame.dep, False)
         if kind == "sse":
@@ -197,7 +203,7 @@ class Comparison:
         if kind == "events":
             return _Frame("event", depth, frame.area, frame.dep, False)
         if kind == "event":
-            if key == "data":
+            if key == "data" or key == "json":  # an SSE event's data; an event-stream message's JSON
                 return _Frame("body", depth, frame.area, frame.dep, False)
             return _Frame("plain", depth, frame.area, frame.dep, False)
         return frame
@@ -229,7 +235,13 @@ class Comparison:
                 found = self._message(frame, a, b, len(path))
                 if found is not None:
                     inner = found
+            rechunked = None
+            if inner is not None and inner.kind == "sse":
+                rechunked = self._rechunked(a, b, path, inner)  # the same text cut into other events
             for key in sorted(set(a) | set(b)):
+                if rechunked is not None and key in ("events", "event_count"):
+                    out.extend(rechunked if key == "events" else ())
+                    continue
                 sub = (*path, key)
                 child = inner
                 if inner is not None:
@@ -260,6 +272,34 @@ class Comparison:
                     self._walk(a[position], b[position], sub, child, out)
             return
         self._leaf(a, b, path, frame, out)
+
+    def _rechunked(
+        self, a: dict[str, Any], b: dict[str, Any], path: Path, frame: _Frame
+    ) -> list[Difference] | None:
+        """Compare two streams (``sse``/``eventstream`` objects) as the text they carry when only their
+        chunking differs (:mod:`stepfork.replay.noise.streams`): the differences of their ``events``, all
+        noise, ending with one ``stream chunking`` difference; None to compare them event by event (the
+        renaming as it was)."""
+        events_a, events_b = a.get("events"), b.get("events")
+        if not isinstance(events_a, list) or not isinstance(events_b, list) or events_a == events_b:
+            return None
+        assert self.rules is not None
+        left, right = reassemble(events_a, self.rules), reassemble(events_b, self.rules)
+        if left is None or right is None or left.chunks == right.chunks:
+            return None
+        if left.texts != right.texts or len(left.runs) != len(right.runs):
+            return None
+        saved = dict(self.renaming.forward), dict(self.renaming.backward)
+        found: list[Difference] = []
+        at = (*path, "events")
+        events = self._child(frame, "events", len(at))
+        for (index, x), (_, y) in zip(left.runs, right.runs, strict=True):
+            self._walk(x, y, (*at, index), self._child(events, index, len(at) + 1), found)
+        if any(d.noise is None for d in found):
+            self.renaming.forward, self.renaming.backward = saved
+            return None
+        found.append(Difference(at, f"{len(events_a)} events", f"{len(events_b)} events", CHUNKING))
+        return found
 
     def _leaf(self, a: Any, b: Any, path: Path, frame: _Frame | None, out: list[Difference]) -> None:
         if frame is None:
@@ -308,6 +348,8 @@ class Comparison:
             return rule.name
         if strings and self.renaming.strings_equal(a, b, self._allow(frame)):
             return RENAMED
+        if strings and self.siblings and self._reordered(a, b, frame):
+            return SIBLING_ORDER
         if rule is not None:
             # outside a dependency output a rule never excuses an id: a handed-out one must match exactly
             return None if _ids_differ(a, b) else rule.name
@@ -329,7 +371,17 @@ class Comparison:
                 or (frame.framework and "framework_request" in new_where)
             ) and _empty(b if a is ABSENT else a):
                 return NEW_FIELD
+            if frame.kind == "body" and frame.area == "llm_output" and rules.is_accounting(rule_path(rel)):
+                return NEW_FIELD  # a provider's accounting block gained a field (usage.*_details)
         return None
+
+    def _reordered(self, a: str, b: str, frame: _Frame) -> bool:
+        allow = self._allow(frame)
+
+        def equal(left: str, right: str, bind: bool) -> bool:
+            return self.renaming.strings_equal(left, right, allow, bind=bind)
+
+        return any(group.reordered(a, b, equal) for group in self.siblings)
 
     def _ignore_rule(self, path: Path) -> Rule | None:
         assert self._ignore is not None

@@ -192,6 +192,16 @@ class NoiseRules:
         self.ids_reason: str = data["ids"]["reason"]
         self.new_fields_reason: str = data["new_fields"]["reason"]
         self.new_fields_where = frozenset(data["new_fields"]["where"])
+        self.accounting_reason: str = data["new_fields"].get("accounting_reason", "")
+        accounting = [
+            Rule("accounting", "body", (path,), self.accounting_reason)
+            for path in data["new_fields"].get("accounting", ())
+        ]
+        self._accounting = _Matcher(accounting)
+        streams = data.get("streams", {})
+        self._deltas = _Matcher([Rule("stream", "body", tuple(streams.get("deltas", ())), "")])
+        self.stream_indexes: tuple[str, ...] = tuple(streams.get("indexes", ()))
+        self.stream_counters = frozenset(streams.get("counters", ()))
         self.messages = tuple(
             MessageShape(m["type"], tuple(sorted(m.get("match", {}).items())), tuple(m.get("has", ())))
             for m in data.get("message", [])
@@ -231,6 +241,16 @@ class NoiseRules:
         """The rule naming ``path`` inside a framework message of ``message_type`` (``AIMessage``)."""
         matcher = self._messages.get(message_type)
         return matcher.find(path) if matcher is not None else None
+
+    def is_accounting(self, path: str) -> bool:
+        """True when ``path`` of an LLM response body is in a provider's accounting block or service
+        metadata (``[new_fields] accounting``: ``usage.**``, ``service_tier``...), where a key one side
+        lacks is noise whatever its value."""
+        return self._accounting.find(path) is not None
+
+    def is_stream_delta(self, path: str) -> bool:
+        """True when ``path`` of a stream event's JSON holds a text delta (``[streams] deltas``)."""
+        return self._deltas.find(path) is not None
 
     def is_timing_key(self, key: str) -> bool:
         """True for a timing-named key (``[timing] keys``)."""
