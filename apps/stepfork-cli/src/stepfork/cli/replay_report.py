@@ -77,6 +77,9 @@ def network_line(policy: str, allowed: Any, gaps: Any = ()) -> str:
 def header_lines(
     path: Path, entrypoint: str, mode: str, classes: dict[str, str] | None, network: str | None = None
 ) -> list[str]:
+    """The report's header lines (the spec's "replay" output): ``Stepfork Replay``, then Trace,
+    Entrypoint, Mode, the ``network`` line when given and ``Raise as`` when ``classes`` maps any;
+    values sanitized for the terminal."""
     from stepfork.cli.options import describe_raise_as
     from stepfork.cli.output import sanitize_text, shown
 

@@ -91,6 +91,8 @@ class Child:
 
 
 def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to the file descriptor ``fd`` (``os.write`` may write part of it to a
+    pipe); raises OSError as ``os.write`` does (a closed pipe: BrokenPipeError)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
@@ -132,6 +134,8 @@ def died(detail: str, code: int | None) -> str:
 
 
 def death(detail: str, status: int | None) -> str:
+    """:func:`died`'s line for a child whose raw wait status (``os.waitpid``'s) is ``status``, converted to
+    an exit code (negative: the signal), or None when it was never reaped."""
     return died(detail, None if status is None else os.waitstatus_to_exitcode(status))
 
 
