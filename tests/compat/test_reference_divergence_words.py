@@ -91,7 +91,7 @@ def _tamper_output(bundle: Path) -> None:
 
 def test_a_recorded_output_that_does_not_match_its_fingerprint_is_invalid(bundle: Path) -> None:
     _tamper_output(bundle)
-    # read from a path, the bundle is refused before anything runs, as export refuses it (issue 33)
+    # read from a path, the bundle is refused before anything runs, as export refuses it
     with pytest.raises(TraceIntegrityError, match=r"output_hash does not match .*payload_hash_mismatch"):
         ReplaySession.from_trace(bundle)
     # an in-memory Trace is checked by replay's fingerprints when the call is reached

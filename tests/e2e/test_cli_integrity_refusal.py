@@ -198,7 +198,7 @@ def test_the_pytest_marker_errors_with_the_same_line_and_no_traceback(quickstart
 def test_a_legacy_bundle_whose_stored_fingerprint_disagrees_is_refused_saying_so(quickstart: Path) -> None:
     """No integrity.json (a legacy bundle) but an edited payload byte: the stored output hash catches it.
     Refused before the agent runs, in one line naming the step and the code, as ``export`` refuses it
-    (issue 33; before, the replay ran up to the call and said REJECTED), never DIVERGED."""
+    (before, the replay ran up to the call and said REJECTED), never DIVERGED."""
     bundle = quickstart / "notify.sftrace"
     (bundle / "integrity.json").unlink()
     edit_one_payload_byte(bundle)

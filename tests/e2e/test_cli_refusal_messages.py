@@ -1,4 +1,4 @@
-"""Refusals name what the command line can do about them (issue 33, NEWCOMER findings 20 to 23): an existing
+"""Refusals name what the command line can do about them: an existing
 output names ``--overwrite`` (never the library's ``overwrite=True``), ``export`` to a directory is one
 message and one exit code with or without ``--overwrite``, ``fork --live-llm`` with a label the recording
 does not have is refused before anything runs, and ``replay --json`` names an unreadable bundle

@@ -1,7 +1,7 @@
 """A bundle whose stored payload hash does not match its payload (edited, integrity.json rewritten to match
 the edit) and a bundle that fails strict validation are refused by every command that replays one, as
 ``export`` refuses them: one line naming the reason code, exit 2 (``run`` and ``check``: could not
-execute), never DIVERGED or PASSED (issue 33, NEWCOMER findings 18 and 19)."""
+execute), never DIVERGED or PASSED."""
 
 from __future__ import annotations
 

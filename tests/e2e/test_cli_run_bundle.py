@@ -1,5 +1,5 @@
 """``stepfork run TEST --bundle PATH`` replays PATH, and a bundle the replay would refuse is never a caught
-regression (issue 33, NEWCOMER findings 5 and 6; spec cli-reference.txt "run": ``--bundle <path>`` names the
+regression (spec cli-reference.txt "run": ``--bundle <path>`` names the
 bundle instead of reading TRACE_PATH from the test)."""
 
 from __future__ import annotations

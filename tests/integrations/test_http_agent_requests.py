@@ -1,4 +1,4 @@
-"""A request the agent's own context made is its behaviour (issue 33, NEWCOMER finding 1): a REST tool call
+"""A request the agent's own context made is its behaviour: a REST tool call
 (`requests` through `instrument_urllib3()`) recorded in the agent's context that does not come again is a
 divergence, `recorded http call not made: POST .../refunds`, in `replay`, `check`, an exported test run by
 `stepfork run`; a request of a background thread that does not come stays informational, as before.
@@ -239,7 +239,7 @@ def test_a_background_request_that_does_not_come_stays_informational(recorded: P
 def test_a_bundle_recorded_before_the_context_fact_keeps_the_earlier_rule(
     recorded: Path, shop: ShopApi, tmp_path: Path
 ) -> None:
-    """concurrency.json without ``background`` (written before issue 33): which context made a request is
+    """concurrency.json without ``background`` (written before this release): which context made a request is
     unknown, so one that does not come is not missing (docs/format.md)."""
     import shutil
 

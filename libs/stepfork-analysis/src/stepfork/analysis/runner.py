@@ -266,7 +266,7 @@ def pytest_unavailable_detail() -> str:
 def _bundle_problem(bundle_path: Path, name: str) -> str | None:
     """Why the replay would refuse the bundle before the check could run, or None: the test's replay
     loads it with :func:`stepfork.trace.load_verified_trace`, so this is that loader's verdict, read
-    here first (one rule for every command, issue 33): it cannot be read, it does not match its
+    here first (one rule for every command): it cannot be read, it does not match its
     integrity.json, a finished run's events.jsonl holds fewer events than its manifest counts (a legacy
     bundle cut at a line boundary), a stored payload hash does not match, or it fails strict validation.
     A legacy bundle without integrity.json or without stored hashes passes, as replay accepts it."""

@@ -8,7 +8,7 @@ repeated identical requests are served in recorded order. A request the pool doe
 more: it came more often than recorded) is refused by the session with :func:`not_recorded`, which is
 the replay's divergence. A recorded request from a background thread that never comes is not a missing
 call: a background fetch may not run before a faster replay ends. A request the agent's own context made
-(the recorder's ``background`` fact is false, ``concurrency.json``; issue 33) is the agent's behaviour: a
+(the recorder's ``background`` fact is false, ``concurrency.json``) is the agent's behaviour: a
 POST that issued a refund. The order it comes in is still free, but when the replay ends every such request
 must have come (:meth:`RequestPool.unmade`, :func:`not_made`), or the replay diverged.
 
@@ -68,7 +68,7 @@ def agent_requests(visible: Iterable[RecordedCall], facts: ConcurrencyFacts | No
     """The call event ids of the ``http`` calls among ``visible`` (the calls a replay of this mode sees,
     nested ones hidden) that the agent's own context made: their ``background`` fact is false
     (``concurrency.json``, docs/format.md). Telemetry exports are left out (a sealed replay answers them
-    unmatched), and so is every call of a bundle whose facts do not say (recorded before issue 33, or
+    unmatched), and so is every call of a bundle whose facts do not say (recorded before this release, or
     without ``concurrency.json``): for those, a request that does not come stays informational."""
     if facts is None:
         return frozenset()

@@ -201,7 +201,7 @@ class ReplaySession:
         if any(call.kind == "tool" and is_http_call(call.name) for call in all_calls):
             self.calls, shown = split_requests(visible)
             requests = split_requests(all_calls)[1]
-            expected = agent_requests(shown, facts_of(trace))  # must come before the end (issue 33)
+            expected = agent_requests(shown, facts_of(trace))  # must come before the end
         self._requests = RequestPool(requests, self.calls, expected)
         recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
@@ -397,7 +397,7 @@ class ReplaySession:
             ReplayExhaustedError: ``incomplete`` when recorded calls were left unmatched; ``remaining``
                 lists their labels (the message shows up to 5). A subclass of ReplayMismatchError.
             ReplayMismatchError: ``request_not_made`` when an ``http`` call the agent's own context made in
-                the recording never came (``recorded http call not made: POST https://...``; issue 33);
+                the recording never came (``recorded http call not made: POST https://...``);
                 requests of background threads never count.
         """
         if self._divergence is not None:

@@ -10,7 +10,7 @@ readers ignore it) with, for every ``tool_call``/``llm_request``:
   thread and task (names only, for a reader; never used to decide);
 - ``start_us``/``end_us``: microseconds on a monotonic clock since the recording started, taken when the
   call event was written and when its outcome was about to be written (``end_us`` null: never finished);
-- ``background`` (since issue 33): true when the call came from a thread or task without the session in
+- ``background`` (new in this release): true when the call came from a thread or task without the session in
   its context (a library's background thread, a pool started without ``contextvars.copy_context()``),
   false when the agent's own context made it. Absent in files written before: unknown. Replay reads it for
   ``http`` calls: a recorded request the agent's context made must come again (docs/replay.md);
@@ -284,7 +284,7 @@ class CallFacts:
         """Numbers of the other asyncio tasks alive when this call started."""
         self.background = background
         """True: made from a thread without the session in its context; False: from the agent's context;
-        None: not recorded (a file written before issue 33)."""
+        None: not recorded (a file written before this release)."""
 
 
 class ConcurrencyFacts:

@@ -296,11 +296,11 @@ def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
     events.jsonl does not hold the number of events its manifest counts (``totals.events``, when given):
     a bundle without integrity.json (written before it, or by another tool) cut at a line boundary, which
     would otherwise replay as a divergence of the agent (``exhausted``) instead of being refused as
-    damaged; then TraceIntegrityError for what ``export`` refuses too (issue 33,
-    ``validation.replay_issues``): a stored payload hash that does not match its payload (code
-    ``payload_hash_mismatch``: edited with integrity.json rewritten, or a legacy bundle edited) or a bundle
-    that fails strict validation (the first issue's code, ``step_mismatch``...; partial rules while the
-    manifest says ``running``), which would otherwise replay as DIVERGED or even MATCHED.
+    damaged; then TraceIntegrityError for what ``export`` refuses too (``validation.replay_issues``): a
+    stored payload hash that does not match its payload (code ``payload_hash_mismatch``: edited with
+    integrity.json rewritten, or a legacy bundle edited) or a bundle that fails strict validation (the first
+    issue's code, ``step_mismatch``...; partial rules while the manifest says ``running``), which would
+    otherwise replay as DIVERGED or even MATCHED.
 
     Each payload file up to 16 MiB (``integrity.KEPT_LIMIT``) is read once: the bytes hashed against
     integrity.json are the bytes parsed, so a file changed between the check and the read cannot be loaded

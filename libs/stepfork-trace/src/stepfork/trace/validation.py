@@ -89,7 +89,7 @@ def validate_trace(
 
 def replay_issues(trace: Trace) -> list[ValidationIssue]:
     """The issues for which every command that replays or rewrites a bundle refuses ``trace``, in check
-    order (``reading.load_verified_trace``; issue 33): validation's own, in strict mode (partial while the
+    order (``reading.load_verified_trace``): validation's own, in strict mode (partial while the
     manifest says ``running``: a killed recording keeps totals 0 and may be replayed up to where it
     stopped), and each stored payload hash that does not match its payload (``payload_hash_mismatch``:
     the bundle was edited, integrity.json rewritten or not). A null stored hash (a legacy bundle) and the
