@@ -272,3 +272,33 @@ def test_a_request_made_inside_a_served_tool_is_not_missing(recorded: Path, shop
     report = json.loads(done.stdout)
     assert (report["matching"]["status"], report["behavior"]["status"]) == ("COMPLETE", "MATCHED")
     assert [call["label"] for call in report["calls"]] == ["issue_refund"]
+
+
+SCRIPT = '''
+"""The refund agent as a plain program: no Stepfork import, recorded with `stepfork record --`."""
+import json
+import os
+
+import requests
+
+API = os.environ["SHOP_API"]
+order = requests.get(f"{API}/orders/ORD-1").json()
+if not os.environ.get("BUG"):
+    requests.post(f"{API}/refunds", json={"order": "ORD-1", "amount": 10})
+print(json.dumps({"order_ok": order["status"] == "delivered", "refunded": True}))
+'''
+
+
+def test_a_program_recorded_with_record_dash_dash_diverges_without_its_refund(
+    tmp_path: Path, shop: ShopApi
+) -> None:
+    (tmp_path / "refund_program.py").write_text(SCRIPT)
+    recorded = _stepfork(
+        tmp_path, _env(shop), "record", "-o", "p.sftrace", "--", "python", "refund_program.py"
+    )
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    good = _stepfork(tmp_path, _env(shop), "replay", "p.sftrace", "--", "python", "refund_program.py")
+    assert good.returncode == 0, good.stdout + good.stderr
+    bug = _stepfork(tmp_path, _env(shop, BUG="1"), "replay", "p.sftrace", "--", "python", "refund_program.py")
+    assert bug.returncode == 1, bug.stdout + bug.stderr
+    assert f"recorded http call not made: POST {shop.url}/refunds" in bug.stdout

@@ -93,7 +93,8 @@ def replay_issues(trace: Trace) -> list[ValidationIssue]:
     manifest says ``running``: a killed recording keeps totals 0 and may be replayed up to where it
     stopped), and each stored payload hash that does not match its payload (``payload_hash_mismatch``:
     the bundle was edited, integrity.json rewritten or not). A null stored hash (a legacy bundle) and the
-    warnings are not reasons. Empty: the bundle may be replayed.
+    warnings are not reasons, nor a count the manifest leaves out of its totals (notes 1.2, as
+    ``load_verified_trace``'s event count). Empty: the bundle may be replayed.
 
     Cost: the event metadata checks, and each payload hash proven by orjson's sorted encoding first, as
     replay proves its calls' fingerprints (``canonical.canonical_of_fingerprint``); the exact rule only
@@ -107,7 +108,15 @@ def replay_issues(trace: Trace) -> list[ValidationIssue]:
         for issue in payload_hash_issues(event)
         if issue.code == "payload_hash_mismatch"
     ]
-    return check_events(trace, metas, strict=strict, hash_issues=stale).issues
+    given = trace.totals.model_fields_set  # a count the manifest leaves out is not compared (notes 1.2)
+    return [
+        issue
+        for issue in check_events(trace, metas, strict=strict, hash_issues=stale).issues
+        if not (issue.location or "").startswith(_TOTALS) or issue.location[len(_TOTALS) :] in given
+    ]
+
+
+_TOTALS = "manifest.json:totals."
 
 
 def validate_bundle(
