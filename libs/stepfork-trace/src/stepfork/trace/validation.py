@@ -112,7 +112,7 @@ def replay_issues(trace: Trace) -> list[ValidationIssue]:
     return [
         issue
         for issue in check_events(trace, metas, strict=strict, hash_issues=stale).issues
-        if not (issue.location or "").startswith(_TOTALS) or issue.location[len(_TOTALS) :] in given
+        if not (location := issue.location or "").startswith(_TOTALS) or location[len(_TOTALS) :] in given
     ]
 
 
