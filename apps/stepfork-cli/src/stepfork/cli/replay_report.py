@@ -33,15 +33,17 @@ def fail_for_error(exc: Exception, path: Path) -> NoReturn:
     from stepfork.trace.errors import TraceError, TraceIntegrityError
 
     if isinstance(exc, EntrypointCallError):  # resolved, but the recorded run input cannot call it
-        fail(sanitize_text(str(exc)), 2)
+        fail(sanitize_text(str(exc)), 2, error="entrypoint_uncallable")
     if isinstance(exc, RaiseAsClassError):
-        fail(f"Unable to resolve --raise-as class for {exc.key}.\n{entrypoint_detail(exc, 'class')}", 2)
+        detail = entrypoint_detail(exc, "class")
+        fail(f"Unable to resolve --raise-as class for {exc.key}.\n{detail}", 2, error="raise_as_unresolvable")
     if isinstance(exc, EntrypointError):
-        fail(f"Unable to resolve entrypoint.\n{entrypoint_detail(exc)}", 2)
-    if isinstance(exc, TraceIntegrityError):
-        fail(sanitize_text(str(exc)), 2)
+        fail(f"Unable to resolve entrypoint.\n{entrypoint_detail(exc)}", 2, error="entrypoint_unresolvable")
+    if isinstance(exc, TraceIntegrityError):  # the codes of inspect, diff, fork and minimize
+        fail(sanitize_text(str(exc)), 2, error="integrity_mismatch")
     if isinstance(exc, TraceError):
-        fail(f"Unreadable trace {shown(path)}: {sanitize_text(str(exc), keep=(path, shown(path)))}", 2)
+        why = sanitize_text(str(exc), keep=(path, shown(path)))
+        fail(f"Unreadable trace {shown(path)}: {why}", 2, error="unreadable_trace")
     if isinstance(exc, ValueError):
         fail(sanitize_text(str(exc)), 2)
     raise exc

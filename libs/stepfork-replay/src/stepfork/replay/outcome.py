@@ -287,6 +287,10 @@ def _matching(session: ReplaySession) -> MatchingReport:
         return MatchingReport(
             "INCOMPLETE", matched, total, exc.code, _text(exc.summary), exc.diagnostic, exc.remaining, exc
         )
+    except ReplayMismatchError as exc:  # request_not_made: a request of the agent's never came
+        return MatchingReport(
+            "DIVERGED", matched, total, exc.code, _text(exc.summary), exc.diagnostic, (), exc
+        )
     return MatchingReport("COMPLETE", matched, total)
 
 

@@ -6,8 +6,11 @@ not the agent's. :class:`RequestPool` holds them by their redacted canonical inp
 a live request takes the first unserved recorded one with the same input, whenever it comes, and
 repeated identical requests are served in recorded order. A request the pool does not hold (or holds no
 more: it came more often than recorded) is refused by the session with :func:`not_recorded`, which is
-the replay's divergence. Recorded requests that never come are not missing calls: a background fetch may
-not run before a faster replay ends.
+the replay's divergence. A recorded request from a background thread that never comes is not a missing
+call: a background fetch may not run before a faster replay ends. A request the agent's own context made
+(the recorder's ``background`` fact is false, ``concurrency.json``) is the agent's behaviour: a
+POST that issued a refund. The order it comes in is still free, but when the replay ends every such request
+must have come (:meth:`RequestPool.unmade`, :func:`not_made`), or the replay diverged.
 
 One exception to "not more often than recorded": a *background* request (from a thread without the
 replay's context: a feature-flag poller, a heartbeat on a timer) that repeats a recorded request after
@@ -31,10 +34,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from stepfork.replay.diagnostics import unmade_call_diagnostic
 from stepfork.replay.errors import ReplayMismatchError
 from stepfork.replay.matching import CallCursor, LiveInput, build_diagnostic, check_input, check_outcome
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.concurrency import ConcurrencyFacts
 from stepfork.trace.http_calls import is_http_call, is_telemetry
 
 TELEMETRY_ANSWER: dict[str, Any] = {"status": 204, "headers": {}}
@@ -68,6 +73,27 @@ class ServedRequest:
         return {"label": self.label, "step": self.step, "background": self.background, "action": self.action}
 
 
+def agent_requests(visible: Iterable[RecordedCall], facts: ConcurrencyFacts | None) -> frozenset[str]:
+    """The call event ids of the ``http`` calls among ``visible`` (the calls a replay of this mode sees,
+    nested ones hidden) that the agent's own context made: their ``background`` fact is false
+    (``concurrency.json``, docs/format.md). Telemetry exports are left out (a sealed replay answers them
+    unmatched), and so is every call of a bundle whose facts do not say (recorded before this release, or
+    without ``concurrency.json``): for those, a request that does not come stays informational."""
+    if facts is None:
+        return frozenset()
+    ids: set[str] = set()
+    for call in visible:
+        if call.kind != "tool" or not is_http_call(call.name):
+            continue
+        fact = facts.calls.get(call.call_event_id)
+        if fact is None or fact.background is not False:
+            continue
+        _, method, url = call.name.split(" ", 2)
+        if not is_telemetry(method, url):
+            ids.add(call.call_event_id)
+    return frozenset(ids)
+
+
 def split_requests(calls: Iterable[RecordedCall]) -> tuple[list[RecordedCall], list[RecordedCall]]:
     """``(the other calls, the http calls)`` of ``calls``, each in order and re-indexed 0..n-1."""
     others: list[RecordedCall] = []
@@ -81,18 +107,31 @@ def split_requests(calls: Iterable[RecordedCall]) -> tuple[list[RecordedCall], l
 class RequestPool(CallCursor):
     """The recorded ``http`` calls of a session, served by their request (module docstring). Not
     thread-safe on its own: the session serializes access. ``calls`` are the http calls (index 0..k-1);
-    :meth:`recorded_input_bytes` lets the session's fingerprint checks read them as a cursor's."""
+    :meth:`recorded_input_bytes` lets the session's fingerprint checks read them as a cursor's.
+    ``expected``: the call event ids of the requests that must come before the replay ends
+    (:func:`agent_requests`; :meth:`unmade`)."""
 
-    __slots__ = ("_by_key", "_last", "_legacy", "_others", "served")
+    __slots__ = ("_by_key", "_expected", "_last", "_legacy", "_others", "served")
 
-    def __init__(self, calls: list[RecordedCall], others: Sequence[RecordedCall] = ()) -> None:
+    def __init__(
+        self,
+        calls: list[RecordedCall],
+        others: Sequence[RecordedCall] = (),
+        expected: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__(calls)
         self._by_key: dict[bytes, deque[RecordedCall]] = {}
         self._last: dict[bytes, RecordedCall] = {}  # the last recorded call of each input (repeats)
+        # per input: (how many recorded, the expected ones in recorded order) (unmade)
+        self._expected: dict[bytes, tuple[int, list[RecordedCall]]] = {}
         for call in calls:
             key = self.recorded_input_bytes(call)
             self._by_key.setdefault(key, deque()).append(call)
             self._last[key] = call
+            if call.call_event_id in expected:
+                self._expected.setdefault(key, (0, []))[1].append(call)
+        for key, (_, mine) in self._expected.items():
+            self._expected[key] = (len(self._by_key[key]), mine)
         self.served: list[ServedRequest] = []
         self._others = others
         self._legacy: bool | None = None
@@ -174,6 +213,18 @@ class RequestPool(CallCursor):
         """None: requests are never next in an order."""
         return None
 
+    def unmade(self) -> list[RecordedCall]:
+        """The expected requests (the agent's own: ``expected``) that did not come, in recorded order.
+
+        Identical requests (one input) are interchangeable: a live one takes the first recorded one,
+        whichever context made it, so per input the requests that came count against the expected ones
+        first, and only the expected ones beyond them are unmade."""
+        missing: list[RecordedCall] = []
+        for key, (recorded, mine) in self._expected.items():
+            came = recorded - len(self._by_key[key])
+            missing.extend(mine[came:])
+        return sorted(missing, key=lambda call: call.index)
+
 
 def in_order(
     call: BoundaryCall,
@@ -235,6 +286,32 @@ def not_recorded(
         code="request_not_recorded",
         diagnostic=diagnostic,
     )
+
+
+def not_made(calls: Sequence[RecordedCall]) -> ReplayMismatchError:
+    """The divergence of recorded requests the agent's context made that never came (``request_not_made``;
+    ``calls``: :meth:`RequestPool.unmade`, at least one): named by method and URL, the first described."""
+    first = calls[0]
+    shown = ", ".join(_method_url(call) for call in calls[:5])
+    more = f" and {len(calls) - 5} more" if len(calls) > 5 else ""
+    diagnostic = unmade_call_diagnostic(
+        first,
+        missing="the replay ended without this request",
+        hint="the agent made this request from its own context in the recorded run and not in this replay "
+        "(a skipped tool, a side effect no longer issued); requests from background threads may stay away",
+    )
+    return ReplayMismatchError(
+        f"recorded http call not made: {shown}{more}",
+        code="request_not_made",
+        diagnostic=diagnostic,
+    )
+
+
+def _method_url(call: RecordedCall) -> str:
+    """``METHOD URL`` of a recorded ``http`` call (the URL as recorded, query included)."""
+    _, method, bare = call.name.split(" ", 2)
+    url = call.input.get("url") if isinstance(call.input, dict) else None
+    return f"{method} {url if isinstance(url, str) else bare}"
 
 
 def _captured(call: RecordedCall) -> bool:

@@ -68,7 +68,14 @@ from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
-from stepfork.replay.requests import RequestPool, ServedRequest, in_order, split_requests
+from stepfork.replay.requests import (
+    RequestPool,
+    ServedRequest,
+    agent_requests,
+    in_order,
+    not_made,
+    split_requests,
+)
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
 from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary
@@ -189,9 +196,12 @@ class ReplaySession:
         # requests outside the agent's order are served by their request, never by the cursor (issue 29)
         self.calls: list[RecordedCall] = visible
         requests: list[RecordedCall] = []
+        expected: frozenset[str] = frozenset()
         if any(call.kind == "tool" and is_http_call(call.name) for call in all_calls):
-            self.calls, requests = split_requests(visible)[0], split_requests(all_calls)[1]
-        self._requests = RequestPool(requests, self.calls)
+            self.calls, shown = split_requests(visible)
+            requests = split_requests(all_calls)[1]
+            expected = agent_requests(shown, facts_of(trace))  # must come before the end
+        self._requests = RequestPool(requests, self.calls, expected)
         recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
         self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
@@ -390,6 +400,9 @@ class ReplaySession:
                 original is its ``__cause__`` and its diagnostic is carried.
             ReplayExhaustedError: ``incomplete`` when recorded calls were left unmatched; ``remaining``
                 lists their labels (the message shows up to 5). A subclass of ReplayMismatchError.
+            ReplayMismatchError: ``request_not_made`` when an ``http`` call the agent's own context made in
+                the recording never came (``recorded http call not made: POST https://...``);
+                requests of background threads never count.
         """
         if self._divergence is not None:
             raise ReplayMismatchError(
@@ -400,6 +413,10 @@ class ReplaySession:
         remaining = self._cursor.remaining_labels()
         if remaining:
             raise incomplete_error(remaining, self._cursor.peek())
+        with self._lock:
+            unmade = self._requests.unmade()
+        if unmade:
+            raise not_made(unmade)
 
     # -- the boundary handler --------------------------------------------------------------------------
 

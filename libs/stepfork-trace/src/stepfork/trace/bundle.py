@@ -219,7 +219,11 @@ def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
     events.jsonl does not hold the number of events its manifest counts (``totals.events``, when given):
     a bundle without integrity.json (written before it, or by another tool) cut at a line boundary, which
     would otherwise replay as a divergence of the agent (``exhausted``) instead of being refused as
-    damaged.
+    damaged; then TraceIntegrityError for what ``export`` refuses too (``validation.replay_issues``): a
+    stored payload hash that does not match its payload (code ``payload_hash_mismatch``: edited with
+    integrity.json rewritten, or a legacy bundle edited) or a bundle that fails strict validation (the first
+    issue's code, ``step_mismatch``...; partial rules while the manifest says ``running``), which would
+    otherwise replay as DIVERGED or even MATCHED.
 
     Each payload file up to 16 MiB (``integrity.KEPT_LIMIT``) is read once: the bytes hashed against
     integrity.json are the bytes parsed, so a file changed between the check and the read cannot be loaded
@@ -242,7 +246,35 @@ def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
             path=str(Path(str(path)) / EVENTS_FILE) if url_of(path) is None else bundle,
             bundle=bundle,
         )
+    _refuse_invalid(trace, url_of(path) or str(path))
     return trace
+
+
+def _refuse_invalid(trace: Trace, bundle: str) -> None:
+    """Raise TraceIntegrityError when ``trace`` (read from ``bundle``) fails the checks of
+    ``validation.replay_issues``: a stored payload hash that does not match its payload (code
+    ``payload_hash_mismatch``, the ``--verify-integrity`` advice), else strict validation (the first
+    issue's code; partial rules while the run is ``running``). One line, as ``export`` refuses it."""
+    from stepfork.trace.validation import replay_issues  # validation imports this module
+
+    issues = replay_issues(trace)
+    if not issues:
+        return
+    codes = ", ".join(sorted({issue.code for issue in issues}))
+    stale = [issue for issue in issues if issue.code == "payload_hash_mismatch"]
+    first = stale[0] if stale else issues[0]
+    if stale:
+        where = f"step {first.step}: " if first.step is not None else ""
+        message = (
+            f"{bundle}: {where}{first.message} ({codes}): the bundle changed after it was written and is "
+            f"refused; run `stepfork validate --verify-integrity {bundle}`"
+        )
+    else:
+        message = (
+            f"{bundle} fails strict validation ({codes}): {first.message}; the bundle is refused; "
+            f"run `stepfork validate {bundle}` for every issue"
+        )
+    raise TraceIntegrityError(message, code=first.code, path=bundle, bundle=bundle)
 
 
 def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> tuple[Trace, int | None]:

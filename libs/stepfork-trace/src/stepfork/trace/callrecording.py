@@ -192,6 +192,8 @@ class CallRecorder:
             call_id = log.emit_line("llm_request", fields, parent, call.replay_policy)
         if self._concurrency is not None:
             self._concurrency.start(call_id)
+            if orphan:  # rare: kept apart, so the hot path's per-call entry stays as it was
+                self._concurrency.note_background(call_id)
         return call_id
 
     def _succeed(self, call: BoundaryCall, call_id: str, result: Any, started: int) -> None:

@@ -150,8 +150,9 @@ def write_atomically(destination: Path, source: str, *, overwrite: bool) -> None
 
     Raises:
         ExportError: ``invalid_option`` when ``destination`` is a bundle or lies inside one, even with
-            ``overwrite`` (:func:`stepfork.trace._outputs.inside_bundle_problem`); ``write_failed`` on any
-            other OS error (directory, permissions, disk).
+            ``overwrite`` (:func:`stepfork.trace._outputs.inside_bundle_problem`); ``write_failed`` when it
+            is a directory, device or FIFO (with or without ``overwrite``: docs/cli.md "export") and on any
+            other OS error (permissions, disk).
         ExportExistsError: ``destination`` exists and ``overwrite`` is false.
     """
     from stepfork.trace._outputs import inside_bundle_problem
@@ -159,6 +160,12 @@ def write_atomically(destination: Path, source: str, *, overwrite: bool) -> None
     inside = inside_bundle_problem(destination, what="the test")
     if inside is not None:
         raise ExportError(inside, code="invalid_option", path=str(destination))
+    if destination.exists() and not destination.is_file():  # --overwrite would not replace it either
+        raise ExportError(
+            f"cannot write {destination}: {destination} exists and is not a regular file; it is not replaced",
+            code="write_failed",
+            path=str(destination),
+        )
     if destination.exists() and not overwrite:
         raise ExportExistsError(destination)
     try:

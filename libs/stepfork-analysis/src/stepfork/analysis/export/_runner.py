@@ -37,10 +37,6 @@ from stepfork.analysis.export._receipt import Receipt, bundle_digest, sha256_fil
 
 __all__ = ["RunInputError", "run_exported_test", "resolve_entrypoint_location"]
 
-# Validation codes meaning the bundle was changed after it was written (integrity_unverified, a legacy
-# bundle, is not one: replay accepts those).
-_TAMPER_CODES = frozenset({"integrity_mismatch", "payload_hash_mismatch"})
-
 
 class RunInputError(ValueError):
     """Nothing to run: the test file cannot be read (missing, not a file, not UTF-8) or an option is invalid.
@@ -77,7 +73,9 @@ def run_exported_test(
 
     Args:
         test: the pytest file ``stepfork export`` wrote.
-        bundle: the bundle to pre-check instead of the test's TRACE_PATH (resolved against the test's dir).
+        bundle: the bundle the test replays instead of its TRACE_PATH (relative to the working directory):
+            pre-checked like TRACE_PATH, then handed to the test's pytest process in
+            :data:`~stepfork.replay.regression.BUNDLE_ENV` (spec "run": ``--bundle <path>``).
         receipt_path: where to write the receipt JSON (atomically, after the child exits). Checked before
             anything runs by :func:`._receipt.receipt_target_problem`: an earlier receipt
             there is replaced; the test file, the bundle, a directory, or (without ``overwrite``) any
@@ -137,7 +135,16 @@ def run_exported_test(
             "names a TRACE_PATH): there is no Stepfork check in it to run",
         )
     else:
-        receipt = _classify(test_path, constants, unreadable, base, bundle_path, pytest_args, timeout_seconds)
+        receipt = _classify(
+            test_path,
+            constants,
+            unreadable,
+            base,
+            bundle_path,
+            pytest_args,
+            timeout_seconds,
+            bundle is not None,
+        )
     if receipt_path is not None:
         receipt.write(receipt_path, replace=replace)
     return receipt
@@ -182,7 +189,11 @@ def _classify(
     bundle_path: Path | None,
     pytest_args: Sequence[str],
     timeout_seconds: float | None,
+    chosen: bool,
 ) -> Receipt:
+    """The receipt of a test whose bundle is ``bundle_path`` (``chosen``: named by ``--bundle``, which the
+    test then replays instead of its TRACE_PATH): a could_not_execute one when a pre-check fails, else
+    the launched test's."""
     here = test_path.resolve().parent
     if bundle_path is None:
         if unreadable is not None:
@@ -230,7 +241,7 @@ def _classify(
         )
     if importlib.util.find_spec("pytest") is None:
         return _stop(base, "pytest_unavailable", pytest_unavailable_detail())
-    return _launch(test_path, base, pytest_args, timeout_seconds)
+    return _launch(test_path, base, pytest_args, timeout_seconds, bundle_path if chosen else None)
 
 
 def _command_problem(command: Any, import_root: Path | None) -> str | None:
@@ -259,27 +270,22 @@ def pytest_unavailable_detail() -> str:
 
 
 def _bundle_problem(bundle_path: Path, name: str) -> str | None:
-    """Why the replay would reject the bundle before the check could run, or None: it cannot be read,
-    or it fails integrity verification (integrity.json digests, stored payload hashes). A legacy bundle
-    without integrity.json or without hashes passes, as replay accepts it (spec replay.txt)."""
-    from stepfork.trace.errors import TraceIntegrityError
-    from stepfork.trace.reading import check_integrity
-    from stepfork.trace.validation import validate_bundle
+    """Why the replay would refuse the bundle before the check could run, or None: the test's replay
+    loads it with :func:`stepfork.trace.load_verified_trace`, so this is that loader's verdict, read
+    here first (one rule for every command): it cannot be read, it does not match its
+    integrity.json, a finished run's events.jsonl holds fewer events than its manifest counts (a legacy
+    bundle cut at a line boundary), a stored payload hash does not match, or it fails strict validation.
+    A legacy bundle without integrity.json or without stored hashes passes, as replay accepts it."""
+    from stepfork.trace.bundle import load_verified_trace
+    from stepfork.trace.errors import TraceError, TraceIntegrityError
 
     try:
-        check_integrity(bundle_path)
-    except TraceIntegrityError as exc:  # the one integrity line of every command, as is
+        load_verified_trace(bundle_path)
+    except TraceIntegrityError as exc:  # the one refusal line of every command, as is
         return f"{exc}; the check cannot run, so this is not a regression"
-    verdict = validate_bundle(bundle_path, strict=False, verify_integrity=True)
-    if verdict.unreadable:
-        codes = ", ".join(sorted({issue.code for issue in verdict.issues}))
-        return f"the bundle cannot be read ({codes}): {name}"
-    tampered = sorted({issue.code for issue in verdict.issues if issue.code in _TAMPER_CODES})
-    if tampered:
-        return (
-            f"the bundle fails integrity verification ({', '.join(tampered)}): {name}; replay rejects it "
-            "(see stepfork validate --verify-integrity), so the check cannot run and this is not a regression"
-        )
+    except (TraceError, OSError) as exc:
+        code = getattr(exc, "code", type(exc).__name__)
+        return f"the bundle cannot be read ({code}): {name}: {exc}"
     return None
 
 
@@ -301,8 +307,20 @@ def _raise_as_problem(raise_as: Any, import_root: Path | None) -> str | None:
 
 
 def _launch(
-    test_path: Path, base: dict[str, Any], pytest_args: Sequence[str], timeout_seconds: float | None
+    test_path: Path,
+    base: dict[str, Any],
+    pytest_args: Sequence[str],
+    timeout_seconds: float | None,
+    bundle: Path | None,
 ) -> Receipt:
+    """Run the test in pytest; ``bundle``: the bundle it replays instead of its TRACE_PATH (``--bundle``),
+    handed to its ``run_regression_case`` in :data:`~stepfork.replay.regression.BUNDLE_ENV`. Without it
+    the variable is removed from the child's environment, so the receipt's bundle is the one replayed."""
+    from stepfork.replay.regression import BUNDLE_ENV
+
+    env = {name: value for name, value in os.environ.items() if name != BUNDLE_ENV}
+    if bundle is not None:
+        env[BUNDLE_ENV] = os.path.abspath(bundle)
     with tempfile.TemporaryDirectory(prefix="stepfork-run-") as tmp:
         report = Path(tmp) / "report.xml"
         command = [
@@ -319,7 +337,7 @@ def _launch(
         shown = [arg if arg != f"--junitxml={report}" else "--junitxml=<report>" for arg in command]
         started = time.monotonic()
         child = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env
         )
         try:
             output, _ = child.communicate(timeout=timeout_seconds)

@@ -231,6 +231,26 @@ def read_fork_info(bundle: str | os.PathLike[str]) -> dict[str, Any] | None:
     return json.loads(data)  # type: ignore[no-any-return]
 
 
+def _check_live_llms(live_llms: Iterable[str], trace: Any) -> None:
+    """ForkError ``invalid_option`` when a ``--live-llm`` label is not the label of an LLM call of
+    ``trace``: with labels given, every other LLM call after the fork point is refused, so a typo would
+    refuse them all and write a failed run (the labels ``replay``'s hybrid mode checks the same way)."""
+    from stepfork.replay.plan import extract_all_calls
+
+    given = sorted(set(live_llms))
+    if not given:
+        return
+    labels = sorted({call.label for call in extract_all_calls(list(trace.events)) if call.kind == "llm"})
+    unknown = [label for label in given if label not in labels]
+    if unknown:
+        recorded = ", ".join(labels) if labels else "none: the run made no LLM call"
+        raise ForkError(
+            f"--live-llm names an LLM the recording never calls: {', '.join(unknown)} "
+            f"(its LLM labels: {recorded})",
+            code="invalid_option",
+        )
+
+
 def fork(
     path: str | os.PathLike[str],
     *,
@@ -252,7 +272,8 @@ def fork(
         step: the ``step`` of an event of the bundle (as ``inspect`` shows it); calls recorded before it
             are frozen, every call from it on runs live.
         entrypoint: ``MODULE:FUNCTION`` (or a callable) run with no arguments.
-        live_llms: LLM labels (``provider/model`` or ``model``) allowed live; empty: every LLM.
+        live_llms: LLM labels (``provider/model`` or ``model``) allowed live; empty: every LLM. Each must be
+            the label of an LLM call of the recording (else ForkError ``invalid_option``, naming them).
         allow_live_tools: tool names whose bodies may run after the fork point.
         overrides: ``{step: JSON value}``: the recorded output of the call at ``step`` (its call or
             result event) before the fork point is replaced by the value.
@@ -313,6 +334,7 @@ def fork(
         session = ReplaySession(trace, "frozen", ordering=ordering, network=network, allow_hosts=allow_hosts)
     except ValueError as exc:
         raise ForkError(str(exc), code="invalid_option") from None
+    _check_live_llms(live_llms, trace)
     frozen = [c for c in session.calls if c.step < step]
     if not frozen:
         session.network = "open"

@@ -180,7 +180,9 @@ class SiblingGroup:
         moved = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if not equal(x, y, False)]
         owners_a = [self._owner(a[i], self.left) for i in moved]
         owners_b = [self._owner(b[i], self.right) for i in moved]
-        if None in owners_a or None in owners_b or sorted(map(int, owners_a)) != sorted(map(int, owners_b)):
+        known_a = [k for k in owners_a if k is not None]
+        known_b = [k for k in owners_b if k is not None]
+        if len(known_a) < len(moved) or len(known_b) < len(moved) or sorted(known_a) != sorted(known_b):
             return False
         if len(set(owners_a)) < 2 or owners_a == owners_b:
             return False
