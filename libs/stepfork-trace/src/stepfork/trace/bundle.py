@@ -18,7 +18,6 @@ import os
 import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ from stepfork.trace.models import (
     Timestamp,
     TraceManifest,
     TraceTotals,
-    format_timestamp,
+    event_fields,
     new_run_id,
     utc_now,
 )
@@ -255,7 +254,7 @@ def _refuse_invalid(trace: Trace, bundle: str) -> None:
     ``validation.replay_issues``: a stored payload hash that does not match its payload (code
     ``payload_hash_mismatch``, the ``--verify-integrity`` advice), else strict validation (the first
     issue's code; partial rules while the run is ``running``). One line, as ``export`` refuses it."""
-    from stepfork.trace.validation import replay_issues  # validation imports this module
+    from stepfork.trace.validation import replay_issues  # imported when used: the loaders stay cheap to import
 
     issues = replay_issues(trace)
     if not issues:
@@ -316,19 +315,6 @@ def _read_trace(
 
 
 # ----------------------------------------------------------------------------------------------- writing
-
-
-def event_fields(event: EventBase) -> list[tuple[str, Any]]:
-    """The ``(name, JSON value)`` pairs of ``event`` in model order: 12 common fields, then type fields."""
-    fields: list[tuple[str, Any]] = []
-    for name in type(event).model_fields:
-        value = getattr(event, name)
-        if name == "timestamp":
-            value = format_timestamp(value)
-        elif isinstance(value, Enum):
-            value = value.value
-        fields.append((name, value))
-    return fields
 
 
 def serialize_event(event: EventBase) -> bytes:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -49,10 +50,12 @@ from stepfork.trace._validation_types import ValidationCheck as ValidationCheck
 from stepfork.trace._validation_types import ValidationIssue as ValidationIssue
 from stepfork.trace._validation_types import ValidationResult as ValidationResult
 from stepfork.trace._validation_types import checks_for
-from stepfork.trace.bundle import Trace
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.integrity import verify_bundle_integrity
 from stepfork.trace.models import IntegrityStatus, RunStatus, TraceManifest
+
+if TYPE_CHECKING:  # annotations only: bundle.load_verified_trace imports this module
+    from stepfork.trace.bundle import Trace
 
 
 def validate_trace(
