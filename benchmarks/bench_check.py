@@ -165,9 +165,9 @@ def _cpu() -> float:
 
 def _reaped() -> None:
     """Wait until every check zygote this process closed has been reaped: ``check_corpus`` returns once its
-    zygote has stopped answering and a thread reaps it (``_attempts._ZygoteClient.close``); only then is its
-    CPU, and that of the workers it reaped, in ``RUSAGE_CHILDREN``."""
-    from stepfork.analysis._attempts import REAPER_THREAD
+    zygote has stopped answering and a thread reaps it (``_zygote.client.ZygoteClient.close``); only then is
+    its CPU, and that of the workers it reaped, in ``RUSAGE_CHILDREN``."""
+    from stepfork.analysis._zygote.client import REAPER_THREAD
 
     for thread in threading.enumerate():
         if thread.name == REAPER_THREAD:
@@ -178,7 +178,7 @@ LOOP = """
 import json, sys, time
 first = time.perf_counter()
 sys.path.insert(0, sys.argv[1])
-from stepfork.analysis._check_worker import resolve_targets, verdict_of
+from stepfork.analysis.check._worker import resolve_targets, verdict_of
 config = {"entrypoint": sys.argv[2], "import_root": sys.argv[1], "ordering": sys.argv[3], "raise_as": None}
 bundles = json.loads(open(sys.argv[4]).read())
 targets = resolve_targets(config)  # once, as check's workers do
@@ -277,8 +277,8 @@ def two_loops_at_once(entrypoint: str, bundles: list[str], root: str) -> float:
 def zygote_start(entrypoint: str, root: str, warm_bundle: str | None = None) -> tuple[float, float]:
     """Wall and CPU seconds from starting a check zygote to its ``ready`` (Python start, stepfork and
     entrypoint imports, and the warm replay of ``warm_bundle`` when given)."""
-    from stepfork.analysis._check_runner import CheckRunner
     from stepfork.analysis.check import task_config
+    from stepfork.analysis.check._runner import CheckRunner
 
     start, cpu = time.perf_counter(), _cpu()
     runner = CheckRunner(task_config(entrypoint, import_root=root, warm_bundle=warm_bundle))
@@ -307,8 +307,8 @@ def checked(
     from unittest import mock
 
     from stepfork.analysis import check_corpus
-    from stepfork.analysis._check_runner import _runner
     from stepfork.analysis.check import task_config
+    from stepfork.analysis.check._runner import _runner
 
     # check_corpus keys its zygote by a fresh uuid per run (its own zygote, closed at its end): the
     # benchmark fixes that uuid so that the zygote it starts before the clock is the one the run uses

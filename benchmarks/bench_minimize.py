@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from stepfork.analysis import minimize_trace
-from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
-from stepfork.analysis.ddmin import MemoOracle, classic_ddmin, closure, dd_prefix
+from stepfork.analysis._zygote.client import FORCE_SUBPROCESS_ENV
+from stepfork.analysis.minimize.ddmin import MemoOracle, classic_ddmin, closure, dd_prefix
 
 SIZES = (20, 50, 100, 200, 500)
 NEEDED = (1, 2, 3, 4, 5)

@@ -99,3 +99,12 @@ def test_the_diff_benchmark_measures_the_default_and_strict_diff_of_two_noisy_re
     assert result["default_equivalent"] is True  # the provider's noise is ignored by default
     assert result["strict_equivalent"] is False  # and counted by --strict
     assert min(result["strict_s"], result["default_s"]) > 0
+
+
+def test_the_load_checks_benchmark_measures_both_loaders_and_both_hash_rules() -> None:
+    rows = _load("bench_load_checks").measure_all(calls=(5,), repeats=1)
+    row = rows["5 calls"]
+    assert (
+        min(row["load_trace_s"], row["load_verified_trace_s"], row["verified_ratio"], row["proof_speedup"])
+        > 0
+    )

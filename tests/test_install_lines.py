@@ -134,8 +134,8 @@ def test_the_notebook_line_installs_the_analysis_library(clone: Path, tmp_path: 
     out = _python(
         python,
         """
-        from stepfork.analysis.export import export_pytest_test
-        from stepfork.analysis.runner import run_exported_test
+        from stepfork.analysis.export._codegen import export_pytest_test
+        from stepfork.analysis.export._runner import run_exported_test
 
         export_pytest_test(trace_path="notify.sftrace", entrypoint="quickstart:run_agent", output_path="t.py")
         receipt = run_exported_test("t.py")

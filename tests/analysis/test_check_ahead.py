@@ -1,4 +1,4 @@
-"""``check``'s zygote hands a worker its next batch while it still replays (``_Child.ahead``), so a worker
+"""``check``'s zygote hands a worker its next batch while it still replays (``Child.ahead``), so a worker
 that ends a batch goes on at once instead of waiting for the zygote to read its last verdict; a worker that
 exits instead never read that batch, and it is replayed by another.
 
@@ -19,8 +19,9 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from stepfork.analysis._zygote import _Child
-from stepfork.analysis._zygote_batches import _AHEAD_MAX, _GATHER, BatchZygote
+from stepfork.analysis._zygote.server import Child
+from stepfork.analysis.check._zygote import TASK
+from stepfork.analysis.check._zygote_batches import _AHEAD_MAX, _GATHER, BatchZygote
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def zygote() -> Iterator[tuple[BatchZygote, int]]:
     sends to the client."""
     proto_in, client_out = os.pipe()
     client_in, proto_out = os.pipe()
-    loop = BatchZygote({"timeout": 60.0, "workers": 1}, proto_in, proto_out)
+    loop = BatchZygote({"timeout": 60.0, "workers": 1}, proto_in, proto_out, TASK.work)
     os.set_blocking(client_in, False)
     yield loop, client_in
     for fd in (proto_in, client_out, client_in, proto_out):
@@ -37,8 +38,8 @@ def zygote() -> Iterator[tuple[BatchZygote, int]]:
 
 
 @pytest.fixture
-def worker(zygote: tuple[BatchZygote, int]) -> Iterator[tuple[_Child, int, subprocess.Popen[bytes]]]:
-    """A running worker of ``zygote`` replaying batch 1 (two bundles): its _Child, the read end of its jobs
+def worker(zygote: tuple[BatchZygote, int]) -> Iterator[tuple[Child, int, subprocess.Popen[bytes]]]:
+    """A running worker of ``zygote`` replaying batch 1 (two bundles): its Child, the read end of its jobs
     pipe (what the zygote hands it) and the process standing in for it."""
     loop, _ = zygote
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
@@ -46,7 +47,7 @@ def worker(zygote: tuple[BatchZygote, int]) -> Iterator[tuple[_Child, int, subpr
     result_read, result_write = os.pipe()
     os.set_blocking(jobs_read, False)
     with tempfile.TemporaryFile() as stderr:
-        child = _Child(1, proc.pid, result_read, stderr, float("inf"), ["a", "b"], jobs_fd=jobs_write)
+        child = Child(1, proc.pid, result_read, stderr, float("inf"), ["a", "b"], jobs_fd=jobs_write)
         loop.children[result_read] = child
         yield child, jobs_read, proc
     proc.kill()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from stepfork.analysis import check_corpus
-from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
+from stepfork.analysis._zygote.client import FORCE_SUBPROCESS_ENV
 from stepfork.replay import EntrypointError
 from stepfork.replay.raise_as import RaiseAsClassError
 

@@ -5,7 +5,7 @@ every bundle stays in ``to_dict()`` (``--json``), the JUnit report and the recei
 from __future__ import annotations
 
 from stepfork.analysis import BundleVerdict, CheckResult
-from stepfork.analysis._check_groups import group_verdicts
+from stepfork.analysis.check._groups import group_verdicts
 
 INPUT = "call #1: input diverged from the recording at $.order_id (tool 'order_status', step 1)"
 

@@ -1,5 +1,5 @@
 """``ImportWatch``: the modules a batch worker's replay imported, told without copying ``sys.modules``
-(``stepfork.analysis._check_batch``), whether the import system loaded them or code put them there by hand."""
+(``stepfork.analysis.check._batch``), whether the import system loaded them or code put them there by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stepfork.analysis._check_batch import ImportWatch
+from stepfork.analysis.check._batch import ImportWatch
 
 
 @pytest.fixture

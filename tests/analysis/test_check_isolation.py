@@ -344,7 +344,7 @@ def test_a_silent_crash_is_described_by_how_the_process_ended(
     corpus, agent: str, how: str, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if path == "subprocess":  # where the zygote cannot run: a fresh process per bundle
-        from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
+        from stepfork.analysis._zygote.client import FORCE_SUBPROCESS_ENV
 
         monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
     result = _check(corpus, agent)
@@ -362,7 +362,7 @@ def test_jobs_bounds_the_replays_at_once(corpus, path: str, monkeypatch: pytest.
     # run, the fresh process per bundle is bounded by --jobs all the same
     work, bundles, expected = corpus
     if path == "subprocess":
-        from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
+        from stepfork.analysis._zygote.client import FORCE_SUBPROCESS_ENV
 
         monkeypatch.setenv(FORCE_SUBPROCESS_ENV, "1")
     (work / "overlaps.txt").unlink(missing_ok=True)

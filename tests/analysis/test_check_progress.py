@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stepfork.analysis import BundleVerdict, check_corpus
-from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
+from stepfork.analysis._zygote.client import FORCE_SUBPROCESS_ENV
 
 from ..corpus_support import quickstart_corpus
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from stepfork.analysis import check_corpus
-from stepfork.analysis._attempts import FORCE_SUBPROCESS_ENV
+from stepfork.analysis._zygote.client import FORCE_SUBPROCESS_ENV
 
 from ..corpus_support import quickstart_corpus
 
@@ -161,7 +161,7 @@ def test_a_check_returns_without_waiting_for_its_zygote_to_stop(small, step: str
 def test_a_check_joins_its_threads_only_after_an_error(small, monkeypatch: pytest.MonkeyPatch) -> None:
     # at the normal end the pool's threads wait for work that never comes: they end on their own (joining
     # them cost 1-2 ms at the end of every check); after an error (Ctrl-C) they are joined before it returns
-    import stepfork.analysis.check as check_module
+    import stepfork.analysis.check._corpus as check_module
 
     waits: list[bool] = []
 
@@ -268,9 +268,9 @@ def test_a_worker_that_leaves_a_forked_process_behind_does_not_stall_the_queue(
     # the helper holds the worker's answer pipe open: the zygote waited for its end before going on with
     # the rest of the batch and before starting a queued batch in its place (--jobs 1), until the check's
     # own process gave up on the zygote and replayed everything in fresh processes
-    from stepfork.analysis import _check_runner
+    from stepfork.analysis.check import _runner as _check_runner
 
-    monkeypatch.setattr(_check_runner, "_GRACE", 5.0)  # gives up sooner: a stall fails in seconds
+    monkeypatch.setattr(_check_runner, "GRACE", 5.0)  # gives up sooner: a stall fails in seconds
     work, bundles, expected = small
     bad = [b for b in bundles if expected[b] == "DIVERGED"]
     chosen = bad + [b for b in bundles if b not in bad]

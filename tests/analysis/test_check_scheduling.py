@@ -1,5 +1,5 @@
 """How ``check_corpus`` cuts a corpus into tasks (``check._batches``) and the JSON lines its processes
-exchange (``stepfork.analysis._lines``)."""
+exchange (``stepfork.analysis._zygote.lines``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stepfork.analysis._lines import line_of, parse_line
-from stepfork.analysis.check import _MAX_BATCH, _MIN_BATCH, _batches
+from stepfork.analysis._zygote.lines import line_of, parse_line
+from stepfork.analysis.check._corpus import _MAX_BATCH, _MIN_BATCH, _batches
 
 
 @given(count=st.integers(0, 5000), workers=st.integers(1, 16))

@@ -1,4 +1,4 @@
-"""The state probe of ``stepfork check``'s batch workers (``stepfork.analysis._check_state``): which changes
+"""The state probe of ``stepfork check``'s batch workers (``stepfork.analysis.check._state``): which changes
 to an agent's module state it sees (then the next bundle gets a fresh worker), and which bookkeeping it
 skips."""
 
@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from stepfork.analysis._check_state import Baseline, agent_module_names, snapshot
+from stepfork.analysis.check._state import Baseline, agent_module_names, snapshot
 
 AGENT = """
 from dataclasses import dataclass, field
@@ -231,7 +231,7 @@ def test_a_state_past_the_budget_is_not_compared_wherever_it_is(
 ) -> None:
     # a table of plain scalars takes the probe's flat path; as the module's last global, the budget was
     # never checked after it, and a state past 50,000 values was compared after every replay
-    from stepfork.analysis._check_state import TooBig
+    from stepfork.analysis.check._state import TooBig
 
     (tmp_path / "big_last.py").write_text(f"TABLE = {table}\n")
     monkeypatch.syspath_prepend(str(tmp_path))

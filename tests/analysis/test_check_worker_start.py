@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from stepfork.analysis import _check_batch
-from stepfork.analysis._check_batch import BatchWorker, ImportWatch, prepare
+from stepfork.analysis.check import _batch as _check_batch
+from stepfork.analysis.check._batch import BatchWorker, ImportWatch, prepare
 from stepfork.replay import network
 
 

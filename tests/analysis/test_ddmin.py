@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stepfork.analysis.ddmin import MemoOracle, classic_ddmin, closure, dd_prefix
+from stepfork.analysis.minimize.ddmin import MemoOracle, classic_ddmin, closure, dd_prefix
 
 
 def needs(required: set[int]):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from stepfork.analysis import DiffResult, diff_traces, first_difference, values_equal
-from stepfork.analysis._render import ABSENT
+from stepfork.analysis._shared.render import ABSENT
 from stepfork.trace import Trace, TraceStorageError
 
 from ..conftest import GOLDEN

@@ -89,12 +89,11 @@ def test_invalid_input_raises_a_coded_error(recorded: Path, tmp_path: Path, kwar
     assert info.value.code == code
 
 
-def test_a_bundle_with_no_events_is_an_invalid_step_not_an_internal_error(
-    recorded: Path, tmp_path: Path
-) -> None:
+def test_a_bundle_with_no_events_is_refused_not_an_internal_error(recorded: Path, tmp_path: Path) -> None:
     # found by the reliability soak: events.jsonl truncated to nothing still loads (0 events); with its
-    # manifest's count of events and its integrity.json written again, so that neither refusal of a damaged
-    # bundle answers first (tests/trace/test_verified_loading.py)
+    # manifest's count of events and its integrity.json written again, so that neither integrity refusal
+    # answers first (tests/trace/test_verified_loading.py). A finished run without run_start or run_end
+    # fails strict validation, which the loader refuses, as export does
     (recorded / "events.jsonl").write_bytes(b"")
     manifest = json.loads((recorded / "manifest.json").read_text())
     manifest["totals"] = {**manifest["totals"], "events": 0, "llm_calls": 0, "tool_calls": 0}
@@ -102,8 +101,8 @@ def test_a_bundle_with_no_events_is_an_invalid_step_not_an_internal_error(
     write_integrity(recorded)
     with pytest.raises(ForkError) as info:
         fork(recorded, step=0, entrypoint=agent, output=tmp_path / "f.sftrace")
-    assert info.value.code == "invalid_step"
-    assert "it has no events" in str(info.value)
+    assert info.value.code == "integrity_mismatch"
+    assert "fails strict validation (run_end_position, run_start_count)" in str(info.value)
 
 
 def test_a_run_that_cannot_be_recorded_is_a_coded_error_not_an_internal_one(
@@ -119,6 +118,7 @@ def test_a_run_that_cannot_be_recorded_is_a_coded_error_not_an_internal_one(
     for _ in range(200):
         deep = [deep]
     first["input"] = deep
+    first["input_hash"] = None  # no stored hash to refuse it by: the loader accepts it (a legacy bundle)
     events[0] = json.dumps(first)
     (recorded / "events.jsonl").write_text("\n".join(events) + "\n")
     (recorded / "integrity.json").unlink()  # the damage changed the bytes; no integrity claim remains

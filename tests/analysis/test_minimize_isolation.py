@@ -25,7 +25,7 @@ from stepfork.trace import Trace
 # forks, kills and timeouts of minimize's zygote: `hatch run slow:test` (tests/conftest.py)
 pytestmark = pytest.mark.slow
 
-FORCE_SUBPROCESS = "_STEPFORK_MINIMIZE_SUBPROCESS"  # internal switch of stepfork.analysis._attempts
+FORCE_SUBPROCESS = "_STEPFORK_MINIMIZE_SUBPROCESS"  # internal switch of stepfork.analysis._zygote.client
 
 # Ten fetches; the agent alerts when two sources are bad; sources 3 and 7 are. Each fetch made a nested
 # ``audit`` call while recording, which a frozen replay never makes (the fetch's body does not run).

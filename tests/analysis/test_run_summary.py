@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stepfork.analysis.run_summary import SummaryBuilder
+from stepfork.analysis.inspection import SummaryBuilder
 from stepfork.trace import LLMOutput, llm_request, record, trace_tool
 from stepfork.trace.reading import open_bundle
 

@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from stepfork.analysis.export import ExportError, export_pytest_test, generate_pytest_source
-from stepfork.analysis.exported import read_exported_constants
-from stepfork.analysis.runner import run_exported_test
+from stepfork.analysis.export import (
+    ExportError,
+    export_pytest_test,
+    generate_pytest_source,
+    read_exported_constants,
+    run_exported_test,
+)
 from stepfork.trace import record, trace_tool
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from stepfork.analysis.receipt import REASONS, Receipt, bundle_digest
-from stepfork.analysis.runner import RunInputError, resolve_entrypoint_location, run_exported_test
+from stepfork.analysis.export import RunInputError, resolve_entrypoint_location, run_exported_test
+from stepfork.analysis.export._receipt import REASONS, Receipt, bundle_digest
 
 HEADER = """
 from pathlib import Path

@@ -16,10 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stepfork.analysis.export import ExportError, export_pytest_test
-from stepfork.analysis.exported import entrypoint_form_problem
-from stepfork.analysis.receipt import Receipt, is_receipt_file
-from stepfork.analysis.runner import RunInputError, run_exported_test
+from stepfork.analysis.export import (
+    ExportError,
+    Receipt,
+    RunInputError,
+    entrypoint_form_problem,
+    export_pytest_test,
+    is_receipt_file,
+    run_exported_test,
+)
 from stepfork.replay.entrypoint import EntrypointError, resolve_entrypoint
 
 from ..conftest import file_mode, umask

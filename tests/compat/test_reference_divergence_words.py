@@ -12,7 +12,7 @@ import pytest
 
 from stepfork import ReplaySession, llm_request, record, trace_tool
 from stepfork.replay import ReplayExhaustedError, ReplayMismatchError
-from stepfork.trace import fingerprint
+from stepfork.trace import TraceIntegrityError, fingerprint, load_trace
 
 from ..e2e.conftest import run_cli
 
@@ -91,8 +91,12 @@ def _tamper_output(bundle: Path) -> None:
 
 def test_a_recorded_output_that_does_not_match_its_fingerprint_is_invalid(bundle: Path) -> None:
     _tamper_output(bundle)
+    # read from a path, the bundle is refused before anything runs, as export refuses it
+    with pytest.raises(TraceIntegrityError, match=r"output_hash does not match .*payload_hash_mismatch"):
+        ReplaySession.from_trace(bundle)
+    # an in-memory Trace is checked by replay's fingerprints when the call is reached
     with (
-        ReplaySession.from_trace(bundle),
+        ReplaySession(load_trace(bundle)),
         pytest.raises(ReplayMismatchError, match="invalid output fingerprint"),
     ):
         lookup("ORD-1")

@@ -69,7 +69,7 @@ def _stepfork_processes_in(folder: Path) -> list[str]:
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            if "stepfork.analysis._" in command and Path(proc / "cwd").resolve() == folder.resolve():
+            if " -m stepfork.analysis." in command and Path(proc / "cwd").resolve() == folder.resolve():
                 found.append(command)
         except OSError:  # gone, or not ours to read
             continue

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from stepfork.analysis.exported import read_exported_constants
+from stepfork.analysis.export import read_exported_constants
 
 from .conftest import GOLDEN, InProcess, Result, run_cli
 from .raise_as_support import EXPECTED, copy_recorded, record_agent

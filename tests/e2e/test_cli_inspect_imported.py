@@ -1,6 +1,6 @@
 """``stepfork inspect`` of a bundle made by ``stepfork import``: the manifest records no duration (spans
 carry none as a total), so the summary shows the span of the events' timestamps, as the HTML view does
-(one summary: stepfork.analysis.run_summary.SummaryBuilder)."""
+(one summary: stepfork.analysis.inspection.summary.SummaryBuilder)."""
 
 from __future__ import annotations
 

@@ -195,18 +195,17 @@ def test_the_pytest_marker_errors_with_the_same_line_and_no_traceback(quickstart
     assert "load_verified_trace" not in out
 
 
-def test_a_legacy_bundle_whose_stored_fingerprint_disagrees_is_rejected_saying_so(quickstart: Path) -> None:
-    """No integrity.json (a legacy bundle) but an edited payload byte: the stored input hash catches it.
-    The report says REJECTED and why, not DIVERGED with identical expected and actual lines."""
+def test_a_legacy_bundle_whose_stored_fingerprint_disagrees_is_refused_saying_so(quickstart: Path) -> None:
+    """No integrity.json (a legacy bundle) but an edited payload byte: the stored output hash catches it.
+    Refused before the agent runs, in one line naming the step and the code, as ``export`` refuses it
+    (before, the replay ran up to the call and said REJECTED), never DIVERGED."""
     bundle = quickstart / "notify.sftrace"
     (bundle / "integrity.json").unlink()
     edit_one_payload_byte(bundle)
     result = run_cli("replay", "notify.sftrace", "--entrypoint", "quickstart:run_agent", cwd=quickstart)
-    assert result.code == 2, result.text
-    assert "Dependency matching: REJECTED" in result.out
-    assert "Dependency matching: DIVERGED" not in result.out
-    assert "does not match the recorded" in result.out
-    assert "stepfork validate --verify-integrity" in result.out
-    assert "expected:" not in result.out
-    assert "actual:" not in result.out
-    assert "Status: REJECTED" in result.out
+    assert (result.code, result.out) == (2, ""), result.text
+    assert result.err == (
+        "notify.sftrace: step 2: output_hash does not match the output payload (payload_hash_mismatch): the "
+        "bundle changed after it was written and is refused; run `stepfork validate --verify-integrity "
+        "notify.sftrace`\n"
+    )

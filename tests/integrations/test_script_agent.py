@@ -22,7 +22,7 @@ sys.path.insert(0, str(EXAMPLE))
 
 from fake_server import serve  # noqa: E402
 
-from stepfork.analysis.exported import read_exported_constants  # noqa: E402
+from stepfork.analysis.export import read_exported_constants  # noqa: E402
 from stepfork.cli.scriptrun import run_script_regression_case  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from stepfork.analysis import events_df, runs_df
-from stepfork.analysis.notebook import EVENT_COLUMNS, RUN_COLUMNS
+from stepfork.analysis.view.dataframes import EVENT_COLUMNS, RUN_COLUMNS
 from stepfork.trace.bundle import Trace
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.models import RunStart, ToolCall

@@ -258,8 +258,7 @@ def test_the_cli_reports_network_sealed_and_allow_host_lets_it_through(bundle: P
 
 
 def test_an_exported_test_holds_the_network_options_as_literals(bundle: Path, tmp_path: Path) -> None:
-    from stepfork.analysis.export import generate_pytest_source
-    from stepfork.analysis.exported import read_exported_constants
+    from stepfork.analysis.export import generate_pytest_source, read_exported_constants
 
     source = generate_pytest_source(
         trace_path=bundle,

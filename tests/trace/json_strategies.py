@@ -62,3 +62,12 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, (set, frozenset)):
         return a == b and all(any(same(x, y) for y in b) for x in a)
     return bool(a == b)
+
+
+def all_keys(value: Any) -> set[str]:
+    """Every dict key anywhere in the JSON ``value`` (a slow, obviously right walk to compare with)."""
+    if type(value) is dict:
+        return set(value).union(*(all_keys(v) for v in value.values()))
+    if type(value) is list:
+        return set().union(*(all_keys(v) for v in value))
+    return set()

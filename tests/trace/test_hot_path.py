@@ -19,7 +19,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))  # the shared strategies (importlib import mode)
-from json_strategies import json_values
+from json_strategies import all_keys, json_values
 
 from stepfork.trace import Trace, record, trace_tool
 from stepfork.trace._redaction_rules import SCREEN_NEEDLES
@@ -41,24 +41,16 @@ class Name(str):
     pass
 
 
-def _all_keys(value: Any) -> set[str]:
-    if type(value) is dict:
-        return set(value).union(*(_all_keys(v) for v in value.values()))
-    if type(value) is list:
-        return set().union(*(_all_keys(v) for v in value))
-    return set()
-
-
 @settings(max_examples=200, deadline=None)
 @given(value=st.dictionaries(st.text(max_size=8), json_values, max_size=4))
 def test_plain_json_comes_back_as_is_with_its_keys_and_canonical_bytes(value: dict[str, Any]) -> None:
-    assume(TAG not in _all_keys(value))  # a "$stepfork" key takes the pairs form (docs/values.md)
+    assume(TAG not in all_keys(value))  # a "$stepfork" key takes the pairs form (docs/values.md)
     converted = to_jsonable(value)
     assert converted is value
     facts = take_plain_facts(converted)
     if facts is None:  # only ints beyond 64 bits (orjson refuses them) or keys the walk tags
         return
-    assert facts.keys == _all_keys(value)
+    assert facts.keys == all_keys(value)
     if not facts.risky_floats:
         assert facts.encoded == canonical_json(value)
 

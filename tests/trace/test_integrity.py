@@ -146,10 +146,10 @@ def test_a_verified_load_parses_the_bytes_it_verified_not_a_file_changed_after_t
 ) -> None:
     # A writer replaces events.jsonl right after the integrity check (the window between checking a file
     # and reading it): the loader must parse what it verified, read once, never the new file unverified.
-    import stepfork.trace.reading as reading
+    import stepfork.trace.bundle as bundle_module
     from stepfork.trace import load_verified_trace
 
-    original = reading.check_integrity
+    original = bundle_module.check_integrity
     events = bundle / "events.jsonl"
     verified_lines = events.read_bytes().count(b"\n")
 
@@ -157,7 +157,7 @@ def test_a_verified_load_parses_the_bytes_it_verified_not_a_file_changed_after_t
         original(path, **kwargs)
         events.write_bytes(b"")  # a valid, different, unverified events file
 
-    monkeypatch.setattr(reading, "check_integrity", check_then_replace)
+    monkeypatch.setattr(bundle_module, "check_integrity", check_then_replace)
     trace = load_verified_trace(bundle)
     assert len(trace.events) == verified_lines > 0
 

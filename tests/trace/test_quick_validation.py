@@ -12,15 +12,23 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stepfork.trace import LLMOutput, _format, llm_request, models, record, trace_tool
+sys.path.insert(0, str(Path(__file__).parent))  # the shared strategies (importlib import mode)
+from json_strategies import all_keys, json_scalars, json_text, json_values, same
+
+from stepfork.trace import LLMOutput, _format, _quick_validation, llm_request, models, record, trace_tool
+from stepfork.trace._files import pretty_json
 from stepfork.trace._quick_validation import EVENT_FIELDS, quick_validate
+from stepfork.trace.canonical import compact_json, loads_json
+from stepfork.trace.redaction import default_redactor
 from stepfork.trace.validation import validate_bundle
 
 REPO = Path(__file__).resolve().parents[2]
@@ -206,3 +214,54 @@ def test_no_verdict_for_a_torn_line_a_symlink_or_a_url(recorded: Path, tmp_path:
     for path in (torn, linked, Path("s3://bucket/run.sftrace"), tmp_path / "absent.sftrace"):
         assert quick_validate(str(path), strict=True) is None
         assert quick_validate(str(path), strict=False) is None
+
+
+# The quick reader and screen (issue 31: the cold start without orjson) against the library's own.
+_SECRETS = st.sampled_from(
+    ["Bearer abcdefghijklmnop1234", "sk-abcdefghijklmnopqrstuvwx", "password=hunter22", "x", "token", ""]
+)
+_KEYS = st.one_of(json_text, st.sampled_from(["api_key", "Authorization", "max_tokens", "total_tokens", "q"]))
+_RECORDS = st.recursive(
+    st.one_of(json_scalars, _SECRETS),
+    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(_KEYS, children, max_size=4)),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_the_quick_reader_reads_what_the_writers_write_as_loads_json_does(value: Any) -> None:
+    compact = compact_json(value)  # the event lines' rule
+    assert _quick_validation._compact(value).encode() == compact  # the quick reader's check writes alike
+    assert same(_quick_validation._exact(compact.decode(), pretty=False), loads_json(compact))
+    pretty = pretty_json(value)  # manifest.json and redactions.json
+    assert same(_quick_validation._exact(pretty.decode(), pretty=True), loads_json(pretty))
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_text_another_writer_wrote_is_read_as_loads_json_reads_it_or_refused(value: Any) -> None:
+    sorted_text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if _fits_orjson(value) else b""
+    for text in (sorted_text, b" [1, 2]", b'{"a":1,"a":2}', b"[1E5]", b"[NaN]"):
+        try:
+            read = _quick_validation._exact(text.decode(), pretty=False)
+        except _quick_validation._NotProven:
+            continue
+        assert same(read, loads_json(text))
+
+
+def _fits_orjson(value: Any) -> bool:
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_RECORDS)
+def test_the_quick_secret_screen_answers_as_the_default_redactor(value: Any) -> None:
+    compact = compact_json(value)
+    keys = _quick_validation._keys(value)
+    assert keys == all_keys(value)
+    assert _quick_validation._may_hold_secret(value, compact) == default_redactor.may_change(keys, compact)

@@ -207,6 +207,40 @@ def test_every_line_is_byte_identical_to_serialize_event_of_the_same_event(tmp_p
         assert serialize_event(event) == line
 
 
+@trace_tool(name=f"lookup {OPENAI_KEY}")
+def tool_named_like_a_secret(q: str) -> list[Any]:
+    return [q, 1.5e-07, 2**70]
+
+
+@trace_tool(name='quote " and é')
+def tool_with_an_odd_name(q: Any) -> Any:
+    return q
+
+
+def test_tool_events_off_the_common_path_are_written_as_serialize_event_writes_them(tmp_path: Path) -> None:
+    # the recorder writes a tool event straight from its parts unless the name or the payload needs the
+    # redaction walk or the checked encoder, or a scope id needs escaping (issue 31, stepfork.trace.eventlog)
+    out = tmp_path / "agent.sftrace"
+    with record("a", output=out) as session:
+        tool_named_like_a_secret("x")
+        session.push_scope('scope "quoted" \u2028 é')
+        tool_with_an_odd_name({"password": "hunter22", "keep": [1e-05, None]})
+        tool_with_an_odd_name(("a", 1))
+        tool_with_an_odd_name("plain text")
+        tool_with_an_odd_name(None)
+        session.pop_scope()
+    lines = (out / "events.jsonl").read_bytes().splitlines(keepends=True)
+    for line in lines:
+        event = EVENT_ADAPTER.validate_python(loads_json(line))
+        assert serialize_event(event) == line
+        again, new_entries = prepare_event(event)
+        assert (again, new_entries) == (line, [])
+    events = [loads_json(line) for line in lines]
+    assert events[1]["name"] == "lookup [REDACTED]"
+    assert events[1]["redactions"] == ["/name"]
+    assert events[3]["parent_id"] == 'scope "quoted" \u2028 é'
+
+
 def test_every_line_is_already_redacted_and_hashed_as_bundle_saving_would(tmp_path: Path) -> None:
     out = tmp_path / "agent.sftrace"
     with record("a", output=out, run_input={"password": "hunter22", "n": f"Bearer {BEARER}"}) as session:

@@ -69,8 +69,8 @@ def test_a_bundle_the_recorder_wrote_redacts_with_its_concurrency_facts(tmp_path
     # every bundle recorded since issue 12 carries concurrency.json; the copy keeps it once (it used to be
     # written twice: "File exists")
     from stepfork.trace import record, trace_tool
+    from stepfork.trace.bundle import load_trace
     from stepfork.trace.concurrency import facts_of
-    from stepfork.trace.reading import load_trace
 
     @trace_tool
     def lookup(key: str) -> dict[str, str]:

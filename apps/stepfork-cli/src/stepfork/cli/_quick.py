@@ -3,11 +3,11 @@
 Cold start: importing typer costs several times the interpreter's start-up, and the full validation imports
 pydantic and the schema 0.1 models. :func:`quick_validate_command` takes the plain forms of the command,
 ``validate PATH`` and ``validate --partial PATH`` (options in any order, nothing else), and asks
-``stepfork.trace._quick_validation`` for a verdict proven without pydantic. When it proves the bundle valid
-with nothing to warn about, the process prints exactly what the typer command prints for that bundle
-(tests/e2e/test_cli_quick_validate.py compares both) and exits 0; in every other case (another option, a
-bundle with an issue or a warning, a bundle made by ``stepfork import``) it returns and the typer command
-runs as before.
+``stepfork.trace._quick_validation`` for a verdict proven without pydantic, orjson or dataclasses. When it
+proves the bundle valid with nothing to warn about, the process prints exactly what the typer command
+prints for that bundle (tests/e2e/test_cli_quick_validate.py compares both) and exits 0; in every other
+case (another option, a bundle with an issue or a warning, a bundle made by ``stepfork import``) it
+returns and the typer command runs as before.
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ def quick_validate_command(args: Sequence[str]) -> None:
     path = paths[0]
     if os.path.lexists(os.path.join(path, IMPORT_FILE)):
         return
-    from stepfork.trace._quick_validation import quick_validate
+    from stepfork.trace._quick_validation import quick_check_names
 
-    result = quick_validate(path, strict=not options)
-    if result is None:
+    names = quick_check_names(path, strict=not options)
+    if names is None:
         return
     from stepfork.cli.colour import echo
 
-    for check in result.checks:
-        echo(f"✓ {check.name}")
+    for name in names:
+        echo(f"✓ {name}")
     sys.stdout.write("\nValidation passed.\n")
     sys.stdout.flush()
     raise SystemExit(0)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 # escape_controls (trace text's terminal controls shown as escapes, issue 7) lives with the analysis
 # results, which escape their own text too: one rule for every command and notebook.
-from stepfork.analysis._render import escape_controls as escape_controls
+from stepfork.analysis._shared.render import escape_controls as escape_controls
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console

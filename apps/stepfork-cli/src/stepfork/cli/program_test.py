@@ -67,7 +67,8 @@ def run_script_regression_case(
     """Replay the program in ``command`` against ``trace_path`` and check it like a reviewed regression test.
 
     Args:
-        trace_path: the bundle.
+        trace_path: the bundle; replaced by the one ``stepfork run TEST --bundle PATH`` names
+            (:data:`stepfork.replay.regression.BUNDLE_ENV`).
         command: ``["python", SCRIPT, ARGS...]`` or ``["python", "-m", MODULE, ARGS...]`` as typed; the
             program runs with this interpreter (``sys.executable``: the one running the test, where
             Stepfork is installed), whatever the first item names.
@@ -97,8 +98,9 @@ def run_script_regression_case(
 
     from stepfork.cli.commands.record import python_target
     from stepfork.replay.assertions import assert_trajectory, validate_trajectory_expectation
-    from stepfork.replay.regression import PROGRAM_NOT_RUN
+    from stepfork.replay.regression import PROGRAM_NOT_RUN, bundle_source
 
+    trace_path = str(bundle_source(trace_path))  # `stepfork run TEST --bundle PATH` names another bundle
     if trajectory_expectation is not None:
         validate_trajectory_expectation(trajectory_expectation)
     found = python_target(list(command))

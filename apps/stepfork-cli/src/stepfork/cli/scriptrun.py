@@ -175,14 +175,8 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
     import typer
 
     from stepfork.cli.agent_exit import os_exit_reported
-    from stepfork.cli.commands.replay import (
-        _ask,
-        _os_exit_line,
-        emit_report_json,
-        fail_for_error,
-        render_outcome,
-    )
     from stepfork.cli.output import agent_output_to_stderr
+    from stepfork.cli.replay_report import ask, emit_report_json, fail_for_error, os_exit_line, render_outcome
     from stepfork.integrations.autocapture import enable, recorded_providers
     from stepfork.replay.outcome import replay_entrypoint
 
@@ -194,7 +188,7 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
     into = options.get("program_output") or None  # a program test reads the program's stdout from there
     try:
         with (
-            os_exit_reported(_os_exit_line, 2),  # the program's os._exit is no verdict (docs/cli.md)
+            os_exit_reported(os_exit_line, 2),  # the program's os._exit is no verdict (docs/cli.md)
             agent_output_to_stderr(as_json and into is None),  # with --json, stdout holds the report alone
             output_to_file(into),
         ):
@@ -205,7 +199,7 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
                 network=options["network"] or None,
                 allow_hosts=options["allow_hosts"] or None,
                 allow_live_tools=options["allow_live_tools"] or None,
-                approve=_ask if options["mode"] == "manual" else None,
+                approve=ask if options["mode"] == "manual" else None,
                 ordering=options["ordering"],
                 ignore=options["ignore"],
                 ignore_output=options.get("ignore_output") or (),
@@ -226,8 +220,10 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
         emit_report_json(outcome)
         return int(outcome.exit_code)
     from stepfork.cli.output import sanitize_text
+    from stepfork.trace.command_redaction import redact_command
 
-    shown = sanitize_text(" ".join(["python", *target]))  # a key typed as an argument is never printed
+    # a key typed as an argument is never printed: the rule program.json and export use
+    shown = sanitize_text(" ".join(redact_command(["python", *target])))
     render_outcome(outcome, Path(bundle), shown, verbose=options["verbose"])
     return int(outcome.exit_code)
 

@@ -1,7 +1,13 @@
 """stepfork.analysis: diff, minimize, score, fork, inspection, pytest export and the runner with receipts.
 
-Public names are imported lazily (PEP 562) from the module that owns them; add a name with one line in
-``_EXPORTS``.
+One subpackage per capability, whose ``__init__`` is its public face and whose private modules live inside
+it: ``diff``, ``minimize``, ``forking`` (``fork``), ``score``, ``export`` (code generation, ``run``,
+receipts), ``check``, ``inspection``, ``otlp``, ``view`` (HTML views, notebook helpers); ``_shared`` holds
+what several of them use, ``_zygote`` the process ``minimize`` and ``check`` fork replays from
+(docs/architecture.md). ``pytest_reports`` is the ``pytest11`` entry point.
+
+The names below are imported lazily (PEP 562) from the face that owns them, so ``import stepfork.analysis``
+costs nothing; add a name with one line in ``_EXPORTS``.
 """
 
 from __future__ import annotations
@@ -18,19 +24,19 @@ _EXPORTS: dict[str, str] = {
     "ExportExistsError": "stepfork.analysis.export",
     "ExportResult": "stepfork.analysis.export",
     # run + receipts
-    "run_exported_test": "stepfork.analysis.runner",
-    "RunInputError": "stepfork.analysis.runner",
-    "Receipt": "stepfork.analysis.receipt",
+    "run_exported_test": "stepfork.analysis.export",
+    "RunInputError": "stepfork.analysis.export",
+    "Receipt": "stepfork.analysis.export",
     # diff, score, minimize, fork (issue 5)
     "diff_traces": "stepfork.analysis.diff",
     "DiffResult": "stepfork.analysis.diff",
     "StepDiff": "stepfork.analysis.diff",
     "TraceSummary": "stepfork.analysis.diff",
-    "BehaviorStep": "stepfork.analysis.behavior",
-    "FieldChange": "stepfork.analysis.behavior",
-    "extract_behavior": "stepfork.analysis.behavior",
-    "first_difference": "stepfork.analysis.behavior",
-    "values_equal": "stepfork.analysis.behavior",
+    "BehaviorStep": "stepfork.analysis.diff",
+    "FieldChange": "stepfork.analysis.diff",
+    "extract_behavior": "stepfork.analysis.diff",
+    "first_difference": "stepfork.analysis.diff",
+    "values_equal": "stepfork.analysis.diff",
     "score_test": "stepfork.analysis.score",
     "ScoreResult": "stepfork.analysis.score",
     "ScoreError": "stepfork.analysis.score",
@@ -46,16 +52,16 @@ _EXPORTS: dict[str, str] = {
     "TraceInspection": "stepfork.analysis.inspection",
     "EventSummary": "stepfork.analysis.inspection",
     # notebooks (issue 16): pandas DataFrames, behind the `notebook` extra
-    "events_df": "stepfork.analysis.notebook",
-    "runs_df": "stepfork.analysis.notebook",
+    "events_df": "stepfork.analysis.view.dataframes",
+    "runs_df": "stepfork.analysis.view.dataframes",
     # check a corpus (issue 17)
     "check_corpus": "stepfork.analysis.check",
     "resolve_corpus": "stepfork.analysis.check",
     "CheckResult": "stepfork.analysis.check",
     "BundleVerdict": "stepfork.analysis.check",
     "CorpusError": "stepfork.analysis.check",
-    "run_many": "stepfork.analysis.run_many",
-    "RunSummary": "stepfork.analysis.run_many",
+    "run_many": "stepfork.analysis.export",
+    "RunSummary": "stepfork.analysis.export",
 }
 
 __all__ = sorted(_EXPORTS)

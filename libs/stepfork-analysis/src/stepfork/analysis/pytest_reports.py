@@ -60,7 +60,7 @@ def _marked_report(
 
 
 def _exported_report(item: pytest.Item, target: Path) -> Path | None:
-    from stepfork.analysis.exported import read_exported_constants
+    from stepfork.analysis.export import read_exported_constants
     from stepfork.analysis.view import write_replay_view
     from stepfork.replay.outcome import replay_entrypoint
 

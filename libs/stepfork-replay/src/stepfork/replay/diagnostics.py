@@ -400,3 +400,23 @@ def _call_text(
     if limit is not None and len(shown_input) > limit:
         shown_input = shown_input[: limit - 3] + "..."
     return f"{text}  input {shown_input}"
+
+
+def unmade_call_diagnostic(
+    call: Any, *, hint: str, index: int | None = None, missing: str | None = None
+) -> Diagnostic:
+    """The diagnostic of a recorded call the replay never made (``call``: a ``plan.RecordedCall``):
+    its step, kind, label, input preview and stored input fingerprint, with ``hint`` (``index``: its
+    position in the visible plan, None for a request outside the agent's order; ``missing``: why the live
+    side is empty, when not the recording's end)."""
+    return Diagnostic(
+        index=index,
+        step=call.step,
+        expected_kind=call.kind,
+        expected_label=call.label,
+        expected_input=preview(call.input),
+        expected_input_fingerprint=call.input_hash,
+        fingerprints_computed=call.input_hash is None,
+        hint=hint,
+        missing=missing,
+    )

@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -55,21 +55,36 @@ class EntrypointImportExit(EntrypointError):
     Not a verdict on the agent: the check cannot run (``stepfork run``: could_not_execute)."""
 
 
-def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None = None) -> Callable[..., Any]:
+def resolve_entrypoint(
+    spec: str,
+    *,
+    import_root: str | os.PathLike[str] | None = None,
+    network: str | None = None,
+    allow_hosts: Iterable[str] | None = None,
+    mode: str = "frozen",
+) -> Callable[..., Any]:
     """Import ``MODULE`` and return its attribute ``FUNCTION`` (dotted attributes allowed: ``mod:Cls.run``).
 
     Args:
         spec: ``"package.module:function"``.
         import_root: directory put first on ``sys.path`` (default: the current working directory); it stays
             there so the agent's own lazy imports keep working.
+        network, allow_hosts, mode: the network policy of the replay that will run the entrypoint
+            (``"sealed"`` or ``"open"``, as :class:`~stepfork.replay.session.ReplaySession` resolves it)
+            and its mode. ``"sealed"`` imports the module under the network seal
+            (:mod:`stepfork.replay.network_import`): a connection the import makes is refused, and it is
+            the divergence of the replays that call the entrypoint (:func:`call_with_arguments`). None
+            (default): the import runs as any import.
 
     Returns:
-        The callable.
+        The callable. When a sealed import failed because of a refused connection, a stand-in that
+        raises that refusal when called (the replay is DIVERGED, ``network_sealed``, not unresolvable).
 
     Raises:
         EntrypointError: with ``code`` ``bad_form`` ("expected the form MODULE:FUNCTION"),
             ``import_failed`` ("cannot import module ..."; :class:`EntrypointImportExit` when the import
             exited), ``missing_attribute`` ("no attribute ..."), ``not_callable``.
+        ValueError: a malformed ``allow_hosts`` entry.
     """
     module_name, sep, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
     if (
@@ -87,8 +102,13 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
     root = str(Path(import_root if import_root is not None else os.getcwd()).resolve())
     if root not in sys.path:
         sys.path.insert(0, root)
+    seal: AbstractContextManager[Any] = contextlib.nullcontext()
+    if network is not None or mode != "frozen":
+        from stepfork.replay.network_import import sealed_import
+
+        seal = sealed_import(module_name, network=network, allow_hosts=allow_hosts or (), mode=mode)
     try:
-        with _os_exit_refused():
+        with seal, _os_exit_refused():
             module = importlib.import_module(module_name)
     except _ExitCalled as exc:
         # os._exit at import ends the process at once: no report, the script's status (0 for os._exit(0))
@@ -110,6 +130,9 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
             spec=spec,
         ) from exc
     except Exception as exc:
+        refused = _refused_import(spec, module_name) if network == "sealed" else None
+        if refused is not None:  # the seal's refusal broke the import: the replay's verdict, not ours
+            return refused
         raise EntrypointError(
             f"cannot import module {module_name!r} from {root}: {type(exc).__name__}: {exc}",
             code="import_failed",
@@ -127,7 +150,25 @@ def resolve_entrypoint(spec: str, *, import_root: str | os.PathLike[str] | None 
             ) from None
     if not callable(target):
         raise EntrypointError(f"{spec!r} is not callable", code="not_callable", spec=spec)
+    if network == "sealed":
+        from stepfork.replay.network_import import remember
+
+        remember(target, module_name)
     return target  # type: ignore[no-any-return]
+
+
+def _refused_import(spec: str, module_name: str) -> Callable[..., Any] | None:
+    """The stand-in entrypoint of a module whose sealed import failed after a refused connection
+    (:class:`~stepfork.replay.network_import.RefusedImport`, remembered with the refusals), or None when
+    no connection was refused while it was imported."""
+    from stepfork.replay.network_import import RefusedImport, refused_during, remember
+
+    refusals = refused_during(module_name)
+    if not refusals:
+        return None
+    stand_in = RefusedImport(spec, refusals[0])
+    remember(stand_in, module_name)
+    return stand_in
 
 
 class _ExitCalled(BaseException):
@@ -320,7 +361,15 @@ def call_entrypoint(function: Callable[..., Any], run_input: Any = None) -> Any:
 
 def call_with_arguments(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call ``function(*args, **kwargs)`` (arguments from :func:`entrypoint_arguments`); an ``async def``
-    (or a returned awaitable) runs with ``asyncio.run``. Returns what it returns; raises what it raises."""
+    (or a returned awaitable) runs with ``asyncio.run``. Returns what it returns; raises what it raises.
+
+    A connection refused while ``function``'s module was imported under the seal
+    (:func:`resolve_entrypoint` with ``network="sealed"``) is first recorded as the divergence of the
+    sealed replay sessions active in this process
+    (:func:`stepfork.replay.network_import.carry_import_refusals`)."""
+    imports = sys.modules.get("stepfork.replay.network_import")
+    if imports is not None:
+        imports.carry_import_refusals(function)
     if inspect.iscoroutinefunction(function):
         return asyncio.run(function(*args, **kwargs))
     result = function(*args, **kwargs)

@@ -29,6 +29,7 @@ from stepfork.replay.diagnostics import (
     difference_hint,
     model_fingerprint,
     preview,
+    unmade_call_diagnostic,
 )
 from stepfork.replay.errors import ReplayExhaustedError, ReplayMismatchError
 from stepfork.replay.fingerprints import INPUT, OUTPUT, TAGGED, prove_fingerprints
@@ -494,14 +495,9 @@ def incomplete_error(remaining: tuple[str, ...], next_call: RecordedCall | None)
     more = f" and {len(remaining) - 5} more" if len(remaining) > 5 else ""
     diagnostic = None
     if next_call is not None:
-        diagnostic = Diagnostic(
+        diagnostic = unmade_call_diagnostic(
+            next_call,
             index=next_call.index,
-            step=next_call.step,
-            expected_kind=next_call.kind,
-            expected_label=next_call.label,
-            expected_input=preview(next_call.input),
-            expected_input_fingerprint=next_call.input_hash,
-            fingerprints_computed=next_call.input_hash is None,
             hint=f"the agent stopped before making {len(remaining)} recorded call(s) (missing calls); "
             f"{RERECORD}",
         )

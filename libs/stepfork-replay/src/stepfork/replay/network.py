@@ -51,12 +51,17 @@ anonymous telemetry, on by default) is refused the same way but is not a diverge
 A child process forked while a sealed session is active (``os.fork``, a ``multiprocessing`` pool with the
 ``fork`` start method) keeps the seal; a refusal there is written to a pipe the parent reads when the
 session ends, and becomes the session's divergence too (:func:`_child_refusals`).
+
+Beside these hooks (docs/replay.md, "The seal's rules"): an audit hook applies the same rules inside the C
+functions, past the hooks (:mod:`stepfork.replay.network_audit`); a Python child process the replay
+starts seals itself from the environment :func:`_carry_to_children` gives it
+(:mod:`stepfork.replay.network_children`); and the entrypoint's module is imported under the seal
+(:mod:`stepfork.replay.network_import`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import socket
 import sys
@@ -65,16 +70,26 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from stepfork.replay import _seal_rules
+from stepfork.replay._seal_rules import (
+    Allowance,
+    allows,
+    format_host,
+    host_of,
+    is_address,
+    is_local,
+    normal_host,
+)
+from stepfork.replay._seal_rules import port_of as _port
 from stepfork.replay.errors import ReplayPolicyError
+from stepfork.replay.network_asyncio import asyncio_hooks
 from stepfork.trace.http_calls import is_telemetry_host
+
+__all__ = ["Allowance", "format_host"]  # re-exported: callers import them from here
 
 SEALED_MODES = frozenset({"frozen", "forbidden", "manual"})
 """Modes whose default is ``network="sealed"``; ``live`` and ``hybrid`` default to ``"open"``."""
 NETWORK_CHOICES = ("sealed", "open")
-_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
-
-Allowance = tuple[str, "int | None"]
-"""``(host, port)``: a normalized host name or address and one port, or None for every port."""
 
 
 def network_for(mode: str, network: str | None) -> str:
@@ -88,20 +103,6 @@ def network_for(mode: str, network: str | None) -> str:
     if network not in NETWORK_CHOICES:
         raise ValueError(f"network must be 'sealed' or 'open', got {network!r}")
     return network
-
-
-def _normal_host(host: str) -> str:
-    """A host as the seal compares it: lower case, no trailing dot, no IPv6 zone or brackets; an address in
-    its compressed form, an IPv4-mapped IPv6 address as the IPv4 address."""
-    host = host.strip().lower().rstrip(".")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return host
-    mapped = getattr(address, "ipv4_mapped", None)
-    return str(mapped if mapped is not None else address)
 
 
 def parse_allowed_host(text: str) -> Allowance:
@@ -124,7 +125,7 @@ def parse_allowed_host(text: str) -> Allowance:
         port_text = rest[1:] if rest else None
     elif given.count(":") == 1:
         host, port_text = given.split(":")
-    host = _normal_host(host)
+    host = normal_host(host)
     if not host:
         raise ValueError(f"invalid allowed host {given!r}: {forms}")
     port: int | None = None
@@ -133,25 +134,6 @@ def parse_allowed_host(text: str) -> Allowance:
             raise ValueError(f"invalid port in allowed host {given!r}: {forms}")
         port = int(port_text)
     return host, port
-
-
-def format_host(host: str, port: Any = None) -> str:
-    """``host:port`` as ``--allow-host`` takes it (an IPv6 address in brackets); ``host`` alone without a
-    port (an IPv6 address then bare, as :func:`parse_allowed_host` reads it)."""
-    if port is None:
-        return host
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _port(value: Any) -> int | None:
-    """A port as given to ``getaddrinfo``/``connect`` (int, digits, bytes), or None (a service name)."""
-    if isinstance(value, bytes):
-        value = value.decode("ascii", "replace")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
 
 
 class Seal:
@@ -173,18 +155,15 @@ class Seal:
             return
         self.names_resolved = True
         for host, port in self.allowed:
-            if _is_address(host):
+            if is_address(host):
                 continue
             with contextlib.suppress(OSError, UnicodeError):
                 infos = _original["socket.getaddrinfo"](host, None)
-                self.addresses.update((_normal_host(str(info[4][0])), port) for info in infos)
+                self.addresses.update((normal_host(str(info[4][0])), port) for info in infos)
 
     def allows(self, host: str, port: int | None) -> bool:
         """True when ``host`` (normalized, a name or an address) on ``port`` is allowed by this session."""
-        for pool in (self.allowed, self.addresses):
-            if (host, None) in pool or (port is not None and (host, port) in pool):
-                return True
-        return False
+        return allows((self.allowed, self.addresses), host, port)
 
     def port_of(self, host: str, port: int | None) -> tuple[bool, int | None]:
         """``(allowed, the port restriction)`` for addresses a name resolves to: ``(True, None)`` for every
@@ -204,26 +183,6 @@ _peers_allowed: weakref.WeakKeyDictionary[socket.socket, bool] = weakref.WeakKey
 _plumbing_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
 """Sockets of a ``socketpair`` (the process talking to itself): never checked."""
 _plumbing = threading.local()
-
-
-def _is_local(host: str) -> bool:
-    """True for a local host name (``localhost``) or a loopback or unspecified address: resolving it sends
-    nothing (the connection that follows is checked like any other)."""
-    if host in _LOCAL_NAMES or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(_normal_host(host))
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_unspecified
-
-
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    return True
 
 
 def _allowed_by_name(host: str, port: int | None) -> bool:
@@ -290,31 +249,43 @@ def suspended() -> Iterator[None]:
             _peers_allowed.clear()  # what the fetch connected is checked again from now on
 
 
-def _refuse(host: str, port: Any) -> None:
-    """Raise ``network_sealed`` for ``host:port`` and record it as the session's divergence; in a child
-    forked during a replay (its sessions are the parent's), tell the parent (:func:`_child_refusals`)."""
+def _current_seal() -> tuple[Seal | None, Seal | None]:
+    """``(this process's seal a refusal or a note goes to, or None; a seal inherited from the parent by a
+    forked child, or None)``: the active session's, else (a thread the session's context did not reach)
+    the first session's, else an entrypoint's import (:mod:`stepfork.replay.network_import`), else None
+    (the process's own seal, :func:`seal_process`, between sessions)."""
     with _lock:
         seals = list(_seals)
     if not seals:
-        return
+        return None, None
     from stepfork.trace import boundary
 
     active = boundary.active_handler()
     here = os.getpid()
     own = [s for s in seals if s.pid == here]
-    # the active session's, else (a thread the session's context did not reach) the first session's, else
-    # the process's own (seal_process: between sessions)
     seal = next((s for s in own if s.session is active and active is not None), None)
+    seal = seal or next((s for s in own if s.session is not None and not _importing(s)), None)
     seal = seal or next((s for s in own if s.session is not None), None)
     inherited = next((s for s in seals if s.pid != here and s.session is not None), None)
+    return seal, inherited
+
+
+def _refuse(host: str, port: Any, what: str = "the connection to") -> None:
+    """Raise ``network_sealed`` for ``host:port`` (``what``: the kind of traffic, as ``the reverse lookup
+    of``) and record it as the session's divergence; in a child forked during a replay (its sessions are
+    the parent's), tell the parent (:func:`_child_refusals`)."""
+    if not _seals:
+        return
+    seal, inherited = _current_seal()
     where = format_host(host, port)
     telemetry = is_telemetry_host(host)
     if seal is None and inherited is not None:
         if not telemetry:
             _tell_parent(where)
-        raise sealed_error(where, getattr(inherited.session, "mode", "frozen"), child=True)
+        raise sealed_error(where, getattr(inherited.session, "mode", "frozen"), child=True, what=what)
     session = getattr(seal, "session", None)
-    error = sealed_error(where, getattr(session, "mode", "frozen"))
+    context = getattr(session, "seal_context", None)
+    error = sealed_error(where, getattr(session, "mode", "frozen"), context=context, what=what)
     if telemetry:  # refused all the same, but a library's telemetry is not the agent's behaviour
         note = getattr(session, "note_telemetry_refused", None)
         if note is not None:
@@ -326,15 +297,56 @@ def _refuse(host: str, port: Any) -> None:
     raise error
 
 
-def sealed_error(where: str, mode: str = "frozen", *, child: bool = False) -> ReplayPolicyError:
+def _refuse_unseen(description: str) -> None:
+    """Raise (and record, as :func:`_refuse` does) ``network_sealed`` for network traffic whose destination
+    the seal cannot see (``description``: ``looking up libc's connect() through ctypes``)."""
+    seal, inherited = _current_seal()
+    session = getattr(seal or inherited, "session", None)
+    how = "a child process forked during the replay: " if seal is None and inherited is not None else ""
+    context = getattr(session, "seal_context", None)
+    error = ReplayPolicyError(
+        f"network sealed during {getattr(session, 'mode', 'frozen')} replay: {how}"
+        f"{f'{context}: ' if context else ''}{description} was refused: the seal cannot see where such a "
+        "call goes. Make the call through Python's socket module (its connections are checked against "
+        "allow_hosts), serve it from the recording (@trace_tool around the function that makes it), or "
+        "replay with network='open' (--allow-network)",
+        code="network_sealed",
+    )
+    if seal is None and inherited is not None:
+        _tell_parent(description)
+        raise error
+    diverge = getattr(session, "_diverge", None)
+    if diverge is not None:
+        diverge(error)
+    raise error
+
+
+def _importing(seal: Seal) -> bool:
+    """True for the seal of an entrypoint's import (:mod:`stepfork.replay.network_import`), which a
+    refusal in a thread without context goes to only when no replay session is sealed."""
+    return getattr(seal.session, "seal_context", None) is not None
+
+
+def sealed_error(
+    where: str,
+    mode: str = "frozen",
+    *,
+    child: bool | str = False,
+    context: str | None = None,
+    what: str = "the connection to",
+) -> ReplayPolicyError:
     """The ``network_sealed`` error for a connection to ``where`` (``host:port``) refused in ``mode``
-    (``child``: by a child process forked during the replay)."""
+    (``child``: by a child process ``"forked"`` (True) or ``"started"`` during the replay; ``context``: what
+    was running, as ``while importing the entrypoint's module 'agent'``; ``what``: the kind of traffic,
+    ``the connection to`` by default, ``the reverse lookup of``...)."""
     has_port = where.count(":") == 1 or where.startswith("[")
     host = where.rsplit(":", 1)[0].strip("[]") if has_port else where
     every = f"; --allow-host {host} for every port" if has_port else ""
-    who = "a child process forked during the replay: " if child else ""
+    how = "forked" if child is True else child
+    who = f"a child process {how} during the replay: " if how else ""
+    who += f"{context}: " if context else ""
     return ReplayPolicyError(
-        f"network sealed during {mode} replay: {who}the connection to {where} was refused before anything "
+        f"network sealed during {mode} replay: {who}{what} {where} was refused before anything "
         "was sent. This call is not instrumented, so its answer is not in the recording: instrument its "
         "client (instrument_openai(client), instrument_anthropic(client), instrument_httpx(client), "
         "instrument_urllib3() for requests and boto3, instrument_aiohttp()) or the "
@@ -394,18 +406,10 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
-def _host_of(address: Any) -> tuple[str, int | None] | None:
-    """``(normalized host, port)`` of an AF_INET/AF_INET6 address tuple; None for the rest."""
-    if isinstance(address, tuple) and len(address) >= 2 and isinstance(address[0], (str, bytes)):
-        host = address[0].decode("ascii", "replace") if isinstance(address[0], bytes) else address[0]
-        return _normal_host(host), _port(address[1])
-    return None
-
-
 def _check_connect(sock: socket.socket, address: Any) -> None:
     if sock.family not in (socket.AF_INET, socket.AF_INET6):
         return  # Unix sockets and other local families stay open
-    found = _host_of(address)
+    found = host_of(address)
     if found is not None and not _allowed(*found) and not _allowed_by_name(*found):
         _refuse(*found)
 
@@ -422,7 +426,7 @@ def _check_peer(sock: socket.socket) -> None:
         peer = sock.getpeername()
     except OSError:  # not connected: the send itself fails as it would
         return
-    found = _host_of(peer)
+    found = host_of(peer)
     if found is not None and not _allowed(*found) and not _allowed_by_name(*found) and not _inbound(sock):
         _refuse(*found)
     with contextlib.suppress(TypeError):  # a socket that cannot be weakly referenced: checked every time
@@ -523,8 +527,8 @@ def _checked_name(host: Any, port: Any, flags: int = 0) -> str | None:
     name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
     if not isinstance(name, str):
         return None
-    name = _normal_host(name)
-    if flags & socket.AI_PASSIVE or _is_address(name) or _is_local(name):
+    name = normal_host(name)
+    if flags & socket.AI_PASSIVE or is_address(name) or is_local(name):
         return name
     number = _port(port)
     if not _allowed(name, number):
@@ -534,37 +538,61 @@ def _checked_name(host: Any, port: Any, flags: int = 0) -> str | None:
 
 def _allow_resolved(name: str | None, port: Any, addresses: Iterable[Any]) -> None:
     """The addresses an allowed name resolved to are allowed in turn, on the port its allowance names."""
-    if name is None or _is_address(name):
+    if name is None or is_address(name):
         return
     number = _port(port)
     with _lock:
         for seal in _seals:
             allowed, only = seal.port_of(name, number)
             if allowed:
-                seal.addresses.update((_normal_host(str(address)), only) for address in addresses)
+                seal.addresses.update((normal_host(str(address)), only) for address in addresses)
+
+
+@contextlib.contextmanager
+def _vetted() -> Iterator[None]:
+    """While the block calls a C function this module already checked, the audit hook
+    (:mod:`stepfork.replay.network_audit`) does not check it again (its event lacks the flags)."""
+    vetted = _seal_rules.vetted
+    before = getattr(vetted, "name", False)
+    vetted.name = True
+    try:
+        yield
+    finally:
+        vetted.name = before
 
 
 def _getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
     # getaddrinfo(host, port, family=0, type=0, proto=0, flags=0)
     flags = kwargs.get("flags", args[3] if len(args) > 3 else 0)
     name = _checked_name(host, port, flags if isinstance(flags, int) else 0)
-    result = _original["socket.getaddrinfo"](host, port, *args, **kwargs)
+    with _vetted():
+        result = _original["socket.getaddrinfo"](host, port, *args, **kwargs)
     _allow_resolved(name, port, (info[4][0] for info in result))
     return result
 
 
 def _gethostbyname(host: Any) -> str:
     name = _checked_name(host, None)
-    address = str(_original["socket.gethostbyname"](host))
+    with _vetted():
+        address = str(_original["socket.gethostbyname"](host))
     _allow_resolved(name, None, [address])
     return address
 
 
 def _gethostbyname_ex(host: Any) -> Any:
     name = _checked_name(host, None)
-    result = _original["socket.gethostbyname_ex"](host)
+    with _vetted():
+        result = _original["socket.gethostbyname_ex"](host)
     _allow_resolved(name, None, result[2])
     return result
+
+
+def _getnameinfo(sockaddr: Any, flags: int) -> Any:
+    # numbers only (NI_NUMERICHOST): no query, which the audit event (it carries no flags) cannot tell
+    if isinstance(flags, int) and flags & socket.NI_NUMERICHOST:
+        with _vetted():
+            return _original["socket.getnameinfo"](sockaddr, flags)
+    return _original["socket.getnameinfo"](sockaddr, flags)
 
 
 def _hooks() -> list[tuple[Any, str, Any]]:
@@ -581,6 +609,7 @@ def _hooks() -> list[tuple[Any, str, Any]]:
         (socket, "getaddrinfo", _getaddrinfo),
         (socket, "gethostbyname", _gethostbyname),
         (socket, "gethostbyname_ex", _gethostbyname_ex),
+        (socket, "getnameinfo", _getnameinfo),
         (socket, "socketpair", _socketpair),
     ]
     if hasattr(socket.socket, "sendmsg"):
@@ -588,16 +617,18 @@ def _hooks() -> list[tuple[Any, str, Any]]:
     ssl = sys.modules.get("ssl")
     if ssl is not None:
         hooks += [(ssl.SSLSocket, name, wrapper) for name, wrapper in _SSL_HOOKS.items()]
-    from stepfork.replay.network_asyncio import asyncio_hooks  # imports this module's checks
-
-    return hooks + asyncio_hooks()
+    return hooks + asyncio_hooks(_check_peer, _check_connect, _original)
 
 
 _installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) while the hooks are in place
 
 
 def _install() -> None:
-    """Install every hook of :func:`_hooks` not installed yet (called with ``_lock`` held)."""
+    """Install every hook of :func:`_hooks` not installed yet, and the audit hook behind them
+    (:mod:`stepfork.replay.network_audit`, once per process); called with ``_lock`` held."""
+    from stepfork.replay import network_audit
+
+    network_audit.install(sys.modules[__name__])
     done = {(owner, name) for owner, name, _ in _installed}
     for owner, name, wrapper in _hooks():
         if (owner, name) in done:
@@ -619,7 +650,22 @@ def seal(session: Any, allow_hosts: Iterable[str] = ()) -> Seal:
             _install()
         _seals.append(handle)
         _peers_allowed.clear()  # what is allowed changed
+        _carry_to_children()
     return handle
+
+
+def _carry_to_children() -> None:
+    """Put the seals' allowances in the environment Python children inherit, or give the environment back
+    when nothing is sealed (:mod:`stepfork.replay.network_children`; written only when they change: a
+    process sealed for life writes it once); called with ``_lock`` held."""
+    from stepfork.replay import network_children
+
+    if not _seals:
+        network_children.release()
+        return
+    mode = next((getattr(s.session, "mode", None) for s in _seals if s.session is not None), None)
+    allowed = [pair for s in _seals for pool in (s.allowed, s.addresses) for pair in pool]
+    network_children.carry(str(mode or "frozen"), allowed)
 
 
 _process_seal: Seal | None = None
@@ -647,6 +693,7 @@ def seal_process() -> None:
             _process_seal = Seal(None, ())
             _seals.append(_process_seal)
             _peers_allowed.clear()
+            _carry_to_children()
 
 
 def unseal(handle: Seal) -> None:
@@ -655,9 +702,13 @@ def unseal(handle: Seal) -> None:
     global _fork_pipe
     diverge = getattr(handle.session, "_diverge", None)
     if diverge is not None:
+        from stepfork.replay.network_children import refusals
+
         mode = getattr(handle.session, "mode", "frozen")
         for where in _child_refusals():
             diverge(sealed_error(where, mode, child=True))
+        for where in refusals():
+            diverge(sealed_error(where, mode, child="started"))
     with _lock:
         with contextlib.suppress(ValueError):
             _seals.remove(handle)
@@ -665,6 +716,7 @@ def unseal(handle: Seal) -> None:
             for owner, name, original in reversed(_installed):
                 setattr(owner, name, original)
             _installed.clear()
+        _carry_to_children()
         if _fork_pipe is not None and not any(seal.session is not None for seal in _seals):
             for descriptor in _fork_pipe:
                 with contextlib.suppress(OSError):

@@ -155,6 +155,9 @@ class ReplayOutcome:
     order they came (issue 29); never in ``calls``."""
     recorded_requests: int = 0
     """How many ``http`` calls the recording holds."""
+    seal_gaps: tuple[str, ...] = ()
+    """What the network seal could not cover (``ReplaySession.seal_gaps``: ``child processes not sealed: 1
+    started (curl)``); the report qualifies "sealed" with it."""
 
     def _repr_html_(self) -> str:
         """Notebook rendering: the verdicts, the first calls, the replay report a click away (issue 16);
@@ -221,9 +224,14 @@ class ReplayOutcome:
             "result": self.result,
             "result_error": self.result_error,
             "ignored": [item.to_dict() for item in self.ignored],
-            "network": {"policy": self.network, "allowed_hosts": list(self.allowed_hosts)},
+            "network": {
+                "policy": self.network,
+                "allowed_hosts": list(self.allowed_hosts),
+                "not_sealed": list(self.seal_gaps),
+            },
             "requests": {
                 "served": sum(1 for item in self.requests if item.action == "substituted"),
+                "repeated": sum(1 for item in self.requests if item.action == "repeated"),
                 "sent_live": sum(1 for item in self.requests if item.action == "executed"),
                 "background": sum(1 for item in self.requests if item.background),
                 "telemetry": sum(1 for item in self.requests if item.action in ("acknowledged", "refused")),
@@ -278,6 +286,10 @@ def _matching(session: ReplaySession) -> MatchingReport:
     except ReplayExhaustedError as exc:
         return MatchingReport(
             "INCOMPLETE", matched, total, exc.code, _text(exc.summary), exc.diagnostic, exc.remaining, exc
+        )
+    except ReplayMismatchError as exc:  # request_not_made: a request of the agent's never came
+        return MatchingReport(
+            "DIVERGED", matched, total, exc.code, _text(exc.summary), exc.diagnostic, (), exc
         )
     return MatchingReport("COMPLETE", matched, total)
 
@@ -390,6 +402,7 @@ def session_outcome(session: ReplaySession, trace: Trace, raised: BaseException 
         exit_code=0 if raised is None and matching.status == "COMPLETE" else 1,
         network=session.network,
         allowed_hosts=session.allow_hosts,
+        seal_gaps=session.seal_gaps,
         requests=session.served_requests,
         recorded_requests=session.recorded_requests,
     )
@@ -448,7 +461,15 @@ def replay_entrypoint(
         session.attach_bundle(trace)  # extension files (an imported bundle's otel-import.json)
     unmatched = unmatched_keys(classes, recorded_error_types(session.calls)) if classes else ()
     function = (
-        resolve_entrypoint(entrypoint, import_root=import_root) if isinstance(entrypoint, str) else entrypoint
+        resolve_entrypoint(
+            entrypoint,
+            import_root=import_root,
+            network=session.network,  # the import is sealed as the session will be
+            allow_hosts=session.allow_hosts,
+            mode=session.mode,
+        )
+        if isinstance(entrypoint, str)
+        else entrypoint
     )
     result, raised = run_in_session(session, function, recorded_run_input(loaded))  # EntrypointCallError
     execution = (
@@ -492,6 +513,7 @@ def replay_entrypoint(
         ignored=tuple(session.ignored_differences),
         network=session.network,
         allowed_hosts=session.allow_hosts,
+        seal_gaps=session.seal_gaps,
         requests=session.served_requests,
         recorded_requests=session.recorded_requests,
     )

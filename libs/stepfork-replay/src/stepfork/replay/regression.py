@@ -5,7 +5,10 @@ It loads the bundle, resolves the trusted entrypoint, replays it, verifies that 
 consumed, applies the reviewed trajectory expectation and compares the output with the expectation. Every
 failure is an ``AssertionError`` whose message starts with one of the reference's prefixes:
 
-- ``stepfork: trace bundle not found: ...`` / ``stepfork: trace bundle unreadable: ...``
+- ``stepfork: trace bundle not found: ...`` / ``stepfork: trace bundle unreadable: ...`` (also for a bundle
+  that fails integrity verification; ``stepfork run``: could_not_execute, reasons bundle_missing and
+  bundle_unreadable). The bundle is ``trace``, or the one ``stepfork run TEST --bundle PATH`` names
+  (:data:`BUNDLE_ENV`)
 - ``stepfork: entrypoint failed: ...`` (cannot be resolved, raised, or returned a non-JSON value)
 - ``stepfork: could not execute: ...`` (the check cannot run: the entrypoint cannot be called with the
   recorded run input; ``stepfork run`` reports it as could_not_execute, not as a caught regression)
@@ -66,6 +69,20 @@ CAPTURE_MISSING = "stepfork: capture missing: "
 """The prefix of a failure whose replay lacked the HTTP capture the bundle was recorded with (issue 29:
 ``stepfork.replay.requests.capture_missing``): the check could not run as recorded, it caught nothing."""
 
+BUNDLE_ENV = "STEPFORK_RUN_BUNDLE"
+"""The environment variable naming the bundle an exported test replays instead of the one it was given
+(its TRACE_PATH): ``stepfork run TEST --bundle PATH`` sets it, as an absolute path, for the test's pytest
+process (spec cli-reference.txt "run": ``--bundle <path>`` names the bundle instead of reading TRACE_PATH
+from the test); :func:`bundle_source`."""
+
+BUNDLE_NOT_FOUND = "stepfork: trace bundle not found: "
+"""The prefix of a failure whose bundle is not there: the check never ran (``stepfork run``:
+could_not_execute, reason bundle_missing)."""
+
+BUNDLE_UNREADABLE = "stepfork: trace bundle unreadable: "
+"""The prefix of a failure whose bundle cannot be read or fails integrity verification: the check never ran
+(``stepfork run``: could_not_execute, reason bundle_unreadable)."""
+
 PROGRAM_NOT_RUN = "stepfork: program could not run: "
 """The prefix of a program test (``stepfork export -- python ...``) whose replay exited 2: the program or
 the bundle could not be run (a missing script, ``os._exit``, a rejected bundle)."""
@@ -86,18 +103,28 @@ def _replay_failure(error: ReplayError, session: ReplaySession | None = None) ->
     return AssertionError(f"stepfork replay divergence: {_text(str(error))}")
 
 
+def bundle_source(
+    trace: Trace | str | os.PathLike[str] | None,
+) -> Trace | str | os.PathLike[str] | None:
+    """The bundle a regression test replays: the path in :data:`BUNDLE_ENV` when it is set (``stepfork run
+    TEST --bundle PATH``) and ``trace`` is a path (or None), else ``trace`` itself. An in-memory ``Trace``
+    is never replaced."""
+    named = os.environ.get(BUNDLE_ENV)
+    if named and not isinstance(trace, Trace):
+        return named
+    return trace
+
+
 def _load(trace: Trace | str | os.PathLike[str]) -> Trace:
     if not isinstance(trace, Trace) and not Path(trace).exists():
-        raise AssertionError(f"stepfork: trace bundle not found: {trace}")
+        raise AssertionError(f"{BUNDLE_NOT_FOUND}{trace}")
     try:
         return load_source(trace)
     except TraceIntegrityError as exc:  # the message names the file and the command that checks it
-        raise AssertionError(f"stepfork: {_text(str(exc))}") from exc
+        raise AssertionError(f"{BUNDLE_UNREADABLE}{_text(str(exc))}") from exc
     except (TraceStorageError, TraceError, OSError) as exc:
         code = getattr(exc, "code", type(exc).__name__)
-        raise AssertionError(
-            f"stepfork: trace bundle unreadable: {trace} ({code}): {_text(str(exc))}"
-        ) from exc
+        raise AssertionError(f"{BUNDLE_UNREADABLE}{trace} ({code}): {_text(str(exc))}") from exc
 
 
 def run_regression_case(
@@ -126,6 +153,7 @@ def run_regression_case(
         entrypoint: a callable (sync or ``async def``, run with ``asyncio.run``) or ``"MODULE:FUNCTION"``
             resolved against ``import_root`` (default: the current directory).
         trace: a bundle path or a ``Trace``; ``trace_path`` is accepted as the reference's keyword name.
+            A path is replaced by the bundle :data:`BUNDLE_ENV` names, when set (``stepfork run --bundle``).
         mode, live_llms, allow_live_tools, ordering, network, allow_hosts, ignore: as
             :class:`ReplaySession` (the network is sealed in frozen mode unless ``network="open"``;
             ignored input differences pass and are the session's ``ignored_differences``).
@@ -153,7 +181,7 @@ def run_regression_case(
             :class:`~stepfork.replay.raise_as.RaiseAsClassError`) or a
             bad trajectory expectation shape (before the entrypoint runs).
     """
-    source = trace if trace is not None else trace_path
+    source = bundle_source(trace if trace is not None else trace_path)  # `stepfork run --bundle`
     if source is None or entrypoint is None:
         raise ValueError("run_regression_case needs an entrypoint and a trace (path or Trace)")
     if trajectory_expectation is not None:
@@ -175,7 +203,13 @@ def run_regression_case(
         session.attach_bundle(source)  # extension files (an imported bundle's otel-import.json)
     if isinstance(entrypoint, str):
         try:
-            function = resolve_entrypoint(entrypoint, import_root=import_root)
+            function = resolve_entrypoint(
+                entrypoint,
+                import_root=import_root,
+                network=session.network,  # the import is sealed as the session will be
+                allow_hosts=session.allow_hosts,
+                mode=session.mode,
+            )
         except EntrypointImportExit as exc:  # a script without a __main__ guard: not the agent's verdict
             raise AssertionError(f"{ENTRYPOINT_UNRESOLVABLE}{_text(str(exc))}") from None
         except EntrypointError as exc:
@@ -205,6 +239,12 @@ def run_regression_case(
         session.verify_complete()
     except ReplayError as exc:
         raise _replay_failure(session.divergence or exc, session) from exc
+    for gap in session.seal_gaps:  # a pass, but not of a fully sealed replay: pytest's summary says so
+        import warnings
+
+        from stepfork.replay.network_children import NetworkSealWarning
+
+        warnings.warn(NetworkSealWarning(f"network sealed, except: {gap}"), stacklevel=2)
     if trajectory_expectation is not None:
         assert_trajectory(session, trajectory_expectation)
     try:

@@ -6,8 +6,18 @@ not the agent's. :class:`RequestPool` holds them by their redacted canonical inp
 a live request takes the first unserved recorded one with the same input, whenever it comes, and
 repeated identical requests are served in recorded order. A request the pool does not hold (or holds no
 more: it came more often than recorded) is refused by the session with :func:`not_recorded`, which is
-the replay's divergence. Recorded requests that never come are not missing calls: a background fetch may
-not run before a faster replay ends.
+the replay's divergence. A recorded request from a background thread that never comes is not a missing
+call: a background fetch may not run before a faster replay ends. A request the agent's own context made
+(the recorder's ``background`` fact is false, ``concurrency.json``) is the agent's behaviour: a
+POST that issued a refund. The order it comes in is still free, but when the replay ends every such request
+must have come (:meth:`RequestPool.unmade`, :func:`not_made`), or the replay diverged.
+
+One exception to "not more often than recorded": a *background* request (from a thread without the
+replay's context: a feature-flag poller, a heartbeat on a timer) that repeats a recorded request after
+every recorded copy of it was served gets the last recorded answer again, noted ``repeated``. Such a
+thread polls on its own clock, and a replay answers faster than the server did, so it polls more often
+within the same run; that is no change of the agent. The agent's own requests (in its context) stay
+strict: one more than recorded is a divergence.
 
 Telemetry exports (:func:`stepfork.trace.http_calls.is_telemetry`) are never matched: in a sealed replay
 each one is answered :data:`TELEMETRY_ANSWER` and noted as ``acknowledged`` (:meth:`RequestPool.acknowledge`),
@@ -24,10 +34,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from stepfork.replay.diagnostics import unmade_call_diagnostic
 from stepfork.replay.errors import ReplayMismatchError
 from stepfork.replay.matching import CallCursor, LiveInput, build_diagnostic, check_input, check_outcome
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
+from stepfork.trace.concurrency import ConcurrencyFacts
 from stepfork.trace.http_calls import is_http_call, is_telemetry
 
 TELEMETRY_ANSWER: dict[str, Any] = {"status": 204, "headers": {}}
@@ -44,9 +56,11 @@ class ServedRequest:
         step: the ``step`` of the recorded call served, or None when the request ran live (live and
             hybrid modes, for a request the recording does not hold).
         background: True when it came from a thread without the replay's context.
-        action: ``"substituted"`` (the recorded response served), ``"executed"`` (sent live),
-            ``"acknowledged"`` (a telemetry export answered :data:`TELEMETRY_ANSWER`, not sent) or
-            ``"refused"`` (a connection to a telemetry collector the seal refused, not a divergence).
+        action: ``"substituted"`` (the recorded response served), ``"repeated"`` (a background request
+            made more often than recorded, answered with the last recorded response again: module
+            docstring), ``"executed"`` (sent live), ``"acknowledged"`` (a telemetry export answered
+            :data:`TELEMETRY_ANSWER`, not sent) or ``"refused"`` (a connection to a telemetry collector the
+            seal refused, not a divergence).
     """
 
     label: str
@@ -57,6 +71,27 @@ class ServedRequest:
     def to_dict(self) -> dict[str, object]:
         """``{label, step, background, action}`` (JSON-ready)."""
         return {"label": self.label, "step": self.step, "background": self.background, "action": self.action}
+
+
+def agent_requests(visible: Iterable[RecordedCall], facts: ConcurrencyFacts | None) -> frozenset[str]:
+    """The call event ids of the ``http`` calls among ``visible`` (the calls a replay of this mode sees,
+    nested ones hidden) that the agent's own context made: their ``background`` fact is false
+    (``concurrency.json``, docs/format.md). Telemetry exports are left out (a sealed replay answers them
+    unmatched), and so is every call of a bundle whose facts do not say (recorded before this release, or
+    without ``concurrency.json``): for those, a request that does not come stays informational."""
+    if facts is None:
+        return frozenset()
+    ids: set[str] = set()
+    for call in visible:
+        if call.kind != "tool" or not is_http_call(call.name):
+            continue
+        fact = facts.calls.get(call.call_event_id)
+        if fact is None or fact.background is not False:
+            continue
+        _, method, url = call.name.split(" ", 2)
+        if not is_telemetry(method, url):
+            ids.add(call.call_event_id)
+    return frozenset(ids)
 
 
 def split_requests(calls: Iterable[RecordedCall]) -> tuple[list[RecordedCall], list[RecordedCall]]:
@@ -72,15 +107,31 @@ def split_requests(calls: Iterable[RecordedCall]) -> tuple[list[RecordedCall], l
 class RequestPool(CallCursor):
     """The recorded ``http`` calls of a session, served by their request (module docstring). Not
     thread-safe on its own: the session serializes access. ``calls`` are the http calls (index 0..k-1);
-    :meth:`recorded_input_bytes` lets the session's fingerprint checks read them as a cursor's."""
+    :meth:`recorded_input_bytes` lets the session's fingerprint checks read them as a cursor's.
+    ``expected``: the call event ids of the requests that must come before the replay ends
+    (:func:`agent_requests`; :meth:`unmade`)."""
 
-    __slots__ = ("_by_key", "_legacy", "_others", "served")
+    __slots__ = ("_by_key", "_expected", "_last", "_legacy", "_others", "served")
 
-    def __init__(self, calls: list[RecordedCall], others: Sequence[RecordedCall] = ()) -> None:
+    def __init__(
+        self,
+        calls: list[RecordedCall],
+        others: Sequence[RecordedCall] = (),
+        expected: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__(calls)
         self._by_key: dict[bytes, deque[RecordedCall]] = {}
+        self._last: dict[bytes, RecordedCall] = {}  # the last recorded call of each input (repeats)
+        # per input: (how many recorded, the expected ones in recorded order) (unmade)
+        self._expected: dict[bytes, tuple[int, list[RecordedCall]]] = {}
         for call in calls:
-            self._by_key.setdefault(self.recorded_input_bytes(call), deque()).append(call)
+            key = self.recorded_input_bytes(call)
+            self._by_key.setdefault(key, deque()).append(call)
+            self._last[key] = call
+            if call.call_event_id in expected:
+                self._expected.setdefault(key, (0, []))[1].append(call)
+        for key, (_, mine) in self._expected.items():
+            self._expected[key] = (len(self._by_key[key]), mine)
         self.served: list[ServedRequest] = []
         self._others = others
         self._legacy: bool | None = None
@@ -105,6 +156,10 @@ class RequestPool(CallCursor):
                 outcome codes of :func:`~stepfork.replay.matching.check_input` and ``check_outcome``.
         """
         expected = self.take(live)
+        action = "substituted"
+        if expected is None and background and not sends:  # a poller's extra round (module docstring)
+            expected = self._last.get(live.bytes)
+            action = "repeated"
         if expected is None:
             if not sends:
                 raise not_recorded(call, live, self, background=background)
@@ -112,7 +167,7 @@ class RequestPool(CallCursor):
             return None, False
         check_input(self, expected, call, live, compare=True)  # the stored input fingerprint
         plain = check_outcome(self, expected, call, live)  # an outcome, its stored fingerprint
-        self.served.append(ServedRequest(expected.name, expected.step, background))
+        self.served.append(ServedRequest(expected.name, expected.step, background, action))
         return expected, plain
 
     def acknowledge(self, call: BoundaryCall, background: bool) -> dict[str, Any] | None:
@@ -157,6 +212,18 @@ class RequestPool(CallCursor):
     def peek(self) -> RecordedCall | None:
         """None: requests are never next in an order."""
         return None
+
+    def unmade(self) -> list[RecordedCall]:
+        """The expected requests (the agent's own: ``expected``) that did not come, in recorded order.
+
+        Identical requests (one input) are interchangeable: a live one takes the first recorded one,
+        whichever context made it, so per input the requests that came count against the expected ones
+        first, and only the expected ones beyond them are unmade."""
+        missing: list[RecordedCall] = []
+        for key, (recorded, mine) in self._expected.items():
+            came = recorded - len(self._by_key[key])
+            missing.extend(mine[came:])
+        return sorted(missing, key=lambda call: call.index)
 
 
 def in_order(
@@ -219,6 +286,32 @@ def not_recorded(
         code="request_not_recorded",
         diagnostic=diagnostic,
     )
+
+
+def not_made(calls: Sequence[RecordedCall]) -> ReplayMismatchError:
+    """The divergence of recorded requests the agent's context made that never came (``request_not_made``;
+    ``calls``: :meth:`RequestPool.unmade`, at least one): named by method and URL, the first described."""
+    first = calls[0]
+    shown = ", ".join(_method_url(call) for call in calls[:5])
+    more = f" and {len(calls) - 5} more" if len(calls) > 5 else ""
+    diagnostic = unmade_call_diagnostic(
+        first,
+        missing="the replay ended without this request",
+        hint="the agent made this request from its own context in the recorded run and not in this replay "
+        "(a skipped tool, a side effect no longer issued); requests from background threads may stay away",
+    )
+    return ReplayMismatchError(
+        f"recorded http call not made: {shown}{more}",
+        code="request_not_made",
+        diagnostic=diagnostic,
+    )
+
+
+def _method_url(call: RecordedCall) -> str:
+    """``METHOD URL`` of a recorded ``http`` call (the URL as recorded, query included)."""
+    _, method, bare = call.name.split(" ", 2)
+    url = call.input.get("url") if isinstance(call.input, dict) else None
+    return f"{method} {url if isinstance(url, str) else bare}"
 
 
 def _captured(call: RecordedCall) -> bool:

@@ -77,6 +77,8 @@ def rebuild_output(expected: RecordedCall, call: BoundaryCall, live: LiveInput, 
         copied = _tagless_copy(expected.output)
         if copied is not _NOT_PLAIN:
             return copied
+    elif type(expected.output) is annotation and annotation in _OWN_VALUE:
+        return expected.output  # what pydantic makes of a JSON scalar of the very type annotated: itself
     try:
         return from_jsonable(expected.output, annotation)
     except TraceSerializationError as exc:
@@ -90,6 +92,10 @@ def rebuild_output(expected: RecordedCall, call: BoundaryCall, live: LiveInput, 
             path=path,
         ) from exc
 
+
+_OWN_VALUE: Final = frozenset({str, int, float, bool, type(None)})
+"""Annotations into which ``from_jsonable`` validates a recorded value of that exact type as the value itself
+(``-> None`` of a tool returning nothing, ``-> str``...): no pydantic call is needed for them."""
 
 _NOT_PLAIN: Final = object()
 # orjson would write these Python types itself; refused, so that only JSON values take the copy

@@ -69,19 +69,25 @@ from stepfork.replay.noise.origins import Origins
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
-from stepfork.replay.requests import RequestPool, ServedRequest, in_order, split_requests
+from stepfork.replay.requests import (
+    RequestPool,
+    ServedRequest,
+    agent_requests,
+    in_order,
+    not_made,
+    split_requests,
+)
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
 from stepfork.replay.serving import rebuild_output, recorded_failure
 from stepfork.trace import boundary, minting
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace._urls import url_of
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
-from stepfork.trace.bundle import Trace, read_extension
+from stepfork.trace.bundle import Trace, load_verified_trace, read_extension
 from stepfork.trace.concurrency import facts_of
 from stepfork.trace.errors import TraceError
 from stepfork.trace.http_calls import is_http_call
 from stepfork.trace.minting import MintLog
-from stepfork.trace.reading import load_verified_trace
 from stepfork.trace.recording import OrphanCallWarning
 
 T = TypeVar("T")
@@ -192,9 +198,12 @@ class ReplaySession:
         # requests outside the agent's order are served by their request, never by the cursor (issue 29)
         self.calls: list[RecordedCall] = visible
         requests: list[RecordedCall] = []
+        expected: frozenset[str] = frozenset()
         if any(call.kind == "tool" and is_http_call(call.name) for call in all_calls):
-            self.calls, requests = split_requests(visible)[0], split_requests(all_calls)[1]
-        self._requests = RequestPool(requests, self.calls)
+            self.calls, shown = split_requests(visible)
+            requests = split_requests(all_calls)[1]
+            expected = agent_requests(shown, facts_of(trace))  # must come before the end
+        self._requests = RequestPool(requests, self.calls, expected)
         recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
         self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
@@ -206,6 +215,7 @@ class ReplaySession:
         """Input differences accepted at ``ignore`` paths, in the order they were met (issue 12)."""
         self._divergence: ReplayError | None = None
         self._divergence_count = 0
+        self._unsealed_children: list[str] = []
         self._orphan_warned = False
         self.bundle_path: Path | None = None  # set by from_trace(path); see metadata()
         # calls imported from OpenTelemetry spans (otel-import.json, set by from_trace): partial inputs
@@ -306,6 +316,10 @@ class ReplaySession:
         self._token = boundary.activate(self)
         if self.network == "sealed":
             self._seal = seal_network(self, self.allow_hosts)
+        if self.mode != "live":  # an MCP session the agent did not instrument: served or refused by name
+            from stepfork.trace._after_import import capture_mcp_sessions
+
+            capture_mcp_sessions()
 
     def open_network(self) -> None:
         """Lift this session's network seal from now on (``fork`` from its fork point, where the run goes
@@ -410,6 +424,9 @@ class ReplaySession:
                 original is its ``__cause__`` and its diagnostic is carried.
             ReplayExhaustedError: ``incomplete`` when recorded calls were left unmatched; ``remaining``
                 lists their labels (the message shows up to 5). A subclass of ReplayMismatchError.
+            ReplayMismatchError: ``request_not_made`` when an ``http`` call the agent's own context made in
+                the recording never came (``recorded http call not made: POST https://...``);
+                requests of background threads never count.
         """
         if self._divergence is not None:
             raise ReplayMismatchError(
@@ -420,6 +437,10 @@ class ReplaySession:
         remaining = self._cursor.remaining_labels()
         if remaining:
             raise incomplete_error(remaining, self._cursor.peek())
+        with self._lock:
+            unmade = self._requests.unmade()
+        if unmade:
+            raise not_made(unmade)
 
     # -- the boundary handler --------------------------------------------------------------------------
 
@@ -536,6 +557,24 @@ class ReplaySession:
         if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
             raise recorded_failure(expected, call, live, self._raise_as)
         return False, rebuild_output(expected, call, live, plain)
+
+    def note_unsealed_child(self, program: str) -> None:
+        """Note that the replay started a child process the seal cannot reach (``program``: its name, as
+        ``curl``; stepfork.replay.network_children): the report says so (:attr:`seal_gaps`)."""
+        with self._lock:
+            self._unsealed_children.append(program)
+
+    @property
+    def seal_gaps(self) -> tuple[str, ...]:
+        """What the network seal could not cover during this replay, one sentence each, for the report
+        (empty: nothing; docs/replay.md "The seal's rules"): ``child processes not sealed: 2 started
+        (curl, sh)``."""
+        with self._lock:
+            programs = list(self._unsealed_children)
+        if not programs:
+            return ()
+        names = ", ".join(dict.fromkeys(programs))
+        return (f"child processes not sealed: {len(programs)} started ({names})",)
 
     def note_telemetry_refused(self, where: str) -> None:
         """Note that the seal refused a connection to a telemetry collector (``host:port``): counted with

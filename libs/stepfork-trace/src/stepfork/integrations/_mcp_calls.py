@@ -114,15 +114,20 @@ class BoundaryDispatcher:
         inner: the session's own dispatcher (``JSONRPCDispatcher``, ``DirectDispatcher``...); everything
             but ``send_raw_request`` goes to it untouched (``run``, ``notify``, its attributes).
         note: called with the active handler before each recorded request (the SDK version note), or None.
+        auto: True for a session Stepfork instrumented on its own
+            (:func:`stepfork.trace._after_import.capture_mcp_sessions`), not the
+            user (``instrument_mcp``, ``stepfork record --``): in a ``live`` replay its requests go out
+            untouched, as an uninstrumented session's did.
 
     Attributes:
-        inner: as given. server: the server's name once its handshake answered (None before).
+        inner, auto: as given. server: the server's name once its handshake answered (None before).
     """
 
-    def __init__(self, inner: Any, note: Any = None) -> None:
+    def __init__(self, inner: Any, note: Any = None, *, auto: bool = False) -> None:
         self.inner = inner
         self.server: str | None = None
         self._note = note
+        self.auto = auto
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -149,7 +154,7 @@ class BoundaryDispatcher:
             ReplayError: from a replay, before anything is sent (a divergence, a refused call).
         """
         handler, orphan = boundary.resolve_handler()
-        if handler is None:
+        if handler is None or (self.auto and handler.is_replay and getattr(handler, "mode", None) == "live"):
             result: dict[str, Any] = await self.inner.send_raw_request(method, params, opts)
             self._learn(method, result)
             return result

@@ -30,7 +30,7 @@ from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
 
 if TYPE_CHECKING:
-    from stepfork.integrations._common import Endpoint
+    from stepfork.integrations._endpoint import Endpoint
 
 FINISHED = "finished"
 CONSUMER_CLOSED = "consumer_closed"

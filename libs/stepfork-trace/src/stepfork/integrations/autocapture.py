@@ -6,7 +6,7 @@ captured (and so ``requests`` and botocore/boto3: :mod:`stepfork.integrations._u
 ``aiohttp.ClientSession`` created from then on given the capture middleware
 (:mod:`stepfork.integrations._aiohttp_capture`), and each ``mcp.ClientSession``
 (:func:`stepfork.integrations.mcp.enable`): the modules already imported are patched now, the others right
-after their import (a ``sys.meta_path`` finder wraps their loader; nothing is imported ahead of the
+after their import (:func:`stepfork.trace._after_import.after_import`; nothing is imported ahead of the
 program, so ``httpx2.alias_httpx()`` keeps working). ``enable(providers={"HOST": "NAME"})`` names the
 provider of other hosts for every capture (``stepfork record --provider HOST=NAME``,
 :func:`stepfork.integrations._http_naming.name_providers`). Used by
@@ -21,12 +21,7 @@ program, so a test of the bundle must install the same capture (``stepfork expor
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import os
-import sys
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -36,7 +31,6 @@ from stepfork.integrations._http_capture import install
 
 TARGETS = ("httpx", "httpx2", "mcp", "urllib3", "aiohttp")
 _MARK = "__stepfork_autocapture__"
-_guard = threading.local()
 
 
 def _patch_class(cls: Any) -> None:
@@ -78,37 +72,6 @@ def patch_module(module: ModuleType) -> None:
             _patch_class(cls)
 
 
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self.inner.create_module(spec)  # type: ignore[no-any-return]
-
-    def exec_module(self, module: ModuleType) -> None:
-        self.inner.exec_module(module)
-        patch_module(module)
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds ``httpx``/``httpx2``/``mcp`` with the other finders and patches them once executed."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in TARGETS or getattr(_guard, "busy", False):
-            return None
-        _guard.busy = True
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            _guard.busy = False
-        if spec is None or spec.loader is None:
-            return None
-        spec.loader = _Loader(spec.loader)
-        return spec
-
-
 PROGRAM_EXTENSION = "program"
 """The extension file of a bundle recorded from a program: ``program.json``, ``{"format":
 "stepfork-program/1", "command": ["python", SCRIPT, ARGS...], "providers"?: {HOST: NAME}}`` (redacted)."""
@@ -117,10 +80,13 @@ PROGRAM_FORMAT = "stepfork-program/1"
 
 def note_program(session: Any, command: Sequence[str], providers: Mapping[str, str] | None = None) -> None:
     """Write ``program.json`` into the bundle ``session`` records (a ``RecordingSession``): the program
-    ``command`` ran with every HTTP client captured (redacted by ``add_metadata``), and the ``providers``
-    it was recorded with (``--provider``; the key is left out when there are none), which a replay of
-    the program names the same way (:func:`recorded_providers`)."""
-    data: dict[str, Any] = {"format": PROGRAM_FORMAT, "command": list(command)}
+    ``command`` ran with every HTTP client captured (redacted by
+    :func:`stepfork.trace.command_redaction.redact_command`: ``--token VALUE`` is written ``--token
+    [REDACTED]``), and the ``providers`` it was recorded with (``--provider``; the key is left out when
+    there are none), which a replay of the program names the same way (:func:`recorded_providers`)."""
+    from stepfork.trace.command_redaction import redact_command
+
+    data: dict[str, Any] = {"format": PROGRAM_FORMAT, "command": redact_command(command)}
     if providers:
         data["providers"] = dict(providers)
     session.add_metadata(PROGRAM_EXTENSION, data)
@@ -175,9 +141,7 @@ def enable(providers: Mapping[str, str] | None = None) -> None:
         from stepfork.integrations._http_naming import name_providers
 
         name_providers(providers)
+    from stepfork.trace._after_import import after_import
+
     for name in TARGETS:
-        module = sys.modules.get(name)
-        if module is not None:
-            patch_module(module)
-    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+        after_import(name, patch_module)

@@ -66,10 +66,12 @@ def _note_sdk(handler: Any) -> None:
         add(SDK_VERSIONS, {_SDK_DISTRIBUTION: _sdk_version()}, merge=True)
 
 
-def _wrap_session(session: Any) -> None:
+def _wrap_session(session: Any, *, auto: bool = False) -> None:
     dispatcher = session._dispatcher
     if not isinstance(dispatcher, BoundaryDispatcher):
-        session._dispatcher = BoundaryDispatcher(dispatcher, _note_sdk)
+        session._dispatcher = BoundaryDispatcher(dispatcher, _note_sdk, auto=auto)
+    elif not auto:  # the user instruments a session Stepfork instrumented on its own: theirs from now on
+        dispatcher.auto = False
 
 
 def instrument_mcp(session: Any) -> Any:
@@ -106,14 +108,26 @@ def instrument_mcp(session: Any) -> Any:
     raise TypeError(f"instrument_mcp expects an mcp.ClientSession or mcp.Client, got {type(session)!r}")
 
 
-def enable() -> None:
+_explicit = False
+"""True once :func:`enable` was called by the user's choice (``stepfork record --``), not ``auto``."""
+
+
+def enable(*, auto: bool = False) -> None:
     """Instrument every ``mcp.ClientSession`` made from now on in this process (zero-code recording and
     replay, :mod:`stepfork.integrations.autocapture`); idempotent. Needs the SDK imported or importable.
+
+    Args:
+        auto: True when Stepfork enables it on its own (a recording or replay session started:
+            :func:`stepfork.trace._after_import.capture_mcp_sessions`): the sessions are then
+            instrumented the same way, except that a ``live`` replay leaves them untouched. A call without
+            ``auto`` makes every session made from then on the user's.
 
     Raises:
         ImportError: as :func:`instrument_mcp`.
     """
+    global _explicit
     sdk = _sdk()
+    _explicit = _explicit or not auto
     cls = sdk.ClientSession
     init = cls.__init__
     if getattr(init, _MARK, False):
@@ -121,7 +135,7 @@ def enable() -> None:
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
-        _wrap_session(self)
+        _wrap_session(self, auto=not _explicit)
 
     setattr(__init__, _MARK, True)
     __init__.__wrapped__ = init  # type: ignore[attr-defined]

@@ -53,7 +53,7 @@ _EXPORTS: dict[str, str] = {
     # bundle I/O
     "Trace": "stepfork.trace.bundle",
     "load_trace": "stepfork.trace.bundle",
-    "load_verified_trace": "stepfork.trace.reading",
+    "load_verified_trace": "stepfork.trace.bundle",
     "save_trace": "stepfork.trace.bundle",
     "BundleWriter": "stepfork.trace.bundle",
     "build_manifest": "stepfork.trace.bundle",
@@ -202,6 +202,7 @@ if TYPE_CHECKING:  # pragma: no cover
         build_manifest,
         hash_event_payloads,
         load_trace,
+        load_verified_trace,
         save_trace,
     )
     from stepfork.trace.canonical import (
@@ -252,7 +253,6 @@ if TYPE_CHECKING:  # pragma: no cover
         TraceManifest,
         TraceTotals,
     )
-    from stepfork.trace.reading import load_verified_trace
     from stepfork.trace.recording import (
         DEFAULT_TRACE_DIR,
         OrphanCallWarning,

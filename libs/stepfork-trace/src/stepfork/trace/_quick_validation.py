@@ -5,14 +5,25 @@ several times the interpreter's own start-up (docs/performance.md "CLI"). :func:
 common verdict, a valid bundle with nothing to warn about, from the files themselves:
 
 - it reads them as the loader does (``_regular_files.open_regular``: regular files, never through a
-  symlink; ``canonical.loads_json``, which never changes a value);
+  symlink) and parses them with the standard library's C parser, accepting a file only when the encoder
+  that wrote it (``json.dumps``, which is the canonical rule's writer, ``canonical.compact_json`` and
+  ``_files.pretty_json``; tests/trace/test_quick_validation.py proves them equal on generated values) writes
+  the parsed value back to the very same text: no duplicate key was dropped, no number rounded, no escape
+  lost, so the value is the one ``canonical.loads_json`` reads;
 - it accepts each manifest, event and redaction entry only in a *stricter* form of the models
   (:mod:`stepfork.trace.models`, the one definition of the format): every field of an exact JSON type,
   required fields present (``id``, ``run_id`` and ``timestamp`` of every event too, which the models would
   fill in), no unknown key, timestamps exactly as the writer writes them (``...:SS[.ffffff]Z``);
 - then it runs the very checks of full validation (``_validation_checks.check_events`` on the same
-  ``EventMeta`` records) and the same secret scan (the recorder's screen, ``Redactor.may_change``, and the
-  redaction walk whenever the screen is not sure).
+  ``EventMeta`` records) and the same secret scan: the recorder's screen with the default rules
+  (:func:`_may_hold_secret`: the key rule, then ``TextRules.blob_may_match_values`` over the record's
+  compact text, as ``default_redactor.may_change`` does) and the redaction walk whenever the screen is not
+  sure.
+
+It imports the standard library's ``json``, ``re``, ``datetime``, ``typing`` and ``gc`` and the format's
+plain tables, never orjson, hashlib, dataclasses or pydantic (tests/e2e/test_cli_quick_validate.py): a
+process that gets its verdict here is ``stepfork validate``'s whole cold start (docs/performance.md, "The
+tool-call hot path, replay and cold start").
 
 Anything else, however harmless (an int where the model takes a float, a missing optional field the model
 would default, a warning, a bundle made by ``stepfork import``), returns None, and the full validation
@@ -22,14 +33,18 @@ compares both on every bundle of the test data and on mutations of them.
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 import re
 from datetime import datetime
 
 from stepfork.trace._format import SCHEMA_VERSION, EventStatus, EventType, ReplayPolicy, RunStatus
+from stepfork.trace._redaction_rules import SENSITIVE_KEYS, normalize_key
+from stepfork.trace._redaction_text import TextRules
 from stepfork.trace._regular_files import EVENTS_FILE, MANIFEST_FILE, REDACTIONS_FILE, open_regular
 from stepfork.trace._validation_checks import EventMeta, check_events
-from stepfork.trace._validation_types import ValidationResult, checks_for
+from stepfork.trace._validation_codes import check_names
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (stepfork validate's cold start)
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +53,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     Check = Callable[[Any], bool]
 
-__all__ = ["quick_validate"]
+    from stepfork.trace._validation_types import ValidationResult
+
+__all__ = ["quick_check_names", "quick_validate"]
 
 # The writer's form only (notes 1.3): UTC, "Z", a 6-digit fraction when the microseconds are not zero.
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{6})?Z\Z")
@@ -47,6 +64,29 @@ _MAX_EXACT_FLOAT_INT = 2**53  # an int the model's float field takes without rou
 
 class _NotProven(Exception):
     """Raised anywhere below: the quick verdict cannot be given (the full validation decides)."""
+
+
+def _refuse(_: str) -> Any:
+    raise _NotProven  # NaN, Infinity: not JSON (canonical.loads_json refuses them)
+
+
+_decode = json.JSONDecoder(parse_constant=_refuse).decode
+# The writers' encoders (canonical.compact_json's rule for event lines, _files.pretty_json for the two files)
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_pretty = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).encode
+
+
+def _exact(text: str, *, pretty: bool) -> Any:
+    """The value of the JSON ``text`` when its writer's encoder gives this very text back (then reading
+    changed nothing: canonical.loads_json gives the same value); raises _NotProven otherwise."""
+    try:
+        value = _decode(text)
+        written = _pretty(value) + "\n" if pretty else _compact(value)
+    except (ValueError, RecursionError):  # malformed, a number past the digit limit, too deep, inf
+        raise _NotProven from None
+    if written != text:
+        raise _NotProven  # another writer's layout, a duplicate key, a number not as Python writes it...
+    return value
 
 
 def _text(value: Any) -> bool:
@@ -232,39 +272,75 @@ def _redactions(obj: Any) -> None:
     _fits(obj, checks, ())
 
 
-def _read(bundle: str, name: str) -> bytes:
+def _read(bundle: str, name: str) -> str:
     try:
         fd = open_regular(os.path.join(bundle, name))  # type: ignore[arg-type]
     except OSError:
         raise _NotProven from None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _NotProven from None
 
 
-def _lines(bundle: str) -> Iterator[bytes]:
+def _lines(bundle: str) -> Iterator[str]:
     """The lines of events.jsonl without their newlines; refused when the file does not end in one."""
     data = _read(bundle, EVENTS_FILE)
-    if data and not data.endswith(b"\n"):
+    if data and not data.endswith("\n"):
         raise _NotProven  # a torn final line: an issue, or a warning with --partial
-    for line in data.split(b"\n")[:-1]:
+    for line in data.split("\n")[:-1]:
         if not line.strip():
             raise _NotProven  # a blank line
         yield line
 
 
-def _has_secret(record: dict[str, Any], *, manifest: bool) -> bool:
-    """True unless no redaction rule would change ``record`` (the recorder's screen first: the JSON text and
-    the keys of plain JSON; the redaction walk whenever the screen is not sure)."""
-    from stepfork.trace.plainjson import scan_plain
-    from stepfork.trace.redaction import default_redactor, redact_event, redact_manifest
+_DEFAULT_TEXT_RULES = TextRules((), ())  # default_redactor's text rules: no extra pattern, no secret
 
-    facts = scan_plain(record)
-    if facts is not None and not default_redactor.may_change(facts.keys, facts.encoded):
+
+def _keys(value: Any) -> set[str]:
+    """The distinct keys of every dict in the JSON ``value``, level by level (``gc.get_referents`` gives the
+    values of dicts and the items of lists; strings and numbers have none)."""
+    keys: set[str] = set()
+    level = [value]
+    while level:
+        keys.update(*(item for item in level if type(item) is dict))
+        level = gc.get_referents(*level)
+    return keys
+
+
+def _may_hold_secret(record: Any, text: bytes) -> bool:
+    """``default_redactor.may_change(keys, text)`` without the redaction module: True when a key is
+    sensitive or a string of the record, whose compact JSON ``text`` is given, may match a text rule."""
+    keys = _keys(record)
+    if any(normalize_key(key) in SENSITIVE_KEYS for key in keys):
+        return True
+    return _DEFAULT_TEXT_RULES.blob_may_match_values(text, keys)
+
+
+def _has_secret(record: dict[str, Any], text: bytes, *, manifest: bool) -> bool:
+    """True unless no redaction rule would change ``record`` (the recorder's screen over its compact JSON
+    ``text`` first; the redaction walk whenever the screen is not sure)."""
+    if not _may_hold_secret(record, text):
         return False
+    from stepfork.trace.redaction import redact_event, redact_manifest
+
     try:
         return bool((redact_manifest if manifest else redact_event)(record)[1])
     except Exception:  # a secret in a protected field: the full validation words the warning
         return True
+
+
+def quick_check_names(path: str, *, strict: bool) -> list[str] | None:
+    """The checks ``stepfork validate`` prints (all passed) when :func:`quick_validate` proves the bundle
+    valid with no warning; None when it cannot (the full validation decides). Never raises."""
+    try:
+        return _quick_validate(path, strict=strict)
+    except _NotProven:
+        return None
+    except Exception:  # an unreadable file, a malformed value: the full validation says what it is
+        return None
 
 
 def quick_validate(path: str, *, strict: bool) -> ValidationResult | None:
@@ -279,33 +355,30 @@ def quick_validate(path: str, *, strict: bool) -> ValidationResult | None:
         ``ValidationResult(checks=checks_for([], strict=strict, integrity=False))``, what
         :func:`stepfork.trace.validation.validate_bundle` returns for such a bundle, or None.
     """
-    try:
-        return _quick_validate(path, strict=strict)
-    except _NotProven:
+    if quick_check_names(path, strict=strict) is None:
         return None
-    except Exception:  # an unreadable file, a malformed value: the full validation says what it is
-        return None
+    from stepfork.trace._validation_types import ValidationResult, checks_for
+
+    return ValidationResult(checks=checks_for([], strict=strict, integrity=False))
 
 
-def _quick_validate(path: str, *, strict: bool) -> ValidationResult | None:
-    from stepfork.trace.canonical import loads_json
-
+def _quick_validate(path: str, *, strict: bool) -> list[str] | None:
     bundle = os.fspath(path)
     if not bundle.endswith(".sftrace") or "://" in bundle or not os.path.isdir(bundle):
         return None
-    manifest = _manifest(loads_json(_read(bundle, MANIFEST_FILE)))
-    if _has_secret(manifest, manifest=True):
+    manifest = _manifest(_exact(_read(bundle, MANIFEST_FILE), pretty=True))
+    if _has_secret(manifest, _compact(manifest).encode(), manifest=True):
         return None
     run_id = manifest["run_id"]
     metas: list[EventMeta] = []
     for line in _lines(bundle):
-        event = loads_json(line)
+        event = _exact(line, pretty=False)
         kind = event.get("type") if type(event) is dict else None
         if kind not in _EVENT_CHECKS:
             return None
         checks, required = _EVENT_CHECKS[kind]
         _fits(event, checks, required)
-        if _has_secret(event, manifest=False):
+        if _has_secret(event, line.encode(), manifest=False):
             return None
         metas.append(
             EventMeta(
@@ -320,8 +393,8 @@ def _quick_validate(path: str, *, strict: bool) -> ValidationResult | None:
                 _timestamp(event["timestamp"]),
             )
         )
-    _redactions(loads_json(_read(bundle, REDACTIONS_FILE)))
+    _redactions(_exact(_read(bundle, REDACTIONS_FILE), pretty=True))
     findings = check_events(_Header(manifest), metas, strict=strict)
     if findings.issues or findings.warnings or findings.incomplete:
         return None
-    return ValidationResult(checks=checks_for([], strict=strict, integrity=False))
+    return check_names(strict=strict, integrity=False)

@@ -107,6 +107,19 @@ PATTERNS: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
         rf"""(?i:\b{_ASSIGNED_NAMES}["']?\s*[=:]\s*["']?)(?P<secret>[^\s&#"',;<>]{{3,}})""",
     ),
     ("url_password", ("://",), r"(?i:\b[a-z][a-z0-9+.-]*://[^\s/:@\"'<>]*:)(?P<secret>[^\s/@\"'<>]+)(?=@)"),
+    # Credentials in a URL's path (NEWCOMER 17): a bot API's or a webhook's URL is its credential, and an
+    # http call holds it in its URL, its tool name (``http POST URL``) and its ``function`` (the path
+    # alone), so these match the path with or without the host. Telegram's Bot API: /bot<id>:<35 chars>/
+    # METHOD (and /file/bot<token>/PATH).
+    ("telegram_bot_token", ("/bot",), r"(?i:/bot)(?P<secret>\d{5,}:[A-Za-z0-9_-]{30,})"),
+    # Slack webhooks: hooks.slack.com/services/T<team>/B<id>/<secret>, /workflows/T.../..., /triggers/T.../...
+    (
+        "slack_webhook",
+        ("services/t", "workflows/t", "triggers/t"),
+        r"(?<![A-Za-z0-9])(?:services|workflows|triggers)/(?P<secret>T[A-Z0-9]{6,}/[A-Za-z0-9_/-]{10,})",
+    ),
+    # Discord webhooks: discord.com/api[/v10]/webhooks/<id>/<token> (the id is kept)
+    ("discord_webhook", ("/webhooks/",), r"/webhooks/\d{15,22}/(?P<secret>[A-Za-z0-9_-]{40,})"),
     # env/config style names holding a sensitive word as one of their segments: AWS_SECRET_ACCESS_KEY=...,
     # GITHUB_TOKEN=..., db_password_prod: ... (issue 7: "assignment" needs the bare word). A match starts
     # only at the beginning of a name and the name is matched atomically, so the cost stays linear.

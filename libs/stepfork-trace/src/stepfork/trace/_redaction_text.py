@@ -17,8 +17,6 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
-import orjson
-
 from stepfork.trace._redaction_rules import PATTERNS, SCREEN_NEEDLES
 from stepfork.trace._textsearch import TextSearch
 
@@ -168,6 +166,15 @@ class TextRules:
             reason = reason or "credential_pattern"
         return text, reason
 
+    def spans(self, text: str) -> tuple[list[tuple[int, int]], Reason | None]:
+        """What :meth:`redact` replaces in one pass over ``text``: the ``(start, end)`` of every match of
+        every rule (overlapping ones too, unsorted) and ``registered_secret`` / ``credential_pattern``, or
+        ``([], None)``. For text split across strings (:mod:`stepfork.trace._redaction_streams`)."""
+        spans, registered = self._spans(text)
+        if not spans:
+            return [], None
+        return spans, "registered_secret" if registered else "credential_pattern"
+
     def _spans(self, text: str) -> tuple[list[tuple[int, int]], bool]:
         """The ``(start, end)`` of every match of every rule in ``text``, and whether a registered secret
         matched."""
@@ -254,6 +261,8 @@ class TextRules:
         refuses the value."""
         if self._screen is None or type(value) not in (dict, list):
             return True
+        import orjson  # here: the quick verdict of stepfork validate screens text without it (cold start)
+
         try:
             blob = orjson.dumps(value)
         except orjson.JSONEncodeError:

@@ -35,7 +35,7 @@ def event_secret_warnings(event: EventBase, line: int | None) -> list[Validation
     a secret in a protected field (an id, a timestamp: the redactor refuses to rewrite those) is one
     warning naming no pointer. Returns an empty list for a clean event.
     """
-    from stepfork.trace.bundle import event_fields
+    from stepfork.trace.models import event_fields
     from stepfork.trace.redaction import redact_event
 
     where = f"events.jsonl:{line}" if line is not None else f"step {event.step}"

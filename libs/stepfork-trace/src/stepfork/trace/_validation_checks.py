@@ -8,15 +8,15 @@ codes are those of ``stepfork.trace.validation`` (its module docstring and docs/
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from stepfork.trace._format import HASHED_FIELDS, EventType, RunStatus
-from stepfork.trace._validation_types import RUN_INCOMPLETE, TIMESTAMP_ORDER, ValidationIssue
-from stepfork.trace.canonical import fingerprint
-from stepfork.trace.errors import TraceError
+from stepfork.trace._validation_codes import RUN_INCOMPLETE, TIMESTAMP_ORDER
 
 if TYPE_CHECKING:  # the checks read plain records: importing them imports no pydantic (_quick_validation)
+    from datetime import datetime
+
+    from stepfork.trace._validation_types import ValidationIssue
     from stepfork.trace.models import EventBase
 
 
@@ -151,6 +151,9 @@ def check_events(
 def _issue(
     code: str, message: str, event: EventMeta | EventBase | None = None, location: str | None = None
 ) -> ValidationIssue:
+    # imported here: a valid bundle has no issue, and the quick verdict (cold start) imports no dataclasses
+    from stepfork.trace._validation_types import ValidationIssue
+
     if event is None:
         return ValidationIssue(code, message, location=location)
     return ValidationIssue(code, message, event_id=event.id, step=event.step, location=location)
@@ -349,6 +352,9 @@ def payload_hash_issues(event: EventBase) -> list[ValidationIssue]:
     ``payload_hash_mismatch`` per stored hash that differs (a payload with no canonical bytes never
     matches), located at ``events.jsonl:<hash name>``; empty when both hold. Never raises.
     """
+    from stepfork.trace.canonical import canonical_of_fingerprint, fingerprint
+    from stepfork.trace.errors import TraceError
+
     issues: list[ValidationIssue] = []
     for field_name, hash_name in zip(HASHED_FIELDS[event.type], ("input_hash", "output_hash"), strict=True):
         if field_name is None:
@@ -358,8 +364,11 @@ def payload_hash_issues(event: EventBase) -> list[ValidationIssue]:
         if stored is None:
             issues.append(_issue("integrity_unverified", f"{hash_name} is null", event, location))
             continue
+        value = getattr(event, field_name)
+        if canonical_of_fingerprint(value, stored) is not None:  # proven as replay proves it (no float check)
+            continue
         try:
-            actual = fingerprint(getattr(event, field_name))
+            actual = fingerprint(value)
         except TraceError as exc:
             actual = f"<{exc.code}>"
         if actual != stored:

@@ -1,7 +1,9 @@
-"""The verdict of validation: issue codes, check names, and the result types (docs/format.md "Validation").
+"""The verdict of validation: the result types, with the issue codes and check names (docs/format.md
+"Validation").
 
 Split from ``stepfork.trace.validation``, which re-exports every public name here; the meaning of each code
-and the module docstring there are the reference (interop/REFERENCE-NOTES.md section 4).
+and the module docstring there are the reference (interop/REFERENCE-NOTES.md section 4). The codes and check
+names live in :mod:`stepfork.trace._validation_codes` (re-exported here), which imports nothing.
 """
 
 from __future__ import annotations
@@ -10,65 +12,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from stepfork.trace._format import IntegrityStatus
-
-UNREADABLE_CODES = frozenset(
-    {
-        "missing_file",
-        "invalid_json",
-        "invalid_manifest",
-        "invalid_event",
-        "unsupported_schema",
-        "integrity_metadata_invalid",
-        "integrity_algorithm_unsupported",
-        # a bundle URL (stepfork.trace.remote): an unfinished upload, no fsspec, a bad URL
-        "incomplete_bundle",
-        "remote_support_missing",
-        "invalid_path",
-    }
-)
-"""Codes that make ``stepfork validate`` exit 2 (notes 4, exit codes)."""
-
-TORN_FINAL_LINE = "torn_final_line"
-"""Warning (partial mode, manifest ``running``): events.jsonl ends in a line a killed recorder was writing."""
-
-RUN_INCOMPLETE = "run_incomplete"
-"""Warning (both modes): a ``running`` manifest whose totals were never written and no run_end."""
-
-TIMESTAMP_ORDER = "timestamp_order"
-"""Warning (both modes): an event's timestamp is earlier than that of an event on an earlier line."""
-
-STRICT_CODES = frozenset(
-    {
-        "run_start_count",
-        "missing_error_event",
-        "step_mismatch",
-        "run_end_position",
-        "unpaired_call",
-        "unpaired_result",
-        "status_mismatch",
-        "failure_step",
-    }
-)
-_ID_CODES = frozenset(
-    {"run_id_mismatch", "duplicate_event_id", "step_order", "invalid_parent", "parent_not_earlier"}
-)
-_COUNT_CODES = frozenset({"event_count_mismatch", "totals_mismatch"})
-_INTEGRITY_CODES = frozenset(
-    {
-        "integrity_unverified",
-        "integrity_metadata_invalid",
-        "integrity_algorithm_unsupported",
-        "integrity_mismatch",
-        "payload_hash_mismatch",
-    }
-)
-
-CHECK_MANIFEST = "Manifest structure valid"
-CHECK_EVENTS = "Event payloads parse"
-CHECK_IDS = "Run IDs consistent"
-CHECK_COUNT = "Event count matches"
-CHECK_STRICT = "Strict execution checks"
-CHECK_INTEGRITY = "Integrity verified"
+from stepfork.trace._validation_codes import CHECK_COUNT as CHECK_COUNT
+from stepfork.trace._validation_codes import CHECK_EVENTS as CHECK_EVENTS
+from stepfork.trace._validation_codes import CHECK_IDS as CHECK_IDS
+from stepfork.trace._validation_codes import CHECK_INTEGRITY as CHECK_INTEGRITY
+from stepfork.trace._validation_codes import CHECK_MANIFEST as CHECK_MANIFEST
+from stepfork.trace._validation_codes import CHECK_STRICT as CHECK_STRICT
+from stepfork.trace._validation_codes import FAILED_BY, check_names
+from stepfork.trace._validation_codes import RUN_INCOMPLETE as RUN_INCOMPLETE
+from stepfork.trace._validation_codes import STRICT_CODES as STRICT_CODES
+from stepfork.trace._validation_codes import TIMESTAMP_ORDER as TIMESTAMP_ORDER
+from stepfork.trace._validation_codes import TORN_FINAL_LINE as TORN_FINAL_LINE
+from stepfork.trace._validation_codes import UNREADABLE_CODES as UNREADABLE_CODES
 
 
 @dataclass(frozen=True)
@@ -149,14 +104,7 @@ def checks_for(issues: list[ValidationIssue], *, strict: bool, integrity: bool) 
     strict check (``strict`` only) and the integrity check (``integrity`` only), each failed by its codes.
     """
     codes = {issue.code for issue in issues}
-    checks = [
-        ValidationCheck(CHECK_MANIFEST, "invalid_manifest" not in codes),
-        ValidationCheck(CHECK_EVENTS, True),
-        ValidationCheck(CHECK_IDS, not codes & _ID_CODES),
-        ValidationCheck(CHECK_COUNT, not codes & _COUNT_CODES),
+    return [
+        ValidationCheck(name, not codes & FAILED_BY[name])
+        for name in check_names(strict=strict, integrity=integrity)
     ]
-    if strict:
-        checks.append(ValidationCheck(CHECK_STRICT, not codes & STRICT_CODES))
-    if integrity:
-        checks.append(ValidationCheck(CHECK_INTEGRITY, not codes & (_INTEGRITY_CODES | {"missing_file"})))
-    return checks

@@ -6,8 +6,9 @@ compact object per line, the 12 common fields first, payload keys in their recor
 the canonical, sorted bytes). Saving redacts every event and the manifest, recomputes the payload hashes
 and the counts, and writes through a temporary directory renamed into place. Loading never repairs,
 guesses or executes: every problem is a ``TraceStorageError`` with a code, a path and, for events.jsonl,
-a 1-based line. The read side (``load_trace``, ``read_trace``, ``read_extension``) lives in
-``stepfork.trace.reading`` and is re-exported here.
+a 1-based line. The loaders that build a ``Trace`` (``load_trace``, ``load_verified_trace``,
+``read_trace``) live here beside it; the files they read are opened and streamed by
+``stepfork.trace.reading``, which knows nothing of ``Trace`` (``read_extension`` is re-exported here).
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ import os
 import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stepfork.trace import _files
-from stepfork.trace._files import EVENTS_FILE, MANIFEST_FILE, REDACTIONS_FILE
+from stepfork.trace._files import EVENTS_FILE, MANIFEST_FILE, PAYLOAD_FILES, REDACTIONS_FILE
+from stepfork.trace._urls import url_of
 from stepfork.trace.canonical import fingerprint
-from stepfork.trace.errors import TraceStorageError
+from stepfork.trace.errors import TraceIntegrityError, TraceStorageError
 from stepfork.trace.integrity import write_integrity
 from stepfork.trace.models import (
     HASHED_FIELDS,
@@ -42,13 +43,12 @@ from stepfork.trace.models import (
     Timestamp,
     TraceManifest,
     TraceTotals,
-    format_timestamp,
+    event_fields,
     new_run_id,
     utc_now,
 )
-from stepfork.trace.reading import load_trace as load_trace
+from stepfork.trace.reading import check_integrity, counted_events, open_bundle
 from stepfork.trace.reading import read_extension as read_extension
-from stepfork.trace.reading import read_trace as read_trace
 from stepfork.trace.redaction import Redactor, redact_event, redact_manifest
 
 MANIFEST_EVENT_ID = "__manifest__"
@@ -180,20 +180,146 @@ def _trace_text(trace: Trace) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------------------------- loading
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read the bundle directory at ``path`` into a :class:`Trace`, exactly as stored (notes 1, 5).
+
+    Reads manifest.json, events.jsonl and redactions.json (integrity.json is not read; see
+    ``verify_bundle_integrity``). Payload values come back exactly (big ints, floats); totals as written.
+    The bundle's ``concurrency.json`` and ``minted.json``, when present and well formed, are attached to
+    the trace (``stepfork.trace.concurrency.facts_of``, ``stepfork.trace.minting.minted_of``); a missing or
+    unreadable one is ignored.
+
+    Raises:
+        TraceStorageError: ``missing_file`` (no directory, a required file absent or not a regular file),
+            ``invalid_manifest`` (no ``.sftrace`` suffix, a symlinked manifest/redactions file, a bad
+            manifest or redactions shape, unknown keys), ``invalid_json`` (bad JSON, invalid UTF-8, a blank
+            line, a final line without ``\\n``), ``invalid_event`` (a bad event, unknown keys, a symlinked
+            events.jsonl), ``unsupported_schema`` (schema_version other than "0.1"). ``line`` is set for
+            problems inside events.jsonl.
+    """
+    return _load(path)
+
+
+def _load(path: str | os.PathLike[str], verified: Mapping[str, bytes] | None = None) -> Trace:
+    """:func:`load_trace`, from the payload files' ``verified`` bytes when given (:func:`open_bundle`)."""
+    trace = _read_trace(path, verified=verified)[0]
+    from stepfork.trace.concurrency import attach_facts, load_facts
+
+    attach_facts(trace, load_facts(path))  # concurrency.json, when the recorder wrote one (issue 12)
+    from stepfork.trace.minting import attach_minted, load_minted
+
+    attach_minted(trace, load_minted(path))  # minted.json (stepfork.trace.minting)
+    return trace
+
+
+def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
+    """:func:`check_integrity`, then :func:`load_trace`: the loader of every command that replays or
+    rewrites a bundle. Raises TraceIntegrityError (a TraceStorageError) first, then as :func:`load_trace`,
+    then TraceIntegrityError ``event_count_mismatch`` for a finished run (completed or failed) whose
+    events.jsonl does not hold the number of events its manifest counts (``totals.events``, when given):
+    a bundle without integrity.json (written before it, or by another tool) cut at a line boundary, which
+    would otherwise replay as a divergence of the agent (``exhausted``) instead of being refused as
+    damaged; then TraceIntegrityError for what ``export`` refuses too (``validation.replay_issues``): a
+    stored payload hash that does not match its payload (code ``payload_hash_mismatch``: edited with
+    integrity.json rewritten, or a legacy bundle edited) or a bundle that fails strict validation (the first
+    issue's code, ``step_mismatch``...; partial rules while the manifest says ``running``), which would
+    otherwise replay as DIVERGED or even MATCHED.
+
+    Each payload file up to 16 MiB (``integrity.KEPT_LIMIT``) is read once: the bytes hashed against
+    integrity.json are the bytes parsed, so a file changed between the check and the read cannot be loaded
+    unverified. A bundle with a larger file is hashed in chunks and read again to parse (memory bounded by
+    the parsed trace, not the file twice)."""
+    verified: dict[str, bytes] = {}
+    check_integrity(path, keep=verified)
+    # none kept: a bundle without integrity.json (legacy), a URL (fetched and verified by the remote reader)
+    # or a file past integrity.KEPT_LIMIT: read from disk
+    whole = all(name in verified for name in PAYLOAD_FILES)
+    trace = _load(path, verified if whole else None)
+    counted = counted_events(trace)
+    if counted is not None and counted != len(trace.events):
+        bundle = url_of(path) or str(path)
+        raise TraceIntegrityError(
+            f"{bundle}: events.jsonl holds {len(trace.events)} event(s) but manifest.json counts "
+            f"{trace.totals.events} (totals.events) for a finished run: the bundle was cut or edited and is "
+            f"refused; run `stepfork validate {bundle}`",
+            code="event_count_mismatch",
+            path=str(Path(str(path)) / EVENTS_FILE) if url_of(path) is None else bundle,
+            bundle=bundle,
+        )
+    _refuse_invalid(trace, url_of(path) or str(path))
+    return trace
+
+
+def _refuse_invalid(trace: Trace, bundle: str) -> None:
+    """Raise TraceIntegrityError when ``trace`` (read from ``bundle``) fails the checks of
+    ``validation.replay_issues``: a stored payload hash that does not match its payload (code
+    ``payload_hash_mismatch``, the ``--verify-integrity`` advice), else strict validation (the first
+    issue's code; partial rules while the run is ``running``). One line, as ``export`` refuses it."""
+    # imported when used: the loaders stay cheap to import
+    from stepfork.trace.validation import replay_issues
+
+    issues = replay_issues(trace)
+    if not issues:
+        return
+    codes = ", ".join(sorted({issue.code for issue in issues}))
+    stale = [issue for issue in issues if issue.code == "payload_hash_mismatch"]
+    first = stale[0] if stale else issues[0]
+    if stale:
+        where = f"step {first.step}: " if first.step is not None else ""
+        message = (
+            f"{bundle}: {where}{first.message} ({codes}): the bundle changed after it was written and is "
+            f"refused; run `stepfork validate --verify-integrity {bundle}`"
+        )
+    else:
+        message = (
+            f"{bundle} fails strict validation ({codes}): {first.message}; the bundle is refused; "
+            f"run `stepfork validate {bundle}` for every issue"
+        )
+    raise TraceIntegrityError(message, code=first.code, path=bundle, bundle=bundle)
+
+
+def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> tuple[Trace, int | None]:
+    """:func:`load_trace`, and for partial validation the one case a crash legitimately leaves behind.
+
+    With ``torn_tail_ok`` and a manifest still ``running``, a final events.jsonl line without ``\\n`` (a
+    write cut by SIGKILL: the kernel may stop a write part-way) is left out of the returned trace, and its
+    1-based line number is returned second (else None). Nothing is changed on disk. Raises as
+    :func:`load_trace`.
+    """
+    return _read_trace(path, torn_tail_ok=torn_tail_ok)
+
+
+def _read_trace(
+    path: str | os.PathLike[str],
+    *,
+    torn_tail_ok: bool = False,
+    verified: Mapping[str, bytes] | None = None,
+) -> tuple[Trace, int | None]:
+    """:func:`read_trace`, from the payload files' ``verified`` bytes when given (:func:`open_bundle`)."""
+    with open_bundle(path, verified=verified) as opened:
+        stream = opened.events(torn_tail_ok=torn_tail_ok)
+        with _files.cyclic_gc_paused():
+            events = list(stream)
+        redactions = opened.redactions()
+    manifest = opened.manifest
+    trace = Trace.model_construct(
+        run_id=manifest.run_id,
+        agent_name=manifest.agent_name,
+        created_at=manifest.created_at,
+        status=manifest.status,
+        failure=manifest.failure,
+        environment=manifest.environment,
+        totals=manifest.totals,
+        events=events,
+        redactions=redactions.entries,
+    )
+    return trace, stream.torn
+
+
 # ----------------------------------------------------------------------------------------------- writing
-
-
-def event_fields(event: EventBase) -> list[tuple[str, Any]]:
-    """The ``(name, JSON value)`` pairs of ``event`` in model order: 12 common fields, then type fields."""
-    fields: list[tuple[str, Any]] = []
-    for name in type(event).model_fields:
-        value = getattr(event, name)
-        if name == "timestamp":
-            value = format_timestamp(value)
-        elif isinstance(value, Enum):
-            value = value.value
-        fields.append((name, value))
-    return fields
 
 
 def serialize_event(event: EventBase) -> bytes:

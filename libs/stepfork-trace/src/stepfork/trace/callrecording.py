@@ -186,14 +186,14 @@ class CallRecorder:
             self._warn_orphan()  # an http call from another thread is expected (a background request)
         parent = self._root_id if orphan else self._parent()
         if call.kind == "tool":
-            fields: dict[str, Any] = {"name": call.name, "input": call.input}
-            type_ = "tool_call"
+            call_id = log.emit_tool("tool_call", call.name, call.input, parent, call.replay_policy)
         else:
             fields = {"provider": call.provider, "model": call.model or call.name, "input": call.input}
-            type_ = "llm_request"
-        call_id, _, _ = log.emit(type_, fields, parent_id=parent, replay_policy=call.replay_policy)
+            call_id = log.emit_line("llm_request", fields, parent, call.replay_policy)
         if self._concurrency is not None:
             self._concurrency.start(call_id)
+            if orphan:  # rare: kept apart, so the hot path's per-call entry stays as it was
+                self._concurrency.note_background(call_id)
         return call_id
 
     def _succeed(self, call: BoundaryCall, call_id: str, result: Any, started: int) -> None:
@@ -206,18 +206,11 @@ class CallRecorder:
             if isinstance(result, LLMOutput):  # an http call's response, as the HTTP capture gives it
                 result = result.value
             try:
-                output = self._jsonable(result)
+                output = None if result is None else self._jsonable(result)
             except Exception as error:  # the body ran but its result cannot be recorded: say so, loudly
                 self._fail(call, call_id, error, started)
                 raise
-            fields: dict[str, Any] = {"name": call.name, "output": output}
-            log.emit(
-                "tool_result",
-                fields,
-                parent_id=call_id,
-                duration_ms=duration,
-                replay_policy=call.replay_policy,
-            )
+            log.emit_tool("tool_result", call.name, output, call_id, call.replay_policy, duration)
             return
         usage = result if isinstance(result, LLMOutput) else None
         value = usage.value if usage is not None else result
@@ -234,9 +227,7 @@ class CallRecorder:
             "total_tokens": usage.total_tokens if usage else None,
             "cost_usd": usage.cost_usd if usage else None,
         }
-        log.emit(
-            "llm_response", fields, parent_id=call_id, duration_ms=duration, replay_policy=call.replay_policy
-        )
+        log.emit_line("llm_response", fields, call_id, call.replay_policy, duration)
 
     def _fail(self, call: BoundaryCall, call_id: str, exc: BaseException, started: int) -> None:
         log = self._log

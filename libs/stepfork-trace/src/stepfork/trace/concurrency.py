@@ -10,6 +10,10 @@ readers ignore it) with, for every ``tool_call``/``llm_request``:
   thread and task (names only, for a reader; never used to decide);
 - ``start_us``/``end_us``: microseconds on a monotonic clock since the recording started, taken when the
   call event was written and when its outcome was about to be written (``end_us`` null: never finished);
+- ``background`` (new in this release): true when the call came from a thread or task without the session in
+  its context (a library's background thread, a pool started without ``contextvars.copy_context()``),
+  false when the agent's own context made it. Absent in files written before: unknown. Replay reads it for
+  ``http`` calls: a recorded request the agent's context made must come again (docs/replay.md);
 - ``alive_tasks``: the numbers (``task_no`` of ``lanes``) of other asyncio tasks alive together with the
   calling task when the call started (at most ``MAX_ALIVE``): two calls from tasks alive together ran side
   by side (``asyncio.gather``) even when the calls themselves never overlapped. The list is the loop's
@@ -99,6 +103,7 @@ class ConcurrencyLog:
         # collection longer as the recording grew)
         self._calls: dict[str, tuple[int, int, tuple[int, ...] | None, int | None]] = {}
         self._ends: dict[str, int] = {}
+        self._background: set[str] = set()  # calls from threads without the session in their context
         # id(loop) -> (weak reference to the loop, task numbers): a loop that stopped before the snapshot
         # expired is neither kept alive nor confused with a later loop at the same address
         self._snapshots: dict[int, tuple[weakref.ref[Any], tuple[int, ...]]] = {}
@@ -174,6 +179,11 @@ class ConcurrencyLog:
             entry = self._task_lanes[id(task)]
         self._calls[call_id] = (entry[1], _perf_ns(), self._alive_snapshot(task), entry[2])
 
+    def note_background(self, call_id: str) -> None:
+        """Note that the call ``call_id`` came from a thread or task without the session in its context
+        (an orphan call, :mod:`stepfork.trace.boundary`): its ``background`` fact is true."""
+        self._background.add(call_id)
+
     def _alive_snapshot(self, task: Any) -> tuple[int, ...]:
         """Numbers of the tasks of ``task``'s loop alive (not done) when this loop iteration first asked,
         ``task`` included; taken once per iteration (class docstring)."""
@@ -207,6 +217,7 @@ class ConcurrencyLog:
         entries = list(self._calls.items())
         origin = self._origin
         ends = dict(self._ends)
+        background = set(self._background)
         owners = [entry[3] for _, entry in entries]  # in start order (the dict keeps insertion order)
         calls = {}
         for index, (call_id, (lane, start, snapshot, own)) in enumerate(entries):
@@ -216,6 +227,7 @@ class ConcurrencyLog:
                 "start_us": (start - origin) // 1000,
                 "end_us": None if end is None else (end - origin) // 1000,
                 "alive_tasks": _alive_others(snapshot, own, owners, index),
+                "background": call_id in background,
             }
         return {
             "format": FORMAT,
@@ -254,18 +266,27 @@ def _alive_others(
 
 
 class CallFacts:
-    """The concurrency facts of one recorded call, as read back: ``lane``, ``start_us``, ``end_us``."""
+    """The concurrency facts of one recorded call, as read back: ``lane``, ``start_us``, ``end_us``,
+    ``alive``, ``background``."""
 
-    __slots__ = ("alive", "end_us", "lane", "start_us")
+    __slots__ = ("alive", "background", "end_us", "lane", "start_us")
 
     def __init__(
-        self, lane: int, start_us: int, end_us: int | None, alive: frozenset[int] = frozenset()
+        self,
+        lane: int,
+        start_us: int,
+        end_us: int | None,
+        alive: frozenset[int] = frozenset(),
+        background: bool | None = None,
     ) -> None:
         self.lane = lane
         self.start_us = start_us
         self.end_us = end_us
         self.alive = alive
         """Numbers of the other asyncio tasks alive when this call started."""
+        self.background = background
+        """True: made from a thread without the session in its context; False: from the agent's context;
+        None: not recorded (a file written before this release)."""
 
 
 class ConcurrencyFacts:
@@ -319,6 +340,7 @@ class ConcurrencyFacts:
                     "start_us": f.start_us,
                     "end_us": f.end_us,
                     "alive_tasks": sorted(f.alive),
+                    **({} if f.background is None else {"background": f.background}),
                 }
                 for call_id, f in self.calls.items()
                 if event_ids is None or call_id in event_ids
@@ -356,7 +378,10 @@ class ConcurrencyFacts:
                 return None
             alive = entry.get("alive_tasks")
             numbers = frozenset(n for n in (alive if isinstance(alive, list) else ()) if type(n) is int)
-            calls[call_id] = CallFacts(lane, start, end, numbers)
+            background = entry.get("background")
+            calls[call_id] = CallFacts(
+                lane, start, end, numbers, background if type(background) is bool else None
+            )
         root = value.get("root")
         lanes = value.get("lanes")
         threads: list[int | None] = []

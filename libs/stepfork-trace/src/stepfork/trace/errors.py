@@ -80,7 +80,7 @@ class TraceStorageError(TraceError, ValueError):
 class TraceIntegrityError(TraceStorageError):
     """A bundle does not match its integrity.json: it changed after it was written (notes 2.4).
 
-    Raised by :func:`stepfork.trace.reading.load_verified_trace`, the loader every command that replays or
+    Raised by :func:`stepfork.trace.bundle.load_verified_trace`, the loader every command that replays or
     rewrites a bundle uses (replay, minimize, fork, diff, export, run, the pytest marker). The message is
     one line naming the file and recommending ``stepfork validate --verify-integrity``; the CLI prints it
     as is and exits 2.

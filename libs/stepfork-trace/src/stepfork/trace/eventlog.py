@@ -12,9 +12,12 @@ otherwise the redaction walk runs and the redacted value is encoded both ways (d
 "Recording"). Key order is kept so that a replayed value is the recorded one, ``json.dumps`` of it
 included; hashes cover the sorted bytes, so they do not depend on it (notes 2.2, docs/format.md).
 
-No pydantic on this path: the line is built from the dict directly, and its bytes equal
-``serialize_event`` of the same event (tests/trace/test_recording_lines.py checks that). Lines are
-appended whole under the lock, so concurrent calls (asyncio tasks, threads) never interleave (C6).
+No pydantic on this path: the line is formatted from the texts of its parts (:mod:`stepfork.trace._eventline`;
+a ``tool_call``/``tool_result`` with a clean name and a clean plain payload straight from the payload's
+bytes, :meth:`EventLog.emit_tool`), and its bytes equal ``serialize_event`` of the same event
+(tests/trace/test_recording.py and the golden bytes of tests/trace/test_recorded_bytes_golden.py check
+that). Lines are appended whole under the lock, so concurrent calls (asyncio tasks, threads) never
+interleave (C6).
 """
 
 from __future__ import annotations
@@ -31,6 +34,16 @@ from typing import Any
 
 import orjson
 
+from stepfork.trace._eventline import (
+    LINE,
+    TOOL_LINE,
+    dumps,
+    enum_texts,
+    fields_text,
+    int_text,
+    line_bytes,
+    quoted,
+)
 from stepfork.trace.bundle import BundleWriter
 from stepfork.trace.canonical import canonical_json, compact_json
 from stepfork.trace.minting import MIN_SPAN, Spans
@@ -42,6 +55,7 @@ from stepfork.trace.redaction import RedactionFinding, Redactor, default_redacto
 _HASHED: dict[str, tuple[str | None, str | None]] = {str(t.value): f for t, f in HASHED_FIELDS.items()}
 
 _NULL_DIGEST = sha256(b"null").hexdigest()  # a null payload's fingerprint (notes 2.2)
+_OK = quoted("ok")
 MAX_CHAIN = 16  # exception causes kept in an error event's details (C8); bounded against cycles
 SCANNED = 4096  # distinct strings whose minted spans a recording remembers (eventlog._note_minted)
 
@@ -160,6 +174,13 @@ def exception_chain(exc: BaseException) -> list[dict[str, str]]:
     return chain
 
 
+_Redacted = tuple[
+    dict[str, Any], dict[str, bytes], tuple[str | None, str | None], list[str], list[RedactionFinding]
+]
+"""An event's fields as written, its payloads' line bytes, ``(input_hash, output_hash)``, its redaction
+pointers and findings (:meth:`EventLog._redact`)."""
+
+
 class EventLog:
     """The events of one recording as they are written: step counter, totals and redaction entries.
 
@@ -180,6 +201,7 @@ class EventLog:
         self.cost_usd: float | None = None
         self.redaction_entries: list[RedactionEntry] = []
         self.closed = False
+        self._run_id_text = dumps(run_id)
         self.minting: Spans | None = None
         """The values this run mints (set by the recorder): their spans in payloads go to minted.json."""
         self.minted: set[str] = set()
@@ -214,31 +236,108 @@ class EventLog:
             RedactionError: a secret sits in a protected field.
             TraceStorageError / OSError: the line could not be written.
         """
-        # id, timestamp and step are given together under the lock (below): line order, step order and
-        # timestamp order then agree, even when threads emit at once (issue 12, "Concurrency that holds").
-        event: dict[str, Any] = {
-            "id": event_id,
-            "run_id": self.run_id,
-            "parent_id": parent_id,
-            "step": 0,
-            "type": type_,
-            "timestamp": "",
-            "duration_ms": duration_ms,
-            "status": status,
-            "replay_policy": replay_policy,
-            "input_hash": None,
-            "output_hash": None,
-            "redactions": [],
-            **fields,
-        }
-        # Redact the type's fields (notes 3). The 12 common fields are protected and made here from ids,
-        # the clock, enums and ints, so they cannot hold a secret; redact_event would only re-scan them
-        # (measured: ~150 us per event with the default rules). Same result as redact_event otherwise.
+        redacted = self._redact(type_, fields)
+        event_id, step, timestamp = self._append(
+            type_, parent_id, redacted, status=status, duration_ms=duration_ms, replay_policy=replay_policy,
+            flush=flush, event_id=event_id,
+        )  # fmt: skip
+        common = (event_id, parent_id, step, type_, timestamp, duration_ms, status, replay_policy)
+        return event_id, step, self._event(common, redacted)
+
+    def emit_line(
+        self,
+        type_: str,
+        fields: dict[str, Any],
+        parent_id: str | None,
+        replay_policy: str = "frozen",
+        duration_ms: int | None = None,
+        *,
+        walk: str | None = None,
+    ) -> str:
+        """:meth:`emit` of an ``ok`` event, flushed, for the call path; returns only the event's id (the
+        event dict is not built). ``walk``: a payload field known to need the redaction walk (not screened
+        again). Raises as :meth:`emit`."""
+        redacted = self._redact(type_, fields, walk)
+        policy = replay_policy
+        return self._append(type_, parent_id, redacted, duration_ms=duration_ms, replay_policy=policy)[0]
+
+    def emit_tool(
+        self,
+        type_: str,
+        name: str,
+        payload: Any,
+        parent_id: str,
+        replay_policy: str,
+        duration_ms: int | None = None,
+    ) -> str:
+        """:meth:`emit_line` of a ``tool_call`` (``payload`` is its input) or ``tool_result`` (its output),
+        the common case written straight from its parts: a clean name and a plain payload that redaction
+        leaves unchanged (anything else takes :meth:`emit_line`). Returns the event's id; raises as
+        :meth:`emit`."""
+        field = "input" if type_ == "tool_call" else "output"
+        if not self.redactor.is_clean_text(name):
+            fields = {"name": name, field: payload}
+            return self.emit_line(type_, fields, parent_id, replay_policy, duration_ms)
+        if payload is None:
+            digest, data = _NULL_DIGEST, b"null"
+        else:
+            clean = self._clean_payload(payload)
+            if clean is None:  # not plain JSON, or something to redact: the walk decides
+                fields = {"name": name, field: payload}
+                return self.emit_line(type_, fields, parent_id, replay_policy, duration_ms, walk=field)
+            digest, data = clean
+        try:
+            name_text, parent_text, policy_text = dumps(name), dumps(parent_id), quoted(replay_policy)
+        except orjson.JSONEncodeError:  # a lone surrogate: the checked path (the payload is screened again)
+            fields = {"name": name, field: payload}
+            return self.emit_line(type_, fields, parent_id, replay_policy, duration_ms)
+        if self.minting:  # the minted values the tool's name and payload hold (written unchanged)
+            self._note_minted([name, payload])
+        hash_text = b'"%b"' % digest.encode()
+        if field == "input":
+            rest = (b"null", _OK, policy_text, hash_text, b"null", b"[]", name_text, data)
+        else:
+            rest = (int_text(duration_ms), _OK, policy_text, b"null", hash_text, b"[]", name_text, data)
+        return self._commit(type_, TOOL_LINE[type_], parent_text, quoted(type_), rest)[0]
+
+    def _clean_payload(self, value: Any) -> tuple[str, bytes] | None:
+        """``(fingerprint, line bytes)`` of a payload redaction leaves unchanged, from the boundary's scan
+        (``take_plain_facts``): its sorted encoding is hashed and, when its keys and the screen over these
+        very bytes show nothing to redact, the value is written unchanged, in its recorded key order
+        (docs/format.md). None when it is not plain JSON or the redaction walk must decide."""
+        if value is None:
+            return _NULL_DIGEST, b"null"
+        facts = take_plain_facts(value)
+        if facts is None:
+            return None
+        data = facts.encoded
+        if facts.risky_floats:
+            data = canonical_json(value, assume_json=True)
+        keys = facts.keys
+        if self.redactor.may_change(keys, data, value):
+            return None
+        digest = sha256(data).hexdigest()
+        # With at most one distinct key no dict can be out of order, so the sorted bytes are the line's too.
+        # orjson wrote this value already, so only a float in its risky band needs the checked encoder.
+        if len(keys) > 1:
+            data = compact_json(value, assume_json=True) if facts.risky_floats else dumps(value)
+        return digest, data
+
+    def _redact(self, type_: str, fields: dict[str, Any], walk: str | None = None) -> _Redacted:
+        """Redact the type's fields (notes 3) and fingerprint its payloads (notes 2.2, of the redacted
+        values); return ``(fields as written, payload line bytes, (input_hash, output_hash), redactions,
+        findings)``. ``walk``: a payload field that goes to the redaction walk without the screen.
+
+        The 12 common fields are protected and made by the log from ids, the clock, enums and ints, so they
+        cannot hold a secret; redact_event would only re-scan them (about 150 us per event with the
+        default rules). Same result as redact_event otherwise.
+        """
         rules = self.redactor
         findings: list[RedactionFinding] = []
         in_field, out_field = _HASHED[type_]
-        digests: dict[str, str] = {}  # SHA-256 of a payload's canonical (sorted) bytes
-        lines: dict[str, bytes] = {}  # its compact bytes in recorded key order: what the line holds
+        out = fields  # copied before the first redacted value replaces one
+        digests: dict[str, str] = {}
+        lines: dict[str, bytes] = {}  # a payload's compact bytes in recorded key order: what the line holds
         for name, value in fields.items():
             kind = type(value)
             if value is None or kind is bool or kind is int or kind is float:
@@ -246,71 +345,146 @@ class EventLog:
             if kind is str:
                 if rules.is_clean_text(value):  # names, models: cached verdicts
                     continue
-            elif name in (in_field, out_field):
-                # Plain JSON (the boundary's scan, reused): its sorted encoding is hashed; when the keys and
-                # the screen over these very bytes show nothing to redact, the value is written unchanged.
-                facts = take_plain_facts(value)
-                if facts is not None:
-                    data = facts.encoded
-                    if facts.risky_floats:
-                        data = canonical_json(value, assume_json=True)
-                    keys = facts.keys
-                    if not rules.may_change(keys, data):
-                        digests[name] = sha256(data).hexdigest()
-                        # The line keeps the recorded key order; with at most one distinct key no dict
-                        # can be out of order, so the sorted bytes are those bytes too. orjson wrote this
-                        # value already, so only a float in its risky band needs the checked encoder.
-                        if len(keys) > 1:
-                            if facts.risky_floats:
-                                data = compact_json(value, assume_json=True)
-                            else:
-                                data = orjson.dumps(value)
-                        lines[name] = data
-                        continue
+            elif name in (in_field, out_field) and name != walk:
+                clean = self._clean_payload(value)
+                if clean is not None:
+                    digests[name], lines[name] = clean
+                    continue
             result = rules.redact(value, base_path="/" + name)
-            event[name] = result.value
+            if out is fields:
+                out = dict(fields)
+            out[name] = result.value
             findings.extend(result.findings)
-        if findings:
-            event["redactions"] = list(dict.fromkeys(f.path for f in findings))
-        # Hash the canonical bytes of the redacted payloads (notes 2.2: the parsed value, not the line text);
-        # the line keeps their key order (docs/format.md).
+        redactions = list(dict.fromkeys(f.path for f in findings)) if findings else []
+        input_hash = output_hash = None
         if in_field is not None:
-            event["input_hash"] = digests.get(in_field) or _digest(event, in_field, lines)
+            input_hash = digests.get(in_field) or _digest(out, in_field, lines)
         if out_field is not None:
-            event["output_hash"] = digests.get(out_field) or _digest(event, out_field, lines)
+            output_hash = digests.get(out_field) or _digest(out, out_field, lines)
         if self.minting:  # the minted values this event's payloads hold, as written (redacted)
-            self._note_minted(fields, event)
+            self._note_minted([out[name] for name in fields])
+        return out, lines, (input_hash, output_hash), redactions, findings
+
+    def _append(
+        self,
+        type_: str,
+        parent_id: str | None,
+        redacted: _Redacted,
+        *,
+        status: str = "ok",
+        duration_ms: int | None = None,
+        replay_policy: str = "frozen",
+        flush: bool = True,
+        event_id: str | None = None,
+    ) -> tuple[str, int, str]:
+        """Number, stamp and append one redacted event (:meth:`_redact`'s result); return ``(event_id,
+        step, timestamp)``. The line is :data:`_eventline.LINE` ending in the type's fields as
+        ``fields_text`` writes them or, when orjson refuses a value, ``line_bytes`` of the event dict."""
+        out, lines, (input_hash, output_hash), redactions, _ = redacted
+        tail = fields_text(out, lines)
+        parent = kind = b""
+        rest: tuple[bytes | memoryview, ...] | None = None  # the line's texts after the timestamp
+        if tail is not None:
+            try:
+                kind, status_text, policy = enum_texts(type_, status, replay_policy)
+                parent = b"null" if parent_id is None else dumps(parent_id)
+                rest = (
+                    int_text(duration_ms),
+                    status_text,
+                    policy,
+                    b"null" if input_hash is None else b'"%b"' % input_hash.encode(),
+                    b"null" if output_hash is None else b'"%b"' % output_hash.encode(),
+                    dumps(redactions) if redactions else b"[]",
+                    tail,
+                )
+            except orjson.JSONEncodeError:  # a lone surrogate in a parent id or a pointer
+                rest = None
+        common = (parent_id, status, duration_ms, replay_policy)
+        return self._commit(type_, LINE, parent, kind, rest, flush, event_id, redacted, common)
+
+    def _commit(
+        self,
+        type_: str,
+        template: bytes,
+        parent: bytes,
+        kind: bytes,
+        rest: tuple[bytes | memoryview, ...] | None,
+        flush: bool = True,
+        event_id: str | None = None,
+        redacted: _Redacted | None = None,
+        common: tuple[str | None, str, int | None, str] | None = None,
+    ) -> tuple[str, int, str]:
+        """Under the lock: give the event its id (unless ``event_id``), step and timestamp, write its line
+        and count it; return ``(event_id, step, timestamp)``.
+
+        The line is ``template`` formatted with the event's texts (``parent``: the parent id's, ``kind``:
+        the type's, ``rest``: those after the timestamp) or, when ``rest`` is None (orjson refused a
+        value), ``line_bytes`` of the event dict of ``common`` (``(parent_id, status, duration_ms,
+        replay_policy)``) and ``redacted``, whose findings and cost are noted too.
+        """
         with self.lock:
             if self.closed:
                 raise RuntimeError("the recording session has finished; no more events can be recorded")
             step = self.count
             if event_id is None:
-                event_id = event["id"] = self.new_event_id()
-            event["timestamp"] = self.clock()
-            event["step"] = step
-            self.writer.write_line(line_bytes(event, lines), flush)
+                event_id = self.new_event_id()
+            timestamp = self.clock()
+            if rest is not None:
+                when = timestamp.encode()
+                line = template % (dumps(event_id), self._run_id_text, parent, step, kind, when, *rest)
+            else:
+                assert redacted is not None
+                assert common is not None
+                parent_id, status, duration_ms, replay_policy = common
+                filled = (event_id, parent_id, step, type_, timestamp, duration_ms, status, replay_policy)
+                line = line_bytes(self._event(filled, redacted), redacted[1])
+            self.writer.write_line(line, flush)
             self.count = step + 1
             if type_ == "tool_call":
                 self.tool_calls += 1
             elif type_ == "llm_request":
                 self.llm_calls += 1
-            elif type_ == "llm_response" and event.get("cost_usd") is not None:
-                self.cost_usd = (self.cost_usd or 0.0) + float(event["cost_usd"])
-            for finding in findings:
-                self.redaction_entries.append(
-                    RedactionEntry(event_id=event_id, path=finding.path, reason=finding.reason)
-                )
-        return event_id, step, event
+            elif redacted is not None and type_ == "llm_response":
+                cost = redacted[0].get("cost_usd")
+                if cost is not None:
+                    self.cost_usd = (self.cost_usd or 0.0) + float(cost)
+            if redacted is not None:
+                for finding in redacted[4]:
+                    self.redaction_entries.append(
+                        RedactionEntry(event_id=event_id, path=finding.path, reason=finding.reason)
+                    )
+        return event_id, step, timestamp
 
-    def _note_minted(self, fields: dict[str, Any], event: dict[str, Any]) -> None:
-        """Note the minted values this event's payloads hold, as written (the redacted values; strings, not
-        keys: a renaming never applies to keys). Each distinct string is scanned once (a conversation
-        repeats its messages in every request), so a run pays one scan per string it sends."""
+    def _event(self, common: tuple[Any, ...], redacted: _Redacted) -> dict[str, Any]:
+        """The event dict of an appended event: ``common`` is ``(id, parent_id, step, type, timestamp,
+        duration_ms, status, replay_policy)``, ``redacted`` :meth:`_redact`'s result (notes 1.3 order)."""
+        event_id, parent_id, step, type_, timestamp, duration_ms, status, replay_policy = common
+        out, _, (input_hash, output_hash), redactions, _ = redacted
+        return {
+            "id": event_id,
+            "run_id": self.run_id,
+            "parent_id": parent_id,
+            "step": step,
+            "type": type_,
+            "timestamp": timestamp,
+            "duration_ms": duration_ms,
+            "status": status,
+            "replay_policy": replay_policy,
+            "input_hash": input_hash,
+            "output_hash": output_hash,
+            "redactions": redactions,
+            **out,
+        }
+
+    def _note_minted(self, stack: list[Any]) -> None:
+        """Note the minted values an event's field values (``stack``, consumed) hold, as written (the
+        redacted values; strings, not keys: a renaming never applies to keys). Each distinct string is
+        scanned once (a conversation repeats its messages in every request), so a run pays one scan per
+        string it sends."""
         minting = self.minting
         assert minting is not None
         seen = self._scanned
         noted = self.minted
-        stack = [event[name] for name in fields]
         pop, push = stack.pop, stack.extend
         while stack:
             value = pop()
@@ -338,36 +512,3 @@ class EventLog:
             if key not in seen:
                 seen.add(key)
                 yield entry
-
-
-def _slow_line(event: dict[str, Any], payloads: dict[str, bytes]) -> bytes:
-    parts = []
-    for name, value in event.items():
-        data = payloads.get(name)
-        parts.append(b'"' + name.encode() + b'":' + (data if data is not None else compact_json(value)))
-    return b"{" + b",".join(parts) + b"}\n"
-
-
-def line_bytes(event: dict[str, Any], payloads: dict[str, bytes] | None = None) -> bytes:
-    """The ``events.jsonl`` line of an event dict: the same bytes as ``bundle.serialize_event``.
-
-    ``event`` holds the 12 common fields first, then the type's fields in model order (notes 1.3);
-    ``payloads`` maps field names to their already computed line bytes (compact JSON, recorded key order:
-    ``canonical.compact_json``), spliced in as ``orjson.Fragment`` (not re-encoded). Every other value is
-    written as ``compact_json`` writes it (``_files.event_line``): orjson writes ids, names, messages, ints
-    and null with those bytes, except floats and values it refuses (big ints, lone surrogates), which go
-    through ``compact_json``'s checked path.
-
-    Raises CanonicalJsonError when a value is not plain JSON.
-    """
-    fields = dict(event)
-    if payloads:
-        for name, data in payloads.items():
-            fields[name] = orjson.Fragment(data)
-    cost = fields.get("cost_usd")
-    if type(cost) is float:  # orjson and repr() differ on some floats (canonical.py)
-        fields["cost_usd"] = orjson.Fragment(canonical_json(cost))
-    try:
-        return orjson.dumps(fields, option=orjson.OPT_APPEND_NEWLINE)
-    except orjson.JSONEncodeError:
-        return _slow_line(event, payloads or {})

@@ -160,7 +160,7 @@ def verify_bundle_integrity(
 
     ``keep``: when given, each payload file of at most :data:`KEPT_LIMIT` bytes is read whole, and the
     bytes that were hashed are put into it by file name, so a loader parses exactly what was verified,
-    from one read (:func:`stepfork.trace.reading.load_verified_trace`); larger files, and every file
+    from one read (:func:`stepfork.trace.bundle.load_verified_trace`); larger files, and every file
     without ``keep``, are hashed in chunks over 1 MiB (memory bounded). Nothing is put into it for a
     bundle without integrity.json.
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import (
@@ -295,3 +296,16 @@ class IntegrityRecord(BaseModel):
     schema_version: Literal["0.1"] = SCHEMA_VERSION
     algorithm: str = "sha256"
     files: dict[str, str]
+
+
+def event_fields(event: EventBase) -> list[tuple[str, Any]]:
+    """The ``(name, JSON value)`` pairs of ``event`` in model order: 12 common fields, then type fields."""
+    fields: list[tuple[str, Any]] = []
+    for name in type(event).model_fields:
+        value = getattr(event, name)
+        if name == "timestamp":
+            value = format_timestamp(value)
+        elif isinstance(value, Enum):
+            value = value.value
+        fields.append((name, value))
+    return fields

@@ -1,11 +1,14 @@
-"""Reading a bundle: ``load_trace`` / ``read_trace``, events.jsonl streamed line by line, extension files.
+"""Reading a bundle's files: the payload files opened in one order, events.jsonl streamed line by line,
+extension files.
 
 Bundles are read as stored (interop/REFERENCE-NOTES.md sections 1 and 5, docs/format.md "Reading"):
 nothing is repaired, guessed or executed, and every problem is a ``TraceStorageError`` with a code, a path
 and, for events.jsonl, a 1-based line. :func:`open_bundle` opens the three payload files in the loader's
 order (so every caller reports the same first problem) and :class:`EventStream` parses events.jsonl one
 line at a time, so a caller that keeps only part of each event (``validate_bundle``) holds one line's
-payloads at a time instead of the whole trace. ``bundle.py`` re-exports the public names.
+payloads at a time instead of the whole trace. The loaders that build a ``Trace`` from what is read here
+(``load_trace``, ``load_verified_trace``, ``read_trace``) live beside ``Trace`` in ``bundle.py``, so that
+this module never imports it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from stepfork.trace import _files
-from stepfork.trace._files import EVENTS_FILE, INTEGRITY_FILE, MANIFEST_FILE, PAYLOAD_FILES, REDACTIONS_FILE
+from stepfork.trace._files import EVENTS_FILE, INTEGRITY_FILE, MANIFEST_FILE, REDACTIONS_FILE
 from stepfork.trace._urls import url_of
 from stepfork.trace.canonical import loads_json
 from stepfork.trace.errors import TraceIntegrityError, TraceStorageError
@@ -156,7 +159,7 @@ class OpenBundle:
         )
 
     def redactions(self) -> RedactionManifest:
-        """Parse redactions.json. Raises TraceStorageError as :func:`load_trace`."""
+        """Parse redactions.json. Raises TraceStorageError as :func:`stepfork.trace.bundle.load_trace`."""
         return _files.parse_redactions(self.raw_redactions, self.path / REDACTIONS_FILE)
 
 
@@ -206,43 +209,11 @@ def open_bundle(
         yield OpenBundle(bundle, manifest, events_file, raw_redactions)
 
 
-def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read the bundle directory at ``path`` into a :class:`Trace`, exactly as stored (notes 1, 5).
-
-    Reads manifest.json, events.jsonl and redactions.json (integrity.json is not read; see
-    ``verify_bundle_integrity``). Payload values come back exactly (big ints, floats); totals as written.
-    The bundle's ``concurrency.json`` and ``minted.json``, when present and well formed, are attached to
-    the trace (``stepfork.trace.concurrency.facts_of``, ``stepfork.trace.minting.minted_of``); a missing or
-    unreadable one is ignored.
-
-    Raises:
-        TraceStorageError: ``missing_file`` (no directory, a required file absent or not a regular file),
-            ``invalid_manifest`` (no ``.sftrace`` suffix, a symlinked manifest/redactions file, a bad
-            manifest or redactions shape, unknown keys), ``invalid_json`` (bad JSON, invalid UTF-8, a blank
-            line, a final line without ``\\n``), ``invalid_event`` (a bad event, unknown keys, a symlinked
-            events.jsonl), ``unsupported_schema`` (schema_version other than "0.1"). ``line`` is set for
-            problems inside events.jsonl.
-    """
-    return _load(path)
-
-
-def _load(path: str | os.PathLike[str], verified: Mapping[str, bytes] | None = None) -> Trace:
-    """:func:`load_trace`, from the payload files' ``verified`` bytes when given (:func:`open_bundle`)."""
-    trace = _read_trace(path, verified=verified)[0]
-    from stepfork.trace.concurrency import attach_facts, load_facts
-
-    attach_facts(trace, load_facts(path))  # concurrency.json, when the recorder wrote one (issue 12)
-    from stepfork.trace.minting import attach_minted, load_minted
-
-    attach_minted(trace, load_minted(path))  # minted.json (stepfork.trace.minting)
-    return trace
-
-
 def counted_events(manifest: TraceManifest | Trace) -> int | None:
     """The number of events a *finished* run's manifest counts (``totals.events``), or None when the run is
     still ``running`` (its totals are not final) or the manifest counts none (it may leave its totals out;
-    notes 1.2). The rule by which :func:`load_verified_trace` refuses a bundle cut short and ``inspect``
-    warns about one."""
+    notes 1.2). The rule by which :func:`stepfork.trace.bundle.load_verified_trace` refuses a bundle cut
+    short and ``inspect`` warns about one."""
     if manifest.status == RunStatus.RUNNING or "events" not in manifest.totals.model_fields_set:
         return None
     return int(manifest.totals.events)
@@ -256,7 +227,7 @@ def check_integrity(path: str | os.PathLike[str], *, keep: MutableMapping[str, b
     The one rule of every command that replays or rewrites a bundle (issue 13): a bundle changed after it
     was written (events.jsonl cut at a line boundary, one payload byte edited, a file removed) is refused
     before anything runs, so a changed recording can never be reported as a regression. A path that is not
-    a directory is left to :func:`load_trace`, whose error says what it is.
+    a directory is left to :func:`stepfork.trace.bundle.load_trace`, whose error says what it is.
 
     Raises:
         TraceIntegrityError: one line naming the first file that does not match and recommending
@@ -291,79 +262,6 @@ def check_integrity(path: str | os.PathLike[str], *, keep: MutableMapping[str, b
         path=str(target),
         bundle=str(bundle),
     )
-
-
-def load_verified_trace(path: str | os.PathLike[str]) -> Trace:
-    """:func:`check_integrity`, then :func:`load_trace`: the loader of every command that replays or
-    rewrites a bundle. Raises TraceIntegrityError (a TraceStorageError) first, then as :func:`load_trace`,
-    then TraceIntegrityError ``event_count_mismatch`` for a finished run (completed or failed) whose
-    events.jsonl does not hold the number of events its manifest counts (``totals.events``, when given):
-    a bundle without integrity.json (written before it, or by another tool) cut at a line boundary, which
-    would otherwise replay as a divergence of the agent (``exhausted``) instead of being refused as
-    damaged.
-
-    Each payload file up to 16 MiB (``integrity.KEPT_LIMIT``) is read once: the bytes hashed against
-    integrity.json are the bytes parsed, so a file changed between the check and the read cannot be loaded
-    unverified. A bundle with a larger file is hashed in chunks and read again to parse (memory bounded by
-    the parsed trace, not the file twice)."""
-    verified: dict[str, bytes] = {}
-    check_integrity(path, keep=verified)
-    # none kept: a bundle without integrity.json (legacy), a URL (fetched and verified by the remote reader)
-    # or a file past integrity.KEPT_LIMIT: read from disk
-    whole = all(name in verified for name in PAYLOAD_FILES)
-    trace = _load(path, verified if whole else None)
-    counted = counted_events(trace)
-    if counted is not None and counted != len(trace.events):
-        bundle = url_of(path) or str(path)
-        raise TraceIntegrityError(
-            f"{bundle}: events.jsonl holds {len(trace.events)} event(s) but manifest.json counts "
-            f"{trace.totals.events} (totals.events) for a finished run: the bundle was cut or edited and is "
-            f"refused; run `stepfork validate {bundle}`",
-            code="event_count_mismatch",
-            path=str(Path(str(path)) / EVENTS_FILE) if url_of(path) is None else bundle,
-            bundle=bundle,
-        )
-    return trace
-
-
-def read_trace(path: str | os.PathLike[str], *, torn_tail_ok: bool = False) -> tuple[Trace, int | None]:
-    """:func:`load_trace`, and for partial validation the one case a crash legitimately leaves behind.
-
-    With ``torn_tail_ok`` and a manifest still ``running``, a final events.jsonl line without ``\\n`` (a
-    write cut by SIGKILL: the kernel may stop a write part-way) is left out of the returned trace, and its
-    1-based line number is returned second (else None). Nothing is changed on disk. Raises as
-    :func:`load_trace`.
-    """
-    return _read_trace(path, torn_tail_ok=torn_tail_ok)
-
-
-def _read_trace(
-    path: str | os.PathLike[str],
-    *,
-    torn_tail_ok: bool = False,
-    verified: Mapping[str, bytes] | None = None,
-) -> tuple[Trace, int | None]:
-    """:func:`read_trace`, from the payload files' ``verified`` bytes when given (:func:`open_bundle`)."""
-    from stepfork.trace.bundle import Trace  # bundle re-exports this module: import it when first used
-
-    with open_bundle(path, verified=verified) as opened:
-        stream = opened.events(torn_tail_ok=torn_tail_ok)
-        with _files.cyclic_gc_paused():
-            events = list(stream)
-        redactions = opened.redactions()
-    manifest = opened.manifest
-    trace = Trace.model_construct(
-        run_id=manifest.run_id,
-        agent_name=manifest.agent_name,
-        created_at=manifest.created_at,
-        status=manifest.status,
-        failure=manifest.failure,
-        environment=manifest.environment,
-        totals=manifest.totals,
-        events=events,
-        redactions=redactions.entries,
-    )
-    return trace, stream.torn
 
 
 _CORE_FILES = frozenset({MANIFEST_FILE, EVENTS_FILE, REDACTIONS_FILE, INTEGRITY_FILE})

@@ -240,6 +240,9 @@ class RecordingSession(ExplicitRecording):
             self._minting = log.minting = minting.start()
         self._token = boundary.activate(self)
         self._scope_token = _scope.set(None)
+        from stepfork.trace._after_import import capture_mcp_sessions
+
+        capture_mcp_sessions()  # an MCP session the agent did not instrument is recorded all the same
 
     def _deactivate(self) -> None:
         if self._token is not None:

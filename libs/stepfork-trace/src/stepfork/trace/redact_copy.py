@@ -85,10 +85,11 @@ def redact_bundle(
             codes for an unreadable ``source``; ``already_exists``/``not_a_bundle`` for ``output``.
         RedactionError: a protected field (an id, a timestamp) holds a secret, which cannot be rewritten.
     """
-    from stepfork.trace.bundle import MANIFEST_EVENT_ID, event_fields, load_trace, save_trace
+    from stepfork.trace.bundle import MANIFEST_EVENT_ID, load_trace, save_trace
     from stepfork.trace.canonical import compact_json
     from stepfork.trace.minting import EXTENSION_NAME as MINTED
     from stepfork.trace.minting import RecordedMinted
+    from stepfork.trace.models import event_fields
     from stepfork.trace.reading import read_extension
     from stepfork.trace.redaction import default_redactor, redact_event, redact_manifest
     from stepfork.trace.validation import validate_bundle

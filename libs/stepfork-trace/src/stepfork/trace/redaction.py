@@ -3,10 +3,12 @@
 Three rules over JSON values (docs/redaction.md): values under sensitive keys (reason ``sensitive_key``),
 credential shapes inside any string (``credential_pattern``, prefixes such as ``Bearer`` kept) and exact
 registered secrets (``registered_secret``) become ``"[REDACTED]"``. Tagged ``bytes``/``str`` values are
-decoded and scanned too. An already redacted value gives no finding; when nothing changes the same object
-comes back. A payload is first screened in one pass (its JSON text against the rules' needles, one
-multi-literal search in pydantic-core's Rust regex) so the common case, no secret, costs that search and
-a look at the dict keys; the recorder runs it over the canonical bytes it writes (:meth:`may_change`).
+decoded and scanned too, and the deltas of a recorded stream are joined before they are matched
+(:mod:`stepfork.trace._redaction_streams`). An already redacted value gives no finding; when nothing
+changes the same object comes back. A payload is first screened in one pass (its JSON text against the
+rules' needles, one multi-literal search in pydantic-core's Rust regex) so the common case, no secret,
+costs that search and a look at the dict keys; the recorder runs it over the canonical bytes it writes
+(:meth:`may_change`).
 
 This module owns the key rule and the walk over JSON values (pointers, tagged forms, keys that are
 secrets); what happens inside one string, and the payload screen, is :mod:`stepfork.trace._redaction_text`
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from stepfork.trace._redaction_rules import PATTERNS, SENSITIVE_KEYS, normalize_key
+from stepfork.trace._redaction_streams import STREAM_KEYS, redact_streams, stream_count, streams_may_match
 from stepfork.trace._redaction_text import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
 from stepfork.trace._redaction_text import REPLACEMENT, Reason, TextRules, check_secret
 from stepfork.trace.errors import RedactionError
@@ -167,6 +170,9 @@ class Redactor:
             value: a JSON value, possibly holding tagged forms.
             base_path: the JSON Pointer of ``value`` (``"/input"``); findings are reported below it.
 
+        A dict holding a recorded stream (``sse``, ``eventstream``, ``stream``) has the secrets its
+        deltas hold once joined redacted first (``_redaction_streams``: docs/redaction.md, "Streams").
+
         Returns:
             RedactionResult: the redacted value (``value`` itself when nothing changed) and one finding
             per changed value, in walk order.
@@ -175,17 +181,21 @@ class Redactor:
         out = self._walk(value, base_path, [], findings, self._text.strings_may_match(value))
         return RedactionResult(out, findings)
 
-    def may_change(self, keys: Iterable[Any], encoded: bytes) -> bool:
-        """False when :meth:`redact` is sure to return a plain-JSON value unchanged, from two facts.
+    def may_change(self, keys: Iterable[Any], encoded: bytes, value: Any = None) -> bool:
+        """False when :meth:`redact` is sure to return a plain-JSON value unchanged, from its facts.
 
         Args:
             keys: every dict key in the value (``plainjson.PlainFacts.keys``; the value has no tags).
             encoded: its JSON text as orjson or the canonical rule writes it (any key order).
+            value: the value itself, when at hand (the recorder): what a stream's deltas are joined from.
 
         Returns True when a key is sensitive or a string may match (the one-pass screen of
         :meth:`redact`, run over bytes the recorder needs anyway, not counting clean keys such as
         ``max_tokens`` that merely hold a needle: ``TextRules.blob_may_match_values``): the walk
-        decides then.
+        decides then. A value holding a stream (a key of ``_redaction_streams.STREAM_KEYS`` whose value is
+        an object in ``encoded``) may hold a secret split across its deltas, which no screen of the text
+        finds: True unless ``value`` (the value itself) is given and its joined deltas match no rule
+        (``streams_may_match``).
         """
         names, verdicts, clean = self._keys
         if not clean.issuperset(keys):  # the keys seen before are known clean: one C-level test
@@ -198,7 +208,12 @@ class Redactor:
             if len(clean) > 10_000:  # bounded: keys can be data
                 clean.clear()
             clean.update(keys)
-        return self._text.blob_may_match_values(encoded, keys)
+        if self._text.blob_may_match_values(encoded, keys):
+            return True
+        if STREAM_KEYS.isdisjoint(keys):
+            return False
+        count = stream_count(encoded)
+        return bool(count) and (value is None or streams_may_match(value, self._text, count))
 
     def _walk(
         self, value: Any, base: str, parts: list[str | int], found: list[RedactionFinding], scan: bool
@@ -230,6 +245,9 @@ class Redactor:
         if t is dict:
             if _TAG in value:
                 return self._walk_tag(value, _join(base, parts), found)
+            if "sse" in value or "eventstream" in value or "stream" in value:  # a secret split across deltas
+                value, changed = redact_streams(value, self._text)
+                found += [RedactionFinding(_join(base, [*parts, *path]), why) for path, why in changed]
             copy: dict[str, Any] | None = None
             renamed: list[tuple[str, str, Reason]] = []
             names, verdicts, _ = self._keys

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -49,10 +50,12 @@ from stepfork.trace._validation_types import ValidationCheck as ValidationCheck
 from stepfork.trace._validation_types import ValidationIssue as ValidationIssue
 from stepfork.trace._validation_types import ValidationResult as ValidationResult
 from stepfork.trace._validation_types import checks_for
-from stepfork.trace.bundle import Trace
 from stepfork.trace.errors import TraceStorageError
 from stepfork.trace.integrity import verify_bundle_integrity
-from stepfork.trace.models import IntegrityStatus, TraceManifest
+from stepfork.trace.models import IntegrityStatus, RunStatus, TraceManifest
+
+if TYPE_CHECKING:  # annotations only: bundle.load_verified_trace imports this module
+    from stepfork.trace.bundle import Trace
 
 
 def validate_trace(
@@ -85,6 +88,38 @@ def validate_trace(
         checks=checks_for(issues, strict=strict, integrity=verify_payload_hashes),
         incomplete=findings.incomplete,
     )
+
+
+def replay_issues(trace: Trace) -> list[ValidationIssue]:
+    """The issues for which every command that replays or rewrites a bundle refuses ``trace``, in check
+    order (``bundle.load_verified_trace``): validation's own, in strict mode (partial while the
+    manifest says ``running``: a killed recording keeps totals 0 and may be replayed up to where it
+    stopped), and each stored payload hash that does not match its payload (``payload_hash_mismatch``:
+    the bundle was edited, integrity.json rewritten or not). A null stored hash (a legacy bundle) and the
+    warnings are not reasons, nor a count the manifest leaves out of its totals (notes 1.2, as
+    ``load_verified_trace``'s event count). Empty: the bundle may be replayed.
+
+    Cost: the event metadata checks, and each payload hash proven by orjson's sorted encoding first, as
+    replay proves its calls' fingerprints (``canonical.canonical_of_fingerprint``); the exact rule only
+    where that does not prove it. No secret scan (that is a warning).
+    """
+    strict = trace.status != RunStatus.RUNNING
+    metas = [EventMeta.of(event, trace.run_id) for event in trace.events]
+    stale = [
+        issue
+        for event in trace.events
+        for issue in payload_hash_issues(event)
+        if issue.code == "payload_hash_mismatch"
+    ]
+    given = trace.totals.model_fields_set  # a count the manifest leaves out is not compared (notes 1.2)
+    return [
+        issue
+        for issue in check_events(trace, metas, strict=strict, hash_issues=stale).issues
+        if not (location := issue.location or "").startswith(_TOTALS) or location[len(_TOTALS) :] in given
+    ]
+
+
+_TOTALS = "manifest.json:totals."
 
 
 def validate_bundle(

@@ -1,20 +1,23 @@
 """``stepfork.diff``: the reference's module path for behaviour diffs (REFERENCE-API.md ``stepfork.diff``).
 
-The same objects as :mod:`stepfork.analysis.diff` and :mod:`stepfork.analysis.behavior` (one
-implementation each; issue 14). ``DiffResult``, ``StepDiff``, ``FieldChange`` and ``TraceSummary`` are
-pydantic models; the differences from the reference are listed in docs/decisions.md.
+The same objects as :mod:`stepfork.analysis.diff` (one implementation each; issue 14). ``DiffResult``,
+``StepDiff``, ``FieldChange`` and ``TraceSummary`` are pydantic models; the differences from the reference
+are listed in docs/decisions.md.
 """
 
-from stepfork.analysis.behavior import (
+from stepfork.analysis.diff import (
     BehaviorStep,
     ChangeKind,
+    DiffResult,
     FieldChange,
+    StepDiff,
+    TraceSummary,
     collect_field_changes,
+    diff_traces,
     extract_behavior,
     first_difference,
     values_equal,
 )
-from stepfork.analysis.diff import DiffResult, StepDiff, TraceSummary, diff_traces
 
 __all__ = [
     "BehaviorStep",

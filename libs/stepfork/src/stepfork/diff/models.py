@@ -4,7 +4,6 @@
 :mod:`stepfork.diff`.
 """
 
-from stepfork.analysis.behavior import FieldChange
-from stepfork.analysis.diff import DiffResult, StepDiff, TraceSummary
+from stepfork.analysis.diff import DiffResult, FieldChange, StepDiff, TraceSummary
 
 __all__ = ["DiffResult", "FieldChange", "StepDiff", "TraceSummary"]

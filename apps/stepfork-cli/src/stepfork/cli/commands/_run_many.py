@@ -1,6 +1,6 @@
 """``stepfork run TEST... | DIR [--shard K/N] [--receipts DIR] [--json]``: many exported tests, one receipt
-per test and a summary (issue 17; :mod:`stepfork.analysis.run_many`). Exit 0 every test passed, 1 a test
-failed (or some could not execute), 2 none could execute or bad input (one line)."""
+per test and a summary (issue 17; :func:`stepfork.analysis.export.run_many`). Exit 0 every test passed, 1 a
+test failed (or some could not execute), 2 none could execute or bad input (one line)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ def run_many_command(
     as_json: bool,
 ) -> NoReturn:
     """Run the tests, print the summary (or its JSON) and exit with its code."""
-    from stepfork.analysis.run_many import parse_shard, run_many
-    from stepfork.analysis.runner import RunInputError
+    from stepfork.analysis.export import RunInputError, parse_shard, run_many
     from stepfork.cli.output import exit_with_result, fail
 
     try:

@@ -98,7 +98,7 @@ def check(
 ) -> None:
     """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
     from stepfork.analysis.check import python_file_problem
-    from stepfork.analysis.exported import entrypoint_form_problem
+    from stepfork.analysis.export import entrypoint_form_problem
     from stepfork.cli.options import parse_choice, parse_ordering, parse_raise_as
     from stepfork.cli.output import exit_with_result, fail, sanitize_text
 
@@ -191,9 +191,8 @@ def _check_outputs(corpus: str, junit: Path | None, receipts: Path | None, *, ov
     :func:`stepfork.trace._outputs.output_target_problem`): inside a bundle directory, a directory where
     the JUnit file goes (or a file where the receipts directory goes), or, without ``--overwrite``, an
     existing file that is not an earlier Stepfork JUnit report / receipt."""
-    from stepfork.analysis._check_result import is_junit_file, receipt_file_name
-    from stepfork.analysis.check import CorpusError, resolve_corpus
-    from stepfork.analysis.receipt import is_receipt_file
+    from stepfork.analysis.check import CorpusError, is_junit_file, receipt_file_name, resolve_corpus
+    from stepfork.analysis.export import is_receipt_file
     from stepfork.cli.output import fail, sanitize_text
     from stepfork.trace._outputs import output_target_problem
 

@@ -38,8 +38,7 @@ def diff(
     ),
 ) -> None:
     """Compare the behavior of two recorded agent runs."""
-    from stepfork.analysis.diff import diff_traces
-    from stepfork.analysis.volatile import check_path_patterns
+    from stepfork.analysis.diff import check_path_patterns, diff_traces
     from stepfork.cli.output import fail, sanitize_text, shown
     from stepfork.replay.noise import NoiseRules
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace

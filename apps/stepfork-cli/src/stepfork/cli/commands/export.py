@@ -108,11 +108,11 @@ def export(
     from stepfork.analysis.export import (
         EXPORT_MODES,
         ExportError,
+        entrypoint_form_problem,
         export_pytest_test,
         load_expectation_file,
         load_trajectory_file,
     )
-    from stepfork.analysis.exported import entrypoint_form_problem
     from stepfork.cli.options import (
         describe_raise_as,
         parse_allow_hosts,
@@ -233,8 +233,8 @@ def _script_command(command: list[str], entrypoint: str | None, raise_as: list[s
 
 def _refuse_secrets(command: list[str]) -> None:
     """Refuse (one line, exit 2) a command holding a credential, before anything is read: the library's
-    rule (:func:`stepfork.analysis.exported.command_secret_problem`; CASES C5)."""
-    from stepfork.analysis.exported import command_secret_problem
+    rule (:func:`stepfork.analysis.export.command_secret_problem`; CASES C5)."""
+    from stepfork.analysis.export import command_secret_problem
     from stepfork.cli.output import fail
 
     problem = command_secret_problem(command)

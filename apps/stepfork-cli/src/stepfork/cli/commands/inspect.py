@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stepfork.analysis.inspection.scan import HEAD_ROWS
+from stepfork.analysis.inspection import HEAD_ROWS
 
 
 def inspect(
@@ -62,7 +62,7 @@ def inspect(
     ] = False,
 ) -> None:
     """Inspect a .sftrace bundle locally."""
-    from stepfork.analysis.inspection.scan import ImportedView, Keep, scan_bundle
+    from stepfork.analysis.inspection import ImportedView, Keep, scan_bundle
     from stepfork.cli.output import fail, sanitize_text, shown
     from stepfork.trace.errors import TraceStorageError
 
@@ -132,7 +132,7 @@ def _stream_json(
     import sys
     import textwrap
 
-    from stepfork.analysis.inspection.scan import scan_bundle
+    from stepfork.analysis.inspection import scan_bundle
 
     text = json.dumps({**_head(found, imported), "timeline": []}, indent=2, ensure_ascii=False)
     opening = text[: text.rindex("[]")]
@@ -263,7 +263,7 @@ def _render(
 
     from rich.text import Text
 
-    from stepfork.analysis.inspection.scan import scan_bundle
+    from stepfork.analysis.inspection import scan_bundle
     from stepfork.cli.output import console, escape_controls
     from stepfork.replay.diagnostics import PREVIEW_CHARS, preview
 

@@ -34,8 +34,14 @@ def redact(
     try:
         copy = redact_bundle(bundle, output, overwrite=overwrite)
     except (TraceError, OSError) as exc:
+        code = getattr(exc, "code", None) or "os_error"
+        if code == "already_exists":  # the library says overwrite=True; here the option is --overwrite
+            message = sanitize_text(
+                f"{output} already exists; pass --overwrite to replace it.", keep=(output,)
+            )
+            fail(message, 2, error=code)
         message = sanitize_text(str(exc), keep=(bundle, output))
-        fail(message, 2, error=getattr(exc, "code", None) or "os_error")
+        fail(message, 2, error=code)
     if as_json:
         typer.echo(json.dumps(copy.to_dict(), ensure_ascii=False))
         raise typer.Exit(0)

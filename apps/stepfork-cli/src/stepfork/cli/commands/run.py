@@ -71,7 +71,7 @@ def run(
     ] = None,
 ) -> None:
     """Run an exported regression test and report the verdict (--receipt writes it as JSON)."""
-    from stepfork.analysis.runner import RunInputError, run_exported_test
+    from stepfork.analysis.export import RunInputError, run_exported_test
     from stepfork.cli.guide import not_a_test_problem
     from stepfork.cli.output import fail, sanitize_text
     from stepfork.trace._outputs import is_bundle_dir

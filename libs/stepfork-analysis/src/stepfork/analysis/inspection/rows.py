@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stepfork.analysis._render import escape_controls
+from stepfork.analysis._shared.render import escape_controls
 from stepfork.trace.models import COMMON_EVENT_FIELDS
 from stepfork.trace.redaction import redact_json
 

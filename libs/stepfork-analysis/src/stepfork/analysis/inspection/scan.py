@@ -1,7 +1,7 @@
 """One streamed pass over a bundle: the run summary and a bounded timeline (issue 13; library since issue 32).
 
 events.jsonl is read one event at a time (:func:`stepfork.trace.reading.open_bundle`, ``EventStream``) and
-each event is counted by :class:`stepfork.analysis.run_summary.SummaryBuilder` (the summary the HTML view
+each event is counted by :class:`.summary.SummaryBuilder` (the summary the HTML view
 shows too), so memory holds the counts, the rows kept and one event, never the trace: a 10,000-call bundle
 is inspected in bounded memory (benchmarks/bench_inspect.py; docs/performance.md, "inspect"). Only the rows
 kept are built (a row redacts its event's payload again: the costly step).
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from stepfork.analysis.inspection.rows import event_label, sanitized, sanitized_text, timeline_row
-from stepfork.analysis.run_summary import SummaryBuilder
+from stepfork.analysis.inspection.summary import SummaryBuilder
 
 __all__ = ["ERROR_ROWS", "HEAD_ROWS", "TAIL_ROWS", "BundleScan", "ImportedView", "Keep", "scan_bundle"]
 
@@ -39,7 +39,7 @@ class BundleScan:
     many selected events were left out of a bounded timeline (``hidden``).
 
     Attributes:
-        counts: the :class:`~stepfork.analysis.run_summary.SummaryBuilder` every event was added to (the
+        counts: the :class:`~.summary.SummaryBuilder` every event was added to (the
             one summary implementation, shared with the HTML view and ``runs_df``).
         integrity: the bundle's ``IntegrityStatus`` value (``verified``, ``mismatch``,
             ``unverified_legacy``), or ``not_checked`` (an in-memory trace).
@@ -255,8 +255,8 @@ class ImportedView:
         """The view of the bundle at ``path``; an empty view for a bundle not made by ``stepfork import``
         or whose extension file cannot be read."""
         from stepfork.replay.imported import IMPORT_EXTENSION, ImportedCalls, import_summary
-        from stepfork.trace.bundle import read_extension
         from stepfork.trace.errors import TraceError
+        from stepfork.trace.reading import read_extension
 
         try:
             data = read_extension(path, IMPORT_EXTENSION)

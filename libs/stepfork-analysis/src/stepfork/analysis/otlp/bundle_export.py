@@ -43,7 +43,7 @@ def export_otlp(
     """
     from pathlib import Path
 
-    from stepfork.analysis._atomic import write_text_atomically
+    from stepfork.analysis._shared.atomic import write_text_atomically
     from stepfork.analysis.forking import read_fork_info
     from stepfork.trace._outputs import inside_bundle_problem
     from stepfork.trace.errors import TraceError

@@ -6,6 +6,11 @@ and as a CI artifact. docs/view.md describes what each view shows.
 
 Functions that take a bundle path stream events.jsonl one event at a time into the file (memory: one
 event, the summary counters and the page's fixed parts), so a bundle of any size can be viewed.
+
+Notebooks: ``Trace`` and ``ReplayOutcome`` draw themselves with :mod:`.notebook`. pandas DataFrames of
+runs (``events_df``, ``runs_df``; the ``notebook`` extra) are in the public submodule :mod:`.dataframes`,
+which this face does not import: ``Trace._repr_html_`` (stepfork.trace) loads this face, and the
+DataFrames load traces (docs/decisions.md, "Import cycles").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What a view embeds: redacted event items streamed from a bundle, the run summary (accumulated by
-:class:`stepfork.analysis.run_summary.SummaryBuilder`), JSON Pointers.
+:class:`stepfork.analysis.inspection.summary.SummaryBuilder`), JSON Pointers.
 
 Every value is redacted with the bundle's own rules (``stepfork.trace.redaction.redact_json``) before it
 is embedded, like every other output (DESIGN.md, "Errors and output").
@@ -12,7 +12,9 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from stepfork.analysis.run_summary import SummaryBuilder  # the one summary, shared with `stepfork inspect`
+from stepfork.analysis.inspection import (
+    SummaryBuilder,  # the one summary, shared with `stepfork inspect`
+)
 from stepfork.analysis.view._page import embed_json
 from stepfork.trace.redaction import redact_json
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from stepfork.analysis._atomic import _NEW_FILE_MODE, _existing_mode
+from stepfork.analysis._shared.atomic import _NEW_FILE_MODE, _existing_mode
 
 __all__ = ["DATA_ELEMENT", "META_ELEMENT", "embed_json", "page_chunks", "write_chunks_atomically"]
 
@@ -99,7 +99,7 @@ def page_chunks(title: str, events: Iterable[bytes], meta: Any) -> Iterator[byte
 
 def write_chunks_atomically(destination: Path, chunks: Iterable[bytes], *, replace: bool) -> Path:
     """Write ``chunks`` to ``destination`` through a hidden temporary sibling, then link or rename it in
-    place: the same rule as :func:`stepfork.analysis._atomic.write_text_atomically` (new file mode
+    place: the same rule as :func:`stepfork.analysis._shared.atomic.write_text_atomically` (new file mode
     ``0o666 & ~umask``, a replaced file keeps its mode), but streamed. Returns ``destination``.
 
     Raises:

@@ -178,11 +178,11 @@ class SiblingGroup:
         if len(a) != len(b):
             return False
         moved = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if not equal(x, y, False)]
-        found_a = [self._owner(a[i], self.left) for i in moved]
-        found_b = [self._owner(b[i], self.right) for i in moved]
-        owners_a = [k for k in found_a if k is not None]
-        owners_b = [k for k in found_b if k is not None]
-        if len(owners_a) < len(moved) or len(owners_b) < len(moved) or sorted(owners_a) != sorted(owners_b):
+        owners_a = [self._owner(a[i], self.left) for i in moved]
+        owners_b = [self._owner(b[i], self.right) for i in moved]
+        known_a = [k for k in owners_a if k is not None]
+        known_b = [k for k in owners_b if k is not None]
+        if len(known_a) < len(moved) or len(known_b) < len(moved) or sorted(known_a) != sorted(known_b):
             return False
         if len(set(owners_a)) < 2 or owners_a == owners_b:
             return False

@@ -1,0 +1,571 @@
+"""``diff_traces``: compare the behaviour of two recorded runs (spec/cli-reference.txt, "diff"; issue 5).
+
+Steps are aligned by call identity (``(step_type, label)``) with :class:`difflib.SequenceMatcher`, not by
+index, so one inserted call is one added step rather than a cascade of changes (CASES.md C7; the reference
+aligned by index, REFERENCE-NOTES.md section 9 item 12). The final ``run`` steps are always paired.
+Aligned steps are compared field by field; every difference carries its JSON path (``output.price``),
+the expected (baseline) and actual (candidate) value. Null and an absent key are different values.
+
+Issue 12: calls the recording proves concurrent (an ``asyncio.gather`` or a thread pool's siblings, the
+groups of replay's ``auto`` ordering) are put in one canonical order on both sides (identity, then input)
+before alignment, so siblings align by identity, not by the order they happened to finish in.
+
+Issue 28: noise is decided by :mod:`stepfork.replay.noise`, the rule replay's output comparison uses too.
+One :class:`~stepfork.replay.noise.Comparison` serves the whole diff, step by step in order: the values a
+provider or framework makes per request (ids, creation times, request ids, dates, fingerprints,
+durations) are ignored where the rules name them, in every shape the capture writes (JSON bodies, SSE
+events, headers) and in framework message objects; the provider ids of two aligned outputs are paired
+into one renaming, so their echoes in later requests and in the run output compare equal. Ignored
+differences are kept on the step as ``ignored``, counted, shown with ``show_ignored``, never part of the
+verdict; ``strict`` compares everything.
+
+Issue 29: ``http`` steps (requests outside the agent's order: background fetches, non-LLM requests) come
+after the agent's own steps on both sides, sorted by label and input, and are aligned there.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stepfork.analysis._shared.render import ABSENT, html_table, pre, show_value
+from stepfork.analysis.diff._behavior import (
+    BehaviorStep,
+    ChangeKind,
+    FieldChange,
+    extract_behavior,
+)
+from stepfork.analysis.diff._volatile import check_path_patterns, user_ignore
+from stepfork.replay.noise import ABSENT as NOISE_ABSENT
+from stepfork.replay.noise import Comparison, Difference, NoiseRules, Origins
+from stepfork.replay.noise.compare import rule_path
+from stepfork.replay.noise.siblings import aligned_groups
+
+__all__ = ["DiffResult", "StepDiff", "TraceSummary", "diff_traces"]
+
+
+class TraceSummary(BaseModel):
+    """Which run a side of the diff is: bundle path (or None for an in-memory trace), agent, run id,
+    manifest status and event count."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str | None = None
+    agent_name: str
+    run_id: str
+    status: str
+    events: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a JSON-ready dict."""
+        return {
+            "path": self.path,
+            "agent_name": self.agent_name,
+            "run_id": self.run_id,
+            "status": self.status,
+            "events": self.events,
+        }
+
+
+class StepDiff(BaseModel):
+    """One aligned step.
+
+    Attributes:
+        index: position in the aligned sequence (0-based).
+        kind: ``added`` (only in the candidate), ``removed`` (only in the baseline), ``changed`` or
+            ``unchanged``.
+        step_type, label: the step's identity (see :class:`BehaviorStep`).
+        fields: for a paired step, each compared field (``input``, ``output``, ``status``...) -> its kind.
+        changes: every leaf difference, with paths prefixed by the field (``output.should_notify``).
+        baseline, candidate: the steps themselves (None on the side where the step is absent).
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    index: int
+    kind: ChangeKind
+    step_type: str
+    label: str
+    fields: dict[str, ChangeKind] = Field(default_factory=dict)
+    changes: tuple[FieldChange, ...] = ()
+    # The steps themselves: for to_dict and the renderers, left out of model_dump (they are not JSON).
+    baseline: BehaviorStep | None = Field(default=None, exclude=True)
+    candidate: BehaviorStep | None = Field(default=None, exclude=True)
+    ignored: tuple[FieldChange, ...] = ()
+    """Differences at ignored (volatile) paths: not in ``changes``, not part of ``kind``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{index, kind, step_type, label, baseline_step, candidate_step, fields, changes, ...}``."""
+        out: dict[str, Any] = {
+            "index": self.index,
+            "kind": self.kind,
+            "step_type": self.step_type,
+            "label": self.label,
+            "baseline_step": self.baseline.step if self.baseline else None,
+            "candidate_step": self.candidate.step if self.candidate else None,
+            "fields": dict(self.fields),
+            "changes": [c.to_dict() for c in self.changes],
+            "ignored": [c.to_dict() for c in self.ignored],
+        }
+        if self.kind == "added" and self.candidate is not None:
+            out["candidate"] = self.candidate.payload
+        if self.kind == "removed" and self.baseline is not None:
+            out["baseline"] = self.baseline.payload
+        return out
+
+
+_MARK = {"added": "+", "removed": "-", "changed": "~", "unchanged": " "}
+PATH_LIMIT = 10
+"""How many changed paths ``str()`` shows per step before it gives their count (``to_dict`` has all)."""
+
+
+class DiffResult(BaseModel):
+    """The behaviour diff of two runs; ``equivalent`` is True when no step is added, removed or changed.
+
+    Render with ``str()`` (the spec's human output), ``_repr_html_()`` (notebooks) or ``to_dict()``
+    (``--json``). ``exit_code`` is 0 when equivalent, else 1 (spec, "diff").
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    equivalent: bool
+    baseline: TraceSummary
+    candidate: TraceSummary
+    steps: tuple[StepDiff, ...] = ()
+    added: int = 0
+    removed: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    ignored: int = 0
+    """How many differences were ignored as noise (noise rules, renamed ids, ``--ignore``)."""
+    show_ignored: bool = False
+    renamed: int = 0
+    """How many ids the diff's one renaming maps to another (each baseline id to its candidate id)."""
+
+    @property
+    def exit_code(self) -> int:
+        """0 behaviour equivalent, 1 meaningful behavioural difference (spec, "diff", exit codes)."""
+        return 0 if self.equivalent else 1
+
+    @property
+    def changes(self) -> list[FieldChange]:
+        """Every field change of every step, in step order."""
+        return [c for s in self.steps for c in s.changes]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form: ``{equivalent, result, baseline, candidate, changed, added, removed,
+        unchanged, counts, steps}``; the four step counts also at the top level, where the earlier
+        implementation's ``diff --json`` had them (issue 32)."""
+        return {
+            "equivalent": self.equivalent,
+            "result": "equivalent" if self.equivalent else "behavior_changed",
+            "baseline": self.baseline.to_dict(),
+            "candidate": self.candidate.to_dict(),
+            "changed": self.changed,
+            "added": self.added,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "counts": {
+                "total": len(self.steps),
+                "changed": self.changed,
+                "added": self.added,
+                "removed": self.removed,
+                "unchanged": self.unchanged,
+                "ignored": self.ignored,
+                "renamed": self.renamed,
+            },
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    def lines(self) -> list[str]:
+        """The ``str()`` report as a list of lines (each line's data may itself hold a newline or other
+        control characters: the CLI escapes each line, docs/cli.md)."""
+        return self._lines()
+
+    def _lines(self) -> list[str]:
+        lines = [
+            f"Baseline:   {self.baseline.path or self.baseline.run_id} ({self.baseline.agent_name}, "
+            f"{self.baseline.status})",
+            f"Candidate:  {self.candidate.path or self.candidate.run_id} ({self.candidate.agent_name}, "
+            f"{self.candidate.status})",
+            "",
+        ]
+        first = True
+        for s in self.steps:
+            if s.kind == "unchanged":
+                if self.show_ignored and s.ignored:
+                    lines.append(f"  {s.step_type} {s.label}{_where(s)}: unchanged")
+                    lines.extend(_ignored_lines(s))
+                continue
+            where = _where(s)
+            lines.append(f"{_MARK[s.kind]} {s.step_type} {s.label}{where}: {s.kind}")
+            if s.kind in ("added", "removed"):
+                step = s.candidate if s.kind == "added" else s.baseline
+                for name, value in (step.payload if step else {}).items():
+                    lines.append(f"    {name}: {show_value(value)}")
+                continue
+            unchanged = [name for name, kind in s.fields.items() if kind == "unchanged"]
+            if unchanged:
+                lines.append(f"  unchanged: {', '.join(unchanged)}")
+            # one block per changed path, path first; the first change of the whole diff marked first
+            for change in s.changes[:PATH_LIMIT]:
+                mark = " (first)" if first else ""
+                first = False
+                lines.append(f"  {change.path}{mark}")
+                lines.append(f"    baseline:  {show_value(change.expected)}")
+                lines.append(f"    candidate: {show_value(change.actual)}")
+            if len(s.changes) > PATH_LIMIT:
+                lines.append(f"  ... and {len(s.changes) - PATH_LIMIT} more changed paths in this step")
+            if self.show_ignored:
+                lines.extend(_ignored_lines(s))
+        lines.append("")
+        lines.append(
+            f"Steps: {len(self.steps)} total ({self.changed} changed, {self.added} added, "
+            f"{self.removed} removed, {self.unchanged} unchanged)"
+        )
+        if self.ignored:
+            hint = "" if self.show_ignored else "; --show-ignored lists them, --strict counts them"
+            renamed = f", {self.renamed} id(s) renamed" if self.renamed else ""
+            lines.append(
+                f"Ignored: {self.ignored} difference(s) as noise (provider-generated values, timing, "
+                f"new SDK fields{renamed}){hint}"
+            )
+        lines.append("")
+        lines.append("Result: BEHAVIOR EQUIVALENT" if self.equivalent else "Result: BEHAVIOR CHANGED")
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(self._lines())
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython text rendering: the ``str()`` report."""
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        """Notebook rendering: the counts and the first steps, the side-by-side view a click away."""
+        from stepfork.analysis.view import diff_html
+        from stepfork.analysis.view.notebook import FIRST_ROWS, with_full_view
+
+        rows = []
+        for s in self.steps[:FIRST_ROWS]:
+            detail = "; ".join(str(c) for c in s.changes)
+            if s.kind in ("added", "removed"):
+                step = s.candidate if s.kind == "added" else s.baseline
+                detail = show_value(step.payload if step else None)
+            rows.append([s.kind, s.step_type, s.label, detail])
+        result = "BEHAVIOR EQUIVALENT" if self.equivalent else "BEHAVIOR CHANGED"
+        table = html_table(
+            f"Result: {result} ({self.changed} changed, {self.added} added, {self.removed} removed, "
+            f"{self.unchanged} unchanged)",
+            ["kind", "type", "label", "changes"],
+            rows,
+        ) + pre(f"{self.baseline.path} -> {self.candidate.path}")
+        more = len(self.steps) - FIRST_ROWS
+        return with_full_view(table + (pre(f"... {more} more steps") if more > 0 else ""), diff_html(self))
+
+
+def _ignored_lines(s: StepDiff) -> list[str]:
+    return [
+        f"  ignored: {c.path}: {show_value(c.expected)} -> {show_value(c.actual)} ({c.noise})"
+        for c in s.ignored
+    ]
+
+
+def _where(s: StepDiff) -> str:
+    if s.baseline is not None and s.candidate is not None:
+        if s.baseline.step == s.candidate.step:
+            return f" (step {s.baseline.step})"
+        return f" (step {s.baseline.step} -> {s.candidate.step})"
+    step = s.baseline or s.candidate
+    return f" (step {step.step})" if step is not None else ""
+
+
+def _load(value: Any) -> tuple[Any, str | None]:
+    if isinstance(value, (str, Path)):
+        from stepfork.trace import load_verified_trace
+
+        return load_verified_trace(Path(value)), str(value)
+    return value, None
+
+
+def _summary(trace: Any, path: str | None) -> TraceSummary:
+    status = getattr(trace.status, "value", trace.status)
+    return TraceSummary(
+        path=path,
+        agent_name=trace.agent_name,
+        run_id=trace.run_id,
+        status=str(status),
+        events=len(trace.events),
+    )
+
+
+_WHERE = {
+    ("tool", "input"): "tool_input",
+    ("tool", "output"): "tool_output",
+    ("llm", "input"): "llm_input",
+    ("llm", "output"): "llm_output",
+    ("http", "input"): "tool_input",
+    ("http", "output"): "tool_output",
+    ("run", "output"): "run_output",
+}
+"""Where each compared field sits, for the noise rules (stepfork.replay.noise.compare.WHERES)."""
+
+
+def _field_change(found: Difference) -> FieldChange:
+    path = rule_path(found.path)
+    expected = ABSENT if found.expected is NOISE_ABSENT else found.expected
+    actual = ABSENT if found.actual is NOISE_ABSENT else found.actual
+    kind: ChangeKind = "added" if expected is ABSENT else "removed" if actual is ABSENT else "changed"
+    return FieldChange(path=path, kind=kind, expected=expected, actual=actual, noise=found.noise)
+
+
+def _compare(index: int, base: BehaviorStep, cand: BehaviorStep, scope: Comparison | None = None) -> StepDiff:
+    scope = scope if scope is not None else Comparison(None)
+    fields: dict[str, ChangeKind] = {}
+    changes: list[FieldChange] = []
+    ignored: list[FieldChange] = []
+    for name in list(dict.fromkeys([*base.payload, *cand.payload])):
+        if name not in base.payload or name not in cand.payload:
+            found = [
+                Difference(
+                    (name,),
+                    base.payload.get(name, NOISE_ABSENT),
+                    cand.payload.get(name, NOISE_ABSENT),
+                )
+            ]
+        else:
+            where = _WHERE.get((base.step_type, name), "other")
+            found = scope.compare(base.payload[name], cand.payload[name], where, prefix=(name,))
+        real = [_field_change(d) for d in found if d.noise is None]
+        ignored.extend(_field_change(d) for d in found if d.noise is not None)
+        fields[name] = "changed" if real else "unchanged"
+        changes.extend(real)
+    kind: ChangeKind = "changed" if changes else "unchanged"
+    return StepDiff(
+        index=index,
+        kind=kind,
+        step_type=base.step_type,
+        label=base.label,
+        fields=fields,
+        changes=tuple(changes),
+        baseline=base,
+        candidate=cand,
+        ignored=tuple(ignored),
+    )
+
+
+def align_steps(
+    baseline: list[BehaviorStep], candidate: list[BehaviorStep], scope: Comparison | None = None
+) -> list[StepDiff]:
+    """Align two step lists by identity (difflib) and compare paired steps; returns the step diffs.
+
+    The last step of each list (the ``run`` step) is paired unconditionally. A ``replace`` block of the
+    alignment (different identities) is reported as removals followed by additions. ``scope``: the
+    comparison (its noise rules and its one renaming of ids across every step, in step order); None
+    compares strictly.
+    """
+    base_calls, cand_calls = baseline[:-1], candidate[:-1]
+    base_ids, cand_ids = [s.identity for s in base_calls], [s.identity for s in cand_calls]
+    opcodes: list[tuple[str, int, int, int, int]]
+    if base_ids == cand_ids:  # the same calls in the same order: difflib would say so, in O(n^2) here
+        opcodes = [("equal", 0, len(base_ids), 0, len(cand_ids))]
+    else:
+        opcodes = list(difflib.SequenceMatcher(a=base_ids, b=cand_ids, autojunk=False).get_opcodes())
+    out: list[StepDiff] = []
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "equal":
+            for b, c in zip(base_calls[i1:i2], cand_calls[j1:j2], strict=True):
+                out.append(_compare(len(out), b, c, scope))
+            continue
+        for b in base_calls[i1:i2]:
+            out.append(
+                StepDiff(index=len(out), kind="removed", step_type=b.step_type, label=b.label, baseline=b)
+            )
+        for c in cand_calls[j1:j2]:
+            out.append(
+                StepDiff(index=len(out), kind="added", step_type=c.step_type, label=c.label, candidate=c)
+            )
+    out.append(_compare(len(out), baseline[-1], candidate[-1], scope))
+    return out
+
+
+def _sibling_order(
+    trace: Any, steps: list[BehaviorStep]
+) -> tuple[list[BehaviorStep], list[list[BehaviorStep]]]:
+    """``steps`` with each run of concurrent sibling calls (replay's ``auto`` groups) sorted by identity
+    and input, so two recordings whose siblings finished in another order line up; and those runs of two
+    or more siblings, in that order (for :func:`stepfork.replay.noise.siblings.aligned_groups`)."""
+    from stepfork.replay.ordering import auto_groups
+    from stepfork.replay.plan import extract_all_calls
+    from stepfork.trace.canonical import canonical_json
+    from stepfork.trace.concurrency import facts_of
+
+    calls = extract_all_calls(list(trace.events))
+    group_of: dict[int, int] = {}
+    for number, (start, stop) in enumerate(auto_groups(calls, facts_of(trace))):
+        if stop - start > 1:
+            for call in calls[start:stop]:
+                group_of[call.step] = number
+    if not group_of:
+        return steps, []
+
+    def key(step: BehaviorStep) -> tuple[Any, ...]:
+        return (step.step_type, step.label, canonical_json(step.payload.get("input")))
+
+    out: list[BehaviorStep] = []
+    runs: list[list[BehaviorStep]] = []
+    run: list[BehaviorStep] = []
+    current: int | None = None
+    for step in steps:
+        group = group_of.get(step.step) if step.step_type in ("tool", "llm") else None
+        if group is None or group != current:
+            runs.append(_causal(sorted(run, key=key)))
+            out.extend(runs[-1])
+            run = []
+        current = group
+        if group is None:
+            out.append(step)
+        else:
+            run.append(step)
+    runs.append(_causal(sorted(run, key=key)))
+    out.extend(runs[-1])
+    return out, [r for r in runs if len(r) > 1]
+
+
+def _calls(groups: list[list[BehaviorStep]]) -> list[list[tuple[Any, str, Any, Any]]]:
+    return [
+        [(s.identity, s.label, s.payload.get("input"), s.payload.get("output")) for s in g] for g in groups
+    ]
+
+
+def _causal(run: list[BehaviorStep]) -> list[BehaviorStep]:
+    """``run`` (sorted siblings) with each step after every step whose output holds an id its input
+    echoes, the sorted order kept otherwise (a cycle keeps it too).
+
+    A call whose request echoes an id another call's answer made (the ``call_id`` of a tool call sent back
+    with its result) ran after it, whatever the concurrency facts say, and the diff's one renaming of ids
+    is built in step order: put first, the echo would meet the id before the answer that paired it, and
+    two recordings of the same code would differ (issue 30: an OpenAI Agents SDK run, whose model calls
+    run in child tasks of the run's task, is a group of ``auto`` siblings)."""
+    if len(run) < 2:
+        return run
+    outputs = [_ids(step.payload.get("output")) for step in run]
+    inputs = [_ids(step.payload.get("input")) for step in run]
+    remaining = list(range(len(run)))
+    order: list[int] = []
+    while remaining:
+        ready = next(
+            (i for i in remaining if not any(j != i and inputs[i] & outputs[j] for j in remaining)),
+            remaining[0],
+        )
+        order.append(ready)
+        remaining.remove(ready)
+    return [run[i] for i in order]
+
+
+def _ids(value: Any) -> frozenset[str]:
+    """The opaque-id tokens of the strings of a JSON value (stepfork.replay.noise.ids)."""
+    from stepfork.replay.noise.ids import id_tokens
+
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.update(id_tokens(item))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return frozenset(found)
+
+
+def _requests_apart(steps: list[BehaviorStep]) -> list[BehaviorStep]:
+    """``steps`` with the ``http`` steps (requests outside the agent's order, issue 29) after the agent's
+    own, sorted by label and input, before the run step: their timing is a library's, so two runs whose
+    background fetch came at another moment line up, and a request made in one run only is added or
+    removed. Telemetry exports are left out (issue 30): their bodies are a run's span ids, times and
+    batching, and a replay never sends or compares them (:func:`stepfork.trace.http_calls.is_telemetry`)."""
+    from stepfork.trace.canonical import canonical_json
+
+    if not any(step.step_type == "http" for step in steps[:-1]):
+        return steps
+    requests = [step for step in steps[:-1] if step.step_type == "http" and not _is_telemetry(step)]
+    requests.sort(key=lambda step: (step.label, canonical_json(step.payload.get("input"))))
+    return [*(step for step in steps[:-1] if step.step_type != "http"), *requests, steps[-1]]
+
+
+def _is_telemetry(step: BehaviorStep) -> bool:
+    from stepfork.trace.http_calls import is_telemetry
+
+    value = step.payload.get("input")
+    method, url = (value.get("method"), value.get("url")) if isinstance(value, dict) else (None, None)
+    return isinstance(method, str) and isinstance(url, str) and is_telemetry(method, url)
+
+
+def diff_traces(
+    baseline: Any,
+    candidate: Any,
+    *,
+    ignore: Iterable[str] = (),
+    strict: bool = False,
+    show_ignored: bool = False,
+    noise_rules: Iterable[str | Path] = (),
+) -> DiffResult:
+    """Compare the behaviour of two runs.
+
+    Args:
+        baseline, candidate: a bundle path (``str`` or ``Path`` of a ``.sftrace`` directory) or a loaded
+            :class:`stepfork.trace.Trace`.
+        ignore: more paths to ignore on every step (diff paths with ``[*]``, ``*`` and ``**``).
+        strict: ignore nothing: no noise rule, no renaming of ids, not even ``ignore``.
+        show_ignored: make ``str()`` list the ignored differences.
+        noise_rules: TOML files of more noise rules (``[[rule]]`` tables, the format of the shipped
+            ``stepfork/replay/noise/rules.toml``; docs/diff.md "Noise rules").
+
+    Returns:
+        A :class:`DiffResult`; ``equivalent`` is True when every aligned step is unchanged up to noise
+        (docs/diff.md): values a provider or framework makes per request, timing fields, new SDK fields
+        with empty defaults, and ids that one one-to-one renaming across the whole diff makes equal.
+
+    Raises:
+        ValueError: an ``ignore`` pattern with a ``[`` outside ``[*]`` / ``[N]`` (it could only match
+            itself; checked before either bundle is read, ``strict`` or not), or a ``noise_rules`` file
+            that cannot be read or holds a malformed rule.
+        stepfork.trace.TraceStorageError: a path is not a readable bundle (the CLI exits 2); a
+            TraceIntegrityError when it does not match its integrity.json.
+    """
+    ignore = tuple(ignore)
+    check_path_patterns(ignore)
+    rules = NoiseRules.with_files(noise_rules)  # a bad rules file is refused before the bundles are read
+    base_trace, base_path = _load(baseline)
+    cand_trace, cand_path = _load(candidate)
+    base_steps, base_groups = _sibling_order(base_trace, extract_behavior(base_trace))
+    cand_steps, cand_groups = _sibling_order(cand_trace, extract_behavior(cand_trace))
+    scope = (
+        Comparison(None)
+        if strict
+        else Comparison(
+            rules,
+            Origins(base_trace),
+            Origins(cand_trace),
+            ignore=user_ignore(ignore),
+            siblings=aligned_groups(_calls(base_groups), _calls(cand_groups)),
+        )
+    )
+    steps = align_steps(_requests_apart(base_steps), _requests_apart(cand_steps), scope)
+    counts = {k: sum(1 for s in steps if s.kind == k) for k in ("added", "removed", "changed", "unchanged")}
+    return DiffResult(
+        equivalent=counts["unchanged"] == len(steps),
+        baseline=_summary(base_trace, base_path),
+        candidate=_summary(cand_trace, cand_path),
+        steps=tuple(steps),
+        ignored=sum(len(s.ignored) for s in steps),
+        renamed=len(scope.renamed()),
+        show_ignored=show_ignored,
+        **counts,
+    )

@@ -1,0 +1,411 @@
+"""``fork``: run an agent again from a step of a recorded run, live from there on (issue 5, "fork").
+
+Calls recorded before step N are served frozen by a ``stepfork.replay.ReplaySession`` (matching checked as
+in frozen replay); from the first call at step >= N every call runs live: LLM calls through the user's own
+client (only the labels in ``live_llms`` when any are given), tools only when named in
+``allow_live_tools`` -- any other call raises ``ReplayPolicyError`` before its body runs. ``overrides``
+replace the recorded output of calls before the fork point ("what if this tool had returned X").
+
+The whole run is recorded into OUT with ``stepfork.trace.record`` (a normal schema 0.1 bundle). Its
+lineage -- parent bundle, fork step, overrides -- goes into an extra file ``fork.json`` listed in
+``integrity.json`` (DESIGN.md, "Bundle I/O": extensions go into extra files listed there, never new keys;
+readers ignore extra names). The module is ``forking`` because ``stepfork.analysis.fork`` is the function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from stepfork.analysis._shared.render import html_table, show_value
+
+__all__ = ["FORK_FILE", "ForkError", "ForkResult", "fork", "read_fork_info"]
+
+FORK_FILE = "fork.json"
+T = TypeVar("T")
+
+
+class ForkError(Exception):
+    """The fork cannot run (exit 2): ``code`` is ``unreadable_trace``, ``integrity_mismatch`` (the
+    bundle does not match its integrity.json; the message is TraceIntegrityError's line), ``invalid_step``,
+    ``invalid_override``, ``bad_entrypoint``, ``already_exists``, ``invalid_option`` or ``record_failed``
+    (the forked run could not be recorded at all)."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ForkResult:
+    """A forked run: where it was written and how it went.
+
+    Attributes:
+        parent, output: bundle paths; fork_step: N; frozen_calls: calls served from the recording;
+        live_calls: calls run live; overrides: the overridden steps; status: ``completed`` or ``failed``;
+        error: ``type: message`` when the entrypoint raised (redacted); result: the redacted output.
+    """
+
+    parent: str
+    output: str
+    fork_step: int
+    frozen_calls: int
+    live_calls: int
+    overrides: tuple[int, ...]
+    status: str
+    error: str | None = None
+    result: Any = field(default=None)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the forked run completed, 1 when the entrypoint raised (the run is still recorded)."""
+        return 0 if self.status == "completed" else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of every field."""
+        return {
+            "parent": self.parent,
+            "output": self.output,
+            "fork_step": self.fork_step,
+            "frozen_calls": self.frozen_calls,
+            "live_calls": self.live_calls,
+            "overrides": list(self.overrides),
+            "status": self.status,
+            "error": self.error,
+            "result": self.result,
+        }
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The summary rows shown by ``str()`` and ``_repr_html_()``."""
+        rows = [
+            ("Parent", self.parent),
+            ("Fork step", str(self.fork_step)),
+            ("Frozen calls", str(self.frozen_calls)),
+            ("Live calls", str(self.live_calls)),
+            ("Overrides", ", ".join(map(str, self.overrides)) or "none"),
+            ("Status", self.status.upper()),
+        ]
+        rows.append(("Error", self.error) if self.error else ("Result", show_value(self.result)))
+        rows.append(("Output", self.output))
+        return rows
+
+    def __str__(self) -> str:
+        lines = ["Stepfork Fork", ""] + [f"{k + ':':<14}{v}" for k, v in self.rows()]
+        return "\n".join([*lines, "", f"Compare: stepfork diff {self.parent} {self.output}"])
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            f"Fork of {self.parent} at step {self.fork_step}", ["", ""], [list(r) for r in self.rows()]
+        )
+
+
+class _ForkHandler:
+    """Boundary handler: frozen (through the replay session) until ``frozen_count`` calls are consumed,
+    live afterwards; every call is recorded by ``recorder``."""
+
+    is_replay = False
+
+    def __init__(
+        self,
+        session: Any,
+        recorder: Any,
+        frozen_count: int,
+        overrides: Mapping[int, Any],
+        live_llms: frozenset[str],
+        allow_tools: frozenset[str],
+    ) -> None:
+        self.session, self.recorder, self.frozen_count = session, recorder, frozen_count
+        self.overrides, self.live_llms, self.allow_tools = overrides, live_llms, allow_tools
+        self.live_calls = 0
+
+    def _frozen_now(self) -> bool:
+        return bool(self.session.consumed < self.frozen_count)
+
+    def _override(self, call: Any) -> tuple[bool, Any]:
+        last = self.session.last_consumed_index
+        index = -1 if last is None else last
+        if index in self.overrides:
+            from stepfork.trace import from_jsonable
+
+            return True, from_jsonable(self.overrides[index], call.return_type)
+        return False, None
+
+    def _check_live(self, call: Any) -> None:
+        from stepfork.replay import ReplayPolicyError
+
+        if call.kind == "tool" and call.name not in self.allow_tools:
+            raise ReplayPolicyError(
+                f"fork: live tool {call.name!r} after the fork point requires explicit authorization "
+                "(--allow-live-tool); its body did not run",
+                code="live_tool_not_authorized",
+            )
+        label = f"{call.provider}/{call.model}" if call.provider else str(call.model)
+        if call.kind == "llm" and self.live_llms and label not in self.live_llms:
+            raise ReplayPolicyError(
+                f"fork: live LLM {label!r} is not among --live-llm; its call did not run",
+                code="live_llm_not_listed",
+            )
+        self.live_calls += 1
+
+    def _served(self, call: Any, body: Callable[[], T], orphan: bool) -> Callable[[], T]:
+        from stepfork.replay import RecordedDependencyError
+
+        def serve() -> Any:
+            try:
+                value = self.session.handle(call, body, orphan=orphan)
+            except RecordedDependencyError:
+                hit, new = self._override(call)
+                if hit:
+                    return new
+                raise
+            hit, new = self._override(call)
+            return new if hit else value
+
+        return serve
+
+    def _opened_if_live(self) -> None:
+        """At the fork point (the last frozen call served) the run goes live: the network seal lifts."""
+        if not self._frozen_now():
+            self.session.open_network()
+
+    def handle(self, call: Any, body: Callable[[], T], *, orphan: bool = False) -> T:
+        """Serve frozen (with overrides) before the fork point, run live after it; record both."""
+        if self._frozen_now():
+            try:
+                return self.recorder.handle(call, self._served(call, body, orphan), orphan=orphan)  # type: ignore[no-any-return]
+            finally:
+                self._opened_if_live()
+        self._check_live(call)
+        return self.recorder.handle(call, body, orphan=orphan)  # type: ignore[no-any-return]
+
+    async def ahandle(self, call: Any, body: Callable[[], Awaitable[T]], *, orphan: bool = False) -> T:
+        """Async :meth:`handle`."""
+        if self._frozen_now():
+            serve = self._served(call, lambda: None, orphan)  # frozen: the body never runs
+
+            async def frozen() -> Any:
+                return serve()
+
+            try:
+                return await self.recorder.ahandle(call, frozen, orphan=orphan)  # type: ignore[no-any-return]
+            finally:
+                self._opened_if_live()
+        self._check_live(call)
+        return await self.recorder.ahandle(call, body, orphan=orphan)  # type: ignore[no-any-return]
+
+
+def _write_fork_file(bundle: Path, info: dict[str, Any]) -> None:
+    """Write ``fork.json`` and list its digest in ``integrity.json`` (both via temp file + rename)."""
+    data = (json.dumps(info, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    _atomic(bundle / FORK_FILE, data)
+    integrity_path = bundle / "integrity.json"
+    record = json.loads(integrity_path.read_text(encoding="utf-8"))
+    record["files"][FORK_FILE] = hashlib.sha256(data).hexdigest()
+    _atomic(integrity_path, (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def _atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def read_fork_info(bundle: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Return the lineage of a forked bundle (``fork.json``), None when it is not a fork.
+
+    Raises:
+        ValueError: ``fork.json`` does not match the digest listed in ``integrity.json``.
+    """
+    path = Path(bundle) / FORK_FILE
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    listed = json.loads((Path(bundle) / "integrity.json").read_text(encoding="utf-8"))["files"].get(FORK_FILE)
+    if listed != hashlib.sha256(data).hexdigest():
+        raise ValueError(f"{path}: digest does not match integrity.json")
+    return json.loads(data)  # type: ignore[no-any-return]
+
+
+def _check_live_llms(live_llms: Iterable[str], trace: Any) -> None:
+    """ForkError ``invalid_option`` when a ``--live-llm`` label is not the label of an LLM call of
+    ``trace``: with labels given, every other LLM call after the fork point is refused, so a typo would
+    refuse them all and write a failed run (the labels ``replay``'s hybrid mode checks the same way)."""
+    from stepfork.replay.plan import extract_all_calls
+
+    given = sorted(set(live_llms))
+    if not given:
+        return
+    labels = sorted({call.label for call in extract_all_calls(list(trace.events)) if call.kind == "llm"})
+    unknown = [label for label in given if label not in labels]
+    if unknown:
+        recorded = ", ".join(labels) if labels else "none: the run made no LLM call"
+        raise ForkError(
+            f"--live-llm names an LLM the recording never calls: {', '.join(unknown)} "
+            f"(its LLM labels: {recorded})",
+            code="invalid_option",
+        )
+
+
+def fork(
+    path: str | os.PathLike[str],
+    *,
+    step: int,
+    entrypoint: str | Callable[..., Any],
+    output: str | os.PathLike[str],
+    live_llms: Iterable[str] = (),
+    allow_live_tools: Iterable[str] = (),
+    overrides: Mapping[int, Any] | None = None,
+    import_root: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    ordering: str = "auto",
+    network: str | None = None,
+    allow_hosts: Iterable[str] | None = None,
+) -> ForkResult:
+    """Fork the run recorded at ``path`` at ``step`` and record the new run into ``output``.
+
+    Args:
+        step: the ``step`` of an event of the bundle (as ``inspect`` shows it); calls recorded before it
+            are frozen, every call from it on runs live.
+        entrypoint: ``MODULE:FUNCTION`` (or a callable) run with no arguments.
+        live_llms: LLM labels (``provider/model`` or ``model``) allowed live; empty: every LLM. Each must be
+            the label of an LLM call of the recording (else ForkError ``invalid_option``, naming them).
+        allow_live_tools: tool names whose bodies may run after the fork point.
+        overrides: ``{step: JSON value}``: the recorded output of the call at ``step`` (its call or
+            result event) before the fork point is replaced by the value.
+        ordering: the replay ordering of the frozen part (``stepfork.replay.ordering``; default ``auto``).
+        network: ``"sealed"`` (None, the default) seals the network while the run is frozen, as a frozen
+            replay does (an uninstrumented outbound connection before the fork point raises
+            ReplayPolicyError ``network_sealed``); the seal lifts at the fork point, where the run goes
+            live. ``"open"`` (``--allow-network``) never seals it.
+        allow_hosts: hosts reachable while sealed (``--allow-host``).
+
+    Returns:
+        a :class:`ForkResult`; the bundle at ``output`` holds ``fork.json`` (see the module doc).
+
+    Raises:
+        ForkError: invalid input (see its codes); nothing is run then.
+    """
+    from stepfork.replay import EntrypointError, ReplaySession, call_entrypoint, resolve_entrypoint
+    from stepfork.replay.entrypoint import recorded_run_input
+    from stepfork.trace import (
+        TraceError,
+        TraceIntegrityError,
+        load_verified_trace,
+        record,
+        redact_json,
+        to_jsonable,
+    )
+    from stepfork.trace.boundary import using_handler
+
+    live_llms, allow_live_tools = tuple(live_llms), tuple(allow_live_tools)
+    source = Path(path)
+    try:
+        trace = load_verified_trace(source)
+    except TraceIntegrityError as exc:  # the one integrity line of every command, as is
+        raise ForkError(str(exc), code="integrity_mismatch") from None
+    except (TraceError, OSError) as exc:
+        raise ForkError(f"unreadable trace: {exc}", code="unreadable_trace") from None
+    steps = {e.step for e in trace.events}
+    if step not in steps:
+        known = f"steps {min(steps)}..{max(steps)}" if steps else "it has no events"
+        raise ForkError(f"step {step} is not a step of {source} ({known})", code="invalid_step")
+    target = Path(output)
+    from stepfork.trace._outputs import bundle_output_problem, overlap_problem
+
+    problem = overlap_problem(source, target, command="fork") or bundle_output_problem(target)
+    if problem is not None:  # never over its parent recording, never inside a bundle, even with --overwrite
+        raise ForkError(problem, code="invalid_option")
+    if target.exists() and not overwrite:
+        raise ForkError(f"{target} already exists; pass --overwrite to replace it.", code="already_exists")
+    if target.is_dir() and not target.is_symlink() and any(target.iterdir()):
+        from stepfork.trace.bundle import bundle_replace_problem
+
+        problem = bundle_replace_problem(target)  # --overwrite replaces a bundle, never a user's directory
+        if problem is not None:
+            raise ForkError(problem, code="invalid_option")
+    # sealed while frozen, as a frozen replay; the handler lifts the seal at the fork point, where the
+    # agent's calls really go out (a fork at the first call is live, and open, from the start)
+    try:
+        session = ReplaySession(trace, "frozen", ordering=ordering, network=network, allow_hosts=allow_hosts)
+    except ValueError as exc:
+        raise ForkError(str(exc), code="invalid_option") from None
+    _check_live_llms(live_llms, trace)
+    frozen = [c for c in session.calls if c.step < step]
+    if not frozen:
+        session.network = "open"
+    by_step: dict[int, int] = {}
+    for call in frozen:
+        by_step[call.step] = call.index
+        if call.end_position is not None:
+            by_step[trace.events[call.end_position].step] = call.index
+    resolved: dict[int, Any] = {}
+    for override_step, value in (overrides or {}).items():
+        if override_step not in by_step:
+            raise ForkError(
+                f"--override {override_step}: not the step of a call recorded before step {step}",
+                code="invalid_override",
+            )
+        resolved[by_step[override_step]] = redact_json(to_jsonable(value)).value
+    try:
+        function = (
+            resolve_entrypoint(
+                entrypoint, import_root=import_root, network=session.network, allow_hosts=allow_hosts
+            )
+            if isinstance(entrypoint, str)
+            else entrypoint
+        )
+    except EntrypointError as exc:
+        raise ForkError(f"Unable to resolve entrypoint. {exc}", code="bad_entrypoint") from None
+
+    run_start = next((e for e in trace.events if str(getattr(e.type, "value", e.type)) == "run_start"), None)
+    recorder = record(
+        trace.agent_name, output=target, overwrite=overwrite, run_input=getattr(run_start, "input", None)
+    )
+    handler = _ForkHandler(
+        session, recorder, len(frozen), resolved, frozenset(live_llms), frozenset(allow_live_tools)
+    )
+    error: str | None = None
+    result: Any = None
+    try:
+        with recorder:
+            with session, using_handler(handler):
+                result = call_entrypoint(function, recorded_run_input(trace))
+            recorder.set_output(result)
+    except Exception as exc:
+        error = redact_json(f"{type(exc).__name__}: {exc}").value
+    if not (target / "integrity.json").is_file():
+        # the recording never produced a bundle (the run input of a damaged bundle cannot be recorded,
+        # say): there is no forked run to describe (found by the reliability soak)
+        raise ForkError(f"the forked run could not be recorded: {error}", code="record_failed")
+    _write_fork_file(
+        target,
+        {
+            "format": "stepfork-fork",
+            "version": 1,
+            "parent": {"path": str(source), "run_id": trace.run_id, "agent_name": trace.agent_name},
+            "fork_step": step,
+            "frozen_calls": len(frozen),
+            "overrides": [{"step": s, "output": resolved[by_step[s]]} for s in sorted(overrides or {})],
+            "live_llms": sorted(live_llms),
+            "allow_live_tools": sorted(allow_live_tools),
+            "network": session.network,
+            "allow_hosts": sorted(allow_hosts or ()),
+        },
+    )
+    safe_result = None if error else redact_json(to_jsonable(result)).value
+    return ForkResult(
+        str(source),
+        str(target),
+        step,
+        len(frozen),
+        handler.live_calls,
+        tuple(sorted(overrides or {})),
+        "failed" if error else "completed",
+        error,
+        safe_result,
+    )

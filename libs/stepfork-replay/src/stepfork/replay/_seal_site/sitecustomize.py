@@ -1,0 +1,134 @@
+"""Stepfork's network seal in a Python child process of a sealed replay (stepfork.replay.network_children).
+
+A replay that seals the network puts this folder first on ``PYTHONPATH`` and the seal in ``STEPFORK_SEAL``
+(JSON: ``mode``, ``allowed`` ``[host, port or null]`` pairs, ``report``: a file, ``{ppid}`` in it for the
+pid of the process that started this one), so every Python
+interpreter it starts runs this at start-up, before the child's own code. It installs an audit hook (PEP 578)
+that refuses what the replay's seal refuses: a connection, a datagram or a DNS query to an address or name
+not allowed (loopback included), raising ``PermissionError`` as a firewall would, and appends each refusal to
+the report file, which the replay reads as its divergence. Standard library only, and fast: the host rules
+come from ``stepfork/replay/_seal_rules.py``, loaded by its path without importing Stepfork. Then the next
+``sitecustomize`` on ``sys.path`` (the child's own) runs, as it would have without this one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _seal() -> None:
+    import importlib.util
+    import json
+
+    try:
+        settings = json.loads(os.environ.get("STEPFORK_SEAL") or "null")
+    except ValueError:
+        return
+    if not isinstance(settings, dict):
+        return
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_seal_rules.py")
+    spec = importlib.util.spec_from_file_location("_stepfork_seal_rules", path)
+    if spec is None or spec.loader is None:
+        return
+    rules = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rules)
+    mode = str(settings.get("mode") or "frozen")
+    report = settings.get("report")
+    if isinstance(report, str) and "{ppid}" in report:
+        # the process that started this one reads it; this one's own children report there too
+        report = report.replace("{ppid}", str(os.getppid()))
+        os.environ["STEPFORK_SEAL"] = json.dumps({**settings, "report": report})
+    pairs = settings.get("allowed") or ()
+    allowed = {(str(host), port if isinstance(port, int) else None) for host, port in pairs}
+    resolved: set[tuple[str, int | None]] = set()
+    names = [(host, port) for host, port in allowed if not rules.is_address(host)]
+    state = {"resolving": False, "resolved": not names}
+
+    def permitted(host: str, port: int | None) -> bool:
+        if bool(rules.allows((allowed, resolved), host, port)):
+            return True
+        if state["resolved"]:
+            return False
+        state["resolved"] = state["resolving"] = True  # the allowed names' addresses, once (lazily)
+        try:
+            import socket
+
+            for name, only in names:
+                try:
+                    infos = socket.getaddrinfo(name, None)
+                except OSError:
+                    continue
+                resolved.update((rules.normal_host(str(info[4][0])), only) for info in infos)
+        finally:
+            state["resolving"] = False
+        return bool(rules.allows((allowed, resolved), host, port))
+
+    def refuse(where: str, what: str = "the connection to") -> None:
+        if isinstance(report, str):
+            try:
+                with open(report, "a", encoding="utf-8") as handle:
+                    handle.write(where[:200] + "\n")
+            except OSError:
+                pass
+        raise PermissionError(
+            13,
+            f"network sealed during {mode} replay: a child process started during the replay: {what} {where} "
+            "was refused before anything was sent (Stepfork)",
+        )
+
+    def name_checked(host: object, port: object) -> None:
+        if state["resolving"] or not isinstance(host, (str, bytes)):
+            return
+        name = rules.normal_host(host.decode("ascii", "replace") if isinstance(host, bytes) else host)
+        if rules.is_address(name) or rules.is_local(name):
+            return
+        number = rules.port_of(port)
+        if not permitted(name, number):
+            refuse(rules.format_host(name, number))
+
+    def hook(event: str, args: tuple[object, ...]) -> None:
+        if event in ("socket.connect", "socket.sendto", "socket.sendmsg"):
+            sock, address = args[0], args[1] if len(args) > 1 else None
+            if address is None or getattr(sock, "family", None) not in (2, 10, 23, 30):  # AF_INET, AF_INET6
+                return
+            found = rules.host_of(address)
+            if found is not None and not permitted(*found):
+                refuse(rules.format_host(*found))
+        elif event in ("socket.getaddrinfo", "socket.gethostbyname"):
+            name_checked(args[0] if args else None, args[1] if len(args) > 1 else None)
+        elif event in ("socket.gethostbyaddr", "socket.getnameinfo") and args:
+            target = args[0]
+            found = rules.host_of(target) if isinstance(target, tuple) else None
+            host = found[0] if found else target
+            if isinstance(host, (str, bytes)):
+                text = rules.normal_host(host.decode("ascii", "replace") if isinstance(host, bytes) else host)
+                if rules.is_local(text) or rules.is_own_name(text):
+                    return
+                if not rules.is_address(text):
+                    name_checked(text, None)
+                elif not permitted(text, None):
+                    refuse(text, "the reverse lookup (a DNS query) of")
+
+    sys.addaudithook(hook)
+
+
+def _chain() -> None:
+    """Run the next ``sitecustomize`` on ``sys.path``, the one this child would have run."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        if os.path.abspath(entry or os.curdir) == here:
+            continue
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", [entry])
+        if spec is not None and spec.loader is not None:
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["sitecustomize"] = module
+            spec.loader.exec_module(module)
+            return
+
+
+_seal()
+_chain()
