@@ -279,3 +279,23 @@ def test_minted_json_holds_only_minted_values_the_bundle_already_shows(tmp_path:
     assert not any(secret[:8] in value or value in secret for value in values)
     assert not any(kept in value for value in values)  # minted before the recording began
     assert len(values) == 1
+
+
+@trace_tool
+def book(reference: str) -> dict[str, str]:
+    return {"booked": reference, "confirmation": os.urandom(5).hex()}
+
+
+def test_minted_values_in_a_tools_plain_input_and_output_are_noted(tmp_path: Path) -> None:
+    # a plain payload and a clean name: the recorder writes both lines straight from their parts
+    # (EventLog.emit_tool), not through the redaction walk; what they hold is noted all the same
+    reference = ""
+
+    def agent() -> str:
+        nonlocal reference
+        reference = os.urandom(4).hex()  # 8 hex digits: no id by shape, minted by origin
+        return book(reference)["confirmation"][:2]
+
+    bundle = recorded(tmp_path, agent)
+    confirmation = load_trace(bundle).events[2].output["confirmation"]
+    assert minting.load_minted(bundle).values == {reference, confirmation}
