@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,3 +169,36 @@ def quickstart_export(tmp_path_factory: pytest.TempPathFactory) -> QuickstartExp
         return target
 
     return export
+
+
+class _CountingHandler(http.server.BaseHTTPRequestHandler):
+    """Answers every GET with ``{"ok": true}`` and counts it in ``server.hits``."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.hits += 1  # type: ignore[attr-defined]
+        body = json.dumps({"ok": True}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@contextlib.contextmanager
+def counting_server() -> Iterator[http.server.ThreadingHTTPServer]:
+    """A real HTTP server on 127.0.0.1 (an ephemeral port) counting the GETs it answers in ``.hits``: what
+    the seal tests point an agent at to prove a replay sent nothing. Stopped on exit."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CountingHandler)
+    srv.hits = 0  # type: ignore[attr-defined]
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -17,39 +17,18 @@ import json
 import subprocess
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import cli_env, run_cli
-
-
-class Counting(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.server.hits += 1  # type: ignore[attr-defined]
-        body = b'{"ok": true}'
-        self.send_response(200)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+from .conftest import cli_env, counting_server, run_cli
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[http.server.ThreadingHTTPServer]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Counting)
-    srv.hits = 0  # type: ignore[attr-defined]
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with counting_server() as srv:
+        yield srv
 
 
 AGENT = """

@@ -41,7 +41,7 @@ session in its context, is an ``http`` call instead (:mod:`stepfork.trace.http_c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepfork.integrations._http_json import decode_body_exactly
 from stepfork.integrations._http_naming import (
@@ -52,7 +52,11 @@ from stepfork.integrations._http_naming import (
 )
 from stepfork.integrations._http_usage import UsageTotals, body_usage, events_usage
 
+if TYPE_CHECKING:
+    from stepfork.trace.boundary import BoundaryCall
+
 __all__ = [
+    "recorded_response",
     "PROVIDER_HOSTS",
     "PROVIDER_HOST_SUFFIXES",
     "UsageTotals",
@@ -353,3 +357,23 @@ def legacy_output(input_: Mapping[str, Any], output: Any) -> dict[str, Any]:
     if end == FINISHED and not named:
         events.append({"text": "[DONE]"})
     return sse_output(200, {"content-type": "text/event-stream"}, events, end, stream.get("error"))
+
+
+def recorded_response(output: Any, call: BoundaryCall, legacy: dict[str, Any] | None) -> dict[str, Any]:
+    """The recorded HTTP response ``output`` of ``call`` (a dict with an int ``status``), the 0.2.0
+    SDK-level output of a ``legacy`` input first turned into its equivalent HTTP response.
+
+    Raises:
+        ReplayMismatchError: ``sdk_rebuild_failed`` when the output is not an HTTP response.
+    """
+    if legacy is not None:
+        output = legacy_output(legacy, output)
+    if not (isinstance(output, dict) and isinstance(output.get("status"), int)):
+        from stepfork.replay.errors import ReplayMismatchError
+
+        raise ReplayMismatchError(
+            f"{call.label}: the recorded output is not an HTTP response (recorded by another integration?); "
+            "re-record the run",
+            code="sdk_rebuild_failed",
+        )
+    return output

@@ -77,16 +77,7 @@ def reply_of(
     Raises:
         ReplayMismatchError: ``sdk_rebuild_failed`` when the output is not an HTTP response.
     """
-    if legacy is not None:
-        output = wire.legacy_output(legacy, output)
-    if not (isinstance(output, dict) and isinstance(output.get("status"), int)):
-        from stepfork.replay.errors import ReplayMismatchError
-
-        raise ReplayMismatchError(
-            f"{call.label}: the recorded output is not an HTTP response (recorded by another integration?); "
-            "re-record the run",
-            code="sdk_rebuild_failed",
-        )
+    output = wire.recorded_response(output, call, legacy)
     status = int(output["status"])
     headers = [(str(k), str(v)) for k, v in (output.get("headers") or {}).items()]
     form, stream = stream_of(output)

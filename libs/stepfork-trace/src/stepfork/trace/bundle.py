@@ -258,8 +258,9 @@ def _refuse_invalid(trace: Trace, bundle: str) -> None:
     ``validation.replay_issues``: a stored payload hash that does not match its payload (code
     ``payload_hash_mismatch``, the ``--verify-integrity`` advice), else strict validation (the first
     issue's code; partial rules while the run is ``running``). One line, as ``export`` refuses it."""
-    # imported when used: the loaders stay cheap to import
-    from stepfork.trace.validation import replay_issues
+    from stepfork.trace.validation import (
+        replay_issues,  # imported when used: the loaders stay cheap to import
+    )
 
     issues = replay_issues(trace)
     if not issues:

@@ -21,8 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from stepfork.analysis._shared.atomic import write_chunks_atomically
 from stepfork.analysis.view._data import SummaryBuilder, event_items, path_to_pointer, redacted
-from stepfork.analysis.view._page import page_chunks, write_chunks_atomically
+from stepfork.analysis.view._page import page_chunks
 
 __all__ = [
     "default_output",

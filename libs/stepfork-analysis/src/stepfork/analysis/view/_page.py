@@ -11,23 +11,17 @@ forbids every network fetch (``default-src 'none'``, ``connect-src 'none'``, ``f
 from __future__ import annotations
 
 import base64
-import errno
 import hashlib
 import html
 import json
-import os
-import secrets
 from collections.abc import Iterable, Iterator
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from stepfork.analysis._shared.atomic import _NEW_FILE_MODE, _existing_mode
-
-__all__ = ["DATA_ELEMENT", "META_ELEMENT", "embed_json", "page_chunks", "write_chunks_atomically"]
+__all__ = ["DATA_ELEMENT", "META_ELEMENT", "embed_json", "page_chunks"]
 
 DATA_ELEMENT = "sf-events"  # id of the <script type="application/json"> holding the event array
 META_ELEMENT = "sf-meta"  # id of the one holding the summary and the view's own data
@@ -95,37 +89,3 @@ def page_chunks(title: str, events: Iterable[bytes], meta: Any) -> Iterator[byte
     yield f']</script>\n<script type="application/json" id="{META_ELEMENT}">'.encode()
     yield embed_json(meta() if callable(meta) else meta)
     yield f"</script>\n<script>{script}</script>\n</body></html>\n".encode()
-
-
-def write_chunks_atomically(destination: Path, chunks: Iterable[bytes], *, replace: bool) -> Path:
-    """Write ``chunks`` to ``destination`` through a hidden temporary sibling, then link or rename it in
-    place: the same rule as :func:`stepfork.analysis._shared.atomic.write_text_atomically` (new file mode
-    ``0o666 & ~umask``, a replaced file keeps its mode), but streamed. Returns ``destination``.
-
-    Raises:
-        FileExistsError: ``replace`` is false and ``destination`` exists (nothing is changed).
-        OSError: the file cannot be written, or ``destination`` is not a regular file.
-        Whatever iterating ``chunks`` raises (the temporary file is removed, nothing is changed).
-    """
-    keep_mode = _existing_mode(destination) if replace else None
-    if not replace and os.path.lexists(destination):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(destination))
-    directory = destination.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f".{destination.name}.{secrets.token_hex(8)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _NEW_FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if keep_mode is not None:
-                os.chmod(tmp, keep_mode)
-            for chunk in chunks:
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if replace:
-            os.replace(tmp, destination)
-        else:
-            os.link(tmp, destination)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return destination
