@@ -13,7 +13,10 @@ recorder that fingerprints a payload must do. Measured:
   call, as a ratio to the floor of those very copies (best of 3 interleaved rounds). Targets: 3x at 2 KB,
   1.5x at 64 KB. With it, on the same copies and in the same rounds, the stages that no recorder keeping
   the format can skip: the second (recorded key order) encoding, and ``bound`` = floor + that encoding;
-  and the type proof (the scan past its sorted encoding), the redaction screen and the write of the line.
+  and the type proof (the scan past its sorted encoding), the redaction screen and the write of the line;
+- ``minted``: the chat call of 2 KB and 64 KB in a session whose run has minted values (50 ``uuid4()``
+  calls, one of them in the payload), against the same call in a session that minted nothing (no scan),
+  interleaved round by round: what noting minted values (``stepfork.trace.minting``, ``minted.json``) adds.
 
 Chat-like payloads look like LLM traffic: a few keys and messages whose text makes up most of the size.
 Run: ``hatch run bench:all`` or ``python benchmarks/bench_recording.py``; JSON goes to
@@ -31,6 +34,7 @@ import platform
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,7 @@ from stepfork.trace.canonical import canonical_json
 from stepfork.trace.eventlog import line_bytes
 from stepfork.trace.instrument import trace_tool
 from stepfork.trace.jsonable import take_plain_facts, to_jsonable
+from stepfork.trace.minting import load_minted
 from stepfork.trace.plainjson import scan_plain
 from stepfork.trace.recording import record
 from stepfork.trace.redaction import RedactionResult, default_redactor
@@ -55,6 +60,9 @@ REPEATS = 5
 STRUCTURED = {"2KB": 2 * 1024, "64KB": 64 * 1024}
 STRUCTURED_TARGETS = {"2KB": 3.0, "64KB": 1.5}  # issue 31: recorded call / floor
 STRUCTURED_ROUNDS = 3
+MINTED = {"2KB": 2 * 1024, "64KB": 64 * 1024}
+MINTED_CALLS = 300
+MINTED_ROUNDS = 3
 
 
 def make_payload(size: int) -> dict[str, Any]:
@@ -130,7 +138,7 @@ class _NoRedaction:
     def redact(self, value: Any, *, base_path: str = "") -> RedactionResult:
         return RedactionResult(value, [])
 
-    def may_change(self, keys: Any, encoded: bytes) -> bool:
+    def may_change(self, keys: Any, encoded: bytes, value: Any = None) -> bool:
         return False
 
     def is_clean_text(self, text: str) -> bool:
@@ -292,6 +300,54 @@ def _best_rounds(timed: dict[str, Callable[[Any], Any]], copies: list[Any], roun
     return best
 
 
+def measure_minted(
+    label: str, size: int, workdir: Path, *, calls: int = MINTED_CALLS, rounds: int = MINTED_ROUNDS
+) -> dict[str, Any]:
+    """The chat call of ``size`` bytes recorded ``calls`` times in a session that has minted values against
+    one that has not, best of ``rounds`` interleaved rounds (each round: a session that mints nothing, then
+    one whose run draws 50 ``uuid4()`` first and holds one in the payload). Returns both per-call costs
+    (minus the undecorated call), their floor and the difference."""
+    payload = make_payload(size)
+    body = getattr(bench_tool, "__wrapped__")  # noqa: B009
+    digest = orjson.OPT_SORT_KEYS
+    best = {"floor": float("inf"), "plain": float("inf"), "minted": float("inf"), "body": float("inf")}
+
+    def timed(name: str, fn: Callable[[], Any]) -> None:
+        start = clock()
+        for _ in range(calls):
+            fn()
+        best[name] = min(best[name], (clock() - start) / calls)
+
+    held = 0
+    for number in range(rounds):
+        timed("floor", lambda: hashlib.sha256(orjson.dumps(payload, option=digest)).hexdigest())
+        timed("body", lambda: body(payload))
+        plain = dict(payload, request_id=str(uuid.uuid4()))  # drawn outside a session: nothing minted
+        with record("bench-plain", output=workdir / f"plain-{label}-{number}.sftrace"):
+            timed("plain", lambda value=plain: bench_tool(value))
+        bundle = workdir / f"minted-{label}-{number}.sftrace"
+        with record("bench-minted", output=bundle):
+            ids = [str(uuid.uuid4()) for _ in range(50)]
+            minted = dict(payload, request_id=ids[-1])  # as long as the plain one's
+            timed("minted", lambda value=minted: bench_tool(value))
+        noted = load_minted(bundle)
+        held = len(noted.values) if noted is not None else 0
+        assert held, "the minted session wrote no minted.json value: nothing was scanned"
+    plain_call = best["plain"] - best["body"]
+    minted_call = best["minted"] - best["body"]
+    return {
+        "payload": label,
+        "payload_bytes": len(orjson.dumps(payload)),
+        "calls": calls,
+        "floor_us": best["floor"] * 1e6,
+        "plain_call_us": plain_call * 1e6,
+        "minted_call_us": minted_call * 1e6,
+        "extra_us": (minted_call - plain_call) * 1e6,
+        "ratio_minted_to_plain": minted_call / plain_call,
+        "minted_values_written": held,
+    }
+
+
 def measure_flat(workdir: Path) -> dict[str, Any]:
     """Per-call cost at 1,000 and at 50,000 calls in one session, by blocks of 1,000 calls."""
     payload = make_payload(SIZES["200B"])
@@ -324,6 +380,7 @@ def main() -> dict[str, Any]:
         sizes = [measure_size(label, size, workdir) for label, size in SIZES.items()]
         flat = measure_flat(workdir)
         structured = [measure_structured(label, size, workdir) for label, size in STRUCTURED.items()]
+        minted = [measure_minted(label, size, workdir) for label, size in MINTED.items()]
     results = {
         "benchmark": "recording",
         "python": platform.python_version(),
@@ -333,6 +390,7 @@ def main() -> dict[str, Any]:
         "sizes": sizes,
         "flat": flat,
         "structured": structured,
+        "minted": minted,
     }
     print("recording: per-call cost as a ratio to the floor (sha256 of orjson sorted dumps), same run")
     print(
@@ -357,6 +415,13 @@ def main() -> dict[str, Any]:
             f"{row['payload']:>8} {row['payload_bytes']:>7} {row['floor_us']:>9.2f} "
             f"{row['recorded_call_us']:>9.2f} {row['ratio']:>6.2f}  target {row['target']}x met: {row['met']}"
             f"  stages (x floor): {stages}"
+        )
+    print("minted values (a run that minted 50 uuid4, one in the payload) against a run that minted nothing:")
+    for row in minted:
+        print(
+            f"{row['payload']:>8} {row['payload_bytes']:>7} floor {row['floor_us']:.2f} us, "
+            f"plain {row['plain_call_us']:.2f} us, minted {row['minted_call_us']:.2f} us "
+            f"(+{row['extra_us']:.2f} us, {row['ratio_minted_to_plain']:.2f}x)"
         )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

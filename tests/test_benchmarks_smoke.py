@@ -94,6 +94,14 @@ def test_the_recording_and_replay_benchmarks_measure_the_structured_argument(tmp
     assert replay["target"] == 1.5
 
 
+def test_the_recording_benchmark_measures_a_run_that_minted_values_against_one_that_did_not(
+    tmp_path: Path,
+) -> None:
+    minted = _load("bench_recording").measure_minted("2KB", 2 * 1024, tmp_path, calls=5, rounds=1)
+    assert minted["minted_values_written"] == 1  # the payload's request_id: the minted run was scanned
+    assert min(minted["floor_us"], minted["plain_call_us"], minted["minted_call_us"]) > 0
+
+
 def test_the_diff_benchmark_measures_the_default_and_strict_diff_of_two_noisy_recordings() -> None:
     result = _load("bench_diff").main(calls=40, rounds=1)
     assert result["default_equivalent"] is True  # the provider's noise is ignored by default

@@ -62,6 +62,7 @@ def test_record_to_a_url_then_validate_replay_and_check_it(work: Path) -> None:
         "events.jsonl",
         "integrity.json",
         "manifest.json",
+        "minted.json",
         "redactions.json",
     ]
     assert first.trace is not None

@@ -112,9 +112,11 @@ def test_record_export_expect_output_run_passes_the_fix_and_fails_the_bug(
     assert len(server.requests) == sent  # every replay was served from the bundle
 
 
-def test_a_program_test_compares_its_output_up_to_noise(workdir: Path) -> None:
-    # the program mints a request id of its own on every run (uuid4): the output assertion renames fresh
-    # ids one-to-one, as replay's report and an entrypoint test do (issue 28), so the test passes
+def test_a_program_test_compares_its_reviewed_output_exactly_but_for_the_paths_it_ignores(
+    workdir: Path,
+) -> None:
+    # the program mints a request id of its own on every run (uuid4); the reviewed expectation is an oracle
+    # (docs/decisions.md): compared exactly, so the user marks the minted id's path with --ignore $.ticket
     minting = BUGGY.replace(
         "    return decide(reply.choices[0].message.content)",
         "    import uuid\n\n"
@@ -124,15 +126,18 @@ def test_a_program_test_compares_its_output_up_to_noise(workdir: Path) -> None:
     done = cli("record", "-o", "run.sftrace", "--", sys.executable, "agent.py", cwd=workdir)
     assert done.returncode == 0, done.stderr
     (workdir / "expected.json").write_text(done.stdout)  # the recorded output, its ticket id included
-    exported = cli(
-        "export", "run.sftrace", "--pytest", "-o", "test_ticket.py", "--expect-output", "expected.json",
-        "--", "python", "agent.py", cwd=workdir,
-    )  # fmt: skip
-    assert exported.returncode == 0, exported.stdout + exported.stderr
-    ran = cli("run", "test_ticket.py", cwd=workdir)
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "Verdict: PASSED" in ran.stdout
-    # a changed decision is still caught, the fresh id beside it renamed
+    for name, marks, verdict in [
+        ("test_exact.py", [], "FAILED"),
+        ("test_ticket.py", ["--ignore", "$.ticket"], "PASSED"),
+    ]:
+        exported = cli(
+            "export", "run.sftrace", "--pytest", "-o", name, "--expect-output", "expected.json", *marks,
+            "--", "python", "agent.py", cwd=workdir,
+        )  # fmt: skip
+        assert exported.returncode == 0, exported.stdout + exported.stderr
+        ran = cli("run", name, cwd=workdir)
+        assert f"Verdict: {verdict}" in ran.stdout, ran.stdout + ran.stderr
+    # a changed decision is still caught, the ignored id beside it left out
     (workdir / "agent.py").write_text(minting.replace('"degrees" in answer', "False"))
     ran = cli("run", "test_ticket.py", "--json", cwd=workdir)
     receipt = json.loads(ran.stdout)

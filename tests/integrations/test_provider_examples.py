@@ -90,11 +90,9 @@ def command(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
     )
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("example", [GENAI, BEDROCK], ids=["google-genai", "bedrock"])
-def test_the_example_records_inspects_replays_diverges_exports_and_runs(
-    example: Example, tmp_path: Path
-) -> None:
+def serve(example: Example, into: Path) -> tuple[Any, Any, dict[str, str]]:
+    """Start the example's own provider server on a free port and copy its script into ``into``: the
+    server, its state (the requests it received) and the environment pointing the SDK at it."""
     folder = EXAMPLES / example.folder
     sys.path.insert(0, str(folder))
     try:
@@ -103,8 +101,16 @@ def test_the_example_records_inspects_replays_diverges_exports_and_runs(
         sys.path.remove(str(folder))
     srv, state = server_module.serve()
     port = str(srv.server_address[1])
-    env = {k: v.replace("PORT", port) for k, v in example.env.items()}
-    shutil.copy2(folder / example.script, tmp_path)
+    shutil.copy2(folder / example.script, into)
+    return srv, state, {k: v.replace("PORT", port) for k, v in example.env.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", [GENAI, BEDROCK], ids=["google-genai", "bedrock"])
+def test_the_example_records_inspects_replays_diverges_exports_and_runs(
+    example: Example, tmp_path: Path
+) -> None:
+    srv, state, env = serve(example, tmp_path)
     program = [sys.executable, example.script, "Paris"]
     try:
         recorded = command(["record", "-o", "run.sftrace", "--", *program], tmp_path, env)
@@ -161,15 +167,7 @@ def test_the_example_records_inspects_replays_diverges_exports_and_runs(
 @pytest.mark.slow
 @pytest.mark.parametrize("example", [GENAI, BEDROCK], ids=["google-genai", "bedrock"])
 def test_two_recordings_of_the_unchanged_example_diff_equivalent(example: Example, tmp_path: Path) -> None:
-    folder = EXAMPLES / example.folder
-    sys.path.insert(0, str(folder))
-    try:
-        server_module: Any = __import__(example.server)
-    finally:
-        sys.path.remove(str(folder))
-    srv, _ = server_module.serve()
-    env = {k: v.replace("PORT", str(srv.server_address[1])) for k, v in example.env.items()}
-    shutil.copy2(folder / example.script, tmp_path)
+    srv, _, env = serve(example, tmp_path)
     try:
         for bundle in ("a.sftrace", "b.sftrace"):
             done = command(

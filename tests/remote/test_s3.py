@@ -72,7 +72,7 @@ def test_a_killed_upload_leaves_an_incomplete_bundle_readers_refuse(
 
     fs = fsspec.filesystem("s3", skip_instance_cache=True)
     names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls(url.removeprefix("s3://")))
-    assert names == ["concurrency.json", "events.jsonl", "manifest.json", "redactions.json"]
+    assert names == ["concurrency.json", "events.jsonl", "manifest.json", "minted.json", "redactions.json"]
 
     done = cli("validate", url, cwd=work)
     assert done.returncode == 2, done.stdout + done.stderr

@@ -1,9 +1,10 @@
 """Property tests of equality up to a renaming of fresh ids (issue 28; stepfork.replay.noise).
 
-Over JSON values whose strings mix opaque ids (uuids, ``lc_run--``, ``call_``, hex digests) with words:
-equality up to renaming is an equivalence (reflexive, symmetric, transitive); a one-to-one renaming of
-fresh ids never changes the verdict; and it never equates values that differ in a non-id leaf, in an id the
-recording handed out, or by a renaming that maps two ids to one.
+Over JSON values whose strings mix fresh ids (uuids of a random or time version, ``lc_run--<uuid>``) with
+words: equality up to renaming is an equivalence (reflexive, symmetric, transitive); a one-to-one renaming
+of fresh ids never changes the verdict; and it never equates values that differ in a non-id leaf, in an id
+the recording handed out, or by a renaming that maps two ids to one. Values each side minted
+(``stepfork.trace.minting``) rename whatever they look like, and a value not minted never does.
 """
 
 from __future__ import annotations
@@ -15,16 +16,19 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from stepfork.replay.noise import Origins, compare_output, is_opaque_id
-from stepfork.replay.noise.ids import split
+from stepfork.replay.noise.ids import fresh_by_shape, split
+from stepfork.trace.minting import RecordedMinted
 
 ALNUM = string.ascii_letters + string.digits
-IDS = st.one_of(
-    st.uuids().map(str),
-    st.uuids().map(lambda u: f"lc_run--{u}-0"),
-    st.uuids().map(lambda u: u.hex),
-    st.text(alphabet=ALNUM, min_size=23, max_size=23).map(lambda body: f"call_{body}7"),
-    st.binary(min_size=32, max_size=32).map(lambda b: b.hex()),
-).filter(is_opaque_id)
+IDS = st.one_of(  # fresh by shape: uuids of a random or time version (stepfork.replay.noise.ids)
+    st.uuids(version=4).map(str),
+    st.uuids(version=1).map(str),
+    st.uuids(version=4).map(lambda u: f"lc_run--{u}-0"),
+    st.uuids(version=4).map(lambda u: f"run-{u.hex[:8]}-{u}"),
+).filter(fresh_by_shape)
+MINTED = st.text(alphabet="0123456789abcdef", min_size=8, max_size=32)
+"""Values a run minted (``uuid4().hex[:n]``), whatever they look like: ``12345678`` and ``abcdefab``
+included."""
 WORDS = st.sampled_from(["hello", "call_weather_1", "Paris", "msg_01", "21", "sunny", "ORD-1001", "a-b"])
 SEPARATORS = st.sampled_from([" ", ": ", "/", '"', ", "])
 KEYS = st.sampled_from(["a", "b", "id", "items", "name", "reply"])
@@ -142,3 +146,37 @@ def test_a_renaming_that_maps_two_ids_to_one_is_never_equal(
     # and the other way: one id split into two
     c, d = data.draw(st.lists(IDS.filter(lambda i: i not in ids), min_size=2, max_size=2, unique=True))
     assert not equal(value, [rename(inner, {a: c}), c, f"reply to {b}", {"again": d}], Origins())
+
+
+@given(st.lists(MINTED, min_size=2, max_size=4, unique=True), st.data())
+def test_minted_values_rename_whatever_they_look_like_and_others_never(
+    pool: list[str], data: st.DataObject
+) -> None:
+    others = data.draw(
+        st.lists(MINTED.filter(lambda v: v not in pool), min_size=len(pool), max_size=len(pool), unique=True)
+    )
+    assume(not any(a in b or b in a for a in pool for b in others))
+    value = {"ref": pool[0], "all": [f"ref-{v}" for v in pool], "note": f"booked {pool[-1]} today"}
+    renamed = rename_minted(value, dict(zip(pool, others, strict=True)))
+    left, right = Origins(minted=RecordedMinted(pool)), Origins(minted=RecordedMinted(others))
+    assert not [d for d in compare_output(value, renamed, left, live=right) if d.noise is None]
+    # not minted on the right (a digest, a value handed out elsewhere): compared exactly
+    assert [
+        d
+        for d in compare_output(value, renamed, left, live=Origins(minted=RecordedMinted([])))
+        if d.noise is None
+    ]
+    # one minted value for two: never equal
+    merged = rename_minted(value, {pool[0]: others[0], pool[1]: others[0]})
+    assert [d for d in compare_output(value, merged, left, live=right) if d.noise is None]
+
+
+def rename_minted(value: Any, mapping: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {k: rename_minted(v, mapping) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rename_minted(v, mapping) for v in value]
+    if isinstance(value, str):
+        for old, new in mapping.items():
+            value = value.replace(old, new)
+    return value

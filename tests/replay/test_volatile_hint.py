@@ -56,6 +56,14 @@ def test_precise_examples() -> None:
     assert not looks_volatile("2024-13-45T10:00:00", "2024-05-01T10:00:00")  # not a date
     assert not looks_volatile(1700000000, 1700000001)
     assert looks_volatile("2024-05-01T10:00:00.123456+00:00", "2025-11-30T23:59:59.000001+00:00")
+    # a clock inside a prompt (NEWCOMER 11): the rest of the text equal
+    now, later = (
+        "Current time: 2026-12-06T05:39:14.774649+00:00",
+        "Current time: 2026-12-06T05:39:20.054360+00:00",
+    )
+    assert looks_volatile(now, later)
+    assert not looks_volatile(now, later.replace("Current", "Local"))
+    assert not looks_volatile("Meet on 2026-12-06 at noon", "Meet on 2026-12-07 at noon")
 
 
 def test_the_hint_names_the_tool_and_path_shell_quoted() -> None:

@@ -88,3 +88,20 @@ def test_a_bundle_the_recorder_wrote_redacts_with_its_concurrency_facts(tmp_path
     assert not [i for i in checked.issues if i.code == "unredacted_secret"]
     assert facts_of(load_trace(out)) is not None
     assert "sk-" + "a" * 40 not in (out / "events.jsonl").read_text()
+
+
+def test_a_redacted_copy_keeps_no_minted_value_its_payloads_no_longer_show(tmp_path: Path) -> None:
+    import os
+
+    from stepfork.trace import load_trace, record
+    from stepfork.trace.minting import load_minted
+    from stepfork.trace.redaction import Redactor
+
+    source = tmp_path / "run.sftrace"
+    with record("minted", output=source) as session:
+        session.set_output({"booking": os.urandom(6).hex(), "ref": os.urandom(4).hex()})
+    output = load_trace(source).events[-1].output
+    assert set(load_minted(source).values) == {output["booking"], output["ref"]}
+    copy = redact_bundle(source, tmp_path / "copy.sftrace", redactor=Redactor(extra_keys=["booking"]))
+    assert load_trace(copy.output).events[-1].output["booking"] == "[REDACTED]"
+    assert set(load_minted(copy.output).values) == {output["ref"]}

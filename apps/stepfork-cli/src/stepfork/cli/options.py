@@ -145,7 +145,8 @@ def parse_choice(option: str, value: str, choices: tuple[str, ...]) -> str:
 
 IGNORE_HELP = (
     "Accept input differences of the call TOOL (a tool name, or provider/model) at the JSON path PATH "
-    "(a clock or random id the agent makes; [*], *, ** wildcards), reported as ignored. Repeatable."
+    "(a clock or random id the agent makes; [*], *, ** wildcards), reported as ignored; a PATH alone "
+    "($.generated_at) leaves that path of the run's output uncompared. Repeatable."
 )
 
 
@@ -153,11 +154,12 @@ def ignore_option() -> Any:
     """The ``--ignore TOOL:PATH`` option of replay and export (``Annotated[list[str] | None, ...]``)."""
     import typer
 
-    return typer.Option("--ignore", metavar="TOOL:PATH", help=IGNORE_HELP)
+    return typer.Option("--ignore", metavar="[TOOL:]PATH", help=IGNORE_HELP)
 
 
 def parse_ignore(values: list[str] | None) -> dict[str, list[str]] | None:
-    """Parse repeated ``--ignore TOOL:$.path`` values into ``{TOOL: [paths]}`` (None when not given).
+    """Parse repeated ``--ignore TOOL:$.path`` values into ``{TOOL: [paths]}`` (None when none is given; a
+    value that is a path alone, ``$.generated_at``, is the run output's: :func:`parse_ignore_output`).
 
     The label ends at the first ``:$`` (labels may hold ``:``, paths start with ``$``).
 
@@ -168,6 +170,8 @@ def parse_ignore(values: list[str] | None) -> dict[str, list[str]] | None:
         return None
     mapping: dict[str, list[str]] = {}
     for value in values:
+        if value.startswith("$"):  # a path of the run's output: parse_ignore_output's
+            continue
         cut = value.find(":$")
         if cut <= 0:
             from stepfork.cli.output import fail, sanitize_text
@@ -178,4 +182,10 @@ def parse_ignore(values: list[str] | None) -> dict[str, list[str]] | None:
                 2,
             )
         mapping.setdefault(value[:cut], []).append(value[cut + 1 :])
-    return mapping
+    return mapping or None
+
+
+def parse_ignore_output(values: list[str] | None) -> list[str]:
+    """The ``--ignore PATH`` values that name a path of the run's output (a JSON path alone,
+    ``$.generated_at``; NEWCOMER finding 13), in order; ``TOOL:PATH`` values are :func:`parse_ignore`'s."""
+    return [value for value in values or () if value.startswith("$")]

@@ -62,6 +62,7 @@ def run_script_regression_case(
     expectation: Any = None,
     has_expectation: bool = False,
     trajectory_expectation: Mapping[str, Any] | None = None,
+    ignore_output: list[str] | None = None,
 ) -> Any:
     """Replay the program in ``command`` against ``trace_path`` and check it like a reviewed regression test.
 
@@ -74,8 +75,9 @@ def run_script_regression_case(
         cwd: the directory the program runs in (the export's working directory); None: the current one.
         mode, allow_live_tools, network, allow_hosts, ordering, ignore: as ``stepfork replay``'s options
             (``network="open"`` is ``--allow-network``).
-        expectation, has_expectation: the reviewed output (JSON), compared with :func:`program_output` of
-            what the program printed when ``has_expectation`` is True.
+        expectation, has_expectation: the reviewed output (JSON), compared exactly (it is the user's) with
+            :func:`program_output` of what the program printed when ``has_expectation`` is True.
+        ignore_output: JSON paths of that output not compared (``$.generated_at``; ``export --ignore``).
         trajectory_expectation: a reviewed trajectory shape (``stepfork.replay.assertions``), checked
             against the calls the replay served.
 
@@ -139,6 +141,7 @@ def run_script_regression_case(
         from stepfork.replay.regression import assert_expected_output
         from stepfork.trace import load_trace
 
-        # up to noise, as an entrypoint test (fresh ids renamed, handed-out ids exact)
-        assert_expected_output(expectation, actual, load_trace(Path(trace_path)))
+        # the user's expectation: exactly, but for the paths the user ignored (docs/replay.md)
+        trace = load_trace(Path(trace_path))
+        assert_expected_output(expectation, actual, trace, exact=True, ignore=ignore_output or ())
     return actual

@@ -170,7 +170,7 @@ def render(outcome: Any, header: list[str], *, verbose: bool) -> None:
     for item in outcome.ignored:  # issue 12: an ignored difference is reported, never silent
         lines.append(
             f"  ignored: call #{item.index + 1} {sanitize_text(item.label)} (step {item.step}) "
-            f"differs at {sanitize_text(item.path)} (--ignore)"
+            f"differs at {sanitize_text(item.path)} ({item.reason})"
         )
     lines.append("")
     execution = outcome.execution

@@ -202,6 +202,7 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
                 approve=ask if options["mode"] == "manual" else None,
                 ordering=options["ordering"],
                 ignore=options["ignore"],
+                ignore_output=options.get("ignore_output") or (),
             )
     except Exception as exc:  # a library error before the run (the program's own are in the outcome)
         try:

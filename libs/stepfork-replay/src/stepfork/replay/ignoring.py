@@ -25,7 +25,9 @@ class IgnoredDifference:
     """A difference matching accepted because its path is ignored.
 
     Attributes: ``index`` (0-based recorded call), ``step``, ``label``, ``path`` (``$.requested_at``),
-    ``expected``/``actual`` (the recorded and live values, redacted JSON; MISSING when absent).
+    ``expected``/``actual`` (the recorded and live values, redacted JSON; MISSING when absent), ``reason``
+    (``--ignore``: a path the user ignored; ``renamed id``: a value the replay minted where the recording
+    had the value it minted, ``stepfork.replay.noise``).
     """
 
     index: int
@@ -34,10 +36,17 @@ class IgnoredDifference:
     path: str
     expected: Any
     actual: Any
+    reason: str = "--ignore"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{index, step, label, path}`` (values are not repeated: a clock or a random id)."""
-        return {"index": self.index, "step": self.step, "label": self.label, "path": self.path}
+        """``{index, step, label, path, reason}`` (values are not repeated: a clock or a random id)."""
+        return {
+            "index": self.index,
+            "step": self.step,
+            "label": self.label,
+            "path": self.path,
+            "reason": self.reason,
+        }
 
 
 def compile_path_pattern(pattern: str) -> re.Pattern[str]:

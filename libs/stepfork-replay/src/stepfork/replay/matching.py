@@ -321,6 +321,10 @@ def check_identity(expected: RecordedCall | None, call: BoundaryCall, live: Live
     return expected
 
 
+Renamed = Callable[[RecordedCall, Any, set[str]], "list[tuple[str, Any, Any, str]] | None"]
+"""The session's test of an input that differs only by the values the replay minted (see check_input)."""
+
+
 def check_input(
     cursor: CallCursor,
     expected: RecordedCall,
@@ -329,15 +333,19 @@ def check_input(
     *,
     compare: bool,
     ignore: tuple[re.Pattern[str], ...] = (),
-) -> list[tuple[str, Any, Any]]:
+    renamed: Renamed | None = None,
+) -> list[tuple[str, Any, Any, str]]:
     """Verify the stored input fingerprint, then (when ``compare``) the redacted live input.
 
     ``compare`` is False for a hybrid live LLM, whose prompt may change (hybrid-replay.txt). ``ignore``:
-    compiled paths (stepfork.replay.ignoring) at which a difference is accepted.
+    compiled paths (stepfork.replay.ignoring) at which a difference is accepted. ``renamed``: given the
+    recorded call, the live input and the paths already ignored, the differences that are values the
+    replay minted where the recording had the values it minted (``renamed id``), when that is all of
+    them, else None (the session's; stepfork.replay.noise).
 
     Returns:
-        the differences accepted because their path is ignored, ``[(path, expected, actual)]`` (usually
-        empty).
+        the differences accepted, ``[(path, expected, actual, reason)]`` (reason ``--ignore`` or
+        ``renamed id``; usually empty).
 
     Raises:
         ReplayMismatchError: ``invalid_input_fingerprint`` (stored hash disagrees with the recorded input;
@@ -369,13 +377,18 @@ def check_input(
     if not compare or live.raw_bytes == expected_bytes:
         return []
     if live.bytes != expected_bytes:
-        ignored: list[tuple[str, Any, Any]] = []
+        ignored: list[tuple[str, Any, Any, str]] = []
         if ignore:
             from stepfork.replay.ignoring import split_ignored
 
-            ignored, remaining = split_ignored(ignore, expected.input, live.value)
+            paths, remaining = split_ignored(ignore, expected.input, live.value)
+            ignored = [(path, before, after, "--ignore") for path, before, after in paths]
             if not remaining:
                 return ignored
+        if renamed is not None:
+            accepted = renamed(expected, live.value, {path for path, *_ in ignored})
+            if accepted is not None:
+                return [*ignored, *accepted]
         diagnostic = build_diagnostic(
             expected, call, live, expected_bytes=expected_bytes, with_difference=True
         )

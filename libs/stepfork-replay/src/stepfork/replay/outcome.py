@@ -308,9 +308,12 @@ def _behavior(
     actual: Any,
     result_error: str | None,
     matching: MatchingReport,
+    live: Origins | None = None,
+    ignore_output: Iterable[str] = (),
 ) -> BehaviorReport:
     """The comparison with the recorded run; ``actual`` and ``result_error`` as :func:`_json_result` of
-    the return value (both None when the entrypoint raised)."""
+    the return value (both None when the entrypoint raised); ``live``: where the replay's values came from
+    (``ReplaySession.live_origins``); ``ignore_output``: JSON paths of the output not compared."""
     failure = trace.failure
     run_ends = [event for event in trace.events if event.type == EventType.RUN_END]
     run_end = run_ends[-1] if run_ends else None
@@ -354,7 +357,7 @@ def _behavior(
     if recorded_output is None:
         return BehaviorReport("NOT RECORDED", "the trace records no final output")
     # up to noise: fresh ids renamed one-to-one, framework-message timing and new fields (issue 28)
-    found = output_differences(recorded_output, actual, Origins(trace))
+    found = output_differences(recorded_output, actual, Origins(trace), live=live, ignore=ignore_output)
     if found.first is None:
         message = "the output matches the recorded output"
         if found.ignored_count:
@@ -419,11 +422,14 @@ def replay_entrypoint(
     network: str | None = None,
     allow_hosts: Iterable[str] | None = None,
     ignore: Mapping[str, Iterable[str]] | None = None,
+    ignore_output: Iterable[str] | None = None,
 ) -> ReplayOutcome:
     """Replay ``entrypoint`` (a callable or ``"MODULE:FUNCTION"``) against ``trace`` and report.
 
     ``mode``, ``live_llms``, ``allow_live_tools``, ``approve``, ``ordering``, ``network``,
-    ``allow_hosts``, ``ignore``: as :class:`ReplaySession`.
+    ``allow_hosts``, ``ignore``: as :class:`ReplaySession`. ``ignore_output``: JSON paths of the run's
+    output left out of the comparison with the recorded output (``$.generated_at``; ``replay --ignore
+    PATH``), each difference there reported as ignored (``--ignore``).
     ``raise_as``: as :class:`ReplaySession`; a value may also be a ``"MODULE:CLASS"`` string, imported
     like the entrypoint against ``import_root`` (trusted: the caller names it, never the bundle). It
     changes which exception the entrypoint sees, not how the report judges what it then does
@@ -479,7 +485,9 @@ def replay_entrypoint(
     matching = _matching(session)
     # the actual result is shown whenever the entrypoint completed, compared or not
     actual, result_error = _json_result(result) if raised is None else (None, None)
-    behavior = _behavior(loaded, raised, actual, result_error, matching)
+    behavior = _behavior(
+        loaded, raised, actual, result_error, matching, session.live_origins(), tuple(ignore_output or ())
+    )
     if matching.status == "REJECTED":
         exit_code = 2
     elif matching.status != "COMPLETE" or behavior.status == "DIVERGED":

@@ -144,6 +144,8 @@ def run_regression_case(
     network: str | None = None,
     allow_hosts: Iterable[str] | None = None,
     ignore: Mapping[str, Iterable[str]] | None = None,
+    expectation_source: str = "recorded",
+    ignore_output: Iterable[str] | None = None,
 ) -> Any:
     """Replay ``entrypoint`` against ``trace`` and check it like a reviewed regression test.
 
@@ -163,6 +165,12 @@ def run_regression_case(
             when ``has_expectation`` is True (``None`` is then a real expectation of ``null``).
         trajectory_expectation: a reviewed trajectory shape (see ``validate_trajectory_expectation``).
         has_expectation: False to skip the output comparison.
+        expectation_source: ``"file"`` for an expectation the user wrote (``export --expect-output``): it
+            is an oracle, compared exactly (no noise rule, no renaming) but for ``ignore_output``;
+            ``"recorded"`` (the default) for the recording's own output, compared up to noise as replay's
+            report compares it (fresh values renamed).
+        ignore_output: JSON paths of the output not compared (``$.generated_at``, ``$.items[*].id``;
+            ``export --ignore PATH``).
 
     Returns:
         The redacted JSON form of the entrypoint's return value.
@@ -244,22 +252,39 @@ def run_regression_case(
     except (TypeError, ValueError) as exc:
         raise AssertionError(f"stepfork: entrypoint returned a non-serializable value: {exc}") from exc
     if has_expectation:
-        assert_expected_output(expectation, actual, loaded)
+        assert_expected_output(
+            expectation,
+            actual,
+            loaded,
+            live=session.live_origins(),
+            exact=expectation_source == "file",
+            ignore=ignore_output,
+        )
     return actual
 
 
-def assert_expected_output(expectation: Any, actual: Any, trace: Trace) -> None:
+def assert_expected_output(
+    expectation: Any,
+    actual: Any,
+    trace: Trace,
+    *,
+    live: Origins | None = None,
+    exact: bool = False,
+    ignore: Iterable[str] | None = None,
+) -> None:
     """The output assertion of an exported test (entrypoint and program forms alike).
 
-    ``actual`` (redacted JSON) is compared with the reviewed ``expectation`` up to noise, as replay's report
-    compares (:mod:`stepfork.replay.noise`): fresh ids compare up to a one-to-one renaming, an id the
-    recording ``trace`` handed out must match exactly.
+    ``actual`` (redacted JSON) is compared with ``expectation``: exactly when ``exact`` (a reviewed
+    expectation the user wrote is an oracle: a value that merely looks random is compared as any other),
+    else up to noise, as replay's report compares (:mod:`stepfork.replay.noise`): fresh values (minted by
+    the recording and by this replay, ``live``) compare up to a one-to-one renaming, an id the recording
+    ``trace`` handed out must match exactly. Paths in ``ignore`` (``$.generated_at``) are not compared.
 
     Raises:
         AssertionError: ``behavior mismatch at '<path>': expected <v>, got <v>`` (the reference's first
             line), then every differing path, the first one marked first.
     """
-    found = output_differences(expectation, actual, Origins(trace))
+    found = output_differences(expectation, actual, Origins(trace), live=live, exact=exact, ignore=ignore)
     differences, count = found.differences, found.count
     if not differences:
         return

@@ -65,6 +65,7 @@ from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, 
 from stepfork.replay.network import Seal, format_host, network_for, parse_allowed_host
 from stepfork.replay.network import seal as seal_network
 from stepfork.replay.network import unseal as unseal_network
+from stepfork.replay.noise.origins import Origins
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
@@ -78,7 +79,7 @@ from stepfork.replay.requests import (
 )
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
 from stepfork.replay.serving import rebuild_output, recorded_failure
-from stepfork.trace import boundary
+from stepfork.trace import boundary, minting
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace._urls import url_of
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
@@ -86,6 +87,7 @@ from stepfork.trace.bundle import Trace, load_verified_trace, read_extension
 from stepfork.trace.concurrency import facts_of
 from stepfork.trace.errors import TraceError
 from stepfork.trace.http_calls import is_http_call
+from stepfork.trace.minting import MintLog
 from stepfork.trace.recording import OrphanCallWarning
 
 T = TypeVar("T")
@@ -222,6 +224,10 @@ class ReplaySession:
         self._token: Token[BoundaryHandler | None] | None = None
         self._entered = False
         self._active = False
+        self.minted: MintLog | None = None
+        """The values minted in this process while the session was active (``stepfork.trace.minting``):
+        the replay's side of the renaming of fresh values (:meth:`live_origins`)."""
+        self._inputs: Any = None  # RenamedInputs (stepfork.replay.noise.inputs), made on need
 
     @classmethod
     def from_trace(
@@ -284,6 +290,21 @@ class ReplaySession:
         except (TraceError, ValueError):
             return None
 
+    def live_origins(self) -> Origins:
+        """Where the replay's values came from: the recording's handed-out ids and the values this
+        process minted while the session was active (:class:`stepfork.replay.noise.Origins`)."""
+        return Origins(self.trace, minted=self.minted if self.minted is not None else MintLog())
+
+    def _renamed_inputs(
+        self, expected: RecordedCall, value: Any, ignored: set[str]
+    ) -> list[tuple[str, Any, Any, str]] | None:
+        """:class:`stepfork.replay.noise.inputs.RenamedInputs` of this session (made on first need)."""
+        if self._inputs is None:
+            from stepfork.replay.noise.inputs import RenamedInputs
+
+            self._inputs = RenamedInputs(Origins(self.trace), self.live_origins())
+        return self._inputs(expected.kind, expected.input, value, ignored)  # type: ignore[no-any-return]
+
     # -- context management ----------------------------------------------------------------------------
 
     def _enter(self) -> None:
@@ -291,6 +312,7 @@ class ReplaySession:
             raise ReplayError("a ReplaySession cannot be entered twice (re-entered)", code="reentered")
         self._entered = True
         self._active = True
+        self.minted = minting.start()
         self._token = boundary.activate(self)
         if self.network == "sealed":
             self._seal = seal_network(self, self.allow_hosts)
@@ -308,6 +330,8 @@ class ReplaySession:
 
     def _exit(self) -> None:
         self._active = False
+        if self.minted is not None:
+            minting.stop(self.minted)
         if self._seal is not None:
             unseal_network(self._seal)
             self._seal = None
@@ -479,10 +503,20 @@ class ReplaySession:
                         if output is not expected.output:
                             served = dataclasses.replace(expected, output=output)
             ignored_paths = self._ignore.get(expected.label, ())
-            ignored = check_input(cursor, expected, call, live, compare=not live_llm, ignore=ignored_paths)
-            for path, before, after in ignored:
+            ignored = check_input(
+                cursor,
+                expected,
+                call,
+                live,
+                compare=not live_llm,
+                ignore=ignored_paths,
+                renamed=self._renamed_inputs,
+            )
+            for path, before, after, reason in ignored:
                 self.ignored_differences.append(
-                    IgnoredDifference(expected.index, expected.step, expected.label, path, before, after)
+                    IgnoredDifference(
+                        expected.index, expected.step, expected.label, path, before, after, reason
+                    )
                 )
             check_call_policy(mode, expected, call, live)
             plain = False if live_llm else check_outcome(cursor, expected, call, live)

@@ -39,8 +39,9 @@ def looks_volatile(expected: Any, actual: Any) -> bool:
     """True when ``expected`` and ``actual`` are two different strings of one volatile shape: both UUIDs
     (any version, any letter case), both hex ids with the same prefix and number of hex digits (16 or more,
     at least one a digit), or both ISO 8601 timestamps with a time of day and the same layout (digits in
-    the same places, the same separator, precision and zone form). Any other pair (numbers, ordinary
-    strings, a UUID against a timestamp, equal strings) gives False."""
+    the same places, the same separator, precision and zone form), or two strings equal but for such
+    timestamps inside them (``Current time: 2026-12-06T05:39:14Z`` in a prompt). Any other pair (numbers,
+    ordinary strings, a UUID against a timestamp, equal strings) gives False."""
     if not isinstance(expected, str) or not isinstance(actual, str) or expected == actual:
         return False
     if _UUID.fullmatch(expected) and _UUID.fullmatch(actual):
@@ -49,7 +50,30 @@ def looks_volatile(expected: Any, actual: Any) -> bool:
     if hex_shape is not None and hex_shape == _hex_shape(actual):
         return True
     stamp = _timestamp_shape(expected)
-    return stamp is not None and stamp == _timestamp_shape(actual)
+    if stamp is not None and stamp == _timestamp_shape(actual):
+        return True
+    return _embedded_stamps(expected) == _embedded_stamps(actual) is not None
+
+
+_STAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?"
+)
+
+
+def _embedded_stamps(text: str) -> str | None:
+    """``text`` with each ISO 8601 timestamp inside it written as its layout (digits as 0), or None when
+    it holds none: a clock in a prompt (``Current time: 2026-12-06T05:39:14Z``)."""
+    found = False
+
+    def layout(match: re.Match[str]) -> str:
+        nonlocal found
+        if not is_iso_datetime(match.group()):
+            return match.group()
+        found = True
+        return re.sub(r"\d", "0", match.group())
+
+    shaped = _STAMP.sub(layout, text)
+    return shaped if found else None
 
 
 def volatile_hint(label: str, path: str) -> str:

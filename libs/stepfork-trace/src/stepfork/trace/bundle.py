@@ -188,8 +188,9 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
 
     Reads manifest.json, events.jsonl and redactions.json (integrity.json is not read; see
     ``verify_bundle_integrity``). Payload values come back exactly (big ints, floats); totals as written.
-    The bundle's ``concurrency.json``, when present and well formed, is attached to the trace
-    (``stepfork.trace.concurrency.facts_of``); a missing or unreadable one is ignored.
+    The bundle's ``concurrency.json`` and ``minted.json``, when present and well formed, are attached to
+    the trace (``stepfork.trace.concurrency.facts_of``, ``stepfork.trace.minting.minted_of``); a missing or
+    unreadable one is ignored.
 
     Raises:
         TraceStorageError: ``missing_file`` (no directory, a required file absent or not a regular file),
@@ -208,6 +209,9 @@ def _load(path: str | os.PathLike[str], verified: Mapping[str, bytes] | None = N
     from stepfork.trace.concurrency import attach_facts, load_facts
 
     attach_facts(trace, load_facts(path))  # concurrency.json, when the recorder wrote one (issue 12)
+    from stepfork.trace.minting import attach_minted, load_minted
+
+    attach_minted(trace, load_minted(path))  # minted.json (stepfork.trace.minting)
     return trace
 
 
@@ -439,17 +443,25 @@ def _concurrency_file(
     trace: Trace, directory: Path, *, given: Mapping[str, bytes] | None = None
 ) -> tuple[str, ...]:
     """Write the concurrency facts attached to ``trace`` (a loaded bundle's, or a subset's) beside its
-    events, limited to its events; return the extension file names written (for integrity.json). Nothing
-    when the caller hands the file over in ``given`` (a redacted copy passes every listed extension file)."""
+    events, limited to its events, and its minted spans (``minted.json``); return the extension file names
+    written (for integrity.json). Nothing when the caller hands a file over in ``given`` (a redacted copy
+    passes every listed extension file)."""
     from stepfork.trace.concurrency import EXTENSION_NAME, facts_of
+    from stepfork.trace.minting import EXTENSION_NAME as MINTED
+    from stepfork.trace.minting import minted_of
 
+    written: list[str] = []
+    minted = None if f"{MINTED}.json" in (given or {}) else minted_of(trace)
+    if minted is not None:  # the minted spans travel with the trace too (a minimize candidate's)
+        _files.write_file(directory / f"{MINTED}.json", _files.pretty_json(minted.to_json()))
+        written.append(f"{MINTED}.json")
     name = f"{EXTENSION_NAME}.json"
     facts = None if name in (given or {}) else facts_of(trace)
     if facts is None:
-        return ()
+        return tuple(written)
     ids = {event.id for event in trace.events}
     _files.write_file(directory / name, _files.pretty_json(facts.to_json(ids)))
-    return (name,)
+    return (*written, name)
 
 
 def save_trace(

@@ -41,6 +41,8 @@ import time
 import weakref
 from typing import Any
 
+from stepfork.trace._attached import Attached, read_parsed
+
 EXTENSION_NAME = "concurrency"
 """The extension file's name without ``.json``."""
 
@@ -393,39 +395,19 @@ class ConcurrencyFacts:
         return cls(root_lane, calls, root if isinstance(root, str) else None, threads, tasks)
 
 
-# Facts travel with a loaded Trace without becoming a model field (schema 0.1 has none, and a private
-# pydantic attribute would take part in Trace equality): a registry keyed by the trace's id, each entry
-# dropped when its trace is collected.
-_ATTACHED: dict[int, tuple[weakref.ref[Any], ConcurrencyFacts]] = {}
+_FACTS: Attached[ConcurrencyFacts] = Attached()
 
 
 def attach_facts(trace: Any, facts: ConcurrencyFacts | None) -> None:
     """Make ``facts`` the concurrency facts of ``trace`` (a ``Trace``); None forgets them."""
-    key = id(trace)
-    if facts is None:
-        _ATTACHED.pop(key, None)
-        return
-
-    def _drop(_ref: weakref.ref[Any], key: int = key) -> None:
-        _ATTACHED.pop(key, None)
-
-    _ATTACHED[key] = (weakref.ref(trace, _drop), facts)
+    _FACTS.attach(trace, facts)
 
 
 def facts_of(trace: Any) -> ConcurrencyFacts | None:
     """The concurrency facts attached to ``trace`` (by ``load_trace`` or :func:`attach_facts`), or None."""
-    entry = _ATTACHED.get(id(trace))
-    if entry is not None and entry[0]() is trace:
-        return entry[1]
-    return None
+    return _FACTS.of(trace)
 
 
 def load_facts(path: Any) -> ConcurrencyFacts | None:
     """The facts in the bundle at ``path`` (its ``concurrency.json``), or None when absent or unreadable."""
-    from stepfork.trace.errors import TraceError
-    from stepfork.trace.reading import read_extension
-
-    try:
-        return ConcurrencyFacts.parse(read_extension(path, EXTENSION_NAME))
-    except (TraceError, ValueError, OSError):
-        return None
+    return read_parsed(path, EXTENSION_NAME, ConcurrencyFacts.parse)

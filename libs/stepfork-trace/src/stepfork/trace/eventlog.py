@@ -46,6 +46,7 @@ from stepfork.trace._eventline import (
 )
 from stepfork.trace.bundle import BundleWriter
 from stepfork.trace.canonical import canonical_json, compact_json
+from stepfork.trace.minting import MIN_SPAN, Spans
 from stepfork.trace.models import HASHED_FIELDS, RedactionEntry
 from stepfork.trace.plainjson import take_plain_facts
 from stepfork.trace.redaction import RedactionFinding, Redactor, default_redactor
@@ -56,6 +57,7 @@ _HASHED: dict[str, tuple[str | None, str | None]] = {str(t.value): f for t, f in
 _NULL_DIGEST = sha256(b"null").hexdigest()  # a null payload's fingerprint (notes 2.2)
 _OK = quoted("ok")
 MAX_CHAIN = 16  # exception causes kept in an error event's details (C8); bounded against cycles
+SCANNED = 4096  # distinct strings whose minted spans a recording remembers (eventlog._note_minted)
 
 
 def new_id(prefix: str) -> str:
@@ -200,6 +202,10 @@ class EventLog:
         self.redaction_entries: list[RedactionEntry] = []
         self.closed = False
         self._run_id_text = dumps(run_id)
+        self.minting: Spans | None = None
+        """The values this run mints (set by the recorder): their spans in payloads go to minted.json."""
+        self.minted: set[str] = set()
+        self._scanned: dict[str, tuple[str, ...]] = {}  # string -> its minted spans (bounded: SCANNED)
 
     def emit(
         self,
@@ -285,6 +291,8 @@ class EventLog:
         except orjson.JSONEncodeError:  # a lone surrogate: the checked path (the payload is screened again)
             fields = {"name": name, field: payload}
             return self.emit_line(type_, fields, parent_id, replay_policy, duration_ms)
+        if self.minting:  # the minted values the tool's name and payload hold (written unchanged)
+            self._note_minted([name, payload])
         hash_text = b'"%b"' % digest.encode()
         if field == "input":
             rest = (b"null", _OK, policy_text, hash_text, b"null", b"[]", name_text, data)
@@ -353,6 +361,8 @@ class EventLog:
             input_hash = digests.get(in_field) or _digest(out, in_field, lines)
         if out_field is not None:
             output_hash = digests.get(out_field) or _digest(out, out_field, lines)
+        if self.minting:  # the minted values this event's payloads hold, as written (redacted)
+            self._note_minted([out[name] for name in fields])
         return out, lines, (input_hash, output_hash), redactions, findings
 
     def _append(
@@ -465,6 +475,34 @@ class EventLog:
             "redactions": redactions,
             **out,
         }
+
+    def _note_minted(self, stack: list[Any]) -> None:
+        """Note the minted values an event's field values (``stack``, consumed) hold, as written (the
+        redacted values; strings, not keys: a renaming never applies to keys). Each distinct string is
+        scanned once (a conversation repeats its messages in every request), so a run pays one scan per
+        string it sends."""
+        minting = self.minting
+        assert minting is not None
+        seen = self._scanned
+        noted = self.minted
+        pop, push = stack.pop, stack.extend
+        while stack:
+            value = pop()
+            kind = type(value)
+            if kind is str:
+                if len(value) < MIN_SPAN:
+                    continue
+                found = seen.get(value)
+                if found is None:
+                    if len(seen) >= SCANNED:
+                        seen.clear()
+                    found = seen[value] = tuple(value[a:b] for a, b in minting.spans(value))
+                if found:
+                    noted.update(found)
+            elif kind is dict:
+                push(value.values())
+            elif kind is list:
+                push(value)
 
     def unique_entries(self) -> Iterator[RedactionEntry]:
         """The redaction entries, de-duplicated on (event_id, path, reason) (REFERENCE-NOTES.md 3)."""

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from stepfork.trace.bundle import Trace
     from stepfork.trace.eventlog import EventLog
     from stepfork.trace.jsonable import Serializer
+    from stepfork.trace.minting import MintLog
     from stepfork.trace.redaction import Redactor
 
 __all__ = [
@@ -58,7 +59,7 @@ DEFAULT_TRACE_DIR = Path(".stepfork") / "traces"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _METADATA_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
-_RESERVED_METADATA = frozenset({"manifest", "events", "redactions", "integrity", "concurrency"})
+_RESERVED_METADATA = frozenset({"manifest", "events", "redactions", "integrity", "concurrency", "minted"})
 
 
 def safe_agent_name(agent_name: str) -> str:
@@ -127,6 +128,8 @@ class RecordingSession(ExplicitRecording):
         RuntimeError: entering twice, or recording after the session finished.
         ValueError: an empty agent name.
     """
+
+    _minting: MintLog | None = None
 
     def __init__(
         self,
@@ -231,6 +234,10 @@ class RecordingSession(ExplicitRecording):
             writer.close()  # leaves a "running" bundle; nothing more will be written to it
             raise
         self._log = log
+        from stepfork.trace import minting
+
+        if minting.RECORD_MINTED:  # the values this run mints (minted.json; stepfork.trace.minting)
+            self._minting = log.minting = minting.start()
         self._token = boundary.activate(self)
         self._scope_token = _scope.set(None)
         from stepfork.trace._after_import import capture_mcp_sessions
@@ -288,6 +295,10 @@ class RecordingSession(ExplicitRecording):
         log.emit("run_end", {"run_status": status, "output": output}, parent_id=self._root_id)
         with log.lock:
             log.closed = True
+        if self._minting is not None:
+            from stepfork.trace import minting
+
+            minting.stop(self._minting)
         end, _ = now_timestamp()
         assert self._created_at is not None
         duration = max(0, int((end - self._created_at).total_seconds() * 1000))
@@ -299,6 +310,11 @@ class RecordingSession(ExplicitRecording):
 
             facts = redact_json(self._concurrency.to_json(self._root_id)).value  # thread/task names
             extras[f"{EXTENSION_NAME}.json"] = _files.pretty_json(facts)
+        if self._minting is not None and "minted" not in self._metadata:
+            from stepfork.trace.minting import EXTENSION_NAME as MINTED
+            from stepfork.trace.minting import RecordedMinted
+
+            extras[f"{MINTED}.json"] = _files.pretty_json(RecordedMinted(log.minted).to_json())
         log.writer.finalize(manifest, list(log.unique_entries()), extras)
 
     def _manifest(

@@ -86,6 +86,9 @@ def redact_bundle(
         RedactionError: a protected field (an id, a timestamp) holds a secret, which cannot be rewritten.
     """
     from stepfork.trace.bundle import MANIFEST_EVENT_ID, load_trace, save_trace
+    from stepfork.trace.canonical import compact_json
+    from stepfork.trace.minting import EXTENSION_NAME as MINTED
+    from stepfork.trace.minting import RecordedMinted
     from stepfork.trace.models import event_fields
     from stepfork.trace.reading import read_extension
     from stepfork.trace.redaction import default_redactor, redact_event, redact_manifest
@@ -114,13 +117,18 @@ def redact_bundle(
     safe = (redactor or default_redactor).redact_text  # a pointer's key can itself be the secret
     _, found = redact_manifest(trace.manifest.model_dump(mode="json"), redactor)
     lines += [RedactionLine(None, MANIFEST_EVENT_ID, safe(f.path), f.reason) for f in found]
+    shown: list[str] = []  # the redacted events' text: minted.json keeps only values still shown there
     for number, event in enumerate(trace.events, start=1):
-        _, found = redact_event(dict(event_fields(event)), redactor)
+        redacted, found = redact_event(dict(event_fields(event)), redactor)
         lines += [RedactionLine(number, event.id, safe(f.path), f.reason) for f in found]
+        shown.append(compact_json(redacted).decode("utf-8", "replace"))
     extras: dict[str, bytes] = {}
     for name in _extension_names(src):
         value = read_extension(src, name.removesuffix(".json"))
         clean = (redactor or default_redactor).redact(value).value
+        if name == f"{MINTED}.json":
+            minted = RecordedMinted.parse(clean)
+            clean = minted.shown_in("\x00".join(shown)).to_json() if minted is not None else clean
         extras[name] = _files.pretty_json(clean)
     save_trace(trace, target, overwrite=overwrite, redactor=redactor, extra_files=extras)
     return RedactedCopy(src, target, lines)

@@ -117,6 +117,7 @@ def export(
         describe_raise_as,
         parse_allow_hosts,
         parse_ignore,
+        parse_ignore_output,
         parse_ordering,
         parse_raise_as,
     )
@@ -158,6 +159,7 @@ def export(
             allow_hosts=allow_host or None,
             ordering=ordering,
             ignore=ignored_paths,
+            ignore_output=parse_ignore_output(ignore),
             command=command or None,
             check_call=True,  # refuse an entrypoint the recorded run input cannot call, as replay does
         )

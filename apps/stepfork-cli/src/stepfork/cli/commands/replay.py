@@ -91,7 +91,13 @@ def replay(
     """Execute a trusted entrypoint with dependencies replayed from a trace."""
     from stepfork.cli import htmlout
     from stepfork.cli.guide import parse_mode
-    from stepfork.cli.options import parse_allow_hosts, parse_ignore, parse_ordering, parse_raise_as
+    from stepfork.cli.options import (
+        parse_allow_hosts,
+        parse_ignore,
+        parse_ignore_output,
+        parse_ordering,
+        parse_raise_as,
+    )
     from stepfork.cli.output import fail
 
     mode = parse_mode(mode, "replay")
@@ -109,6 +115,7 @@ def replay(
             "allow_live_tools": allow_live_tool or [],
             "ordering": parse_ordering(ordering),
             "ignore": parse_ignore(ignore),
+            "ignore_output": parse_ignore_output(ignore),
             "verbose": verbose,
             "json": as_json,
         }
@@ -165,6 +172,7 @@ def replay(
                 allow_hosts=allow_host or None,
                 ordering=ordering,
                 ignore=ignored_paths,
+                ignore_output=parse_ignore_output(ignore),
             )
     except Exception as exc:
         fail_for_error(exc, path)

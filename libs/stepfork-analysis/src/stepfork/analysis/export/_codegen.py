@@ -118,6 +118,7 @@ def generate_pytest_source(
     ordering: str = "auto",
     ignore: Mapping[str, list[str]] | None = None,
     command: Sequence[str] | None = None,
+    ignore_output: Sequence[str] | None = None,
 ) -> str:
     """Return the source of a pytest module that replays ``trace_path`` through ``entrypoint`` (or, with
     ``command`` (``["python", "agent.py", ARGS...]``), through that program:
@@ -132,8 +133,10 @@ def generate_pytest_source(
     generated code, whoever calls it). Sets are written as sorted lists. ``raise_as``
     (``{recorded error type: "MODULE:CLASS"}``) is embedded as the RAISE_AS literal, keys sorted;
     ``ordering`` (a replay ordering, default ``auto``) as ORDERING and ``ignore`` (``{label: [JSON
-    paths]}``, ``--ignore TOOL:PATH``) as IGNORE; ``network``/``allow_hosts`` as NETWORK/ALLOW_HOSTS;
-    all passed to ``run_regression_case``.
+    paths]}``, ``--ignore TOOL:PATH``) as IGNORE and ``ignore_output`` (JSON paths of the output,
+    ``--ignore PATH``) as IGNORE_OUTPUT; ``network``/``allow_hosts`` as NETWORK/ALLOW_HOSTS; all passed
+    to ``run_regression_case``, with EXPECTATION_SOURCE (a ``"file"`` expectation is compared exactly
+    but for IGNORE_OUTPUT; ``"recorded"`` up to noise).
 
     Raises:
         ExportError: ``invalid_mode`` for a mode outside :data:`EXPORT_MODES`; ``invalid_option`` when
@@ -195,6 +198,7 @@ def generate_pytest_source(
         "ALLOW_HOSTS": _literal(sorted(set(allow_hosts)) if allow_hosts else None, "ALLOW_HOSTS"),
         "ORDERING": _literal(ordering, "ORDERING"),
         "IGNORE": _literal(_checked_ignore(ignore), "IGNORE"),
+        "IGNORE_OUTPUT": _literal(_checked_ignore_output(ignore_output), "IGNORE_OUTPUT"),
     }
     if command is not None:
         from stepfork.analysis.export._script import script_source
@@ -234,6 +238,8 @@ def test_stepfork_regression_{stem}() -> None:
         allow_hosts=ALLOW_HOSTS,
         ordering=ORDERING,
         ignore=IGNORE,
+        expectation_source=EXPECTATION_SOURCE,
+        ignore_output=IGNORE_OUTPUT,
     )
 '''
     try:
@@ -255,6 +261,19 @@ def _checked_allow_hosts(allow_hosts: Iterable[str] | None) -> list[str] | None:
         return [format_host(*parse_allowed_host(host)) for host in allow_hosts]
     except ValueError as exc:
         raise ExportError(str(exc), code="invalid_option") from None
+
+
+def _checked_ignore_output(paths: Sequence[str] | None) -> list[str] | None:
+    """``paths`` as the IGNORE_OUTPUT literal (JSON paths of the run's output, in order), or None;
+    ExportError ``invalid_option`` for a path that does not start with ``$``."""
+    if not paths:
+        return None
+    for path in paths:
+        if not isinstance(path, str) or not path.startswith("$"):
+            raise ExportError(
+                f"an output path to ignore starts with '$', got {path!r}", code="invalid_option"
+            )
+    return list(paths)
 
 
 def _checked_ignore(ignore: Mapping[str, list[str]] | None) -> dict[str, list[str]] | None:
@@ -369,6 +388,7 @@ def export_pytest_test(
     ignore: Mapping[str, list[str]] | None = None,
     command: Sequence[str] | None = None,
     check_call: bool = False,
+    ignore_output: Sequence[str] | None = None,
 ) -> ExportResult:
     """Validate the bundle strictly, generate the test and write it atomically.
 
@@ -469,6 +489,7 @@ def export_pytest_test(
         ordering=ordering,
         ignore=ignore,
         command=command,
+        ignore_output=ignore_output,
     )
     write_atomically(destination, source, overwrite=overwrite)
     return ExportResult(destination, expectation, bool(has_expectation), source_kind, unmatched)

@@ -44,6 +44,7 @@ CONSTANT_NAMES = (
     "ALLOW_HOSTS",
     "ORDERING",
     "IGNORE",
+    "IGNORE_OUTPUT",
 )
 _PATH_CONSTANTS = ("TRACE_PATH", "IMPORT_ROOT")
 HERE_EXPRESSION = "Path(__file__).resolve().parent"

@@ -241,7 +241,7 @@ def replay_signature(
         except (TypeError, ValueError):
             return Signature("output_mismatch", "$", **state)
         # up to noise, as replay's report compares (stepfork.replay.noise): the same failure either way
-        found = output_differences(expected, actual, Origins(trace)).first
+        found = output_differences(expected, actual, Origins(trace), live=session.live_origins()).first
         if found is not None:
             return Signature("output_mismatch", _diff_path(found.path), **state)
     return Signature("none", **state)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -238,13 +239,16 @@ def _replace(root: Any, steps: tuple[Any, ...], new: Any, *, delete: bool = Fals
     return root
 
 
-def build_battery(expectation: Any, recorded: Any, origins: Any = None) -> list[Mutant]:
+def build_battery(
+    expectation: Any, recorded: Any, origins: Any = None, *, ignore: Iterable[str] = ()
+) -> list[Mutant]:
     """Return the battery for ``expectation`` (JSON) given the recorded run output ``recorded`` (JSON).
 
     One claim-drawn row (``recorded``), then code-drawn rows: each leaf perturbed by type, each list item
-    dropped and each key removed, sorted by label. Every row is judged by :func:`first_difference`, or,
-    given the recording's ``origins`` (:class:`stepfork.replay.noise.Origins`), as the exported test's
-    assertion judges it: up to noise (a fresh id suffixed is only renamed, so that mutant survives).
+    dropped and each key removed, sorted by label. Every row is judged by :func:`first_difference` (as an
+    exported test judges a reviewed expectation: exactly), but for the output paths in ``ignore``
+    (IGNORE_OUTPUT); given the recording's ``origins`` (:class:`stepfork.replay.noise.Origins`), up to
+    noise instead (a fresh id suffixed is only renamed, so that mutant survives).
     """
     rows: list[tuple[Literal["claim", "code"], str, Any]] = [("claim", "the recorded run", recorded)]
     code: list[tuple[Literal["claim", "code"], str, Any]] = []
@@ -265,20 +269,23 @@ def build_battery(expectation: Any, recorded: Any, origins: Any = None) -> list[
             )
     code.sort(key=lambda row: row[1])
     battery = []
+    paths = tuple(ignore)
     for source, label, value in rows + code:
-        diff = _first_difference(expectation, value, origins)
+        diff = _first_difference(expectation, value, origins, paths)
         battery.append(Mutant(source, label, value, diff is not None, diff))
     return battery
 
 
-def _first_difference(expectation: Any, value: Any, origins: Any) -> str | None:
-    if origins is None:
+def _first_difference(expectation: Any, value: Any, origins: Any, ignore: tuple[str, ...] = ()) -> str | None:
+    if origins is None and not ignore:
         found = first_difference(expectation, value)
         return found[0] if found else None
     from stepfork.replay.diagnostics import display_path
     from stepfork.replay.noise.output import output_differences
 
-    first = output_differences(expectation, value, origins, limit=1).first
+    first = output_differences(
+        expectation, value, origins, exact=origins is None, ignore=ignore, limit=1
+    ).first
     return display_path(first.path) if first is not None else None
 
 
@@ -366,9 +373,9 @@ def score_test(
             path=str(bundle_path),
         )
     recorded = redact_json(recorded).value
-    from stepfork.replay.noise import Origins
-
-    battery = build_battery(expectation, recorded, Origins(trace))
+    # the exported test compares a reviewed expectation exactly, but for IGNORE_OUTPUT (docs/replay.md)
+    ignored = literal(consts, "IGNORE_OUTPUT", str(test_path), default=None) or ()
+    battery = build_battery(expectation, recorded, ignore=ignored if isinstance(ignored, list) else ())
     live: list[str] = []
     same: list[str] = []
     for path, steps, leaf, is_leaf in _walk(expectation):

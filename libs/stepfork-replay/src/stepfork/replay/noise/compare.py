@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from stepfork.replay.noise.ids import is_opaque_id, may_hold_id, split
-from stepfork.replay.noise.origins import Origins
+from stepfork.replay.noise.origins import Origins, fresh_pair
 from stepfork.replay.noise.renaming import Renaming
 from stepfork.replay.noise.rules import NoiseRules, Rule
 from stepfork.replay.noise.siblings import SIBLING_ORDER, SiblingGroup
-from stepfork.replay.noise.streams import CHUNKING, reassemble
+from stepfork.replay.noise.streams import CHUNKING, describe, reassemble
 from stepfork.replay.noise.timing import TAG, timing_shaped
 
 WHERES = ("llm_input", "llm_output", "tool_input", "tool_output", "run_output", "other")
@@ -146,7 +146,12 @@ class Comparison:
         self.rules = rules
         self.left = left if left is not None else Origins()
         self.right = right if right is not None else Origins()
-        self.renaming = Renaming()
+        self.renaming = Renaming(
+            self.left.minted,
+            self.right.minted,
+            vouch_left=self.left.legacy and self.right.minted is not None,
+            vouch_right=self.right.legacy and self.left.minted is not None,
+        )
         self._ignore = ignore
         self.siblings = tuple(siblings)
 
@@ -298,7 +303,7 @@ class Comparison:
         if any(d.noise is None for d in found):
             self.renaming.forward, self.renaming.backward = saved
             return None
-        found.append(Difference(at, f"{len(events_a)} events", f"{len(events_b)} events", CHUNKING))
+        found.append(Difference(at, describe(left), describe(right), CHUNKING))
         return found
 
     def _leaf(self, a: Any, b: Any, path: Path, frame: _Frame | None, out: list[Difference]) -> None:
@@ -319,7 +324,7 @@ class Comparison:
     def _allow(self, frame: _Frame) -> Callable[[str, str], bool]:
         if frame.dep:
             return lambda a, b: True
-        return lambda a, b: self.left.fresh(a) and self.right.fresh(b)
+        return lambda a, b: fresh_pair(self.left, self.right, a, b)
 
     def _equal_string(self, a: str, b: str, frame: _Frame) -> bool:
         # an equal string still binds its ids to themselves (and fails where one is renamed to another)

@@ -1,15 +1,23 @@
-"""What an opaque id looks like: the token rule behind fresh ids and the renaming (issue 28).
+"""What an opaque id looks like, by a deterministic shape rule (issue 28; NEWCOMER findings 4 and 10).
 
 A string is read as *tokens* (maximal runs of letters, digits, ``_`` and ``-``) and the separators between
-them. A token is an opaque id when it holds a UUID (any version, with hyphens: ``lc_run--<uuid>-0``,
-``run-<uuid>``), or when it is a short prefix of words (``chatcmpl-``, ``call_``, ``toolu_``, ``pyd_ai_``)
-followed by a *body* of 8 to 72 letters and digits that is random-looking: 12 or more hex digits holding
-both a digit and a letter (one case), or a body that holds a letter, changes character class (lower case,
-upper case, digit) at least once every five characters, and holds a digit unless its prefix is a known id
-prefix (the rules data's ``[ids] prefixes``). That takes in uuids without
-hyphens, ULIDs, hex digests (docs/decisions.md) and provider ids (``chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG``,
-``toolu_01A09q90qw90lq917835lq9``); never an ordinary word, a number, a date, or a readable id such as
-``call_weather_1`` or ``msg_01``.
+them. A token is an *opaque id* (:func:`is_opaque_id`) when it
+
+- holds a UUID (8-4-4-4-12 hex digits, any version: ``lc_run--<uuid>-0``, ``run-<uuid>``), or
+- is a ULID (26 Crockford base-32 characters, the first one 0 to 7), or
+- ends in a *body* (after its last ``_`` or ``-``) of 12 to 72 hex digits of one case holding a letter (a
+  digest, a span id, a uuid without hyphens; never a number), or
+- is a known id prefix (the rules data's ``[ids] prefixes``: ``chatcmpl-``, ``call_``, ``toolu_``...)
+  followed by a body of 8 to 72 letters and digits holding a digit or an upper-case letter
+  (``call_kzTNxAq5ycLEZUNVeRMnbE4B``; never ``call_weatherforecastlookup`` nor ``call_weather_1``).
+
+No rule asks whether a value *looks random enough*: whether a token is an id depends on its characters'
+classes and lengths only, so the same value always gets the same answer. The shape decides which values
+pair into the renaming inside a dependency's output and which ids a recording handed out; whether an id
+outside a dependency output may be renamed is decided by where it came from (:mod:`~stepfork.replay.noise.
+origins`): minted by the run (``stepfork.trace.minting``), or a UUID whose version field says it was
+made from randomness or a clock (:func:`fresh_by_shape`: versions 1, 4, 6 and 7 and ULIDs; never the
+name-based versions 3 and 5, which are digests).
 """
 
 from __future__ import annotations
@@ -22,6 +30,10 @@ TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?")
 """A token: letters, digits, ``_`` and ``-``, starting and ending with a letter or digit."""
 
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
+FRESH_VERSIONS = frozenset("1467")
+"""UUID versions made from randomness or a clock (RFC 9562): 1 and 6 (time), 4 (random), 7 (time and
+random). Versions 3 and 5 are digests of a name, 8 is free-form: never fresh by shape."""
 MIN_BODY = 8
 MAX_BODY = 72
 HEX_BODY = 12
@@ -38,43 +50,43 @@ def known_prefixes() -> frozenset[str]:
     return frozenset(str(p).lower() for p in shipped()["ids"]["prefixes"])
 
 
-_RUNS = re.compile(r"[a-z]+|[A-Z]+|[0-9]+")
-# the start of a run of 8+ letters and digits that holds a digit or an upper-case letter
-_CANDIDATE = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9]{8})[a-z]*[0-9A-Z]")
-
-
-def _switches(body: str) -> int:
-    """How many times ``body`` changes character class (lower case, upper case, digit)."""
-    return len(_RUNS.findall(body)) - 1
+# the start of a run of 8+ letters and digits that holds a digit or an upper-case letter, or of 12 hex letters
+_CANDIDATE = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9]{8})(?:[a-z]*[0-9A-Z]|[a-f]{12}|[A-F]{12})")
 
 
 def may_hold_id(text: str) -> bool:
     """False when ``text`` surely holds no opaque id (no run of 8 letters and digits with a digit or an
-    upper-case letter): the cheap test before :func:`split`."""
+    upper-case letter, nor of 12 hex letters): the cheap test before :func:`split`."""
     return _CANDIDATE.search(text) is not None
 
 
 @lru_cache(maxsize=1 << 16)
 def is_opaque_id(token: str) -> bool:
-    """True when ``token`` (one :data:`TOKEN`) looks like an opaque id (module docstring)."""
+    """True when ``token`` (one :data:`TOKEN`) has an opaque id's shape (module docstring)."""
     if len(token) > MAX_TOKEN:
         return False
-    if UUID.search(token) is not None:
+    if UUID.search(token) is not None or ULID.fullmatch(token) is not None:
         return True
     cut = max(token.rfind("_"), token.rfind("-")) + 1
     prefix, body = token[:cut], token[cut:]
     size = len(body)
     if size < MIN_BODY or size > MAX_BODY or not body.isascii() or not body.isalnum():
         return False
-    letters = size - sum(1 for c in body if c.isdigit())
-    if letters == 0:
-        return False  # a number, a date
-    if letters < size and size >= HEX_BODY and _HEX.fullmatch(body) is not None:
-        return True  # hex digits and letters: a digest, a span id, a uuid without hyphens
-    known = prefix.lower() in known_prefixes()
-    if letters == size and not known:
-        return False
-    return _switches(body) * 5 >= size
+    if size >= HEX_BODY and not body.isdigit() and _HEX.fullmatch(body) is not None:
+        return True  # hex digits and a letter: a digest, a span id, a uuid without hyphens
+    if prefix.lower() in known_prefixes():
+        return not (body.isalpha() and body.islower())  # call_weatherforecastlookup is a name
+    return False
+
+
+def fresh_by_shape(token: str) -> bool:
+    """True when ``token`` holds a UUID of a random or time-based version (:data:`FRESH_VERSIONS`, the
+    RFC 4122 variant) or is a ULID: made anew on every run, by its own structure."""
+    for found in UUID.finditer(token):
+        text = found.group()
+        if text[14] in FRESH_VERSIONS and text[19] in "89abAB":
+            return True
+    return ULID.fullmatch(token) is not None
 
 
 def tokens(text: str) -> Iterator[str]:

@@ -1,11 +1,18 @@
-"""Where an id came from: the ids a recording handed to the agent, and so which ids are fresh (issue 28).
+"""Where a value came from: the ids a recording handed to the agent, and which values a run minted
+(issue 28; NEWCOMER findings 4, 10 and 11; docs/diff.md "Noise rules", docs/decisions.md).
 
-An opaque id (:mod:`stepfork.replay.noise.ids`) is *handed out* by a recording when it occurs in what the
-recording gave the agent: a recorded dependency output (``tool_result`` and ``llm_response`` outputs, SSE
-events included), a recorded failure (``error`` events) or the run's input; ids inside longer strings count
-(a JSON-encoded tool argument, ``lc_run--<uuid>-0`` hands out its UUID too). Any other id is *fresh*:
-minted by local code on this run, so two runs compare up to a renaming of fresh ids, while a handed-out id
-must match exactly (an agent returning the wrong booking id is still caught).
+An id is *handed out* by a recording when it occurs in what the recording gave the agent: a recorded
+dependency output (``tool_result`` and ``llm_response`` outputs, SSE events included), a recorded failure
+(``error`` events) or the run's input; ids inside longer strings count (a JSON-encoded tool argument,
+``lc_run--<uuid>-0`` hands out its UUID too), and so does a minted value found anywhere in those strings
+(a tool run in-process that minted a booking id handed it out). A handed-out id must match exactly: an
+agent returning the wrong booking id is still caught.
+
+A value is *fresh* when it was not handed out and it was made anew by the run itself: minted from the
+system's randomness (``stepfork.trace.minting``: the recording's ``minted.json``, or the live log of the
+replay running now), or a UUID of a random or time-based version or a ULID, by its own structure
+(:func:`stepfork.replay.noise.ids.fresh_by_shape`). Two runs compare up to a one-to-one renaming of fresh
+values. A value that merely looks random (a digest of an e-mail address) is not fresh: it must match.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from stepfork.replay.noise.ids import TOKEN, embedded_uuids, is_opaque_id, may_hold_id
+from stepfork.replay.noise.ids import TOKEN, embedded_uuids, fresh_by_shape, is_opaque_id, may_hold_id
 
 GIVING_EVENTS = frozenset({"tool_result", "llm_response", "error", "run_start"})
 """Event types whose payload the recording gives the agent."""
@@ -21,24 +28,29 @@ GIVING_EVENTS = frozenset({"tool_result", "llm_response", "error", "run_start"})
 MIN_ID = 8
 
 
-def collect_ids(values: Iterable[Any]) -> set[str]:
-    """Every opaque-id token (and UUID inside one, lower case) in the strings and keys of ``values``."""
-    found: set[str] = set()
+def _strings(values: Iterable[Any]) -> Iterable[str]:
     stack = list(values)
     while stack:
         value = stack.pop()
         if isinstance(value, str):
-            if len(value) >= MIN_ID and may_hold_id(value):
-                for match in TOKEN.finditer(value):
-                    token = match.group()
-                    if len(token) >= MIN_ID and is_opaque_id(token):
-                        found.add(token)
-                        found.update(embedded_uuids(token))
+            yield value
         elif isinstance(value, dict):
             stack.extend(value.keys())
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
+
+
+def collect_ids(values: Iterable[Any]) -> set[str]:
+    """Every opaque-id token (and UUID inside one, lower case) in the strings and keys of ``values``."""
+    found: set[str] = set()
+    for value in _strings(values):
+        if len(value) >= MIN_ID and may_hold_id(value):
+            for match in TOKEN.finditer(value):
+                token = match.group()
+                if len(token) >= MIN_ID and is_opaque_id(token):
+                    found.add(token)
+                    found.update(embedded_uuids(token))
     return found
 
 
@@ -57,34 +69,101 @@ def _payloads(trace: Any) -> Iterable[Any]:
 
 
 class Origins:
-    """The ids one recording handed out, computed on first use (a replay that sees no differing id never
-    scans the bundle).
+    """Where one side's values came from, computed on first use (a replay that sees no differing id
+    never scans the bundle).
 
     Args:
-        trace: a :class:`stepfork.trace.Trace` (its events), or None for no recording (every id fresh).
+        trace: a :class:`stepfork.trace.Trace` (its events), or None for no recording (nothing handed out).
         values: more values whose ids count as handed out.
+        minted: where this side's minted values are (a ``stepfork.trace.minting.Spans``: the live
+            ``MintLog`` of a replay); None: the recording's ``minted.json`` when ``trace`` has one.
+
+    Attributes:
+        minted: the side's minted values, or None when nothing says what it minted (a bundle recorded
+            before ``minted.json`` existed, a trace built in memory): then only :func:`fresh_by_shape`
+            values are fresh on this side, except where :attr:`legacy` lets the other side vouch.
     """
 
-    def __init__(self, trace: Any = None, values: Iterable[Any] = ()) -> None:
+    def __init__(self, trace: Any = None, values: Iterable[Any] = (), *, minted: Any = None) -> None:
         self._trace = trace
         self._values = list(values)
         self._ids: set[str] | None = None
+        self._text: str | None = None
+        if minted is None and trace is not None:
+            from stepfork.trace.minting import minted_of
+
+            minted = minted_of(trace)
+        self.minted = minted
+
+    @property
+    def legacy(self) -> bool:
+        """True for a recording that says nothing of what it minted (no ``minted.json``)."""
+        return self.minted is None and self._trace is not None
+
+    def _sources(self) -> list[Any]:
+        sources: list[Any] = list(self._values)
+        if self._trace is not None:
+            sources.extend(_payloads(self._trace))
+        return sources
 
     @property
     def ids(self) -> set[str]:
-        """Every handed-out id token (and the UUIDs inside them, lower case)."""
+        """Every handed-out id token by shape (and the UUIDs inside them, lower case)."""
         if self._ids is None:
-            sources: list[Any] = list(self._values)
-            if self._trace is not None:
-                sources.extend(_payloads(self._trace))
-            self._ids = collect_ids(sources)
+            self._ids = collect_ids(self._sources())
         return self._ids
 
     def handed_out(self, token: str) -> bool:
-        """True when ``token`` (an opaque id), or a UUID inside it, was handed out."""
+        """True when ``token`` (an opaque id, or a token holding minted values), a UUID inside it, or a
+        minted value inside it, was handed out."""
         ids = self.ids
-        return token in ids or any(u in ids for u in embedded_uuids(token))
+        if token in ids or any(u in ids for u in embedded_uuids(token)):
+            return True
+        spans = self.minted.spans(token) if self.minted is not None else []
+        if not spans:
+            return False
+        if self._text is None:  # minted values of any shape: anywhere in what was given
+            self._text = "\x00".join(_strings(self._sources()))
+        return token in self._text or any(token[start:end] in self._text for start, end in spans)
+
+    def is_minted(self, token: str) -> bool:
+        """True when ``token`` holds a value this side minted."""
+        return self.minted is not None and bool(self.minted.spans(token))
 
     def fresh(self, token: str) -> bool:
-        """True when ``token`` is an opaque id the recording did not hand out."""
-        return is_opaque_id(token) and not self.handed_out(token)
+        """True when ``token`` was made anew by this side's run and not handed out (module docstring)."""
+        return (fresh_by_shape(token) or self.is_minted(token)) and not self.handed_out(token)
+
+
+def fresh_pair(left: Origins, right: Origins, a: str, b: str) -> bool:
+    """True when ``a`` (on the ``left`` side) and ``b`` (on the ``right``) may be renamed into each other
+    outside a dependency output: both fresh. A recording that says nothing of what it minted (no
+    minted.json: recorded before it existed) counts a value as minted when the other side minted its
+    counterpart, of the same length and alphabet, and it did not hand the value out."""
+    if left.fresh(a) and right.fresh(b):
+        return True
+    if left.legacy and right.is_minted(b) and right.fresh(b):
+        return not left.handed_out(a) and same_alphabet(a, b)
+    if right.legacy and left.is_minted(a) and left.fresh(a):
+        return not right.handed_out(b) and same_alphabet(a, b)
+    return False
+
+
+_ALPHABETS = (
+    frozenset("0123456789abcdef"),
+    frozenset("0123456789ABCDEF"),
+    frozenset("0123456789-abcdef"),
+    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"),
+)
+
+
+def same_alphabet(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` are as long and the first of hex (lower, upper), uuid, base64url and
+    base64 that holds all of one's characters holds all of the other's."""
+
+    def alphabet(text: str) -> int:
+        chars = set(text)
+        return next((n for n, letters in enumerate(_ALPHABETS) if chars <= letters), -1)
+
+    return len(a) == len(b) and alphabet(a) == alphabet(b) != -1

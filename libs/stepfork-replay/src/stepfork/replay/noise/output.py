@@ -7,12 +7,17 @@ the real ones apart from those accepted as noise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from stepfork.replay.diagnostics import DIFFERENCE_LIMIT, MISSING, JsonDifference
+from stepfork.replay.ignoring import compile_path_pattern
 from stepfork.replay.noise import ABSENT, Difference, Origins, compare_output
 from stepfork.trace.canonical import json_path_child
+
+IGNORED = "--ignore"
+"""The ``noise`` of an output difference at a path the user ignored."""
 
 
 def json_path(parts: tuple[str | int, ...]) -> str:
@@ -47,12 +52,34 @@ class OutputDifferences:
 
 
 def output_differences(
-    expected: Any, actual: Any, origins: Origins | None = None, *, limit: int = DIFFERENCE_LIMIT
+    expected: Any,
+    actual: Any,
+    origins: Origins | None = None,
+    *,
+    live: Origins | None = None,
+    exact: bool = False,
+    ignore: Iterable[str] | None = (),
+    limit: int = DIFFERENCE_LIMIT,
 ) -> OutputDifferences:
     """Compare an output with the expected one up to noise (:func:`stepfork.replay.noise.compare_output`:
-    fresh ids renamed, framework-message timing fields and new fields). ``origins``: the recording's ids
-    (an id it handed out must match exactly); None: every id is fresh."""
-    found = compare_output(expected, actual, origins)
+    fresh values renamed, framework-message timing fields and new fields).
+
+    Args:
+        origins: the recording's (an id it handed out must match exactly); None: no recording.
+        live: the replay's side (``Origins(trace, minted=session.minted)``); None: ``origins``.
+        exact: a reviewed expectation: compared exactly, but for ``ignore``.
+        ignore: JSON paths of the output not compared (``$.generated_at``, ``$.items[*].id``; ``--ignore``
+            of ``replay`` and ``export``): a difference there is reported as ignored (``--ignore``).
+    """
+    found = compare_output(expected, actual, origins, live=live, exact=exact)
+    patterns = [compile_path_pattern(path) for path in ignore or ()]
+    if patterns:
+        found = [
+            replace(d, noise=IGNORED)
+            if d.noise is None and any(p.fullmatch(json_path(d.path)) for p in patterns)
+            else d
+            for d in found
+        ]
     real = [d for d in found if d.noise is None]
     noise = [d for d in found if d.noise is not None]
     return OutputDifferences(

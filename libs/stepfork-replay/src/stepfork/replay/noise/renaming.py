@@ -1,9 +1,11 @@
 """Equality up to a one-to-one renaming of ids (issue 28).
 
 One :class:`Renaming` lives for one comparison scope (a replay's run output; a whole ``diff``, across its
-steps in step order). Strings are compared token by token (:func:`stepfork.replay.noise.ids.split`): the
-separators must be equal, and each pair of tokens must be equal or two opaque ids the scope may rename
-(fresh ids; in the diff also ids a dependency generated, paired where two aligned outputs hold them). A
+steps in step order). Strings are compared token by token (:func:`split_ids`: each minted span a side's
+finder knows is one token, the rest cut by :data:`stepfork.replay.noise.ids.TOKEN`): the separators must
+be equal, and each pair of tokens must be equal or two ids the scope may rename (opaque ids by shape or
+minted spans; fresh ones, and in the diff also ids a dependency generated, paired where two aligned
+outputs hold them). A
 pair binds both ways, so a renaming never maps two ids to one: ``["a", "a"]`` never equals ``["a", "b"]``,
 and an id equal on both sides binds to itself.
 """
@@ -11,23 +13,103 @@ and an id equal on both sides binds to itself.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
-from stepfork.replay.noise.ids import is_opaque_id, split
+from stepfork.replay.noise.ids import TOKEN, is_opaque_id
 
 Allow = Callable[[str, str], bool]
 """Whether two different unbound opaque ids may be renamed into each other."""
 
 
+class SpanFinder(Protocol):
+    """Where a side's minted values are in a string (``stepfork.trace.minting.Spans``)."""
+
+    def spans(self, text: str) -> list[tuple[int, int]]: ...
+
+
+Split = tuple[list[str], list[str], dict[int, list[tuple[int, int]]]]
+
+
+def split_ids(text: str, spans: list[tuple[int, int]] | tuple[()] = ()) -> Split:
+    """``(separators, tokens, minted)`` of ``text``: ``text == seps[0] + toks[0] + seps[1] + ...`` (one
+    more separator than tokens, each possibly empty). Tokens are :data:`stepfork.replay.noise.ids.TOKEN`
+    matches, except that each of ``spans`` (minted values, left to right) is merged with the tokens it
+    touches into one token (``ref-`` and ``79949b97`` are one token; a ``token_urlsafe`` value that starts
+    with ``-`` is one token, its ``-`` included); ``minted`` maps those tokens' indexes to their minted
+    spans, relative to the token."""
+    pieces: list[tuple[int, int, tuple[tuple[int, int], ...]]] = [
+        (m.start(), m.end(), ()) for m in TOKEN.finditer(text)
+    ]
+    for start, end in spans:
+        touched = [p for p in pieces if p[0] < end and p[1] > start]
+        low = min([start, *(p[0] for p in touched)])
+        high = max([end, *(p[1] for p in touched)])
+        inner = (*(s for p in touched for s in p[2]), (start, end))
+        pieces = [p for p in pieces if p not in touched]
+        pieces.append((low, high, inner))
+        pieces.sort(key=lambda p: p[0])
+    separators: list[str] = []
+    found: list[str] = []
+    minted: dict[int, list[tuple[int, int]]] = {}
+    last = 0
+    for number, (start, end, inner) in enumerate(pieces):
+        separators.append(text[last:start])
+        found.append(text[start:end])
+        if inner:
+            minted[number] = sorted((a - start, b - start) for a, b in inner)
+        last = end
+    separators.append(text[last:])
+    return separators, found, minted
+
+
+def _skeleton(token: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The parts of ``token`` outside its minted ``spans``."""
+    parts, last = [], 0
+    for start, end in spans:
+        parts.append(token[last:start])
+        last = end
+    parts.append(token[last:])
+    return parts
+
+
 class Renaming:
     """A partial bijection between the ids of the left (expected, baseline) and the right side.
+
+    Args:
+        left, right: where each side's minted values are (their spans are ids, whatever their shape);
+            None: ids by shape only.
 
     Attributes:
         forward: left id -> right id; backward: right id -> left id (each pair in both).
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        left: SpanFinder | None = None,
+        right: SpanFinder | None = None,
+        *,
+        vouch_left: bool = False,
+        vouch_right: bool = False,
+    ) -> None:
         self.forward: dict[str, str] = {}
         self.backward: dict[str, str] = {}
+        self._left = left
+        self._right = right
+        self._vouch_left = vouch_left
+        self._vouch_right = vouch_right
+
+    def _split(self, left: str, right: str) -> tuple[Split, Split]:
+        """Both strings split at their minted spans; a side that says nothing of what it minted (a
+        ``vouch`` side: a recording without minted.json) is cut where the other side's spans are, when the
+        two strings are as long (whether that pair may be renamed is ``allow``'s to say)."""
+        left_spans = self._left.spans(left) if self._left is not None else []
+        right_spans = self._right.spans(right) if self._right is not None else []
+        if len(left) == len(right):
+            if self._vouch_left and not left_spans:
+                left_spans = right_spans
+            elif self._vouch_right and not right_spans:
+                right_spans = left_spans
+        return split_ids(left, left_spans), split_ids(right, right_spans)
 
     def renamed(self) -> list[tuple[str, str]]:
         """The pairs whose two ids differ (the renaming proper), in the order they were bound."""
@@ -51,21 +133,33 @@ class Renaming:
             return True
         if left != right and self.forward.get(left) == right:
             return True  # two whole values paired where two aligned dependency outputs held them
-        left_seps, left_tokens = split(left)
-        right_seps, right_tokens = split(right)
+        (left_seps, left_tokens, left_minted), (right_seps, right_tokens, right_minted) = self._split(
+            left, right
+        )
         if left_seps != right_seps or len(left_tokens) != len(right_tokens):
             return False
         extra: dict[str, str] = {}
         extra_back: dict[str, str] = {}
-        for a, b in zip(left_tokens, right_tokens, strict=True):
-            if a == b and not is_opaque_id(a):
+        for number, (a, b) in enumerate(zip(left_tokens, right_tokens, strict=True)):
+            a_id = number in left_minted or is_opaque_id(a)
+            if a == b and not a_id:
                 continue
-            if not (is_opaque_id(a) and is_opaque_id(b)):
+            if not (a_id and (number in right_minted or is_opaque_id(b))):
                 return False
             state = self._state(a, b, extra, extra_back)
             if state is False:
                 return False
             if state is None:
+                # a minted value inside a longer token that is no id by shape: what is around it must be
+                # equal (ref-, ref-); an id by shape (a uuid7, whose clock part no one minted) pairs whole
+                if (
+                    a != b
+                    and number in left_minted
+                    and number in right_minted
+                    and not (is_opaque_id(a) and is_opaque_id(b))
+                    and _skeleton(a, left_minted[number]) != _skeleton(b, right_minted[number])
+                ):
+                    return False
                 if a != b and not allow(a, b):
                     return False
                 extra[a] = b
@@ -82,10 +176,12 @@ class Renaming:
         if left != right and self._state(left, right, {}, {}) is None:
             self.forward[left] = right
             self.backward[right] = left
-        left_tokens, right_tokens = split(left)[1], split(right)[1]
+        (_, left_tokens, left_minted), (_, right_tokens, right_minted) = self._split(left, right)
         if len(left_tokens) != len(right_tokens):
             return
-        for a, b in zip(left_tokens, right_tokens, strict=True):
-            if is_opaque_id(a) and is_opaque_id(b) and self._state(a, b, {}, {}) is None:
+        for number, (a, b) in enumerate(zip(left_tokens, right_tokens, strict=True)):
+            a_id = number in left_minted or is_opaque_id(a)
+            b_id = number in right_minted or is_opaque_id(b)
+            if a_id and b_id and self._state(a, b, {}, {}) is None:
                 self.forward[a] = b
                 self.backward[b] = a

@@ -80,6 +80,15 @@ class _Split:
         return value, value
 
 
+def describe(stream: Reassembled) -> str:
+    """How a stream cut its text, for the ignored difference: ``12 events, text in pieces of 5, 11, 9...``."""
+    sizes = [len(text) for pieces in stream.chunks for _, text in pieces if text]
+    shown = ", ".join(map(str, sizes[:8])) + (", ..." if len(sizes) > 8 else "")
+    return (
+        f"{len(stream.chunks)} events, text in pieces of {shown}" if sizes else f"{len(stream.chunks)} events"
+    )
+
+
 def _body_key(event: dict[str, Any]) -> str | None:
     for key in ("data", "json"):  # an SSE event's data; an event-stream message's JSON
         if isinstance(event.get(key), dict):

@@ -1,0 +1,46 @@
+"""A replayed call's input that differs from the recorded one only by fresh values (NEWCOMER finding 11).
+
+An agent that puts a value it mints into a call's input (a tool's idempotency key ``str(uuid4())``, the
+OpenAI ``user=str(uuid4())``) sends another value on every run. ``diff`` compares two recordings' inputs up
+to a renaming of fresh values (:mod:`stepfork.replay.noise.origins`); replay's matching does the same, so
+the two agree: :class:`RenamedInputs` accepts a live input whose every difference from the recorded one is
+a value the replay minted where the recording had a value it minted (or two uuids of a random or time
+version), each reported as ``renamed id``, one renaming across the session's calls. Anything else (a
+handed-out id, a clock in a prompt, a changed word) stays a divergence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stepfork.replay.noise.compare import RENAMED, Comparison
+from stepfork.replay.noise.origins import Origins
+from stepfork.replay.noise.output import json_path
+from stepfork.replay.noise.rules import NoiseRules
+
+
+class RenamedInputs:
+    """The renaming of fresh values across one replay's inputs.
+
+    Args:
+        recorded: the recording's :class:`Origins`; live: the replay's (``ReplaySession.live_origins``).
+    """
+
+    def __init__(self, recorded: Origins, live: Origins) -> None:
+        self._scope = Comparison(NoiseRules.shipped(), recorded, live)
+
+    def __call__(
+        self, kind: str, expected: Any, actual: Any, ignored: set[str]
+    ) -> list[tuple[str, Any, Any, str]] | None:
+        """``[(JSONPath, recorded, live, "renamed id")]`` for each difference of ``actual`` (the redacted
+        live input of a ``kind`` call: ``tool`` or ``llm``) from ``expected``, when each is a renamed
+        fresh value (paths in ``ignored`` aside); None when another difference is left."""
+        where = "llm_input" if kind == "llm" else "tool_input"
+        found = [
+            (path, d)
+            for d in self._scope.compare(expected, actual, where)
+            if (path := json_path(d.path)) not in ignored
+        ]
+        if not found or any(d.noise != RENAMED for _, d in found):
+            return None
+        return [(path, d.expected, d.actual, RENAMED) for path, d in found]
