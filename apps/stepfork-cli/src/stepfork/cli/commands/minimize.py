@@ -67,7 +67,7 @@ def minimize(
     allow_host = parse_allow_hosts(allow_host)
     ordering = parse_ordering(ordering)
 
-    from stepfork.analysis.minimize import MinimizeError, minimize_trace
+    from stepfork.analysis.minimize import MinimizeError, check_options, minimize_trace
 
     def say(text: str) -> None:
         if not as_json:  # stdout holds the JSON document alone
@@ -84,6 +84,19 @@ def minimize(
 
     typed = tuple(str(given) for given in (path, shown(path), output, expect_output) if given is not None)
     htmlout.check_target(html, overwrite=overwrite)
+    try:  # a refused option is one line, before the header (spec "minimize" lists modes it cannot run)
+        check_options(
+            path,
+            mode=mode,
+            output=output,
+            overwrite=overwrite,
+            timeout=timeout,
+            attempts=attempts,
+            ordering=ordering,
+            network="open" if allow_network else None,
+        )
+    except MinimizeError as exc:
+        fail(sanitize_text(str(exc), keep=typed), exc.exit_code, error=exc.code)
     say("Stepfork Minimize\n")
     say(f"Original trace:  {shown(path)}")
     try:
