@@ -37,7 +37,10 @@ def minimize(
         help="Path for the minimized .sftrace bundle. Default: PATH with -minimized before .sftrace.",
     ),
     overwrite: bool = typer.Option(
-        False, "--overwrite", help="Overwrite the output bundle (and the --html file) if it exists."
+        False,
+        "--overwrite",
+        help="Overwrite the output bundle if it exists, and an earlier HTML report at --html (never "
+        "another file).",
     ),
     timeout: float = typer.Option(30.0, "--timeout", help="Timeout in seconds for each replay attempt."),
     attempts: int = typer.Option(
@@ -83,7 +86,7 @@ def minimize(
     from stepfork.cli import htmlout
 
     typed = tuple(str(given) for given in (path, shown(path), output, expect_output) if given is not None)
-    htmlout.check_target(html, overwrite=overwrite)
+    htmlout.check_target(html, overwrite=overwrite, pages_only=True)  # --overwrite is the bundle's too
     try:  # a refused option is one line, before the header (spec "minimize" lists modes it cannot run)
         check_options(
             path,

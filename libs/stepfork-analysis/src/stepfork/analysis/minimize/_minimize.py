@@ -262,6 +262,7 @@ def minimize_trace(
     from stepfork.analysis._shared.expectation import read_expect_output
     from stepfork.analysis.minimize._attempts import AttemptRunner
     from stepfork.replay import EntrypointError, resolve_entrypoint
+    from stepfork.replay.network import network_for
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
     source = Path(path)
