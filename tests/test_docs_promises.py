@@ -33,9 +33,7 @@ PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
 def _run(*command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        list(command), cwd=cwd, capture_output=True, text=True, check=False, timeout=120
-    )
+    return subprocess.run(list(command), cwd=cwd, capture_output=True, text=True, check=False, timeout=120)
 
 
 def _stepfork() -> str:

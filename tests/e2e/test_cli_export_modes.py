@@ -44,7 +44,8 @@ def test_manual_mode_is_refused_in_one_line(quickstart: Path) -> None:
 def test_hybrid_mode_needs_the_labels_of_the_llms_it_runs_live(quickstart: Path) -> None:
     code, out, err = _export(quickstart, "--mode", "hybrid")
     assert (code, out) == (2, ""), err
-    assert err.startswith("--mode hybrid needs --live-llm LABEL") and err.count("\n") == 1
+    assert err.startswith("--mode hybrid needs --live-llm LABEL")
+    assert err.count("\n") == 1
     code, _, err = _export(quickstart, "--mode", "hybrid", "--live-llm", "openai/gpt-4o")
     assert code == 2
     assert err.strip() == (

@@ -47,7 +47,8 @@ def test_the_bundle_is_finished_and_the_exit_status_is_the_programs(
     tmp_path: Path, status: int, state: str
 ) -> None:
     (tmp_path / "prog.py").write_text(PROGRAM, encoding="utf-8")
-    result = run_cli("record", "-o", "run.sftrace", "--", "python", "prog.py", str(status), "-1", cwd=tmp_path)
+    command = ("record", "-o", "run.sftrace", "--", "python", "prog.py", str(status), "-1")
+    result = run_cli(*command, cwd=tmp_path)
     assert result.code == status, result.text
     assert result.out == "1\n"
     shown = "completed" if status == 0 else f"failed, exit status {status}"

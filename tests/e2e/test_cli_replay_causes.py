@@ -52,12 +52,16 @@ AGENT = textwrap.dedent(
 
 def test_the_agents_except_path_reads_the_recorded_cause_and_the_replay_matches(tmp_path: Path) -> None:
     (tmp_path / "agent_c.py").write_text(AGENT, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "agent_c.py", "c.sftrace"], cwd=tmp_path, env=cli_env(), capture_output=True, check=False
-    )
+    command = [sys.executable, "agent_c.py", "c.sftrace"]
+    done = subprocess.run(command, cwd=tmp_path, env=cli_env(), capture_output=True, check=False)
     assert done.returncode == 0, done.stderr
     result = run_cli(
-        "replay", "c.sftrace", "-e", "agent_c:run_agent", "--raise-as", "RateLimited=agent_c:RateLimited",
+        "replay",
+        "c.sftrace",
+        "-e",
+        "agent_c:run_agent",
+        "--raise-as",
+        "RateLimited=agent_c:RateLimited",
         cwd=tmp_path,
     )
     assert result.code == 0, result.text

@@ -76,9 +76,8 @@ def bundle(recorder: Any) -> Path:
 
 
 def test_the_default_failure_carries_its_cause_as_a_builtin_exception(bundle: Path) -> None:
-    with ReplaySession.from_trace(bundle):
-        with pytest.raises(RecordedDependencyError) as raised:
-            flaky("q")
+    with ReplaySession.from_trace(bundle), pytest.raises(RecordedDependencyError) as raised:
+        flaky("q")
     cause = raised.value.__cause__
     assert isinstance(cause, TimeoutError)
     assert isinstance(cause, RecordedDependencyError)  # still what replay raised, with what was recorded
@@ -111,9 +110,12 @@ def test_a_longer_chain_keeps_its_order_and_each_type(recorder: Any) -> None:
 
 def test_a_raise_as_key_covering_a_cause_gives_the_users_class(recorder: Any) -> None:
     bundle = recorder(lambda: caught(deep))
-    with ReplaySession.from_trace(bundle, raise_as={"UpstreamError": Backoff}):
-        with pytest.raises(RecordedDependencyError) as raised:
-            deep("q")
+    with (
+        ReplaySession.from_trace(bundle, raise_as={"UpstreamError": Backoff}),
+        pytest.raises(RecordedDependencyError) as raised,
+    ):
+        deep("q")
     cause = raised.value.__cause__
-    assert isinstance(cause, Backoff) and str(cause) == "bad gateway"
+    assert isinstance(cause, Backoff)
+    assert str(cause) == "bad gateway"
     assert isinstance(cause.__cause__, ConnectionResetError)

@@ -215,7 +215,7 @@ class RecordingSession(ExplicitRecording):
         self._entered = True
         self._pid = os.getpid()
         current = boundary.active_handler()
-        replaying = current is not None and current.is_replay or boundary.replay_in_process()
+        replaying = (current is not None and current.is_replay) or boundary.replay_in_process()
         if replaying and current is not None:
             # REFERENCE-NOTES.md 5: no events, no file inside a replay; its calls go to the replay (or the
             # handler a fork put around it), never to the live dependencies
@@ -228,7 +228,7 @@ class RecordingSession(ExplicitRecording):
                 f"record({self.agent_name!r}) refused: a replay is running in this process and this "
                 "recording is outside its context (code run when the entrypoint's module is imported, or a "
                 f"thread started without the context), so its calls would run live and it would write "
-                f"{self.output_path}; put a script's recording under `if __name__ == \"__main__\":`",
+                f'{self.output_path}; put a script\'s recording under `if __name__ == "__main__":`',
                 code="record_during_replay",
             )
         from stepfork.trace.bundle import BundleWriter

@@ -21,4 +21,5 @@ def live_llm_problem(live_llms: Iterable[str] | None, trace: Any) -> str | None:
     if not unknown:
         return None
     recorded = ", ".join(labels) if labels else "none: the run made no LLM call"
-    return f"--live-llm names an LLM the recording never calls: {', '.join(unknown)} (its LLM labels: {recorded})"
+    listed = ", ".join(unknown)
+    return f"--live-llm names an LLM the recording never calls: {listed} (its LLM labels: {recorded})"

@@ -64,9 +64,9 @@ def _failure_lines(element: ET.Element) -> list[str]:
 # message, and the could_not_execute reason it means. run_regression_case's own prefixes (the bundle is not
 # there or cannot be read, e.g. changed on disk after run's pre-check; the entrypoint cannot be called with
 # the recorded run input; its module exited while imported; its own replay options cannot run unattended;
-# the HTTP capture the bundle was recorded with is missing), a program test whose replay exited 2, and the RaiseAsClassError it raises when a RAISE_AS
-# value is not an exception class (``run``'s static pre-check cannot tell a function from a class, nor see
-# inside a builtin module).
+# the HTTP capture the bundle was recorded with is missing), a program test whose replay exited 2, and the
+# RaiseAsClassError it raises when a RAISE_AS value is not an exception class (``run``'s static pre-check
+# cannot tell a function from a class, nor see inside a builtin module).
 _RAISE_AS_REFUSED = "stepfork.replay.raise_as.RaiseAsClassError: "
 
 
