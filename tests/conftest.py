@@ -159,3 +159,20 @@ def umask(mask: int) -> Iterator[None]:
 def file_mode(path: Path) -> int:
     """The permission bits of ``path`` (``0o644``)."""
     return stat.S_IMODE(path.stat().st_mode)
+
+
+EARLIER_VERSION = "0.1.0a6"
+"""The earlier implementation's last version, as its bundles' manifests name it (tests/interop)."""
+
+
+def as_legacy_bundle(bundle: Path) -> Path:
+    """Turn ``bundle``, written by this Stepfork, into a legacy bundle as the earlier implementation or
+    another tool leaves one: no integrity.json and a manifest naming the earlier version. Only deleting
+    integrity.json is a bundle that changed after it was written, refused as such (docs/decisions.md)."""
+    import json
+
+    (bundle / "integrity.json").unlink()
+    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    manifest["environment"]["stepfork_version"] = EARLIER_VERSION
+    (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return bundle

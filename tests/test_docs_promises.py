@@ -1,10 +1,11 @@
 """What README.md and docs/ show can be done as shown (NEWCOMER 24, 25).
 
-- README's Python snippets run as one program, in order, and again in the same folder: the Replay snippet
-  calls the ``run_agent`` the Record snippet defines, and a second run replaces the bundle (``overwrite``).
+- README's Python snippets run as written: the Record snippet saved as agent.py and run twice (the
+  second run replaces the bundle, ``overwrite``), then the Replay snippet, which imports ``run_agent`` from
+  agent, and the documented ``stepfork replay`` of it; neither records the bundle again.
   tests/e2e/test_docs_commands.py runs the ``console``/``bash`` blocks only, so these were never run: the
-  Replay snippet called a ``run_agent`` no snippet defined, and re-running the Record snippet ended in a
-  traceback.
+  Replay snippet called a ``run_agent`` no snippet defined, re-running the Record snippet ended in a
+  traceback, and importing the Record snippet's module recorded over the bundle being replayed.
 - Every file a documented command writes into the tree (``-o``/``--output``/``--html``/``--junit``/
   ``--receipt(s)`` of a ``stepfork`` command, ``Wrote X``, ``python SCRIPT record BUNDLE``), in any fenced
   block, is ignored by git, so that following the docs leaves ``git status`` clean. A ``cd examples/...``
@@ -17,6 +18,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -30,23 +32,39 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
-def test_readme_python_snippets_run_in_order_and_again(tmp_path: Path) -> None:
+def _run(*command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(command), cwd=cwd, capture_output=True, text=True, check=False, timeout=120)
+
+
+def _stepfork() -> str:
+    beside = Path(sys.executable).parent / "stepfork"
+    return str(beside) if beside.exists() else "stepfork"
+
+
+def _run_id(bundle: Path) -> str:
+    return str(json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))["run_id"])
+
+
+def test_readme_snippets_run_as_written_record_module_then_replay(tmp_path: Path) -> None:
+    """README: the Record block saved as agent.py and run (twice: the second run replaces the bundle), then
+    the Replay block, which imports ``run_agent`` from agent, and the documented ``stepfork replay ...
+    --entrypoint agent:run_agent``: both replay the bundle without recording it again (NEWCOMER2 10, 23)."""
     blocks = PYTHON_BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
     assert len(blocks) >= 2
-    program = tmp_path / "readme.py"
-    program.write_text("\n".join(blocks), encoding="utf-8")
+    (tmp_path / "agent.py").write_text(blocks[0], encoding="utf-8")
+    (tmp_path / "replay.py").write_text(blocks[1], encoding="utf-8")
     for _ in range(2):  # the second run finds the first run's bundle
-        done = subprocess.run(
-            [sys.executable, str(program)],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
+        done = _run(sys.executable, "agent.py", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() == "{'action': 'notify', 'reason': 'order shipped'}"
-    assert (tmp_path / "failure.sftrace" / "events.jsonl").is_file()
+    bundle = tmp_path / "failure.sftrace"
+    recorded = _run_id(bundle)
+    done = _run(sys.executable, "replay.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{'action': 'notify', 'reason': 'order shipped'}"
+    done = _run(_stepfork(), "replay", "failure.sftrace", "--entrypoint", "agent:run_agent", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Recorded behavior: MATCHED" in done.stdout
+    assert _run_id(bundle) == recorded  # replayed, never recorded again
 
 
 def test_recording_over_a_bundle_without_overwrite_says_how_to_replace_it(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ from stepfork.analysis.forking import read_fork_info
 from stepfork.trace import Trace, llm_request, record, trace_tool, verify_bundle_integrity
 from stepfork.trace.integrity import write_integrity
 
+from ..conftest import as_legacy_bundle
+
 RAN: list[str] = []
 PRICE = {"value": 320}
 
@@ -121,7 +123,7 @@ def test_a_run_that_cannot_be_recorded_is_a_coded_error_not_an_internal_one(
     first["input_hash"] = None  # no stored hash to refuse it by: the loader accepts it (a legacy bundle)
     events[0] = json.dumps(first)
     (recorded / "events.jsonl").write_text("\n".join(events) + "\n")
-    (recorded / "integrity.json").unlink()  # the damage changed the bytes; no integrity claim remains
+    as_legacy_bundle(recorded)  # the damage changed the bytes; no integrity claim remains
     with pytest.raises(ForkError) as info:
         fork(recorded, step=3, entrypoint=agent, output=tmp_path / "f.sftrace")
     assert info.value.code == "record_failed"

@@ -14,6 +14,7 @@ from stepfork import ReplaySession, llm_request, record, trace_tool
 from stepfork.replay import ReplayExhaustedError, ReplayMismatchError
 from stepfork.trace import TraceIntegrityError, fingerprint, load_trace
 
+from ..conftest import as_legacy_bundle
 from ..e2e.conftest import run_cli
 
 HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
@@ -86,7 +87,7 @@ def _tamper_output(bundle: Path) -> None:
     result = next(e for e in events if e["type"] == "tool_result")
     result["output"]["status"] = "lost"  # the stored output fingerprint no longer matches
     path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
-    (bundle / "integrity.json").unlink()  # a legacy bundle: checked by replay's fingerprints alone
+    as_legacy_bundle(bundle)  # checked by replay's fingerprints alone
 
 
 def test_a_recorded_output_that_does_not_match_its_fingerprint_is_invalid(bundle: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import as_legacy_bundle
 from .conftest import GOLDEN, run_cli
 
 
@@ -138,8 +139,7 @@ def test_a_legacy_bundle_whose_events_file_is_not_a_regular_file_gets_validates_
     quickstart: Path, kind: str
 ) -> None:
     # a bundle without integrity.json: before, only the code ("strict validation (invalid_event).")
-    bundle = quickstart / "notify.sftrace"
-    (bundle / "integrity.json").unlink()
+    bundle = as_legacy_bundle(quickstart / "notify.sftrace")
     events = bundle / "events.jsonl"
     if kind == "symlink":
         events.rename(quickstart / "elsewhere.jsonl")

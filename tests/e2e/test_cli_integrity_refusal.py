@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import as_legacy_bundle
 from .conftest import InProcess, QuickstartExport, cli_env, run_cli
 
 
@@ -199,8 +200,7 @@ def test_a_legacy_bundle_whose_stored_fingerprint_disagrees_is_refused_saying_so
     """No integrity.json (a legacy bundle) but an edited payload byte: the stored output hash catches it.
     Refused before the agent runs, in one line naming the step and the code, as ``export`` refuses it
     (before, the replay ran up to the call and said REJECTED), never DIVERGED."""
-    bundle = quickstart / "notify.sftrace"
-    (bundle / "integrity.json").unlink()
+    bundle = as_legacy_bundle(quickstart / "notify.sftrace")
     edit_one_payload_byte(bundle)
     result = run_cli("replay", "notify.sftrace", "--entrypoint", "quickstart:run_agent", cwd=quickstart)
     assert (result.code, result.out) == (2, ""), result.text
@@ -209,3 +209,64 @@ def test_a_legacy_bundle_whose_stored_fingerprint_disagrees_is_refused_saying_so
         "bundle changed after it was written and is refused; run `stepfork validate --verify-integrity "
         "notify.sftrace`\n"
     )
+
+
+def remove_integrity_after_an_edit(bundle: Path) -> None:
+    """NEWCOMER2 14: the recorded carrier edited, its stored output hash set to null and integrity.json
+    deleted, so that the bundle reads like a legacy one, although its manifest names this Stepfork."""
+    events = bundle / "events.jsonl"
+    lines = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    result = next(event for event in lines if event["type"] == "tool_result")
+    result["output"]["carrier"] = "UPS"
+    result["output_hash"] = None
+    events.write_text("".join(json.dumps(event) + "\n" for event in lines), encoding="utf-8")
+    (bundle / "integrity.json").unlink()
+
+
+def removed_integrity(bundle: str) -> str:
+    return (
+        f"{bundle}/integrity.json: missing, but manifest.json says Stepfork 0.2.0 wrote this finished run, "
+        "and it writes integrity.json at the end of every run it finishes: the bundle changed after it was "
+        f"written and is refused; run `stepfork validate --verify-integrity {bundle}`\n"
+    )
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_bundle_of_this_version_without_its_integrity_json_is_refused_not_replayed_as_legacy(
+    quickstart: Path, command: str
+) -> None:
+    shutil.copytree(quickstart / "notify.sftrace", quickstart / "intact.sftrace")
+    remove_integrity_after_an_edit(quickstart / "notify.sftrace")
+    result = run_cli(*COMMANDS[command], cwd=quickstart)
+    assert (result.code, result.err) == (2, removed_integrity("notify.sftrace")), result.text
+    assert "DIVERGED" not in result.out
+    assert "UPS" not in result.text
+    assert not any((quickstart / name).exists() for name in ("min.sftrace", "f.sftrace", "t.py"))
+
+
+def test_validate_inspect_redact_and_run_say_the_same_of_it(
+    quickstart: Path, quickstart_export: QuickstartExport
+) -> None:
+    quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
+    remove_integrity_after_an_edit(quickstart / "notify.sftrace")
+    validated = run_cli("validate", "--verify-integrity", "notify.sftrace", cwd=quickstart)
+    assert validated.code == 2, validated.text  # not 3, "legacy bundle"
+    assert "missing_file: integrity.json is missing, but manifest.json says Stepfork 0.2.0" in validated.out
+    assert "UNVERIFIED" not in validated.text
+    inspected = run_cli("inspect", "notify.sftrace", cwd=quickstart)
+    assert "MISMATCH" in inspected.out, inspected.text
+    assert "legacy" not in inspected.out
+    redacted = run_cli("redact", "notify.sftrace", "-o", "r.sftrace", cwd=quickstart)
+    assert redacted.code == 2, redacted.text
+    assert not (quickstart / "r.sftrace").exists()
+    ran = run_cli("run", "test_fixed.py", "--json", cwd=quickstart)
+    receipt = json.loads(ran.out)
+    assert (ran.code, receipt["verdict"], receipt["reason"]) == (2, "could_not_execute", "bundle_unreadable")
+
+
+def test_a_legacy_bundle_still_replays_without_integrity_json(quickstart: Path) -> None:
+    # the earlier implementation's bundles have no integrity.json: replayed as before
+    legacy = as_legacy_bundle(quickstart / "notify.sftrace")
+    result = run_cli("replay", legacy.name, "--entrypoint", "quickstart:run_agent", cwd=quickstart)
+    assert result.code == 0, result.text
+    assert "Recorded behavior: MATCHED" in result.out

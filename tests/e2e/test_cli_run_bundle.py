@@ -10,6 +10,7 @@ from pathlib import Path
 
 from stepfork.trace import load_trace, save_trace
 
+from ..conftest import as_legacy_bundle
 from .conftest import QuickstartExport, run_cli
 
 
@@ -74,8 +75,7 @@ def test_a_legacy_bundle_cut_at_a_line_boundary_is_could_not_execute(
     quickstart: Path, quickstart_export: QuickstartExport
 ) -> None:
     quickstart_export(quickstart, "quickstart:run_agent_fixed", "test_fixed.py")
-    bundle = quickstart / "notify.sftrace"
-    (bundle / "integrity.json").unlink()  # legacy: nothing says the file changed
+    bundle = as_legacy_bundle(quickstart / "notify.sftrace")  # nothing says the file changed
     lines = (bundle / "events.jsonl").read_bytes().splitlines(keepends=True)
     (bundle / "events.jsonl").write_bytes(b"".join(lines[:3]))
     result = run_cli("run", "test_fixed.py", "--json", cwd=quickstart)

@@ -63,6 +63,52 @@ def test_no_integrity_json_is_unverified_legacy(bundle: Path) -> None:
     assert codes(bundle) == (IntegrityStatus.UNVERIFIED_LEGACY, [("integrity_unverified", "integrity.json")])
 
 
+def _recorded(tmp_path: Path) -> Path:
+    """A finished bundle this Stepfork recorded (its manifest names this version)."""
+    from stepfork.trace import record
+
+    out = tmp_path / "recorded.sftrace"
+    with record("a", output=out):
+        pass
+    return out
+
+
+def test_integrity_json_removed_from_a_finished_run_of_this_version_is_a_mismatch(tmp_path: Path) -> None:
+    # NEWCOMER2 14: Stepfork 0.2.0+ writes integrity.json at the end of every run it finishes; without it,
+    # the bundle is not a legacy one but one that changed after it was written
+    path = _recorded(tmp_path)
+    (path / "integrity.json").unlink()
+    result = verify_bundle_integrity(path)
+    assert codes(path) == (IntegrityStatus.MISMATCH, [("missing_file", "integrity.json")])
+    assert result.issues[0].detail is not None
+    assert result.issues[0].detail.startswith("missing, but manifest.json says Stepfork 0.2.0 wrote")
+
+
+@pytest.mark.parametrize("version", ["0.1.0a6", "0.1.0a4", None, "not a version"])
+def test_a_bundle_of_another_writer_without_integrity_json_stays_legacy(
+    tmp_path: Path, version: str | None
+) -> None:
+    path = _recorded(tmp_path)
+    (path / "integrity.json").unlink()
+    manifest = json.loads((path / "manifest.json").read_text())
+    if version is None:
+        del manifest["environment"]
+    else:
+        manifest["environment"]["stepfork_version"] = version
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    assert codes(path) == (IntegrityStatus.UNVERIFIED_LEGACY, [("integrity_unverified", "integrity.json")])
+
+
+def test_a_killed_recording_of_this_version_is_unverified_not_refused(tmp_path: Path) -> None:
+    # what a recorder killed mid-run leaves: the manifest still running, integrity.json never written
+    path = _recorded(tmp_path)
+    (path / "integrity.json").unlink()
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["status"] = "running"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    assert codes(path) == (IntegrityStatus.UNVERIFIED_LEGACY, [("integrity_unverified", "integrity.json")])
+
+
 def test_a_missing_payload_file_is_missing_file(bundle: Path) -> None:
     (bundle / "events.jsonl").unlink()
     assert codes(bundle) == (IntegrityStatus.MISMATCH, [("missing_file", "events.jsonl")])

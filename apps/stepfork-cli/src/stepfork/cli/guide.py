@@ -21,7 +21,7 @@ from typing import Any
 MODES: dict[str, tuple[str, ...]] = {
     "replay": ("frozen", "live", "forbidden", "manual"),
     "minimize": ("frozen", "live"),
-    "export": ("frozen", "live", "forbidden", "manual", "hybrid"),
+    "export": ("frozen", "live", "forbidden", "hybrid"),
 }
 
 # Option name (the Python parameter) -> metavar, where the type alone does not say what to give.

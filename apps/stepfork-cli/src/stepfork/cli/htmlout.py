@@ -13,13 +13,16 @@ from pathlib import Path
 HTML_HELP = "Also write the report as a self-contained HTML page to FILE (see `stepfork view`)."
 
 
-def check_target(path: Path | None, *, overwrite: bool) -> None:
+def check_target(path: Path | None, *, overwrite: bool, pages_only: bool = False) -> None:
     """Exit 2 with one line when the HTML page may not be written at ``path`` (None: no page asked for).
 
     Refused even with ``overwrite``: ``path`` is or lies inside a bundle directory, is a directory or
     another non-regular file (the shared rule, :func:`stepfork.trace._outputs.output_target_problem`).
-    Refused without ``overwrite`` (``FILE exists; pass --overwrite``): ``path`` exists. Used by ``view``,
-    ``replay --html`` and ``minimize --html`` before any work.
+    Refused without ``overwrite`` (``FILE exists; pass --overwrite``): ``path`` exists. With
+    ``pages_only`` (``minimize``, whose ``--overwrite`` is given for its output bundle too), an existing
+    file is replaced only when it is a page Stepfork wrote (``stepfork.analysis.view.is_view_page``); any
+    other file is refused, ``--overwrite`` or not. Used by ``view``, ``replay --html`` and ``minimize
+    --html`` before any work.
     """
     from stepfork.cli.output import fail, sanitize_text
     from stepfork.trace._outputs import output_target_problem
@@ -31,6 +34,16 @@ def check_target(path: Path | None, *, overwrite: bool) -> None:
         fail(sanitize_text(problem), 2)
     if not overwrite and os.path.lexists(path):
         fail(f"{path} exists; pass --overwrite to replace it.", 2)
+    if pages_only and os.path.lexists(path):
+        from stepfork.analysis.view import is_view_page
+
+        if not is_view_page(path):
+            fail(
+                f"{sanitize_text(str(path))} exists and is not an HTML report Stepfork wrote; --overwrite "
+                "replaces the output bundle and an earlier report only, never another file. Remove it or "
+                "choose another --html path.",
+                2,
+            )
 
 
 def write(path: Path, render: Callable[[], Path]) -> None:

@@ -77,11 +77,17 @@ def network_line(policy: str, allowed: Any, gaps: Any = ()) -> str:
 
 
 def header_lines(
-    path: Path, entrypoint: str, mode: str, classes: dict[str, str] | None, network: str | None = None
+    path: Path,
+    entrypoint: str,
+    mode: str,
+    classes: dict[str, str] | None,
+    network: str | None = None,
+    agent: str | None = None,
 ) -> list[str]:
-    """The report's header lines (the spec's "replay" output): ``Stepfork Replay``, then Trace,
-    Entrypoint, Mode, the ``network`` line when given and ``Raise as`` when ``classes`` maps any;
-    values sanitized for the terminal."""
+    """The report's header lines in the spec's order ("replay" output: Trace, Agent, Entrypoint, Mode):
+    ``Stepfork Replay``, then Trace, Agent when ``agent`` is given (else :func:`render` adds it from the
+    outcome), Entrypoint, Mode, the ``network`` line when given and ``Raise as`` when ``classes`` maps
+    any; values sanitized for the terminal."""
     from stepfork.cli.options import describe_raise_as
     from stepfork.cli.output import sanitize_text, shown
 
@@ -89,6 +95,7 @@ def header_lines(
         "Stepfork Replay",
         "",
         f"{'Trace':<14}{shown(path)}",
+        *([f"{'Agent':<14}{sanitize_text(agent)}"] if agent is not None else []),
         f"{'Entrypoint':<14}{entrypoint}",
         f"{'Mode':<14}{mode}",
     ]
@@ -138,8 +145,9 @@ def ask(call: Any) -> bool:
 
 
 def render(outcome: Any, header: list[str], *, verbose: bool) -> None:
-    """Print the report: ``header`` (empty when it was printed before the run), the agent, the calls,
-    the three verdicts; verdict words coloured on a terminal (stepfork.cli.colour)."""
+    """Print the report: ``header`` (empty when it was printed before the run; its Agent line added after
+    Trace from the outcome when it has none), the calls, the three verdicts; verdict words coloured on a
+    terminal (stepfork.cli.colour)."""
     from stepfork.cli.colour import echo
     from stepfork.cli.output import compact, sanitize_text
     from stepfork.replay.diagnostics import difference_lines, display_path
@@ -149,7 +157,11 @@ def render(outcome: Any, header: list[str], *, verbose: bool) -> None:
         network = network_line(outcome.network, outcome.allowed_hosts, gaps)
         line = f"{'Network':<14}{sanitize_text(network)}"
         header = [line if item.startswith("Network ") else item for item in header] or [line]
-    lines = [*header, f"{'Agent':<14}{sanitize_text(outcome.agent_name)}", "", "Dependency Calls"]
+    header = list(header)
+    if header and not any(item.startswith("Agent ") for item in header):  # after Trace (spec's order)
+        trace_line = next((i for i, item in enumerate(header) if item.startswith("Trace ")), len(header) - 1)
+        header.insert(trace_line + 1, f"{'Agent':<14}{sanitize_text(outcome.agent_name)}")
+    lines = [*header, "", "Dependency Calls"]
     if not outcome.calls:
         lines.append("  (none reached)")
     for call in outcome.calls:

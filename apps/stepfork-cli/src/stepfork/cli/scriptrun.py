@@ -143,7 +143,11 @@ def _record(
             except TraceError as exc:  # the bundle cannot be written: refused before the program runs
                 return _refuse(f"Cannot record to {output}: {exc}")
             note_program(session, ["python", *target], providers)  # the capture: in program.json
-            run_program(target)
+            from stepfork.cli.agent_exit import os_exit_reported
+
+            # os._exit ends the process at once: the bundle is finished first (docs/cli.md, "record")
+            with os_exit_reported(lambda status: _finish_at_os_exit(session, output, status), None):
+                run_program(target)
     except ProgramExit as exc:
         return _status(exc)
     except KeyboardInterrupt:  # Ctrl-C: recorded as the run's failure; the shell's 128 + SIGINT
@@ -153,6 +157,32 @@ def _record(
         traceback.print_exc()
         return 1
     return 0
+
+
+def _finish_at_os_exit(session: Any, output: str, status: int) -> str:
+    """Finish the recording ``session`` (writing to ``output``) as the program's ``os._exit(status)`` ends
+    the process: status 0 completes the run, any other fails it as ``exit status N`` (as ``sys.exit(N)``
+    would); return the line that says so. Called inside a call the session records (``scope_open``: its
+    result will never come) or when the write fails, the bundle is left ``running`` instead, as a killed
+    run's (crash-safe: every event up to there), and the line says so."""
+    if session.scope_open:
+        return (
+            f"The program called os._exit({status}) inside a recorded call, whose result never came: "
+            f"{output} is left running, as a killed run's, with every event up to there."
+        )
+    failure = None if status == 0 else program_exit(status)
+    try:
+        session.__exit__(type(failure) if failure else None, failure, None)
+    except Exception as exc:
+        return (
+            f"The program called os._exit({status}); the recording could not be finished ({exc}), so "
+            f"{output} is left running with every event up to there."
+        )
+    state = "completed" if failure is None else f"failed, exit status {status}"
+    return (
+        f"The program called os._exit({status}); the run was recorded up to there and {output} finished "
+        f"({state})."
+    )
 
 
 def _terminate_as_exit() -> None:

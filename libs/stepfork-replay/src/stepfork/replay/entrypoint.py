@@ -50,9 +50,11 @@ class EntrypointCallError(EntrypointError):
 
 
 class EntrypointImportExit(EntrypointError):
-    """The entrypoint's module ended the process while it was imported (``sys.exit()``, ``raise
-    SystemExit``, ``os._exit()`` at import: a script without a ``__main__`` guard); code ``import_failed``.
-    Not a verdict on the agent: the check cannot run (``stepfork run``: could_not_execute)."""
+    """The entrypoint's module runs as a script when imported (a script without a ``__main__`` guard): it
+    ended the process (``sys.exit()``, ``raise SystemExit``, ``os._exit()`` at import) or started a
+    recording (``record(...)`` at module level, refused during a replay: ``BoundaryContextError`` code
+    ``record_during_replay``); code ``import_failed``. Not a verdict on the agent: the check cannot run
+    (``stepfork run``: could_not_execute)."""
 
 
 def resolve_entrypoint(
@@ -83,7 +85,7 @@ def resolve_entrypoint(
     Raises:
         EntrypointError: with ``code`` ``bad_form`` ("expected the form MODULE:FUNCTION"),
             ``import_failed`` ("cannot import module ..."; :class:`EntrypointImportExit` when the import
-            exited), ``missing_attribute`` ("no attribute ..."), ``not_callable``.
+            exited or started a recording), ``missing_attribute`` ("no attribute ..."), ``not_callable``.
         ValueError: a malformed ``allow_hosts`` entry.
     """
     module_name, sep, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
@@ -107,8 +109,12 @@ def resolve_entrypoint(
         from stepfork.replay.network_import import sealed_import
 
         seal = sealed_import(module_name, network=network, allow_hosts=allow_hosts or (), mode=mode)
+    from stepfork.trace.boundary import preparing_replay
+    from stepfork.trace.errors import BoundaryContextError
+
     try:
-        with seal, _os_exit_refused():
+        # a replay is being prepared: a recording the import starts is refused (stepfork.trace.recording)
+        with seal, _os_exit_refused(), preparing_replay():
             module = importlib.import_module(module_name)
     except _ExitCalled as exc:
         # os._exit at import ends the process at once: no report, the script's status (0 for os._exit(0))
@@ -130,6 +136,11 @@ def resolve_entrypoint(
             spec=spec,
         ) from exc
     except Exception as exc:
+        if isinstance(exc, BoundaryContextError) and exc.code == "record_during_replay":
+            # the module records a run when imported: a script without a __main__ guard, as above
+            raise EntrypointImportExit(
+                f"cannot import module {module_name!r} from {root}: {exc}", code="import_failed", spec=spec
+            ) from None
         refused = _refused_import(spec, module_name) if network == "sealed" else None
         if refused is not None:  # the seal's refusal broke the import: the replay's verdict, not ours
             return refused

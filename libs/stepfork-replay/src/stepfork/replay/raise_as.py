@@ -359,7 +359,11 @@ class RaiseAs:
         return raised
 
 
-def _instantiate(combined: type[RecordedDependencyError], error: RecordedDependencyError) -> BaseException:
+def _instantiate(
+    combined: type[RecordedDependencyError],
+    error: RecordedDependencyError,
+    how: str = "raised through raise_as",
+) -> BaseException:
     instance = cast("RecordedDependencyError", _builtin_new(combined)(combined, error.message))
     for field in _FIELDS:
         # AttributeError: the user's class has a read-only property of that name; it keeps its own
@@ -369,9 +373,22 @@ def _instantiate(combined: type[RecordedDependencyError], error: RecordedDepende
     instance.add_note(
         "stepfork replay: "
         + recorded_failure_text(error.kind, error.name, error.error_type, error.message)
-        + " (raised through raise_as; also a RecordedDependencyError)"
+        + f" ({how}; also a RecordedDependencyError)"
     )
     return instance
+
+
+def combined_instance(cls: type[Exception], error: RecordedDependencyError, how: str) -> BaseException | None:
+    """``error`` as an instance of a subclass of ``(cls, RecordedDependencyError)`` named like ``cls``,
+    built as the module docstring says for a class (``str()`` the recorded message, the recorded fields
+    as attributes, a note ``stepfork replay: ... (<how>; also a RecordedDependencyError)``); None when
+    ``cls`` cannot be combined or built that way. Raises only KeyboardInterrupt."""
+    try:
+        return _instantiate(_combine(cls), error, how)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return None
 
 
 def _unconverted(error: RecordedDependencyError, entry: _Entry, reason: str) -> RecordedDependencyError:

@@ -14,6 +14,9 @@ failure is an ``AssertionError`` whose message starts with one of the reference'
   recorded run input; ``stepfork run`` reports it as could_not_execute, not as a caught regression)
 - ``stepfork: entrypoint unresolvable: ...`` (the check cannot run: the entrypoint's module exits when
   imported; ``stepfork run``: could_not_execute, reason entrypoint_unresolvable)
+- ``stepfork: check cannot be built: ...`` (a ``ValueError``: the test's own replay options cannot run
+  unattended, ``mode="manual"`` or ``hybrid`` without ``live_llms``; ``stepfork run``: could_not_execute,
+  reason check_error)
 - ``stepfork: capture missing: ...`` (the check cannot run as recorded: the bundle's requests were
   captured by the HTTP capture, which this process never installed; ``stepfork run``: could_not_execute,
   reason capture_missing)
@@ -64,6 +67,12 @@ COULD_NOT_EXECUTE = "stepfork: could not execute: "
 
 ENTRYPOINT_UNRESOLVABLE = "stepfork: entrypoint unresolvable: "
 """The prefix of a failure whose entrypoint module exited while imported: the check never ran either."""
+
+CHECK_NOT_BUILT = "stepfork: check cannot be built: "
+"""The prefix of the ``ValueError`` raised when the test's own replay options cannot make a replay that
+runs unattended (``mode="manual"``, ``hybrid`` without ``live_llms``, a label the recording lacks): the
+check never ran (``stepfork run``: could_not_execute, reason check_error, as a fixture that cannot be
+built)."""
 
 CAPTURE_MISSING = "stepfork: capture missing: "
 """The prefix of a failure whose replay lacked the HTTP capture the bundle was recorded with (issue 29:
@@ -177,9 +186,10 @@ def run_regression_case(
 
     Raises:
         AssertionError: with the prefixes of the module docstring.
-        ValueError: invalid replay options (a ``raise_as`` string that cannot be resolved included: a
-            :class:`~stepfork.replay.raise_as.RaiseAsClassError`) or a
-            bad trajectory expectation shape (before the entrypoint runs).
+        ValueError: invalid replay options (before the entrypoint runs): ``mode="manual"`` (a test cannot
+            approve calls), options ``ReplaySession`` refuses (``hybrid`` without ``live_llms``...), each
+            with the :data:`CHECK_NOT_BUILT` prefix; a ``raise_as`` string that cannot be resolved (a
+            :class:`~stepfork.replay.raise_as.RaiseAsClassError`); a bad trajectory expectation shape.
     """
     source = bundle_source(trace if trace is not None else trace_path)  # `stepfork run --bundle`
     if source is None or entrypoint is None:
@@ -187,18 +197,27 @@ def run_regression_case(
     if trajectory_expectation is not None:
         validate_trajectory_expectation(trajectory_expectation)
     loaded = _load(source)
-    session = ReplaySession(
-        loaded,
-        mode,
-        live_llms=live_llms,
-        allow_live_tools=allow_live_tools,
-        ordering=ordering,
-        ignore=ignore,
-        # "MODULE:CLASS" strings are imported like the entrypoint (trusted: the user wrote them)
-        raise_as=resolve_raise_as(raise_as, import_root=import_root, exceptions_only=True),
-        network=network,
-        allow_hosts=allow_hosts,
-    )
+    # "MODULE:CLASS" strings are imported like the entrypoint (trusted: the user wrote them)
+    classes = resolve_raise_as(raise_as, import_root=import_root, exceptions_only=True)
+    try:
+        if mode == "manual":
+            raise ValueError(
+                "mode 'manual' asks for the approval of each call, and a regression test runs unattended "
+                "(no approve callback); use frozen, live, forbidden or hybrid"
+            )
+        session = ReplaySession(
+            loaded,
+            mode,
+            live_llms=live_llms,
+            allow_live_tools=allow_live_tools,
+            ordering=ordering,
+            ignore=ignore,
+            raise_as=classes,
+            network=network,
+            allow_hosts=allow_hosts,
+        )
+    except ValueError as exc:  # the test's own options: it never ran (stepfork run: could_not_execute)
+        raise ValueError(f"{CHECK_NOT_BUILT}{_text(str(exc))}") from None
     if not isinstance(source, Trace):
         session.attach_bundle(source)  # extension files (an imported bundle's otel-import.json)
     if isinstance(entrypoint, str):

@@ -3,7 +3,8 @@
 - a recorded success: its output rebuilt into the tool's return annotation (type-faithful replay, C4);
 - a recorded failure: a :class:`~stepfork.replay.errors.RecordedDependencyError` carrying the recorded type,
   message, cause chain and details, sanitized again (C8), or, with ``raise_as``, the user's own exception
-  class for that type (:mod:`stepfork.replay.raise_as`).
+  class for that type (:mod:`stepfork.replay.raise_as`); its cause chain as ``__cause__`` links
+  (:mod:`stepfork.replay.causes`).
 
 Nothing here imports or evaluates anything named by the bundle: types are compared as text.
 """
@@ -15,6 +16,7 @@ from typing import Any, Final
 
 import orjson
 
+from stepfork.replay.causes import link_causes
 from stepfork.replay.errors import RecordedDependencyError, ReplayMismatchError
 from stepfork.replay.matching import LiveInput, build_diagnostic
 from stepfork.replay.plan import RecordedCall
@@ -41,7 +43,8 @@ def recorded_failure(
         The framework's own exception when the failure is recorded control flow (a LangGraph interrupt, a
         pydantic-ai ModelRetry...; stepfork.trace.control_flow, issue 12); else a RecordedDependencyError
         (``message`` redacted again, ``chain`` and ``details`` redacted; a missing type reads
-        ``UnknownError``), or what ``raise_as`` makes of it. Never raises itself.
+        ``UnknownError``), or what ``raise_as`` makes of it; either way with the recorded chain as
+        ``__cause__`` links (:mod:`stepfork.replay.causes`). Never raises itself.
     """
     signal = rebuild_control_flow(expected.error_details)
     if signal is not None:
@@ -55,7 +58,9 @@ def recorded_failure(
         details=redact_json(expected.error_details).value,
         diagnostic=build_diagnostic(expected, call, live),
     )
-    return raise_as.convert(error) if raise_as is not None else error
+    raised = raise_as.convert(error) if raise_as is not None else error
+    link_causes(raised, error, raise_as)  # the recorded chain as __cause__ links (C8)
+    return raised
 
 
 def rebuild_output(expected: RecordedCall, call: BoundaryCall, live: LiveInput, plain: bool = False) -> Any:

@@ -15,6 +15,11 @@ no handler while sessions are active in the process is an *orphan*:
   serves it through the usual checks, also warning once;
 - more than one: :class:`~stepfork.trace.errors.BoundaryContextError`, because guessing would be wrong.
 
+A replay in the process. While a replay is being prepared (its entrypoint's module imported:
+:func:`preparing_replay`) or runs (a session with ``is_replay`` registered), :func:`replay_in_process` is
+True: ``record()`` entered outside the replay's context is then refused
+(``stepfork.trace.recording``), because nothing would serve its calls but the live dependencies.
+
 Forked children. A session belongs to the process that started it: a child made by ``os.fork`` (or a
 ``multiprocessing`` pool forking) forgets every session (:func:`_forget_sessions_in_child`), so its
 instrumented calls run untouched, as a subprocess's would, instead of writing into the parent's bundle.
@@ -151,6 +156,8 @@ _active_handler: ContextVar[BoundaryHandler | None] = ContextVar("stepfork_activ
 # Sessions active anywhere in this process; read only when a call finds no handler in its context.
 _process_handlers: list[BoundaryHandler] = []
 _process_lock = threading.Lock()
+# Entrypoint imports in progress for a replay (preparing_replay); read when a recording starts.
+_replays_preparing = 0
 
 
 def active_handler() -> BoundaryHandler | None:
@@ -217,12 +224,36 @@ def deactivate(handler: BoundaryHandler, token: Token[BoundaryHandler | None]) -
             _active_handler.set(None)
 
 
+def replay_in_process() -> bool:
+    """True while a replay is being prepared (:func:`preparing_replay`) or a session with ``is_replay``
+    is active anywhere in this process (any thread, any context); False otherwise. Read when a recording
+    starts, never on a call's path."""
+    with _process_lock:
+        return _replays_preparing > 0 or any(handler.is_replay for handler in _process_handlers)
+
+
+@contextmanager
+def preparing_replay() -> Iterator[None]:
+    """While the block runs, :func:`replay_in_process` is True: a replay is about to run in this process
+    (``stepfork.replay.entrypoint.resolve_entrypoint`` imports the entrypoint's module in it, before the
+    session is entered). Nestable and thread-safe; a forked child starts outside any block."""
+    global _replays_preparing
+    with _process_lock:
+        _replays_preparing += 1
+    try:
+        yield
+    finally:
+        with _process_lock:
+            _replays_preparing = max(0, _replays_preparing - 1)  # 0 in a child forked inside the block
+
+
 def _forget_sessions_in_child() -> None:
     """``os.register_at_fork`` hook: the forked child has no active session (module docstring). The
     forking thread's context is the only one the child runs on at first; the lock may have been held by
     another parent thread at the fork, so the child gets a fresh one."""
-    global _process_lock
+    global _process_lock, _replays_preparing
     _process_lock = threading.Lock()
+    _replays_preparing = 0
     _process_handlers.clear()
     _active_handler.set(None)
 

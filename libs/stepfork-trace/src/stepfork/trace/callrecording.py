@@ -343,6 +343,12 @@ class CallRecorder:
         for opened in pending:
             self.close_call(opened, opened.snapshot())
 
+    @property
+    def scope_open(self) -> bool:
+        """True when the current context is inside a call this session records (its call event written,
+        its result not yet) or a scope pushed with :meth:`push_scope`; False at the run's root."""
+        return self._parent() != self._root_id
+
     def push_scope(self, event_id: str) -> None:
         """Make ``event_id`` the parent of the events recorded next in this context."""
         _scope.set((self, event_id, _scope.get()))

@@ -108,10 +108,13 @@ class RedactionError(TraceError, ValueError):
 
 
 class BoundaryContextError(TraceError, RuntimeError):
-    """An instrumented call cannot tell which session it belongs to.
+    """An instrumented call or a recording cannot tell which session it belongs to.
 
-    Raised when a call arrives from a thread that did not copy the context while more than one session
-    is active in the process (docs/concepts.md, "Threads and context").
+    Raised (code ``boundary_context``) when a call arrives from a thread that did not copy the context while
+    more than one session is active in the process (docs/recording.md, "Threads and context"), and (code
+    ``record_during_replay``) when ``record()`` is entered outside a replay's context while that replay is
+    being prepared or runs in the process: module-level code of the entrypoint's module, run by its import,
+    or a thread started without the context (docs/recording.md, "Inside a replay").
     """
 
     code = "boundary_context"

@@ -164,7 +164,10 @@ def verify_bundle_integrity(
     without ``keep``, are hashed in chunks over 1 MiB (memory bounded). Nothing is put into it for a
     bundle without integrity.json.
 
-    Returns ``unverified_legacy`` with an ``integrity_unverified`` issue when integrity.json is absent;
+    Returns ``unverified_legacy`` with an ``integrity_unverified`` issue when integrity.json is absent from
+    a legacy bundle; ``mismatch`` with a ``missing_file`` issue (``detail`` says why) when it is absent from
+    a finished run whose manifest names Stepfork 0.2.0 or later, which always writes it
+    (:data:`FIRST_VERSION_WITH_INTEGRITY`: it was removed, so the bundle changed after it was written);
     ``mismatch`` with ``integrity_metadata_invalid`` (not a regular file, bad JSON, bad shape, unknown
     top-level key, a payload digest missing or not 64 lowercase hex, a listed extension name that is not a
     plain file name of the bundle), ``integrity_algorithm_unsupported`` (not sha256), ``missing_file`` or
@@ -175,6 +178,15 @@ def verify_bundle_integrity(
     try:
         fd = _files.open_regular(meta_path)
     except FileNotFoundError:
+        writer = _writer_of_integrity(bundle)
+        if writer is not None:  # not legacy: integrity.json was removed (docs/decisions.md)
+            detail = (
+                f"missing, but manifest.json says Stepfork {writer} wrote this finished run, and it writes "
+                "integrity.json at the end of every run it finishes: the bundle changed after it was "
+                "written and is refused"
+            )
+            issue = IntegrityIssue("missing_file", f"{INTEGRITY_FILE} is {detail}", INTEGRITY_FILE, detail)
+            return IntegrityResult(IntegrityStatus.MISMATCH, [issue])
         return IntegrityResult(
             IntegrityStatus.UNVERIFIED_LEGACY,
             [IntegrityIssue("integrity_unverified", "bundle has no integrity.json metadata", INTEGRITY_FILE)],
@@ -239,6 +251,41 @@ def verify_bundle_integrity(
 
 
 _NOT_REGULAR = "a bundle file must be a regular file inside the bundle"
+
+FIRST_VERSION_WITH_INTEGRITY = (0, 2)
+"""Stepfork 0.2.0 and later write integrity.json at the end of every run they finish (recording, ``save``,
+``redact``, ``fork``, ``minimize``); the earlier implementation (0.1.0aN) and other writers may not."""
+
+_VERSION = re.compile(r"(\d+)\.(\d+)")
+
+
+def _writer_of_integrity(bundle: Path) -> str | None:
+    """The ``stepfork_version`` of ``bundle``'s manifest when it names a Stepfork that writes integrity.json
+    for every run it finishes (:data:`FIRST_VERSION_WITH_INTEGRITY`) and the run is finished (status not
+    ``running``: a killed recording never reached integrity.json); else None (a legacy bundle, or a
+    manifest that cannot say: the loader reports that one). Reads manifest.json only, with the core files'
+    rules (a regular file, JSON read by ``loads_json``)."""
+    try:
+        fd = _files.open_regular(bundle / _files.MANIFEST_FILE)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(_MANIFEST_LIMIT)
+    try:
+        manifest = loads_json(data)
+    except (TraceStorageError, ValueError, TypeError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("status") == "running":
+        return None
+    environment = manifest.get("environment")
+    version = environment.get("stepfork_version") if isinstance(environment, dict) else None
+    found = _VERSION.match(version) if isinstance(version, str) else None
+    if found is None or (int(found[1]), int(found[2])) < FIRST_VERSION_WITH_INTEGRITY:
+        return None
+    return str(version)
+
+
+_MANIFEST_LIMIT = 1 << 20  # a manifest is a few hundred bytes; more is not one this check reads
 
 
 def _unreadable(name: str, exc: OSError) -> IntegrityIssue:

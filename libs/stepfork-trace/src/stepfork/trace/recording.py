@@ -14,7 +14,11 @@ section 5 and REFERENCE-API.md ``stepfork.recorder``, with the differences Stepf
   raises ``BoundaryContextError`` (boundary module docstring);
 - token usage and cost come from :class:`~stepfork.trace.instrument.LLMOutput` or the ``llm_call`` handle.
 
-Inside a replay (the active handler has ``is_replay`` True) a session is *inert*: no events, no file.
+Inside a replay (the active handler has ``is_replay`` True, or any handler while a replay is active in the
+process, as under ``fork``) a session is *inert*: no events, no file. Entered outside the replay's context
+while a replay is prepared or runs in the process (``boundary.replay_in_process``: the entrypoint's module
+recording at import, a thread started without the context) it raises ``BoundaryContextError`` code
+``record_during_replay`` before anything runs or is written (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -127,6 +131,8 @@ class RecordingSession(ExplicitRecording):
     Raises:
         RuntimeError: entering twice, or recording after the session finished.
         ValueError: an empty agent name.
+        BoundaryContextError: (code ``record_during_replay``, on entering) a replay is prepared or runs in
+            this process and the session is entered outside its context (module docstring).
     """
 
     _minting: MintLog | None = None
@@ -212,9 +218,22 @@ class RecordingSession(ExplicitRecording):
         self._entered = True
         self._pid = os.getpid()
         current = boundary.active_handler()
-        if current is not None and current.is_replay:
-            self.inert = True  # REFERENCE-NOTES.md 5: no events, no file inside a replay
+        replaying = (current is not None and current.is_replay) or boundary.replay_in_process()
+        if replaying and current is not None:
+            # REFERENCE-NOTES.md 5: no events, no file inside a replay; its calls go to the replay (or the
+            # handler a fork put around it), never to the live dependencies
+            self.inert = True
             return
+        if replaying:  # outside the replay's context: nothing would serve the calls (docs/decisions.md)
+            from stepfork.trace.errors import BoundaryContextError
+
+            raise BoundaryContextError(
+                f"record({self.agent_name!r}) refused: a replay is running in this process and this "
+                "recording is outside its context (code run when the entrypoint's module is imported, or a "
+                f"thread started without the context), so its calls would run live and it would write "
+                f'{self.output_path}; put a script\'s recording under `if __name__ == "__main__":`',
+                code="record_during_replay",
+            )
         from stepfork.trace.bundle import BundleWriter
         from stepfork.trace.eventlog import EventLog, new_id, now_timestamp
 

@@ -2,7 +2,8 @@
 ``stepfork export PATH [...] -- python agent.py ARGS`` (issue 11: a test that replays that program).
 
 Exit 0 written; 1 when the destination exists or the write fails; 2 for bad input (non-pytest format,
-missing entrypoint or one that is not ``MODULE:FUNCTION`` (replay's two lines), invalid mode, strict
+missing entrypoint or one that is not ``MODULE:FUNCTION`` (replay's two lines), invalid mode (``manual``: a
+test runs unattended; ``hybrid`` without ``--live-llm`` labels of the recording), strict
 validation or integrity verification failed, bad expectation JSON, a ``--raise-as`` value that is not
 ``TYPE=MODULE:CLASS`` or two matching one recorded type, an entrypoint with a required parameter the
 recorded run input gives no value for (replay's one line)) (notes section 4 table).
@@ -72,6 +73,14 @@ def export(
             "--allow-live-tool", help="Embed authorization for a named tool in a live test. Repeatable."
         ),
     ] = None,
+    live_llm: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--live-llm",
+            help="With --mode hybrid: an LLM label (provider/model, as inspect shows it) the test runs "
+            "live; the others stay frozen. Repeatable.",
+        ),
+    ] = None,
     raise_as: Annotated[
         list[str] | None,
         typer.Option("--raise-as", metavar="TYPE=MODULE:CLASS", help=RAISE_AS_HELP),
@@ -107,6 +116,7 @@ def export(
         return
     from stepfork.analysis.export import (
         EXPORT_MODES,
+        REFUSED_EXPORT_MODES,
         ExportError,
         entrypoint_form_problem,
         export_pytest_test,
@@ -135,6 +145,8 @@ def export(
         fail(f"Unable to resolve entrypoint.\n{problem}", 2)
     from stepfork.cli.guide import parse_mode
 
+    if mode.casefold() in REFUSED_EXPORT_MODES:  # a mode a test cannot run unattended: its own reason
+        fail(REFUSED_EXPORT_MODES[mode.casefold()], 2)
     mode = parse_mode(mode, "export")
     if mode not in EXPORT_MODES:  # guide.MODES is kept equal to it (tests/e2e/test_cli_guides.py)
         fail(f"Invalid replay mode {mode}.", 2)
@@ -152,6 +164,7 @@ def export(
             has_expectation=True if expect_output is not None else None,
             trajectory_expectation=trajectory,
             mode=mode,
+            live_llms=live_llm or None,
             allow_live_tools=allow_live_tool or None,
             overwrite=overwrite,
             raise_as=classes,
@@ -169,6 +182,8 @@ def export(
     typer.echo(f"Wrote {result.path}")
     typer.echo(f"Command:    {sanitize_text(' '.join(command))}" if command else f"Entrypoint: {entrypoint}")
     typer.echo(f"Mode:       {mode}")
+    if live_llm:
+        typer.echo(f"Live LLMs:  {', '.join(sorted(set(live_llm)))}")
     if ordering != "auto":
         typer.echo(f"Ordering:   {ordering}")
     if classes:

@@ -37,7 +37,10 @@ def minimize(
         help="Path for the minimized .sftrace bundle. Default: PATH with -minimized before .sftrace.",
     ),
     overwrite: bool = typer.Option(
-        False, "--overwrite", help="Overwrite the output bundle (and the --html file) if it exists."
+        False,
+        "--overwrite",
+        help="Overwrite the output bundle if it exists, and an earlier HTML report at --html (never "
+        "another file).",
     ),
     timeout: float = typer.Option(30.0, "--timeout", help="Timeout in seconds for each replay attempt."),
     attempts: int = typer.Option(
@@ -67,7 +70,7 @@ def minimize(
     allow_host = parse_allow_hosts(allow_host)
     ordering = parse_ordering(ordering)
 
-    from stepfork.analysis.minimize import MinimizeError, minimize_trace
+    from stepfork.analysis.minimize import MinimizeError, check_options, minimize_trace
 
     def say(text: str) -> None:
         if not as_json:  # stdout holds the JSON document alone
@@ -83,7 +86,20 @@ def minimize(
     from stepfork.cli import htmlout
 
     typed = tuple(str(given) for given in (path, shown(path), output, expect_output) if given is not None)
-    htmlout.check_target(html, overwrite=overwrite)
+    htmlout.check_target(html, overwrite=overwrite, pages_only=True)  # --overwrite is the bundle's too
+    try:  # a refused option is one line, before the header (spec "minimize" lists modes it cannot run)
+        check_options(
+            path,
+            mode=mode,
+            output=output,
+            overwrite=overwrite,
+            timeout=timeout,
+            attempts=attempts,
+            ordering=ordering,
+            network="open" if allow_network else None,
+        )
+    except MinimizeError as exc:
+        fail(sanitize_text(str(exc), keep=typed), exc.exit_code, error=exc.code)
     say("Stepfork Minimize\n")
     say(f"Original trace:  {shown(path)}")
     try:

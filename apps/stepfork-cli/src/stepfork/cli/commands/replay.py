@@ -141,8 +141,11 @@ def replay(
 
     # On a terminal the header shows before the entrypoint runs, and a spinner while it runs (stderr);
     # piped, the report prints in one piece at the end (and nothing on stdout when the command refuses).
-    header = header_lines(path, entrypoint, mode, classes, _network_text(mode, allow_network, allow_host))
     interactive = sys.stdout.isatty() and not as_json
+    network_text = _network_text(mode, allow_network, allow_host)
+    # printed before the run on a terminal: the agent's name is read from the manifest now (the spec's order)
+    agent = _agent_name(path) if interactive else None
+    header = header_lines(path, entrypoint, mode, classes, network_text, agent)
     from stepfork.cli import app
     from stepfork.replay.network import network_for
 
@@ -191,6 +194,20 @@ def replay(
 
         htmlout.write(html, lambda: write_replay_view(outcome, path, html, overwrite=overwrite))
     raise typer.Exit(outcome.exit_code)
+
+
+def _agent_name(path: Path) -> str | None:
+    """The manifest's agent name of the local bundle ``path`` for the header printed before the run, or
+    None when it cannot be read (the replay then says why) or ``path`` is not a local directory."""
+    if not path.is_dir():
+        return None
+    from stepfork.trace.reading import open_bundle
+
+    try:
+        with open_bundle(path) as opened:
+            return opened.manifest.agent_name
+    except Exception:
+        return None
 
 
 def _replay_program(path: Path, command: list[str], options: dict[str, Any]) -> NoReturn:

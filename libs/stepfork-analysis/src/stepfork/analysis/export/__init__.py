@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from stepfork.analysis.export._codegen import (
     EXPORT_MODES,
+    REFUSED_EXPORT_MODES,
     default_output_path,
     export_pytest_test,
     generate_pytest_source,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover - re-exported lazily by __getattr__ below
 __all__ = [
     "CONSTANT_NAMES",
     "EXPORT_MODES",
+    "REFUSED_EXPORT_MODES",
     "REASONS",
     "EntrypointError",
     "ExportError",

@@ -67,8 +67,42 @@ _INTEGRITY_CODES = frozenset(
     }
 )
 
-# Modes a generated test may use (spec/replay.txt "Modes"; hybrid is Python-API only but valid in a test).
-EXPORT_MODES = ("frozen", "live", "forbidden", "manual", "hybrid")
+# Modes a generated test may use (spec/replay.txt "Modes"; hybrid is Python-API only but valid in a test,
+# with the LLM labels it runs live). A test runs unattended: manual (a person approves each call) and the
+# reserved derived cannot run in one, so export refuses them (docs/decisions.md).
+EXPORT_MODES = ("frozen", "live", "forbidden", "hybrid")
+REFUSED_EXPORT_MODES = {
+    "manual": "--mode manual cannot be exported: it asks a person to approve each call, and an exported "
+    "test runs unattended (stepfork replay --mode manual asks on a terminal); export --mode frozen, live, "
+    "forbidden or hybrid",
+    "derived": "replay mode 'derived' is reserved and not supported in this version",
+}
+"""The modes ``export`` refuses with a reason of their own (``ExportError`` code ``invalid_mode``)."""
+
+
+def _check_mode(mode: str, live_llms: Iterable[str] | None, command: Sequence[str] | None) -> None:
+    """ExportError unless a test in ``mode`` can run unattended: ``invalid_mode`` for a mode outside
+    :data:`EXPORT_MODES` (a reason of its own for :data:`REFUSED_EXPORT_MODES`); ``invalid_option`` for
+    ``hybrid`` without ``live_llms`` (the replay would refuse to start: it runs only the LLMs named) or
+    for a program (``command``: its replay takes no LLM labels), and for ``live_llms`` outside hybrid."""
+    if mode in REFUSED_EXPORT_MODES:
+        raise ExportError(REFUSED_EXPORT_MODES[mode], code="invalid_mode")
+    if mode not in EXPORT_MODES:
+        raise ExportError(f"Invalid replay mode {mode}.", code="invalid_mode")
+    if live_llms and mode != "hybrid":
+        raise ExportError("--live-llm is only valid with --mode hybrid.", code="invalid_option")
+    if mode == "hybrid" and command is not None:
+        raise ExportError(
+            "--mode hybrid is not supported with -- python SCRIPT (a program's replay runs no LLM live); "
+            "use --entrypoint",
+            code="invalid_option",
+        )
+    if mode == "hybrid" and not live_llms:
+        raise ExportError(
+            "--mode hybrid needs --live-llm LABEL for each LLM the test runs live (a label of the "
+            "recording's LLM calls, as `stepfork inspect` names them); hybrid replay runs no other",
+            code="invalid_option",
+        )
 
 
 def default_output_path(trace_path: str | os.PathLike[str]) -> Path:
@@ -139,9 +173,10 @@ def generate_pytest_source(
     but for IGNORE_OUTPUT; ``"recorded"`` up to noise).
 
     Raises:
-        ExportError: ``invalid_mode`` for a mode outside :data:`EXPORT_MODES`; ``invalid_option`` when
-            ``allow_live_tools`` is given without mode live or ``live_llms`` without mode hybrid (the
-            "only valid" rule of interop/REFERENCE-API.md), or ``raise_as`` is not of the shape
+        ExportError: ``invalid_mode`` for a mode outside :data:`EXPORT_MODES` (``manual``: a test runs
+            unattended); ``invalid_option`` when ``allow_live_tools`` is given without mode live or
+            ``live_llms`` without mode hybrid (the "only valid" rule of interop/REFERENCE-API.md), mode
+            hybrid without ``live_llms`` or with ``command``, or ``raise_as`` is not of the shape
             :func:`._exported.check_raise_as` accepts; ``missing_entrypoint`` for an empty
             entrypoint; ``invalid_entrypoint`` for one without the ``MODULE:FUNCTION`` form that replay
             requires (:func:`._exported.entrypoint_form_problem`; nothing is imported);
@@ -152,16 +187,13 @@ def generate_pytest_source(
             line names the argument; the test runs its command as written, so a secret is refused, never
             written into the file).
     """
-    if mode not in EXPORT_MODES:
-        raise ExportError(f"Invalid replay mode {mode}.", code="invalid_mode")
+    _check_mode(mode, live_llms, command)
     if command is None:
         _check_entrypoint(entrypoint)
     live = sorted(set(live_llms)) if live_llms else None
     tools = sorted(set(allow_live_tools)) if allow_live_tools else None
     if tools and mode != "live":
         raise ExportError("--allow-live-tool is only valid with --mode live.", code="invalid_option")
-    if live and mode != "hybrid":
-        raise ExportError("live_llms is only valid with mode hybrid.", code="invalid_option")
 
     classes = _checked_raise_as(raise_as)
     _check_ordering(ordering)
@@ -447,6 +479,7 @@ def export_pytest_test(
             f"--allow-live-tool names a tool the trace never calls: {', '.join(unknown)}.",
             code="invalid_option",
         )
+    _check_live_llms(live_llms, trace)
     unmatched = _raise_as_unmatched(raise_as, trace, mode, live_llms)
     if check_call and command is None:
         from stepfork.analysis.export._call import check_entrypoint_call
@@ -493,6 +526,16 @@ def export_pytest_test(
     )
     write_atomically(destination, source, overwrite=overwrite)
     return ExportResult(destination, expectation, bool(has_expectation), source_kind, unmatched)
+
+
+def _check_live_llms(live_llms: Iterable[str] | None, trace: Any) -> None:
+    """ExportError ``invalid_option`` when a ``--live-llm`` label is not the label of an LLM call of
+    ``trace``: the test's hybrid replay would refuse it before running (``_shared.labels``, as ``fork``)."""
+    from stepfork.analysis._shared.labels import live_llm_problem
+
+    problem = live_llm_problem(live_llms, trace)
+    if problem is not None:
+        raise ExportError(problem, code="invalid_option")
 
 
 def _refuse_program_bundle(trace_file: Path, entrypoint: str) -> None:

@@ -63,10 +63,10 @@ def _failure_lines(element: ET.Element) -> list[str]:
 # How pytest reports a check that stopped before replaying, so never ran: the marker in the failure
 # message, and the could_not_execute reason it means. run_regression_case's own prefixes (the bundle is not
 # there or cannot be read, e.g. changed on disk after run's pre-check; the entrypoint cannot be called with
-# the recorded run input; its module exited while imported; the HTTP capture the bundle was recorded with
-# is missing), a program test whose replay exited 2, and the RaiseAsClassError it raises when a RAISE_AS
-# value is not an exception class (``run``'s static pre-check cannot tell a function from a class, nor see
-# inside a builtin module).
+# the recorded run input; its module exited while imported; its own replay options cannot run unattended;
+# the HTTP capture the bundle was recorded with is missing), a program test whose replay exited 2, and the
+# RaiseAsClassError it raises when a RAISE_AS value is not an exception class (``run``'s static pre-check
+# cannot tell a function from a class, nor see inside a builtin module).
 _RAISE_AS_REFUSED = "stepfork.replay.raise_as.RaiseAsClassError: "
 
 
@@ -77,6 +77,7 @@ def _never_ran(message: str) -> tuple[str, str] | None:
         BUNDLE_NOT_FOUND,
         BUNDLE_UNREADABLE,
         CAPTURE_MISSING,
+        CHECK_NOT_BUILT,
         COULD_NOT_EXECUTE,
         ENTRYPOINT_UNRESOLVABLE,
         PROGRAM_NOT_RUN,
@@ -87,6 +88,7 @@ def _never_ran(message: str) -> tuple[str, str] | None:
         (BUNDLE_UNREADABLE, "bundle_unreadable"),
         (ENTRYPOINT_UNRESOLVABLE, "entrypoint_unresolvable"),
         (COULD_NOT_EXECUTE, "entrypoint_uncallable"),
+        (CHECK_NOT_BUILT, "check_error"),
         (_RAISE_AS_REFUSED, "raise_as_unresolvable"),
         (CAPTURE_MISSING, "capture_missing"),
         (PROGRAM_NOT_RUN, "program_not_run"),

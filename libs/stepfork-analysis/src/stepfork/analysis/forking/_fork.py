@@ -234,21 +234,12 @@ def read_fork_info(bundle: str | os.PathLike[str]) -> dict[str, Any] | None:
 def _check_live_llms(live_llms: Iterable[str], trace: Any) -> None:
     """ForkError ``invalid_option`` when a ``--live-llm`` label is not the label of an LLM call of
     ``trace``: with labels given, every other LLM call after the fork point is refused, so a typo would
-    refuse them all and write a failed run (the labels ``replay``'s hybrid mode checks the same way)."""
-    from stepfork.replay.plan import extract_all_calls
+    refuse them all and write a failed run (``_shared.labels``, as ``export --mode hybrid`` checks them)."""
+    from stepfork.analysis._shared.labels import live_llm_problem
 
-    given = sorted(set(live_llms))
-    if not given:
-        return
-    labels = sorted({call.label for call in extract_all_calls(list(trace.events)) if call.kind == "llm"})
-    unknown = [label for label in given if label not in labels]
-    if unknown:
-        recorded = ", ".join(labels) if labels else "none: the run made no LLM call"
-        raise ForkError(
-            f"--live-llm names an LLM the recording never calls: {', '.join(unknown)} "
-            f"(its LLM labels: {recorded})",
-            code="invalid_option",
-        )
+    problem = live_llm_problem(live_llms, trace)
+    if problem is not None:
+        raise ForkError(problem, code="invalid_option")
 
 
 def fork(

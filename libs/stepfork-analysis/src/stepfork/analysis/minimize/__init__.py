@@ -11,7 +11,7 @@ Private modules: ``_minimize`` (the search and its checks), ``_signature`` (how 
 processes), ``_result`` (the report).
 """
 
-from stepfork.analysis.minimize._minimize import MODES, MinimizeError, minimize_trace
+from stepfork.analysis.minimize._minimize import MODES, MinimizeError, check_options, minimize_trace
 from stepfork.analysis.minimize._result import MinimizeResult
 from stepfork.analysis.minimize._signature import FAILURE_KINDS, Signature, replay_signature
 
@@ -21,6 +21,7 @@ __all__ = [
     "MinimizeError",
     "MinimizeResult",
     "Signature",
+    "check_options",
     "minimize_trace",
     "replay_signature",
 ]

@@ -40,7 +40,14 @@ from stepfork.analysis.minimize._signature import Signature, replay_signature
 from stepfork.analysis.minimize._subset import candidate, extract_units
 from stepfork.analysis.minimize.ddmin import MemoOracle, closure, dd_prefix, one_minimal
 
-__all__ = ["MinimizeError", "MinimizeResult", "Signature", "minimize_trace", "replay_signature"]
+__all__ = [
+    "MinimizeError",
+    "MinimizeResult",
+    "Signature",
+    "check_options",
+    "minimize_trace",
+    "replay_signature",
+]
 
 MODES = ("frozen", "live")
 """Replay modes ``minimize`` accepts (docs/decisions.md); the spec's other modes are refused below."""
@@ -99,6 +106,41 @@ def _check_mode(mode: str) -> None:
         raise MinimizeError(_REFUSED_MODES[mode], code="invalid_option")
     if mode not in MODES:
         raise MinimizeError(f"Invalid replay mode {mode}.", code="invalid_option")
+
+
+def check_options(
+    path: str | os.PathLike[str],
+    *,
+    mode: str = "frozen",
+    output: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    timeout: float = 30.0,
+    attempts: int = 1,
+    ordering: str = "auto",
+    network: str | None = None,
+) -> Path:
+    """Check :func:`minimize_trace`'s options (its arguments of the same names) without reading the bundle
+    ``path`` or replaying anything, and return where the minimized bundle goes. ``minimize_trace`` calls it
+    first; the CLI calls it before printing its header, so a refused option is one line and nothing else.
+
+    Raises:
+        MinimizeError: ``invalid_option`` for ``attempts`` < 1 or ``timeout`` <= 0, a mode outside
+            :data:`MODES` (the spec's other modes with their reason), a bad ordering or network, an output
+            that is not a ``.sftrace`` path or overlaps the input; ``already_exists`` for an existing
+            output without ``overwrite``.
+    """
+    if attempts < 1 or timeout <= 0:
+        raise MinimizeError("--attempts must be >= 1 and --timeout > 0", code="invalid_option")
+    _check_mode(mode)
+    from stepfork.replay.network import network_for
+    from stepfork.replay.ordering import normalize_ordering
+
+    try:
+        normalize_ordering(ordering)
+        network_for(mode, network)
+    except ValueError as exc:
+        raise MinimizeError(str(exc), code="invalid_option") from None
+    return _target(Path(path), output, overwrite)
 
 
 def _target(source: Path, output: str | os.PathLike[str] | None, overwrite: bool) -> Path:
@@ -220,27 +262,26 @@ def minimize_trace(
     from stepfork.analysis._shared.expectation import read_expect_output
     from stepfork.analysis.minimize._attempts import AttemptRunner
     from stepfork.replay import EntrypointError, resolve_entrypoint
+    from stepfork.replay.network import network_for
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
-    if attempts < 1 or timeout <= 0:
-        raise MinimizeError("--attempts must be >= 1 and --timeout > 0", code="invalid_option")
-    _check_mode(mode)
-    from stepfork.replay.network import network_for
-    from stepfork.replay.ordering import normalize_ordering
-
-    try:
-        normalize_ordering(ordering)
-        network_for(mode, network)
-    except ValueError as exc:
-        raise MinimizeError(str(exc), code="invalid_option") from None
     source = Path(path)
+    target = check_options(
+        source,
+        mode=mode,
+        output=output,
+        overwrite=overwrite,
+        timeout=timeout,
+        attempts=attempts,
+        ordering=ordering,
+        network=network,
+    )
     try:
         trace = load_verified_trace(source)
     except TraceIntegrityError as exc:  # the one integrity line of every command, as is
         raise MinimizeError(str(exc), code="integrity_mismatch") from None
     except (TraceError, OSError) as exc:
         raise MinimizeError(f"unreadable trace: {exc}", code="unreadable_trace") from None
-    target = _target(source, output, overwrite)
     root = str(Path(import_root if import_root is not None else os.getcwd()).resolve())
     try:
         # sealed as every attempt's replay: its module's import reaches nothing either

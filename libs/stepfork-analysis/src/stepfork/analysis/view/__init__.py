@@ -23,11 +23,12 @@ from typing import Any
 
 from stepfork.analysis._shared.atomic import write_chunks_atomically
 from stepfork.analysis.view._data import SummaryBuilder, event_items, path_to_pointer, redacted
-from stepfork.analysis.view._page import page_chunks
+from stepfork.analysis.view._page import is_page, page_chunks
 
 __all__ = [
     "default_output",
     "diff_html",
+    "is_view_page",
     "minimize_html",
     "replay_html",
     "trace_html",
@@ -55,6 +56,20 @@ def default_output(bundle: PathLike) -> Path:
     path = Path(os.path.normpath(bundle))
     stem = path.name[: -len(".sftrace")] if path.name.endswith(".sftrace") else path.name
     return path.with_name(f"{stem}.html")
+
+
+def is_view_page(path: PathLike) -> bool:
+    """True when ``path`` is a regular file (not a symlink) whose first bytes are those of a page this
+    module writes (``stepfork view``, ``replay --html``, ``minimize --html``, ``pytest --stepfork-html``);
+    False otherwise, also when it cannot be read. What ``minimize --overwrite`` may replace at ``--html``."""
+    from stepfork.trace import _files
+
+    try:
+        fd = _files.open_regular(Path(path))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        return is_page(handle.read(1 << 16))
 
 
 def _integrity(bundle: Path) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["DATA_ELEMENT", "META_ELEMENT", "embed_json", "page_chunks"]
+__all__ = ["DATA_ELEMENT", "META_ELEMENT", "embed_json", "is_page", "page_chunks"]
 
 DATA_ELEMENT = "sf-events"  # id of the <script type="application/json"> holding the event array
 META_ELEMENT = "sf-meta"  # id of the one holding the summary and the view's own data
@@ -65,6 +65,17 @@ def csp(script: str, style: str) -> str:
         "img-src data:; connect-src 'none'; font-src 'none'; media-src 'none'; object-src 'none'; "
         "frame-src 'none'; worker-src 'none'; form-action 'none'; base-uri 'none'"
     )
+
+
+_PAGE_START = b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+_PAGE_MARK = b"<noscript>This Stepfork view needs JavaScript.</noscript>"
+_HEAD_LIMIT = 1 << 16  # the head (CSP, title, the stylesheet) and the mark come within the first 64 KiB
+
+
+def is_page(head: bytes) -> bool:
+    """True when ``head``, the first bytes of a file (up to 64 KiB), begin a page :func:`page_chunks`
+    wrote (its fixed start, then its ``<noscript>`` mark in the body's first element)."""
+    return head.startswith(_PAGE_START) and _PAGE_MARK in head[:_HEAD_LIMIT]
 
 
 def page_chunks(title: str, events: Iterable[bytes], meta: Any) -> Iterator[bytes]:
