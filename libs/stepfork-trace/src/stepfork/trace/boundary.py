@@ -187,6 +187,13 @@ def resolve_handler() -> tuple[BoundaryHandler | None, bool]:
     return handlers[0], True
 
 
+def is_active(handler: BoundaryHandler) -> bool:
+    """True while ``handler`` is registered as an active session of this process (between
+    :func:`activate` and :func:`deactivate`; a forked child has none)."""
+    with _process_lock:
+        return any(registered is handler for registered in _process_handlers)
+
+
 def activate(handler: BoundaryHandler) -> Token[BoundaryHandler | None]:
     """Make ``handler`` active in the current context and register it process-wide.
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from stepfork.trace import _files, boundary
+from stepfork.trace import _files, boundary, executors
 from stepfork.trace._version import __version__
 from stepfork.trace.boundary import BoundaryHandler
 from stepfork.trace.callrecording import LLMCallHandle, OrphanCallWarning, _Scope, _scope
@@ -124,9 +124,14 @@ class RecordingSession(ExplicitRecording):
     ``keep``, ``upload_status`` (``uploaded``, ``spooled``: upload failed, ``discarded``, or None).
 
     Raises:
-        RuntimeError: entering twice, or recording after the session finished.
+        RuntimeError: entering twice, or using the session's own API (``set_output``, ``add_metadata``,
+            ``llm_call``...) after it finished; an instrumented call that reaches it then runs untouched.
         ValueError: an empty agent name.
     """
+
+    submit_carries_context = True
+    """Work submitted to a thread pool under this session runs in it (stepfork.trace.executors); written
+    into ``concurrency.json`` so that replay applies the same rule."""
 
     def __init__(
         self,
@@ -231,6 +236,7 @@ class RecordingSession(ExplicitRecording):
             writer.close()  # leaves a "running" bundle; nothing more will be written to it
             raise
         self._log = log
+        executors.install()
         self._token = boundary.activate(self)
         self._scope_token = _scope.set(None)
         from stepfork.trace._after_import import capture_mcp_sessions
@@ -297,7 +303,9 @@ class RecordingSession(ExplicitRecording):
             from stepfork.trace.concurrency import EXTENSION_NAME
             from stepfork.trace.redaction import redact_json
 
-            facts = redact_json(self._concurrency.to_json(self._root_id)).value  # thread/task names
+            carries = self.submit_carries_context
+            facts = self._concurrency.to_json(self._root_id, submit_carries_context=carries)
+            facts = redact_json(facts).value  # thread/task names
             extras[f"{EXTENSION_NAME}.json"] = _files.pretty_json(facts)
         log.writer.finalize(manifest, list(log.unique_entries()), extras)
 
