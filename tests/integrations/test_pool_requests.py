@@ -192,7 +192,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory, shop: ShopApi) -> Path:
     (work / "record_before.py").write_text(RECORD_BEFORE_THE_RULE)
     env = _env(SHOP_API=shop.url)
     for name, extra in (("pool", {}), ("polled", {"POLL": "1"})):
-        done = _run(work, {**env, **extra}, "record", "-o", f"{name}.sftrace", "--", "python", "shop_agent.py")
+        command = ("record", "-o", f"{name}.sftrace", "--", "python", "shop_agent.py")
+        done = _run(work, {**env, **extra}, *command)
         assert done.returncode == 0, done.stdout + done.stderr
     done = _run(work, {**env, "PYTHONPATH": str(work)}, "python", "record_before.py", "before.sftrace")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -205,9 +206,7 @@ def _background(bundle: Path) -> dict[str, bool]:
 
     facts = json.loads((bundle / "concurrency.json").read_text())["calls"]
     calls = [e for e in load_trace(bundle).events if str(e.type) == "tool_call"]
-    return {
-        f"{e.name.split(' ')[1]} /{e.name.split('/', 3)[3]}": facts[e.id]["background"] for e in calls
-    }
+    return {f"{e.name.split(' ')[1]} /{e.name.split('/', 3)[3]}": facts[e.id]["background"] for e in calls}
 
 
 def test_requests_made_by_pool_workers_are_recorded_as_the_agents(folder: Path) -> None:
@@ -272,7 +271,8 @@ def test_a_librarys_own_thread_stays_background_and_may_stay_away(folder: Path, 
         folder, _env(SHOP_API=shop.url, POLL="1"), "replay", "polled.sftrace", "--", "python", "shop_agent.py"
     )
     assert polled.returncode == 0, polled.stdout + polled.stderr
-    assert "  HTTP requests: 4 served (of 4 recorded): 3 by the agent, 1 by a background thread\n" in polled.stdout
+    line = "  HTTP requests: 4 served (of 4 recorded): 3 by the agent, 1 by a background thread\n"
+    assert line in polled.stdout
 
 
 def test_a_bundle_recorded_before_the_rule_replays_as_it_did(folder: Path, shop: ShopApi) -> None:
@@ -284,7 +284,8 @@ def test_a_bundle_recorded_before_the_rule_replays_as_it_did(folder: Path, shop:
     command = ("replay", "before.sftrace", "--", "python", "shop_agent.py")
     good = _run(folder, _env(SHOP_API=shop.url), *command)
     assert good.returncode == 0, good.stdout + good.stderr
-    assert "  HTTP requests: 3 served (of 3 recorded): 1 by the agent, 2 by background threads\n" in good.stdout
+    line = "  HTTP requests: 3 served (of 3 recorded): 1 by the agent, 2 by background threads\n"
+    assert line in good.stdout
     bug = _run(folder, _env(SHOP_API=shop.url, BUG="1"), *command)
     assert bug.returncode == 0, bug.stdout + bug.stderr
 
