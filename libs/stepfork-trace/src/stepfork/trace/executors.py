@@ -66,6 +66,7 @@ def install() -> None:
     global _installed
     if _installed:
         return
+    from concurrent import futures
     from concurrent.futures import ThreadPoolExecutor
 
     with _install_lock:
@@ -73,11 +74,17 @@ def install() -> None:
             return
         original: Callable[..., Any] = ThreadPoolExecutor.submit
         active = boundary._active_handler
+        # a subclass whose work runs in another interpreter (Python 3.14) shares no objects with this one
+        apart = tuple(c for c in (getattr(futures, "InterpreterPoolExecutor", None),) if c is not None)
 
         @functools.wraps(original)
         def submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
             handler = active.get()
-            if handler is None or not getattr(handler, "submit_carries_context", False):
+            if (
+                handler is None
+                or not getattr(handler, "submit_carries_context", False)
+                or (apart and isinstance(self, apart))
+            ):
                 return original(self, fn, *args, **kwargs)
             values = tuple((variable, variable.get()) for variable in _CARRIED)
             future = original(self, _run_carried, handler, values, fn, args, kwargs)
