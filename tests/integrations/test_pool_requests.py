@@ -18,6 +18,7 @@ prove it sent nothing.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import subprocess
@@ -373,15 +374,19 @@ def test_a_replay_waits_for_a_fire_and_forget_refund_before_calling_it_missing(
     gate.clear()
     sent = len(shop.requests)
     session = ReplaySession.from_trace(bundle)
-    session.__enter__()
-    assert agent() == {"status": "refund requested"}
-    ending = threading.Thread(target=session.__exit__, args=(None, None, None))
-    ending.start()
-    ending.join(timeout=0.5)
-    assert ending.is_alive()  # still serving: the refund it expects is on its way
-    gate.set()
-    ending.join(timeout=30)
-    assert not ending.is_alive()
+
+    def replay() -> None:  # in a context of its own: the session is left from another thread
+        session.__enter__()
+        assert agent() == {"status": "refund requested"}
+        ending = threading.Thread(target=session.__exit__, args=(None, None, None))
+        ending.start()
+        ending.join(timeout=0.5)
+        assert ending.is_alive()  # still serving: the refund it expects is on its way
+        gate.set()
+        ending.join(timeout=30)
+        assert not ending.is_alive()
+
+    contextvars.copy_context().run(replay)
     session.verify_complete()
     assert [item.label for item in session.served_requests] == [f"http POST {shop.url}/refunds"]
     assert len(shop.requests) == sent
