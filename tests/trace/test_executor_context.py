@@ -46,7 +46,8 @@ def test_pool_calls_nest_under_the_call_that_submitted_them_and_are_the_agents(t
     assert [call.name for call in looked_up] == ["lookup"] * 3  # type: ignore[attr-defined]
     assert {call.parent_id for call in looked_up} == {fan.id}  # type: ignore[attr-defined]
     facts = facts_of(trace)
-    assert facts is not None and facts.submit_carries_context
+    assert facts is not None
+    assert facts.submit_carries_context
     assert {facts.calls[call.id].background for call in [fan, *looked_up]} == {False}  # type: ignore[attr-defined]
     with ReplaySession.from_trace(path) as replay:  # the tool is served: its fan-out is not expected
         assert fan_out(["a", "b", "c"]) == ["value-a", "value-b", "value-c"]
@@ -91,4 +92,5 @@ def test_pool_work_still_running_when_the_recording_ends_runs_on_untouched(tmp_p
     calls = _tool_calls(trace)
     assert [call.input for call in calls] == [{"key": "early"}]  # type: ignore[attr-defined]
     facts = facts_of(trace)
-    assert facts is not None and facts.calls[calls[0].id].background is False  # type: ignore[attr-defined]
+    assert facts is not None
+    assert facts.calls[calls[0].id].background is False  # type: ignore[attr-defined]
