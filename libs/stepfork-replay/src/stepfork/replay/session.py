@@ -153,7 +153,9 @@ class ReplaySession:
 
     Attributes:
         trace, mode, hybrid, live_llms, allow_live_tools, approve, ordering, raise_as (read-only mapping);
-        ``calls``: the visible recorded calls.
+        ``calls``: the visible recorded calls; ``submit_carries_context``: work submitted to a thread pool
+        under the session runs in it, as it did when the bundle was recorded (its ``concurrency.json``
+        says so; :mod:`stepfork.trace.executors`), else it is a thread without the session, as before.
     """
 
     is_replay = True

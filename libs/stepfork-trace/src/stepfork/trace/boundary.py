@@ -15,6 +15,9 @@ no handler while sessions are active in the process is an *orphan*:
   serves it through the usual checks, also warning once;
 - more than one: :class:`~stepfork.trace.errors.BoundaryContextError`, because guessing would be wrong.
 
+Work submitted to a ``ThreadPoolExecutor`` under a session is not an orphan: :mod:`stepfork.trace.executors`
+carries the session into it (the agent's work); a ``threading.Thread`` is (a library's background thread).
+
 Forked children. A session belongs to the process that started it: a child made by ``os.fork`` (or a
 ``multiprocessing`` pool forking) forgets every session (:func:`_forget_sessions_in_child`), so its
 instrumented calls run untouched, as a subprocess's would, instead of writing into the parent's bundle.
