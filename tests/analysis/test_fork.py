@@ -156,9 +156,8 @@ def test_a_thread_pools_calls_before_the_step_are_frozen_like_the_agents(tmp_pat
         session.set_output(pool_agent())
     RAN.clear()
     book_step = next(e.step for e in Trace.load(recorded).events if getattr(e, "name", None) == "book")
-    result = fork(
-        recorded, step=book_step, entrypoint=pool_agent, output=tmp_path / "f.sftrace", allow_live_tools=["book"]
-    )
+    output = tmp_path / "f.sftrace"
+    result = fork(recorded, step=book_step, entrypoint=pool_agent, output=output, allow_live_tools=["book"])
     assert (result.status, result.error) == ("completed", None)
     assert RAN == ["book"]  # both rates were served from the recording
     assert (result.frozen_calls, result.live_calls) == (2, 1)
