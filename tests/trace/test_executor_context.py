@@ -17,7 +17,7 @@ from pathlib import Path
 from stepfork.replay import ReplaySession
 from stepfork.trace import OrphanCallWarning, Trace, record, trace_tool
 from stepfork.trace.boundary import active_handler
-from stepfork.trace.concurrency import facts_of
+from stepfork.trace.concurrency import ConcurrencyFacts, facts_of
 
 
 @trace_tool
@@ -48,6 +48,7 @@ def test_pool_calls_nest_under_the_call_that_submitted_them_and_are_the_agents(t
     facts = facts_of(trace)
     assert facts is not None
     assert facts.submit_carries_context
+    assert ConcurrencyFacts.parse(facts.to_json()).submit_carries_context  # type: ignore[union-attr]  # kept by subsets
     assert {facts.calls[call.id].background for call in [fan, *looked_up]} == {False}  # type: ignore[attr-defined]
     with ReplaySession.from_trace(path) as replay:  # the tool is served: its fan-out is not expected
         assert fan_out(["a", "b", "c"]) == ["value-a", "value-b", "value-c"]
