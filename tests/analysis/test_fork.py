@@ -136,3 +136,30 @@ def test_result_renders_three_ways(recorded: Path, tmp_path: Path) -> None:
     assert "Fork step:    3" in str(result)
     assert "<table>" in result._repr_html_()
     assert result.to_dict()["overrides"] == [2]
+
+
+@trace_tool
+def rate(city: str) -> int:
+    RAN.append(f"rate {city}")
+    return len(city)
+
+
+def pool_agent() -> dict:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # the agent's own fan-out, in its context
+        rates = list(pool.map(rate, ["Lisbon", "Porto"]))
+    return {"booked": book(sum(rates))}
+
+
+def test_a_thread_pools_calls_before_the_step_are_frozen_like_the_agents(tmp_path: Path) -> None:
+    recorded = tmp_path / "pool.sftrace"
+    with record("pool", output=recorded) as session:
+        session.set_output(pool_agent())
+    RAN.clear()
+    book_step = next(e.step for e in Trace.load(recorded).events if getattr(e, "name", None) == "book")
+    output = tmp_path / "f.sftrace"
+    result = fork(recorded, step=book_step, entrypoint=pool_agent, output=output, allow_live_tools=["book"])
+    assert (result.status, result.error) == ("completed", None)
+    assert RAN == ["book"]  # both rates were served from the recording
+    assert (result.frozen_calls, result.live_calls) == (2, 1)

@@ -84,8 +84,8 @@ def test_every_replay_of_a_polling_program_matches_and_counts_the_extra_rounds_a
     # a run that lasts longer than the recorded one (a slower machine): the poller surely polls more often
     text = stepfork(recorded, server, "replay", "run.sftrace", "--", "python", "poller.py", LINGER="0.8")
     assert text.returncode == 0, text.stdout + text.stderr
-    line = next(line for line in text.stdout.splitlines() if line.startswith("Background requests:"))
-    assert re.search(r"served \(of \d+ recorded\), \d+ repeats?$", line), line
+    line = next(line for line in text.stdout.splitlines() if line.startswith("  HTTP requests:"))
+    assert re.search(r"served \(of \d+ recorded\): .*, \d+ repeats?$", line), line
     assert len(server.requests) == sent
 
 

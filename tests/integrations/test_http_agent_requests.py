@@ -10,19 +10,15 @@ The agent is written as the requests documentation writes it (`requests.get(...)
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from shop_api import ShopApi, serving
 
 STEPFORK = Path(sys.executable).parent / "stepfork"
 
@@ -69,63 +65,10 @@ if __name__ == "__main__":
 '''
 
 
-class ShopApi:
-    """A REST API on 127.0.0.1: ``GET /orders/ID``, ``POST /refunds``, ``GET /flags``; counts requests."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str]] = []
-        self.lock = threading.Lock()
-        state = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _send(self, status: int, payload: Any) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)  # Date and Server, as real servers
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                with state.lock:
-                    state.requests.append(("GET", self.path))
-                if self.path.startswith("/orders/"):
-                    order = self.path.rsplit("/", 1)[1]
-                    self._send(200, {"id": order, "status": "delivered", "checked_at": time.time()})
-                else:
-                    self._send(200, {"refunds_enabled": True})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
-                with state.lock:
-                    state.requests.append(("POST", self.path))
-                refund = {"id": f"re_{uuid.uuid4().hex[:24]}", "created": int(time.time()), **body}
-                self._send(201, {**refund, "status": "succeeded"})
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
 @pytest.fixture(scope="module")
 def shop() -> Iterator[ShopApi]:
-    api = ShopApi()
-    thread = threading.Thread(target=api.server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving() as api:
         yield api
-    finally:
-        api.server.shutdown()
-        api.server.server_close()
 
 
 def _env(shop: ShopApi, **extra: str) -> dict[str, str]:
@@ -232,7 +175,7 @@ def test_a_background_request_that_does_not_come_stays_informational(recorded: P
         recorded, _env(shop), "replay", "polled.sftrace", "--entrypoint", "agent_refund:run_agent"
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Background requests: 2 requests served (of 3 recorded)" in done.stdout
+    assert "  HTTP requests: 2 served (of 3 recorded): 2 by the agent\n" in done.stdout
     assert "Recorded behavior: MATCHED" in done.stdout
 
 
@@ -260,7 +203,7 @@ def test_a_bundle_recorded_before_the_context_fact_keeps_the_earlier_rule(
         tmp_path, _env(shop, BUG="1"), "replay", "old.sftrace", "--entrypoint", "agent_refund:run_agent"
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Background requests: 1 request served (of 2 recorded)" in done.stdout
+    assert "  HTTP requests: 1 served (of 2 recorded): 1 by the agent\n" in done.stdout
 
 
 def test_a_request_made_inside_a_served_tool_is_not_missing(recorded: Path, shop: ShopApi) -> None:

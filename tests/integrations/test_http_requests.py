@@ -256,7 +256,7 @@ def test_the_cli_report_counts_background_requests_and_names_the_network(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Network       sealed\n" in done.stdout
-    assert "Background requests: 1 request served (of 1 recorded)" in done.stdout
+    assert "  HTTP requests: 1 served (of 1 recorded): 1 by a background thread\n" in done.stdout
     assert "/model_prices.json (step 1, background thread)" in done.stdout
     assert "Recorded behavior: MATCHED" in done.stdout
     allowed = subprocess.run(

@@ -162,14 +162,15 @@ def render(outcome: Any, header: list[str], *, verbose: bool) -> None:
         trace_line = next((i for i, item in enumerate(header) if item.startswith("Trace ")), len(header) - 1)
         header.insert(trace_line + 1, f"{'Agent':<14}{sanitize_text(outcome.agent_name)}")
     lines = [*header, "", "Dependency Calls"]
-    if not outcome.calls:
+    requests = _request_lines(outcome, verbose=verbose)
+    if not outcome.calls and not requests:
         lines.append("  (none reached)")
     for call in outcome.calls:
         extra = ", recorded error" if call.status is not None and str(call.status) == "error" else ""
         if getattr(call, "match", "full") == "partial":  # imported call holding part of its request
             extra += ", matched on partial input"
         lines.append(f"  {call.index + 1}. {call.kind} {sanitize_text(call.label)} ({call.action}{extra})")
-    lines.extend(_request_lines(outcome, verbose=verbose))
+    lines.extend(requests)
     matching = outcome.matching
     lines.append(f"Dependency matching: {matching.status}")
     if matching.message:
@@ -218,38 +219,48 @@ def render(outcome: Any, header: list[str], *, verbose: bool) -> None:
 
 
 def _request_lines(outcome: Any, *, verbose: bool) -> list[str]:
-    """The ``http`` calls answered (issue 29), counted apart from the agent's calls: ``Background
-    requests: 2 served (of 3 recorded)``, with ``--verbose`` one line each; nothing when there were none."""
+    """The ``http`` calls (issue 29), listed under ``Dependency Calls`` after the calls in the agent's order:
+    ``  HTTP requests: 3 served (of 3 recorded): 2 by the agent, 1 by a background thread``, which context
+    made each being the recorder's rule (docs/replay.md, "Requests outside the agent's order"); with
+    ``--verbose`` one line each; nothing when the recording holds none and none came."""
     from stepfork.cli.output import sanitize_text
 
     requests = getattr(outcome, "requests", ())
     recorded = getattr(outcome, "recorded_requests", 0)
     if not requests and not recorded:
         return []
-    served = sum(1 for item in requests if item.action == "substituted")
+    served = [item for item in requests if item.action == "substituted"]
     repeated = sum(1 for item in requests if item.action == "repeated")
     live = sum(1 for item in requests if item.action == "executed")
-    word = "request" if served == 1 else "requests"
-    text = f"Background requests: {served} {word} served (of {recorded} recorded)"
+    text = f"  HTTP requests: {len(served)} served (of {recorded} recorded)"
+    parts = []
+    mine = sum(1 for item in served if not item.background)
+    if mine:
+        parts.append(f"{mine} by the agent")
+    if len(served) - mine:
+        others = len(served) - mine
+        parts.append(f"{others} by {'a background thread' if others == 1 else 'background threads'}")
     if repeated:  # a background poller's extra rounds, answered with the last recorded response
-        text += f", {repeated} {'repeat' if repeated == 1 else 'repeats'}"
+        parts.append(f"{repeated} {'repeat' if repeated == 1 else 'repeats'}")
     if live:
-        text += f", {live} sent live"
+        parts.append(f"{live} sent live")
+    if parts:
+        text += ": " + ", ".join(parts)
     lines = [text]
     answered = sum(1 for item in requests if item.action == "acknowledged")
     refused = sum(1 for item in requests if item.action == "refused")
     if answered or refused:  # issue 30: telemetry is never sent and never a divergence
-        parts = [f"{answered} answered 204 No Content"] if answered else []
-        parts += [f"{refused} connection{'s' if refused != 1 else ''} refused"] if refused else []
+        shown = [f"{answered} answered 204 No Content"] if answered else []
+        shown += [f"{refused} connection{'s' if refused != 1 else ''} refused"] if refused else []
         exports = "export" if answered + refused == 1 else "exports"
-        lines.append(f"Telemetry: {answered + refused} {exports} not sent ({', '.join(parts)})")
+        lines.append(f"  Telemetry: {answered + refused} {exports} not sent ({', '.join(shown)})")
     if verbose:
         for item in requests:
             where = {"acknowledged": "not sent", "refused": "refused", "repeated": "repeat"}.get(item.action)
             where = f"repeat of step {item.step}" if item.action == "repeated" else where
             where = where or (f"step {item.step}" if item.step is not None else "sent live")
-            thread = ", background thread" if item.background else ""
-            lines.append(f"  - {sanitize_text(item.label)} ({where}{thread})")
+            who = "background thread" if item.background else "the agent"
+            lines.append(f"    - {sanitize_text(item.label)} ({where}, {who})")
     return lines
 
 

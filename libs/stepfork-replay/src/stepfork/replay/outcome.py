@@ -151,8 +151,8 @@ class ReplayOutcome:
     allowed_hosts: tuple[str, ...] = ()
     """What the seal let through (``HOST`` or ``HOST:PORT``, normalized), in the order given."""
     requests: tuple[ServedRequest, ...] = ()
-    """The ``http`` calls (requests outside the agent's order, background ones included) answered, in the
-    order they came (issue 29); never in ``calls``."""
+    """The ``http`` calls (requests matched by their request, outside the agent's order: the agent's own
+    and background threads') answered, in the order they came (issue 29); never in ``calls``."""
     recorded_requests: int = 0
     """How many ``http`` calls the recording holds."""
     seal_gaps: tuple[str, ...] = ()
@@ -233,6 +233,7 @@ class ReplayOutcome:
                 "served": sum(1 for item in self.requests if item.action == "substituted"),
                 "repeated": sum(1 for item in self.requests if item.action == "repeated"),
                 "sent_live": sum(1 for item in self.requests if item.action == "executed"),
+                "agent": sum(1 for item in self.requests if not item.background),
                 "background": sum(1 for item in self.requests if item.background),
                 "telemetry": sum(1 for item in self.requests if item.action in ("acknowledged", "refused")),
                 "recorded": self.recorded_requests,

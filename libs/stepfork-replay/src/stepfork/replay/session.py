@@ -79,18 +79,23 @@ from stepfork.replay.requests import (
 )
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
 from stepfork.replay.serving import rebuild_output, recorded_failure
-from stepfork.trace import boundary, minting
+from stepfork.trace import boundary, executors, minting
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace._urls import url_of
 from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
 from stepfork.trace.bundle import Trace, load_verified_trace, read_extension
 from stepfork.trace.concurrency import facts_of
 from stepfork.trace.errors import TraceError
+from stepfork.trace.executors import SubmittedWork
 from stepfork.trace.http_calls import is_http_call
 from stepfork.trace.minting import MintLog
 from stepfork.trace.recording import OrphanCallWarning
 
 T = TypeVar("T")
+
+SUBMITTED_WORK_WAIT = 5.0
+"""Seconds a replay ending with recorded calls still expected waits for the thread-pool work the agent
+submitted under it (stepfork.trace.executors) to finish before leaving."""
 
 
 def load_source(source: Trace | str | os.PathLike[str]) -> Trace:
@@ -150,7 +155,9 @@ class ReplaySession:
 
     Attributes:
         trace, mode, hybrid, live_llms, allow_live_tools, approve, ordering, raise_as (read-only mapping);
-        ``calls``: the visible recorded calls.
+        ``calls``: the visible recorded calls; ``submit_carries_context``: work submitted to a thread pool
+        under the session runs in it, as it did when the bundle was recorded (its ``concurrency.json``
+        says so; :mod:`stepfork.trace.executors`), else it is a thread without the session, as before.
     """
 
     is_replay = True
@@ -207,7 +214,11 @@ class ReplaySession:
         recorded_types = recorded_error_types(self.calls)
         self._raise_as = RaiseAs(raise_as, recorded_types) if raise_as is not None else None
         self.raise_as: Mapping[str, RaiseAsTarget] = MappingProxyType(dict(raise_as or {}))
-        self._cursor = make_cursor(self.calls, self.ordering, facts_of(trace))
+        facts = facts_of(trace)
+        self._cursor = make_cursor(self.calls, self.ordering, facts)
+        # the recorder's rule for thread pools, so that replay decides who made a call as it did
+        self.submit_carries_context = facts is not None and facts.submit_carries_context
+        self._submitted = SubmittedWork()
         self._lock = threading.RLock()
         self._served = ServedCalls()  # records built on read (see ServedCalls)
         self._ignore = normalize_ignore(ignore)
@@ -313,6 +324,8 @@ class ReplaySession:
         self._entered = True
         self._active = True
         self.minted = minting.start()
+        if self.submit_carries_context:
+            executors.install()
         self._token = boundary.activate(self)
         if self.network == "sealed":
             self._seal = seal_network(self, self.allow_hosts)
@@ -328,7 +341,20 @@ class ReplaySession:
             unseal_network(self._seal)
             self._seal = None
 
+    def note_submitted(self, future: Any) -> None:
+        """Note work submitted to a thread pool under this session (``future``; stepfork.trace.executors):
+        when the run ends still expecting recorded calls, the session waits for it (:meth:`_exit`)."""
+        self._submitted.add(future)
+
+    def _expects_more(self) -> bool:
+        with self._lock:
+            return self._cursor.pending > 0 or bool(self._requests.unmade())
+
     def _exit(self) -> None:
+        if self._submitted and self._expects_more():
+            # work the agent submitted and did not wait for may still make them: give it the time to,
+            # while the session serves, rather than call them missing
+            self._submitted.wait(SUBMITTED_WORK_WAIT)
         self._active = False
         if self.minted is not None:
             minting.stop(self.minted)

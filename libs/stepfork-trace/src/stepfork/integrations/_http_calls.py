@@ -25,6 +25,7 @@ from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
 from stepfork.integrations._http_naming import model_of, provider_for, sdk_from_headers
+from stepfork.trace import executors
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.http_calls import http_call_name
 
@@ -35,6 +36,7 @@ Header = Callable[[str], "str | None"]
 """A request's header by lower-case name (None when absent)."""
 
 _sending: ContextVar[bool] = ContextVar("stepfork_http_sending", default=False)
+executors.carry(_sending)  # a library sending from a pool under a capture is still nested in it
 
 
 def nested() -> bool:

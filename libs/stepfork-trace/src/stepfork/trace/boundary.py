@@ -20,6 +20,9 @@ A replay in the process. While a replay is being prepared (its entrypoint's modu
 True: ``record()`` entered outside the replay's context is then refused
 (``stepfork.trace.recording``), because nothing would serve its calls but the live dependencies.
 
+Work submitted to a ``ThreadPoolExecutor`` under a session is not an orphan: :mod:`stepfork.trace.executors`
+carries the session into it (the agent's work); a ``threading.Thread`` is (a library's background thread).
+
 Forked children. A session belongs to the process that started it: a child made by ``os.fork`` (or a
 ``multiprocessing`` pool forking) forgets every session (:func:`_forget_sessions_in_child`), so its
 instrumented calls run untouched, as a subprocess's would, instead of writing into the parent's bundle.
@@ -192,6 +195,13 @@ def resolve_handler() -> tuple[BoundaryHandler | None, bool]:
             "contextvars.copy_context().run(...) so the call reaches its session"
         )
     return handlers[0], True
+
+
+def is_active(handler: BoundaryHandler) -> bool:
+    """True while ``handler`` is registered as an active session of this process (between
+    :func:`activate` and :func:`deactivate`; a forked child has none)."""
+    with _process_lock:
+        return any(registered is handler for registered in _process_handlers)
 
 
 def activate(handler: BoundaryHandler) -> Token[BoundaryHandler | None]:

@@ -20,6 +20,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from stepfork.trace import executors
 from stepfork.trace.boundary import BoundaryCall, caller_stacklevel
 from stepfork.trace.http_calls import is_http_call
 from stepfork.trace.instrument import LLMOutput, _check_policy, _jsonable
@@ -48,6 +49,12 @@ class OpenCall:
     closed: bool = False
 
 
+class _Finished(RuntimeError):
+    """Raised by ``_require_log`` after the session finished; an instrumented call that meets it (work
+    still running in the session's context: a pool's task, an asyncio task that outlived the block) runs
+    untouched instead, as with no session, since recording must never break the agent."""
+
+
 class OrphanCallWarning(RuntimeWarning):
     """An instrumented call came from a thread without the session's context and was recorded anyway.
 
@@ -60,6 +67,7 @@ class OrphanCallWarning(RuntimeWarning):
 # copied context sees its own top and nesting follows the call tree (REFERENCE-NOTES.md 1.5).
 _Scope = tuple["CallRecorder", str, Any]
 _scope: ContextVar[_Scope | None] = ContextVar("stepfork_recording_scope", default=None)
+executors.carry(_scope)  # work submitted to a thread pool nests under the call that submitted it
 
 
 class LLMCallHandle:
@@ -128,7 +136,7 @@ class CallRecorder:
 
     def _require_log(self) -> EventLog | None:
         if self._finished:
-            raise RuntimeError("the recording session has finished; no more events can be recorded")
+            raise _Finished("the recording session has finished; no more events can be recorded")
         return self._log
 
     def _parent(self) -> str:
@@ -263,9 +271,13 @@ class CallRecorder:
     def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
         """Record ``call``: its call event, ``body()`` run in its scope, then its result or failure.
 
-        Returns ``body()``'s result unchanged; re-raises its exception unchanged after recording it.
+        Returns ``body()``'s result unchanged; re-raises its exception unchanged after recording it. After
+        the session finished, runs ``body()`` untouched (nothing recorded).
         """
-        call_id, token = self._begin(call, orphan)
+        try:
+            call_id, token = self._begin(call, orphan)
+        except _Finished:
+            return body()
         started = time.perf_counter_ns()
         try:
             result = body()
@@ -280,8 +292,11 @@ class CallRecorder:
     async def ahandle(
         self, call: BoundaryCall, body: Callable[[], Awaitable[T]], *, orphan: bool = False
     ) -> T:
-        """Async :meth:`handle`: awaits ``body()`` in the call's scope."""
-        call_id, token = self._begin(call, orphan)
+        """Async :meth:`handle`: awaits ``body()`` in the call's scope (untouched once the session ended)."""
+        try:
+            call_id, token = self._begin(call, orphan)
+        except _Finished:
+            return await body()
         started = time.perf_counter_ns()
         try:
             result = await body()
@@ -307,9 +322,9 @@ class CallRecorder:
 
         Returns:
             An :class:`OpenCall` to pass to :meth:`close_call` or :meth:`fail_call` (each idempotent),
-            or None when the session is inert. Raises RuntimeError after the session finished.
+            or None when the session is inert or has finished (the call is then not recorded).
         """
-        if self._require_log() is None:
+        if self._finished or self._require_log() is None:
             return None
         opened = OpenCall(call, self._emit_call(call, orphan), time.perf_counter_ns(), snapshot)
         with _ORPHAN_LOCK:

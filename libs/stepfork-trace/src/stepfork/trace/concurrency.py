@@ -10,10 +10,11 @@ readers ignore it) with, for every ``tool_call``/``llm_request``:
   thread and task (names only, for a reader; never used to decide);
 - ``start_us``/``end_us``: microseconds on a monotonic clock since the recording started, taken when the
   call event was written and when its outcome was about to be written (``end_us`` null: never finished);
-- ``background`` (new in this release): true when the call came from a thread or task without the session in
-  its context (a library's background thread, a pool started without ``contextvars.copy_context()``),
-  false when the agent's own context made it. Absent in files written before: unknown. Replay reads it for
-  ``http`` calls: a recorded request the agent's context made must come again (docs/replay.md);
+- ``background``: true when the call came from a thread or task without the session in its context (a
+  library's background thread, a ``threading.Thread`` started without ``contextvars.copy_context()``),
+  false when the agent's own context made it, work the agent submitted to a thread pool included
+  (:mod:`stepfork.trace.executors`). Absent in files written before issue 29: unknown. Replay reads it
+  for ``http`` calls: a recorded request the agent's context made must come again (docs/replay.md);
 - ``alive_tasks``: the numbers (``task_no`` of ``lanes``) of other asyncio tasks alive together with the
   calling task when the call started (at most ``MAX_ALIVE``): two calls from tasks alive together ran side
   by side (``asyncio.gather``) even when the calls themselves never overlapped. The list is the loop's
@@ -24,6 +25,11 @@ readers ignore it) with, for every ``tool_call``/``llm_request``:
   a task that ended since may still be listed (it was alive together with the caller). Leaving a task out
   only makes replay keep the recorded order. When the bound cuts, the tasks of the neighbouring calls are
   kept first (the ones replay's ordering compares).
+
+``submit_carries_context`` (top level): true when work submitted to a ``ThreadPoolExecutor`` under the
+session ran in its context (:mod:`stepfork.trace.executors`), as every recording since that rule does;
+absent (false) in files written before it, whose replays keep the earlier rule: such work was a thread
+without the session in its context, so replay decides ``background`` as the recorder did.
 
 ``root_lane`` is the lane that entered the session (the lane of ``run_start``). Replay's default ordering
 (``stepfork.replay.ordering``) reads these facts: two sibling calls may be served in either order only when
@@ -210,8 +216,9 @@ class ConcurrencyLog:
         if call_id in self._calls and call_id not in self._ends:
             self._ends[call_id] = _perf_ns()
 
-    def to_json(self, root_id: str) -> dict[str, Any]:
-        """The ``concurrency.json`` value (see the module docstring); ``root_id`` is run_start's id."""
+    def to_json(self, root_id: str, *, submit_carries_context: bool = True) -> dict[str, Any]:
+        """The ``concurrency.json`` value (see the module docstring); ``root_id`` is run_start's id,
+        ``submit_carries_context`` the recording session's rule for thread pools (written when true)."""
         with self._lock:
             lanes = [dict(lane) for lane in self._lanes]
         entries = list(self._calls.items())
@@ -233,6 +240,7 @@ class ConcurrencyLog:
             "format": FORMAT,
             "root": root_id,
             "root_lane": self.root_lane,
+            **({"submit_carries_context": True} if submit_carries_context else {}),
             "lanes": lanes,
             "calls": calls,
         }
@@ -293,7 +301,8 @@ class ConcurrencyFacts:
     """``concurrency.json`` read back: the facts of each call and the lane of the run's root.
 
     Attributes: ``root`` (run_start's event id, or None), ``root_lane`` (int), ``calls``
-    (``{call event id: CallFacts}``).
+    (``{call event id: CallFacts}``), ``submit_carries_context`` (bool: the recorder carried the session
+    into work submitted to thread pools; False for files written before that rule).
     """
 
     def __init__(
@@ -303,10 +312,12 @@ class ConcurrencyFacts:
         root: str | None = None,
         threads: list[int | None] | None = None,
         tasks: list[int | None] | None = None,
+        submit_carries_context: bool = False,
     ) -> None:
         self.root = root
         self.root_lane = root_lane
         self.calls = calls
+        self.submit_carries_context = submit_carries_context
         self.threads = threads or []
         """``thread_no`` of each lane (None when not recorded)."""
         self.tasks = tasks or []
@@ -330,6 +341,7 @@ class ConcurrencyFacts:
             "format": FORMAT,
             "root": self.root,
             "root_lane": self.root_lane,
+            **({"submit_carries_context": True} if self.submit_carries_context else {}),
             "lanes": [
                 {"thread_no": thread, "task_no": self.task_of(lane)}
                 for lane, thread in enumerate(self.threads)
@@ -392,7 +404,8 @@ class ConcurrencyFacts:
                 threads.append(number if type(number) is int else None)
                 task = lane.get("task_no") if isinstance(lane, dict) else None
                 tasks.append(task if type(task) is int else None)
-        return cls(root_lane, calls, root if isinstance(root, str) else None, threads, tasks)
+        carries = value.get("submit_carries_context") is True
+        return cls(root_lane, calls, root if isinstance(root, str) else None, threads, tasks, carries)
 
 
 _FACTS: Attached[ConcurrencyFacts] = Attached()

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from stepfork.trace import _files, boundary
+from stepfork.trace import _files, boundary, executors
 from stepfork.trace._version import __version__
 from stepfork.trace.boundary import BoundaryHandler
 from stepfork.trace.callrecording import LLMCallHandle, OrphanCallWarning, _Scope, _scope
@@ -129,13 +129,17 @@ class RecordingSession(ExplicitRecording):
     ``keep``, ``upload_status`` (``uploaded``, ``spooled``: upload failed, ``discarded``, or None).
 
     Raises:
-        RuntimeError: entering twice, or recording after the session finished.
+        RuntimeError: entering twice, or using the session's own API (``set_output``, ``add_metadata``,
+            ``llm_call``...) after it finished; an instrumented call that reaches it then runs untouched.
         ValueError: an empty agent name.
         BoundaryContextError: (code ``record_during_replay``, on entering) a replay is prepared or runs in
             this process and the session is entered outside its context (module docstring).
     """
 
     _minting: MintLog | None = None
+    submit_carries_context = True
+    """Work submitted to a thread pool under this session runs in it (stepfork.trace.executors); written
+    into ``concurrency.json`` so that replay applies the same rule."""
 
     def __init__(
         self,
@@ -257,6 +261,7 @@ class RecordingSession(ExplicitRecording):
 
         if minting.RECORD_MINTED:  # the values this run mints (minted.json; stepfork.trace.minting)
             self._minting = log.minting = minting.start()
+        executors.install()
         self._token = boundary.activate(self)
         self._scope_token = _scope.set(None)
         from stepfork.trace._after_import import capture_mcp_sessions
@@ -327,7 +332,9 @@ class RecordingSession(ExplicitRecording):
             from stepfork.trace.concurrency import EXTENSION_NAME
             from stepfork.trace.redaction import redact_json
 
-            facts = redact_json(self._concurrency.to_json(self._root_id)).value  # thread/task names
+            carries = self.submit_carries_context
+            facts = self._concurrency.to_json(self._root_id, submit_carries_context=carries)
+            facts = redact_json(facts).value  # thread/task names
             extras[f"{EXTENSION_NAME}.json"] = _files.pretty_json(facts)
         if self._minting is not None and "minted" not in self._metadata:
             from stepfork.trace.minting import EXTENSION_NAME as MINTED

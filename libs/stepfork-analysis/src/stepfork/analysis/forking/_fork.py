@@ -122,6 +122,9 @@ class _ForkHandler:
         self.session, self.recorder, self.frozen_count = session, recorder, frozen_count
         self.overrides, self.live_llms, self.allow_tools = overrides, live_llms, allow_tools
         self.live_calls = 0
+        # work submitted to a thread pool runs in the fork as the parent bundle was recorded
+        # (stepfork.trace.executors): a bundle recorded before that rule keeps it out, as its replay does
+        self.submit_carries_context = bool(getattr(session, "submit_carries_context", False))
 
     def _frozen_now(self) -> bool:
         return bool(self.session.consumed < self.frozen_count)
