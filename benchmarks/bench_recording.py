@@ -130,7 +130,7 @@ class _NoRedaction:
     def redact(self, value: Any, *, base_path: str = "") -> RedactionResult:
         return RedactionResult(value, [])
 
-    def may_change(self, keys: Any, encoded: bytes) -> bool:
+    def may_change(self, keys: Any, encoded: bytes, value: Any = None) -> bool:
         return False
 
     def is_clean_text(self, text: str) -> bool:
