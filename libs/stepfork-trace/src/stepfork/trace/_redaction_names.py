@@ -3,8 +3,9 @@ in free text and command-line options.
 
 Two kinds of name:
 
-- **Reference names** (:data:`SENSITIVE_KEYS`, compared after :func:`normalize_key`): interop/REFERENCE-NOTES.md
-  section 3 and the keys it missed (notes 9 item 9, issue 2 item 4). The whole value goes, whatever its type.
+- **Reference names** (:data:`SENSITIVE_KEYS`, compared after :func:`normalize_key`): interop/
+  REFERENCE-NOTES.md section 3 and the keys it missed (notes 9 item 9, issue 2 item 4). The whole value
+  goes, whatever its type.
 - **Secret names** (:func:`key_rule`): a name whose last words are a secret's (``openai_api_key``,
   ``OPENAI_API_KEY``, ``db_password``, ``github_token``, ``X-Goog-Api-Key``, ``AccountKey``, ``jwt``),
   NEWCOMER2 finding 8: settings objects hold their secrets under such names, with no vendor prefix in the
@@ -115,7 +116,7 @@ SECRET_NAME_ENDINGS: Final[dict[str, tuple[frozenset[str] | None, frozenset[str]
     "passcode": (_ANY, _NONE, "a passcode"),
     "secret": (_ANY, _NONE, "a shared secret: client_secret, app_secret, webhook_secret, AWS SecretString"),
     "secrets": (_ANY, _NONE, "shared secrets"),
-    "token": (_ANY, NOT_CREDENTIAL_TOKENS, "a credential token: github_token, hf_token, bot_token, csrf_token"),
+    "token": (_ANY, NOT_CREDENTIAL_TOKENS, "a credential token: github_token, hf_token, csrf_token"),
     "tokens": (CREDENTIAL_TOKEN_KINDS, _NONE, "credential tokens (access_tokens), not token counts"),
     "key": (KEY_KINDS, _NONE, "a credential key: openai_api_key, access_key, AccountKey, x-functions-key"),
     "keys": (KEY_KINDS, _NONE, "credential keys: api_keys"),

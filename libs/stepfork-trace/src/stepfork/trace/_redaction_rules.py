@@ -1,7 +1,10 @@
-"""The default rules of :mod:`stepfork.trace.redaction`: sensitive key names and credential patterns.
+"""The default credential patterns of :mod:`stepfork.trace.redaction` (docs/redaction.md rule 2) and the
+needles of the payload screen; the key rule's names live in :mod:`stepfork.trace._redaction_names` (and
+are re-exported here).
 
 Sources: interop/REFERENCE-NOTES.md section 3 (the reference list and patterns), section 9 item 9 and
-issue 2 item 4 (what the reference missed). Data only; the redaction module applies them.
+issue 2 item 4 (what the reference missed), NEWCOMER2 findings 8, 9 and 19, and the published key formats
+of the providers named below. Data only; the redaction module applies them.
 """
 
 from __future__ import annotations
@@ -22,10 +25,14 @@ _QUERY_NAMES: Final = (
     r"|client[_-]?secret|credential)"
 )
 
-# (name, needles, pattern). A group named "secret" marks the part replaced, else the whole match goes.
+# (name, needles, pattern). A group named "secret" marks the part replaced, else the whole match goes; a
+# group named "name" makes a match count only when the key rule calls that name a secret
+# (_redaction_text._matches).
 # Every match contains one of the needles once ASCII-lowercased (also in JSON-escaped text), so a payload
 # with none of them is passed over in one C-speed scan; a pattern runs only on strings holding a needle.
-_ASSIGN_NEEDLES: Final = ("password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "api-key", "api key")
+_ASSIGN_NEEDLES: Final = (
+    "password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "api-key", "api key",
+)  # fmt: skip
 # Substrings one of which a name in "NAME=value" text holds to be a candidate of named_assignment (the key
 # rule then decides): the words of _redaction_names.SECRET_NAME_ENDINGS that text can be screened for
 # without sending every payload that says "key" to the walk.

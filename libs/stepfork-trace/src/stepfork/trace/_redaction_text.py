@@ -91,10 +91,9 @@ def _matches(pattern: re.Pattern[str], text: str, default: bool) -> list[tuple[i
     ``name`` (``named_assignment``) counts a match only when the key rule calls that name a secret
     (:func:`stepfork.trace._redaction_names.is_secret_name`): ``NAME=value`` in text is redacted when a
     string under the dict key ``NAME`` is (a user's pattern is never filtered)."""
+    found: Iterable[re.Match[str]] = pattern.finditer(text)
     if default and "name" in pattern.groupindex:
-        found = (m for m in pattern.finditer(text) if m.start("name") < 0 or is_secret_name(m["name"]))
-    else:
-        found = pattern.finditer(text)
+        found = (m for m in found if m.start("name") < 0 or is_secret_name(m["name"]))
     return [span for span in map(_span, found) if span[0] < span[1]]
 
 

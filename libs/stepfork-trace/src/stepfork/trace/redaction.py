@@ -59,10 +59,9 @@ def _replaced(rule: int, item: Any) -> bool:
     bytes/str (a count under ``max_tokens`` is a number, a secret is a string: docs/redaction.md rule 1)."""
     if rule == WHOLE_VALUE:
         return True
-    t = type(item)
-    if t is str:
+    if isinstance(item, str):
         return item != ""
-    return t is dict and item.get(_TAG) in ("bytes", "str")
+    return isinstance(item, dict) and item.get(_TAG) in ("bytes", "str")
 
 
 def _join(base: str, parts: list[str | int]) -> str:
