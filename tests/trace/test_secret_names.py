@@ -39,6 +39,7 @@ SETTING_NAMES = [
     *("x-functions-key", "AccountKey", "SecretString", "db_password_prod", "SECRET_KEY_BASE", "openaiApiKey"),
     *("PGPASSWORD", "slackBotToken", "csrf_token", "basic_auth", "credentials", "aws_secret", "stripe_key"),
     *("api_key_2", "SUPABASE_SERVICE_ROLE_KEY", "FERNET_KEY", "anthropicApiKey", "webhookSecret"),
+    *("X-Amz-Security-Token", "csrfmiddlewaretoken", "auth"),
 ]
 # counts, limits, cursors and data keys that share the words (every provider's usage object)
 KEPT_NAMES = [
@@ -51,7 +52,9 @@ KEPT_NAMES = [
     *("sort_key", "cache_key", "partition_key", "key", "monkey", "tokens", "secretary", "secret_name"),
     *("SecretId", "api_key_id", "access_key_id", "private_key_id", "AWS_ACCESS_KEY_ID", "token_uri"),
     *("auth_type", "eos_token", "pad_token", "ClientRequestToken", "token_expires_in", "api_key_env"),
-    *("accepted_prediction_tokens", "audio_tokens", "session_id", "keyboard", "KeyName"),
+    *("accepted_prediction_tokens", "audio_tokens", "session_id", "keyboard", "KeyName", "nextForwardToken"),
+    *("sequenceToken", "resumptionToken", "$skiptoken", "x-ratelimit-remaining-tokens", "ExclusiveStartKey"),
+    *("anthropic-ratelimit-input-tokens-limit", "budget_tokens", "maxOutputTokens", "eos_token_id"),
 ]
 
 

@@ -83,12 +83,14 @@ KEY_KINDS: Final = frozenset(
 )  # fmt: skip
 
 # The word before "token" that makes it something else than a credential: a page cursor (next_page_token,
-# AWS NextToken, S3 ContinuationToken, Google pageToken, MS Graph deltaToken), an idempotency token (AWS
-# ClientRequestToken), a tokenizer's special token (eos_token: "</s>") or a text token of a model's answer.
+# AWS NextToken, S3 ContinuationToken, CloudWatch nextForwardToken and sequenceToken, Google pageToken,
+# MS Graph deltaToken, OAI-PMH resumptionToken), an idempotency token (AWS ClientRequestToken), a
+# tokenizer's special token (eos_token: "</s>") or a text token of a model's answer.
 NOT_CREDENTIAL_TOKENS: Final = frozenset(
     {
         "next", "page", "prev", "previous", "continuation", "pagination", "sync", "skip", "delta", "change",
-        "resume", "cursor", "marker", "idempotency", "request", "cancellation", "cancel",
+        "resume", "resumption", "cursor", "marker", "sequence", "forward", "backward", "continue",
+        "idempotency", "request", "cancellation", "cancel",
         "stop", "eos", "bos", "pad", "padding", "unk", "unknown", "sep", "separator", "cls", "mask",
         "special", "start", "end", "begin", "image", "audio", "video", "vision", "decoder",
         "max", "min", "num", "total", "first", "last", "input", "output", "prompt", "completion",
