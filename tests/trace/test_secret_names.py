@@ -39,7 +39,7 @@ SETTING_NAMES = [
     *("x-functions-key", "AccountKey", "SecretString", "db_password_prod", "SECRET_KEY_BASE", "openaiApiKey"),
     *("PGPASSWORD", "slackBotToken", "csrf_token", "basic_auth", "credentials", "aws_secret", "stripe_key"),
     *("api_key_2", "SUPABASE_SERVICE_ROLE_KEY", "FERNET_KEY", "anthropicApiKey", "webhookSecret"),
-    *("X-Amz-Security-Token", "csrfmiddlewaretoken", "auth"),
+    *("X-Amz-Security-Token", "csrfmiddlewaretoken", "auth", "csrf", "X-XSRF", "otp", "pat", "github_pat"),
 ]
 # counts, limits, cursors and data keys that share the words (every provider's usage object)
 KEPT_NAMES = [

@@ -129,6 +129,10 @@ SECRET_NAME_ENDINGS: Final[dict[str, tuple[frozenset[str] | None, frozenset[str]
     "bearer": (_ANY, _NONE, "a bearer token"),
     "auth": (_ANY, _NONE, "an auth value: basic_auth, proxy_auth, --auth (a token or user:password)"),
     "cookie": (_ANY, _NONE, "a cookie value: session_cookie"),
+    "csrf": (_ANY, _NONE, "a CSRF token"),
+    "xsrf": (_ANY, _NONE, "an XSRF token"),
+    "otp": (_ANY, _NONE, "a one-time password"),
+    "pat": (_ANY, _NONE, "a personal access token: github_pat"),
 }
 """The key rule for secret names (module docstring), as data with the reason for each ending."""
 
