@@ -25,6 +25,7 @@ def _token(
 
 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_HEX = "0123456789abcdef"
 _PEM_BODY = base64.b64encode(hashlib.sha512(b"pem-body").digest() * 3).decode()
 _JWT = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
@@ -122,4 +123,43 @@ CORPUS: list[tuple[str, str, str, str | None]] = [
         k,
         None,
     ),
+    # keys of providers and tools agents call, by their published prefixes (NEWCOMER2 finding 9)
+    ("groq_key", (k := "gsk_" + _token("groq", 52)), k, None),
+    ("xai_key", (k := "xai-" + _token("xai", 80)), k, None),
+    ("fireworks_key", (k := "fw_" + _token("fireworks", 24)), k, None),
+    ("replicate_token", (k := "r8_" + _token("replicate", 37)), k, None),
+    ("perplexity_key", (k := "pplx-" + _token("perplexity", 48)), k, None),
+    (
+        "langsmith_key",
+        (k := "lsv2_pt_" + _token("lsv2", 32, _HEX) + "_" + _token("lsv2b", 10, _HEX)),
+        k,
+        None,
+    ),
+    ("tavily_key", (k := "tvly-dev-" + _token("tavily", 32)), k, None),
+    ("pinecone_key", (k := "pcsk_" + _token("pinecone", 5) + "_" + _token("pinecone2", 64)), k, None),
+    ("gitlab_pat", (k := "glpat-" + _token("gitlab", 20)), k, None),
+    ("sendgrid_key", (k := "SG." + _token("sendgrid", 22) + "." + _token("sendgrid2", 43)), k, None),
+    ("npm_token", (k := "npm_" + _token("npm", 36)), k, None),
+    ("google_oauth_access_token", (k := "ya29." + _token("ya29", 100)), k, None),
+    ("stripe_webhook_secret", (k := "whsec_" + _token("whsec", 32)), k, None),
+    (
+        "azure_storage_connection_string",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+        + (k := _token("azure", 86, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"))
+        + "==;EndpointSuffix=core.windows.net",
+        k,
+        None,
+    ),
+    (
+        "aws_secret_after_its_key_id",  # no "aws" in sight: the access key id says what follows
+        "AKIA" + _token("aws-pair", 16, _UPPER) + ":" + (k := _token("aws-pair-secret", 40)),
+        k,
+        None,
+    ),
+    ("password_in_prose", "the admin password is " + (k := "Hx" + _token("prose", 14) + "7"), k, None),
+    # bare values under setting names (NEWCOMER2 finding 8): secrets by their key alone
+    ("openai_api_key_setting", (k := _token("setting-openai", 32)), k, "openai_api_key"),
+    ("db_password_setting", (k := "Pa55-" + _token("setting-db", 12)), k, "db_password"),
+    ("github_token_setting", (k := _token("setting-gh", 32)), k, "githubToken"),
+    ("subscription_key_header", (k := _token("setting-apim", 32)), k, "Ocp-Apim-Subscription-Key"),
 ]

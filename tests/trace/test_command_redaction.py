@@ -29,7 +29,17 @@ R = "[REDACTED]"
         (["--slack-webhook-secret", "s"], ["--slack-webhook-secret", R]),
         (["-token", "t"], ["-token", R]),
         (["--GITHUB_TOKEN", "t"], ["--GITHUB_TOKEN", R]),
-        (["--auth", "Bearer abcdefgh12345"], ["--auth", f"Bearer {R}"]),  # a credential shape, any option
+        (["--header", "Authorization: Bearer abcdefgh12345"], ["--header", f"Authorization: Bearer {R}"]),
+        # names the key rule calls secrets (NEWCOMER2 finding 9): the whole value
+        (["--auth=hunter3"], [f"--auth={R}"]),
+        (["--auth", "Bearer abcdefgh12345"], ["--auth", R]),
+        (["--bearer", "abc"], ["--bearer", R]),
+        (["--credentials", "user:pw"], ["--credentials", R]),
+        (["--creds=user:pw"], [f"--creds={R}"]),
+        (["--jwt", "e30.e30.x"], ["--jwt", R]),
+        (["--openai-api-key", "Zq8X2mNv"], ["--openai-api-key", R]),
+        (["--api_key", "abcdefgh123"], ["--api_key", R]),
+        (["--basic-auth", "u:p"], ["--basic-auth", R]),
         (["--db", "postgres://app:s3cretpw@db/x"], ["--db", f"postgres://app:{R}@db/x"]),
     ],
 )
@@ -43,6 +53,9 @@ def test_secret_values_are_redacted(args: list[str], shown: list[str]) -> None:
     [
         ["--token-file", "tok.txt"],
         ["--max-tokens", "100"],
+        ["--auth-type", "basic"],
+        ["--auth-file", "creds.json"],
+        ["--next-page-token", "abc123"],
         ["--key", "user_id"],  # a one-word name is a secret only as a sensitive key (docs/redaction.md)
         ["--secret", "--verbose"],  # an option after a bare option is no value
         ["--token", "-v"],

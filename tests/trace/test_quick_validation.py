@@ -218,9 +218,18 @@ def test_no_verdict_for_a_torn_line_a_symlink_or_a_url(recorded: Path, tmp_path:
 
 # The quick reader and screen (issue 31: the cold start without orjson) against the library's own.
 _SECRETS = st.sampled_from(
-    ["Bearer abcdefghijklmnop1234", "sk-abcdefghijklmnopqrstuvwx", "password=hunter22", "x", "token", ""]
+    [
+        *("Bearer abcdefghijklmnop1234", "sk-abcdefghijklmnopqrstuvwx", "password=hunter22", "x", "token"),
+        "",
+        *("gsk_abcdefghijklmnopqrstuvwx", "the password is Hunter2Tr0ub4dor", "db_password=Pa55word-Prod"),
+    ]
 )
-_KEYS = st.one_of(json_text, st.sampled_from(["api_key", "Authorization", "max_tokens", "total_tokens", "q"]))
+_KEYS = st.one_of(
+    json_text,
+    st.sampled_from(["api_key", "Authorization", "max_tokens", "total_tokens", "q"]),
+    # secret names (strings only) and the counts and cursors beside them (NEWCOMER2 finding 8)
+    st.sampled_from(["openai_api_key", "githubToken", "AccountKey", "next_page_token", "promptTokenCount"]),
+)
 _RECORDS = st.recursive(
     st.one_of(json_scalars, _SECRETS),
     lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(_KEYS, children, max_size=4)),

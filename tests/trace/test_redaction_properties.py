@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stepfork.trace._redaction_names import STRING_VALUE, key_rule
 from stepfork.trace.canonical import compact_json
 from stepfork.trace.redaction import Redactor
 
@@ -64,6 +65,15 @@ credentials: st.SearchStrategy[tuple[str, str]] = st.one_of(
         token(B62 + "%.-_", 6, 30),
         st.sampled_from(["", "; Path=/; HttpOnly", "\r\nHost: h", "'", '"']),
     ).map(lambda p: (f"{p[0]}{p[1]}={p[2]}; csrftoken={p[3]}{p[4]}", p[3])),
+    # provider key prefixes (NEWCOMER2 finding 9)
+    st.tuples(
+        st.sampled_from(["gsk_", "xai-", "fw_", "r8_", "pplx-", "pcsk_", "glpat-", "npm_", "whsec_"]),
+        token(B62, 30, 40),
+    ).map(lambda p: (p[0] + p[1],) * 2),
+    st.tuples(token(B62, 22, 22), token(B62, 43, 43)).map(lambda p: (f"SG.{p[0]}.{p[1]}",) * 2),
+    token(B62, 20, 60).map(lambda t: ("ya29." + t, "ya29." + t)),
+    token(B62, 20, 40).map(lambda t: (f"the admin password is {t}", t)),
+    token(B62 + "+/", 40, 60).map(lambda t: (f"AccountName=a;AccountKey={t}==;EndpointSuffix=x", t)),
 )
 
 # Background text that no rule matches: lowercase words, spaces and some punctuation/unicode.
@@ -84,6 +94,12 @@ sensitive_keys = st.sampled_from(
         "Authorization",
     ]
 )
+secret_names = st.sampled_from(
+    [
+        *("openai_api_key", "OPENAI_API_KEY", "db_password", "github_token", "hf_token", "X-Goog-Api-Key"),
+        *("Ocp-Apim-Subscription-Key", "AccountKey", "jwt", "app_secret", "slackBotToken", "SecretString"),
+    ]
+)
 background = st.recursive(
     st.one_of(
         st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), safe_text
@@ -102,7 +118,7 @@ def planted(data: st.DataObject, registered: list[str]) -> tuple[Any, list[str]]
     must_vanish: list[str] = []
     doc = data.draw(background)
     for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
-        kind = data.draw(st.sampled_from(["pattern", "registered", "key"]))
+        kind = data.draw(st.sampled_from(["pattern", "registered", "key", "secret_name"]))
         if kind == "pattern":
             text, secret = data.draw(credentials)
             must_vanish.append(secret)
@@ -111,10 +127,14 @@ def planted(data: st.DataObject, registered: list[str]) -> tuple[Any, list[str]]
             secret = data.draw(st.sampled_from(registered))
             must_vanish.append(secret)
             value = f"{data.draw(safe_text)}{secret}{data.draw(safe_text)}"  # glued to other text
-        else:
+        elif kind == "key":
             secret = "zq" + data.draw(token(B62, 14, 20))
             must_vanish.append(secret)
             value = {data.draw(sensitive_keys): data.draw(st.sampled_from([secret, [secret], {"v": secret}]))}
+        else:  # a secret name (NEWCOMER2 finding 8): its string goes, in any spelling
+            secret = "zq" + data.draw(token(B62, 14, 20))
+            must_vanish.append(secret)
+            value = {data.draw(secret_names): secret}
         wrap = data.draw(st.sampled_from(["plain", "list", "bytes"]))
         if wrap == "list":
             value = [value]
@@ -125,9 +145,11 @@ def planted(data: st.DataObject, registered: list[str]) -> tuple[Any, list[str]]
 
 
 def insert(data: st.DataObject, doc: Any, value: Any) -> Any:
-    """Put ``value`` at a random place inside ``doc`` (a new container on the way down)."""
-    if isinstance(doc, dict) and doc and "$stepfork" not in doc and data.draw(st.booleans()):
-        key = data.draw(st.sampled_from(sorted(doc)))
+    """Put ``value`` at a random place inside ``doc`` (a new container on the way down), never below a
+    secret name's string (that would move the planted string out from under its name)."""
+    keys = sorted(k for k in doc if key_rule(k) != STRING_VALUE) if isinstance(doc, dict) else []
+    if keys and "$stepfork" not in doc and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(keys))
         return {**doc, key: insert(data, doc[key], value)}
     if isinstance(doc, list) and doc and data.draw(st.booleans()):
         i = data.draw(st.integers(min_value=0, max_value=len(doc) - 1))

@@ -40,7 +40,7 @@ import re
 from datetime import datetime
 
 from stepfork.trace._format import SCHEMA_VERSION, EventStatus, EventType, ReplayPolicy, RunStatus
-from stepfork.trace._redaction_rules import SENSITIVE_KEYS, normalize_key
+from stepfork.trace._redaction_names import key_rule
 from stepfork.trace._redaction_text import TextRules
 from stepfork.trace._regular_files import EVENTS_FILE, MANIFEST_FILE, REDACTIONS_FILE, open_regular
 from stepfork.trace._validation_checks import EventMeta, check_events
@@ -314,7 +314,7 @@ def _may_hold_secret(record: Any, text: bytes) -> bool:
     """``default_redactor.may_change(keys, text)`` without the redaction module: True when a key is
     sensitive or a string of the record, whose compact JSON ``text`` is given, may match a text rule."""
     keys = _keys(record)
-    if any(normalize_key(key) in SENSITIVE_KEYS for key in keys):
+    if any(map(key_rule, keys)):  # the default key rule (no added keys)
         return True
     return _DEFAULT_TEXT_RULES.blob_may_match_values(text, keys)
 

@@ -17,7 +17,8 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
-from stepfork.trace._redaction_rules import PATTERNS, SCREEN_NEEDLES
+from stepfork.trace._redaction_names import is_secret_name
+from stepfork.trace._redaction_rules import PATTERNS, SCREEN_GROUPS, SCREEN_NEEDLES
 from stepfork.trace._textsearch import TextSearch
 
 __all__ = ["MIN_SECRET_LENGTH", "REPLACEMENT", "Reason", "TextRules", "check_secret"]
@@ -43,23 +44,30 @@ _SHORT_TEXT: Final = 128  # texts up to this length (tool and model names, roles
 _PLAIN_KEY: Final = re.compile(r"[A-Za-z0-9_-]+")  # keys whose JSON text is the key itself (no escapes)
 
 
-def _needle_search() -> TextSearch | None:
-    """ "Does the (lower-cased, UTF-8) text hold any screen needle": one search of the needles joined by
+def _needle_search(needles: tuple[bytes, ...]) -> TextSearch | None:
+    """ "Does the (lower-cased, UTF-8) text hold one of ``needles``": one search of the needles joined by
     ``|`` (:class:`stepfork.trace._textsearch.TextSearch`: pydantic-core's Rust regex searches a literal
     alternation with SIMD multi-literal search); None when a needle is not a plain literal.
 
     Measured (benchmarks/bench_recording.py payloads): 64 KB in about 25-40 us, where testing the ~35
     needles one ``in`` at a time takes about 1 ms and Python's ``re`` alternation 2 ms. The needles hold no
-    regex metacharacter (checked), so the pattern matches exactly when one of them occurs.
+    regex metacharacter but ``.``, escaped (checked), so the pattern matches exactly when one of them occurs.
     """
-    if not all(re.fullmatch(rb"[a-z0-9_=:/ -]+", n) for n in SCREEN_NEEDLES):
+    if not all(re.fullmatch(rb"[a-z0-9_=:/ .-]+", n) for n in needles):
         return None
-    pattern = b"|".join(SCREEN_NEEDLES)
-    hit = f"x {SCREEN_NEEDLES[-1].decode()} y"
+    pattern = b"|".join(n.replace(b".", rb"\.") for n in needles)  # "sg.", "ya29.": a literal dot
+    hit = f"x {needles[-1].decode()} y"
     return TextSearch(pattern.decode("ascii"), pattern, hit, "nothing to see")
 
 
-_NEEDLES: Final = _needle_search()
+def _searches() -> tuple[TextSearch, TextSearch] | None:
+    """The screen's two searches, one per group of ``SCREEN_GROUPS`` (two cost less than one of all the
+    needles: docs/performance.md), or None when one cannot be built (``in`` per needle then)."""
+    first, second = (_needle_search(group) for group in SCREEN_GROUPS)
+    return None if first is None or second is None else (first, second)
+
+
+_NEEDLES: Final = _searches()
 
 
 def check_secret(value: str) -> None:
@@ -76,6 +84,17 @@ def _span(match: re.Match[str]) -> tuple[int, int]:
     if "secret" in match.re.groupindex and match.start("secret") >= 0:
         return match.span("secret")
     return match.span()
+
+
+def _matches(pattern: re.Pattern[str], text: str, default: bool) -> list[tuple[int, int]]:
+    """The non-empty spans :func:`_span` of ``pattern`` in ``text``. A default pattern with a group named
+    ``name`` (``named_assignment``) counts a match only when the key rule calls that name a secret
+    (:func:`stepfork.trace._redaction_names.is_secret_name`): ``NAME=value`` in text is redacted when a
+    string under the dict key ``NAME`` is (a user's pattern is never filtered)."""
+    found: Iterable[re.Match[str]] = pattern.finditer(text)
+    if default and "name" in pattern.groupindex:
+        found = (m for m in found if m.start("name") < 0 or is_secret_name(m["name"]))
+    return [span for span in map(_span, found) if span[0] < span[1]]
 
 
 def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
@@ -186,8 +205,10 @@ class TextRules:
         for pattern, needles in self._patterns:
             if needles is not None and not any(map(low.__contains__, needles)):
                 continue
-            compiled = _compiled(pattern) if isinstance(pattern, str) else pattern
-            spans += [span for span in map(_span, compiled.finditer(text)) if span[0] < span[1]]
+            if isinstance(pattern, str):  # a default pattern
+                spans += _matches(_compiled(pattern), text, True)
+            else:
+                spans += _matches(pattern, text, False)
         return spans, registered
 
     def blob_may_match(self, blob: bytes) -> bool:
@@ -205,7 +226,8 @@ class TextRules:
             return True
         low = blob.lower()
         if _NEEDLES is not None:
-            return _NEEDLES(low)
+            first, second = _NEEDLES
+            return first(low) or second(low)
         return any(map(low.__contains__, screen))
 
     def blob_may_match_values(self, blob: bytes, keys: Iterable[Any]) -> bool:

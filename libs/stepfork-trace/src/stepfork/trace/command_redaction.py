@@ -10,8 +10,10 @@ An argument is a secret when:
 
 - the redaction rules of strings change it (credential patterns, registered secrets:
   :meth:`stepfork.trace.redaction.Redactor.redact_text`), as in ``--header "Authorization: Bearer ..."``;
-- it is the value of an option named like a secret (:func:`is_secret_option`), given after it
-  (``--password VALUE``) or in the same argument (``--password=VALUE``).
+- it is the value of an option named like a secret (:func:`is_secret_option`: a name the key rule calls
+  a secret, such as ``--auth``, ``--api-key``, ``--bearer``, ``--credentials``, ``--github-token``, or one
+  ending in a secret word), given after it (``--password VALUE``) or in the same argument
+  (``--password=VALUE``).
 """
 
 from __future__ import annotations
@@ -24,18 +26,13 @@ from stepfork.trace._redaction_text import REPLACEMENT
 
 __all__ = ["SECRET_OPTION_ENDINGS", "is_secret_option", "redact_command"]
 
-SECRET_OPTION_ENDINGS: Final = frozenset(
-    {
-        "password", "passwd", "pwd", "passphrase", "secret", "token", "key", "apikey", "credential",
-        "credentials",
-    }
-)  # fmt: skip
-"""The last words of an option name of several words that make its value a secret (``--db-password``,
-``--api-key``, ``--access-token``, ``--client-secret``): the sensitive words of the ``named_assignment``
-credential pattern (docs/redaction.md rule 2: one segment of a ``_``/``-`` separated name), as the name's
-last word, so that ``--token-file PATH`` and ``--max-tokens N`` keep their values. A one-word name is a
-secret only when it is a sensitive key (``--token``, ``--password``; ``--key`` is not: a lookup key),
-as in the text rule."""
+SECRET_OPTION_ENDINGS: Final = frozenset({"key", "keys"})
+"""The last words of an option name of several words that make its value a secret beside the names of
+the key rule (docs/redaction.md rule 1, which already makes ``--db-password``, ``--client-secret``,
+``--github-token`` and ``--openai-api-key`` secrets): on a command line any ``--X-key`` is taken for a
+secret (``--sort-key`` too), as it was before the key rule knew which keys are credentials. A one-word
+name is a secret only when the key rule calls it one (``--token``, ``--password``, ``--auth``,
+``--bearer``, ``--credentials``; ``--key`` is not: a lookup key)."""
 
 _OPTION: Final = re.compile(r"-{1,2}(?P<name>[A-Za-z][A-Za-z0-9_.-]*)")
 _BOUNDARY: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # camelCase: apiKey -> api_Key
@@ -49,12 +46,13 @@ def is_secret_option(name: str) -> bool:
         name: the option's name, with or without its dashes (``--db-password``, ``apiKey``, ``-token``).
 
     Returns:
-        True when the name is a sensitive key of the key rule (``Redactor.is_sensitive_key`` of
-        :data:`stepfork.trace.redaction.default_redactor`: ``--password``, ``--token``, ``--api-key``,
-        ``--auth-token``, and the keys a user added) or when it has several words (split at ``-``, ``_``,
-        ``.`` and camelCase) and the last is one of :data:`SECRET_OPTION_ENDINGS` (``--db-password``,
-        ``--slack-webhook-secret``, ``--sort-key`` too). ``--key``, ``--token-file``, ``--max-tokens``:
-        False.
+        True when the key rule redacts a string under the name (``Redactor.is_sensitive_key`` of
+        :data:`stepfork.trace.redaction.default_redactor`, docs/redaction.md rule 1: ``--password``,
+        ``--token``, ``--api-key``, ``--auth``, ``--bearer``, ``--credentials``, ``--openai-api-key``,
+        ``--github-token``, ``--db-password``, and the keys a user added) or when it has several words
+        (split at ``-``, ``_``, ``.`` and camelCase) and the last is one of :data:`SECRET_OPTION_ENDINGS`
+        (``--sort-key``). ``--key``, ``--token-file``, ``--max-tokens``, ``--next-page-token``,
+        ``--auth-type``: False.
     """
     from stepfork.trace.redaction import default_redactor
 

@@ -25,7 +25,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from stepfork.trace._redaction_rules import PATTERNS, SENSITIVE_KEYS, normalize_key
+from stepfork.trace._redaction_names import SENSITIVE_KEYS, WHOLE_VALUE, key_rule, normalize_key
+from stepfork.trace._redaction_rules import PATTERNS
 from stepfork.trace._redaction_streams import STREAM_KEYS, redact_streams, stream_count, streams_may_match
 from stepfork.trace._redaction_text import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
 from stepfork.trace._redaction_text import REPLACEMENT, Reason, TextRules, check_secret
@@ -44,12 +45,23 @@ issue 32)."""
 _TAG: Final = "$stepfork"
 
 
-def _remember(names: frozenset[str], verdicts: dict[Any, bool], key: Any) -> bool:
-    verdict = type(key) is str and normalize_key(key) in names
+def _remember(names: frozenset[str], verdicts: dict[Any, int], key: Any) -> int:
+    verdict = key_rule(key, names)
     if len(verdicts) > 10_000:  # bounded: keys can be data (ids used as keys)
         verdicts.clear()
     verdicts[key] = verdict
     return verdict
+
+
+def _replaced(rule: int, item: Any) -> bool:
+    """Whether the key rule ``rule`` (``key_rule``: 1 whole value, 2 strings) replaces the value ``item``:
+    a reference name's value always, a secret name's only when it is a non-empty string or tagged
+    bytes/str (a count under ``max_tokens`` is a number, a secret is a string: docs/redaction.md rule 1)."""
+    if rule == WHOLE_VALUE:
+        return True
+    if isinstance(item, str):
+        return item != ""
+    return isinstance(item, dict) and item.get(_TAG) in ("bytes", "str")
 
 
 def _join(base: str, parts: list[str | int]) -> str:
@@ -101,10 +113,10 @@ class Redactor:
         secrets: Iterable[str] = (),
     ) -> None:
         self._lock = threading.Lock()
-        # (normalized sensitive names, key -> verdict cache, keys known clean: one subset test in
+        # (normalized reference names, key -> key_rule verdict cache, keys known clean: one subset test in
         # may_change); replaced as a whole when a key is added, so a verdict is always cached next to the
         # names it was computed from.
-        self._keys: tuple[frozenset[str], dict[Any, bool], set[Any]] = (
+        self._keys: tuple[frozenset[str], dict[Any, int], set[Any]] = (
             SENSITIVE_KEYS | {normalize_key(k) for k in extra_keys},
             {},
             set(),
@@ -145,8 +157,10 @@ class Redactor:
             self._rebuild()
 
     def is_sensitive_key(self, key: str) -> bool:
-        """True when the whole value under ``key`` is redacted."""
-        return normalize_key(key) in self._keys[0]
+        """True when the key rule redacts a value under ``key`` (docs/redaction.md rule 1): any value of a
+        reference name or an added key (``api_key``, ``token``), a string of a secret name
+        (``openai_api_key``, ``db_password``, ``github_token``). False for ``max_tokens``, ``sort_key``."""
+        return key_rule(key, self._keys[0]) != 0
 
     # -- text ---------------------------------------------------------------------------------------
 
@@ -256,10 +270,10 @@ class Redactor:
                     new_key, key_reason = self._text.redact(key)
                     if key_reason is not None and new_key != key:
                         renamed.append((key, new_key, key_reason))
-                sensitive = verdicts.get(key)
-                if sensitive is None:
-                    sensitive = _remember(names, verdicts, key)
-                if sensitive:
+                rule = verdicts.get(key)
+                if rule is None:
+                    rule = _remember(names, verdicts, key)
+                if rule and _replaced(rule, item):
                     if type(item) is str and item == REPLACEMENT:
                         continue  # already redacted: no new finding
                     found.append(RedactionFinding(_join(base, [*parts, key]), "sensitive_key"))
@@ -323,7 +337,8 @@ class Redactor:
             out: list[Any] | None = None
             for i, pair in enumerate(raw):
                 is_pair = type(pair) is list and len(pair) == 2 and type(pair[0]) is str
-                if is_pair and self.is_sensitive_key(pair[0]):
+                rule = key_rule(pair[0], self._keys[0]) if is_pair else 0
+                if rule and _replaced(rule, pair[1]):
                     if pair[1] == REPLACEMENT and type(pair[1]) is str:
                         continue
                     findings.append(RedactionFinding(_pointer(_pointer(sub, i), 1), "sensitive_key"))
