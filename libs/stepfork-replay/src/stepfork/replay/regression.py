@@ -144,6 +144,7 @@ def run_regression_case(
     network: str | None = None,
     allow_hosts: Iterable[str] | None = None,
     ignore: Mapping[str, Iterable[str]] | None = None,
+    allow_commands: Iterable[str] | None = None,
 ) -> Any:
     """Replay ``entrypoint`` against ``trace`` and check it like a reviewed regression test.
 
@@ -152,7 +153,7 @@ def run_regression_case(
             resolved against ``import_root`` (default: the current directory).
         trace: a bundle path or a ``Trace``; ``trace_path`` is accepted as the reference's keyword name.
             A path is replaced by the bundle :data:`BUNDLE_ENV` names, when set (``stepfork run --bundle``).
-        mode, live_llms, allow_live_tools, ordering, network, allow_hosts, ignore: as
+        mode, live_llms, allow_live_tools, ordering, network, allow_hosts, allow_commands, ignore: as
             :class:`ReplaySession` (the network is sealed in frozen mode unless ``network="open"``;
             ignored input differences pass and are the session's ``ignored_differences``).
         raise_as: as :class:`ReplaySession` (the entrypoint's own ``except`` clauses catch recorded
@@ -190,6 +191,7 @@ def run_regression_case(
         raise_as=resolve_raise_as(raise_as, import_root=import_root, exceptions_only=True),
         network=network,
         allow_hosts=allow_hosts,
+        allow_commands=allow_commands,
     )
     if not isinstance(source, Trace):
         session.attach_bundle(source)  # extension files (an imported bundle's otel-import.json)
@@ -201,6 +203,7 @@ def run_regression_case(
                 network=session.network,  # the import is sealed as the session will be
                 allow_hosts=session.allow_hosts,
                 mode=session.mode,
+                allow_commands=session.allow_commands,
             )
         except EntrypointImportExit as exc:  # a script without a __main__ guard: not the agent's verdict
             raise AssertionError(f"{ENTRYPOINT_UNRESOLVABLE}{_text(str(exc))}") from None

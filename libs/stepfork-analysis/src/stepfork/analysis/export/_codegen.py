@@ -118,6 +118,7 @@ def generate_pytest_source(
     ordering: str = "auto",
     ignore: Mapping[str, list[str]] | None = None,
     command: Sequence[str] | None = None,
+    allow_commands: Iterable[str] | None = None,
 ) -> str:
     """Return the source of a pytest module that replays ``trace_path`` through ``entrypoint`` (or, with
     ``command`` (``["python", "agent.py", ARGS...]``), through that program:
@@ -132,8 +133,8 @@ def generate_pytest_source(
     generated code, whoever calls it). Sets are written as sorted lists. ``raise_as``
     (``{recorded error type: "MODULE:CLASS"}``) is embedded as the RAISE_AS literal, keys sorted;
     ``ordering`` (a replay ordering, default ``auto``) as ORDERING and ``ignore`` (``{label: [JSON
-    paths]}``, ``--ignore TOOL:PATH``) as IGNORE; ``network``/``allow_hosts`` as NETWORK/ALLOW_HOSTS;
-    all passed to ``run_regression_case``.
+    paths]}``, ``--ignore TOOL:PATH``) as IGNORE; ``network``/``allow_hosts``/``allow_commands`` as
+    NETWORK/ALLOW_HOSTS/ALLOW_COMMANDS; all passed to ``run_regression_case``.
 
     Raises:
         ExportError: ``invalid_mode`` for a mode outside :data:`EXPORT_MODES`; ``invalid_option`` when
@@ -165,6 +166,7 @@ def generate_pytest_source(
     if network not in (None, "sealed", "open"):
         raise ExportError(f"network must be 'sealed' or 'open', got {network!r}", code="invalid_option")
     allow_hosts = _checked_allow_hosts(allow_hosts)
+    commands = _checked_allow_commands(allow_commands)
     from stepfork.trace.redaction import redact_json
 
     if expectation is not None:
@@ -193,6 +195,7 @@ def generate_pytest_source(
         "RAISE_AS": _literal(dict(sorted(classes.items())) if classes else None, "RAISE_AS"),
         "NETWORK": _literal(network, "NETWORK"),
         "ALLOW_HOSTS": _literal(sorted(set(allow_hosts)) if allow_hosts else None, "ALLOW_HOSTS"),
+        "ALLOW_COMMANDS": _literal(sorted(set(commands)) if commands else None, "ALLOW_COMMANDS"),
         "ORDERING": _literal(ordering, "ORDERING"),
         "IGNORE": _literal(_checked_ignore(ignore), "IGNORE"),
     }
@@ -232,6 +235,7 @@ def test_stepfork_regression_{stem}() -> None:
         raise_as=RAISE_AS,
         network=NETWORK,
         allow_hosts=ALLOW_HOSTS,
+        allow_commands=ALLOW_COMMANDS,
         ordering=ORDERING,
         ignore=IGNORE,
     )
@@ -253,6 +257,19 @@ def _checked_allow_hosts(allow_hosts: Iterable[str] | None) -> list[str] | None:
 
     try:
         return [format_host(*parse_allowed_host(host)) for host in allow_hosts]
+    except ValueError as exc:
+        raise ExportError(str(exc), code="invalid_option") from None
+
+
+def _checked_allow_commands(allow_commands: Iterable[str] | None) -> list[str] | None:
+    """``allow_commands`` checked for ALLOW_COMMANDS (:func:`stepfork.replay.network.parse_allowed_command`),
+    or None; ExportError ``invalid_option`` for a malformed entry, which the test's replay would refuse."""
+    if not allow_commands:
+        return None
+    from stepfork.replay.network import parse_allowed_command
+
+    try:
+        return [parse_allowed_command(command) for command in allow_commands]
     except ValueError as exc:
         raise ExportError(str(exc), code="invalid_option") from None
 
@@ -368,6 +385,7 @@ def export_pytest_test(
     ordering: str = "auto",
     ignore: Mapping[str, list[str]] | None = None,
     command: Sequence[str] | None = None,
+    allow_commands: Iterable[str] | None = None,
     check_call: bool = False,
 ) -> ExportResult:
     """Validate the bundle strictly, generate the test and write it atomically.
@@ -469,6 +487,7 @@ def export_pytest_test(
         ordering=ordering,
         ignore=ignore,
         command=command,
+        allow_commands=allow_commands,
     )
     write_atomically(destination, source, overwrite=overwrite)
     return ExportResult(destination, expectation, bool(has_expectation), source_kind, unmatched)
