@@ -141,30 +141,18 @@ def unix_name(address: Any) -> str | None:
 
 
 def is_own_unix(name: str) -> bool:
-    """True for a Unix socket through which the process talks to itself or to what it started, not to
-    another program: the system log (:data:`LOG_SOCKETS`), a socket under this process's
-    ``multiprocessing`` folder (the listeners of its manager and forkserver processes, which
-    ``multiprocessing`` names there), or one this process holds bound itself (a listener it bound, read
-    from Linux's ``/proc``; elsewhere only the first two)."""
+    """True for a Unix socket through which the process talks to itself or to ``multiprocessing``'s own
+    processes, not to another program: the system log (:data:`LOG_SOCKETS`), a socket in a
+    ``multiprocessing`` folder (``pymp-*``, where it names the listeners of the manager and forkserver
+    processes it starts), or one this process holds bound itself (a listener it bound, read from Linux's
+    ``/proc``; elsewhere only the first two). A socket another process holds (a database's, Docker's, a
+    server a test started) is not the process's own, whoever started that process."""
     if name in LOG_SOCKETS:
         return True
-    folder = _multiprocessing_folder()
-    if folder and os.path.abspath(name).startswith(os.path.join(os.path.abspath(folder), "")):
+    folder = "" if name.startswith("@") else os.path.basename(os.path.dirname(os.path.abspath(name)))
+    if folder.startswith("pymp-"):
         return True
     return _held_here(name)
-
-
-def _multiprocessing_folder() -> str | None:
-    """This process's ``multiprocessing`` temporary folder (``pymp-...``), when it has made one; inherited
-    by its ``spawn`` children. Read, never made (``multiprocessing.util.get_temp_dir`` would make it)."""
-    process = sys.modules.get("multiprocessing.process")
-    if process is None:
-        return None
-    try:
-        folder = process.current_process()._config.get("tempdir")
-    except (AttributeError, TypeError):
-        return None
-    return folder if isinstance(folder, str) and folder else None
 
 
 def _held_here(name: str) -> bool:
