@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -68,11 +68,23 @@ class UnixServer:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[UnixServer]:
-    srv = UnixServer(tmp_path / "db.sock")
-    yield srv
-    if srv.process.poll() is None:
-        srv.seen()
+def start_server(tmp_path: Path) -> Iterator[Callable[[str], UnixServer]]:
+    """``start_server(NAME)``: a :class:`UnixServer` on ``tmp_path / NAME``, stopped at teardown."""
+    started: list[UnixServer] = []
+
+    def start(name: str) -> UnixServer:
+        started.append(UnixServer(tmp_path / name))
+        return started[-1]
+
+    yield start
+    for srv in started:
+        if srv.process.poll() is None:
+            srv.seen()
+
+
+@pytest.fixture
+def server(start_server: Callable[[str], UnixServer]) -> UnixServer:
+    return start_server("db.sock")
 
 
 @pytest.fixture
@@ -105,14 +117,21 @@ def test_a_unix_socket_server_in_another_process_is_refused_and_is_the_divergenc
 
 
 def test_allow_hosts_names_the_path_of_a_unix_socket_it_lets_through(
-    bundle: Path, server: UnixServer
+    bundle: Path, start_server: Callable[[str], UnixServer]
 ) -> None:
-    with ReplaySession.from_trace(bundle, allow_hosts=[server.path]) as session:
+    """A path is kept as given (a file name is case-sensitive, a host name is not), and only the path
+    named is let through."""
+    allowed, other = start_server("Docker.sock"), start_server("docker.sock")
+    with ReplaySession.from_trace(bundle, allow_hosts=[allowed.path]) as session:
         lookup("Paris")
-        assert ask(server.path).endswith(b"ok")
-    assert session.divergence is None
-    assert session.allow_hosts == (server.path,)
-    assert server.seen() == ["connection", "request"]
+        assert ask(allowed.path).endswith(b"ok")
+        with pytest.raises(ReplayPolicyError):
+            ask(other.path)
+    assert session.allow_hosts == (allowed.path,)
+    assert session.divergence is not None
+    assert other.path in str(session.divergence)
+    assert allowed.seen() == ["connection", "request"]
+    assert other.seen() == []
 
 
 def test_a_connection_opened_before_the_session_is_refused_at_its_first_send(
