@@ -55,7 +55,7 @@ anonymous telemetry, on by default) is refused the same way but is not a diverge
 
 A child process forked while a sealed session is active (``os.fork``, a ``multiprocessing`` pool with the
 ``fork`` start method) keeps the seal; a refusal there is written to a pipe the parent reads when the
-session ends, and becomes the session's divergence too (:func:`_child_refusals`).
+session ends, and becomes the session's divergence too (:mod:`stepfork.replay.network_fork`).
 
 A thread the replay starts (``threading.Thread.start`` from the session's context, or from a thread it
 started) stays sealed for its whole life (:mod:`stepfork.replay.network_threads`): the session waits for
@@ -64,8 +64,9 @@ those still running when its run ends, and one that sends after the session ende
 
 Beside these hooks (docs/replay.md, "The seal's rules"): an audit hook applies the same rules inside the C
 functions, past the hooks (:mod:`stepfork.replay.network_audit`); a Python child process the replay
-starts seals itself from the environment :func:`_carry_to_children` gives it
-(:mod:`stepfork.replay.network_children`); and the entrypoint's module is imported under the seal
+starts seals itself from the environment :func:`_carry_to_children` gives it, and any other child is
+refused before it starts (``child_process_refused``, :func:`_refuse_child`) unless ``allow_commands`` let
+it run (:mod:`stepfork.replay.network_children`); and the entrypoint's module is imported under the seal
 (:mod:`stepfork.replay.network_import`).
 """
 
@@ -80,7 +81,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from stepfork.replay import _seal_rules, network_threads
+from stepfork.replay import _seal_rules, network_fork, network_threads
 from stepfork.replay._seal_rules import (
     Allowance,
     allows,
@@ -93,11 +94,12 @@ from stepfork.replay._seal_rules import (
     unix_name,
 )
 from stepfork.replay._seal_rules import port_of as _port
-from stepfork.replay.errors import ChildProcessRefusedError, ReplayPolicyError
+from stepfork.replay.errors import ReplayPolicyError
 from stepfork.replay.network_asyncio import asyncio_hooks
+from stepfork.replay.network_errors import child_refused_error, reported_error, sealed_error
 from stepfork.trace.http_calls import is_telemetry_host
 
-__all__ = ["Allowance", "format_host"]  # re-exported: callers import them from here
+__all__ = ["Allowance", "format_host", "sealed_error"]  # re-exported: callers import them from here
 
 SEALED_MODES = frozenset({"frozen", "forbidden", "manual"})
 """Modes whose default is ``network="sealed"``; ``live`` and ``hybrid`` default to ``"open"``."""
@@ -369,7 +371,7 @@ def _refuse(host: str, port: Any, what: str = "the connection to") -> None:
     telemetry = is_telemetry_host(host)
     if seal is None and inherited is not None:
         if not telemetry:
-            _tell_parent({"refused": "network", "where": where, "what": what})
+            network_fork.tell_parent({"refused": "network", "where": where, "what": what})
         raise sealed_error(where, getattr(inherited.session, "mode", "frozen"), child=True, what=what)
     session = getattr(seal, "session", None)
     context = getattr(session, "seal_context", None)
@@ -391,7 +393,7 @@ def _refuse_child(program: str, line: list[str], reason: str) -> None:
     if seal is None and inherited is None:
         return
     if seal is None and inherited is not None:
-        _tell_parent({"refused": "command", "program": program, "reason": reason})
+        network_fork.tell_parent({"refused": "command", "program": program, "reason": reason})
         mode = getattr(inherited.session, "mode", "frozen")
         raise child_refused_error(program, line, reason, mode, child=True)
     session = getattr(seal, "session", None)
@@ -417,7 +419,7 @@ def _refuse_unseen(description: str) -> None:
         code="network_sealed",
     )
     if seal is None and inherited is not None:
-        _tell_parent({"refused": "unseen", "where": description})
+        network_fork.tell_parent({"refused": "unseen", "where": description})
         raise error
     _deliver(seal, error)
     raise error
@@ -429,142 +431,22 @@ def _importing(seal: Seal) -> bool:
     return getattr(seal.session, "seal_context", None) is not None
 
 
-def sealed_error(
-    where: str,
-    mode: str = "frozen",
-    *,
-    child: bool | str = False,
-    context: str | None = None,
-    what: str = "the connection to",
-) -> ReplayPolicyError:
-    """The ``network_sealed`` error for a connection to ``where`` (``host:port``) refused in ``mode``
-    (``child``: by a child process ``"forked"`` (True) or ``"started"`` during the replay; ``context``: what
-    was running, as ``while importing the entrypoint's module 'agent'``; ``what``: the kind of traffic,
-    ``the connection to`` by default, ``the reverse lookup of``...)."""
-    has_port = where.count(":") == 1 or where.startswith("[")
-    host = where.rsplit(":", 1)[0].strip("[]") if has_port else where
-    every = f"; --allow-host {host} for every port" if has_port else ""
-    how = "forked" if child is True else child
-    who = f"a child process {how} during the replay: " if how else ""
-    who += f"{context}: " if context else ""
-    return ReplayPolicyError(
-        f"network sealed during {mode} replay: {who}{what} {where} was refused before anything "
-        "was sent. This call is not instrumented, so its answer is not in the recording: instrument its "
-        "client (instrument_openai(client), instrument_anthropic(client), instrument_httpx(client), "
-        "instrument_urllib3() for requests and boto3, instrument_aiohttp()) or the "
-        "function making it (@trace_tool); or, when the replay really needs it live, let it through with "
-        f"allow_hosts=[{where!r}] (--allow-host {where}{every}) or "
-        "network='open' (--allow-network)",
-        code="network_sealed",
-    )
-
-
-def child_refused_error(
-    program: str,
-    line: list[str] | None,
-    reason: str,
-    mode: str = "frozen",
-    *,
-    child: bool | str = False,
-    context: str | None = None,
-) -> ChildProcessRefusedError:
-    """The ``child_process_refused`` error for the child process ``program`` (its command ``line``,
-    redacted and shortened in the message; None when only the name is known) refused in ``mode`` for
-    ``reason`` (``child``, ``context``: as :func:`sealed_error`)."""
-    from stepfork.trace.command_redaction import redact_command
-
-    shown = program
-    if line:
-        import shlex
-
-        shown = shlex.join(redact_command(line))
-        shown = shown if len(shown) <= 160 else shown[:157] + "..."
-    how = "forked" if child is True else child
-    who = f"a child process {how} during the replay: " if how else ""
-    who += f"{context}: " if context else ""
-    return ChildProcessRefusedError(
-        f"child process refused during {mode} replay: {who}the command `{shown}` was refused before it "
-        f"started: {reason}. Serve its result from the recording (@trace_tool around the function that "
-        "runs it); or, when the replay really needs it, let it run unsealed with "
-        f"allow_commands=[{program!r}] (--allow-command {program}) or network='open' (--allow-network)",
-        program=program,
-    )
-
-
-def reported_error(report: Any, mode: str, child: str | bool) -> ReplayPolicyError:
-    """The error a refusal a child process reported stands for (``report``: the JSON object it wrote,
-    ``{"refused": "network" | "command" | "unseen", ...}``, or the bare ``host:port`` of older lines)."""
-    if not isinstance(report, dict):
-        return sealed_error(str(report), mode, child=child)
-    kind = report.get("refused")
-    if kind == "command":
-        program, reason = str(report.get("program")), str(report.get("reason"))
-        return child_refused_error(program, None, reason, mode, child=child)
-    if kind == "unseen":
-        how = "forked" if child is True else child
-        return ReplayPolicyError(
-            f"network sealed during {mode} replay: a child process {how} during the replay: "
-            f"{report.get('where')} was refused: the seal cannot see where such a call goes",
-            code="network_sealed",
-        )
-    what = str(report.get("what") or "the connection to")
-    return sealed_error(str(report.get("where")), mode, child=child, what=what)
-
-
-# -- forked children ------------------------------------------------------------------------------------
-
-_child_of: tuple[int, int] | None = None
-"""``(the parent's pid, the write end of its pipe)`` in a child forked while sealed sessions were active."""
-_fork_pipe: tuple[int, int] | None = None
-"""The parent's ``(read, write)`` pipe its forked children report refusals on (made at the first fork)."""
-
-
-def _before_fork() -> None:
-    global _fork_pipe
-    sessions = any(seal.session is not None and seal.pid == os.getpid() for seal in _seals)
-    if sessions and _fork_pipe is None and _child_of is None:
-        with contextlib.suppress(OSError):
-            read, write = os.pipe()
-            os.set_blocking(read, False)
-            _fork_pipe = (read, write)
+def _has_session_here() -> bool:
+    """True when a seal of a session of this process is in force (a fork now makes a child that reports)."""
+    here = os.getpid()
+    return any(seal.session is not None and seal.pid == here for seal in _seals)
 
 
 def _after_fork_in_child() -> None:
-    global _child_of, _fork_pipe, _lock
+    global _lock
     _lock = threading.Lock()  # another thread of the parent may have held it at the fork
-    if _fork_pipe is not None:
-        os.close(_fork_pipe[0])
-        _child_of = (os.getppid(), _fork_pipe[1])
-    _fork_pipe = None
-
-
-def _tell_parent(report: dict[str, str]) -> None:
-    """Write ``report`` (:func:`reported_error`'s JSON object, each value cut to 200 characters) on the pipe
-    to the parent, one line (one short write: atomic on a pipe)."""
-    if _child_of is not None:
-        import json
-
-        line = json.dumps({key: value[:200] for key, value in report.items()})
-        with contextlib.suppress(OSError):
-            os.write(_child_of[1], (line + "\n").encode("utf-8", "replace"))
-
-
-def _child_refusals() -> list[Any]:
-    """Every refusal the forked children reported since the last call (non-blocking): their JSON objects
-    (:func:`reported_error`)."""
-    if _fork_pipe is None:
-        return []
-    data = b""
-    with contextlib.suppress(BlockingIOError, OSError):
-        while chunk := os.read(_fork_pipe[0], 65536):
-            data += chunk
-    from stepfork.replay.network_children import parse_report_lines
-
-    return parse_report_lines(data)
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    os.register_at_fork(
+        before=lambda: network_fork.before_fork(_has_session_here()),
+        after_in_child=_after_fork_in_child,
+    )
 
 
 _UNIX = getattr(socket, "AF_UNIX", None)
@@ -866,11 +748,6 @@ def _children_settings(seals: list[Seal]) -> tuple[str, list[Allowance], list[st
     return str(mode or "frozen"), allowed, commands
 
 
-def commands_here() -> frozenset[str]:
-    """The ``allow_commands`` of the seals in force for the calling thread (empty when none is)."""
-    return frozenset(command for seal in _seals_here() for command in seal.commands)
-
-
 _installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) while the hooks are in place
 
 
@@ -960,17 +837,18 @@ def seal_process() -> None:
 
 def unseal(handle: Seal, *, keep_threads: bool = True) -> None:
     """Undo :func:`seal` for one session; the hooks go when the last seal goes. A refusal a child process
-    reported (forked: :func:`_child_refusals`; started: :func:`stepfork.replay.network_children.refusals`)
+    reported (forked: :func:`stepfork.replay.network_fork.child_refusals`; started:
+    :func:`stepfork.replay.network_children.refusals`)
     becomes the session's divergence first. With ``keep_threads`` (the default), the seal stays in force
     for the threads the session started that are still running (``Seal.ended``), until they end;
     ``keep_threads=False`` lifts it for them too (``fork``'s run going live)."""
-    global _fork_pipe, _ended
+    global _ended
     diverge = getattr(handle.session, "_diverge", None)
     if diverge is not None:
         from stepfork.replay.network_children import refusals
 
         mode = getattr(handle.session, "mode", "frozen")
-        for report in _child_refusals():
+        for report in network_fork.child_refusals():
             diverge(reported_error(report, mode, child=True))
         note = getattr(handle.session, "note_unsealed_child", None)
         for report in refusals():
@@ -988,11 +866,8 @@ def unseal(handle: Seal, *, keep_threads: bool = True) -> None:
                 _seals.remove(handle)
         _drop_finished()  # and the hooks with the last seal
         _carry_to_children()
-        if _fork_pipe is not None and not any(s.session is not None and not s.ended for s in _seals):
-            for descriptor in _fork_pipe:
-                with contextlib.suppress(OSError):
-                    os.close(descriptor)
-            _fork_pipe = None
+        if not any(s.session is not None and not s.ended for s in _seals):
+            network_fork.close_pipe()
         _peers_allowed.clear()
 
 
