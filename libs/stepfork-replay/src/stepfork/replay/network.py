@@ -697,15 +697,34 @@ def _hooks() -> list[tuple[Any, str, Any]]:
     ssl = sys.modules.get("ssl")
     if ssl is not None:
         hooks += [(ssl.SSLSocket, name, wrapper) for name, wrapper in _SSL_HOOKS.items()]
+    return hooks + asyncio_hooks(_check_peer, _check_connect, _original)
+
+
+_lasting = False
+"""True once :func:`_install_lasting` ran."""
+
+
+def _install_lasting() -> None:
+    """Install, once for the process's life, the hooks that do nothing while no seal is in force for the
+    calling thread: ``threading.Thread.start`` (:mod:`stepfork.replay.network_threads`) and
+    ``subprocess.Popen.__init__`` (:func:`stepfork.replay.network_children.popen_hook`). Installing and
+    removing them with every session would cost each replay two more class changes (about 5 us of a 100 us
+    session); left in place, a thread start or a ``Popen`` outside a replay pays one look at the seals.
+    Called with ``_lock`` held."""
+    global _lasting
+    if _lasting:
+        return
+    _lasting = True
     import subprocess
 
     from stepfork.replay import network_children
 
-    hooks += [
+    for owner, name, wrapper in (
         (threading.Thread, "start", network_threads.start_hook(_seal_starting_thread, _original)),
         (subprocess.Popen, "__init__", network_children.popen_hook(_child_seal_value, _original)),
-    ]
-    return hooks + asyncio_hooks(_check_peer, _check_connect, _original)
+    ):
+        _original[f"{owner.__name__}.{name}"] = getattr(owner, name)
+        setattr(owner, name, wrapper)
 
 
 def _seal_starting_thread() -> Seal | None:
@@ -757,6 +776,7 @@ def _install() -> None:
     from stepfork.replay import network_audit
 
     network_audit.install(sys.modules[__name__])
+    _install_lasting()
     done = {(owner, name) for owner, name, _ in _installed}
     for owner, name, wrapper in _hooks():
         if (owner, name) in done:
@@ -859,7 +879,7 @@ def unseal(handle: Seal, *, keep_threads: bool = True) -> None:
             diverge(reported_error(report, mode, child="started"))
     with _lock:
         if handle in _seals and not handle.ended:
-            if keep_threads and network_threads.alive(handle.threads):
+            if keep_threads and handle.threads and network_threads.alive(handle.threads):
                 handle.ended = True
                 _ended += 1
             else:

@@ -79,11 +79,10 @@ def end_of_run(session: Any, handle: Any, exc_type: type[BaseException] | None) 
     (stepfork.replay.network_threads.wait_for); the names of those still running go on its notes. Not
     after a ``KeyboardInterrupt`` or another ``BaseException`` that is not an ``Exception``: the user asked
     to stop."""
-    if handle is None or (exc_type is not None and not issubclass(exc_type, Exception)):
+    if handle is None or not handle.threads or (exc_type is not None and not issubclass(exc_type, Exception)):
         return
     from stepfork.replay import network_threads
 
-    if handle.threads:
-        still = network_threads.wait_for(handle.threads)
-        if still:
-            session.note_unwaited_threads(still)
+    still = network_threads.wait_for(handle.threads)
+    if still:
+        session.note_unwaited_threads(still)
