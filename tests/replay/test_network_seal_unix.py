@@ -168,8 +168,9 @@ def _manager_roundtrip() -> int:
 
 
 def test_what_the_process_needs_to_talk_to_itself_stays_open(bundle: Path, tmp_path: Path) -> None:
-    """A listener this process bound, socketpair and asyncio's self-pipe, a multiprocessing manager (its
-    own process, listening in a ``pymp-*`` folder) and the system log's socket name."""
+    """A listener this process bound (reached from this process and from a sealed Python child),
+    socketpair and asyncio's self-pipe, a multiprocessing manager (its own process, listening in a
+    ``pymp-*`` folder)."""
     own = str(tmp_path / "own.sock")
 
     async def over_unix() -> bytes:
@@ -193,6 +194,9 @@ def test_what_the_process_needs_to_talk_to_itself_stays_open(bundle: Path, tmp_p
                     accepted.sendall(b"reply")  # a server of this process answering
                 assert client.recv(5) == b"reply"
             assert asyncio.run(over_unix()) == b"sent"
+            back = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({own!r}); s.sendall(b'tool')"
+            done = subprocess.run([sys.executable, "-c", back], capture_output=True, text=True, check=False)
+            assert done.returncode == 0, done.stderr  # a sealed child's tool talking back to the replay
             left, right = socket.socketpair()
             with left, right:
                 left.sendall(b"x")

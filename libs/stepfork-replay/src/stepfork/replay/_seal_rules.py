@@ -140,24 +140,26 @@ def unix_name(address: Any) -> str | None:
     return "@" + address[1:] if address[0] == "\0" else address
 
 
-def is_own_unix(name: str) -> bool:
+def is_own_unix(name: str, also: tuple[int, ...] = ()) -> bool:
     """True for a Unix socket through which the process talks to itself or to ``multiprocessing``'s own
     processes, not to another program: the system log (:data:`LOG_SOCKETS`), a socket in a
     ``multiprocessing`` folder (``pymp-*``, where it names the listeners of the manager and forkserver
     processes it starts), or one this process holds bound itself (a listener it bound, read from Linux's
-    ``/proc``; elsewhere only the first two). A socket another process holds (a database's, Docker's, a
-    server a test started) is not the process's own, whoever started that process."""
+    ``/proc``; elsewhere only the first two), or one of the processes ``also`` names does (a sealed child
+    names the replaying process: its tools talk back to it). A socket another process holds (a database's,
+    Docker's, a server a test started) is not the process's own, whoever started that process."""
     if name in LOG_SOCKETS:
         return True
     folder = "" if name.startswith("@") else os.path.basename(os.path.dirname(os.path.abspath(name)))
     if folder.startswith("pymp-"):
         return True
-    return _held_here(name)
+    return _held_here(name, ("self", *also))
 
 
-def _held_here(name: str) -> bool:
-    """True when a socket bound to ``name`` is held by this process (Linux: the inodes ``/proc/net/unix``
-    lists for the name among the descriptors of ``/proc/self/fd``); False where ``/proc`` cannot be read."""
+def _held_here(name: str, holders: tuple[int | str, ...]) -> bool:
+    """True when a socket bound to ``name`` is held by one of ``holders`` (``"self"`` or pids; Linux: the
+    inodes ``/proc/net/unix`` lists for the name among the descriptors of ``/proc/PID/fd``); False where
+    ``/proc`` cannot be read."""
     names = {name, os.path.abspath(name)} if not name.startswith("@") else {name}
     inodes: set[str] = set()
     try:
@@ -167,16 +169,19 @@ def _held_here(name: str) -> bool:
                 fields = line.rstrip("\n").split(None, 7)  # Num RefCount Protocol Flags Type St Inode Path
                 if len(fields) == 8 and fields[7] in names:
                     inodes.add(f"socket:[{fields[6]}]")
-        if not inodes:
-            return False
-        for descriptor in os.listdir("/proc/self/fd"):
+    except OSError:
+        return False
+    for holder in holders if inodes else ():
+        try:
+            descriptors = os.listdir(f"/proc/{holder}/fd")
+        except OSError:
+            continue
+        for descriptor in descriptors:
             try:
-                if os.readlink(f"/proc/self/fd/{descriptor}") in inodes:
+                if os.readlink(f"/proc/{holder}/fd/{descriptor}") in inodes:
                     return True
             except OSError:
                 continue
-    except OSError:
-        return False
     return False
 
 

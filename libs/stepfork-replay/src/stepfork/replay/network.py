@@ -389,9 +389,8 @@ def _refuse_child(program: str, line: list[str], reason: str) -> None:
     """Raise (and record, as :func:`_refuse` does) ``child_process_refused`` for the child process
     ``program`` (its command ``line``) about to start, refused for ``reason``
     (:func:`stepfork.replay._seal_rules.child_refusal`)."""
+    # both None: the process's own seal, between sessions: refused all the same, recorded nowhere
     seal, inherited = _current_seal()
-    if seal is None and inherited is None:
-        return
     if seal is None and inherited is not None:
         network_fork.tell_parent({"refused": "command", "program": program, "reason": reason})
         mode = getattr(inherited.session, "mode", "frozen")

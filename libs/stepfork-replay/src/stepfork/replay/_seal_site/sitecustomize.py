@@ -37,10 +37,15 @@ def _seal() -> None:
     spec.loader.exec_module(rules)
     mode = str(settings.get("mode") or "frozen")
     report = settings.get("report")
+    replaying = os.getppid()  # the process the replay runs in (whose own Unix sockets are open to this one)
     if isinstance(report, str) and "{ppid}" in report:
         # the replaying process reads it; this one's own children report there too
-        report = report.replace("{ppid}", str(_reporter(report)))
-        os.environ["STEPFORK_SEAL"] = json.dumps({**settings, "report": report})
+        replaying = _reporter(report)
+        report = report.replace("{ppid}", str(replaying))
+        settings = {**settings, "report": report, "replaying": replaying}
+        os.environ["STEPFORK_SEAL"] = json.dumps(settings)
+    elif isinstance(settings.get("replaying"), int):
+        replaying = settings["replaying"]
     commands = frozenset(str(command) for command in settings.get("commands") or ())
     pairs = settings.get("allowed") or ()
     allowed = {(str(host), port if isinstance(port, int) else None) for host, port in pairs}
@@ -112,7 +117,8 @@ def _seal() -> None:
                 f"the command {program!r} was refused before it started: {verdict} (Stepfork)",
             )
 
-    own_unix = rules.is_own_unix
+    def own_unix(name: str) -> bool:
+        return bool(rules.is_own_unix(name, (replaying,)))
 
     def name_checked(host: object, port: object) -> None:
         if state["resolving"] or not isinstance(host, (str, bytes)):
