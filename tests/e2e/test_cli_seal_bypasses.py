@@ -5,9 +5,10 @@ hooks, swallows whatever happens, and returns what it recorded, so a replay that
 read MATCHED with "Network sealed". Now: the C-level ``connect`` (``_socket``, the base class's method),
 a reverse lookup and a ctypes lookup of libc's ``connect`` are refused by the seal's audit hook; a Python
 child process (``subprocess``, ``multiprocessing`` with ``spawn``) seals itself from the environment it
-inherits and reports its refusals; a socket connected at import is refused at import; a child the seal
-cannot reach (not Python, or started without the sealed environment) is named on the report. The real
-CLI in a subprocess, ``--json`` read; the server counts every request.
+inherits (an ``env=`` of its own gets it back) and reports its refusals; a socket connected at import is
+refused at import; a child the seal cannot reach is refused (tests/e2e/test_cli_seal_children.py), or, let
+run by ``--allow-command``, named on the report. The real CLI in a subprocess, ``--json`` read; the server
+counts every request.
 """
 
 from __future__ import annotations
@@ -129,6 +130,11 @@ def reverse_lookup():
 
 def shell_child():
     subprocess.run(["sh", "-c", "exit 0"], check=False)
+    return _done()
+
+
+def program_child():
+    subprocess.run(["true"], check=False)
     return _done()
 
 
@@ -257,19 +263,28 @@ def test_os_write_on_a_socket_connected_at_import_never_happens(
     assert server.hits == before  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(
-    ("function", "program"),
-    [("shell_child", "sh"), ("python_child_without_the_environment", Path(sys.executable).name)],
-)
-def test_a_child_the_seal_cannot_reach_is_named_on_the_report(
-    folder: Path, function: str, program: str
+@pytest.mark.parametrize("function", ["shell_child", "python_child_without_the_environment"])
+def test_a_child_that_reaches_nothing_or_keeps_the_seal_runs_and_the_replay_is_sealed(
+    folder: Path, function: str
 ) -> None:
+    """A shell's own command (``sh -c "exit 0"``) runs no program; a Python given an ``env=`` of its own
+    gets the seal back: neither is refused, and nothing is left unsealed."""
     report = replayed(folder, "bypass", function)
     assert report["exit_code_seen"] == 0, report["matching"]
-    gap = f"child processes not sealed: 1 started ({program})"
-    assert report["network"] == {"policy": "sealed", "allowed_hosts": [], "not_sealed": [gap]}
-    text = run_cli("replay", f"{function}.sftrace", "-e", f"bypass:{function}", cwd=folder)
-    assert f"Network       sealed ({gap})" in text.out, text.out
+    network = {"policy": "sealed", "allowed_hosts": [], "allowed_commands": [], "not_sealed": []}
+    assert report["network"] == network
+
+
+def test_a_child_allow_command_lets_run_is_named_on_the_report(folder: Path) -> None:
+    report = replayed(folder, "bypass", "program_child", "--allow-command", "true")
+    assert report["exit_code_seen"] == 0, report["matching"]
+    gap = "child processes not sealed: 1 started (true)"
+    assert report["network"] == {
+        "policy": "sealed",
+        "allowed_hosts": [],
+        "allowed_commands": ["true"],
+        "not_sealed": [gap],
+    }
 
 
 def test_a_sealed_python_child_still_runs_its_own_sitecustomize(tmp_path: Path) -> None:
@@ -326,10 +341,11 @@ def test_check_workers_read_the_refusals_of_their_own_children(
 
 
 def test_an_exported_test_that_passes_with_an_unsealed_child_warns(folder: Path) -> None:
-    bundle = record(folder, "bypass", "shell_child")
+    bundle = record(folder, "bypass", "program_child")
     exported = run_cli(
-        "export", bundle, "--pytest", "-e", "bypass:shell_child", "-o", "test_shell.py", cwd=folder
-    )
+        "export", bundle, "--pytest", "-e", "bypass:program_child", "-o", "test_shell.py",
+        "--allow-command", "true", cwd=folder,
+    )  # fmt: skip
     assert exported.code == 0, exported.text
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_shell.py"],
@@ -340,5 +356,5 @@ def test_an_exported_test_that_passes_with_an_unsealed_child_warns(folder: Path)
         timeout=120,
     )
     assert "1 passed, 1 warning" in done.stdout, done.stdout + done.stderr
-    warning = "NetworkSealWarning: network sealed, except: child processes not sealed: 1 started (sh)"
+    warning = "NetworkSealWarning: network sealed, except: child processes not sealed: 1 started (true)"
     assert warning in done.stdout

@@ -1,5 +1,6 @@
 """Parsing of options shared by several commands: ``--raise-as TYPE=MODULE:CLASS`` (replay, export),
-``--allow-host HOST[:PORT]`` (replay, export, fork, minimize), ``--ordering``, ``--ignore``.
+``--allow-host HOST[:PORT]`` (replay, export, fork, minimize), ``--allow-command NAME`` (replay, export),
+``--ordering``, ``--ignore``.
 
 A bad value is refused here, before any bundle is read or any module imported, with one line on stderr and
 exit 2, as the commands refuse other bad options (spec/cli-reference.txt, exit code conventions).
@@ -19,8 +20,14 @@ ALLOW_NETWORK_HELP = (
     "uninstrumented outbound connection fails with network_sealed)."
 )
 ALLOW_HOST_HELP = (
-    "Let connections to HOST (a name or an address: every port) or HOST:PORT (one port; IPv6 in brackets, "
-    "[::1]:8000) through the sealed network; loopback and private addresses are sealed too. Repeatable."
+    "Let connections to HOST (a name or an address: every port), HOST:PORT (one port; IPv6 in brackets, "
+    "[::1]:8000) or a Unix socket's PATH through the sealed network; loopback and private addresses are "
+    "sealed too. Repeatable."
+)
+ALLOW_COMMAND_HELP = (
+    "Let the replay start the program NAME (or the file PATH) as a child process, unsealed: a frozen, "
+    "forbidden or manual replay refuses every child the seal cannot reach (not Python) with "
+    "child_process_refused. Repeatable."
 )
 
 _FORM = "expected TYPE=MODULE:CLASS, for example app.errors.RateLimited=app.errors:RateLimited"
@@ -88,6 +95,21 @@ def parse_allow_hosts(values: list[str] | None) -> list[str]:
             allowed.append(format_host(*parse_allowed_host(value)))
         except ValueError as exc:
             fail(f"--allow-host: {sanitize_text(str(exc))}", 2)
+    return list(dict.fromkeys(allowed))
+
+
+def parse_allow_commands(values: list[str] | None) -> list[str]:
+    """The ``--allow-command`` values (a program's name or a path; duplicates dropped), or one line on
+    stderr and exit 2 for a malformed one (``stepfork.replay.network.parse_allowed_command``)."""
+    from stepfork.cli.output import fail, sanitize_text
+    from stepfork.replay.network import parse_allowed_command
+
+    allowed: list[str] = []
+    for value in values or []:
+        try:
+            allowed.append(parse_allowed_command(value))
+        except ValueError as exc:
+            fail(f"--allow-command: {sanitize_text(str(exc))}", 2)
     return list(dict.fromkeys(allowed))
 
 

@@ -57,6 +57,7 @@ def run_script_regression_case(
     allow_live_tools: list[str] | None = None,
     network: str | None = None,
     allow_hosts: list[str] | None = None,
+    allow_commands: list[str] | None = None,
     ordering: str = "auto",
     ignore: dict[str, list[str]] | None = None,
     expectation: Any = None,
@@ -73,8 +74,8 @@ def run_script_regression_case(
             program runs with this interpreter (``sys.executable``: the one running the test, where
             Stepfork is installed), whatever the first item names.
         cwd: the directory the program runs in (the export's working directory); None: the current one.
-        mode, allow_live_tools, network, allow_hosts, ordering, ignore: as ``stepfork replay``'s options
-            (``network="open"`` is ``--allow-network``).
+        mode, allow_live_tools, network, allow_hosts, allow_commands, ordering, ignore: as ``stepfork
+            replay``'s options (``network="open"`` is ``--allow-network``).
         expectation, has_expectation: the reviewed output (JSON), compared exactly (it is the user's) with
             :func:`program_output` of what the program printed when ``has_expectation`` is True.
         ignore_output: JSON paths of that output not compared (``$.generated_at``; ``export --ignore``).
@@ -113,6 +114,7 @@ def run_script_regression_case(
             "mode": mode,
             "network": network or "",
             "allow_hosts": list(allow_hosts or []),
+            "allow_commands": list(allow_commands or []),
             "allow_live_tools": list(allow_live_tools or []),
             "ordering": ordering,
             "ignore": ignore or {},

@@ -63,16 +63,20 @@ def emit_report_json(outcome: Any) -> None:
 def render_outcome(outcome: Any, path: Path, entrypoint: str, *, verbose: bool = False) -> None:
     """Print the replay report of ``outcome`` (the spec's "replay" output) for ``entrypoint``; ``verbose``
     as ``--verbose``."""
-    network = network_line(outcome.network, outcome.allowed_hosts, outcome.seal_gaps)
+    commands = getattr(outcome, "allowed_commands", ())
+    network = network_line(outcome.network, outcome.allowed_hosts, outcome.seal_gaps, commands)
     render(outcome, header_lines(path, entrypoint, outcome.mode, None, network), verbose=verbose)
 
 
-def network_line(policy: str, allowed: Any, gaps: Any = ()) -> str:
-    """``sealed``, ``sealed (allowed: 127.0.0.1:8000, db.internal)``, ``sealed (child processes not sealed:
-    1 started (curl))`` or ``open (not sealed: ...)``."""
+def network_line(policy: str, allowed: Any, gaps: Any = (), commands: Any = ()) -> str:
+    """``sealed``, ``sealed (allowed: 127.0.0.1:8000, db.internal)``, ``sealed (allowed commands: curl;
+    child processes not sealed: 1 started (curl))`` or ``open (not sealed: ...)``."""
     if policy != "sealed":
         return "open (not sealed: uninstrumented connections reach the network)"
-    notes = ([f"allowed: {', '.join(allowed)}"] if allowed else []) + list(gaps)
+    notes = ([f"allowed: {', '.join(allowed)}"] if allowed else []) + (
+        [f"allowed commands: {', '.join(commands)}"] if commands else []
+    )
+    notes += list(gaps)
     return f"sealed ({'; '.join(notes)})" if notes else "sealed"
 
 
@@ -154,7 +158,8 @@ def render(outcome: Any, header: list[str], *, verbose: bool) -> None:
 
     gaps = getattr(outcome, "seal_gaps", ())
     if gaps:  # the header, printed before the run, said "sealed": say what the seal did not cover
-        network = network_line(outcome.network, outcome.allowed_hosts, gaps)
+        commands = getattr(outcome, "allowed_commands", ())
+        network = network_line(outcome.network, outcome.allowed_hosts, gaps, commands)
         line = f"{'Network':<14}{sanitize_text(network)}"
         header = [line if item.startswith("Network ") else item for item in header] or [line]
     header = list(header)

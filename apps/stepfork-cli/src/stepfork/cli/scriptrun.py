@@ -228,6 +228,7 @@ def _replay(bundle: str, options: dict[str, Any], target: list[str]) -> int:
                 mode=options["mode"],
                 network=options["network"] or None,
                 allow_hosts=options["allow_hosts"] or None,
+                allow_commands=options.get("allow_commands") or None,
                 allow_live_tools=options["allow_live_tools"] or None,
                 approve=ask if options["mode"] == "manual" else None,
                 ordering=options["ordering"],

@@ -1,4 +1,5 @@
-"""The network seal's host rules, standard library only (docs/replay.md, "The seal's rules").
+"""The network seal's rules, standard library only (docs/replay.md, "The seal's rules"): hosts, Unix
+sockets (:func:`unix_name`, :func:`is_own_unix`) and child processes (:func:`child_refusal`).
 
 Shared by the seal of a replaying process (:mod:`stepfork.replay.network`) and the seal a Python child
 process of a replay puts on itself at start-up (``_seal_site/sitecustomize.py``), which loads this file by
@@ -9,7 +10,9 @@ in every ``subprocess.run([sys.executable, ...])``), and may run on an interpret
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import sys
 import threading
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing in every sealed child's start-up
@@ -110,3 +113,271 @@ vetted = threading.local()
 function they already checked (with the flags the audit event does not carry), so the audit hook
 (:mod:`stepfork.replay.network_audit`) does not check it again. Here, a module both import, so neither
 imports the other for it."""
+
+
+# -- Unix sockets ---------------------------------------------------------------------------------------
+
+LOG_SOCKETS = frozenset(
+    {"/dev/log", "/run/systemd/journal/socket", "/run/systemd/journal/dev-log"}
+    | {"/var/run/syslog", "/var/run/log"}  # macOS, FreeBSD
+)
+"""The system log's sockets (``logging.handlers.SysLogHandler``, journald): where the agent's log lines go,
+never where its input comes from; always open."""
+
+
+def unix_name(address: Any) -> str | None:
+    """The name of an ``AF_UNIX`` address as the seal compares it: a path as given (``str``, ``bytes`` or
+    ``os.PathLike``), an abstract name (Linux: a leading NUL) as ``@name``, as ``ss`` and
+    ``/proc/net/unix`` show it; None for an unnamed address (``''``: an unbound peer, a socketpair's) and
+    for anything else."""
+    if isinstance(address, (bytes, bytearray, os.PathLike)):
+        try:
+            address = os.fsdecode(os.fspath(address) if isinstance(address, os.PathLike) else bytes(address))
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(address, str) or not address:
+        return None
+    return "@" + address[1:] if address[0] == "\0" else address
+
+
+def is_own_unix(name: str, also: tuple[int, ...] = ()) -> bool:
+    """True for a Unix socket through which the process talks to itself or to ``multiprocessing``'s own
+    processes, not to another program: the system log (:data:`LOG_SOCKETS`), a socket in a
+    ``multiprocessing`` folder (``pymp-*``, where it names the listeners of the manager and forkserver
+    processes it starts), or one this process holds bound itself (a listener it bound, read from Linux's
+    ``/proc``; elsewhere only the first two), or one of the processes ``also`` names does (a sealed child
+    names the replaying process: its tools talk back to it). A socket another process holds (a database's,
+    Docker's, a server a test started) is not the process's own, whoever started that process."""
+    if name in LOG_SOCKETS:
+        return True
+    folder = "" if name.startswith("@") else os.path.basename(os.path.dirname(os.path.abspath(name)))
+    if folder.startswith("pymp-"):
+        return True
+    return _held_here(name, ("self", *also))
+
+
+def _held_here(name: str, holders: tuple[int | str, ...]) -> bool:
+    """True when a socket bound to ``name`` is held by one of ``holders`` (``"self"`` or pids; Linux: the
+    inodes ``/proc/net/unix`` lists for the name among the descriptors of ``/proc/PID/fd``); False where
+    ``/proc`` cannot be read."""
+    names = {name, os.path.abspath(name)} if not name.startswith("@") else {name}
+    inodes: set[str] = set()
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as table:
+            next(table, None)  # the header
+            for line in table:
+                fields = line.rstrip("\n").split(None, 7)  # Num RefCount Protocol Flags Type St Inode Path
+                if len(fields) == 8 and fields[7] in names:
+                    inodes.add(f"socket:[{fields[6]}]")
+    except OSError:
+        return False
+    for holder in holders if inodes else ():
+        try:
+            descriptors = os.listdir(f"/proc/{holder}/fd")
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            try:
+                if os.readlink(f"/proc/{holder}/fd/{descriptor}") in inodes:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+# -- child processes ------------------------------------------------------------------------------------
+
+ENV = "STEPFORK_SEAL"
+"""The environment variable a sealed child reads its seal from (JSON: ``mode``, ``allowed``, ``commands``,
+``report``)."""
+SITE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "_seal_site")
+"""The folder put first on a child's ``PYTHONPATH``: it holds only ``sitecustomize.py``."""
+
+LOCAL_PROGRAMS = frozenset(
+    {"uname", "sw_vers", "getconf", "nproc", "lsb_release", "hostname", "id", "whoami", "arch"}
+    | {"ldconfig", "ld", "gcc", "cc", "objdump"}
+    | {"ifconfig", "ip", "arp", "netstat", "lanscan"}
+)
+"""Programs that only read this machine, started by the standard library and SDKs themselves
+(``platform.processor()`` runs ``uname -p`` in every OpenAI SDK request's headers,
+``ctypes.util.find_library`` runs ``ldconfig``/``gcc``, ``uuid.getnode()`` may run ``ip``/``ifconfig``):
+they start while sealed, and are not counted."""
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
+"""Shells whose ``-c COMMAND`` is judged as the program it runs when ``COMMAND`` is a simple command."""
+SHELL_BUILTINS = frozenset({"exit", "true", "false", ":", "echo", "printf", "test", "[", "pwd", "cd"})
+"""A shell's own commands that run no program and reach nothing (``sh -c "exit 0"``): started freely."""
+
+_PYTHON = r"python(\d+(\.\d+)*)?[a-z]?(\.exe)?"
+"""A Python interpreter's file name (``python``, ``python3.11``, ``python3.13t``, ``python.exe``)."""
+_SPECIAL = r"[;&|<>()$`\\\n\r*?\[\]{}~!#]"
+"""What makes a shell command more than one program with its arguments (lists, pipes, redirections,
+expansions, globs, escapes). Both patterns are compiled on first use: ``re`` is not imported at the
+start-up of every sealed child."""
+
+SEALED = "sealed"
+""":func:`child_refusal`'s verdict on a Python child that inherits the seal."""
+LOCAL = "local"
+"""... on a program of :data:`LOCAL_PROGRAMS` (started, not counted)."""
+ALLOWED = "allowed"
+"""... on a program the replay's ``allow_commands`` name (started unsealed, and counted on the report)."""
+
+
+def words(argv: Any) -> list[str]:
+    """A command line as a list of words: ``argv`` as a sequence, or a string split as a shell would."""
+    if isinstance(argv, (str, bytes)):
+        import shlex
+
+        text = os.fsdecode(argv)
+        try:
+            return shlex.split(text)
+        except ValueError:
+            return text.split()
+    try:
+        return [os.fsdecode(word) for word in argv]
+    except TypeError:
+        return []
+
+
+def _simple_command(line: str) -> list[str] | None:
+    """The words of ``line`` when it is one program with its arguments, else None."""
+    import re
+
+    if re.search(_SPECIAL, line):
+        return None
+    import shlex
+
+    try:
+        found = shlex.split(line)
+    except ValueError:
+        return None
+    return found if found and "=" not in found[0] else None
+
+
+def _which(name: str, env: Any) -> str | None:
+    """The file ``name`` runs as (a path as given; a bare name looked up on the child's ``PATH``)."""
+    if os.sep in name or (os.altsep and os.altsep in name):
+        return name
+    entries = _variable(env, "PATH") if env is not None else None
+    search = os.fsdecode(entries) if entries is not None else os.environ.get("PATH", os.defpath)
+    for folder in search.split(os.pathsep):
+        candidate = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def is_python(path: str, env: Any = None) -> bool:
+    """True when ``path`` (a program as started, on the child's ``PATH`` in ``env``) is a Python
+    interpreter: by its name (``python3.11``), as this interpreter's own file, or by the ``#!`` line of a
+    script that runs one (a console script: ``pip``, ``stepfork``)."""
+    import re
+
+    if re.fullmatch(_PYTHON, os.path.basename(path).lower()):
+        return True
+    found = _which(path, env)
+    if found is None:
+        return False
+    try:
+        if os.path.realpath(found) == os.path.realpath(sys.executable):
+            return True
+        with open(found, "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first.lower()
+
+
+def unsealable_option(arguments: list[str]) -> str | None:
+    """The first option of a Python command line (``arguments``: after the interpreter) that keeps the seal
+    out: ``-I`` (isolated: no environment, no site), ``-E`` (no ``PYTHON*`` variables) or ``-S`` (no
+    ``site``, so no ``sitecustomize``); None when there is none."""
+    remaining = iter(arguments)
+    for word in remaining:
+        if word == "--" or word == "-" or not word.startswith("-"):
+            return None
+        if word.startswith("--"):
+            continue
+        flags = word[1:]
+        for index, flag in enumerate(flags):
+            if flag in "IES":
+                return f"-{flag}"
+            if flag in "cm":
+                return None  # what follows is the code or the module
+            if flag in "WX":  # an option with a value: the rest of the word, or the next one
+                if index == len(flags) - 1:
+                    next(remaining, None)
+                break
+    return None
+
+
+def carries_seal(env: Any) -> bool:
+    """True when the environment ``env`` (a mapping, str or bytes keys) holds the seal: :data:`ENV` and
+    :data:`SITE` on ``PYTHONPATH``."""
+    entries = _variable(env, "PYTHONPATH") or ""
+    return bool(_variable(env, ENV)) and SITE in os.fsdecode(entries).split(os.pathsep)
+
+
+def _variable(env: Any, name: str) -> str | bytes | None:
+    """``env[name]`` of an environment mapping whose keys are ``str`` or ``bytes`` (``os.environb``), or
+    None."""
+    for key in (name, name.encode()):
+        try:
+            value = env.get(key)
+        except (AttributeError, TypeError):  # os.environ refuses bytes keys
+            continue
+        if isinstance(value, (str, bytes)):
+            return value
+    return None
+
+
+def allows_command(commands: Any, program: str, path: str) -> bool:
+    """True when ``commands`` (``allow_commands`` entries: a program's name, or a path with a ``/``) let
+    ``program`` (its name) started as ``path`` run."""
+    for entry in commands:
+        if os.sep in entry or (os.altsep and os.altsep in entry):
+            if os.path.normpath(entry) == os.path.normpath(path):
+                return True
+        elif entry == program:
+            return True
+    return False
+
+
+def child_refusal(executable: Any, argv: Any, env: Any, commands: Any) -> tuple[str, list[str], str]:
+    """Judge a child process about to start while sealed (docs/replay.md, "The seal's rules").
+
+    Args:
+        executable: the file to run, or None (the first word of ``argv``).
+        argv: the command line (a sequence of words, or a shell's command string).
+        env: the child's environment (a mapping), or None for this process's.
+        commands: the ``allow_commands`` in force (names or paths).
+
+    Returns:
+        ``(program, command words, verdict)``: the program's name as the report shows it (for a shell
+        running one simple command, that command's program), the words of what it runs, and
+        :data:`SEALED` (a Python child that inherits the seal), :data:`LOCAL`, :data:`ALLOWED`, or the
+        reason it is refused, one clause (``a program that is not Python cannot be sealed ...``).
+    """
+    line = words(argv)
+    path = os.fsdecode(executable) if isinstance(executable, (str, bytes, os.PathLike)) else ""
+    path = path or (line[0] if line else "")
+    program = os.path.basename(path) or "?"
+    if program in SHELLS and len(line) >= 3 and line[1] == "-c":
+        inner = _simple_command(line[2])
+        if inner is not None and not allows_command(commands, program, path):
+            if inner[0] in SHELL_BUILTINS:
+                return inner[0], inner, LOCAL
+            line, path = inner, inner[0]
+            program = os.path.basename(path)
+    if program in LOCAL_PROGRAMS:
+        return program, line, LOCAL
+    if allows_command(commands, program, path):
+        return program, line, ALLOWED
+    environment = os.environ if env is None else env
+    if is_python(path, environment):
+        option = unsealable_option(line[1:])
+        if option is not None:
+            return program, line, f"{option} makes Python ignore the environment the seal travels in"
+        if not carries_seal(environment):
+            return program, line, "it was started with an environment (env=) that drops the seal"
+        return program, line, SEALED
+    return program, line, "a program that is not Python cannot be sealed: it could reach anything"

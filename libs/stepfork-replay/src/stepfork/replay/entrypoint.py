@@ -64,6 +64,7 @@ def resolve_entrypoint(
     network: str | None = None,
     allow_hosts: Iterable[str] | None = None,
     mode: str = "frozen",
+    allow_commands: Iterable[str] | None = None,
 ) -> Callable[..., Any]:
     """Import ``MODULE`` and return its attribute ``FUNCTION`` (dotted attributes allowed: ``mod:Cls.run``).
 
@@ -71,12 +72,12 @@ def resolve_entrypoint(
         spec: ``"package.module:function"``.
         import_root: directory put first on ``sys.path`` (default: the current working directory); it stays
             there so the agent's own lazy imports keep working.
-        network, allow_hosts, mode: the network policy of the replay that will run the entrypoint
-            (``"sealed"`` or ``"open"``, as :class:`~stepfork.replay.session.ReplaySession` resolves it)
-            and its mode. ``"sealed"`` imports the module under the network seal
-            (:mod:`stepfork.replay.network_import`): a connection the import makes is refused, and it is
-            the divergence of the replays that call the entrypoint (:func:`call_with_arguments`). None
-            (default): the import runs as any import.
+        network, allow_hosts, mode, allow_commands: the network policy of the replay that will run the
+            entrypoint (``"sealed"`` or ``"open"``, as :class:`~stepfork.replay.session.ReplaySession`
+            resolves it), its mode and the programs it lets start. ``"sealed"`` imports the module under
+            the network seal (:mod:`stepfork.replay.network_import`): a connection the import makes is
+            refused, and it is the divergence of the replays that call the entrypoint
+            (:func:`call_with_arguments`). None (default): the import runs as any import.
 
     Returns:
         The callable. When a sealed import failed because of a refused connection, a stand-in that
@@ -86,7 +87,7 @@ def resolve_entrypoint(
         EntrypointError: with ``code`` ``bad_form`` ("expected the form MODULE:FUNCTION"),
             ``import_failed`` ("cannot import module ..."; :class:`EntrypointImportExit` when the import
             exited or started a recording), ``missing_attribute`` ("no attribute ..."), ``not_callable``.
-        ValueError: a malformed ``allow_hosts`` entry.
+        ValueError: a malformed ``allow_hosts`` or ``allow_commands`` entry.
     """
     module_name, sep, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
     if (
@@ -108,7 +109,13 @@ def resolve_entrypoint(
     if network is not None or mode != "frozen":
         from stepfork.replay.network_import import sealed_import
 
-        seal = sealed_import(module_name, network=network, allow_hosts=allow_hosts or (), mode=mode)
+        seal = sealed_import(
+            module_name,
+            network=network,
+            allow_hosts=allow_hosts or (),
+            mode=mode,
+            allow_commands=allow_commands or (),
+        )
     from stepfork.trace.boundary import preparing_replay
     from stepfork.trace.errors import BoundaryContextError
 

@@ -3,7 +3,7 @@
 ```
 ReplayError
 ├─ ReplayMismatchError ─ ReplayExhaustedError
-├─ ReplayPolicyError
+├─ ReplayPolicyError ─ ChildProcessRefusedError (also a PermissionError)
 └─ RecordedDependencyError
 ```
 
@@ -17,6 +17,7 @@ first difference, full SHA-256 fingerprints). Programs and the CLI read those fi
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -130,10 +131,33 @@ class ReplayPolicyError(ReplayError):
 
     Codes: ``forbidden_mode``, ``not_approved`` (manual mode: no ``approve`` callback, or it said no),
     ``forbidden_policy`` / ``manual_policy`` (the recorded event's replay_policy),
-    ``live_tool_not_authorized`` (live mode, a tool outside ``allow_live_tools``).
+    ``live_tool_not_authorized`` (live mode, a tool outside ``allow_live_tools``), ``network_sealed`` (the
+    network seal refused a connection: stepfork.replay.network), ``child_process_refused``
+    (:class:`ChildProcessRefusedError`).
     """
 
     code = "policy"
+
+
+class ChildProcessRefusedError(ReplayPolicyError, PermissionError):
+    """A child process the network seal cannot reach was refused before it started (code
+    ``child_process_refused``; docs/replay.md "The seal's rules"): a program that is not Python, or a Python
+    started without the environment the seal travels in (``-I``, ``-E``, ``-S``, an ``env=`` that drops it).
+
+    Also a ``PermissionError`` (``errno`` ``EACCES``), as the operating system refusing to run a program
+    raises it, so an agent's ``except OSError`` handles it as it would there; the refusal is recorded as the
+    replay's divergence all the same.
+
+    Attributes:
+        program: the program's name (``curl``; for a shell running one simple command, that command's).
+    """
+
+    code = "child_process_refused"
+
+    def __init__(self, message: str, *, program: str) -> None:
+        super().__init__(message, code="child_process_refused")
+        self.errno = errno.EACCES
+        self.program = program
 
 
 class RecordedDependencyError(ReplayError):

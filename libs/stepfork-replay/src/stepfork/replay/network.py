@@ -8,11 +8,16 @@ While a ``ReplaySession`` with ``network="sealed"`` is active (the default in ``
 or let it through. The error is also recorded as the session's divergence, so the CLI reports DIVERGED and
 exit codes follow the spec even when the agent swallows it.
 
-What stays open: Unix sockets and every other local family (the plumbing of subprocesses, ``multiprocessing``
-and asyncio's self-pipe on POSIX), ``socket.socketpair`` (emulated over loopback where the platform has no
-native pair), a name resolved to bind a server (``AI_PASSIVE``), a numeric address or ``localhost`` being
-resolved (no query leaves the machine: the connection that follows is checked), and replies a server of
-this process sends on a connection it accepted (:func:`_inbound`).
+A Unix socket (``AF_UNIX``) is sealed too, except where the process talks to itself
+(:func:`stepfork.replay._seal_rules.is_own_unix`): a socket it holds bound itself (a listener it bound),
+one under its ``multiprocessing`` folder (its manager's and forkserver's listeners), the system log; a
+local database's socket or ``/var/run/docker.sock`` is another program, refused like a TCP peer.
+
+What stays open: ``socket.socketpair`` (asyncio's self-pipe, ``multiprocessing``; emulated over loopback
+where the platform has no native pair), pipes, the address families other than ``AF_INET``, ``AF_INET6``
+and ``AF_UNIX`` (netlink: the machine's own kernel), a name resolved to bind a server (``AI_PASSIVE``), a
+numeric address or ``localhost`` being resolved (no query leaves the machine: the connection that follows
+is checked), and replies a server of this process sends on a connection it accepted (:func:`_inbound`).
 
 Hooks (what Python gives; installed while at least one sealed session is active, removed after, or for the
 rest of the process's life with :func:`seal_process`, as in a ``stepfork check`` worker):
@@ -50,12 +55,18 @@ anonymous telemetry, on by default) is refused the same way but is not a diverge
 
 A child process forked while a sealed session is active (``os.fork``, a ``multiprocessing`` pool with the
 ``fork`` start method) keeps the seal; a refusal there is written to a pipe the parent reads when the
-session ends, and becomes the session's divergence too (:func:`_child_refusals`).
+session ends, and becomes the session's divergence too (:mod:`stepfork.replay.network_fork`).
+
+A thread the replay starts (``threading.Thread.start`` from the session's context, or from a thread it
+started) stays sealed for its whole life (:mod:`stepfork.replay.network_threads`): the session waits for
+those still running when its run ends, and one that sends after the session ended is refused all the same
+(a late refusal: noted on the session and warned, the verdict being already given).
 
 Beside these hooks (docs/replay.md, "The seal's rules"): an audit hook applies the same rules inside the C
 functions, past the hooks (:mod:`stepfork.replay.network_audit`); a Python child process the replay
-starts seals itself from the environment :func:`_carry_to_children` gives it
-(:mod:`stepfork.replay.network_children`); and the entrypoint's module is imported under the seal
+starts seals itself from the environment :func:`_carry_to_children` gives it, and any other child is
+refused before it starts (``child_process_refused``, :func:`_refuse_child`) unless ``allow_commands`` let
+it run (:mod:`stepfork.replay.network_children`); and the entrypoint's module is imported under the seal
 (:mod:`stepfork.replay.network_import`).
 """
 
@@ -70,7 +81,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from stepfork.replay import _seal_rules
+from stepfork.replay import _seal_rules, network_fork, network_threads
 from stepfork.replay._seal_rules import (
     Allowance,
     allows,
@@ -78,14 +89,17 @@ from stepfork.replay._seal_rules import (
     host_of,
     is_address,
     is_local,
+    is_own_unix,
     normal_host,
+    unix_name,
 )
 from stepfork.replay._seal_rules import port_of as _port
 from stepfork.replay.errors import ReplayPolicyError
 from stepfork.replay.network_asyncio import asyncio_hooks
+from stepfork.replay.network_errors import child_refused_error, reported_error, sealed_error
 from stepfork.trace.http_calls import is_telemetry_host
 
-__all__ = ["Allowance", "format_host"]  # re-exported: callers import them from here
+__all__ = ["Allowance", "format_host", "sealed_error"]  # re-exported: callers import them from here
 
 SEALED_MODES = frozenset({"frozen", "forbidden", "manual"})
 """Modes whose default is ``network="sealed"``; ``live`` and ``hybrid`` default to ``"open"``."""
@@ -105,17 +119,40 @@ def network_for(mode: str, network: str | None) -> str:
     return network
 
 
+def parse_allowed_command(text: str) -> str:
+    """One ``allow_commands`` entry (``--allow-command``): a program's name (``curl``: every ``curl`` the
+    replay starts) or a path (``/usr/bin/curl``: that file only), stripped.
+
+    Raises:
+        ValueError: an empty entry, or a name holding a space; the message names the entry.
+    """
+    given = str(text).strip()
+    if not given or (" " in given and "/" not in given):
+        raise ValueError(
+            f"invalid allowed command {text!r}: expected a program's name or path, for example curl or "
+            "/usr/bin/curl"
+        )
+    return given
+
+
 def parse_allowed_host(text: str) -> Allowance:
     """``(host, port)`` of one ``allow_hosts`` entry (``--allow-host``): ``HOST`` (a name or an address:
     every port), ``HOST:PORT``, ``[IPV6]`` or ``[IPV6]:PORT``; a bare IPv6 address (``::1``) is every port
-    of it. The host is normalized as the seal compares it (:func:`_normal_host`).
+    of it; a Unix socket's path (``/var/run/docker.sock``, starting with ``/``) or abstract name
+    (``@name``), kept as given, with port None. The host is normalized as the seal compares it
+    (:func:`_normal_host`).
 
     Raises:
         ValueError: an empty entry, a port that is not 1-65535, or brackets around something that is not
             an IPv6 address; the message names the entry and the accepted forms.
     """
     given = str(text).strip()
-    forms = "expected HOST, HOST:PORT or [IPV6]:PORT, for example 127.0.0.1:8000 or [::1]:8000"
+    if given.startswith(("/", "@")) and len(given) > 1:
+        return given, None  # a Unix socket: a path is case-sensitive, and has no port
+    forms = (
+        "expected HOST, HOST:PORT, [IPV6]:PORT or a Unix socket's path, for example 127.0.0.1:8000 or "
+        "[::1]:8000"
+    )
     host, port_text = given, None
     if given.startswith("["):
         close = given.find("]")
@@ -137,16 +174,27 @@ def parse_allowed_host(text: str) -> Allowance:
 
 
 class Seal:
-    """One sealed session's allowance: the ``(host, port)`` pairs it lets through (port None: every port)
-    and the addresses its allowed names resolved to."""
+    """One sealed session's allowance: the ``(host, port)`` pairs it lets through (port None: every port),
+    the addresses its allowed names resolved to, and the programs it lets start (``commands``).
 
-    def __init__(self, session: Any, allow_hosts: Iterable[str]) -> None:
+    ``threads`` are the threads the session started (:mod:`stepfork.replay.network_threads`); once the
+    session has ended (``ended``), the seal stays in force for them alone, until they end."""
+
+    def __init__(self, session: Any, allow_hosts: Iterable[str], allow_commands: Iterable[str] = ()) -> None:
         self.session = session
         self.pid = os.getpid()  # a forked child inherits the seal; its refusals go to this process
         given = [str(host) for host in allow_hosts if str(host).strip()]
         self.allowed: frozenset[Allowance] = frozenset(parse_allowed_host(host) for host in given)
+        self.commands: frozenset[str] = frozenset(parse_allowed_command(c) for c in allow_commands)
         self.addresses: set[Allowance] = set()
         self.names_resolved = False
+        self.threads: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+        self.ended = False
+
+    def applies(self, current: threading.Thread) -> bool:
+        """True when this seal is in force for the thread ``current``: while its session runs, for every
+        thread; after, for the threads the session started."""
+        return not self.ended or current in self.threads
 
     def resolve_names(self) -> None:
         """Allow the addresses of the allowed host *names* (once): a connection to an allowed name may have
@@ -177,6 +225,10 @@ class Seal:
 
 _lock = threading.Lock()
 _seals: list[Seal] = []
+"""Every seal in force: the active sessions', the process's own (:func:`seal_process`), and ended ones
+still holding threads (``Seal.ended``)."""
+_ended = 0
+"""How many seals of :data:`_seals` are ended (kept for their threads)."""
 _original: dict[str, Any] = {}
 _peers_allowed: weakref.WeakKeyDictionary[socket.socket, bool] = weakref.WeakKeyDictionary()
 """Connected sockets whose peer was checked and allowed under the current seals (emptied when they change)."""
@@ -219,9 +271,31 @@ def _inbound(sock: socket.socket) -> bool:
     return False
 
 
-def _allowed(host: str, port: int | None) -> bool:
+def _seals_here() -> list[Seal]:
+    """The seals in force for the calling thread: every seal, except an ended one this thread is not of
+    (an ended seal whose threads have all ended is dropped here, and the hooks with the last seal)."""
     with _lock:
         seals = list(_seals)
+        if not _ended:
+            return seals
+        _drop_finished()
+    current = threading.current_thread()
+    return [seal for seal in seals if seal.applies(current)]
+
+
+def _drop_finished() -> None:
+    """Drop the ended seals none of whose threads is alive (the hooks go with the last seal); called with
+    ``_lock`` held."""
+    global _ended
+    for seal in [seal for seal in _seals if seal.ended and not network_threads.alive(seal.threads)]:
+        _seals.remove(seal)
+        _ended -= 1
+    if not _seals:
+        _uninstall()
+
+
+def _allowed(host: str, port: int | None) -> bool:
+    seals = _seals_here()
     if not seals or _suspended or getattr(_plumbing, "active", False):
         return True
     return any(seal.allows(host, port) for seal in seals)
@@ -251,11 +325,11 @@ def suspended() -> Iterator[None]:
 
 def _current_seal() -> tuple[Seal | None, Seal | None]:
     """``(this process's seal a refusal or a note goes to, or None; a seal inherited from the parent by a
-    forked child, or None)``: the active session's, else (a thread the session's context did not reach)
-    the first session's, else an entrypoint's import (:mod:`stepfork.replay.network_import`), else None
-    (the process's own seal, :func:`seal_process`, between sessions)."""
-    with _lock:
-        seals = list(_seals)
+    forked child, or None)``: the seal of the session that started the calling thread, else the active
+    session's, else (a thread the session's context did not reach) the first session's, else an
+    entrypoint's import (:mod:`stepfork.replay.network_import`), else None (the process's own seal,
+    :func:`seal_process`, between sessions)."""
+    seals = _seals_here()
     if not seals:
         return None, None
     from stepfork.trace import boundary
@@ -263,11 +337,27 @@ def _current_seal() -> tuple[Seal | None, Seal | None]:
     active = boundary.active_handler()
     here = os.getpid()
     own = [s for s in seals if s.pid == here]
-    seal = next((s for s in own if s.session is active and active is not None), None)
-    seal = seal or next((s for s in own if s.session is not None and not _importing(s)), None)
-    seal = seal or next((s for s in own if s.session is not None), None)
+    current = threading.current_thread()
+    seal = next((s for s in own if s.session is not None and current in s.threads), None)
+    seal = seal or next((s for s in own if s.session is active and active is not None and not s.ended), None)
+    seal = seal or next((s for s in own if s.session is not None and not _importing(s) and not s.ended), None)
+    seal = seal or next((s for s in own if s.session is not None and not s.ended), None)
     inherited = next((s for s in seals if s.pid != here and s.session is not None), None)
     return seal, inherited
+
+
+def _deliver(seal: Seal | None, error: ReplayPolicyError) -> None:
+    """Record ``error`` on ``seal``'s session: its divergence while it runs, a late refusal after it ended
+    (a thread it started, refused after the verdict: :meth:`ReplaySession.note_late_refusal`)."""
+    session = getattr(seal, "session", None)
+    if seal is not None and seal.ended:
+        note = getattr(session, "note_late_refusal", None)
+        if note is not None:
+            note(error)
+        return
+    diverge = getattr(session, "_diverge", None)
+    if diverge is not None:
+        diverge(error)
 
 
 def _refuse(host: str, port: Any, what: str = "the connection to") -> None:
@@ -281,19 +371,34 @@ def _refuse(host: str, port: Any, what: str = "the connection to") -> None:
     telemetry = is_telemetry_host(host)
     if seal is None and inherited is not None:
         if not telemetry:
-            _tell_parent(where)
+            network_fork.tell_parent({"refused": "network", "where": where, "what": what})
         raise sealed_error(where, getattr(inherited.session, "mode", "frozen"), child=True, what=what)
     session = getattr(seal, "session", None)
     context = getattr(session, "seal_context", None)
     error = sealed_error(where, getattr(session, "mode", "frozen"), context=context, what=what)
     if telemetry:  # refused all the same, but a library's telemetry is not the agent's behaviour
         note = getattr(session, "note_telemetry_refused", None)
-        if note is not None:
+        if note is not None and not getattr(seal, "ended", False):
             note(where)
         raise error
-    diverge = getattr(session, "_diverge", None)
-    if diverge is not None:
-        diverge(error)
+    _deliver(seal, error)
+    raise error
+
+
+def _refuse_child(program: str, line: list[str], reason: str) -> None:
+    """Raise (and record, as :func:`_refuse` does) ``child_process_refused`` for the child process
+    ``program`` (its command ``line``) about to start, refused for ``reason``
+    (:func:`stepfork.replay._seal_rules.child_refusal`)."""
+    # both None: the process's own seal, between sessions: refused all the same, recorded nowhere
+    seal, inherited = _current_seal()
+    if seal is None and inherited is not None:
+        network_fork.tell_parent({"refused": "command", "program": program, "reason": reason})
+        mode = getattr(inherited.session, "mode", "frozen")
+        raise child_refused_error(program, line, reason, mode, child=True)
+    session = getattr(seal, "session", None)
+    mode = getattr(session, "mode", "frozen")
+    error = child_refused_error(program, line, reason, mode, context=getattr(session, "seal_context", None))
+    _deliver(seal, error)
     raise error
 
 
@@ -313,11 +418,9 @@ def _refuse_unseen(description: str) -> None:
         code="network_sealed",
     )
     if seal is None and inherited is not None:
-        _tell_parent(description)
+        network_fork.tell_parent({"refused": "unseen", "where": description})
         raise error
-    diverge = getattr(session, "_diverge", None)
-    if diverge is not None:
-        diverge(error)
+    _deliver(seal, error)
     raise error
 
 
@@ -327,100 +430,76 @@ def _importing(seal: Seal) -> bool:
     return getattr(seal.session, "seal_context", None) is not None
 
 
-def sealed_error(
-    where: str,
-    mode: str = "frozen",
-    *,
-    child: bool | str = False,
-    context: str | None = None,
-    what: str = "the connection to",
-) -> ReplayPolicyError:
-    """The ``network_sealed`` error for a connection to ``where`` (``host:port``) refused in ``mode``
-    (``child``: by a child process ``"forked"`` (True) or ``"started"`` during the replay; ``context``: what
-    was running, as ``while importing the entrypoint's module 'agent'``; ``what``: the kind of traffic,
-    ``the connection to`` by default, ``the reverse lookup of``...)."""
-    has_port = where.count(":") == 1 or where.startswith("[")
-    host = where.rsplit(":", 1)[0].strip("[]") if has_port else where
-    every = f"; --allow-host {host} for every port" if has_port else ""
-    how = "forked" if child is True else child
-    who = f"a child process {how} during the replay: " if how else ""
-    who += f"{context}: " if context else ""
-    return ReplayPolicyError(
-        f"network sealed during {mode} replay: {who}{what} {where} was refused before anything "
-        "was sent. This call is not instrumented, so its answer is not in the recording: instrument its "
-        "client (instrument_openai(client), instrument_anthropic(client), instrument_httpx(client), "
-        "instrument_urllib3() for requests and boto3, instrument_aiohttp()) or the "
-        "function making it (@trace_tool); or, when the replay really needs it live, let it through with "
-        f"allow_hosts=[{where!r}] (--allow-host {where}{every}) or "
-        "network='open' (--allow-network)",
-        code="network_sealed",
-    )
-
-
-# -- forked children ------------------------------------------------------------------------------------
-
-_child_of: tuple[int, int] | None = None
-"""``(the parent's pid, the write end of its pipe)`` in a child forked while sealed sessions were active."""
-_fork_pipe: tuple[int, int] | None = None
-"""The parent's ``(read, write)`` pipe its forked children report refusals on (made at the first fork)."""
-
-
-def _before_fork() -> None:
-    global _fork_pipe
-    sessions = any(seal.session is not None and seal.pid == os.getpid() for seal in _seals)
-    if sessions and _fork_pipe is None and _child_of is None:
-        with contextlib.suppress(OSError):
-            read, write = os.pipe()
-            os.set_blocking(read, False)
-            _fork_pipe = (read, write)
+def _has_session_here() -> bool:
+    """True when a seal of a session of this process is in force (a fork now makes a child that reports)."""
+    here = os.getpid()
+    return any(seal.session is not None and seal.pid == here for seal in _seals)
 
 
 def _after_fork_in_child() -> None:
-    global _child_of, _fork_pipe, _lock
+    global _lock
     _lock = threading.Lock()  # another thread of the parent may have held it at the fork
-    if _fork_pipe is not None:
-        os.close(_fork_pipe[0])
-        _child_of = (os.getppid(), _fork_pipe[1])
-    _fork_pipe = None
-
-
-def _tell_parent(where: str) -> None:
-    """Write ``where`` on the pipe to the parent (one short write: atomic on a pipe)."""
-    if _child_of is not None:
-        with contextlib.suppress(OSError):
-            os.write(_child_of[1], (where[:200] + "\n").encode("utf-8", "replace"))
-
-
-def _child_refusals() -> list[str]:
-    """The ``host:port`` of every refusal the forked children reported since the last call (non-blocking)."""
-    if _fork_pipe is None:
-        return []
-    data = b""
-    with contextlib.suppress(BlockingIOError, OSError):
-        while chunk := os.read(_fork_pipe[0], 65536):
-            data += chunk
-    return [line for line in data.decode("utf-8", "replace").splitlines() if line]
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    os.register_at_fork(
+        before=lambda: network_fork.before_fork(_has_session_here()),
+        after_in_child=_after_fork_in_child,
+    )
+
+
+_UNIX = getattr(socket, "AF_UNIX", None)
 
 
 def _check_connect(sock: socket.socket, address: Any) -> None:
-    if sock.family not in (socket.AF_INET, socket.AF_INET6):
-        return  # Unix sockets and other local families stay open
+    family = sock.family
+    if family == _UNIX:
+        _check_unix(unix_name(address))
+        return
+    if family not in (socket.AF_INET, socket.AF_INET6):
+        return  # the other local families (netlink...) stay open
     found = host_of(address)
     if found is not None and not _allowed(*found) and not _allowed_by_name(*found):
         _refuse(*found)
+
+
+def _check_unix(name: str | None) -> None:
+    """Refuse a connection (or a datagram) to the Unix socket ``name`` unless it is unnamed, the process's
+    own (:func:`stepfork.replay._seal_rules.is_own_unix`) or allowed (``allow_hosts`` holds its path)."""
+    if name is None or _allowed(name, None) or is_own_unix(name):
+        return
+    _refuse(name, None, what="the connection to the Unix socket")
+
+
+def _check_unix_peer(sock: socket.socket) -> None:
+    """:func:`_check_peer` for a connected Unix socket: its peer is checked as a connection to it would be,
+    unless the socket is the accepting end of a listener this process holds (a reply)."""
+    try:
+        peer = unix_name(sock.getpeername())
+    except OSError:
+        return
+    if peer is None or _allowed(peer, None) or is_own_unix(peer):
+        return
+    with contextlib.suppress(OSError):
+        own = unix_name(sock.getsockname())
+        if own is not None and is_own_unix(own):
+            return
+    _refuse(peer, None, what="the connection to the Unix socket")
 
 
 def _check_peer(sock: socket.socket) -> None:
     """Refuse a send on a connected socket whose peer is not allowed (a connection opened before the seal:
     no connect of it was checked). The first send per socket asks the kernel for the peer; an allowed one
     is remembered."""
-    if sock in _peers_allowed or sock.family not in (socket.AF_INET, socket.AF_INET6):
+    if (sock in _peers_allowed and not _ended) or sock in _plumbing_sockets:
         return
-    if sock in _plumbing_sockets:
+    family = sock.family
+    if family == _UNIX:
+        _check_unix_peer(sock)
+        with contextlib.suppress(TypeError):
+            _peers_allowed[sock] = True
+        return
+    if family not in (socket.AF_INET, socket.AF_INET6):
         return
     try:
         peer = sock.getpeername()
@@ -620,6 +699,73 @@ def _hooks() -> list[tuple[Any, str, Any]]:
     return hooks + asyncio_hooks(_check_peer, _check_connect, _original)
 
 
+_lasting = False
+"""True once :func:`_install_lasting` ran."""
+
+
+def _install_lasting() -> None:
+    """Install, once for the process's life, the hooks that do nothing while no seal is in force for the
+    calling thread: ``threading.Thread.start`` (:mod:`stepfork.replay.network_threads`) and
+    ``subprocess.Popen.__init__`` (:func:`stepfork.replay.network_children.popen_hook`). Installing and
+    removing them with every session would cost each replay two more class changes (about 5 us of a 100 us
+    session); left in place, a thread start or a ``Popen`` outside a replay pays one look at the seals.
+    Called with ``_lock`` held."""
+    global _lasting
+    if _lasting:
+        return
+    _lasting = True
+    import subprocess
+
+    from stepfork.replay import network_children
+
+    for owner, name, wrapper in (
+        (threading.Thread, "start", network_threads.start_hook(_seal_starting_thread, _original)),
+        (subprocess.Popen, "__init__", network_children.popen_hook(_child_seal_value, _original)),
+    ):
+        _original[f"{owner.__name__}.{name}"] = getattr(owner, name)
+        setattr(owner, name, wrapper)
+
+
+def _seal_starting_thread() -> Seal | None:
+    """The seal a thread about to be started by the calling thread belongs to: the active session's, when
+    the caller runs in its context, else the seal of the session that started the caller; None for a
+    thread started by code the replay did not start (a library's own background thread)."""
+    with _lock:
+        seals = list(_seals)
+    if not seals:
+        return None
+    from stepfork.trace import boundary
+
+    active = boundary.active_handler()
+    here = os.getpid()
+    own = [seal for seal in seals if seal.pid == here and seal.session is not None]
+    found = next((seal for seal in own if seal.session is active and not seal.ended), None)
+    if found is None and own:
+        current = threading.current_thread()
+        found = next((seal for seal in own if current in seal.threads), None)
+    return found
+
+
+def _child_seal_value() -> str | None:
+    """The ``STEPFORK_SEAL`` value a child process started by the calling thread must carry (the seals in
+    force for it, :func:`_seals_here`), or None when none is."""
+    from stepfork.replay import network_children
+
+    seals = _seals_here()
+    if not seals:
+        return None
+    mode, allowed, commands = _children_settings(seals)
+    return network_children.seal_value(mode, allowed, commands)
+
+
+def _children_settings(seals: list[Seal]) -> tuple[str, list[Allowance], list[str]]:
+    """``(mode, allowed (host, port) pairs, allowed commands)`` a child of ``seals`` inherits."""
+    mode = next((getattr(s.session, "mode", None) for s in seals if s.session is not None), None)
+    allowed = [pair for s in seals for pool in (s.allowed, s.addresses) for pair in pool]
+    commands = sorted({command for s in seals for command in s.commands})
+    return str(mode or "frozen"), allowed, commands
+
+
 _installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) while the hooks are in place
 
 
@@ -629,6 +775,7 @@ def _install() -> None:
     from stepfork.replay import network_audit
 
     network_audit.install(sys.modules[__name__])
+    _install_lasting()
     done = {(owner, name) for owner, name, _ in _installed}
     for owner, name, wrapper in _hooks():
         if (owner, name) in done:
@@ -641,10 +788,21 @@ def _install() -> None:
         setattr(owner, name, wrapper)
 
 
-def seal(session: Any, allow_hosts: Iterable[str] = ()) -> Seal:
-    """Seal the network for ``session`` (install the hooks if none is installed); return the handle for
-    :func:`unseal`."""
-    handle = Seal(session, allow_hosts)
+def _uninstall() -> None:
+    """Put back every original :func:`_install` replaced; called with ``_lock`` held."""
+    for owner, name, original in reversed(_installed):
+        setattr(owner, name, original)
+    _installed.clear()
+
+
+def seal(session: Any, allow_hosts: Iterable[str] = (), allow_commands: Iterable[str] = ()) -> Seal:
+    """Seal the network for ``session`` (install the hooks if none is installed), letting ``allow_hosts``
+    through and ``allow_commands`` start; return the handle for :func:`unseal`.
+
+    Raises:
+        ValueError: a malformed ``allow_hosts`` or ``allow_commands`` entry.
+    """
+    handle = Seal(session, allow_hosts, allow_commands)
     with _lock:
         if not _installed:
             _install()
@@ -655,17 +813,17 @@ def seal(session: Any, allow_hosts: Iterable[str] = ()) -> Seal:
 
 
 def _carry_to_children() -> None:
-    """Put the seals' allowances in the environment Python children inherit, or give the environment back
-    when nothing is sealed (:mod:`stepfork.replay.network_children`; written only when they change: a
-    process sealed for life writes it once); called with ``_lock`` held."""
+    """Put the active seals' allowances in the environment Python children inherit, or give the
+    environment back when none is active (:mod:`stepfork.replay.network_children`; written only when they
+    change: a process sealed for life writes it once); called with ``_lock`` held. An ended seal is carried
+    by the children its own threads start only (:func:`_child_seal_value`)."""
     from stepfork.replay import network_children
 
-    if not _seals:
+    active = [seal for seal in _seals if not seal.ended]
+    if not active:
         network_children.release()
         return
-    mode = next((getattr(s.session, "mode", None) for s in _seals if s.session is not None), None)
-    allowed = [pair for s in _seals for pool in (s.allowed, s.addresses) for pair in pool]
-    network_children.carry(str(mode or "frozen"), allowed)
+    network_children.carry(*_children_settings(active))
 
 
 _process_seal: Seal | None = None
@@ -679,9 +837,9 @@ def seal_process() -> None:
     starts and removed when it ends. Installing them sets attributes on ``socket.socket`` and asyncio's
     classes, which invalidates the interpreter's attribute caches for them: about 30 us of a 0.45 ms
     replay of the quickstart agent (docs/performance.md, "Run J"). Each session's own seal still adds its
-    ``allow_hosts``, and a refusal is still recorded as the divergence of the session it happens in. Between
-    sessions only Unix sockets (and the other local families) stay reachable, where before the seal there
-    was no seal at all.
+    ``allow_hosts`` and ``allow_commands``, and a refusal is still recorded as the divergence of the session
+    it happens in. Between sessions only the process's own sockets stay reachable, and no child process
+    the seal cannot reach starts, where before the seal there was no seal at all.
 
     Idempotent; a later call installs the hooks of modules loaded since (``ssl``, asyncio's transports:
     :func:`_hooks`). There is no way back: this process never replays with the network open.
@@ -696,36 +854,44 @@ def seal_process() -> None:
             _carry_to_children()
 
 
-def unseal(handle: Seal) -> None:
-    """Undo :func:`seal` for one session; the hooks go when the last sealed session ends. A refusal a child
-    forked during the session reported (:func:`_child_refusals`) becomes the session's divergence first."""
-    global _fork_pipe
+def unseal(handle: Seal, *, keep_threads: bool = True) -> None:
+    """Undo :func:`seal` for one session; the hooks go when the last seal goes. A refusal a child process
+    reported (forked: :func:`stepfork.replay.network_fork.child_refusals`; started:
+    :func:`stepfork.replay.network_children.refusals`)
+    becomes the session's divergence first. With ``keep_threads`` (the default), the seal stays in force
+    for the threads the session started that are still running (``Seal.ended``), until they end;
+    ``keep_threads=False`` lifts it for them too (``fork``'s run going live)."""
+    global _ended
     diverge = getattr(handle.session, "_diverge", None)
     if diverge is not None:
         from stepfork.replay.network_children import refusals
 
         mode = getattr(handle.session, "mode", "frozen")
-        for where in _child_refusals():
-            diverge(sealed_error(where, mode, child=True))
-        for where in refusals():
-            diverge(sealed_error(where, mode, child="started"))
+        for report in network_fork.child_refusals():
+            diverge(reported_error(report, mode, child=True))
+        note = getattr(handle.session, "note_unsealed_child", None)
+        for report in refusals():
+            if isinstance(report, dict) and "allowed" in report:  # a child's own child allow_commands let run
+                if note is not None:
+                    note(str(report["allowed"]))
+                continue
+            diverge(reported_error(report, mode, child="started"))
     with _lock:
-        with contextlib.suppress(ValueError):
-            _seals.remove(handle)
-        if not _seals:
-            for owner, name, original in reversed(_installed):
-                setattr(owner, name, original)
-            _installed.clear()
+        if handle in _seals and not handle.ended:
+            if keep_threads and handle.threads and network_threads.alive(handle.threads):
+                handle.ended = True
+                _ended += 1
+            else:
+                _seals.remove(handle)
+        _drop_finished()  # and the hooks with the last seal
         _carry_to_children()
-        if _fork_pipe is not None and not any(seal.session is not None for seal in _seals):
-            for descriptor in _fork_pipe:
-                with contextlib.suppress(OSError):
-                    os.close(descriptor)
-            _fork_pipe = None
+        if not any(s.session is not None and not s.ended for s in _seals):
+            network_fork.close_pipe()
         _peers_allowed.clear()
 
 
 def is_sealed() -> bool:
-    """True while a sealed replay session is active in this process."""
+    """True while a sealed replay session (or the process's own seal) is in force in this process; a seal
+    kept only for the threads of an ended session does not count."""
     with _lock:
-        return bool(_seals)
+        return any(not seal.ended for seal in _seals)

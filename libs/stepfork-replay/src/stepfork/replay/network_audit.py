@@ -10,7 +10,7 @@ first hooks and, audit hooks being permanent, stays; it does nothing while nothi
 applies the seal's rules to:
 
 - ``socket.connect`` (``connect``/``connect_ex``), ``socket.sendto``, ``socket.sendmsg`` with an address:
-  the address, as the method hooks check it;
+  the address (a Unix socket's path included), as the method hooks check it;
 - ``socket.getaddrinfo``, ``socket.gethostbyname``: the name, as the ``getaddrinfo`` hook checks it
   (a name the hook already let through, an ``AI_PASSIVE`` one included, is not checked twice);
 - ``socket.gethostbyaddr``, ``socket.getnameinfo`` (reverse lookups): refused unless the address is
@@ -22,8 +22,9 @@ applies the seal's rules to:
   would go cannot be checked, and the lookup is the last place to stop it (a function looked up before the
   seal was installed is out of reach);
 - ``subprocess.Popen``, ``os.system``, ``os.exec``, ``os.posix_spawn``, ``os.spawn``: a child process
-  started during the replay, noted by :mod:`stepfork.replay.network_children` (sealed when it is Python
-  and inherits the sealed environment; otherwise counted on the report).
+  started during the replay, judged by :mod:`stepfork.replay.network_children` (sealed when it is Python
+  and inherits the sealed environment; refused, ``child_process_refused``, when the seal cannot reach it,
+  unless the replay's ``allow_commands`` let it run, which the report then says).
 
 A refusal is the same ``ReplayPolicyError`` ``network_sealed``, recorded as the session's divergence. What
 no audit event shows stays out of reach: a C extension's own sockets (uvloop, libpq, gRPC) and ``os.write``
@@ -100,7 +101,7 @@ def _dispatch(event: str, args: tuple[Any, ...]) -> None:
     else:
         from stepfork.replay import network_children
 
-        network_children.note_start(event, args)
+        network_children.check_start(event, args)
 
 
 def _check_reverse(target: Any) -> None:

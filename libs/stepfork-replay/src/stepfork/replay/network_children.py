@@ -9,15 +9,21 @@ shell tool running ``curl``. (A child made by ``os.fork`` keeps the hooks: :mod:
   ``sitecustomize.py`` every Python child runs at start-up (standard library only: it loads
   :mod:`stepfork.replay._seal_rules` by its path, and works on an interpreter without Stepfork), and
   ``STEPFORK_SEAL`` says what is allowed (the sessions' ``allow_hosts`` and the addresses of the allowed
-  names) and where to report. The child then refuses, with an audit hook, every connection, datagram and
-  DNS query the seal would refuse (``PermissionError``, as a firewall would), and appends each refusal to
-  the report file; the session reads it when it ends, and each one is its divergence (``network_sealed``,
-  "a child process started during the replay"). The child's own sitecustomize, if it has one, still runs.
-- **Other children are counted.** A child that is not Python (``curl``, a shell: ``os.system`` runs one),
-  or a Python child started without the sealed environment (``env={...}`` without it, ``python -I``/``-E``/
-  ``-S``), cannot be sealed from here: each is noted on the session (:func:`note_start`), and the report
-  says so (``Network  sealed (child processes not sealed: 1 started (curl))``) instead of a bare "sealed".
-  Programs that only read the machine (:data:`LOCAL_PROGRAMS`: ``uname``, ``ldconfig``...) are not counted.
+  names, their ``allow_commands``) and where to report. The child then refuses, with an audit hook, every
+  connection, datagram and DNS query the seal would refuse (``PermissionError``, as a firewall would) and
+  every child of its own the seal would refuse, and appends each refusal to the report file; the session
+  reads it when it ends, and each one is its divergence ("a child process started during the replay").
+  The child's own sitecustomize, if it has one, still runs. A ``subprocess`` child given an ``env=`` of its
+  own gets the seal's two variables added to a copy of it (:func:`popen_hook`), as the agent's mapping is
+  left as it was.
+- **Other children are refused** (:func:`check_start`, ``ChildProcessRefusedError``, code
+  ``child_process_refused``, the session's divergence): a program that is not Python (``curl``, a shell:
+  ``os.system`` runs one) could reach anything, and a Python started with ``-I``, ``-E`` or ``-S``, or
+  through ``os.exec*``/``os.posix_spawn`` with an environment that drops the seal, cannot be sealed. A
+  shell running one simple command (``sh -c "curl -s URL"``) is judged as that command. The replay's
+  ``allow_commands`` (``--allow-command NAME``) let a program start unsealed: the report says so
+  (``Network  sealed (child processes not sealed: 1 started (curl))``) instead of a bare "sealed".
+  Programs that only read the machine (:data:`LOCAL_PROGRAMS`: ``uname``, ``ldconfig``...) start freely.
 """
 
 from __future__ import annotations
@@ -26,24 +32,31 @@ import atexit
 import contextlib
 import json
 import os
-import re
-import shlex
 import sys
 import tempfile
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
+
+from stepfork.replay._seal_rules import (
+    ALLOWED,
+    ENV,
+    LOCAL,
+    LOCAL_PROGRAMS,
+    SEALED,
+    SITE,
+    carries_seal,
+    child_refusal,
+)
+
+__all__ = ["ENV", "LOCAL_PROGRAMS", "SITE", "NetworkSealWarning"]
 
 
 class NetworkSealWarning(UserWarning):
     """A replay passed, but the network seal could not cover all of it (``child processes not sealed: 1
-    started (curl)``): warned by an exported test (``run_regression_case``), shown in pytest's summary."""
+    started (curl)``, a command ``allow_commands`` let run), or a thread it started was refused after its
+    verdict: warned by an exported test (``run_regression_case``) and by the session, shown in pytest's
+    summary."""
 
-
-SITE = str(Path(__file__).resolve().with_name("_seal_site"))
-"""The folder put first on a child's ``PYTHONPATH``: it holds only ``sitecustomize.py``."""
-ENV = "STEPFORK_SEAL"
-"""The environment variable a sealed child reads its seal from (JSON: ``mode``, ``allowed``, ``report``)."""
 
 _saved: dict[str, str | None] | None = None
 """The environment's ``PYTHONPATH`` and :data:`ENV` before :func:`carry` changed them (None: unchanged)."""
@@ -52,32 +65,34 @@ _report: str | None = None
 (the one that started it: each ``stepfork check`` worker, forked from one zygote, reads its own)."""
 _read: dict[int, int] = {}
 """How far this process read its report file, by pid (a forked worker starts at 0)."""
-_values: dict[tuple[str, frozenset[tuple[str, int | None]]], str] = {}  # the JSON of each seal seen
-_PYTHON = re.compile(r"python(\d+(\.\d+)*)?[a-z]?(\.exe)?$")
-LOCAL_PROGRAMS = frozenset(
-    {"uname", "sw_vers", "getconf", "nproc", "lsb_release", "hostname", "id", "whoami", "arch"}
-    | {"ldconfig", "ld", "gcc", "cc", "objdump"}
-)
-"""Programs that only read this machine, never the network, started by the standard library and SDKs
-themselves (``platform.processor()`` runs ``uname -p`` in every OpenAI SDK request's headers,
-``ctypes.util.find_library`` runs ``ldconfig``): not counted as unsealed children."""
+_values: dict[tuple[str, frozenset[tuple[str, int | None]], tuple[str, ...]], str] = {}
+"""The JSON of each seal seen (:func:`seal_value`)."""
 
 
-def carry(mode: str, allowed: Iterable[tuple[str, int | None]]) -> None:
-    """Make the process's environment carry the seal to Python children (module docstring): ``allowed``
-    are ``(host, port or None)`` pairs, normalized. Called whenever the seals change; :func:`release`
-    gives the environment back."""
-    global _saved, _report
+def seal_value(mode: str, allowed: Iterable[tuple[str, int | None]], commands: Iterable[str] = ()) -> str:
+    """The :data:`ENV` value that carries a seal to a child: JSON with ``mode``, ``allowed`` (``[host,
+    port or null]`` pairs), ``commands`` (``allow_commands``) and ``report`` (the report files' path)."""
+    global _report
     if _report is None:  # one per process tree, kept between sessions
         _report = _report_template()
-    if _saved is None:
-        _saved = {"PYTHONPATH": os.environ.get("PYTHONPATH"), ENV: os.environ.get(ENV)}
-    before = _saved["PYTHONPATH"]
-    key = (mode, frozenset(allowed))
+    key = (mode, frozenset(allowed), tuple(sorted(set(commands))))
     value = _values.get(key)
     if value is None:
         pairs = sorted(key[1], key=lambda pair: (pair[0], pair[1] or 0))
-        value = _values[key] = json.dumps({"mode": mode, "allowed": pairs, "report": _report})
+        settings = {"mode": mode, "allowed": pairs, "commands": list(key[2]), "report": _report}
+        value = _values[key] = json.dumps(settings)
+    return value
+
+
+def carry(mode: str, allowed: Iterable[tuple[str, int | None]], commands: Iterable[str] = ()) -> None:
+    """Make the process's environment carry the seal to Python children (module docstring): ``allowed``
+    are ``(host, port or None)`` pairs, normalized; ``commands`` the programs allowed to start. Called
+    whenever the seals change; :func:`release` gives the environment back."""
+    global _saved
+    value = seal_value(mode, allowed, commands)
+    if _saved is None:
+        _saved = {"PYTHONPATH": os.environ.get("PYTHONPATH"), ENV: os.environ.get(ENV)}
+    before = _saved["PYTHONPATH"]
     if os.environ.get(ENV) != value:  # the same seals as the last session's: nothing to write
         os.environ["PYTHONPATH"] = SITE if not before else SITE + os.pathsep + before
         os.environ[ENV] = value
@@ -93,6 +108,56 @@ def release() -> None:
             else:
                 os.environ[name] = value
         _saved = None
+
+
+def with_seal(env: Any, value: str) -> Any:
+    """``env`` (a child's environment mapping, or None for this process's) carrying the seal ``value``: as
+    given when it already does, else a new dict with :data:`ENV` set and :data:`SITE` first on
+    ``PYTHONPATH`` (bytes keys and values for a mapping with bytes keys)."""
+    base: Any = os.environ if env is None else env
+    try:
+        current = base.get(ENV)
+    except (AttributeError, TypeError):
+        current = None
+    if current == value and carries_seal(base):
+        return env
+    try:
+        copy = dict(base)
+    except (TypeError, ValueError):
+        return env  # not a mapping: Popen refuses it itself
+    if any(isinstance(key, bytes) for key in copy):
+        path = os.fsdecode(copy.get(b"PYTHONPATH") or b"")
+        copy[ENV.encode()] = value.encode()
+        copy[b"PYTHONPATH"] = os.fsencode(SITE if not path else SITE + os.pathsep + path)
+        return copy
+    path = str(copy.get("PYTHONPATH") or "")
+    entries = path.split(os.pathsep) if path else []
+    copy[ENV] = value
+    copy["PYTHONPATH"] = os.pathsep.join([SITE, *[entry for entry in entries if entry != SITE]])
+    return copy
+
+
+_ENV_POSITION = 9
+"""Where ``env`` is among ``subprocess.Popen``'s positional parameters after ``args`` (3.11 to 3.13)."""
+
+
+def popen_hook(value_of: Callable[[], str | None], original: MutableMapping[str, Any]) -> Callable[..., None]:
+    """The wrapper of ``subprocess.Popen.__init__`` while sealed: a child given an ``env=`` of its own (or
+    started by a thread an ended session sealed, :mod:`stepfork.replay.network_threads`) gets a copy of
+    that environment carrying the seal ``value_of()`` names (None: no seal in force here)
+    (:func:`with_seal`), then ``original["Popen.__init__"]`` runs."""
+
+    def init(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
+        value = value_of()
+        if value is not None:
+            if len(rest) > _ENV_POSITION:
+                env = with_seal(rest[_ENV_POSITION], value)
+                rest = (*rest[:_ENV_POSITION], env, *rest[_ENV_POSITION + 1 :])
+            else:
+                kwargs["env"] = with_seal(kwargs.get("env"), value)
+        original["Popen.__init__"](self, args, *rest, **kwargs)
+
+    return init
 
 
 def _after_fork_in_child() -> None:
@@ -123,23 +188,30 @@ if hasattr(os, "register_at_fork"):  # POSIX
 
 def _report_template() -> str:
     """The report files' path (:data:`_report`): in the temporary folder, a name no one can guess (the
-    children append to it, so it must not be a link planted in advance). Nothing is created: the first
-    refusal a child reports creates its file (a replay whose children refuse nothing leaves none), and a
-    process removes its own when it exits."""
+    children append to it, so it must not be a link planted in advance). A process makes its own (empty,
+    private) when it first starts a child under the seal, so that a sealed grandchild started through a
+    program the seal let run (an allowed shell) finds the process to report to by walking up its parents;
+    a process removes its own when it exits."""
     import secrets
 
     return os.path.join(tempfile.gettempdir(), f"stepfork-seal-{secrets.token_hex(8)}-{{ppid}}.log")
 
 
-def _own_report() -> str | None:
-    """This process's report file (its children write there), or None before any seal."""
+def _own_report(create: bool = False) -> str | None:
+    """This process's report file (its children write there), or None before any seal; ``create`` makes
+    it when it does not exist yet (private to this user; never through a link)."""
     if _report is None:
         return None
     pid = os.getpid()
+    path = _report.replace("{ppid}", str(pid))
     if pid not in _read:
         _read[pid] = 0
-        atexit.register(_remove_report, _report.replace("{ppid}", str(pid)), pid)
-    return _report.replace("{ppid}", str(pid))
+        atexit.register(_remove_report, path, pid)
+    if create:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, flags, 0o600))
+    return path
 
 
 def _remove_report(path: str, pid: int) -> None:
@@ -148,8 +220,23 @@ def _remove_report(path: str, pid: int) -> None:
             os.unlink(path)
 
 
-def refusals() -> list[str]:
-    """The ``host:port`` (or the description) of each refusal sealed children reported since the last call."""
+def parse_report_lines(data: bytes) -> list[Any]:
+    """The refusals in ``data`` (lines a child wrote): each line's JSON object (``{"refused": "network",
+    "where", "what"}``, ``{"refused": "command", "program", "reason"}``), or the line itself when it is
+    not JSON."""
+    found: list[Any] = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        if not line:
+            continue
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            found.append(line)
+    return found
+
+
+def refusals() -> list[Any]:
+    """Each refusal sealed children reported since the last call (:func:`parse_report_lines`)."""
     path = _own_report()
     if path is None:
         return []
@@ -164,15 +251,17 @@ def refusals() -> list[str]:
         return []
     complete = data.rfind(b"\n") + 1  # a line a child is still writing is read next time
     _read[pid] += complete
-    return [line for line in data[:complete].decode("utf-8", "replace").splitlines() if line]
+    return parse_report_lines(data[:complete])
 
 
 _last_popen: tuple[int, int] | None = None  # (thread, id of argv): its os.posix_spawn is the same child
 
 
-def note_start(event: str, args: tuple[Any, ...]) -> None:
+def check_start(event: str, args: tuple[Any, ...]) -> None:
     """An audit event that starts a program (``subprocess.Popen``, ``os.system``, ``os.exec``,
-    ``os.posix_spawn``, ``os.spawn``): note it on the session when the child will not be sealed."""
+    ``os.posix_spawn``, ``os.spawn``) while sealed: refuse the child when the seal cannot reach it
+    (``ChildProcessRefusedError``, recorded as the divergence), note it when ``allow_commands`` let it run
+    unsealed, let a sealed Python child and a local program start (module docstring)."""
     global _last_popen
     import threading
 
@@ -180,69 +269,29 @@ def note_start(event: str, args: tuple[Any, ...]) -> None:
         executable, argv, env = args[0], args[1], args[3] if len(args) > 3 else None
         _last_popen = (threading.get_ident(), id(argv))
     elif event == "os.system":  # (command,): a shell
-        executable, argv, env = None, args[0] if args else "", None
+        executable, argv, env = "sh", ["sh", "-c", os.fsdecode(args[0]) if args else ""], None
     else:  # os.exec / os.posix_spawn (path, argv, env); os.spawn (mode, path, args, env)
         rest = args[1:] if event == "os.spawn" else args
         executable, argv = rest[0] if rest else None, rest[1] if len(rest) > 1 else ()
         env = rest[2] if len(rest) > 2 else None
         if event == "os.posix_spawn" and _last_popen == (threading.get_ident(), id(argv)):
-            return  # subprocess.Popen's own spawn, noted already
-    if event == "os.system":
-        program = "sh"
-        sealed = False
-    else:
-        program, sealed = _program(executable, argv), _sealed(executable, argv, env)
-    if not sealed and program not in LOCAL_PROGRAMS:
-        network = _seal_module()
-        seal = network._current_seal()[0] if network is not None else None
-        note = getattr(getattr(seal, "session", None), "note_unsealed_child", None)
-        if note is not None:
-            note(program)
-
-
-def _words(argv: Any) -> list[str]:
-    if isinstance(argv, (str, bytes)):
-        text = os.fsdecode(argv)
-        try:
-            return shlex.split(text)
-        except ValueError:
-            return text.split()
-    try:
-        return [os.fsdecode(word) for word in argv]
-    except TypeError:
-        return []
-
-
-def _program(executable: Any, argv: Any) -> str:
-    """The program's name as the report shows it (``curl``, ``python3``, ``sh``)."""
-    words = _words(argv)
-    path = os.fsdecode(executable) if isinstance(executable, (str, bytes, os.PathLike)) else None
-    return os.path.basename(path or (words[0] if words else "?")) or "?"
-
-
-def _sealed(executable: Any, argv: Any, env: Any) -> bool:
-    """True when the child will be a Python interpreter that reads the sealed environment at start-up."""
-    words = _words(argv)
-    path = os.fsdecode(executable) if isinstance(executable, (str, bytes, os.PathLike)) else None
-    path = path or (words[0] if words else "")
-    if not _is_python(path):
-        return False
-    options = [word for word in words[1:2] if word.startswith("-") and not word.startswith("--")]
-    if any(set(word[1:]) & set("IES") for word in options):
-        return False  # -I, -E, -S: no PYTHONPATH or no site, so no sitecustomize
-    environment: Any = os.environ if env is None else env
-    try:
-        seal = environment.get(ENV) or environment.get(ENV.encode())
-        path_entries = environment.get("PYTHONPATH") or environment.get(b"PYTHONPATH") or ""
-    except (AttributeError, TypeError):
-        return False
-    return bool(seal) and SITE in os.fsdecode(path_entries).split(os.pathsep)
-
-
-def _is_python(path: str) -> bool:
-    name = os.path.basename(path).lower()
-    if _PYTHON.fullmatch(name):
-        return True
-    with contextlib.suppress(OSError):
-        return os.path.realpath(path) == os.path.realpath(sys.executable)
-    return False
+            return  # subprocess.Popen's own spawn, judged already
+    network = _seal_module()
+    if network is None:
+        return
+    seals = network._seals_here()
+    if not seals:
+        return
+    commands = frozenset(command for seal in seals for command in seal.commands)
+    program, line, verdict = child_refusal(executable, argv, env, commands)
+    if verdict == LOCAL:
+        return
+    if verdict in (SEALED, ALLOWED):
+        _own_report(create=True)  # where a sealed descendant reports, found by walking up its parents
+        if verdict == ALLOWED:
+            seal = network._current_seal()[0]
+            note = getattr(getattr(seal, "session", None), "note_unsealed_child", None)
+            if note is not None:
+                note(program)
+        return
+    network._refuse_child(program, line, verdict)

@@ -60,21 +60,28 @@ class ImportGuard:
         self.telemetry.append(where)
 
     def note_unsealed_child(self, program: str) -> None:
-        """Note a child process the import started that the seal cannot reach (kept, not reported)."""
+        """Note a child process the import started that ``allow_commands`` let run unsealed (kept, not
+        reported)."""
         self.children.append(program)
 
 
 @contextlib.contextmanager
 def sealed_import(
-    module: str, *, network: str | None, allow_hosts: Iterable[str] = (), mode: str = "frozen"
+    module: str,
+    *,
+    network: str | None,
+    allow_hosts: Iterable[str] = (),
+    mode: str = "frozen",
+    allow_commands: Iterable[str] = (),
 ) -> Iterator[ImportGuard | None]:
     """Seal the network while the block imports ``module`` when ``network`` is ``"sealed"`` (the policy
     of the replay that follows: :func:`stepfork.replay.network.network_for`), letting ``allow_hosts``
-    through; yield the :class:`ImportGuard` (None when not sealed). Every mode but ``live`` also installs
-    the frozen-mode guards (module docstring). The refusals are kept for ``module`` when the block ends.
+    through and ``allow_commands`` start; yield the :class:`ImportGuard` (None when not sealed). Every mode
+    but ``live`` also installs the frozen-mode guards (module docstring). The refusals are kept for
+    ``module`` when the block ends.
 
     Raises:
-        ValueError: a malformed ``allow_hosts`` entry.
+        ValueError: a malformed ``allow_hosts`` or ``allow_commands`` entry.
     """
     if mode != "live":
         from stepfork.trace._after_import import capture_mcp_sessions
@@ -84,7 +91,7 @@ def sealed_import(
         yield None
         return
     guard = ImportGuard(module, mode)
-    handle: Seal = seal(guard, allow_hosts)
+    handle: Seal = seal(guard, allow_hosts, allow_commands)
     try:
         yield guard
     finally:

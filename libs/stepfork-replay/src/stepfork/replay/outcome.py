@@ -150,6 +150,8 @@ class ReplayOutcome:
     """The session's network policy: ``"sealed"`` or ``"open"`` (issue 29)."""
     allowed_hosts: tuple[str, ...] = ()
     """What the seal let through (``HOST`` or ``HOST:PORT``, normalized), in the order given."""
+    allowed_commands: tuple[str, ...] = ()
+    """The programs the seal let start unsealed (``allow_commands``), in the order given."""
     requests: tuple[ServedRequest, ...] = ()
     """The ``http`` calls (requests matched by their request, outside the agent's order: the agent's own
     and background threads') answered, in the order they came (issue 29); never in ``calls``."""
@@ -227,6 +229,7 @@ class ReplayOutcome:
             "network": {
                 "policy": self.network,
                 "allowed_hosts": list(self.allowed_hosts),
+                "allowed_commands": list(self.allowed_commands),
                 "not_sealed": list(self.seal_gaps),
             },
             "requests": {
@@ -407,6 +410,7 @@ def session_outcome(session: ReplaySession, trace: Trace, raised: BaseException 
         exit_code=0 if raised is None and matching.status == "COMPLETE" else 1,
         network=session.network,
         allowed_hosts=session.allow_hosts,
+        allowed_commands=session.allow_commands,
         seal_gaps=session.seal_gaps,
         requests=session.served_requests,
         recorded_requests=session.recorded_requests,
@@ -428,13 +432,14 @@ def replay_entrypoint(
     allow_hosts: Iterable[str] | None = None,
     ignore: Mapping[str, Iterable[str]] | None = None,
     ignore_output: Iterable[str] | None = None,
+    allow_commands: Iterable[str] | None = None,
 ) -> ReplayOutcome:
     """Replay ``entrypoint`` (a callable or ``"MODULE:FUNCTION"``) against ``trace`` and report.
 
     ``mode``, ``live_llms``, ``allow_live_tools``, ``approve``, ``ordering``, ``network``,
-    ``allow_hosts``, ``ignore``: as :class:`ReplaySession`. ``ignore_output``: JSON paths of the run's
-    output left out of the comparison with the recorded output (``$.generated_at``; ``replay --ignore
-    PATH``), each difference there reported as ignored (``--ignore``).
+    ``allow_hosts``, ``allow_commands``, ``ignore``: as :class:`ReplaySession`. ``ignore_output``: JSON
+    paths of the run's output left out of the comparison with the recorded output (``$.generated_at``;
+    ``replay --ignore PATH``), each difference there reported as ignored (``--ignore``).
     ``raise_as``: as :class:`ReplaySession`; a value may also be a ``"MODULE:CLASS"`` string, imported
     like the entrypoint against ``import_root`` (trusted: the caller names it, never the bundle). It
     changes which exception the entrypoint sees, not how the report judges what it then does
@@ -461,6 +466,7 @@ def replay_entrypoint(
         network=network,
         allow_hosts=allow_hosts,
         ignore=ignore,
+        allow_commands=allow_commands,
     )
     if not isinstance(trace, Trace):
         session.attach_bundle(trace)  # extension files (an imported bundle's otel-import.json)
@@ -472,6 +478,7 @@ def replay_entrypoint(
             network=session.network,  # the import is sealed as the session will be
             allow_hosts=session.allow_hosts,
             mode=session.mode,
+            allow_commands=session.allow_commands,
         )
         if isinstance(entrypoint, str)
         else entrypoint
@@ -518,6 +525,7 @@ def replay_entrypoint(
         ignored=tuple(session.ignored_differences),
         network=session.network,
         allowed_hosts=session.allow_hosts,
+        allowed_commands=session.allow_commands,
         seal_gaps=session.seal_gaps,
         requests=session.served_requests,
         recorded_requests=session.recorded_requests,

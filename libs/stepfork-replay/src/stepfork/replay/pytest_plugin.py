@@ -12,11 +12,15 @@ lists the bundles under the test tree that no collected marked test names.
 
 Rules (issue 6, "pytest plugin"): a missing bundle in a replay mode is an error of the test
 (:class:`StepforkBundleMissingError`), never a silent live run; a body that fails keeps its own failure
-(completeness is checked only when the body passed). Stepfork sees only instrumented calls: an
-uninstrumented HTTP request inside the test body is neither recorded nor refused.
+(completeness is checked only when the body passed). In ``frozen``, ``forbidden`` and ``manual`` modes the
+network is sealed while the body runs (docs/replay.md, "The network is sealed"), as in every replay: an
+uninstrumented request in the body or anything it calls is refused (``network_sealed``), and so is a
+child process the seal cannot reach (``child_process_refused``); a refusal fails the test even when the
+body caught it. ``network="open"``, ``allow_hosts``, ``allow_commands`` open what they name.
 
 Other keyword options go to the ReplaySession: ``live_llms``, ``allow_live_tools``, ``approve``,
-``ordering``, ``ignore`` (``ignore={"tool": ["$.requested_at"]}``: input paths whose differences match) and
+``ordering``, ``network``, ``allow_hosts``, ``allow_commands``, ``ignore`` (``ignore={"tool":
+["$.requested_at"]}``: input paths whose differences match) and
 ``raise_as`` (``raise_as={"app.errors.RateLimited": RateLimited}``: a recorded failure of
 that type is raised as the test's own class, so the agent's ``except`` path runs; ignored when recording).
 
@@ -35,6 +39,10 @@ from typing import Any, TypeVar
 import pytest
 
 from stepfork.replay.errors import ReplayPolicyError
+from stepfork.replay.network import Seal, format_host, network_for, parse_allowed_command, parse_allowed_host
+from stepfork.replay.network import seal as seal_network
+from stepfork.replay.network import unseal as unseal_network
+from stepfork.replay.network_notes import SealNotes, end_of_run
 from stepfork.replay.session import ReplaySession
 from stepfork.trace import boundary
 from stepfork.trace.boundary import BoundaryCall
@@ -50,7 +58,11 @@ UNUSED_OPTION = "--stepfork-unused"
 RECORD_MODES = ("none", "once", "rewrite")
 _REPLAY_OPTIONS = frozenset(
     {"live_llms", "allow_live_tools", "approve", "ordering", "raise_as", "network", "allow_hosts", "ignore"}
+    | {"allow_commands"}
 )
+_FORBIDDEN_OPTIONS = ("network", "allow_hosts", "allow_commands")
+"""The marker's options a ``mode="forbidden"`` test takes (the others concern recorded calls it has none
+of)."""
 
 
 class StepforkBundleMissingError(FileNotFoundError):
@@ -68,17 +80,71 @@ class StepforkBundleMissingError(FileNotFoundError):
         self.path = path
 
 
-class ForbiddingHandler:
-    """A boundary handler that refuses every instrumented call before its body runs (``mode="forbidden"``).
+class ForbiddingHandler(SealNotes):
+    """A boundary handler that refuses every instrumented call before its body runs (``mode="forbidden"``),
+    with the network sealed as in every forbidden replay (``network``, ``allow_hosts``, ``allow_commands``:
+    as :class:`~stepfork.replay.session.ReplaySession`'s).
 
     ``handle``/``ahandle`` raise :class:`~stepfork.replay.errors.ReplayPolicyError` with code
-    ``forbidden_mode``; ``refused`` lists the labels of the calls refused, in order.
+    ``forbidden_mode``; ``refused`` lists the labels of the calls refused, in order; ``divergence`` is the
+    first refusal the seal recorded (None: none). ``with handler:`` makes it the active handler and seals
+    the network until the block ends (and the threads it started, until they end).
+
+    Raises:
+        ValueError: ``network`` is not ``"sealed"``, ``"open"`` or None, or a malformed ``allow_hosts`` or
+            ``allow_commands`` entry.
     """
 
     is_replay = True
+    mode = "forbidden"
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        network: str | None = None,
+        allow_hosts: Any = None,
+        allow_commands: Any = None,
+    ) -> None:
+        SealNotes.__init__(self)
         self.refused: list[str] = []
+        self.network = network_for(self.mode, network)
+        hosts = (format_host(*parse_allowed_host(host)) for host in allow_hosts or ())
+        self.allow_hosts = tuple(dict.fromkeys(hosts))
+        self.allow_commands = tuple(dict.fromkeys(parse_allowed_command(c) for c in allow_commands or ()))
+        self.divergence: ReplayPolicyError | None = None
+        self._seal: Seal | None = None
+        self._token: Any = None
+
+    def _diverge(self, error: ReplayPolicyError) -> ReplayPolicyError:
+        if self.divergence is None:
+            self.divergence = error
+        return error
+
+    def note_telemetry_refused(self, where: str) -> None:
+        """A library's telemetry refused by the seal: not the test's behaviour (issue 30)."""
+
+    def __enter__(self) -> ForbiddingHandler:
+        self._token = boundary.activate(self)
+        if self.network == "sealed":
+            self._seal = seal_network(self, self.allow_hosts, self.allow_commands)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: Any) -> None:
+        end_of_run(self, self._seal, exc_type)
+        if self._seal is not None:
+            unseal_network(self._seal)
+            self._seal = None
+        boundary.deactivate(self, self._token)
+
+    def verify_complete(self) -> None:
+        """Nothing recorded to consume: raise the first refusal the seal recorded while the test ran (a
+        connection or a child process the body caught), if any.
+
+        Raises:
+            ReplayPolicyError: ``network_sealed`` or ``child_process_refused``.
+        """
+        if self.divergence is not None:
+            raise self.divergence
 
     def _refuse(self, call: BoundaryCall) -> ReplayPolicyError:
         self.refused.append(call.label)
@@ -207,7 +273,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _build_session(item: pytest.Item, marker: StepforkMarker) -> Any:
     if marker.mode == "forbidden":
-        return ForbiddingHandler()
+        options = {name: marker.options[name] for name in _FORBIDDEN_OPTIONS if name in marker.options}
+        return ForbiddingHandler(**options)
     assert marker.path is not None
     mode = record_mode(item.config)
     if mode == "rewrite" or (mode == "once" and not os.path.lexists(marker.path)):
@@ -309,16 +376,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if isinstance(session, RecordingSession):
         with session:
             return (yield)
-    token = None
-    if isinstance(session, ForbiddingHandler):
-        token = boundary.activate(session)
-        try:
-            return (yield)
-        finally:
-            boundary.deactivate(session, token)
     with session:
         result = yield
-    session.verify_complete()  # only reached when the body passed: its own failure stays the report
+    # only reached when the body passed: its own failure stays the report (a forbidden test's: the seal's
+    # refusal, when the body caught it)
+    session.verify_complete()
     return result
 
 

@@ -155,6 +155,7 @@ def run_regression_case(
     ignore: Mapping[str, Iterable[str]] | None = None,
     expectation_source: str = "recorded",
     ignore_output: Iterable[str] | None = None,
+    allow_commands: Iterable[str] | None = None,
 ) -> Any:
     """Replay ``entrypoint`` against ``trace`` and check it like a reviewed regression test.
 
@@ -163,7 +164,7 @@ def run_regression_case(
             resolved against ``import_root`` (default: the current directory).
         trace: a bundle path or a ``Trace``; ``trace_path`` is accepted as the reference's keyword name.
             A path is replaced by the bundle :data:`BUNDLE_ENV` names, when set (``stepfork run --bundle``).
-        mode, live_llms, allow_live_tools, ordering, network, allow_hosts, ignore: as
+        mode, live_llms, allow_live_tools, ordering, network, allow_hosts, allow_commands, ignore: as
             :class:`ReplaySession` (the network is sealed in frozen mode unless ``network="open"``;
             ignored input differences pass and are the session's ``ignored_differences``).
         raise_as: as :class:`ReplaySession` (the entrypoint's own ``except`` clauses catch recorded
@@ -215,6 +216,7 @@ def run_regression_case(
             raise_as=classes,
             network=network,
             allow_hosts=allow_hosts,
+            allow_commands=allow_commands,
         )
     except ValueError as exc:  # the test's own options: it never ran (stepfork run: could_not_execute)
         raise ValueError(f"{CHECK_NOT_BUILT}{_text(str(exc))}") from None
@@ -228,6 +230,7 @@ def run_regression_case(
                 network=session.network,  # the import is sealed as the session will be
                 allow_hosts=session.allow_hosts,
                 mode=session.mode,
+                allow_commands=session.allow_commands,
             )
         except EntrypointImportExit as exc:  # a script without a __main__ guard: not the agent's verdict
             raise AssertionError(f"{ENTRYPOINT_UNRESOLVABLE}{_text(str(exc))}") from None

@@ -62,10 +62,11 @@ from stepfork.replay.matching import (
     incomplete_error,
 )
 from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
-from stepfork.replay.network import Seal, format_host, network_for, parse_allowed_host
+from stepfork.replay.network import Seal, format_host, network_for, parse_allowed_command, parse_allowed_host
 from stepfork.replay.network import seal as seal_network
 from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.noise.origins import Origins
+from stepfork.replay.network_notes import SealNotes, end_of_run
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
@@ -113,7 +114,7 @@ def load_source(source: Trace | str | os.PathLike[str]) -> Trace:
     return load_verified_trace(source)
 
 
-class ReplaySession:
+class ReplaySession(SealNotes):
     """Replay of one recorded run (spec replay.txt).
 
     Args:
@@ -144,11 +145,18 @@ class ReplaySession:
             connection to any address, loopback included, raises ReplayPolicyError ``network_sealed``
             before a byte is sent, recorded as the divergence (:mod:`stepfork.replay.network`; issue 29).
         allow_hosts: what stays reachable while sealed: ``HOST`` (every port of a name or an address) or
-            ``HOST:PORT``, IPv6 addresses in brackets (``[::1]:8000``); kept normalized in
-            :attr:`allow_hosts` (:func:`stepfork.replay.network.parse_allowed_host`).
+            ``HOST:PORT``, IPv6 addresses in brackets (``[::1]:8000``), a Unix socket's path
+            (``/var/run/docker.sock``); kept normalized in :attr:`allow_hosts`
+            (:func:`stepfork.replay.network.parse_allowed_host`).
+        allow_commands: the programs a sealed replay lets start unsealed, by name (``curl``) or path
+            (``/usr/bin/curl``); any other child process the seal cannot reach (not Python, or a Python
+            started with ``-I``) raises ChildProcessRefusedError ``child_process_refused``, recorded as the
+            divergence (:mod:`stepfork.replay.network_children`). Kept in :attr:`allow_commands`; one that
+            runs is named in :attr:`seal_gaps`.
 
     Raises:
-        ValueError: an unknown or reserved mode, an unknown ordering, a malformed ``allow_hosts`` entry, or
+        ValueError: an unknown or reserved mode, an unknown ordering, a malformed ``allow_hosts`` or
+            ``allow_commands`` entry, or
             an invalid combination (see
             :func:`stepfork.replay.modes.validate_options`), or an invalid ``raise_as`` (see
             :class:`stepfork.replay.raise_as.RaiseAs`), naming the problem.
@@ -175,7 +183,9 @@ class ReplaySession:
         network: str | None = None,
         allow_hosts: Iterable[str] | None = None,
         ignore: Mapping[str, Iterable[str]] | None = None,
+        allow_commands: Iterable[str] | None = None,
     ) -> None:
+        SealNotes.__init__(self)
         self.ordering = normalize_ordering(ordering)
         events = list(trace.events)
         with cyclic_gc_paused():  # one object per call, all long-lived: keep setup linear (see _files)
@@ -194,6 +204,7 @@ class ReplaySession:
         # normalized (``HOST``/``HOST:PORT``, IPv6 in brackets); a malformed entry is a ValueError here
         allowed = (format_host(*parse_allowed_host(host)) for host in allow_hosts or ())
         self.allow_hosts = tuple(dict.fromkeys(allowed))
+        self.allow_commands = tuple(dict.fromkeys(parse_allowed_command(c) for c in allow_commands or ()))
         self._seal: Seal | None = None
         self.live_llms = options.live_llms
         self.allow_live_tools = options.allow_live_tools
@@ -226,7 +237,6 @@ class ReplaySession:
         """Input differences accepted at ``ignore`` paths, in the order they were met (issue 12)."""
         self._divergence: ReplayError | None = None
         self._divergence_count = 0
-        self._unsealed_children: list[str] = []
         self._orphan_warned = False
         self.bundle_path: Path | None = None  # set by from_trace(path); see metadata()
         # calls imported from OpenTelemetry spans (otel-import.json, set by from_trace): partial inputs
@@ -254,6 +264,7 @@ class ReplaySession:
         network: str | None = None,
         allow_hosts: Iterable[str] | None = None,
         ignore: Mapping[str, Iterable[str]] | None = None,
+        allow_commands: Iterable[str] | None = None,
     ) -> ReplaySession:
         """Build a session from a bundle path or an in-memory ``Trace``.
 
@@ -273,6 +284,7 @@ class ReplaySession:
             network=network,
             allow_hosts=allow_hosts,
             ignore=ignore,
+            allow_commands=allow_commands,
         )
         if not isinstance(source, Trace):
             session.attach_bundle(source)
@@ -328,7 +340,7 @@ class ReplaySession:
             executors.install()
         self._token = boundary.activate(self)
         if self.network == "sealed":
-            self._seal = seal_network(self, self.allow_hosts)
+            self._seal = seal_network(self, self.allow_hosts, self.allow_commands)
         if self.mode != "live":  # an MCP session the agent did not instrument: served or refused by name
             from stepfork.trace._after_import import capture_mcp_sessions
 
@@ -336,9 +348,9 @@ class ReplaySession:
 
     def open_network(self) -> None:
         """Lift this session's network seal from now on (``fork`` from its fork point, where the run goes
-        live); nothing happens when it is not sealed. Idempotent."""
+        live), for the threads it started too; nothing happens when it is not sealed. Idempotent."""
         if self._seal is not None:
-            unseal_network(self._seal)
+            unseal_network(self._seal, keep_threads=False)
             self._seal = None
 
     def note_submitted(self, future: Any) -> None:
@@ -350,11 +362,13 @@ class ReplaySession:
         with self._lock:
             return self._cursor.pending > 0 or bool(self._requests.unmade())
 
-    def _exit(self) -> None:
+    def _exit(self, exc_type: type[BaseException] | None = None) -> None:
         if self._submitted and self._expects_more():
             # work the agent submitted and did not wait for may still make them: give it the time to,
             # while the session serves, rather than call them missing
             self._submitted.wait(SUBMITTED_WORK_WAIT)
+        # the run's threads end under the session, as a program's before it exits (network_threads)
+        end_of_run(self, self._seal, exc_type)
         self._active = False
         if self.minted is not None:
             minting.stop(self.minted)
@@ -372,7 +386,7 @@ class ReplaySession:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._exit()  # never suppresses; exiting does not call verify_complete()
+        self._exit(exc_type)  # never suppresses; exiting does not call verify_complete()
 
     async def __aenter__(self) -> ReplaySession:
         self._enter()
@@ -381,7 +395,7 @@ class ReplaySession:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._exit()
+        self._exit(exc_type)
 
     # -- results ---------------------------------------------------------------------------------------
 
@@ -583,24 +597,6 @@ class ReplaySession:
         if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
             raise recorded_failure(expected, call, live, self._raise_as)
         return False, rebuild_output(expected, call, live, plain)
-
-    def note_unsealed_child(self, program: str) -> None:
-        """Note that the replay started a child process the seal cannot reach (``program``: its name, as
-        ``curl``; stepfork.replay.network_children): the report says so (:attr:`seal_gaps`)."""
-        with self._lock:
-            self._unsealed_children.append(program)
-
-    @property
-    def seal_gaps(self) -> tuple[str, ...]:
-        """What the network seal could not cover during this replay, one sentence each, for the report
-        (empty: nothing; docs/replay.md "The seal's rules"): ``child processes not sealed: 2 started
-        (curl, sh)``."""
-        with self._lock:
-            programs = list(self._unsealed_children)
-        if not programs:
-            return ()
-        names = ", ".join(dict.fromkeys(programs))
-        return (f"child processes not sealed: {len(programs)} started ({names})",)
 
     def note_telemetry_refused(self, where: str) -> None:
         """Note that the seal refused a connection to a telemetry collector (``host:port``): counted with

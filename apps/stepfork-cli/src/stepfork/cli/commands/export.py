@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from stepfork.cli.options import (
+    ALLOW_COMMAND_HELP,
     ALLOW_HOST_HELP,
     ALLOW_NETWORK_HELP,
     RAISE_AS_HELP,
@@ -89,6 +90,9 @@ def export(
     allow_host: Annotated[
         list[str] | None, typer.Option("--allow-host", metavar="HOST[:PORT]", help=ALLOW_HOST_HELP)
     ] = None,
+    allow_command: Annotated[
+        list[str] | None, typer.Option("--allow-command", metavar="NAME", help=ALLOW_COMMAND_HELP)
+    ] = None,
     ordering: Annotated[str, ordering_option()] = "auto",
     ignore: Annotated[list[str] | None, ignore_option()] = None,
     otlp: Annotated[
@@ -125,6 +129,7 @@ def export(
     )
     from stepfork.cli.options import (
         describe_raise_as,
+        parse_allow_commands,
         parse_allow_hosts,
         parse_ignore,
         parse_ignore_output,
@@ -136,6 +141,7 @@ def export(
     if not pytest_format:
         fail("v0.1 supports pytest export only (--pytest).", 2)
     allow_host = parse_allow_hosts(allow_host)
+    allow_command = parse_allow_commands(allow_command)
     if command:
         entrypoint = _script_command(command, entrypoint, raise_as)
     elif not entrypoint:
@@ -170,6 +176,7 @@ def export(
             raise_as=classes,
             network="open" if allow_network else None,
             allow_hosts=allow_host or None,
+            allow_commands=allow_command or None,
             ordering=ordering,
             ignore=ignored_paths,
             ignore_output=parse_ignore_output(ignore),

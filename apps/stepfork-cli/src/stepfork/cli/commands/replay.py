@@ -24,6 +24,7 @@ import typer
 from stepfork.cli.guide import MODES
 from stepfork.cli.htmlout import HTML_HELP
 from stepfork.cli.options import (
+    ALLOW_COMMAND_HELP,
     ALLOW_HOST_HELP,
     ALLOW_NETWORK_HELP,
     RAISE_AS_HELP,
@@ -77,6 +78,9 @@ def replay(
     allow_host: Annotated[
         list[str] | None, typer.Option("--allow-host", metavar="HOST[:PORT]", help=ALLOW_HOST_HELP)
     ] = None,
+    allow_command: Annotated[
+        list[str] | None, typer.Option("--allow-command", metavar="NAME", help=ALLOW_COMMAND_HELP)
+    ] = None,
     ordering: Annotated[str, ordering_option()] = "auto",
     ignore: Annotated[list[str] | None, ignore_option()] = None,
     as_json: Annotated[
@@ -92,6 +96,7 @@ def replay(
     from stepfork.cli import htmlout
     from stepfork.cli.guide import parse_mode
     from stepfork.cli.options import (
+        parse_allow_commands,
         parse_allow_hosts,
         parse_ignore,
         parse_ignore_output,
@@ -102,6 +107,7 @@ def replay(
 
     mode = parse_mode(mode, "replay")
     allow_host = parse_allow_hosts(allow_host)
+    allow_command = parse_allow_commands(allow_command)
     if command and entrypoint:
         fail("give either --entrypoint MODULE:FUNCTION or -- python SCRIPT ARGS, not both", 2)
     if command:
@@ -112,6 +118,7 @@ def replay(
             "mode": mode,
             "network": "open" if allow_network else "",
             "allow_hosts": allow_host or [],
+            "allow_commands": allow_command or [],
             "allow_live_tools": allow_live_tool or [],
             "ordering": parse_ordering(ordering),
             "ignore": parse_ignore(ignore),
@@ -142,7 +149,7 @@ def replay(
     # On a terminal the header shows before the entrypoint runs, and a spinner while it runs (stderr);
     # piped, the report prints in one piece at the end (and nothing on stdout when the command refuses).
     interactive = sys.stdout.isatty() and not as_json
-    network_text = _network_text(mode, allow_network, allow_host)
+    network_text = _network_text(mode, allow_network, allow_host, allow_command)
     # printed before the run on a terminal: the agent's name is read from the manifest now (the spec's order)
     agent = _agent_name(path) if interactive else None
     header = header_lines(path, entrypoint, mode, classes, network_text, agent)
@@ -173,6 +180,7 @@ def replay(
                 raise_as=classes,
                 network="open" if allow_network else None,
                 allow_hosts=allow_host or None,
+                allow_commands=allow_command or None,
                 ordering=ordering,
                 ignore=ignored_paths,
                 ignore_output=parse_ignore_output(ignore),
@@ -241,12 +249,13 @@ def _replay_program(path: Path, command: list[str], options: dict[str, Any]) -> 
     raise typer.Exit(run_child(interpreter, ["replay", str(path), json.dumps(options)], target))
 
 
-def _network_text(mode: str, allow_network: bool, allow_hosts: list[str]) -> str:
+def _network_text(mode: str, allow_network: bool, allow_hosts: list[str], allow_commands: list[str]) -> str:
     """The header's Network line before the run: the policy the session will take (the mode's default
-    unless ``--allow-network``) and the hosts it lets through (already normalized)."""
+    unless ``--allow-network``), the hosts it lets through (already normalized) and the programs it lets
+    start."""
     from stepfork.replay.network import network_for
 
-    return network_line(network_for(mode, "open" if allow_network else None), allow_hosts)
+    return network_line(network_for(mode, "open" if allow_network else None), allow_hosts, (), allow_commands)
 
 
 @contextmanager

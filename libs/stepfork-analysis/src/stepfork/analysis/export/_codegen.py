@@ -153,6 +153,7 @@ def generate_pytest_source(
     ignore: Mapping[str, list[str]] | None = None,
     command: Sequence[str] | None = None,
     ignore_output: Sequence[str] | None = None,
+    allow_commands: Iterable[str] | None = None,
 ) -> str:
     """Return the source of a pytest module that replays ``trace_path`` through ``entrypoint`` (or, with
     ``command`` (``["python", "agent.py", ARGS...]``), through that program:
@@ -168,9 +169,9 @@ def generate_pytest_source(
     (``{recorded error type: "MODULE:CLASS"}``) is embedded as the RAISE_AS literal, keys sorted;
     ``ordering`` (a replay ordering, default ``auto``) as ORDERING and ``ignore`` (``{label: [JSON
     paths]}``, ``--ignore TOOL:PATH``) as IGNORE and ``ignore_output`` (JSON paths of the output,
-    ``--ignore PATH``) as IGNORE_OUTPUT; ``network``/``allow_hosts`` as NETWORK/ALLOW_HOSTS; all passed
-    to ``run_regression_case``, with EXPECTATION_SOURCE (a ``"file"`` expectation is compared exactly
-    but for IGNORE_OUTPUT; ``"recorded"`` up to noise).
+    ``--ignore PATH``) as IGNORE_OUTPUT; ``network``/``allow_hosts``/``allow_commands`` as
+    NETWORK/ALLOW_HOSTS/ALLOW_COMMANDS; all passed to ``run_regression_case``, with EXPECTATION_SOURCE (a
+    ``"file"`` expectation is compared exactly but for IGNORE_OUTPUT; ``"recorded"`` up to noise).
 
     Raises:
         ExportError: ``invalid_mode`` for a mode outside :data:`EXPORT_MODES` (``manual``: a test runs
@@ -200,6 +201,7 @@ def generate_pytest_source(
     if network not in (None, "sealed", "open"):
         raise ExportError(f"network must be 'sealed' or 'open', got {network!r}", code="invalid_option")
     allow_hosts = _checked_allow_hosts(allow_hosts)
+    commands = _checked_allow_commands(allow_commands)
     from stepfork.trace.redaction import redact_json
 
     if expectation is not None:
@@ -228,6 +230,7 @@ def generate_pytest_source(
         "RAISE_AS": _literal(dict(sorted(classes.items())) if classes else None, "RAISE_AS"),
         "NETWORK": _literal(network, "NETWORK"),
         "ALLOW_HOSTS": _literal(sorted(set(allow_hosts)) if allow_hosts else None, "ALLOW_HOSTS"),
+        "ALLOW_COMMANDS": _literal(sorted(set(commands)) if commands else None, "ALLOW_COMMANDS"),
         "ORDERING": _literal(ordering, "ORDERING"),
         "IGNORE": _literal(_checked_ignore(ignore), "IGNORE"),
         "IGNORE_OUTPUT": _literal(_checked_ignore_output(ignore_output), "IGNORE_OUTPUT"),
@@ -268,6 +271,7 @@ def test_stepfork_regression_{stem}() -> None:
         raise_as=RAISE_AS,
         network=NETWORK,
         allow_hosts=ALLOW_HOSTS,
+        allow_commands=ALLOW_COMMANDS,
         ordering=ORDERING,
         ignore=IGNORE,
         expectation_source=EXPECTATION_SOURCE,
@@ -306,6 +310,19 @@ def _checked_ignore_output(paths: Sequence[str] | None) -> list[str] | None:
                 f"an output path to ignore starts with '$', got {path!r}", code="invalid_option"
             )
     return list(paths)
+
+
+def _checked_allow_commands(allow_commands: Iterable[str] | None) -> list[str] | None:
+    """``allow_commands`` checked for ALLOW_COMMANDS (:func:`stepfork.replay.network.parse_allowed_command`),
+    or None; ExportError ``invalid_option`` for a malformed entry, which the test's replay would refuse."""
+    if not allow_commands:
+        return None
+    from stepfork.replay.network import parse_allowed_command
+
+    try:
+        return [parse_allowed_command(command) for command in allow_commands]
+    except ValueError as exc:
+        raise ExportError(str(exc), code="invalid_option") from None
 
 
 def _checked_ignore(ignore: Mapping[str, list[str]] | None) -> dict[str, list[str]] | None:
@@ -419,6 +436,7 @@ def export_pytest_test(
     ordering: str = "auto",
     ignore: Mapping[str, list[str]] | None = None,
     command: Sequence[str] | None = None,
+    allow_commands: Iterable[str] | None = None,
     check_call: bool = False,
     ignore_output: Sequence[str] | None = None,
 ) -> ExportResult:
@@ -523,6 +541,7 @@ def export_pytest_test(
         ignore=ignore,
         command=command,
         ignore_output=ignore_output,
+        allow_commands=allow_commands,
     )
     write_atomically(destination, source, overwrite=overwrite)
     return ExportResult(destination, expectation, bool(has_expectation), source_kind, unmatched)

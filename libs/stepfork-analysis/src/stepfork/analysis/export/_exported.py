@@ -42,6 +42,7 @@ CONSTANT_NAMES = (
     "RAISE_AS",
     "NETWORK",
     "ALLOW_HOSTS",
+    "ALLOW_COMMANDS",
     "ORDERING",
     "IGNORE",
     "IGNORE_OUTPUT",

@@ -21,8 +21,8 @@ def script_source(trace_literal: str, root_src: str, stem: str, values: dict[str
         trace_literal: the literal of TRACE_PATH relative to the test; root_src: IMPORT_ROOT's expression;
         stem: the test name's identifier; values: the constants' literals as the exporter renders them
             (``COMMAND`` included; the expectations', ``MODE``, ``ALLOW_LIVE_TOOLS``, ``NETWORK``,
-            ``ALLOW_HOSTS``, ``ORDERING``, ``IGNORE`` and ``IGNORE_OUTPUT`` are kept, the entrypoint's are
-            not).
+            ``ALLOW_HOSTS``, ``ALLOW_COMMANDS``, ``ORDERING``, ``IGNORE`` and ``IGNORE_OUTPUT`` are kept, the
+            entrypoint's are not).
 
     Raises:
         ExportError: ``unsafe_source`` when the generated module fails the literal check.
@@ -36,6 +36,7 @@ def script_source(trace_literal: str, root_src: str, stem: str, values: dict[str
         "ALLOW_LIVE_TOOLS",
         "NETWORK",
         "ALLOW_HOSTS",
+        "ALLOW_COMMANDS",
         "ORDERING",
         "IGNORE",
         "IGNORE_OUTPUT",
@@ -73,6 +74,7 @@ def test_stepfork_regression_{stem}() -> None:
         allow_live_tools=ALLOW_LIVE_TOOLS,
         network=NETWORK,
         allow_hosts=ALLOW_HOSTS,
+        allow_commands=ALLOW_COMMANDS,
         ordering=ORDERING,
         ignore=IGNORE,
         ignore_output=IGNORE_OUTPUT,

@@ -1,13 +1,15 @@
 """Stepfork's network seal in a Python child process of a sealed replay (stepfork.replay.network_children).
 
 A replay that seals the network puts this folder first on ``PYTHONPATH`` and the seal in ``STEPFORK_SEAL``
-(JSON: ``mode``, ``allowed`` ``[host, port or null]`` pairs, ``report``: a file, ``{ppid}`` in it for the
-pid of the process that started this one), so every Python
-interpreter it starts runs this at start-up, before the child's own code. It installs an audit hook (PEP 578)
-that refuses what the replay's seal refuses: a connection, a datagram or a DNS query to an address or name
-not allowed (loopback included), raising ``PermissionError`` as a firewall would, and appends each refusal to
-the report file, which the replay reads as its divergence. Standard library only, and fast: the host rules
-come from ``stepfork/replay/_seal_rules.py``, loaded by its path without importing Stepfork. Then the next
+(JSON: ``mode``, ``allowed`` ``[host, port or null]`` pairs, ``commands`` (``allow_commands``), ``report``:
+a file, ``{ppid}`` in it for the pid of the process that started this one), so every Python interpreter it
+starts runs this at start-up, before the child's own code. It installs an audit hook (PEP 578) that refuses
+what the replay's seal refuses: a connection, a datagram or a DNS query to an address, name or Unix socket
+not allowed (loopback included), raising ``PermissionError`` as a firewall would, and a child process of
+its own the seal cannot reach (a program that is not Python, a Python started with ``-I``), raising
+``PermissionError`` as the system refusing to run it would; it appends each refusal to the report file,
+which the replay reads as its divergence. Standard library only, and fast: the rules come from
+``stepfork/replay/_seal_rules.py``, loaded by its path without importing Stepfork. Then the next
 ``sitecustomize`` on ``sys.path`` (the child's own) runs, as it would have without this one.
 """
 
@@ -35,10 +37,16 @@ def _seal() -> None:
     spec.loader.exec_module(rules)
     mode = str(settings.get("mode") or "frozen")
     report = settings.get("report")
+    replaying = os.getppid()  # the process the replay runs in (whose own Unix sockets are open to this one)
     if isinstance(report, str) and "{ppid}" in report:
-        # the process that started this one reads it; this one's own children report there too
-        report = report.replace("{ppid}", str(os.getppid()))
-        os.environ["STEPFORK_SEAL"] = json.dumps({**settings, "report": report})
+        # the replaying process reads it; this one's own children report there too
+        replaying = _reporter(report)
+        report = report.replace("{ppid}", str(replaying))
+        settings = {**settings, "report": report, "replaying": replaying}
+        os.environ["STEPFORK_SEAL"] = json.dumps(settings)
+    elif isinstance(settings.get("replaying"), int):
+        replaying = settings["replaying"]
+    commands = frozenset(str(command) for command in settings.get("commands") or ())
     pairs = settings.get("allowed") or ()
     allowed = {(str(host), port if isinstance(port, int) else None) for host, port in pairs}
     resolved: set[tuple[str, int | None]] = set()
@@ -64,18 +72,53 @@ def _seal() -> None:
             state["resolving"] = False
         return bool(rules.allows((allowed, resolved), host, port))
 
-    def refuse(where: str, what: str = "the connection to") -> None:
+    def tell(line: dict[str, str]) -> None:
         if isinstance(report, str):
             try:
                 with open(report, "a", encoding="utf-8") as handle:
-                    handle.write(where[:200] + "\n")
+                    handle.write(json.dumps({key: value[:200] for key, value in line.items()}) + "\n")
             except OSError:
                 pass
+
+    def refuse(where: str, what: str = "the connection to") -> None:
+        tell({"refused": "network", "where": where, "what": what})
         raise PermissionError(
             13,
             f"network sealed during {mode} replay: a child process started during the replay: {what} {where} "
             "was refused before anything was sent (Stepfork)",
         )
+
+    def judge_child(event: str, args: tuple[object, ...]) -> None:
+        if event == "subprocess.Popen":  # (executable, args, cwd, env)
+            executable, argv, env = args[0], args[1], args[3] if len(args) > 3 else None
+            if isinstance(env, dict) and not rules.carries_seal(env):  # this process is sealed for life
+                keys_bytes = any(isinstance(key, bytes) for key in env)
+                path = os.fsdecode(env.get(b"PYTHONPATH" if keys_bytes else "PYTHONPATH") or "")
+                entries = rules.SITE if not path else rules.SITE + os.pathsep + path
+                value = os.environ.get("STEPFORK_SEAL", "")
+                if keys_bytes:
+                    env[b"STEPFORK_SEAL"], env[b"PYTHONPATH"] = os.fsencode(value), os.fsencode(entries)
+                else:
+                    env["STEPFORK_SEAL"], env["PYTHONPATH"] = value, entries
+        elif event == "os.system":
+            executable, argv, env = "sh", ["sh", "-c", os.fsdecode(args[0]) if args else ""], None  # type: ignore[arg-type]
+        else:
+            rest = args[1:] if event == "os.spawn" else args
+            executable, argv = rest[0] if rest else None, rest[1] if len(rest) > 1 else ()
+            env = rest[2] if len(rest) > 2 else None
+        program, _, verdict = rules.child_refusal(executable, argv, env, commands)
+        if verdict == rules.ALLOWED:
+            tell({"allowed": program})
+        elif verdict not in (rules.SEALED, rules.LOCAL):
+            tell({"refused": "command", "program": program, "reason": verdict})
+            raise PermissionError(
+                13,
+                f"child process refused during {mode} replay: a child process started during the replay: "
+                f"the command {program!r} was refused before it started: {verdict} (Stepfork)",
+            )
+
+    def own_unix(name: str) -> bool:
+        return bool(rules.is_own_unix(name, (replaying,)))
 
     def name_checked(host: object, port: object) -> None:
         if state["resolving"] or not isinstance(host, (str, bytes)):
@@ -87,14 +130,26 @@ def _seal() -> None:
         if not permitted(name, number):
             refuse(rules.format_host(name, number))
 
+    children = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn")
+
     def hook(event: str, args: tuple[object, ...]) -> None:
         if event in ("socket.connect", "socket.sendto", "socket.sendmsg"):
             sock, address = args[0], args[1] if len(args) > 1 else None
-            if address is None or getattr(sock, "family", None) not in (2, 10, 23, 30):  # AF_INET, AF_INET6
+            family = getattr(sock, "family", None)
+            if address is None:
+                return
+            if family == 1:  # AF_UNIX
+                name = rules.unix_name(address)
+                if name is not None and not permitted(name, None) and not own_unix(name):
+                    refuse(name, "the connection to the Unix socket")
+                return
+            if family not in (2, 10, 23, 30):  # AF_INET, AF_INET6
                 return
             found = rules.host_of(address)
             if found is not None and not permitted(*found):
                 refuse(rules.format_host(*found))
+        elif event in children:
+            judge_child(event, args)
         elif event in ("socket.getaddrinfo", "socket.gethostbyname"):
             name_checked(args[0] if args else None, args[1] if len(args) > 1 else None)
         elif event in ("socket.gethostbyaddr", "socket.getnameinfo") and args:
@@ -111,6 +166,25 @@ def _seal() -> None:
                     refuse(text, "the reverse lookup (a DNS query) of")
 
     sys.addaudithook(hook)
+
+
+def _reporter(template: str) -> int:
+    """The pid of the process this one reports to: the nearest ancestor with a report file of its own (the
+    replaying process makes one when it starts a child: a shell it let run may stand between), else the
+    parent."""
+    pid = os.getppid()
+    for _ in range(32):
+        if pid <= 1:
+            break
+        if os.path.exists(template.replace("{ppid}", str(pid))):
+            return pid
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                data = handle.read()
+            pid = int(data[data.rindex(b")") + 2 :].split()[1])  # "pid (name) state ppid ..."
+        except (OSError, ValueError, IndexError):
+            break
+    return os.getppid()
 
 
 def _chain() -> None:
