@@ -65,8 +65,8 @@ from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, 
 from stepfork.replay.network import Seal, format_host, network_for, parse_allowed_command, parse_allowed_host
 from stepfork.replay.network import seal as seal_network
 from stepfork.replay.network import unseal as unseal_network
-from stepfork.replay.noise.origins import Origins
 from stepfork.replay.network_notes import SealNotes, end_of_run
+from stepfork.replay.noise.origins import Origins
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
