@@ -1,0 +1,381 @@
+"""Framework tools written as the frameworks' docs write them are instrumented boundaries (issue 30).
+
+A newcomer's report (finding 5): the OpenAI Agents SDK quickstart's ``@function_tool``, a LangGraph
+``create_react_agent(ChatOpenAI(...), tools=[get_weather])`` and a smolagents ``ToolCallingAgent``, with no
+``@trace_tool`` (the frameworks' docs have none), ran their tools live in frozen replay while the verdict said
+COMPLETED/MATCHED and "Network sealed"; smolagents' observations, ordered by random tool-call ids, made 2 of 5
+diffs of unchanged code CHANGED. Here each agent (no Stepfork line; the LangGraph one recorded in-process with
+``autocapture.enable()`` and ``record(...)``, as docs/integrations.md shows) has a tool with a visible side
+effect (a line in a file, a sqlite row) and runs against the local OpenAI-compatible server on 127.0.0.1
+(helpers/local_openai.py): the tools are recorded as tool calls named as the model sees them, a frozen
+replay (through the real CLI, and in-process) is MATCHED with the side effect absent and the server's counter
+unchanged, and a hybrid replay in which the live model now asks the tool about another city diverges at the
+tool, at ``$.city``. A tool also under ``@trace_tool`` is recorded once. Bundles recorded before this change
+(data/framework_tools_0_2, by Stepfork 0.2.0: no tool calls) are refused with the re-record hint, the tool
+never run. Slow (the SDKs' imports): ``hatch run slow:test -- tests/integrations/test_framework_tools.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from local_openai import LocalOpenAI, serving
+from program_runs import IN_PROCESS, Program, divergence_paths, passed
+
+from stepfork.trace import load_trace
+
+pytestmark = pytest.mark.slow
+
+DATA = Path(__file__).resolve().parent / "data" / "framework_tools_0_2"
+
+AGENTS_SDK = '''"""The OpenAI Agents SDK quickstart with a function tool, as the SDK's docs write it."""
+import sys
+
+from agents import Agent, Runner, function_tool
+
+
+@function_tool
+def get_weather(city: str) -> str:
+    """Get the weather for a city."""
+    with open("side_effects.log", "a") as f:
+        f.write(f"get_weather({city}) ran\\n")
+    return f"The weather in {city} is sunny."
+
+
+agent = Agent(name="Weather agent", instructions="You are a helpful agent.", tools=[get_weather],
+              model="gpt-4o-mini")
+
+
+def main(city="Paris"):
+    return Runner.run_sync(agent, f"What is the weather in {city}?").final_output
+
+
+if __name__ == "__main__":
+    print(main(*sys.argv[1:2]))
+'''
+
+LANGGRAPH = '''"""LangGraph's create_react_agent on ChatOpenAI, as LangGraph's quickstart writes it; the
+tool writes a sqlite row."""
+import sqlite3
+import sys
+import warnings
+
+from langchain_openai import ChatOpenAI
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from langgraph.prebuilt import create_react_agent
+
+
+def get_weather(city: str) -> str:
+    """Get weather for a given city."""
+    db = sqlite3.connect("side.db")
+    db.execute("create table if not exists calls (city text)")
+    db.execute("insert into calls values (?)", (city,))
+    db.commit()
+    db.close()
+    return f"It's always sunny in {city}!"
+
+
+def main(city="Paris"):
+    agent = create_react_agent(model=ChatOpenAI(model="gpt-4o-mini"), tools=[get_weather],
+                               prompt="You are a helpful assistant")
+    result = agent.invoke({"messages": [{"role": "user", "content": f"What is the weather in {city}?"}]})
+    return result["messages"][-1].content
+
+
+if __name__ == "__main__":
+    print(main(*sys.argv[1:2]))
+'''
+
+SMOLAGENTS = '''"""smolagents' ToolCallingAgent on OpenAIServerModel, as smolagents' docs write it."""
+import os
+import sys
+
+from smolagents import OpenAIServerModel, ToolCallingAgent, tool
+
+
+@tool
+def get_weather(city: str) -> str:
+    """
+    Get the weather in a city.
+
+    Args:
+        city: the city's name.
+    """
+    with open("side_effects.log", "a") as f:
+        f.write(f"get_weather({city}) ran\\n")
+    return f"Sunny in {city}"
+
+
+@tool
+def get_air_quality(city: str) -> str:
+    """
+    Get the air quality index of a city.
+
+    Args:
+        city: the city's name.
+    """
+    return f"The air quality index in {city} is 42 (good)."
+
+
+model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"],
+                          api_key=os.environ["OPENAI_API_KEY"])
+
+
+def main(city="Paris"):
+    agent = ToolCallingAgent(tools=[get_weather, get_air_quality], model=model, max_steps=2,
+                             verbosity_level=0)
+    return str(agent.run(f"What is the weather in {city}?"))
+
+
+if __name__ == "__main__":
+    print(main(*sys.argv[1:2]))
+'''
+
+HYBRID = '''"""python hybrid.py BUNDLE MODULE:FUNCTION LABEL ARGS...: the LLM LABEL live, tools frozen."""
+import importlib
+import json
+import sys
+
+from stepfork.integrations.autocapture import enable
+
+enable()
+
+from stepfork.replay.outcome import replay_entrypoint  # noqa: E402
+
+bundle, target, label, *args = sys.argv[1:]
+module_name, function = target.split(":")
+run = getattr(importlib.import_module(module_name), function)
+print(json.dumps(replay_entrypoint(bundle, lambda: run(*args), mode="hybrid", live_llms=[label]).to_dict()))
+'''
+
+LABEL = "127.0.0.1/gpt-4o-mini"
+
+
+@pytest.fixture
+def server() -> Iterator[LocalOpenAI]:
+    with serving() as running:
+        yield running
+
+
+def agent_folder(tmp_path: Path, server: LocalOpenAI, scripts: dict[str, str]) -> Program:
+    """A folder holding ``scripts`` and the in-process harnesses, run against ``server``."""
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    for name, text in {**scripts, "inproc.py": IN_PROCESS, "hybrid.py": HYBRID}.items():
+        (folder / name).write_text(text)
+    env = {
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "sk-local-test-key",
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",  # the SDK's trace export goes to api.openai.com
+        "PYTHONPATH": str(folder),
+    }
+    return Program(folder, server, env)
+
+
+def tool_calls(program: Program, bundle: str) -> list[tuple[str, Any]]:
+    """``(name, input)`` of the bundle's tool calls, in order."""
+    events = load_trace(program.folder / bundle).events
+    return [(e.name, e.input) for e in events if str(e.type) == "tool_call"]
+
+
+def side_effects(program: Program) -> list[str]:
+    """The lines the tools appended to side_effects.log (none when it does not exist)."""
+    log = program.folder / "side_effects.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def sqlite_rows(program: Program) -> int:
+    """The rows the LangGraph tool wrote into side.db."""
+    db = program.folder / "side.db"
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as connection:
+        tables = connection.execute("select count(*) from sqlite_master where name = 'calls'").fetchone()[0]
+        return int(connection.execute("select count(*) from calls").fetchone()[0]) if tables else 0
+
+
+def forget_side_effects(program: Program) -> None:
+    for name in ("side_effects.log", "side.db"):
+        (program.folder / name).unlink(missing_ok=True)
+
+
+def hybrid(program: Program, bundle: str, target: str, *args: str) -> dict[str, Any]:
+    """The report of a replay of ``target`` with the LLM live (the local server answers) and tools frozen."""
+    done = program.run(sys.executable, "hybrid.py", bundle, target, LABEL, *args)
+    assert done.stdout.strip(), done.stderr[-5000:]
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def frozen_in_process(program: Program, bundle: str, target: str, *args: str) -> dict[str, Any]:
+    """``inproc.py replay``'s report, with nothing reaching the server."""
+    sent = len(program.server.requests)
+    report = program.in_process("replay", bundle, target, *args)
+    assert len(program.server.requests) == sent
+    return report
+
+
+def assert_matched(report: dict[str, Any]) -> None:
+    verdict = (report["exit_code"], report["matching"]["status"], report["behavior"]["status"])
+    assert verdict == (0, "COMPLETE", "MATCHED"), report["matching"]
+
+
+def assert_tool_diverged(report: dict[str, Any], tool: str, path: str) -> None:
+    """A replay DIVERGED (exit 1) at the tool call ``tool``, first difference at ``path``."""
+    assert report["exit_code"] == 1, report["matching"]
+    diagnostic = report["matching"]["diagnostic"] or {}
+    assert report["matching"]["code"] == "input_diverged", report["matching"]
+    assert (diagnostic.get("expected_kind"), diagnostic.get("expected_label")) == ("tool", tool), diagnostic
+    assert path in divergence_paths(report), report["matching"]
+
+
+def test_agents_sdk_function_tool_is_recorded_served_and_diverges_at_its_argument(
+    tmp_path: Path, server: LocalOpenAI
+) -> None:
+    program = agent_folder(tmp_path, server, {"agent.py": AGENTS_SDK})
+    program.record("run.sftrace", "agent.py", "Paris")
+    assert side_effects(program) == ["get_weather(Paris) ran"]
+    assert tool_calls(program, "run.sftrace") == [("get_weather", {"city": "Paris"})]  # the model's JSON
+
+    forget_side_effects(program)
+    sent = len(server.requests)
+    report = program.replay("run.sftrace", "agent.py", "Paris")
+    assert passed(report), (report["matching"], report["stderr"][-3000:])
+    assert side_effects(program) == []  # the tool's body never ran
+    assert len(server.requests) == sent
+
+    program.in_process("record", "inproc.sftrace", "agent:main", "Paris")
+    forget_side_effects(program)
+    assert_matched(frozen_in_process(program, "inproc.sftrace", "agent:main", "Paris"))
+    assert side_effects(program) == []
+    # the live model now asks about Lyon: the frozen tool must not answer with Paris's weather
+    assert_tool_diverged(hybrid(program, "inproc.sftrace", "agent:main", "Lyon"), "get_weather", "$.city")
+    assert side_effects(program) == []
+
+
+def test_langgraph_react_agent_tool_is_recorded_served_and_diverges_at_its_argument(
+    tmp_path: Path, server: LocalOpenAI
+) -> None:
+    program = agent_folder(tmp_path, server, {"lg_agent.py": LANGGRAPH})
+    program.in_process("record", "run.sftrace", "lg_agent:main", "Paris")
+    assert sqlite_rows(program) == 1
+    assert tool_calls(program, "run.sftrace") == [("get_weather", {"city": "Paris"})]
+
+    forget_side_effects(program)
+    assert_matched(frozen_in_process(program, "run.sftrace", "lg_agent:main", "Paris"))
+    assert sqlite_rows(program) == 0  # ToolNode got the recorded result: no row written
+    assert_tool_diverged(hybrid(program, "run.sftrace", "lg_agent:main", "Lyon"), "get_weather", "$.city")
+    assert sqlite_rows(program) == 0
+
+    program.record("cli.sftrace", "lg_agent.py", "Paris")  # and under `stepfork record --`
+    forget_side_effects(program)
+    report = program.replay("cli.sftrace", "lg_agent.py", "Paris")
+    assert passed(report), (report["matching"], report["stderr"][-3000:])
+    assert sqlite_rows(program) == 0
+
+
+def test_smolagents_tools_are_recorded_served_and_unchanged_code_diffs_equivalent(
+    tmp_path: Path, server: LocalOpenAI
+) -> None:
+    program = agent_folder(tmp_path, server, {"smol.py": SMOLAGENTS})
+    bundles = [f"run{i}.sftrace" for i in range(6)]
+    for bundle in bundles:
+        program.record(bundle, "smol.py", "Paris")
+        assert sorted(tool_calls(program, bundle)) == [
+            ("get_air_quality", {"city": "Paris"}),
+            ("get_weather", {"city": "Paris"}),
+        ]
+    # both tools in one model turn, their observations ordered by the (random) tool-call ids: each
+    # recording serves its own ids, so two recordings of unchanged code are the same behaviour
+    diffs = [program.stepfork("diff", bundles[0], other) for other in bundles[1:]]
+    verdicts = [done.stdout.strip().splitlines()[-1] for done in diffs]
+    assert verdicts == ["Result: BEHAVIOR EQUIVALENT"] * 5
+
+    forget_side_effects(program)
+    sent = len(server.requests)
+    report = program.replay(bundles[0], "smol.py", "Paris")
+    assert passed(report), (report["matching"], report["stderr"][-3000:])
+    assert side_effects(program) == []
+    assert len(server.requests) == sent
+
+    program.in_process("record", "inproc.sftrace", "smol:main", "Paris")
+    forget_side_effects(program)
+    assert_matched(frozen_in_process(program, "inproc.sftrace", "smol:main", "Paris"))
+    report = hybrid(program, "inproc.sftrace", "smol:main", "Lyon")
+    assert report["exit_code"] == 1, report["matching"]
+    assert "$.city" in divergence_paths(report), report["matching"]
+    assert side_effects(program) == []
+
+
+AIR_QUALITY = '''
+
+@function_tool
+def get_air_quality(city: str) -> str:
+    """Get the air quality index of a city."""
+    return f"The air quality index in {city} is 42 (good)."
+'''
+
+
+def stacked(text: str, decorator: str) -> str:
+    """``text`` with ``@trace_tool`` under ``decorator`` on ``get_weather`` (docs/integrations.md's earlier
+    one line) and, for the Agents SDK's one-tool quickstart, a second tool without it."""
+    edited = text.replace(f"{decorator}\ndef get_weather", f"{decorator}\n@trace_tool\ndef get_weather")
+    edited = edited.replace("\n\n\n", "\n\nfrom stepfork import trace_tool\n\n\n", 1)
+    if "get_air_quality" not in edited:
+        edited = edited.replace("\n\nagent = Agent(", AIR_QUALITY + "\n\nagent = Agent(")
+        edited = edited.replace("tools=[get_weather]", "tools=[get_weather, get_air_quality]")
+    assert edited.count("@trace_tool") == 1
+    assert "get_air_quality]" in edited
+    return edited
+
+
+@pytest.mark.parametrize(
+    ("script", "text", "decorator"),
+    [("agent.py", AGENTS_SDK, "@function_tool"), ("smol.py", SMOLAGENTS, "@tool")],
+)
+def test_a_tool_also_under_trace_tool_is_recorded_once_and_the_others_by_the_framework(
+    tmp_path: Path, server: LocalOpenAI, script: str, text: str, decorator: str
+) -> None:
+    program = agent_folder(tmp_path, server, {script: stacked(text, decorator)})
+    program.record("run.sftrace", script, "Paris")
+    # get_weather once (by @trace_tool, the framework leaving it alone), get_air_quality by the framework
+    names = sorted(name for name, _ in tool_calls(program, "run.sftrace"))
+    assert names == ["get_air_quality", "get_weather"]
+    forget_side_effects(program)
+    report = program.replay("run.sftrace", script, "Paris")
+    assert passed(report), (report["matching"], report["stderr"][-3000:])
+    assert side_effects(program) == []
+
+
+@pytest.mark.parametrize(
+    ("bundle", "script", "text", "how"),
+    [
+        ("agents_sdk.sftrace", "agent.py", AGENTS_SDK, "program"),
+        ("lg_agent.sftrace", "lg_agent.py", LANGGRAPH, "in-process"),
+    ],
+)
+def test_a_bundle_recorded_before_framework_tools_were_recorded_is_refused_not_run(
+    tmp_path: Path, server: LocalOpenAI, bundle: str, script: str, text: str, how: str
+) -> None:
+    program = agent_folder(tmp_path, server, {script: text})
+    shutil.copytree(DATA / bundle, program.folder / bundle)
+    assert tool_calls(program, bundle) == []  # Stepfork 0.2.0 did not record the tool
+    if how == "program":
+        report = program.replay(bundle, script, "Paris")
+    else:
+        report = program.in_process("replay", bundle, f"{Path(script).stem}:main", "Paris")
+    assert report["exit_code"] == 1, report["matching"]
+    hint = (report["matching"]["diagnostic"] or {}).get("hint") or ""
+    assert "holds no call of tool 'get_weather'" in hint, report["matching"]
+    assert "record the run again" in hint
+    assert side_effects(program) == []  # refused, never run
+    assert sqlite_rows(program) == 0
