@@ -1,0 +1,133 @@
+"""LlamaIndex and CrewAI tools written as their docs write them are instrumented boundaries (issue 30).
+
+The openai 2.x half of tests/integrations/test_framework_tools.py: a LlamaIndex ``FunctionAgent`` whose tool
+is a plain function and a CrewAI crew whose tool is ``@tool("get_weather")``, neither with ``@trace_tool`` (as
+the frameworks' docs write them), each tool appending a line to side_effects.log, against the local
+OpenAI-compatible server on 127.0.0.1. The tools are recorded as tool calls named as the model sees them;
+a frozen replay (through the real CLI, and in-process) passes with the line not written and the server's
+counter unchanged; a hybrid replay in which the live model asks about another city diverges at the tool,
+at ``$.city``. In its own environment (openai 2.x): ``hatch run openai2:test``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from local_openai import LocalOpenAI, serving
+from program_runs import passed
+from tool_agents import (
+    agent_folder,
+    assert_matched,
+    assert_tool_diverged,
+    forget_side_effects,
+    frozen_in_process,
+    hybrid,
+    side_effects,
+    tool_calls,
+)
+
+LLAMA_INDEX = '''"""A LlamaIndex FunctionAgent with a function tool, as LlamaIndex's docs write it."""
+import asyncio
+import sys
+
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.llms.openai import OpenAI
+
+
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    with open("side_effects.log", "a") as f:
+        f.write(f"get_weather({city}) ran\\n")
+    return f"The weather in {city} is sunny."
+
+
+agent = FunctionAgent(
+    tools=[get_weather],
+    llm=OpenAI(model="gpt-4o-mini"),
+    system_prompt="You are a helpful assistant that answers questions about the weather.",
+)
+
+
+async def ask(city):
+    response = await agent.run(f"What is the weather in {city}?")
+    return str(response)
+
+
+def main(city="Paris"):
+    return asyncio.run(ask(city))
+
+
+if __name__ == "__main__":
+    print(main(*sys.argv[1:2]))
+'''
+
+CREWAI = '''"""A one-agent CrewAI crew with a tool, as CrewAI's docs write it."""
+import sys
+
+from crewai import Agent, Crew, Process, Task
+from crewai.tools import tool
+
+
+@tool("get_weather")
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    with open("side_effects.log", "a") as f:
+        f.write(f"get_weather({city}) ran\\n")
+    return f"The weather in {city} is sunny."
+
+
+reporter = Agent(
+    role="Weather reporter",
+    goal="Tell people the weather in their city",
+    backstory="You read the weather for a local radio station.",
+    tools=[get_weather],
+    llm="gpt-4o-mini",
+)
+report = Task(
+    description="What is the weather in {city}?",
+    expected_output="One sentence with the weather.",
+    agent=reporter,
+)
+crew = Crew(agents=[reporter], tasks=[report], process=Process.sequential)
+
+
+def main(city="Paris"):
+    return str(crew.kickoff(inputs={"city": city}))
+
+
+if __name__ == "__main__":
+    print(main(*sys.argv[1:2]))
+'''
+
+
+@pytest.fixture
+def server() -> Iterator[LocalOpenAI]:
+    with serving() as running:
+        yield running
+
+
+@pytest.mark.parametrize(("module", "text"), [("llama_agent", LLAMA_INDEX), ("crew_agent", CREWAI)])
+def test_the_tool_is_recorded_served_and_diverges_at_its_argument(
+    tmp_path: Path, server: LocalOpenAI, module: str, text: str
+) -> None:
+    program = agent_folder(tmp_path, server, {f"{module}.py": text})
+    program.env["CREWAI_DISABLE_TELEMETRY"] = "true"  # the collector is out of this machine's reach
+    program.record("run.sftrace", f"{module}.py", "Paris")
+    assert side_effects(program) == ["get_weather(Paris) ran"]
+    assert tool_calls(program, "run.sftrace") == [("get_weather", {"city": "Paris"})]
+
+    forget_side_effects(program)
+    sent = len(server.requests)
+    report = program.replay("run.sftrace", f"{module}.py", "Paris")
+    assert passed(report), (report["matching"], report["stderr"][-3000:])
+    assert side_effects(program) == []  # the tool's body never ran
+    assert len(server.requests) == sent
+
+    program.in_process("record", "inproc.sftrace", f"{module}:main", "Paris")
+    forget_side_effects(program)
+    assert_matched(frozen_in_process(program, "inproc.sftrace", f"{module}:main", "Paris"))
+    assert side_effects(program) == []
+    assert_tool_diverged(hybrid(program, "inproc.sftrace", f"{module}:main", "Lyon"), "get_weather", "$.city")
+    assert side_effects(program) == []
