@@ -16,17 +16,7 @@ from pathlib import Path
 
 import pytest
 from local_openai import LocalOpenAI, serving
-from program_runs import passed
-from tool_agents import (
-    agent_folder,
-    assert_matched,
-    assert_tool_diverged,
-    forget_side_effects,
-    frozen_in_process,
-    hybrid,
-    side_effects,
-    tool_calls,
-)
+from tool_agents import agent_folder, served_not_run
 
 LLAMA_INDEX = '''"""A LlamaIndex FunctionAgent with a function tool, as LlamaIndex's docs write it."""
 import asyncio
@@ -114,20 +104,4 @@ def test_the_tool_is_recorded_served_and_diverges_at_its_argument(
 ) -> None:
     program = agent_folder(tmp_path, server, {f"{module}.py": text})
     program.env["CREWAI_DISABLE_TELEMETRY"] = "true"  # the collector is out of this machine's reach
-    program.record("run.sftrace", f"{module}.py", "Paris")
-    assert side_effects(program) == ["get_weather(Paris) ran"]
-    assert tool_calls(program, "run.sftrace") == [("get_weather", {"city": "Paris"})]
-
-    forget_side_effects(program)
-    sent = len(server.requests)
-    report = program.replay("run.sftrace", f"{module}.py", "Paris")
-    assert passed(report), (report["matching"], report["stderr"][-3000:])
-    assert side_effects(program) == []  # the tool's body never ran
-    assert len(server.requests) == sent
-
-    program.in_process("record", "inproc.sftrace", f"{module}:main", "Paris")
-    forget_side_effects(program)
-    assert_matched(frozen_in_process(program, "inproc.sftrace", f"{module}:main", "Paris"))
-    assert side_effects(program) == []
-    assert_tool_diverged(hybrid(program, "inproc.sftrace", f"{module}:main", "Lyon"), "get_weather", "$.city")
-    assert side_effects(program) == []
+    served_not_run(program, module)

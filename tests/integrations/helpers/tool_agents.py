@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from local_openai import LocalOpenAI
-from program_runs import IN_PROCESS, Program, divergence_paths
+from program_runs import IN_PROCESS, Program, divergence_paths, passed
 
 from stepfork.trace import load_trace
 
@@ -107,3 +107,29 @@ def assert_tool_diverged(report: dict[str, Any], tool: str, path: str) -> None:
     assert report["matching"]["code"] == "input_diverged", report["matching"]
     assert (diagnostic.get("expected_kind"), diagnostic.get("expected_label")) == ("tool", tool), diagnostic
     assert path in divergence_paths(report), report["matching"]
+
+
+def served_not_run(program: Program, module: str) -> None:
+    """The story of an agent ``module`` (``MODULE.py``, ``main(city)``) whose one tool, ``get_weather``,
+    appends to side_effects.log: recorded by ``stepfork record --`` (one tool call, the model's city, the
+    line written) and replayed frozen by ``stepfork replay`` (passed, no line, nothing sent); recorded
+    in-process and replayed MATCHED (no line); replayed with the model live asking about Lyon: DIVERGED at
+    the tool, ``$.city``, and still no line."""
+    program.record("run.sftrace", f"{module}.py", "Paris")
+    assert side_effects(program) == ["get_weather(Paris) ran"]
+    assert tool_calls(program, "run.sftrace") == [("get_weather", {"city": "Paris"})]
+
+    forget_side_effects(program)
+    sent = len(program.server.requests)
+    report = program.replay("run.sftrace", f"{module}.py", "Paris")
+    assert passed(report), (report["matching"], report["stderr"][-3000:])
+    assert side_effects(program) == []  # the tool's body never ran
+    assert len(program.server.requests) == sent
+
+    program.in_process("record", "inproc.sftrace", f"{module}:main", "Paris")
+    forget_side_effects(program)
+    assert_matched(frozen_in_process(program, "inproc.sftrace", f"{module}:main", "Paris"))
+    assert side_effects(program) == []
+    # the live model now asks about Lyon: the frozen tool must not answer with Paris's weather
+    assert_tool_diverged(hybrid(program, "inproc.sftrace", f"{module}:main", "Lyon"), "get_weather", "$.city")
+    assert side_effects(program) == []
