@@ -1,12 +1,13 @@
 """LlamaIndex and CrewAI tools written as their docs write them are instrumented boundaries (issue 30).
 
-The openai 2.x half of tests/integrations/test_framework_tools.py: a LlamaIndex ``FunctionAgent`` whose tool
-is a plain function and a CrewAI crew whose tool is ``@tool("get_weather")``, neither with ``@trace_tool`` (as
-the frameworks' docs write them), each tool appending a line to side_effects.log, against the local
-OpenAI-compatible server on 127.0.0.1. The tools are recorded as tool calls named as the model sees them;
-a frozen replay (through the real CLI, and in-process) passes with the line not written and the server's
-counter unchanged; a hybrid replay in which the live model asks about another city diverges at the tool,
-at ``$.city``. In its own environment (openai 2.x): ``hatch run openai2:test``.
+The openai 2.x half of tests/integrations/test_framework_tools.py: a LlamaIndex ``FunctionAgent`` whose
+tool is a plain function and a CrewAI crew whose tool is ``@tool("get_weather")`` (and, again, a
+``BaseTool`` subclass), none with ``@trace_tool`` (as the frameworks' docs write them), each tool appending a
+line to side_effects.log, against the local OpenAI-compatible server on 127.0.0.1. The tools are recorded as
+tool calls named as the model sees them; a frozen replay (through the real CLI, and in-process) passes with
+the line not written and the server's counter unchanged; a hybrid replay in which the live model asks about
+another city diverges at the tool, at ``$.city``. In its own environment (openai 2.x): ``hatch run
+openai2:test``.
 """
 
 from __future__ import annotations
@@ -92,13 +93,52 @@ if __name__ == "__main__":
 '''
 
 
+CREWAI_CLASS = CREWAI.replace(
+    '''from crewai.tools import tool
+
+
+@tool("get_weather")
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    with open("side_effects.log", "a") as f:
+        f.write(f"get_weather({city}) ran\\n")
+    return f"The weather in {city} is sunny."
+''',
+    '''from crewai.tools import BaseTool
+from pydantic import BaseModel, Field
+
+
+class WeatherInput(BaseModel):
+    city: str = Field(..., description="The city's name.")
+
+
+class WeatherTool(BaseTool):
+    name: str = "get_weather"
+    description: str = "Get the current weather in a city."
+    args_schema: type[BaseModel] = WeatherInput
+
+    def _run(self, city: str) -> str:
+        with open("side_effects.log", "a") as f:
+            f.write(f"get_weather({city}) ran\\n")
+        return f"The weather in {city} is sunny."
+
+
+get_weather = WeatherTool()
+''',
+)
+"""The crew with its tool written as a ``BaseTool`` subclass, as CrewAI's "custom tools" guide writes one."""
+
+
 @pytest.fixture
 def server() -> Iterator[LocalOpenAI]:
     with serving() as running:
         yield running
 
 
-@pytest.mark.parametrize(("module", "text"), [("llama_agent", LLAMA_INDEX), ("crew_agent", CREWAI)])
+@pytest.mark.parametrize(
+    ("module", "text"),
+    [("llama_agent", LLAMA_INDEX), ("crew_agent", CREWAI), ("crew_class_agent", CREWAI_CLASS)],
+)
 def test_the_tool_is_recorded_served_and_diverges_at_its_argument(
     tmp_path: Path, server: LocalOpenAI, module: str, text: str
 ) -> None:

@@ -14,8 +14,8 @@ types from it: a ``ToolMessage``, a ``ToolOutput``, the Agents SDK's tool output
   reach the tool's ``func``/``coroutine``, or its class's ``_run``/``_arun``.
 - smolagents: ``Tool.__call__`` (agents and the code interpreter) reaches the tool's ``forward``.
 - LlamaIndex: ``FunctionTool.call``/``acall`` reach its ``fn``/``async_fn``.
-- CrewAI: ``Tool.run``/``arun`` and ``CrewStructuredTool.invoke``/``ainvoke`` (how an agent calls a tool)
-  reach the tool's ``func`` (or a ``BaseTool`` subclass's ``_run``).
+- CrewAI: ``BaseTool.run``/``arun``, ``Tool.run``/``arun`` and ``CrewStructuredTool.invoke``/``ainvoke``
+  (how an agent calls a tool) reach the tool's ``func`` (or a ``BaseTool`` subclass's ``_run``/``_arun``).
 
 Except for the Agents SDK, the input is the function's arguments as ``@trace_tool`` binds them.
 The call's name is the tool's name as the model sees it (``get_weather``), as ``@trace_tool`` names it: a
@@ -176,6 +176,18 @@ def _tool_name(tool: Any) -> str:
     return str(tool.name)
 
 
+def _wrap_methods(tool: Any, base: type) -> None:
+    """A subclass of the framework's ``base`` tool class written by the user: its ``_run``/``_arun``, on its
+    class, named by each tool object's ``name``."""
+    for klass in type(tool).__mro__:
+        if klass is base:
+            break
+        for attribute in ("_run", "_arun"):
+            method = klass.__dict__.get(attribute)
+            if inspect.isfunction(method) and user_tool(method):
+                setattr(klass, attribute, tool_boundary(method, _tool_name))
+
+
 def _prepare_langchain(base: type) -> Callable[[Any], None]:
     def prepare(tool: Any) -> None:
         fields = tool.__dict__
@@ -185,13 +197,7 @@ def _prepare_langchain(base: type) -> Callable[[Any], None]:
                 if user_tool(func):
                     fields[attribute] = tool_boundary(func, str(tool.name))
             return
-        for klass in type(tool).__mro__:  # a BaseTool subclass of the user's: its _run/_arun
-            if klass is base:
-                break
-            for attribute in ("_run", "_arun"):
-                method = klass.__dict__.get(attribute)
-                if inspect.isfunction(method) and user_tool(method):
-                    setattr(klass, attribute, tool_boundary(method, _tool_name))
+        _wrap_methods(tool, base)
 
     return prepare
 
@@ -265,13 +271,17 @@ def _prepare_crewai_structured(structured: Any) -> None:
 
 
 def install_crewai(module: ModuleType) -> None:
-    """``crewai.tools.base_tool`` (``Tool.run``/``arun``) and ``crewai.tools.structured_tool``
-    (``CrewStructuredTool.invoke``/``ainvoke``, how an agent calls a tool): the tool's function is wrapped
-    the first time it runs under a session."""
+    """``crewai.tools.base_tool`` (``BaseTool.run``/``arun``, ``Tool.run``/``arun``) and
+    ``crewai.tools.structured_tool`` (``CrewStructuredTool.invoke``/``ainvoke``, how an agent calls a tool):
+    the tool's function, or a ``BaseTool`` subclass's ``_run``/``_arun``, is wrapped the first time it runs
+    under a session."""
     tool = getattr(module, "Tool", None)
-    if isinstance(tool, type) and module.__name__.endswith("base_tool"):
+    base = getattr(module, "BaseTool", None)
+    if isinstance(tool, type) and isinstance(base, type) and module.__name__.endswith("base_tool"):
         for attribute in ("run", "arun", "_run", "_arun"):
             _patch(tool, attribute, lambda original: _before(original, _prepare_crewai_tool))
+        for attribute in ("run", "arun"):
+            _patch(base, attribute, lambda original: _before(original, lambda t: _wrap_methods(t, base)))
     structured = getattr(module, "CrewStructuredTool", None)
     if isinstance(structured, type):
         for attribute in ("invoke", "ainvoke"):
