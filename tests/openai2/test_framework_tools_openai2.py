@@ -104,7 +104,7 @@ def get_weather(city: str) -> str:
         f.write(f"get_weather({city}) ran\\n")
     return f"The weather in {city} is sunny."
 ''',
-    '''from crewai.tools import BaseTool
+    """from crewai.tools import BaseTool
 from pydantic import BaseModel, Field
 
 
@@ -124,7 +124,7 @@ class WeatherTool(BaseTool):
 
 
 get_weather = WeatherTool()
-''',
+""",
 )
 """The crew with its tool written as a ``BaseTool`` subclass, as CrewAI's "custom tools" guide writes one."""
 
