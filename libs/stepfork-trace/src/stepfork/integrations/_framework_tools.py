@@ -39,6 +39,7 @@ session. Outside a session a wrapped tool costs one ContextVar read. Nothing her
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -68,7 +69,8 @@ _MCP_ADAPTERS = ("langchain_mcp_adapters", "mcpadapt", "llama_index.tools.mcp", 
 
 
 def _module_of(func: Any) -> str:
-    func = inspect.unwrap(func) if callable(func) else func
+    with contextlib.suppress(ValueError):  # a __wrapped__ cycle: the outer function's module
+        func = inspect.unwrap(func)
     func = getattr(func, "__func__", func)  # a bound method: its function
     while isinstance(func, functools.partial):
         func = func.func
@@ -128,14 +130,24 @@ def _arguments(text: Any) -> Any:
         return text
 
 
-@functools.lru_cache(maxsize=1024)
-def _return_type(func: Callable[..., Any]) -> Any:
+def _return_type(func: Any) -> Any:
+    """The return annotation of a tool's function (a replayed result is rebuilt into it), or None."""
+    try:
+        return _cached_return_type(func)
+    except TypeError:  # an unhashable callable object
+        return _hinted_return(func)
+
+
+def _hinted_return(func: Any) -> Any:
     import typing
 
     try:
         return typing.get_type_hints(func).get("return")
     except Exception:  # unresolvable annotations: the JSON form is served
         return None
+
+
+_cached_return_type = functools.lru_cache(maxsize=1024)(_hinted_return)
 
 
 def _invoker_call(original: Any) -> Any:
