@@ -53,7 +53,6 @@ def test_verify_complete_reads_replay_ended_before_consuming_n_recorded_dependen
     assert info.value.index == 1
 
 
-
 @trace_tool
 def get_weather(city: str) -> str:
     return f"{city}: sunny"
