@@ -1,10 +1,10 @@
 """A one-agent weather crew on CrewAI, with two tools.
 
 Written as CrewAI's docs write it (docs.crewai.com: "Agents", "Tasks", "Crews", "Tools"): an ``Agent`` with
-a role, goal and backstory, a ``Task``, a ``Crew`` kicked off with inputs, tools made with ``@tool``. The
-only Stepfork line is ``@trace_tool`` under each ``@tool``, so the tools are recorded and served from the
-recording in a frozen replay. The model is ``gpt-4o-mini`` at ``OPENAI_BASE_URL`` (the tests start a local
-OpenAI-compatible server). Record and replay it with no other change:
+a role, goal and backstory, a ``Task``, a ``Crew`` kicked off with inputs, tools made with ``@tool``; no
+Stepfork line: under ``stepfork record --`` each tool call is recorded and, in a frozen replay, served from
+the recording (docs/integrations.md, "Framework tools"). The model is ``gpt-4o-mini`` at
+``OPENAI_BASE_URL`` (the tests start a local OpenAI-compatible server). Record and replay it:
 
     stepfork record -o run.sftrace -- python weather_crew.py Paris
     stepfork replay run.sftrace -- python weather_crew.py Paris
@@ -16,18 +16,14 @@ import uuid
 from crewai import Agent, Crew, Process, Task
 from crewai.tools import tool
 
-from stepfork import trace_tool
-
 
 @tool("get_weather")
-@trace_tool
 def get_weather(city: str) -> str:
     """Get the current weather in a city."""
     return f"The weather in {city} is sunny, 21 degrees (report wr_{uuid.uuid4().hex[:20]})."
 
 
 @tool("get_air_quality")
-@trace_tool
 def get_air_quality(city: str) -> str:
     """Get the air quality index of a city."""
     return f"The air quality index in {city} is 42 (good)."

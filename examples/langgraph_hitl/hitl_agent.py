@@ -1,8 +1,9 @@
 """A LangGraph human-in-the-loop graph: ``interrupt()`` inside a tool, resumed with ``Command(resume=...)``.
 
 As LangGraph's docs write it (issue 12): a model node, a ``ToolNode`` whose ``book_hotel`` tool asks a
-human to approve with ``interrupt(...)``, a checkpointer, and a second ``invoke`` with
-``Command(resume=...)``. The recorder writes the interrupt as control flow with its payload
+human to approve with ``interrupt(...)`` (a plain ``@tool``: a recording or a replay makes it an
+instrumented boundary, docs/integrations.md "Framework tools"), a checkpointer, and a second ``invoke``
+with ``Command(resume=...)``. The recorder writes the interrupt as control flow with its payload
 (stepfork.trace.control_flow); a replay raises LangGraph's own ``GraphInterrupt`` with that payload, so the
 graph pauses where it paused, and resumes. The chat model is LangChain's ``GenericFakeChatModel``.
 
@@ -30,7 +31,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import record, record_main, trace_tool
+from stepfork.trace import record, record_main
 
 QUESTION = "Book me the Hotel Lutetia in Paris."
 DECISION = {"type": "accept"}
@@ -57,7 +58,6 @@ def scripted_model(*, resumed_only: bool = False) -> ScriptedChatModel:
 
 
 @tool
-@trace_tool
 def book_hotel(hotel_name: str) -> str:
     """Book a hotel, after a human approved it."""
     response = interrupt({"question": f"Book {hotel_name}?", "args": {"hotel_name": hotel_name}})

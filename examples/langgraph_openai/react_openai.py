@@ -1,7 +1,8 @@
 """LangGraph's prebuilt ReAct agent on ``ChatOpenAI``, as LangGraph's docs write it (issue 28).
 
-``create_react_agent(model, tools, prompt=...)`` with a ``ToolNode`` running ``get_weather``; the model is
-``langchain_openai.ChatOpenAI`` whose HTTP client is the local fake OpenAI API of
+``create_react_agent(model, tools, prompt=...)`` with a ``ToolNode`` running ``get_weather`` (a plain
+``@tool``: a recording or a replay makes it an instrumented boundary, docs/integrations.md "Framework
+tools"); the model is ``langchain_openai.ChatOpenAI`` whose HTTP client is the local fake OpenAI API of
 ``examples/openai_agent/fake_openai.py`` (fresh completion and tool-call ids, ``created``, request-id and
 date headers per response, as the real API). The entrypoint returns the run's ``AIMessage`` objects, ids
 included: LangChain mints a new ``lc_run--<uuid7>-0`` id for each on every run, and the weather service
@@ -30,7 +31,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import record, record_main, to_jsonable, trace_tool
+from stepfork.trace import record, record_main, to_jsonable
 
 with warnings.catch_warnings():  # LangGraph 1.x keeps it in langgraph.prebuilt, deprecated for langchain's
     warnings.simplefilter("ignore")
@@ -41,7 +42,6 @@ QUESTION = "Should I take an umbrella in Paris today?"
 
 
 @tool
-@trace_tool
 def get_weather(city: str) -> str:
     """Current weather of a city."""
     report = {"city": city, "celsius": 21, "sky": "sunny", "report_id": f"wr_{uuid.uuid4().hex[:20]}"}

@@ -2,9 +2,10 @@
 
 ``create_react_agent(model, tools)`` as LangGraph's docs write it: its ``ToolNode`` runs one message's tool
 calls in a thread pool, so the three ``@tool`` calls of the first turn run concurrently and may reach the
-recorder, or a replay, in any order. The default replay ordering (``auto``) matches them by identity
-because ``concurrency.json`` shows they were made from pool threads. The chat model is LangChain's
-``GenericFakeChatModel`` (scripted); no network.
+recorder, or a replay, in any order. The tools carry no Stepfork line: a recording or a replay makes each
+``@tool`` an instrumented boundary (docs/integrations.md, "Framework tools"). The default replay ordering
+(``auto``) matches them by identity because ``concurrency.json`` shows they were made from pool threads.
+The chat model is LangChain's ``GenericFakeChatModel`` (scripted); no network.
 
     python react_agent.py record run.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay run.sftrace --entrypoint react_agent:run_agent
@@ -22,7 +23,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
 from stepfork.integrations.langchain import instrument_chat_model
-from stepfork.trace import record, record_main, to_jsonable, trace_tool
+from stepfork.trace import record, record_main, to_jsonable
 
 SYSTEM = "You plan days out: check the weather, a museum and a table."
 QUESTION = "Plan my Tuesday in Paris: weather, a museum and a restaurant."
@@ -69,21 +70,18 @@ def scripted_model() -> ScriptedChatModel:
 
 
 @tool
-@trace_tool
 def get_weather(city: str) -> str:
     """Current weather of a city."""
     return f"{city}: sunny, 21C"
 
 
 @tool
-@trace_tool
 def find_museum(city: str, day: str) -> str:
     """A museum open on that day."""
     return "Musee d'Orsay" if day == "Tuesday" else "Louvre"
 
 
 @tool
-@trace_tool
 def book_table(city: str, people: int) -> dict[str, Any]:
     """Book a restaurant table."""
     return {"restaurant": "Chez Janou", "people": people, "time": "20:00"}

@@ -1,11 +1,12 @@
 """A weather agent on LlamaIndex: a ``FunctionAgent`` with two tools, and a two-step workflow.
 
 Written as LlamaIndex's docs write them (developers.llamaindex.ai: "Agents", "Tools", "Workflows"): tools
-are plain functions with a docstring, the LLM is ``llama_index.llms.openai.OpenAI``. The only Stepfork
-line is ``@trace_tool`` on each tool function, so the tools are recorded and served from the recording in
-a frozen replay. ``additional_kwargs={"stream_options": {"include_usage": True}}`` asks for the token counts
-in the agent's streamed answers (LlamaIndex drops it from the requests that do not stream). The API is the
-one ``OPENAI_API_BASE`` names (the tests start a local OpenAI-compatible server). Record and replay it:
+are plain functions with a docstring, the LLM is ``llama_index.llms.openai.OpenAI``. There is no Stepfork
+line: under ``stepfork record --`` each tool call is recorded and, in a frozen replay, served from the
+recording (docs/integrations.md, "Framework tools"). ``additional_kwargs={"stream_options":
+{"include_usage": True}}`` asks for the token counts in the agent's streamed answers (LlamaIndex drops it
+from the requests that do not stream). The API is the one ``OPENAI_API_BASE`` names (the tests start a
+local OpenAI-compatible server). Record and replay it:
 
     stepfork record -o run.sftrace -- python weather_llamaindex.py agent Paris
     stepfork replay run.sftrace -- python weather_llamaindex.py agent Paris
@@ -22,18 +23,14 @@ from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.workflow import Event, StartEvent, StopEvent, Workflow, step
 from llama_index.llms.openai import OpenAI
 
-from stepfork import trace_tool
-
 llm = OpenAI(model="gpt-4o-mini", additional_kwargs={"stream_options": {"include_usage": True}})
 
 
-@trace_tool
 def get_weather(city: str) -> str:
     """Get the current weather in a city."""
     return f"The weather in {city} is sunny, 21 degrees (report wr_{uuid.uuid4().hex[:20]})."
 
 
-@trace_tool
 def get_air_quality(city: str) -> str:
     """Get the air quality index of a city."""
     return f"The air quality index in {city} is 42 (good)."

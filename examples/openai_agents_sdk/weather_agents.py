@@ -1,10 +1,10 @@
 """A triage agent that hands off to a weather agent with two function tools, on the OpenAI Agents SDK.
 
 Written as the Agents SDK's docs write it (openai.github.io/openai-agents-python: "Quickstart", "Tools",
-"Handoffs", "Running agents", "Streaming"); the only Stepfork line is ``@trace_tool`` under each
-``@function_tool``, so that the tools are recorded and, in a frozen replay, served from the recording.
-The model is whatever ``OPENAI_BASE_URL`` names (api.openai.com by default; the tests start a local
-OpenAI-compatible server). Record and replay it with no other change:
+"Handoffs", "Running agents", "Streaming"), with no Stepfork line: under ``stepfork record --`` each
+``@function_tool`` call is recorded as a tool call and, in a frozen replay, served from the recording
+(docs/integrations.md, "Framework tools"). The model is whatever ``OPENAI_BASE_URL`` names (api.openai.com
+by default; the tests start a local OpenAI-compatible server). Record and replay it:
 
     stepfork record -o run.sftrace -- python weather_agents.py run Paris
     stepfork replay run.sftrace -- python weather_agents.py run Paris
@@ -21,18 +21,14 @@ from typing import Any
 from agents import Agent, RunContextWrapper, Runner, function_tool
 from openai.types.responses import ResponseTextDeltaEvent
 
-from stepfork import trace_tool
-
 
 @function_tool
-@trace_tool
 async def get_weather(ctx: RunContextWrapper[Any], city: str) -> str:
     """Get the current weather in a city."""
     return f"The weather in {city} is sunny, 21 degrees (report wr_{uuid.uuid4().hex[:20]})."
 
 
 @function_tool
-@trace_tool
 def get_air_quality(city: str) -> str:
     """Get the air quality index of a city."""
     return f"The air quality index in {city} is 42 (good)."

@@ -2,8 +2,8 @@
 
 Written as smolagents' docs write it (huggingface.co/docs/smolagents: "Guided tour", "Tools"): tools made
 with ``@tool`` (a docstring with an ``Args:`` section), ``OpenAIServerModel`` on an OpenAI-compatible API.
-The only Stepfork line is ``@trace_tool`` under each ``@tool``, so the tools are recorded and served from
-the recording in a frozen replay. Record and replay it with no other change:
+There is no Stepfork line: under ``stepfork record --`` each tool call is recorded and, in a frozen replay,
+served from the recording (docs/integrations.md, "Framework tools"). Record and replay it:
 
     stepfork record -o run.sftrace -- python weather_smolagents.py tools Paris
     stepfork replay run.sftrace -- python weather_smolagents.py tools Paris
@@ -18,11 +18,8 @@ import uuid
 
 from smolagents import CodeAgent, OpenAIServerModel, ToolCallingAgent, tool
 
-from stepfork import trace_tool
-
 
 @tool
-@trace_tool
 def get_weather(city: str) -> str:
     """
     Get the current weather in a city.
@@ -34,7 +31,6 @@ def get_weather(city: str) -> str:
 
 
 @tool
-@trace_tool
 def get_air_quality(city: str) -> str:
     """
     Get the air quality index of a city.

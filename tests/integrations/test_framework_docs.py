@@ -39,3 +39,25 @@ def test_every_framework_of_the_table_has_a_tested_snippet() -> None:
     table = DOC.read_text(encoding="utf-8").split("\n## ", 1)[0]
     for name in ("OpenAI Agents SDK", "LiteLLM", "smolagents", "LlamaIndex", "CrewAI"):
         assert f"\n| {name} |" in table
+
+
+FRAMEWORK_ROWS = {
+    "OpenAI Agents SDK": "examples/openai_agents_sdk/weather_agents.py",
+    "smolagents": "examples/smolagents_agent/weather_smolagents.py",
+    "LlamaIndex": "examples/llamaindex_agent/weather_llamaindex.py",
+    "CrewAI": "examples/crewai_agent/weather_crew.py",
+}
+
+
+def test_the_framework_rows_set_up_line_is_its_examples_record_command_with_no_stepfork_line() -> None:
+    """Framework tools need no line (docs/integrations.md, "Framework tools"): each framework's row of the
+    table shows the `stepfork record` command its example documents, and the example, which the tests run
+    as written, has no Stepfork line at all."""
+    table = DOC.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    rows = {line.split(" | ")[0].removeprefix("| "): line.split(" | ") for line in table.splitlines()}
+    for name, path in FRAMEWORK_ROWS.items():
+        one_line = rows[name][2].strip("`")
+        assert one_line.startswith("stepfork record -o run.sftrace -- python "), (name, one_line)
+        example = (ROOT / path).read_text(encoding="utf-8")
+        assert one_line in example, f"{name}: {one_line!r} is not the command {path} documents"
+        assert "stepfork" not in example.split('"""', 2)[2], f"{path} has a Stepfork line"

@@ -2,12 +2,13 @@
 
 A triage agent hands off to a weather agent whose two ``@function_tool`` tools (one async, taking the SDK's
 ``RunContextWrapper`` and answering with a fresh report id, a value a replay must be served, not recompute;
-one sync, run in a worker thread) are ``@trace_tool`` functions, on the SDK's default model (the Responses
-API) at a local OpenAI-compatible server on 127.0.0.1 (helpers/local_openai.py: fresh ids per response,
-JSON and SSE, parallel tool calls). ``Runner.run``, ``Runner.run_sync`` and ``Runner.run_streamed`` are
-recorded with ``stepfork record --``, replayed frozen with the server's counter unchanged, diverged by a
-changed prompt, tool description and tool argument at their JSON paths, diffed EQUIVALENT against a second
-recording, exported and run PASSED, and recorded in-process and replayed MATCHED.
+one sync, run in a worker thread), with no Stepfork line, are recorded as tool calls, on the SDK's default
+model (the Responses API) at a local OpenAI-compatible server on 127.0.0.1 (helpers/local_openai.py: fresh
+ids per response, JSON and SSE, parallel tool calls). ``Runner.run``, ``Runner.run_sync`` and
+``Runner.run_streamed`` are recorded with ``stepfork record --``, replayed frozen with the server's counter
+unchanged, diverged by a changed prompt, tool description and tool argument at their JSON paths, diffed
+EQUIVALENT against a second recording, exported and run PASSED, and recorded in-process and replayed
+MATCHED.
 
 The SDK's tracing stays on, as a user of OpenAI has it: the test runs the example under ``traced.py``,
 which sends the SDK's trace export to the local server (the SDK's own ``set_trace_processors``; the real
@@ -81,7 +82,7 @@ def test_runner_run_records_replays_diverges_diffs_and_its_test_passes(program: 
     print(f"Runner.run: {figures}")
     events = load_trace(program.folder / "a.sftrace").events
     assert [e.input for e in events if str(e.type) == "tool_call" and e.name == "get_weather"] == [
-        {"city": "Paris", "$excluded": ["ctx"]}  # the SDK's RunContextWrapper is not the tool's input
+        {"city": "Paris"}  # the JSON arguments the model wrote: the SDK's RunContextWrapper is not among them
     ]
 
 

@@ -1,6 +1,6 @@
 """The smolagents example (examples/smolagents_agent), end to end through the real CLI (issue 30).
 
-A ``ToolCallingAgent`` and a ``CodeAgent`` with two ``@tool`` tools stacked over ``@trace_tool`` (one
+A ``ToolCallingAgent`` and a ``CodeAgent`` with two ``@tool`` tools, no Stepfork line (one
 answers a fresh report id: a replay must serve it), on ``OpenAIServerModel`` at a local OpenAI-compatible
 server on 127.0.0.1 (helpers/local_openai.py). The ``ToolCallingAgent`` asks for both tools at once;
 smolagents runs them in a thread pool (``copy_context``) and orders their observations by tool-call id,

@@ -1,6 +1,6 @@
 """The CrewAI example (examples/crewai_agent), end to end through the real CLI (issue 30).
 
-A one-agent crew whose two tools are ``@tool`` over ``@trace_tool`` (one answers a fresh report id), on
+A one-agent crew whose two tools are ``@tool`` functions, no Stepfork line (one answers a fresh report id), on
 ``llm="gpt-4o-mini"`` (CrewAI's native OpenAI provider) at a local OpenAI-compatible server on 127.0.0.1
 (helpers/local_openai.py). CrewAI sends anonymous telemetry to telemetry.crewai.com:4319 by default; the
 machine running the tests reaches no such host, so the recordings are made with

@@ -1,6 +1,6 @@
 """The LlamaIndex example (examples/llamaindex_agent), end to end through the real CLI (issue 30).
 
-A ``FunctionAgent`` with two tools (plain functions under ``@trace_tool``; one answers a fresh report id, a
+A ``FunctionAgent`` with two tools (plain functions, no Stepfork line; one answers a fresh report id, a
 value a replay must serve) on ``llama_index.llms.openai.OpenAI``, and a two-step ``Workflow`` whose steps
 call ``llm.acomplete``, against a local OpenAI-compatible server on 127.0.0.1 (helpers/local_openai.py).
 The agent streams the model's answers (Chat Completions SSE with tool-call deltas); LlamaIndex asks for no

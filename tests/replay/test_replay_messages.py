@@ -10,6 +10,7 @@ import pytest
 from replay_agents import booking_agent, search_flights
 
 from stepfork.replay import ReplayExhaustedError, ReplayMismatchError, ReplaySession
+from stepfork.trace import trace_tool
 
 
 def test_an_input_divergence_reads_call_1_input_diverged_from_the_recording(recorder) -> None:
@@ -50,3 +51,28 @@ def test_verify_complete_reads_replay_ended_before_consuming_n_recorded_dependen
     assert len(info.value.remaining) == 2
     assert str(info.value).startswith("replay ended before consuming 2 recorded dependency call(s): ")
     assert info.value.index == 1
+
+
+@trace_tool
+def get_weather(city: str) -> str:
+    return f"{city}: sunny"
+
+
+def test_a_tool_no_recorded_call_names_is_refused_with_the_re_record_hint(recorder) -> None:
+    """A framework tool of a bundle recorded before framework tools were recorded (docs/decisions.md,
+    "Framework tools"): its call comes where the recording has none of that name."""
+    path = recorder(lambda: booking_agent("Paris"))
+    with ReplaySession.from_trace(path), pytest.raises(ReplayMismatchError) as info:
+        get_weather("Paris")
+    assert info.value.code == "name_mismatch"
+    assert info.value.diagnostic is not None
+    hint = info.value.diagnostic.hint or ""
+    assert hint.startswith("the recording holds no call of tool 'get_weather', so it is refused, not run")
+    assert hint.endswith("record the run again")
+    assert "hint: the recording holds no call of tool 'get_weather'" in str(info.value)
+
+    with ReplaySession.from_trace(path):
+        search_flights("Paris")
+        with pytest.raises(ReplayMismatchError) as info:
+            search_flights("Paris")  # a tool the recording holds, out of its place: the order hint
+    assert (info.value.diagnostic.hint or "").startswith("the agent calls tool 'search_flights' where")

@@ -341,9 +341,10 @@ class ReplaySession(SealNotes):
         self._token = boundary.activate(self)
         if self.network == "sealed":
             self._seal = seal_network(self, self.allow_hosts, self.allow_commands)
-        if self.mode != "live":  # an MCP session the agent did not instrument: served or refused by name
-            from stepfork.trace._after_import import capture_mcp_sessions
+        from stepfork.trace._after_import import capture_framework_tools, capture_mcp_sessions
 
+        capture_framework_tools()  # a framework tool without @trace_tool: served or refused by name
+        if self.mode != "live":  # an MCP session the agent did not instrument: served or refused by name
             capture_mcp_sessions()
 
     def open_network(self) -> None:
@@ -526,7 +527,10 @@ class ReplaySession(SealNotes):
             raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
         with self._lock:
             cursor = self._cursor
-            expected = check_identity(cursor.select(call, live, self._compares), call, live)
+            try:
+                expected = check_identity(cursor.select(call, live, self._compares), call, live)
+            except ReplayMismatchError as error:
+                raise self._unrecorded_tool(error, call) from None
             # not self._compares(expected), inlined: this runs once per replayed call
             live_llm = self.hybrid and expected.kind == "llm" and expected.label in self.live_llms
             served_live, match, served = live, "full", expected
@@ -576,6 +580,15 @@ class ReplaySession(SealNotes):
         # what check_outcome proved is of expected.output, so only when that is the output served
         # (an output that no longer fits the annotation raises: a mismatch, which diverges in _decide)
         return False, rebuild_output(served, call, live, plain and served is expected)
+
+    def _unrecorded_tool(self, error: ReplayMismatchError, call: BoundaryCall) -> ReplayMismatchError:
+        """``error`` (a call the recording does not have where it came), with the hint for a tool no
+        recorded call names: most often a framework tool of a bundle recorded before framework tools were
+        instrumented boundaries (docs/decisions.md, "Framework tools"), refused instead of run."""
+        if call.kind != "tool" or error.diagnostic is None or any(c.name == call.name for c in self.calls):
+            return error
+        error.diagnostic = dataclasses.replace(error.diagnostic, hint=unrecorded_tool_hint(call.name))
+        return error
 
     def _serve_request(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
         """Checks 2 and 3, then serve an ``http`` call from the pool (module docstring); a telemetry export
@@ -652,6 +665,15 @@ class ReplaySession(SealNotes):
         return self._decision(
             BoundaryCall(kind="llm", name=model, input=input, provider=provider, model=model)
         )
+
+
+def unrecorded_tool_hint(name: str) -> str:
+    """The hint of a tool call no recorded call names (:meth:`ReplaySession._unrecorded_tool`)."""
+    return (
+        f"the recording holds no call of tool {name!r}, so it is refused, not run. A bundle recorded before "
+        "Stepfork recorded framework tools (0.2.0 and earlier) holds no call of an OpenAI Agents SDK, "
+        "LangChain, smolagents, LlamaIndex or CrewAI tool without @trace_tool: record the run again"
+    )
 
 
 def active_replay() -> ReplaySession | None:

@@ -19,11 +19,8 @@ calling it) is an LLM boundary, recorded in one of two ways:
   returns real ``AIMessage``/``AIMessageChunk`` objects. Bundles recorded this way from an HTTP chat model
   (before issue 11) replay the same way: under a replay of such a recording the wrapper serves them.
 
-Tools: stack ``@tool`` over ``@trace_tool`` so a LangChain tool's body is a Stepfork tool boundary::
-
-    @tool
-    @trace_tool
-    def get_weather(city: str) -> str: ...
+Tools need no line: under a recording or a replay every LangChain tool is a Stepfork tool boundary
+(:mod:`stepfork.integrations._framework_tools`); ``@tool`` over ``@trace_tool`` still works, recorded once.
 
 The module imports without LangChain (issue 32): :class:`StepforkChatModel` is read from
 :mod:`stepfork.integrations._langchain_model` on first use, and using either name without ``langchain_core``

@@ -1,8 +1,9 @@
-"""Run a callback once a module is imported, without importing it (the zero-code capture, the MCP boundary).
+"""Run a callback once a module is imported, without importing it (the zero-code capture, the MCP boundary,
+the framework tools).
 
-Here in the core, not among the integrations: a recording or a replay asks for the MCP boundary on every
-start (:func:`capture_mcp_sessions`), and the core imports no integration until the SDK it wraps is
-imported by the program.
+Here in the core, not among the integrations: a recording or a replay asks for the MCP boundary and the
+framework tools on every start (:func:`capture_mcp_sessions`, :func:`capture_framework_tools`), and the
+core imports no integration until the SDK it wraps is imported by the program.
 
 :func:`after_import` calls ``callback(module)`` at once when the module is imported already, else right
 after the program imports it: a ``sys.meta_path`` finder, first in the list, finds the module with the
@@ -29,8 +30,8 @@ _lock = threading.Lock()
 
 
 def after_import(name: str, callback: Callback) -> None:
-    """Call ``callback(module)`` for the top-level module ``name``: now when it is imported (and done
-    importing), and right after each later import of it (a module imported again after leaving
+    """Call ``callback(module)`` for the module ``name`` (top-level or dotted): now when it is imported (and
+    done importing), and right after each later import of it (a module imported again after leaving
     ``sys.modules``). Registering the same callback twice for a name registers it once.
 
     A module imported but still running its own code (the callback was registered from inside its import)
@@ -113,3 +114,37 @@ def _instrument_mcp_sessions(module: ModuleType) -> None:
         from stepfork.integrations import mcp
 
         mcp.enable(auto=True)
+
+
+def capture_framework_tools() -> None:
+    """Make the tools of the agent frameworks the program imports (the OpenAI Agents SDK, LangChain and
+    LangGraph, smolagents, LlamaIndex, CrewAI) instrumented boundaries, as ``@trace_tool`` makes a
+    function one, from the moment the program imports the framework (now, when it has; never importing it
+    otherwise): what a recording and a replay do for the tools the user did not decorate (docs/decisions.md,
+    "Framework tools"; :mod:`stepfork.integrations._framework_tools`). Idempotent, and cheap after its first
+    call."""
+    global _capturing_tools
+    if _capturing_tools:
+        return
+    _capturing_tools = True
+    for name in _FRAMEWORK_MODULES:
+        after_import(name, _instrument_framework_tools)
+
+
+_capturing_tools = False
+_FRAMEWORK_MODULES = (
+    "agents.tool",
+    "langchain_core.tools.base",
+    "smolagents.tools",
+    "llama_index.core.tools.function_tool",
+    "crewai.tools.base_tool",
+    "crewai.tools.structured_tool",
+)
+"""The framework modules whose classes :mod:`stepfork.integrations._framework_tools` patches (its
+``INSTALLERS``)."""
+
+
+def _instrument_framework_tools(module: ModuleType) -> None:
+    from stepfork.integrations._framework_tools import install
+
+    install(module)

@@ -2,7 +2,8 @@
 
 A pydantic-ai ``@agent.tool`` receives a ``RunContext`` (model, deps such as an ``httpx.AsyncClient``,
 usage...), a LangChain tool a ``RunnableConfig`` or a callback manager, a LangGraph tool its injected state,
-store or runtime, an OpenAI Agents SDK ``@function_tool`` its ``RunContextWrapper`` (a ``ToolContext``).
+store or runtime, an OpenAI Agents SDK ``@function_tool`` its ``RunContextWrapper`` (a ``ToolContext``), a
+LlamaIndex tool its workflow ``Context``.
 None of these is the call's input: they have no JSON form, change on every run, and a frozen result needs
 nothing of them. They are left out of the recorded and matched input (issue 12):
 
@@ -34,6 +35,8 @@ _CONTEXT_CLASSES = frozenset(
         ("langgraph", "ToolRuntime"),
         ("langgraph", "Runtime"),
         ("agents", "RunContextWrapper"),  # the OpenAI Agents SDK's tool context (ToolContext subclasses it)
+        ("workflows", "Context"),  # a LlamaIndex workflow's Context (llama_index.core.workflow re-exports it)
+        ("llama_index", "Context"),
     }
 )
 # Annotation classes (``Annotated`` metadata or the annotation itself) marking a context parameter.
@@ -49,6 +52,8 @@ _CONTEXT_MARKERS = frozenset(
         ("pydantic_ai", "RunContext"),
         ("agents", "RunContextWrapper"),
         ("agents", "ToolContext"),
+        ("workflows", "Context"),
+        ("llama_index", "Context"),
     }
 )
 # When annotations cannot be resolved (string annotations naming names not importable here).

@@ -19,6 +19,7 @@ import functools
 import inspect
 import sys
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
 
@@ -242,13 +243,13 @@ class _ToolSpec:
             del arguments[names[0]]
         return arguments
 
-    def call(self, arguments: dict[str, Any], handler: Any = None) -> BoundaryCall:
+    def call(self, arguments: dict[str, Any], handler: Any = None, name: str | None = None) -> BoundaryCall:
         return_type = self._return_type if self._hints_done else self.return_type()
         serializer = _serializer_for(self.serializer, handler)
         # positional: BoundaryCall(kind, name, input, provider, model, replay_policy, return_type, function)
         return BoundaryCall(
             "tool",
-            self.name,
+            name or self.name,
             _jsonable(arguments, serializer),
             None,
             None,
@@ -293,6 +294,7 @@ def _wrap(
                 spec.call(arguments, handler), functools.partial(func, *args, **kwargs), orphan=orphan
             )
 
+        setattr(async_wrapper, INSTRUMENTED, True)
         return async_wrapper
 
     @functools.wraps(func)
@@ -312,6 +314,117 @@ def _wrap(
             spec.call(arguments, handler), functools.partial(func, *args, **kwargs), orphan=orphan
         )
 
+    setattr(wrapper, INSTRUMENTED, True)
+    return wrapper
+
+
+_inside_method: ContextVar[Any] = ContextVar("stepfork_tool_method", default=None)
+"""The tool object whose method boundary (:func:`tool_boundary` with a ``name(self)``) runs its body here."""
+
+INSTRUMENTED = "__stepfork_tool__"
+"""The attribute (True) of every function that already is a tool boundary: what ``@trace_tool`` returns and
+what :func:`tool_boundary` wraps a framework tool's function in. ``functools.wraps`` copies it onto a
+framework's own wrapper of such a function, so :func:`is_instrumented` sees a tool stacked over
+``@trace_tool`` and the framework capture leaves it alone: one call, recorded once."""
+
+
+def is_instrumented(func: Any) -> bool:
+    """True when ``func`` (a function, bound method, ``functools.partial``, or a wrapper whose
+    ``__wrapped__`` chain leads there) is already a tool boundary (:data:`INSTRUMENTED`)."""
+    seen = 0
+    while func is not None and seen < 32:  # a bounded walk: a __wrapped__ cycle must not hang a call
+        if getattr(func, INSTRUMENTED, False) is True:
+            return True
+        func = (
+            getattr(func, "__wrapped__", None)
+            or getattr(func, "__func__", None)
+            or (func.func if isinstance(func, functools.partial) else None)
+        )
+        seen += 1
+    return False
+
+
+def tool_boundary(
+    func: Callable[..., Any],
+    name: str | Callable[[Any], str],
+    *,
+    target: Callable[..., Any] | None = None,
+) -> Any:
+    """The tool boundary ``@trace_tool(name=name)`` makes of ``func``, for a framework's tool whose function
+    the user did not decorate (stepfork.integrations._framework_tools; issue 30): the same input (the
+    arguments bound to ``func``'s signature, context arguments left out, LangGraph resume values added),
+    output, failures and replay.
+
+    Args:
+        func: the tool's own function: its signature binds the arguments, its return annotation rebuilds a
+            replayed result.
+        name: the call's name; or, for a method wrapped on its class, ``name(self)`` (the first argument,
+            left out of the input like ``self`` always is).
+        target: what the wrapper calls with the same arguments (default ``func``): a framework's own
+            wrapper of ``func`` (LlamaIndex's ``sync_to_async``). Its kind (async or not) is the wrapper's.
+
+    Returns:
+        The wrapper: with no session it calls ``target`` untouched after one ContextVar read; it is
+        :data:`INSTRUMENTED`.
+    """
+    body = func if target is None else target
+    spec = _ToolSpec(func, "" if callable(name) else name, "frozen", True if callable(name) else None)
+
+    def enter(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool, BoundaryCall | None]:
+        """``(handler, orphan, call)``; no call: run the body untouched."""
+        handler, orphan = _boundary.resolve_handler() if _registered else (None, False)
+        if handler is None:
+            return None, False, None
+        if callable(name):  # a method: the tool object is the first argument
+            if not args or _inside_method.get() is args[0]:
+                return None, False, None  # its own body calling its other entry (``_arun`` -> ``_run``)
+            label = name(args[0])
+        else:
+            label = name
+        arguments = spec.bind(args, kwargs)
+        if arguments is None:  # does not bind: the body raises its own TypeError, unrecorded
+            return None, False, None
+        return handler, orphan, spec.call(arguments, handler, label)
+
+    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not callable(name):
+            return body(*args, **kwargs)
+        token = _inside_method.set(args[0])
+        try:
+            return body(*args, **kwargs)
+        finally:
+            _inside_method.reset(token)
+
+    if inspect.iscoroutinefunction(body):
+
+        @functools.wraps(func)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            handler, orphan, call = enter(args, kwargs)
+            if call is None:
+                return await body(*args, **kwargs)
+
+            async def awaited() -> Any:
+                if not callable(name):
+                    return await body(*args, **kwargs)
+                token = _inside_method.set(args[0])
+                try:
+                    return await body(*args, **kwargs)
+                finally:
+                    _inside_method.reset(token)
+
+            return await handler.ahandle(call, awaited, orphan=orphan)
+
+        setattr(async_wrapper, INSTRUMENTED, True)
+        return async_wrapper
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        handler, orphan, call = enter(args, kwargs)
+        if call is None:
+            return body(*args, **kwargs)
+        return handler.handle(call, lambda: run(args, kwargs), orphan=orphan)
+
+    setattr(wrapper, INSTRUMENTED, True)
     return wrapper
 
 

@@ -264,9 +264,10 @@ class RecordingSession(ExplicitRecording):
         executors.install()
         self._token = boundary.activate(self)
         self._scope_token = _scope.set(None)
-        from stepfork.trace._after_import import capture_mcp_sessions
+        from stepfork.trace._after_import import capture_framework_tools, capture_mcp_sessions
 
         capture_mcp_sessions()  # an MCP session the agent did not instrument is recorded all the same
+        capture_framework_tools()  # and so is a framework tool without @trace_tool
 
     def _deactivate(self) -> None:
         if self._token is not None:
