@@ -50,6 +50,7 @@ from stepfork.replay.errors import (
     ReplayPolicyError,
     recorded_failure_text,
 )
+from stepfork.replay.ignoring import check_output_paths
 from stepfork.replay.noise import Origins
 from stepfork.replay.noise.output import output_differences
 from stepfork.replay.raise_as import RaiseAsTarget, resolve_raise_as
@@ -186,6 +187,7 @@ def run_regression_case(
         raise ValueError("run_regression_case needs an entrypoint and a trace (path or Trace)")
     if trajectory_expectation is not None:
         validate_trajectory_expectation(trajectory_expectation)
+    ignore_output = check_output_paths(ignore_output)  # a malformed path is a ValueError, before anything
     loaded = _load(source)
     session = ReplaySession(
         loaded,

@@ -46,7 +46,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
-from stepfork.replay.ignoring import IgnoredDifference, normalize_ignore
+from stepfork.replay.ignoring import IgnoredDifference, check_ignore_labels, normalize_ignore
 from stepfork.replay.imported import (
     IMPORT_EXTENSION,
     ImportedCalls,
@@ -129,7 +129,8 @@ class ReplaySession:
             :mod:`stepfork.replay.ordering`, issue 6 "Concurrency".
         ignore: ``{call label: [JSON paths]}``: input differences at these paths match, and are reported
             in :attr:`ignored_differences` (a clock or random id the agent puts in a tool input; issue 12,
-            stepfork.replay.ignoring).
+            stepfork.replay.ignoring). A label naming no recorded call, or a malformed path, is a
+            ValueError.
         raise_as: ``{recorded error type: exception class or factory}``: raise a recorded failure of that
             type as the user's own class, so the agent's ``except RateLimited:`` runs; a class gives an
             instance of both it and RecordedDependencyError. Keys are qualified or short type names; rules
@@ -211,6 +212,7 @@ class ReplaySession:
         self._lock = threading.RLock()
         self._served = ServedCalls()  # records built on read (see ServedCalls)
         self._ignore = normalize_ignore(ignore)
+        check_ignore_labels(ignore, (call.label for call in all_calls))  # a typo would ignore nothing
         self.ignored_differences: list[IgnoredDifference] = []
         """Input differences accepted at ``ignore`` paths, in the order they were met (issue 12)."""
         self._divergence: ReplayError | None = None
