@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import Token
@@ -230,6 +231,8 @@ class ReplaySession:
         """The values minted in this process while the session was active (``stepfork.trace.minting``):
         the replay's side of the renaming of fresh values (:meth:`live_origins`)."""
         self._inputs: Any = None  # RenamedInputs (stepfork.replay.noise.inputs), made on need
+        self._random_before: minting.RandomState | None = None  # `random`'s state before _enter
+        self._started: int | None = None  # time.time_ns() at _enter
 
     @classmethod
     def from_trace(
@@ -293,9 +296,16 @@ class ReplaySession:
             return None
 
     def live_origins(self) -> Origins:
-        """Where the replay's values came from: the recording's handed-out ids and the values this
-        process minted while the session was active (:class:`stepfork.replay.noise.Origins`)."""
-        return Origins(self.trace, minted=self.minted if self.minted is not None else MintLog())
+        """Where the replay's values came from: the recording's handed-out ids, the values this process
+        minted while the session was active and the replay's own clock window, from its start to now
+        (:class:`stepfork.replay.noise.Origins`)."""
+        from stepfork.replay.noise.clock import ClockWindow
+
+        return Origins(
+            self.trace,
+            minted=self.minted if self.minted is not None else MintLog(),
+            clock=ClockWindow(self._started if self._started is not None else time.time_ns()),
+        )
 
     def _renamed_inputs(
         self, expected: RecordedCall, value: Any, ignored: set[str]
@@ -314,7 +324,10 @@ class ReplaySession:
             raise ReplayError("a ReplaySession cannot be entered twice (re-entered)", code="reentered")
         self._entered = True
         self._active = True
+        recorded = minting.minted_of(self.trace)  # `random` starts where the recorded run's did
+        self._random_before = minting.restore_random(recorded.random_state if recorded is not None else None)
         self.minted = minting.start()
+        self._started = time.time_ns()  # the replay's clock window opens (live_origins)
         self._token = boundary.activate(self)
         if self.network == "sealed":
             self._seal = seal_network(self, self.allow_hosts)
@@ -334,6 +347,8 @@ class ReplaySession:
         self._active = False
         if self.minted is not None:
             minting.stop(self.minted)
+        minting.put_back_random(self._random_before)  # the process's generator as the replay found it
+        self._random_before = None
         if self._seal is not None:
             unseal_network(self._seal)
             self._seal = None

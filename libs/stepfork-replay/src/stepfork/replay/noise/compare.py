@@ -145,8 +145,8 @@ class Comparison:
         self.left = left if left is not None else Origins()
         self.right = right if right is not None else Origins()
         self.renaming = Renaming(
-            self.left.minted,
-            self.right.minted,
+            self.left.made,
+            self.right.made,
             vouch_left=self.left.legacy and self.right.minted is not None,
             vouch_right=self.right.legacy and self.left.minted is not None,
         )
