@@ -35,12 +35,14 @@ class LocalOpenAI:
     Attributes:
         requests: ``(method, path)`` of every request received, in order.
         unavailable: how many times ``/model_prices.json`` answers 503 before it answers 200.
+        omit: keys left out of each Chat Completions message (``{"annotations"}``: an older API release).
     """
 
     def __init__(self, unavailable: int = 0) -> None:
         self.requests: list[tuple[str, str]] = []
         self.bodies: list[tuple[str, Any]] = []  # (path, JSON body) of every POST
         self.unavailable = unavailable
+        self.omit: set[str] = set()  # keys left out of each Chat Completions message (an older API's shape)
         self.lock = threading.Lock()
         self.server: http.server.ThreadingHTTPServer | None = None
 
@@ -62,8 +64,13 @@ class LocalOpenAI:
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
         """A Chat Completions response to ``body`` (openai_turns.py: the tools it offers are called, else
-        the answer names the city the last user message asks about, so a changed prompt changes it)."""
-        return openai_turns.chat_completion(body)
+        the answer names the city the last user message asks about, so a changed prompt changes it), its
+        message without the keys in :attr:`omit` (``annotations``: the API before March 2025)."""
+        answer = openai_turns.chat_completion(body)
+        for choice in answer["choices"]:
+            for key in self.omit:
+                choice["message"].pop(key, None)
+        return answer
 
     def posted(self, path_suffix: str) -> list[Any]:
         """The JSON bodies of the POST requests whose path ends with ``path_suffix``, in order."""

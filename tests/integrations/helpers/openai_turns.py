@@ -40,7 +40,17 @@ def random_id(prefix: str, size: int = 24, alphabet: str = string.ascii_letters 
 
 
 def _words(value: Any) -> int:
-    return len(json.dumps(value).split()) if not isinstance(value, str) else len(value.split())
+    """The prompt's size in words; an empty field (null, [], {}) is not read by the model, so it counts for
+    nothing (an echoed message's ``annotations: []`` adds no token, as with a real tokenizer)."""
+    return len(json.dumps(_read(value)).split()) if not isinstance(value, str) else len(value.split())
+
+
+def _read(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _read(v) for k, v in value.items() if v is not None and v != [] and v != {}}
+    if isinstance(value, list):
+        return [_read(v) for v in value]
+    return value
 
 
 @dataclass

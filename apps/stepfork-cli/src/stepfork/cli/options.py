@@ -183,31 +183,52 @@ def parse_ignore(values: list[str] | None) -> dict[str, list[str]] | None:
     """Parse repeated ``--ignore TOOL:$.path`` values into ``{TOOL: [paths]}`` (None when none is given; a
     value that is a path alone, ``$.generated_at``, is the run output's: :func:`parse_ignore_output`).
 
-    The label ends at the first ``:$`` (labels may hold ``:``, paths start with ``$``).
+    The label ends at the first ``:$`` (labels may hold ``:``, paths start with ``$``). Whether the label
+    names a recorded call is checked once the bundle is read (``stepfork.replay.ignoring``).
 
     Raises:
-        typer.Exit: (2), after printing one line, for a value without ``TOOL:$...``.
+        typer.Exit: (2), after printing one line, for a value without ``TOOL:$...`` or a malformed path
+            (a stray ``[``: ``$.[``, ``$.items[x]``), as ``diff --ignore``.
     """
     if not values:
         return None
+    from stepfork.cli.output import fail, sanitize_text
+
     mapping: dict[str, list[str]] = {}
     for value in values:
         if value.startswith("$"):  # a path of the run's output: parse_ignore_output's
             continue
         cut = value.find(":$")
         if cut <= 0:
-            from stepfork.cli.output import fail, sanitize_text
-
             fail(
                 f"Invalid --ignore {sanitize_text(repr(value))}: expected TOOL:PATH with a JSON path, "
                 "for example search:$.requested_at.",
                 2,
+                error="invalid_option",
             )
+        _check_path(value, value[cut + 1 :])
         mapping.setdefault(value[:cut], []).append(value[cut + 1 :])
     return mapping or None
 
 
+def _check_path(value: str, path: str) -> None:
+    from stepfork.replay.ignoring import path_problem
+
+    problem = path_problem(path)
+    if problem is not None:
+        from stepfork.cli.output import fail, sanitize_text
+
+        fail(f"Invalid --ignore {sanitize_text(repr(value))}: {problem}.", 2, error="invalid_option")
+
+
 def parse_ignore_output(values: list[str] | None) -> list[str]:
     """The ``--ignore PATH`` values that name a path of the run's output (a JSON path alone,
-    ``$.generated_at``; NEWCOMER finding 13), in order; ``TOOL:PATH`` values are :func:`parse_ignore`'s."""
-    return [value for value in values or () if value.startswith("$")]
+    ``$.generated_at``; NEWCOMER finding 13), in order; ``TOOL:PATH`` values are :func:`parse_ignore`'s.
+
+    Raises:
+        typer.Exit: (2), after printing one line, for a malformed path (``$.[``).
+    """
+    paths = [value for value in values or () if value.startswith("$")]
+    for path in paths:
+        _check_path(path, path)
+    return paths

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stepfork.replay.diagnostics import MISSING
-from stepfork.replay.noise.rules import compile_pattern
+from stepfork.replay.noise.rules import compile_pattern, pattern_problem
 from stepfork.trace.canonical import json_path_child
 
 
@@ -56,11 +56,63 @@ def compile_path_pattern(pattern: str) -> re.Pattern[str]:
     return re.compile(compile_pattern(pattern))
 
 
+def path_problem(path: object) -> str | None:
+    """Why ``path`` cannot be an ignored JSON path, or None: not a string starting with ``$``, or a ``[``
+    / ``]`` outside ``[*]`` / ``[N]`` (``$.[``, ``$.items[x]``: it could only match itself, a typo that
+    would silently ignore nothing; the rule of ``diff --ignore``)."""
+    if not isinstance(path, str) or not path.startswith("$"):
+        return "a path must be a JSON path starting with '$'"
+    if pattern_problem(path) is not None:
+        return "a '[' must be part of [*] (any index) or [N] (index N), as in $.items[*].id"
+    return None
+
+
+def check_output_paths(paths: Iterable[str] | None) -> list[str]:
+    """``paths`` (JSON paths of the run's output not compared: ``ignore_output``, ``--ignore PATH``) as a
+    list, checked.
+
+    Raises:
+        ValueError: one line naming the first path :func:`path_problem` refuses.
+    """
+    checked = list(paths or ())
+    for path in checked:
+        problem = path_problem(path)
+        if problem is not None:
+            raise ValueError(f"invalid ignore path {path!r}: {problem}")
+    return checked
+
+
+def check_ignore_labels(ignore: Mapping[str, Any] | None, labels: Iterable[str]) -> None:
+    """Refuse an ``ignore`` label that names no recorded call (``labels``: the recording's tool names,
+    ``provider/model`` and ``http METHOD URL`` labels): a typo would ignore nothing, silently (NEWCOMER
+    finding 13).
+
+    Raises:
+        ValueError: one line naming the unknown label and the calls the recording holds; for ``run``, how
+            a path of the run's output is given (a path alone: ``$.generated_at``).
+    """
+    known = set(labels)
+    unknown = sorted(label for label in (ignore or {}) if label not in known)
+    if not unknown:
+        return
+    held = sorted(known)
+    shown = ", ".join(held[:10]) + (f" and {len(held) - 10} more" if len(held) > 10 else "")
+    line = f"ignore names a call the recording does not hold: {unknown[0]!r}; " + (
+        f"its calls are {shown}" if held else "it holds no call"
+    )
+    if unknown[0] in ("run", "output"):
+        given = (ignore or {})[unknown[0]]
+        path = given if isinstance(given, str) else next(iter(given), "$.PATH")
+        line += f"; a path of the run's output is given alone: --ignore '{path}'"
+    raise ValueError(line)
+
+
 def normalize_ignore(ignore: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[re.Pattern[str], ...]]:
     """``{label: [paths]}`` checked and compiled.
 
     Raises:
-        ValueError: a label that is not a non-empty string, or a path that does not start with ``$``.
+        ValueError: a label that is not a non-empty string, or a path :func:`path_problem` refuses (not
+            starting with ``$``, or a stray ``[``).
     """
     compiled: dict[str, tuple[re.Pattern[str], ...]] = {}
     for label, paths in (ignore or {}).items():
@@ -70,10 +122,9 @@ def normalize_ignore(ignore: Mapping[str, Iterable[str]] | None) -> dict[str, tu
             paths = [paths]
         patterns = []
         for path in paths:
-            if not isinstance(path, str) or not path.startswith("$"):
-                raise ValueError(
-                    f"ignore[{label!r}]: a path must be a JSON path starting with '$', got {path!r}"
-                )
+            problem = path_problem(path)
+            if problem is not None:
+                raise ValueError(f"ignore[{label!r}]: invalid path {path!r}: {problem}")
             patterns.append(compile_path_pattern(path))
         compiled[label] = tuple(patterns)
     return compiled

@@ -37,7 +37,7 @@ from stepfork.replay.errors import (
     ReplayMismatchError,
     short_type_name,
 )
-from stepfork.replay.ignoring import IgnoredDifference
+from stepfork.replay.ignoring import IgnoredDifference, check_output_paths
 from stepfork.replay.modes import Approver
 from stepfork.replay.noise import Origins
 from stepfork.replay.noise.output import output_differences
@@ -448,11 +448,13 @@ def replay_entrypoint(
     Raises (before anything runs; map with :func:`exit_code_for_error`):
         TraceIntegrityError: the bundle does not match its integrity.json (a TraceStorageError).
         TraceStorageError: the bundle is unreadable.
-        ValueError: an invalid mode, option combination or ``raise_as`` mapping.
+        ValueError: an invalid mode, option combination, ``raise_as`` mapping, ``ignore`` label (no such
+            recorded call) or ignored path (a stray ``[``).
         RaiseAsClassError: a ``raise_as`` string cannot be resolved (an EntrypointError; check it first).
         EntrypointError: the entrypoint cannot be resolved, or (EntrypointCallError, code
             ``missing_argument``) cannot be called with the recorded run input.
     """
+    ignore_output = check_output_paths(ignore_output)  # a malformed path is a ValueError, before anything
     loaded = load_source(trace)
     classes = resolve_raise_as(raise_as, import_root=import_root)
     session = ReplaySession(

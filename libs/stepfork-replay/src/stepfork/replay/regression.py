@@ -53,6 +53,7 @@ from stepfork.replay.errors import (
     ReplayPolicyError,
     recorded_failure_text,
 )
+from stepfork.replay.ignoring import check_output_paths
 from stepfork.replay.noise import Origins
 from stepfork.replay.noise.output import output_differences
 from stepfork.replay.raise_as import RaiseAsTarget, resolve_raise_as
@@ -197,6 +198,7 @@ def run_regression_case(
         raise ValueError("run_regression_case needs an entrypoint and a trace (path or Trace)")
     if trajectory_expectation is not None:
         validate_trajectory_expectation(trajectory_expectation)
+    ignore_output = check_output_paths(ignore_output)  # a malformed path is a ValueError, before anything
     loaded = _load(source)
     # "MODULE:CLASS" strings are imported like the entrypoint (trusted: the user wrote them)
     classes = resolve_raise_as(raise_as, import_root=import_root, exceptions_only=True)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import Token
@@ -46,7 +47,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
 from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
-from stepfork.replay.ignoring import IgnoredDifference, normalize_ignore
+from stepfork.replay.ignoring import IgnoredDifference, check_ignore_labels, normalize_ignore
 from stepfork.replay.imported import (
     IMPORT_EXTENSION,
     ImportedCalls,
@@ -135,7 +136,8 @@ class ReplaySession(SealNotes):
             :mod:`stepfork.replay.ordering`, issue 6 "Concurrency".
         ignore: ``{call label: [JSON paths]}``: input differences at these paths match, and are reported
             in :attr:`ignored_differences` (a clock or random id the agent puts in a tool input; issue 12,
-            stepfork.replay.ignoring).
+            stepfork.replay.ignoring). A label naming no recorded call, or a malformed path, is a
+            ValueError.
         raise_as: ``{recorded error type: exception class or factory}``: raise a recorded failure of that
             type as the user's own class, so the agent's ``except RateLimited:`` runs; a class gives an
             instance of both it and RecordedDependencyError. Keys are qualified or short type names; rules
@@ -233,6 +235,7 @@ class ReplaySession(SealNotes):
         self._lock = threading.RLock()
         self._served = ServedCalls()  # records built on read (see ServedCalls)
         self._ignore = normalize_ignore(ignore)
+        check_ignore_labels(ignore, (call.label for call in all_calls))  # a typo would ignore nothing
         self.ignored_differences: list[IgnoredDifference] = []
         """Input differences accepted at ``ignore`` paths, in the order they were met (issue 12)."""
         self._divergence: ReplayError | None = None
@@ -249,6 +252,8 @@ class ReplaySession(SealNotes):
         """The values minted in this process while the session was active (``stepfork.trace.minting``):
         the replay's side of the renaming of fresh values (:meth:`live_origins`)."""
         self._inputs: Any = None  # RenamedInputs (stepfork.replay.noise.inputs), made on need
+        self._random_before: minting.RandomState | None = None  # `random`'s state before _enter
+        self._started: int | None = None  # time.time_ns() at _enter
 
     @classmethod
     def from_trace(
@@ -314,9 +319,16 @@ class ReplaySession(SealNotes):
             return None
 
     def live_origins(self) -> Origins:
-        """Where the replay's values came from: the recording's handed-out ids and the values this
-        process minted while the session was active (:class:`stepfork.replay.noise.Origins`)."""
-        return Origins(self.trace, minted=self.minted if self.minted is not None else MintLog())
+        """Where the replay's values came from: the recording's handed-out ids, the values this process
+        minted while the session was active and the replay's own clock window, from its start to now
+        (:class:`stepfork.replay.noise.Origins`)."""
+        from stepfork.replay.noise.clock import ClockWindow
+
+        return Origins(
+            self.trace,
+            minted=self.minted if self.minted is not None else MintLog(),
+            clock=ClockWindow(self._started if self._started is not None else time.time_ns()),
+        )
 
     def _renamed_inputs(
         self, expected: RecordedCall, value: Any, ignored: set[str]
@@ -335,9 +347,12 @@ class ReplaySession(SealNotes):
             raise ReplayError("a ReplaySession cannot be entered twice (re-entered)", code="reentered")
         self._entered = True
         self._active = True
+        recorded = minting.minted_of(self.trace)  # `random` starts where the recorded run's did
+        self._random_before = minting.restore_random(recorded.random_state if recorded is not None else None)
         self.minted = minting.start()
         if self.submit_carries_context:
             executors.install()
+        self._started = time.time_ns()  # the replay's clock window opens (live_origins)
         self._token = boundary.activate(self)
         if self.network == "sealed":
             self._seal = seal_network(self, self.allow_hosts, self.allow_commands)
@@ -373,6 +388,8 @@ class ReplaySession(SealNotes):
         self._active = False
         if self.minted is not None:
             minting.stop(self.minted)
+        minting.put_back_random(self._random_before)  # the process's generator as the replay found it
+        self._random_before = None
         if self._seal is not None:
             unseal_network(self._seal)
             self._seal = None

@@ -10,9 +10,19 @@ While a recording or a replay is active (:func:`start`), every value drawn from 
 ``token_urlsafe`` read) is noted by a :class:`MintLog`, in the text forms code makes of it: hex,
 base64url, base64 and, for 16 bytes, the uuid4 built from them (with and without hyphens). A *minted span*
 of a string is a run of at least :data:`MIN_SPAN` characters that occurs in one of those forms
-(``uuid4().hex[:8]`` is one, ``f"ref-{token_hex(4)}"`` holds one). Not covered: ``random`` (a seeded
-generator: its values are the program's), clocks, and randomness drawn outside Python (an extension module's
-own generator, such as ``uuid_utils``); docs/diff.md says how those compare.
+(``uuid4().hex[:8]`` is one, ``f"ref-{token_hex(4)}"`` holds one). Not covered: clocks (an id made from a
+clock reading is recognised by the window of its run: :mod:`stepfork.replay.noise.clock`), and randomness
+drawn outside Python (an extension module's own generator, such as ``uuid_utils``); docs/diff.md says how
+those compare.
+
+The ``random`` module's global generator is a seeded generator, not the system's randomness: what it draws
+follows from its state. A log keeps that state as the session starts (:attr:`MintLog.random_state`); a
+recording whose run drew from it writes it to ``minted.json`` (``"random"``), and a replay starts from it
+(:func:`restore_random`), so unchanged code draws the same ``random.choices(...)`` id, ``random.randint``
+number or shuffle again (NEWCOMER2 finding 7; Temporal's replayer does as much for ``workflow.random()``).
+It holds only while the replay makes the same draws in the same order: a ``random.Random()`` the agent makes
+and seeds itself, numpy's generators, a draw at import time (before the session) or inside a tool the
+replay serves instead of running are outside it (docs/replay.md).
 
 A recording writes the minted spans that occur in its payloads to ``minted.json`` (only values the bundle
 already holds, after redaction: nothing more of the minted randomness is kept), and a replay keeps its own
@@ -25,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import re
 import secrets
 import threading
@@ -42,8 +53,12 @@ RECORD_MINTED = True
 """Internal switch, for benchmarks only: False records sessions without ``minted.json``."""
 EXTENSION_NAME = "minted"
 FORMAT = "stepfork-minted/1"
-"""``minted.json``: ``{"format": "stepfork-minted/1", "values": [minted spans the payloads hold]}``."""
+"""``minted.json``: ``{"format": "stepfork-minted/1", "values": [minted spans the payloads hold]}``, and
+``"random": {"version": 3, "state": [625 ints], "gauss_next": null}`` when the run drew from ``random``."""
 _RUN = re.compile(r"[A-Za-z0-9_+/=-]{8,256}")  # where a span can be: runs of hex, base64 and uuid chars
+
+RandomState = tuple[int, tuple[int, ...], float | None]
+"""``random.getstate()`` of the Mersenne Twister: version 3, 624 words and the position, ``gauss_next``."""
 
 
 class Spans:
@@ -65,6 +80,11 @@ class MintLog(Spans):
         self._forms: list[str] = []
         self._grams: dict[str, list[int]] = {}
         self._lock = threading.Lock()
+        self.random_state: RandomState = random.getstate()
+        """The state of ``random``'s global generator when the log started."""
+        self.drew_random = False
+        """Set by :func:`stop`: True when the generator's state changed while the log was active (the run
+        drew from ``random``)."""
 
     def __bool__(self) -> bool:
         return bool(self._raw)
@@ -118,12 +138,14 @@ class MintLog(Spans):
 
 
 class RecordedMinted(Spans):
-    """The minted spans a bundle's payloads hold (its ``minted.json``)."""
+    """The minted spans a bundle's payloads hold (its ``minted.json``), and the state of ``random``'s global
+    generator when the run began (``random_state``; None when the run drew nothing from it)."""
 
-    def __init__(self, values: Iterable[str]) -> None:
+    def __init__(self, values: Iterable[str], random_state: RandomState | None = None) -> None:
         self.values = frozenset(v for v in values if isinstance(v, str) and len(v) >= MIN_SPAN)
         ordered = sorted(self.values, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self.random_state = random_state
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """``(start, end)`` of each recorded minted span in ``text``, left to right (longest first)."""
@@ -134,22 +156,61 @@ class RecordedMinted(Spans):
     def shown_in(self, text: str) -> RecordedMinted:
         """The values that ``text`` (a bundle's redacted payloads) still holds: a redacted copy keeps no
         value its payloads no longer show (``stepfork redact``)."""
-        return RecordedMinted(v for v in self.values if v in text)
+        return RecordedMinted((v for v in self.values if v in text), self.random_state)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``minted.json`` document."""
-        return {"format": FORMAT, "values": sorted(self.values)}
+        """The ``minted.json`` document (``"random"`` only when the run drew from ``random``)."""
+        document: dict[str, Any] = {"format": FORMAT, "values": sorted(self.values)}
+        if self.random_state is not None:
+            version, internal, gauss = self.random_state
+            document["random"] = {"version": version, "state": list(internal), "gauss_next": gauss}
+        return document
 
     @classmethod
     def parse(cls, data: Any) -> RecordedMinted | None:
-        """The values of a ``minted.json`` document, or None when it is not one."""
+        """The values of a ``minted.json`` document, or None when it is not one (a malformed ``"random"``
+        is left out: the replay then starts from its own generator's state, as before it existed)."""
         if (
             not isinstance(data, dict)
             or data.get("format") != FORMAT
             or not isinstance(data.get("values"), list)
         ):
             return None
-        return cls(data["values"])
+        return cls(data["values"], _random_state(data.get("random")))
+
+
+def _random_state(data: Any) -> RandomState | None:
+    """The generator state of a ``minted.json`` ``"random"`` object, or None when absent or malformed."""
+    if not isinstance(data, dict) or data.get("version") != 3:
+        return None
+    words, gauss = data.get("state"), data.get("gauss_next")
+    if not isinstance(words, list) or len(words) != 625:
+        return None
+    if not all(type(w) is int and 0 <= w < 2**32 for w in words) or words[-1] > 624:
+        return None
+    if gauss is not None and type(gauss) is not float:
+        return None
+    return (3, tuple(words), gauss)
+
+
+def restore_random(state: RandomState | None) -> RandomState | None:
+    """Set ``random``'s global generator to ``state`` (a recording's, :attr:`RecordedMinted.random_state`)
+    and return the state it had, for :func:`put_back_random`; None (nothing done) when ``state`` is None."""
+    if state is None:
+        return None
+    before = random.getstate()
+    try:
+        random.setstate(state)
+    except (TypeError, ValueError):  # parse checked it; a state the interpreter refuses changes nothing
+        return None
+    return before
+
+
+def put_back_random(state: RandomState | None) -> None:
+    """Set ``random``'s global generator back to ``state`` (what :func:`restore_random` returned), so a
+    replay leaves the generator of the process it ran in as it found it; nothing when None."""
+    if state is not None:
+        random.setstate(state)
 
 
 def _forms(data: bytes) -> list[str]:
@@ -218,10 +279,12 @@ def start() -> MintLog:
 
 
 def stop(log: MintLog) -> None:
-    """Stop noting values into ``log`` (it keeps what it noted)."""
+    """Stop noting values into ``log`` (it keeps what it noted) and note whether the run drew from
+    ``random``'s global generator (:attr:`MintLog.drew_random`)."""
     with _HOOK_LOCK:
         if log in _ACTIVE:
             _ACTIVE.remove(log)
+            log.drew_random = random.getstate() != log.random_state
 
 
 # -- minted.json travels with a loaded Trace (as concurrency.json does) -----------------------------------

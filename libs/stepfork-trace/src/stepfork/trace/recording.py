@@ -341,7 +341,8 @@ class RecordingSession(ExplicitRecording):
             from stepfork.trace.minting import EXTENSION_NAME as MINTED
             from stepfork.trace.minting import RecordedMinted
 
-            extras[f"{MINTED}.json"] = _files.pretty_json(RecordedMinted(log.minted).to_json())
+            drawn = self._minting.random_state if self._minting.drew_random else None  # `random`'s start
+            extras[f"{MINTED}.json"] = _files.pretty_json(RecordedMinted(log.minted, drawn).to_json())
         log.writer.finalize(manifest, list(log.unique_entries()), extras)
 
     def _manifest(

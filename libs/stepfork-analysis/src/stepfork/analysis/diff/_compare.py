@@ -43,6 +43,7 @@ from stepfork.analysis.diff._volatile import check_path_patterns, user_ignore
 from stepfork.replay.noise import ABSENT as NOISE_ABSENT
 from stepfork.replay.noise import Comparison, Difference, NoiseRules, Origins
 from stepfork.replay.noise.compare import rule_path
+from stepfork.replay.noise.exchanges import is_llm_exchange
 from stepfork.replay.noise.siblings import aligned_groups
 
 __all__ = ["DiffResult", "StepDiff", "TraceSummary", "diff_traces"]
@@ -315,6 +316,19 @@ _WHERE = {
 """Where each compared field sits, for the noise rules (stepfork.replay.noise.compare.WHERES)."""
 
 
+def _kind(base: BehaviorStep, cand: BehaviorStep) -> str:
+    """The step type whose places the fields take: an ``http`` call that is an LLM API call on both sides
+    (another thread's request to a provider) is compared as an ``llm`` call
+    (stepfork.replay.noise.exchanges; NEWCOMER2 finding 12)."""
+    if (
+        base.step_type == "http"
+        and is_llm_exchange(base.payload.get("input"))
+        and is_llm_exchange(cand.payload.get("input"))
+    ):
+        return "llm"
+    return base.step_type
+
+
 def _field_change(found: Difference) -> FieldChange:
     path = rule_path(found.path)
     expected = ABSENT if found.expected is NOISE_ABSENT else found.expected
@@ -328,6 +342,7 @@ def _compare(index: int, base: BehaviorStep, cand: BehaviorStep, scope: Comparis
     fields: dict[str, ChangeKind] = {}
     changes: list[FieldChange] = []
     ignored: list[FieldChange] = []
+    places = _kind(base, cand)
     for name in list(dict.fromkeys([*base.payload, *cand.payload])):
         if name not in base.payload or name not in cand.payload:
             found = [
@@ -338,7 +353,7 @@ def _compare(index: int, base: BehaviorStep, cand: BehaviorStep, scope: Comparis
                 )
             ]
         else:
-            where = _WHERE.get((base.step_type, name), "other")
+            where = _WHERE.get((places, name), "other")
             found = scope.compare(base.payload[name], cand.payload[name], where, prefix=(name,))
         real = [_field_change(d) for d in found if d.noise is None]
         ignored.extend(_field_change(d) for d in found if d.noise is not None)

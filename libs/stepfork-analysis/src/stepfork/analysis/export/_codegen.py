@@ -301,15 +301,15 @@ def _checked_allow_hosts(allow_hosts: Iterable[str] | None) -> list[str] | None:
 
 def _checked_ignore_output(paths: Sequence[str] | None) -> list[str] | None:
     """``paths`` as the IGNORE_OUTPUT literal (JSON paths of the run's output, in order), or None;
-    ExportError ``invalid_option`` for a path that does not start with ``$``."""
+    ExportError ``invalid_option`` for a path that does not start with ``$`` or holds a stray ``[``."""
     if not paths:
         return None
-    for path in paths:
-        if not isinstance(path, str) or not path.startswith("$"):
-            raise ExportError(
-                f"an output path to ignore starts with '$', got {path!r}", code="invalid_option"
-            )
-    return list(paths)
+    from stepfork.replay.ignoring import check_output_paths
+
+    try:
+        return check_output_paths(paths)
+    except ValueError as exc:
+        raise ExportError(str(exc), code="invalid_option") from None
 
 
 def _checked_allow_commands(allow_commands: Iterable[str] | None) -> list[str] | None:
@@ -337,6 +337,20 @@ def _checked_ignore(ignore: Mapping[str, list[str]] | None) -> dict[str, list[st
     except ValueError as exc:
         raise ExportError(str(exc), code="invalid_option") from None
     return {label: list(ignore[label]) for label in sorted(ignore)}
+
+
+def _check_ignore_labels(ignore: Mapping[str, list[str]] | None, trace: Any) -> None:
+    """ExportError ``invalid_option`` when ``ignore`` names a call the recording does not hold
+    (stepfork.replay.ignoring.check_ignore_labels: the labels replay matches by)."""
+    if not ignore:
+        return
+    from stepfork.replay.ignoring import check_ignore_labels
+    from stepfork.replay.plan import extract_all_calls
+
+    try:
+        check_ignore_labels(ignore, (call.label for call in extract_all_calls(list(trace.events))))
+    except ValueError as exc:
+        raise ExportError(str(exc), code="invalid_option") from None
 
 
 def _check_ordering(ordering: str) -> None:
@@ -498,6 +512,7 @@ def export_pytest_test(
             code="invalid_option",
         )
     _check_live_llms(live_llms, trace)
+    _check_ignore_labels(ignore, trace)
     unmatched = _raise_as_unmatched(raise_as, trace, mode, live_llms)
     if check_call and command is None:
         from stepfork.analysis.export._call import check_entrypoint_call

@@ -13,7 +13,8 @@ difference, each with ``noise`` None (a real difference) or why it is noise:
    the dependency generated them);
 3. a timing field with a clock or duration shape on each side: ``timing``;
 4. a key one side lacks whose value on the other is empty (null, false, [], {}) inside a framework
-   message, an LLM output or a framework request: ``new field``.
+   message, an LLM output or a framework request, or (null, [], {}: never false) inside a provider request
+   (the HTTP capture's input of an LLM API call): ``new field``.
 
 Where a value sits is given by ``where`` (:data:`WHERES`); inside it, an HTTP capture's output is split
 into ``headers``, the ``json`` body and each SSE event's ``data``, and a framework message object (tagged
@@ -80,6 +81,7 @@ class _Frame:
     dep: bool  # inside a dependency output: ids pair freely
     framework: bool  # a framework request (an LLM input recorded at a wrapper)
     mtype: str | None = None
+    provider: bool = False  # a provider request (the HTTP capture's input of an LLM API call)
 
 
 def same_leaf(a: Any, b: Any) -> bool:
@@ -107,10 +109,6 @@ def _same_types(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b, strict=True))
     return same_leaf(a, b)
-
-
-def _empty(value: Any) -> bool:
-    return value is None or value is False or (isinstance(value, list | dict) and not value)
 
 
 def rule_path(parts: Iterable[str | int]) -> str:
@@ -147,8 +145,8 @@ class Comparison:
         self.left = left if left is not None else Origins()
         self.right = right if right is not None else Origins()
         self.renaming = Renaming(
-            self.left.minted,
-            self.right.minted,
+            self.left.made,
+            self.right.made,
             vouch_left=self.left.legacy and self.right.minted is not None,
             vouch_right=self.right.legacy and self.left.minted is not None,
         )
@@ -191,7 +189,8 @@ class Comparison:
             # body is data, compared as any tool output's
             return _Frame("http", root, where, dep, False)
         framework = where == "llm_input" and isinstance(a, dict) and "endpoint" in a and "request" in a
-        return _Frame("plain", root, where, dep, framework)
+        provider = where == "llm_input" and _is_request(a) and _is_request(b)
+        return _Frame("plain", root, where, dep, framework, provider=provider)
 
     def _child(self, frame: _Frame, key: str | int, depth: int) -> _Frame:
         kind = frame.kind
@@ -370,12 +369,15 @@ class Comparison:
                 return TIMING
         if a is ABSENT or b is ABSENT:
             new_where = rules.new_fields_where
+            value = b if a is ABSENT else a
             if (
                 frame.kind == "message"
                 or (frame.area == "llm_output" and "llm_output" in new_where)
                 or (frame.framework and "framework_request" in new_where)
-            ) and _empty(b if a is ABSENT else a):
+            ) and rules.is_empty(value):
                 return NEW_FIELD
+            if frame.provider and "provider_request" in new_where and rules.is_empty(value, request=True):
+                return NEW_FIELD  # an echoed response message's new field (annotations: [])
             if frame.kind == "body" and frame.area == "llm_output" and rules.is_accounting(rule_path(rel)):
                 return NEW_FIELD  # a provider's accounting block gained a field (usage.*_details)
         return None
@@ -405,6 +407,17 @@ def _ids_differ(a: str, b: str) -> bool:
     if len(left) != len(right):
         return any(is_opaque_id(t) for t in (*left, *right))
     return any(x != y and (is_opaque_id(x) or is_opaque_id(y)) for x, y in zip(left, right, strict=True))
+
+
+def _is_request(value: Any) -> bool:
+    """True for the input of an LLM API call as the HTTP capture records it: ``{"method", "path" | "url",
+    "body", ...}`` (an ``http`` call's input when the diff reads it as an LLM call)."""
+    return (
+        isinstance(value, dict)
+        and "method" in value
+        and "body" in value
+        and ("path" in value or "url" in value)
+    )
 
 
 def _is_http(value: Any) -> bool:

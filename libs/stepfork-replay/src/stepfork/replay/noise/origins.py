@@ -10,9 +10,11 @@ agent returning the wrong booking id is still caught.
 
 A value is *fresh* when it was not handed out and it was made anew by the run itself: minted from the
 system's randomness (``stepfork.trace.minting``: the recording's ``minted.json``, or the live log of the
-replay running now), or a UUID of a random or time-based version or a ULID, by its own structure
-(:func:`stepfork.replay.noise.ids.fresh_by_shape`). Two runs compare up to a one-to-one renaming of fresh
-values. A value that merely looks random (a digest of an e-mail address) is not fresh: it must match.
+replay running now), made from the run's clock (an epoch time inside the run's window:
+:mod:`stepfork.replay.noise.clock`), or a UUID of a random or time-based version or a ULID, by its own
+structure (:func:`stepfork.replay.noise.ids.fresh_by_shape`). Two runs compare up to a one-to-one
+renaming of fresh values. A value that merely looks random (a digest of an e-mail address) is not fresh:
+it must match.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from stepfork.replay.noise.clock import ClockWindow
 from stepfork.replay.noise.ids import TOKEN, embedded_uuids, fresh_by_shape, is_opaque_id, may_hold_id
 
 GIVING_EVENTS = frozenset({"tool_result", "llm_response", "error", "run_start"})
@@ -28,7 +31,10 @@ GIVING_EVENTS = frozenset({"tool_result", "llm_response", "error", "run_start"})
 MIN_ID = 8
 
 
-def _strings(values: Iterable[Any]) -> Iterable[str]:
+def _strings(values: Iterable[Any], *, numbers: bool = False) -> Iterable[str]:
+    """The strings (and keys) of ``values``; with ``numbers``, also the numbers that could be clock
+    readings (1e9 or more), as text: a ``created`` time a tool returned as a number is handed out when the
+    agent formats it into a string."""
     stack = list(values)
     while stack:
         value = stack.pop()
@@ -39,6 +45,8 @@ def _strings(values: Iterable[Any]) -> Iterable[str]:
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
+        elif numbers and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= 1e9:
+            yield repr(value)
 
 
 def collect_ids(values: Iterable[Any]) -> set[str]:
@@ -77,14 +85,20 @@ class Origins:
         values: more values whose ids count as handed out.
         minted: where this side's minted values are (a ``stepfork.trace.minting.Spans``: the live
             ``MintLog`` of a replay); None: the recording's ``minted.json`` when ``trace`` has one.
+        clock: this side's run window (:class:`~stepfork.replay.noise.clock.ClockWindow`: a replay's, from
+            its start to now); None: the window of ``trace``'s events (none without a trace).
 
     Attributes:
         minted: the side's minted values, or None when nothing says what it minted (a bundle recorded
             before ``minted.json`` existed, a trace built in memory): then only :func:`fresh_by_shape`
             values are fresh on this side, except where :attr:`legacy` lets the other side vouch.
+        made: where the values this side made anew are (its minted spans and its clock spans, one
+            finder for the renaming), or None (no recording, no window).
     """
 
-    def __init__(self, trace: Any = None, values: Iterable[Any] = (), *, minted: Any = None) -> None:
+    def __init__(
+        self, trace: Any = None, values: Iterable[Any] = (), *, minted: Any = None, clock: Any = None
+    ) -> None:
         self._trace = trace
         self._values = list(values)
         self._ids: set[str] | None = None
@@ -94,6 +108,9 @@ class Origins:
 
             minted = minted_of(trace)
         self.minted = minted
+        if clock is None and trace is not None:
+            clock = ClockWindow.of_trace(trace)
+        self.made: Any = _Made(minted, clock) if clock is not None else minted
 
     @property
     def legacy(self) -> bool:
@@ -119,20 +136,37 @@ class Origins:
         ids = self.ids
         if token in ids or any(u in ids for u in embedded_uuids(token)):
             return True
-        spans = self.minted.spans(token) if self.minted is not None else []
+        spans = self.made.spans(token) if self.made is not None else []
         if not spans:
             return False
-        if self._text is None:  # minted values of any shape: anywhere in what was given
-            self._text = "\x00".join(_strings(self._sources()))
+        if self._text is None:  # minted values of any shape, clock readings: anywhere in what was given
+            self._text = "\x00".join(_strings(self._sources(), numbers=True))
         return token in self._text or any(token[start:end] in self._text for start, end in spans)
 
     def is_minted(self, token: str) -> bool:
-        """True when ``token`` holds a value this side minted."""
-        return self.minted is not None and bool(self.minted.spans(token))
+        """True when ``token`` holds a value this side made anew: minted, or read from its clock."""
+        return self.made is not None and bool(self.made.spans(token))
 
     def fresh(self, token: str) -> bool:
         """True when ``token`` was made anew by this side's run and not handed out (module docstring)."""
         return (fresh_by_shape(token) or self.is_minted(token)) and not self.handed_out(token)
+
+
+class _Made:
+    """One side's minted spans (None: unknown) and clock spans, as one finder: the minted ones first, a
+    clock span where no minted one is."""
+
+    def __init__(self, minted: Any, clock: ClockWindow) -> None:
+        self._minted = minted
+        self._clock = clock
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        found: list[tuple[int, int]] = self._minted.spans(text) if self._minted is not None else []
+        clock = self._clock.spans(text)
+        if not clock:
+            return found
+        kept = [c for c in clock if not any(c[0] < end and start < c[1] for start, end in found)]
+        return sorted([*found, *kept])
 
 
 def fresh_pair(left: Origins, right: Origins, a: str, b: str) -> bool:

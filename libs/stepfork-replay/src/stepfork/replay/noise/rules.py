@@ -9,6 +9,7 @@ format is documented in ``rules.toml`` itself and in docs/diff.md ("Noise rules"
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -192,6 +193,8 @@ class NoiseRules:
         self.ids_reason: str = data["ids"]["reason"]
         self.new_fields_reason: str = data["new_fields"]["reason"]
         self.new_fields_where = frozenset(data["new_fields"]["where"])
+        self._empty = _json_values(data["new_fields"]["empty"], "new_fields.empty")
+        self._request_empty = _json_values(data["new_fields"]["request_empty"], "new_fields.request_empty")
         self.accounting_reason: str = data["new_fields"].get("accounting_reason", "")
         accounting = [
             Rule("accounting", "body", (path,), self.accounting_reason)
@@ -242,6 +245,14 @@ class NoiseRules:
         matcher = self._messages.get(message_type)
         return matcher.find(path) if matcher is not None else None
 
+    def is_empty(self, value: Any, *, request: bool = False) -> bool:
+        """True when ``value`` is an empty default a new SDK field may have (``[new_fields] empty``: null,
+        false, [], {}); with ``request``, one a provider reads as the key's absence (``request_empty``:
+        null, [], {}; never false, whose absence may mean true)."""
+        if value is not None and value is not False and not (isinstance(value, list | dict) and not value):
+            return False  # the cheap test first: only null, false, [] and {} can be listed
+        return _canonical(value) in (self._request_empty if request else self._empty)
+
     def is_accounting(self, path: str) -> bool:
         """True when ``path`` of an LLM response body is in a provider's accounting block or service
         metadata (``[new_fields] accounting``: ``usage.**``, ``service_tier``...), where a key one side
@@ -268,6 +279,24 @@ class NoiseRules:
             if all(value.get(k) == v for k, v in shape.match) and all(k in value for k in shape.has):
                 return shape.type
         return None
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _json_values(texts: Any, where: str) -> frozenset[str]:
+    """The JSON texts of ``texts`` (``["null", "[]"]``) in canonical form.
+
+    Raises:
+        ValueError: ``texts`` is not a list of JSON texts.
+    """
+    if not isinstance(texts, list):
+        raise ValueError(f"rules.toml: {where} must be a list of JSON texts")
+    try:
+        return frozenset(_canonical(json.loads(text)) for text in texts)
+    except (TypeError, ValueError):
+        raise ValueError(f"rules.toml: {where} must be a list of JSON texts") from None
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,82 @@
+"""Ids made from a clock reading, recognised by the window of the run that read it (NEWCOMER2 finding 7).
+
+An agent that makes an id from the clock (``f"req-{time.time_ns()}"``, ``str(int(time.time() * 1000))``)
+makes another one on every run, as it does with ``uuid4()``: a uuid of version 1, 6 or 7 and a ULID, made
+from a clock too, are already fresh by their structure (:func:`stepfork.replay.noise.ids.fresh_by_shape`). A
+run's clock readings fall inside the run: a string's run of 10, 13, 16 or 19 digits (an epoch time in
+seconds, milliseconds, microseconds or nanoseconds; ``time.time()``'s fraction included) whose time lies in
+the run's window (its first to its last event, :data:`SLACK` either side; a replay's, from its start to now)
+is a *clock span*, a value the run made anew, as a minted span is (:mod:`stepfork.trace.minting`). It is
+renamed only where it is one on both sides and was not handed out (a tool's ``created`` time the agent
+copies must match exactly); a number of another length, a date, a time outside the run (a deadline, a
+meeting) and a clock reading taken before the run began are compared as any value.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+SLACK = 2_000_000_000
+"""Nanoseconds a clock reading may lie before the run's first event or after its last (the recorder's own
+clock reads bracket the agent's; 2 s)."""
+_DIGITS = re.compile(r"[0-9]{10}")
+_EPOCH = re.compile(r"(?<![0-9])(?:[0-9]{19}|[0-9]{16}|[0-9]{13}|[0-9]{10})(?:\.[0-9]{1,9})?(?![0-9])")
+_SCALE = {10: 10**9, 13: 10**6, 16: 10**3, 19: 1}
+
+
+class ClockWindow:
+    """A run's window on the clock, finding its clock spans in text (a ``Spans`` finder, as
+    :class:`stepfork.trace.minting.MintLog`).
+
+    Args:
+        start: the run's first instant (nanoseconds since the epoch), or a callable giving
+            ``(start, end)`` on first use (a recording's, read from its events only when a string holds
+            digits).
+        end: its last instant; None: now, at each question (a replay still running).
+    """
+
+    def __init__(self, start: int | Callable[[], tuple[int, int]], end: int | None = None) -> None:
+        self._bounds = start if callable(start) else None
+        self._start: int = 0 if callable(start) else start
+        self._end = end
+
+    @classmethod
+    def of_trace(cls, trace: Any) -> ClockWindow:
+        """The window of a recorded run: from its first to its last event's timestamp."""
+
+        def bounds() -> tuple[int, int]:
+            stamps = [_ns(getattr(event, "timestamp", None)) for event in trace.events]
+            found = [s for s in stamps if s is not None]
+            return (min(found), max(found)) if found else (0, 0)  # no time: no reading falls in it
+
+        return cls(bounds)
+
+    def _window(self) -> tuple[int, int]:
+        if self._bounds is not None:
+            self._start, self._end = self._bounds()
+            self._bounds = None
+        end = self._end if self._end is not None else time.time_ns()
+        return self._start - SLACK, end + SLACK
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """``(start, end)`` of each clock span of ``text`` (module docstring), left to right."""
+        if len(text) < 10 or _DIGITS.search(text) is None:
+            return []
+        low, high = self._window()
+        found = []
+        for match in _EPOCH.finditer(text):
+            whole = match.group()
+            digits = whole.split(".", 1)[0]
+            if low <= int(digits) * _SCALE[len(digits)] <= high:
+                found.append((match.start(), match.end()))
+        return found
+
+
+def _ns(value: Any) -> int | None:
+    if isinstance(value, datetime):
+        return int(value.timestamp()) * 10**9 + value.microsecond * 1000
+    return None
