@@ -121,7 +121,8 @@ def test_they_are_served_by_their_request_in_any_order_and_counted_apart(
     assert outcome.recorded_requests == 2
     assert [r.background for r in outcome.requests].count(True) == 1
     assert outcome.to_dict()["requests"]["served"] == 2
-    assert outcome.to_dict()["network"] == {"policy": "sealed", "allowed_hosts": [], "not_sealed": []}
+    network = {"policy": "sealed", "allowed_hosts": [], "allowed_commands": [], "not_sealed": []}
+    assert outcome.to_dict()["network"] == network
 
 
 def test_an_unrecorded_request_is_refused_by_name_and_diverges_though_the_library_swallowed_it(
@@ -270,7 +271,8 @@ def test_the_cli_report_counts_background_requests_and_names_the_network(
     )
     report = json.loads(allowed.stdout)
     allowed = [f"127.0.0.1:{server.port}"]
-    assert report["network"] == {"policy": "sealed", "allowed_hosts": allowed, "not_sealed": []}
+    network = {"policy": "sealed", "allowed_hosts": allowed, "allowed_commands": [], "not_sealed": []}
+    assert report["network"] == network
     assert report["requests"]["served"] == 1
     assert report["requests"]["background"] == 1
     assert len(server.requests) == sent  # allowed, but served from the recording all the same
