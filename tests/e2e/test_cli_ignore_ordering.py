@@ -163,7 +163,8 @@ def test_fork_with_an_explicit_ordering_runs(project: Path) -> None:
 
 
 UUID_AGENT = """
-import random
+import hashlib
+import os
 import uuid
 from stepfork.trace import record, trace_tool
 
@@ -174,9 +175,9 @@ def fetch(query: str, request_id: str) -> list[str]:
 
 
 def run() -> list[str]:
-    # an id from `random`, not the system's randomness: replay cannot know it was minted (a uuid4 would be
-    # renamed: tests/replay/test_noise_origin.py)
-    return fetch("shoes", str(uuid.UUID(int=random.getrandbits(128))))
+    # an id derived from the process (its pid), not from randomness or the clock: replay cannot know it
+    # was minted (a uuid4 or a `random` draw would be: tests/replay/test_noise_origin.py)
+    return fetch("shoes", str(uuid.UUID(bytes=hashlib.sha256(str(os.getpid()).encode()).digest()[:16])))
 
 
 def record_to(path: str) -> None:
