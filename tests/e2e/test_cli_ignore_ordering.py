@@ -174,9 +174,11 @@ def fetch(query: str, request_id: str) -> list[str]:
 
 
 def run() -> list[str]:
-    # an id from `random`, not the system's randomness: replay cannot know it was minted (a uuid4 would be
-    # renamed: tests/replay/test_noise_origin.py)
-    return fetch("shoes", str(uuid.UUID(int=random.getrandbits(128))))
+    # an id from a random.Random the agent makes itself (seeded by the system, not through os.urandom's
+    # wrapper): replay cannot know it was minted nor start it where the recording did (a uuid4 would be
+    # renamed, tests/replay/test_noise_origin.py; the global generator restarts where the recording's did,
+    # tests/replay/test_noise_random_clock.py)
+    return fetch("shoes", str(uuid.UUID(int=random.Random().getrandbits(128))))
 
 
 def record_to(path: str) -> None:
