@@ -163,8 +163,7 @@ def test_fork_with_an_explicit_ordering_runs(project: Path) -> None:
 
 
 UUID_AGENT = """
-import hashlib
-import os
+import random
 import uuid
 from stepfork.trace import record, trace_tool
 
@@ -175,9 +174,11 @@ def fetch(query: str, request_id: str) -> list[str]:
 
 
 def run() -> list[str]:
-    # an id derived from the process (its pid), not from randomness or the clock: replay cannot know it
-    # was minted (a uuid4 or a `random` draw would be: tests/replay/test_noise_origin.py)
-    return fetch("shoes", str(uuid.UUID(bytes=hashlib.sha256(str(os.getpid()).encode()).digest()[:16])))
+    # an id from a random.Random the agent makes itself (seeded by the system, not through os.urandom's
+    # wrapper): replay cannot know it was minted nor start it where the recording did (a uuid4 would be
+    # renamed, tests/replay/test_noise_origin.py; the global generator restarts where the recording's did,
+    # tests/replay/test_noise_random_clock.py)
+    return fetch("shoes", str(uuid.UUID(int=random.Random().getrandbits(128))))
 
 
 def record_to(path: str) -> None:

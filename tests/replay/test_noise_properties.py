@@ -126,9 +126,9 @@ def test_a_changed_non_id_leaf_is_never_equal(doc: tuple[Any, list[str]], data: 
 
 @given(documents(), st.data())
 def test_a_changed_handed_out_id_is_never_equal(doc: tuple[Any, list[str]], data: st.DataObject) -> None:
-    value, ids = doc
+    inner, ids = doc
+    value = [inner, f"ref {ids[0]}"]  # one id present at least (an assume() here filtered most documents)
     present = [i for i in ids if i in tokens_of(value)]
-    assume(present)
     handed = data.draw(st.sampled_from(present))
     other = data.draw(IDS.filter(lambda i: i not in ids))
     assert not equal(value, rename(value, {handed: other}), Origins(values=[handed]))
