@@ -24,7 +24,10 @@ Allow = Callable[[str, str], bool]
 class SpanFinder(Protocol):
     """Where a side's minted values are in a string (``stepfork.trace.minting.Spans``)."""
 
-    def spans(self, text: str) -> list[tuple[int, int]]: ...
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """The ``(start, end)`` character offsets (end exclusive, left to right, not overlapping) of the
+        minted values found in ``text``; empty when there are none. Never raises."""
+        ...
 
 
 Split = tuple[list[str], list[str], dict[int, list[tuple[int, int]]]]
