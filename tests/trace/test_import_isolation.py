@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 FORBIDDEN = ("stepfork.replay", "stepfork.analysis", "typer", "rich")
 
@@ -60,3 +62,36 @@ def test_recording_a_tool_call_imports_no_replay_analysis_typer_or_rich(tmp_path
     )
     assert "pydantic" in modules  # the session itself writes models: proves the check sees imports
     assert [name for name in FORBIDDEN if loaded(modules, name)] == []
+
+
+# What .ci/run's last step installs beside the stepfork-trace wheel to run this folder: the wheel's own
+# dependencies and the test tools. A test here that imports anything else fails only there, at the end of
+# a 40-minute CI run (it did: a replay import in test_executor_context.py), so this proves it in the suite.
+TRACE_ALONE = {"stepfork", "pydantic", "pydantic_core", "orjson", "pytest", "_pytest", "hypothesis"}
+
+
+def _imported_roots(path: Path) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names] if node.module == "stepfork" else []
+            found += [(node.lineno, name) for name in names or [node.module]]
+    return found
+
+
+def test_this_folder_runs_with_stepfork_trace_alone() -> None:
+    here = Path(__file__).parent
+    local = {p.stem for p in here.glob("*.py")}
+    wrong = []
+    for path in sorted(here.rglob("*.py")):
+        for line, name in _imported_roots(path):
+            root = name.split(".")[0]
+            if root == "stepfork":
+                ok = name.startswith("stepfork.trace")
+            else:
+                ok = root in sys.stdlib_module_names or root in TRACE_ALONE or root in local
+            if not ok:
+                wrong.append(f"{path.relative_to(here)}:{line}: {name}")
+    assert wrong == []
