@@ -33,4 +33,6 @@ def test_export_refuses_what_the_rule_redacts_and_names_the_argument(args: list[
 def test_a_plain_command_is_exported_and_a_password_option_is_refused() -> None:
     assert command_secret_problem(["python", "agent.py", "--city", "Paris"]) is None
     problem = command_secret_problem(["python", "agent.py", "--password", "hunter2pass"])
-    assert problem is not None and "argument 3" in problem and "hunter2pass" not in problem
+    assert problem is not None
+    assert "argument 3" in problem
+    assert "hunter2pass" not in problem

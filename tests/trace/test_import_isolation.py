@@ -76,8 +76,9 @@ def _imported_roots(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [f"{node.module}.{alias.name}" for alias in node.names] if node.module == "stepfork" else []
-            found += [(node.lineno, name) for name in names or [node.module]]
+            facade = node.module == "stepfork"  # `from stepfork import X` needs the facade's X
+            names = [f"stepfork.{alias.name}" for alias in node.names] if facade else [node.module]
+            found += [(node.lineno, name) for name in names]
     return found
 
 
