@@ -44,7 +44,7 @@ from stepfork.trace._eventline import (
     line_bytes,
     quoted,
 )
-from stepfork.trace.bundle import BundleWriter
+from stepfork.trace.bundle_writer import BundleWriter
 from stepfork.trace.canonical import canonical_json, compact_json
 from stepfork.trace.minting import MIN_SPAN, Spans
 from stepfork.trace.models import HASHED_FIELDS, RedactionEntry

@@ -5,7 +5,7 @@ and ``hash_event_payloads(event)`` (a copy of the event with ``input_hash``/``ou
 that path: the same functions as :mod:`stepfork.trace`.
 """
 
-from stepfork.trace.bundle import hash_event_payloads
+from stepfork.trace.bundle_bytes import hash_event_payloads
 from stepfork.trace.canonical import hash_json
 
 __all__ = ["hash_event_payloads", "hash_json"]

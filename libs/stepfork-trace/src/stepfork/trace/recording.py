@@ -238,7 +238,7 @@ class RecordingSession(ExplicitRecording):
                 f'{self.output_path}; put a script\'s recording under `if __name__ == "__main__":`',
                 code="record_during_replay",
             )
-        from stepfork.trace.bundle import BundleWriter
+        from stepfork.trace.bundle_writer import BundleWriter
         from stepfork.trace.eventlog import EventLog, new_id, now_timestamp
 
         run_input = self._jsonable(self.run_input)  # refuse a bad input before anything is written
