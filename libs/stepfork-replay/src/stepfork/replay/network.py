@@ -68,610 +68,75 @@ starts seals itself from the environment :func:`_carry_to_children` gives it, an
 refused before it starts (``child_process_refused``, :func:`_refuse_child`) unless ``allow_commands`` let
 it run (:mod:`stepfork.replay.network_children`); and the entrypoint's module is imported under the seal
 (:mod:`stepfork.replay.network_import`).
+
+Where each part lives (all re-exported here, the import path callers and tests use): this module installs
+and removes the hooks and keeps the sessions' seals (:func:`seal`, :func:`unseal`, :func:`seal_process`,
+:func:`is_sealed`); :mod:`stepfork.replay.network_policy` parses the settings (:func:`network_for`,
+:func:`parse_allowed_host`, :func:`parse_allowed_command`); :mod:`stepfork.replay.network_seals` holds
+the seals in force and the rule every hook asks (``_allowed``); :mod:`stepfork.replay.network_sockets`
+the ``socket`` hooks; :mod:`stepfork.replay.network_dns` the name-resolution hooks;
+:mod:`stepfork.replay.network_refusals` what a refusal raises and where it is recorded.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import sys
 import threading
-import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-from stepfork.replay import _seal_rules, network_fork, network_threads
-from stepfork.replay._seal_rules import (
-    Allowance,
-    allows,
-    format_host,
-    host_of,
-    is_address,
-    is_local,
-    is_own_unix,
-    normal_host,
-    unix_name,
-)
-from stepfork.replay._seal_rules import port_of as _port
-from stepfork.replay.errors import ReplayPolicyError
+from stepfork.replay import network_fork, network_seals, network_threads
+from stepfork.replay._seal_rules import Allowance, format_host
 from stepfork.replay.network_asyncio import asyncio_hooks
-from stepfork.replay.network_errors import child_refused_error, reported_error, sealed_error
-from stepfork.trace.http_calls import is_telemetry_host
+from stepfork.replay.network_dns import (
+    _checked_name as _checked_name,
+)
+from stepfork.replay.network_dns import (
+    _getaddrinfo,
+    _gethostbyname,
+    _gethostbyname_ex,
+    _getnameinfo,
+)
+from stepfork.replay.network_errors import reported_error, sealed_error
+from stepfork.replay.network_policy import NETWORK_CHOICES as NETWORK_CHOICES
+from stepfork.replay.network_policy import SEALED_MODES as SEALED_MODES
+from stepfork.replay.network_policy import network_for as network_for
+from stepfork.replay.network_policy import parse_allowed_command as parse_allowed_command
+from stepfork.replay.network_policy import parse_allowed_host as parse_allowed_host
+from stepfork.replay.network_refusals import _current_seal as _current_seal
+from stepfork.replay.network_refusals import _importing as _importing
+from stepfork.replay.network_refusals import _refuse as _refuse
+from stepfork.replay.network_refusals import _refuse_child as _refuse_child
+from stepfork.replay.network_refusals import _refuse_unseen as _refuse_unseen
+from stepfork.replay.network_seals import Seal as Seal
+from stepfork.replay.network_seals import _allowed as _allowed
+from stepfork.replay.network_seals import _allowed_by_name as _allowed_by_name
+from stepfork.replay.network_seals import (
+    _drop_finished,
+    _installed,
+    _original,
+    _peers_allowed,
+    _seals,
+)
+from stepfork.replay.network_seals import _seals_here as _seals_here
+from stepfork.replay.network_seals import suspended as suspended
+from stepfork.replay.network_sockets import (
+    _SSL_HOOKS,
+    _connect,
+    _connect_ex,
+    _send,
+    _sendfile,
+    _sendmsg,
+    _sendto,
+    _socketpair,
+)
+from stepfork.replay.network_sockets import _check_connect as _check_connect
+from stepfork.replay.network_sockets import _check_peer as _check_peer
+from stepfork.replay.network_sockets import _sendall as _sendall
 
 __all__ = ["Allowance", "format_host", "sealed_error"]  # re-exported: callers import them from here
-
-SEALED_MODES = frozenset({"frozen", "forbidden", "manual"})
-"""Modes whose default is ``network="sealed"``; ``live`` and ``hybrid`` default to ``"open"``."""
-NETWORK_CHOICES = ("sealed", "open")
-
-
-def network_for(mode: str, network: str | None) -> str:
-    """The network policy of a session: ``network`` when given, else the mode's default.
-
-    Raises:
-        ValueError: ``network`` is not ``"sealed"``, ``"open"`` or None.
-    """
-    if network is None:
-        return "sealed" if mode in SEALED_MODES else "open"
-    if network not in NETWORK_CHOICES:
-        raise ValueError(f"network must be 'sealed' or 'open', got {network!r}")
-    return network
-
-
-def parse_allowed_command(text: str) -> str:
-    """One ``allow_commands`` entry (``--allow-command``): a program's name (``curl``: every ``curl`` the
-    replay starts) or a path (``/usr/bin/curl``: that file only), stripped.
-
-    Raises:
-        ValueError: an empty entry, or a name holding a space; the message names the entry.
-    """
-    given = str(text).strip()
-    if not given or (" " in given and "/" not in given):
-        raise ValueError(
-            f"invalid allowed command {text!r}: expected a program's name or path, for example curl or "
-            "/usr/bin/curl"
-        )
-    return given
-
-
-def parse_allowed_host(text: str) -> Allowance:
-    """``(host, port)`` of one ``allow_hosts`` entry (``--allow-host``): ``HOST`` (a name or an address:
-    every port), ``HOST:PORT``, ``[IPV6]`` or ``[IPV6]:PORT``; a bare IPv6 address (``::1``) is every port
-    of it; a Unix socket's path (``/var/run/docker.sock``, starting with ``/``) or abstract name
-    (``@name``), kept as given, with port None. The host is normalized as the seal compares it
-    (:func:`_normal_host`).
-
-    Raises:
-        ValueError: an empty entry, a port that is not 1-65535, or brackets around something that is not
-            an IPv6 address; the message names the entry and the accepted forms.
-    """
-    given = str(text).strip()
-    if given.startswith(("/", "@")) and len(given) > 1:
-        return given, None  # a Unix socket: a path is case-sensitive, and has no port
-    forms = (
-        "expected HOST, HOST:PORT, [IPV6]:PORT or a Unix socket's path, for example 127.0.0.1:8000 or "
-        "[::1]:8000"
-    )
-    host, port_text = given, None
-    if given.startswith("["):
-        close = given.find("]")
-        host, rest = given[1 : max(close, 1)], given[close + 1 :] if close > 0 else ""
-        if close < 0 or (rest and not rest.startswith(":")) or ":" not in host:
-            raise ValueError(f"invalid allowed host {given!r}: {forms}")
-        port_text = rest[1:] if rest else None
-    elif given.count(":") == 1:
-        host, port_text = given.split(":")
-    host = normal_host(host)
-    if not host:
-        raise ValueError(f"invalid allowed host {given!r}: {forms}")
-    port: int | None = None
-    if port_text is not None:
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ValueError(f"invalid port in allowed host {given!r}: {forms}")
-        port = int(port_text)
-    return host, port
-
-
-class Seal:
-    """One sealed session's allowance: the ``(host, port)`` pairs it lets through (port None: every port),
-    the addresses its allowed names resolved to, and the programs it lets start (``commands``).
-
-    ``threads`` are the threads the session started (:mod:`stepfork.replay.network_threads`); once the
-    session has ended (``ended``), the seal stays in force for them alone, until they end."""
-
-    def __init__(self, session: Any, allow_hosts: Iterable[str], allow_commands: Iterable[str] = ()) -> None:
-        self.session = session
-        self.pid = os.getpid()  # a forked child inherits the seal; its refusals go to this process
-        given = [str(host) for host in allow_hosts if str(host).strip()]
-        self.allowed: frozenset[Allowance] = frozenset(parse_allowed_host(host) for host in given)
-        self.commands: frozenset[str] = frozenset(parse_allowed_command(c) for c in allow_commands)
-        self.addresses: set[Allowance] = set()
-        self.names_resolved = False
-        self.threads: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-        self.ended = False
-
-    def applies(self, current: threading.Thread) -> bool:
-        """True when this seal is in force for the thread ``current``: while its session runs, for every
-        thread; after, for the threads the session started."""
-        return not self.ended or current in self.threads
-
-    def resolve_names(self) -> None:
-        """Allow the addresses of the allowed host *names* (once): a connection to an allowed name may have
-        been resolved before the session, or the agent connects to the address the name stands for."""
-        if self.names_resolved:
-            return
-        self.names_resolved = True
-        for host, port in self.allowed:
-            if is_address(host):
-                continue
-            with contextlib.suppress(OSError, UnicodeError):
-                infos = _original["socket.getaddrinfo"](host, None)
-                self.addresses.update((normal_host(str(info[4][0])), port) for info in infos)
-
-    def allows(self, host: str, port: int | None) -> bool:
-        """True when ``host`` (normalized, a name or an address) on ``port`` is allowed by this session."""
-        return allows((self.allowed, self.addresses), host, port)
-
-    def port_of(self, host: str, port: int | None) -> tuple[bool, int | None]:
-        """``(allowed, the port restriction)`` for addresses a name resolves to: ``(True, None)`` for every
-        port, ``(True, p)`` for one, ``(False, None)`` when the name is not allowed here."""
-        if (host, None) in self.allowed:
-            return True, None
-        if port is not None and (host, port) in self.allowed:
-            return True, port
-        return False, None
-
-
-_lock = threading.Lock()
-_seals: list[Seal] = []
-"""Every seal in force: the active sessions', the process's own (:func:`seal_process`), and ended ones
-still holding threads (``Seal.ended``)."""
-_ended = 0
-"""How many seals of :data:`_seals` are ended (kept for their threads)."""
-_original: dict[str, Any] = {}
-_peers_allowed: weakref.WeakKeyDictionary[socket.socket, bool] = weakref.WeakKeyDictionary()
-"""Connected sockets whose peer was checked and allowed under the current seals (emptied when they change)."""
-_plumbing_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
-"""Sockets of a ``socketpair`` (the process talking to itself): never checked."""
-_plumbing = threading.local()
-
-
-def _allowed_by_name(host: str, port: int | None) -> bool:
-    """:func:`_allowed`, after resolving the allowed names of every sealed session (see
-    :meth:`Seal.resolve_names`)."""
-    with _lock:
-        seals = list(_seals)
-    for seal in seals:
-        seal.resolve_names()
-    return _allowed(host, port)
-
-
-def _inbound(sock: socket.socket) -> bool:
-    """True when ``sock`` was accepted by a server on this machine (a listening socket holds its local
-    port): what it sends is a reply to a connection that came in, not one leaving the process. Read from
-    Linux's ``/proc/net/tcp``/``tcp6``; False where they cannot be read (then the socket is sealed as if
-    it were outbound)."""
-    if sock.type != socket.SOCK_STREAM:
-        return False
-    try:
-        port = f":{sock.getsockname()[1]:04X}"
-    except (OSError, IndexError, TypeError):
-        return False
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table, encoding="ascii") as handle:
-                next(handle, None)  # the header
-                for line in handle:
-                    fields = line.split()
-                    if len(fields) > 3 and fields[3] == "0A" and fields[1].endswith(port):  # 0A: LISTEN
-                        return True
-        except OSError:
-            continue
-    return False
-
-
-def _seals_here() -> list[Seal]:
-    """The seals in force for the calling thread: every seal, except an ended one this thread is not of
-    (an ended seal whose threads have all ended is dropped here, and the hooks with the last seal)."""
-    with _lock:
-        seals = list(_seals)
-        if not _ended:
-            return seals
-        _drop_finished()
-    current = threading.current_thread()
-    return [seal for seal in seals if seal.applies(current)]
-
-
-def _drop_finished() -> None:
-    """Drop the ended seals none of whose threads is alive (the hooks go with the last seal); called with
-    ``_lock`` held."""
-    global _ended
-    for seal in [seal for seal in _seals if seal.ended and not network_threads.alive(seal.threads)]:
-        _seals.remove(seal)
-        _ended -= 1
-    if not _seals:
-        _uninstall()
-
-
-def _allowed(host: str, port: int | None) -> bool:
-    seals = _seals_here()
-    if not seals or _suspended or getattr(_plumbing, "active", False):
-        return True
-    return any(seal.allows(host, port) for seal in seals)
-
-
-_suspended = 0
-"""How many :func:`suspended` blocks are running: while one is, the seal lets everything through."""
-
-
-@contextlib.contextmanager
-def suspended() -> Iterator[None]:
-    """Let every connection through while the block runs: Stepfork itself reading a bundle from object
-    storage (``load_source`` of a URL) in a process sealed for life (a ``stepfork check`` worker, whose next
-    bundle lies behind ``s3://``). Process-wide, because fsspec's filesystems connect from a thread of their
-    own; it runs before the replay's session starts, so no call of the agent is in flight."""
-    global _suspended
-    with _lock:
-        _suspended += 1
-        _peers_allowed.clear()
-    try:
-        yield
-    finally:
-        with _lock:
-            _suspended -= 1
-            _peers_allowed.clear()  # what the fetch connected is checked again from now on
-
-
-def _current_seal() -> tuple[Seal | None, Seal | None]:
-    """``(this process's seal a refusal or a note goes to, or None; a seal inherited from the parent by a
-    forked child, or None)``: the seal of the session that started the calling thread, else the active
-    session's, else (a thread the session's context did not reach) the first session's, else an
-    entrypoint's import (:mod:`stepfork.replay.network_import`), else None (the process's own seal,
-    :func:`seal_process`, between sessions)."""
-    seals = _seals_here()
-    if not seals:
-        return None, None
-    from stepfork.trace import boundary
-
-    active = boundary.active_handler()
-    here = os.getpid()
-    own = [s for s in seals if s.pid == here]
-    current = threading.current_thread()
-    seal = next((s for s in own if s.session is not None and current in s.threads), None)
-    seal = seal or next((s for s in own if s.session is active and active is not None and not s.ended), None)
-    seal = seal or next((s for s in own if s.session is not None and not _importing(s) and not s.ended), None)
-    seal = seal or next((s for s in own if s.session is not None and not s.ended), None)
-    inherited = next((s for s in seals if s.pid != here and s.session is not None), None)
-    return seal, inherited
-
-
-def _deliver(seal: Seal | None, error: ReplayPolicyError) -> None:
-    """Record ``error`` on ``seal``'s session: its divergence while it runs, a late refusal after it ended
-    (a thread it started, refused after the verdict: :meth:`ReplaySession.note_late_refusal`)."""
-    session = getattr(seal, "session", None)
-    if seal is not None and seal.ended:
-        note = getattr(session, "note_late_refusal", None)
-        if note is not None:
-            note(error)
-        return
-    diverge = getattr(session, "_diverge", None)
-    if diverge is not None:
-        diverge(error)
-
-
-def _refuse(host: str, port: Any, what: str = "the connection to") -> None:
-    """Raise ``network_sealed`` for ``host:port`` (``what``: the kind of traffic, as ``the reverse lookup
-    of``) and record it as the session's divergence; in a child forked during a replay (its sessions are
-    the parent's), tell the parent (:func:`_child_refusals`)."""
-    if not _seals:
-        return
-    seal, inherited = _current_seal()
-    where = format_host(host, port)
-    telemetry = is_telemetry_host(host)
-    if seal is None and inherited is not None:
-        if not telemetry:
-            network_fork.tell_parent({"refused": "network", "where": where, "what": what})
-        raise sealed_error(where, getattr(inherited.session, "mode", "frozen"), child=True, what=what)
-    session = getattr(seal, "session", None)
-    context = getattr(session, "seal_context", None)
-    error = sealed_error(where, getattr(session, "mode", "frozen"), context=context, what=what)
-    if telemetry:  # refused all the same, but a library's telemetry is not the agent's behaviour
-        note = getattr(session, "note_telemetry_refused", None)
-        if note is not None and not getattr(seal, "ended", False):
-            note(where)
-        raise error
-    _deliver(seal, error)
-    raise error
-
-
-def _refuse_child(program: str, line: list[str], reason: str) -> None:
-    """Raise (and record, as :func:`_refuse` does) ``child_process_refused`` for the child process
-    ``program`` (its command ``line``) about to start, refused for ``reason``
-    (:func:`stepfork.replay._seal_rules.child_refusal`)."""
-    # both None: the process's own seal, between sessions: refused all the same, recorded nowhere
-    seal, inherited = _current_seal()
-    if seal is None and inherited is not None:
-        network_fork.tell_parent({"refused": "command", "program": program, "reason": reason})
-        mode = getattr(inherited.session, "mode", "frozen")
-        raise child_refused_error(program, line, reason, mode, child=True)
-    session = getattr(seal, "session", None)
-    mode = getattr(session, "mode", "frozen")
-    error = child_refused_error(program, line, reason, mode, context=getattr(session, "seal_context", None))
-    _deliver(seal, error)
-    raise error
-
-
-def _refuse_unseen(description: str) -> None:
-    """Raise (and record, as :func:`_refuse` does) ``network_sealed`` for network traffic whose destination
-    the seal cannot see (``description``: ``looking up libc's connect() through ctypes``)."""
-    seal, inherited = _current_seal()
-    session = getattr(seal or inherited, "session", None)
-    how = "a child process forked during the replay: " if seal is None and inherited is not None else ""
-    context = getattr(session, "seal_context", None)
-    error = ReplayPolicyError(
-        f"network sealed during {getattr(session, 'mode', 'frozen')} replay: {how}"
-        f"{f'{context}: ' if context else ''}{description} was refused: the seal cannot see where such a "
-        "call goes. Make the call through Python's socket module (its connections are checked against "
-        "allow_hosts), serve it from the recording (@trace_tool around the function that makes it), or "
-        "replay with network='open' (--allow-network)",
-        code="network_sealed",
-    )
-    if seal is None and inherited is not None:
-        network_fork.tell_parent({"refused": "unseen", "where": description})
-        raise error
-    _deliver(seal, error)
-    raise error
-
-
-def _importing(seal: Seal) -> bool:
-    """True for the seal of an entrypoint's import (:mod:`stepfork.replay.network_import`), which a
-    refusal in a thread without context goes to only when no replay session is sealed."""
-    return getattr(seal.session, "seal_context", None) is not None
-
-
-def _has_session_here() -> bool:
-    """True when a seal of a session of this process is in force (a fork now makes a child that reports)."""
-    here = os.getpid()
-    return any(seal.session is not None and seal.pid == here for seal in _seals)
-
-
-def _after_fork_in_child() -> None:
-    global _lock
-    _lock = threading.Lock()  # another thread of the parent may have held it at the fork
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(
-        before=lambda: network_fork.before_fork(_has_session_here()),
-        after_in_child=_after_fork_in_child,
-    )
-
-
-_UNIX = getattr(socket, "AF_UNIX", None)
-
-
-def _check_connect(sock: socket.socket, address: Any) -> None:
-    family = sock.family
-    if family == _UNIX:
-        _check_unix(unix_name(address))
-        return
-    if family not in (socket.AF_INET, socket.AF_INET6):
-        return  # the other local families (netlink...) stay open
-    found = host_of(address)
-    if found is not None and not _allowed(*found) and not _allowed_by_name(*found):
-        _refuse(*found)
-
-
-def _check_unix(name: str | None) -> None:
-    """Refuse a connection (or a datagram) to the Unix socket ``name`` unless it is unnamed, the process's
-    own (:func:`stepfork.replay._seal_rules.is_own_unix`) or allowed (``allow_hosts`` holds its path)."""
-    if name is None or _allowed(name, None) or is_own_unix(name):
-        return
-    _refuse(name, None, what="the connection to the Unix socket")
-
-
-def _check_unix_peer(sock: socket.socket) -> None:
-    """:func:`_check_peer` for a connected Unix socket: its peer is checked as a connection to it would be,
-    unless the socket is the accepting end of a listener this process holds (a reply)."""
-    try:
-        peer = unix_name(sock.getpeername())
-    except OSError:
-        return
-    if peer is None or _allowed(peer, None) or is_own_unix(peer):
-        return
-    with contextlib.suppress(OSError):
-        own = unix_name(sock.getsockname())
-        if own is not None and is_own_unix(own):
-            return
-    _refuse(peer, None, what="the connection to the Unix socket")
-
-
-def _check_peer(sock: socket.socket) -> None:
-    """Refuse a send on a connected socket whose peer is not allowed (a connection opened before the seal:
-    no connect of it was checked). The first send per socket asks the kernel for the peer; an allowed one
-    is remembered."""
-    if (sock in _peers_allowed and not _ended) or sock in _plumbing_sockets:
-        return
-    family = sock.family
-    if family == _UNIX:
-        _check_unix_peer(sock)
-        with contextlib.suppress(TypeError):
-            _peers_allowed[sock] = True
-        return
-    if family not in (socket.AF_INET, socket.AF_INET6):
-        return
-    try:
-        peer = sock.getpeername()
-    except OSError:  # not connected: the send itself fails as it would
-        return
-    found = host_of(peer)
-    if found is not None and not _allowed(*found) and not _allowed_by_name(*found) and not _inbound(sock):
-        _refuse(*found)
-    with contextlib.suppress(TypeError):  # a socket that cannot be weakly referenced: checked every time
-        _peers_allowed[sock] = True
-
-
-def _socketpair(*args: Any, **kwargs: Any) -> tuple[socket.socket, socket.socket]:
-    # the process talking to itself (asyncio's self-pipe, multiprocessing): emulated over loopback where
-    # the platform has no native pair (Windows), so its connect and sends are let through
-    _plumbing.active = True
-    try:
-        pair: tuple[socket.socket, socket.socket] = _original["socket.socketpair"](*args, **kwargs)
-    finally:
-        _plumbing.active = False
-    for sock in pair:
-        with contextlib.suppress(TypeError):
-            _plumbing_sockets.add(sock)
-    return pair
-
-
-def _refused_connect(sock: socket.socket, address: Any) -> None:
-    """:func:`_check_connect`, closing ``sock`` when it refuses: the socket never connected and is of no
-    use, and its creator's cleanup (``socket.create_connection``, asyncio) closes sockets on ``OSError``
-    only, which the refusal is not, so it would be left open."""
-    try:
-        _check_connect(sock, address)
-    except ReplayPolicyError:
-        sock.close()
-        raise
-
-
-def _connect(self: socket.socket, address: Any) -> None:
-    _refused_connect(self, address)
-    _peers_allowed.pop(self, None)  # a datagram socket may connect again, elsewhere
-    _original["socket.connect"](self, address)
-
-
-def _connect_ex(self: socket.socket, address: Any) -> int:
-    _refused_connect(self, address)
-    _peers_allowed.pop(self, None)
-    return int(_original["socket.connect_ex"](self, address))
-
-
-def _send(self: socket.socket, data: Any, *args: Any) -> int:
-    _check_peer(self)
-    return int(_original["socket.send"](self, data, *args))
-
-
-def _sendall(self: socket.socket, data: Any, *args: Any) -> None:
-    _check_peer(self)
-    _original["socket.sendall"](self, data, *args)
-
-
-def _ssl_send(self: Any, data: Any, *args: Any) -> int:
-    _check_peer(self)
-    return int(_original["SSLSocket.send"](self, data, *args))
-
-
-def _ssl_sendall(self: Any, data: Any, *args: Any) -> None:
-    _check_peer(self)
-    _original["SSLSocket.sendall"](self, data, *args)
-
-
-def _ssl_write(self: Any, data: Any) -> int:
-    _check_peer(self)
-    return int(_original["SSLSocket.write"](self, data))
-
-
-def _sendfile(self: socket.socket, file: Any, *args: Any, **kwargs: Any) -> int:
-    # socket.sendfile sends with os.sendfile on the descriptor, past send()
-    _check_peer(self)
-    return int(_original["socket.sendfile"](self, file, *args, **kwargs))
-
-
-_SSL_HOOKS = {"send": _ssl_send, "sendall": _ssl_sendall, "write": _ssl_write}
-
-
-def _sendto(self: socket.socket, data: Any, *args: Any) -> int:
-    # sendto(data, address) or sendto(data, flags, address)
-    if args:
-        _check_connect(self, args[-1])
-    return int(_original["socket.sendto"](self, data, *args))
-
-
-def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
-    # sendmsg(buffers[, ancdata[, flags[, address]]])
-    if len(args) >= 3 and args[2] is not None:
-        _check_connect(self, args[2])
-    else:
-        _check_peer(self)
-    return int(_original["socket.sendmsg"](self, buffers, *args))
-
-
-def _checked_name(host: Any, port: Any, flags: int = 0) -> str | None:
-    """The normalized name of a host about to be resolved, refused when it needs a query (not an address,
-    not a local name) and is not allowed. A name resolved to bind a server (``AI_PASSIVE``) is not a
-    connection and is never refused."""
-    name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
-    if not isinstance(name, str):
-        return None
-    name = normal_host(name)
-    if flags & socket.AI_PASSIVE or is_address(name) or is_local(name):
-        return name
-    number = _port(port)
-    if not _allowed(name, number):
-        _refuse(name, number)
-    return name
-
-
-def _allow_resolved(name: str | None, port: Any, addresses: Iterable[Any]) -> None:
-    """The addresses an allowed name resolved to are allowed in turn, on the port its allowance names."""
-    if name is None or is_address(name):
-        return
-    number = _port(port)
-    with _lock:
-        for seal in _seals:
-            allowed, only = seal.port_of(name, number)
-            if allowed:
-                seal.addresses.update((normal_host(str(address)), only) for address in addresses)
-
-
-@contextlib.contextmanager
-def _vetted() -> Iterator[None]:
-    """While the block calls a C function this module already checked, the audit hook
-    (:mod:`stepfork.replay.network_audit`) does not check it again (its event lacks the flags)."""
-    vetted = _seal_rules.vetted
-    before = getattr(vetted, "name", False)
-    vetted.name = True
-    try:
-        yield
-    finally:
-        vetted.name = before
-
-
-def _getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-    # getaddrinfo(host, port, family=0, type=0, proto=0, flags=0)
-    flags = kwargs.get("flags", args[3] if len(args) > 3 else 0)
-    name = _checked_name(host, port, flags if isinstance(flags, int) else 0)
-    with _vetted():
-        result = _original["socket.getaddrinfo"](host, port, *args, **kwargs)
-    _allow_resolved(name, port, (info[4][0] for info in result))
-    return result
-
-
-def _gethostbyname(host: Any) -> str:
-    name = _checked_name(host, None)
-    with _vetted():
-        address = str(_original["socket.gethostbyname"](host))
-    _allow_resolved(name, None, [address])
-    return address
-
-
-def _gethostbyname_ex(host: Any) -> Any:
-    name = _checked_name(host, None)
-    with _vetted():
-        result = _original["socket.gethostbyname_ex"](host)
-    _allow_resolved(name, None, result[2])
-    return result
-
-
-def _getnameinfo(sockaddr: Any, flags: int) -> Any:
-    # numbers only (NI_NUMERICHOST): no query, which the audit event (it carries no flags) cannot tell
-    if isinstance(flags, int) and flags & socket.NI_NUMERICHOST:
-        with _vetted():
-            return _original["socket.getnameinfo"](sockaddr, flags)
-    return _original["socket.getnameinfo"](sockaddr, flags)
 
 
 def _hooks() -> list[tuple[Any, str, Any]]:
@@ -730,7 +195,7 @@ def _seal_starting_thread() -> Seal | None:
     """The seal a thread about to be started by the calling thread belongs to: the active session's, when
     the caller runs in its context, else the seal of the session that started the caller; None for a
     thread started by code the replay did not start (a library's own background thread)."""
-    with _lock:
+    with network_seals._lock:
         seals = list(_seals)
     if not seals:
         return None
@@ -766,9 +231,6 @@ def _children_settings(seals: list[Seal]) -> tuple[str, list[Allowance], list[st
     return str(mode or "frozen"), allowed, commands
 
 
-_installed: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) while the hooks are in place
-
-
 def _install() -> None:
     """Install every hook of :func:`_hooks` not installed yet, and the audit hook behind them
     (:mod:`stepfork.replay.network_audit`, once per process); called with ``_lock`` held."""
@@ -788,13 +250,6 @@ def _install() -> None:
         setattr(owner, name, wrapper)
 
 
-def _uninstall() -> None:
-    """Put back every original :func:`_install` replaced; called with ``_lock`` held."""
-    for owner, name, original in reversed(_installed):
-        setattr(owner, name, original)
-    _installed.clear()
-
-
 def seal(session: Any, allow_hosts: Iterable[str] = (), allow_commands: Iterable[str] = ()) -> Seal:
     """Seal the network for ``session`` (install the hooks if none is installed), letting ``allow_hosts``
     through and ``allow_commands`` start; return the handle for :func:`unseal`.
@@ -803,7 +258,7 @@ def seal(session: Any, allow_hosts: Iterable[str] = (), allow_commands: Iterable
         ValueError: a malformed ``allow_hosts`` or ``allow_commands`` entry.
     """
     handle = Seal(session, allow_hosts, allow_commands)
-    with _lock:
+    with network_seals._lock:
         if not _installed:
             _install()
         _seals.append(handle)
@@ -845,7 +300,7 @@ def seal_process() -> None:
     :func:`_hooks`). There is no way back: this process never replays with the network open.
     """
     global _process_seal
-    with _lock:
+    with network_seals._lock:
         _install()
         if _process_seal is None:
             _process_seal = Seal(None, ())
@@ -861,7 +316,6 @@ def unseal(handle: Seal, *, keep_threads: bool = True) -> None:
     becomes the session's divergence first. With ``keep_threads`` (the default), the seal stays in force
     for the threads the session started that are still running (``Seal.ended``), until they end;
     ``keep_threads=False`` lifts it for them too (``fork``'s run going live)."""
-    global _ended
     diverge = getattr(handle.session, "_diverge", None)
     if diverge is not None:
         from stepfork.replay.network_children import refusals
@@ -876,11 +330,11 @@ def unseal(handle: Seal, *, keep_threads: bool = True) -> None:
                     note(str(report["allowed"]))
                 continue
             diverge(reported_error(report, mode, child="started"))
-    with _lock:
+    with network_seals._lock:
         if handle in _seals and not handle.ended:
             if keep_threads and handle.threads and network_threads.alive(handle.threads):
                 handle.ended = True
-                _ended += 1
+                network_seals._ended += 1
             else:
                 _seals.remove(handle)
         _drop_finished()  # and the hooks with the last seal
@@ -893,5 +347,5 @@ def unseal(handle: Seal, *, keep_threads: bool = True) -> None:
 def is_sealed() -> bool:
     """True while a sealed replay session (or the process's own seal) is in force in this process; a seal
     kept only for the threads of an ended session does not count."""
-    with _lock:
+    with network_seals._lock:
         return any(not seal.ended for seal in _seals)

@@ -136,13 +136,13 @@ def carry_import_refusals(function: Any) -> None:
     errors = refusals_of(function)
     if not errors:
         return
-    from stepfork.replay import network
+    from stepfork.replay import network, network_seals
 
     here = os.getpid()
-    with network._lock:
+    with network_seals._lock:  # read from its module: a forked child replaces it
         sessions = [
             s.session
-            for s in network._seals
+            for s in network_seals._seals
             if s.pid == here and s.session is not None and not network._importing(s)
         ]
     for session in sessions:
