@@ -10,10 +10,10 @@
 - Running it (spec "run"): :func:`run_exported_test` runs one test in a pytest subprocess and writes its
   :class:`Receipt`; :func:`run_many` runs several, sharded (``--shard K/N``).
 
-Private modules: ``_codegen`` (the generated source), ``_files`` (its inputs and the atomic write),
-``_call`` (the entrypoint's call checked against the recorded input), ``_script`` (the form of a program's
-test), ``_exported`` (reading the constants back), ``_runner``, ``_locate``, ``_pytest_outcome`` (one
-run), ``_receipt``, ``_run_many``.
+Private modules: ``_codegen`` (the generated source), ``_checks`` (what export refuses), ``_files`` (its
+inputs and the atomic write), ``_call`` (the entrypoint's call checked against the recorded input),
+``_script`` (the form of a program's test), ``_exported`` (reading the constants back), ``_runner``,
+``_locate``, ``_pytest_outcome`` (one run), ``_receipt``, ``_run_many``.
 """
 
 from __future__ import annotations
