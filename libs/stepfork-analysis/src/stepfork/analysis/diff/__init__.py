@@ -5,8 +5,9 @@ by field, noise left out by the rules of :mod:`stepfork.replay.noise` (docs/diff
 (:func:`values_equal`, :func:`first_difference`, :func:`collect_field_changes`) is shared with ``score``.
 The facade's :mod:`stepfork.diff` re-exports these names at the earlier implementation's paths.
 
-Private modules: ``_compare`` (the alignment and the result models), ``_behavior`` (behaviour steps and the
-value comparison), ``_volatile`` (``--ignore`` patterns as noise rules).
+Private modules: ``_compare`` (the alignment), ``_result`` (the result models and their renderings),
+``_behavior`` (behaviour steps and the value comparison), ``_volatile`` (``--ignore`` patterns as noise
+rules).
 """
 
 from stepfork.analysis.diff._behavior import (
