@@ -8,8 +8,9 @@ user names is imported. So by default a recorded failure is raised as
 catches; a failure of one of Python's builtin types (``ValueError``, ``TimeoutError``...: the interpreter's
 own classes, nothing imported) as that builtin combined with RecordedDependencyError
 (:func:`builtin_exception`, :func:`combined_instance`). With
-``raise_as={"app.errors.RateLimited": RateLimited}`` the user hands replay, in their own code, the classes their ``except`` clauses expect; the bundle's text only selects among them, as a
-Temporal failure converter selects by the failure's type string.
+``raise_as={"app.errors.RateLimited": RateLimited}`` the user hands replay, in their own code, the
+classes their ``except`` clauses expect; the bundle's text only selects among them, as a Temporal failure
+converter selects by the failure's type string.
 
 Which entry applies to a recorded type ``T`` (docs/decisions.md; the rule of the replay report's
 REPRODUCED FAILURE, which compares the qualified name or its last component):
