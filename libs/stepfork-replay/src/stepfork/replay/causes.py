@@ -59,4 +59,3 @@ def _cause(entry: dict[str, Any], error: RecordedDependencyError, raise_as: Rais
         if made is not None:
             return made
     return link
-
