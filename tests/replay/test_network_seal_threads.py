@@ -94,7 +94,8 @@ def test_a_daemon_thread_the_replay_started_is_refused_after_the_session_ended(
         thread = threading.Thread(target=send_when, args=(go, url(server), outcome), daemon=True)
         thread.start()
     assert session.divergence is None  # the verdict was taken: the daemon had sent nothing yet
-    with pytest.warns(NetworkSealWarning, match="after the replay ended, a thread it started was refused") as told:
+    late = "after the replay ended, a thread it started was refused"
+    with pytest.warns(NetworkSealWarning, match=late) as told:
         release(go, thread)
     (warning,) = [w for w in told if issubclass(w.category, NetworkSealWarning)]
     line = str(warning.message)
