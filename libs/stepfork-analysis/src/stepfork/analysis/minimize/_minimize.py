@@ -179,6 +179,11 @@ def _target(source: Path, output: str | os.PathLike[str] | None, overwrite: bool
     return target
 
 
+_SEAL_CODES = ("network_sealed", "child_process_refused")
+"""The refusals of the replay's seal: an original replay that met one shows the seal's doing, not the
+agent's failure (docs/minimize.md)."""
+
+
 def _no_failure(signature: Signature, timeout: float) -> MinimizeError:
     """The error for an original replay that shows no failure of the agent (the spec's sentence first)."""
     if signature.kind == "none" and signature.divergence is None:
@@ -188,10 +193,10 @@ def _no_failure(signature: Signature, timeout: float) -> MinimizeError:
             f"the replay diverged from the recording ({signature.divergence}); a replay divergence "
             "is not a failure to minimize (stepfork replay shows where)"
         )
-    elif signature.kind == "replay_error" and signature.detail == "network_sealed" and signature.message:
-        # the host and the fix, as replay and fork say them (stepfork.replay.network)
+    elif signature.kind == "replay_error" and signature.detail in _SEAL_CODES and signature.message:
+        # the host or the command and the fix, as replay and fork say them (stepfork.replay.network)
         reason = (
-            "the replay raised a Stepfork replay error (network_sealed), not a failure of the agent: "
+            f"the replay raised a Stepfork replay error ({signature.detail}), not a failure of the agent: "
             f"{signature.message}"
         )
     elif signature.divergence == "network_sealed":
@@ -200,6 +205,12 @@ def _no_failure(signature: Signature, timeout: float) -> MinimizeError:
             "the replay's network seal refused a connection the recording does not hold (network_sealed), "
             "so the failure seen is not the agent's own (stepfork replay names the host; --allow-host HOST "
             "or --allow-network let it through)"
+        )
+    elif signature.divergence == "child_process_refused":
+        reason = (
+            "the replay's seal refused a child process the recording does not hold (child_process_refused), "
+            "so the failure seen is not the agent's own (stepfork replay names the command; --allow-command "
+            "NAME or --allow-network let it run)"
         )
     elif signature.kind == "replay_error":
         reason = (
@@ -232,6 +243,7 @@ def minimize_trace(
     ordering: str = "auto",
     network: str | None = None,
     allow_hosts: Iterable[str] | None = None,
+    allow_commands: Iterable[str] | None = None,
 ) -> MinimizeResult:
     """Minimize the failing bundle ``path`` replayed through ``entrypoint`` (``MODULE:FUNCTION``).
 
@@ -250,6 +262,10 @@ def minimize_trace(
         network, allow_hosts: the network policy of every attempt, as :class:`ReplaySession` takes them
             (None: sealed in ``frozen`` mode, so an uninstrumented outbound connection fails with
             ``network_sealed``; ``"open"`` is ``--allow-network``).
+        allow_commands: the programs every attempt may start unsealed (``--allow-command``; names or paths,
+            as :class:`ReplaySession` takes them); without them a sealed attempt refuses a child process
+            the seal cannot reach (``child_process_refused``), and an original replay that met such a
+            refusal is not a failure of the agent: MinimizeError ``no_failure`` says so.
 
     Returns:
         a :class:`MinimizeResult` (the minimized bundle is saved at ``result.output``); its
@@ -257,12 +273,13 @@ def minimize_trace(
 
     Raises:
         MinimizeError: see :attr:`MinimizeError.code`; ``exit_code`` is the spec's. Options, mode and
-            output are checked before any replay.
+            output are checked before any replay (a malformed ``allow_commands`` entry is
+            ``invalid_option``).
     """
     from stepfork.analysis._shared.expectation import read_expect_output
     from stepfork.analysis.minimize._attempts import AttemptRunner
     from stepfork.replay import EntrypointError, resolve_entrypoint
-    from stepfork.replay.network import network_for
+    from stepfork.replay.network import network_for, parse_allowed_command
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
     source = Path(path)
@@ -277,6 +294,10 @@ def minimize_trace(
         network=network,
     )
     try:
+        commands = list(dict.fromkeys(parse_allowed_command(c) for c in allow_commands or ()))
+    except ValueError as exc:
+        raise MinimizeError(str(exc), code="invalid_option") from None
+    try:
         trace = load_verified_trace(source)
     except TraceIntegrityError as exc:  # the one integrity line of every command, as is
         raise MinimizeError(str(exc), code="integrity_mismatch") from None
@@ -286,7 +307,14 @@ def minimize_trace(
     try:
         # sealed as every attempt's replay: its module's import reaches nothing either
         policy = network_for(mode, network)
-        resolve_entrypoint(entrypoint, import_root=root, network=policy, allow_hosts=allow_hosts, mode=mode)
+        resolve_entrypoint(
+            entrypoint,
+            import_root=root,
+            network=policy,
+            allow_hosts=allow_hosts,
+            mode=mode,
+            allow_commands=commands,
+        )
     except EntrypointError as exc:
         raise MinimizeError(f"cannot resolve entrypoint {entrypoint}: {exc}", code="bad_entrypoint") from None
     expected: Any = None
@@ -311,6 +339,7 @@ def minimize_trace(
         ordering=ordering,
         network=network,
         allow_hosts=sorted(set(allow_hosts or ())),
+        allow_commands=commands,
     )
     with tempfile.TemporaryDirectory(prefix="stepfork-minimize-") as tmp, attempts_runner:
         counter = iter(range(10**9))
@@ -335,7 +364,7 @@ def minimize_trace(
             progress("detect", replays)
         everything = frozenset(units.ids)
         original = repeat(everything, None)
-        if not original.is_failure or original.divergence == "network_sealed":
+        if not original.is_failure or original.divergence in _SEAL_CODES:
             raise _no_failure(original, timeout)
         pool = ThreadPoolExecutor(max_workers=width)
 
@@ -395,4 +424,7 @@ def minimize_trace(
         ),
         clean_replay=clean_replay,
         replay=final,
+        network=policy,
+        allow_hosts=tuple(sorted(set(allow_hosts or ()))),
+        allow_commands=tuple(commands),
     )

@@ -183,6 +183,7 @@ def replay_signature(
     ordering: str = "auto",
     network: str | None = None,
     allow_hosts: list[str] | None = None,
+    allow_commands: list[str] | None = None,
 ) -> Signature:
     """Replay ``bundle`` through ``entrypoint`` (``MODULE:FUNCTION``) in this process; return its signature.
 
@@ -191,8 +192,8 @@ def replay_signature(
     ``has_expected``). Kind, in order: ``replay_error`` when the entrypoint raised a ReplayError other
     than RecordedDependencyError; ``exception``; ``output_mismatch``; ``none``. How the replay went (its
     first divergence, docs/replay.md, the number of divergences, the calls left unconsumed) is recorded
-    beside the kind whatever it is. ``network``/``allow_hosts``: the session's network policy
-    (``ReplaySession``; None: the mode's default).
+    beside the kind whatever it is. ``network``/``allow_hosts``/``allow_commands``: the session's network
+    policy (``ReplaySession``; None: the mode's default).
 
     Raises:
         TraceError, OSError: the bundle cannot be read; EntrypointError: the entrypoint cannot be resolved;
@@ -212,9 +213,21 @@ def replay_signature(
 
     trace = Trace.load(bundle)
     ids_by_step = {event.step: event.id for event in trace.events}
-    session = ReplaySession(trace, mode, ordering=ordering, network=network, allow_hosts=allow_hosts)
+    session = ReplaySession(
+        trace,
+        mode,
+        ordering=ordering,
+        network=network,
+        allow_hosts=allow_hosts,
+        allow_commands=allow_commands,
+    )
     function = resolve_entrypoint(  # the import sealed as the session will be
-        entrypoint, import_root=import_root, network=session.network, allow_hosts=allow_hosts, mode=mode
+        entrypoint,
+        import_root=import_root,
+        network=session.network,
+        allow_hosts=allow_hosts,
+        mode=mode,
+        allow_commands=session.allow_commands,
     )
     result, raised = run_in_session(session, function, recorded_run_input(trace))
     try:
