@@ -284,15 +284,15 @@ def check_corpus(
         CorpusError: the corpus names no bundle. ValueError: ``jobs`` or ``batch_size`` < 1, ``timeout`` <= 0,
         an unknown ``isolation`` or a malformed ``allow_commands`` entry. EntrypointError
         (``stepfork.replay``, a ValueError; ``code`` ``import_failed``, ``missing_attribute``,
-        ``not_callable`` or ``bad_form``, ``spec`` the entrypoint): no process that replays could resolve the entrypoint, so no bundle was replayed;
-        RaiseAsClassError (an EntrypointError; ``key`` the recorded type, ``spec`` its ``MODULE:CLASS``,
-        ``detail`` the resolver's message), likewise for a ``raise_as`` class. Each
-        such process learns it once (its zygote's import, or the first replay in a fresh process) and
-        answers its other bundles at once, so this comes after one import, not a replay per bundle. The
-        entrypoint is never imported in this process (a Dask cluster's workers may import what this
-        process cannot); where only some processes cannot resolve it (a Dask worker without the agent's
-        code), their bundles are ``COULD NOT EXECUTE`` with reason ``entrypoint_unresolvable`` and the
-        others are checked (docs/decisions.md).
+        ``not_callable`` or ``bad_form``, ``spec`` the entrypoint): no process that replays could resolve the
+        entrypoint, so no bundle was replayed; RaiseAsClassError (an EntrypointError; ``key`` the recorded
+        type, ``spec`` its ``MODULE:CLASS``, ``detail`` the resolver's message), likewise for a ``raise_as``
+        class. Each such process learns it once (its zygote's import, or the first replay in a fresh process)
+        and answers its other bundles at once, so this comes after one import, not a replay per bundle. The
+        entrypoint is never imported in this process (a Dask cluster's workers may import what this process
+        cannot); where only some processes cannot resolve it (a Dask worker without the agent's code), their
+        bundles are ``COULD NOT EXECUTE`` with reason ``entrypoint_unresolvable`` and the others are checked
+        (docs/decisions.md).
     """
     from stepfork.analysis.check._runner import check_batch, close_runner
     from stepfork.analysis.check._worker import UNRESOLVABLE
