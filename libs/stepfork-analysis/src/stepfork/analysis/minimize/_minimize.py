@@ -4,7 +4,9 @@
    :mod:`._signature`): the qualified type of an exception the entrypoint raised, or, with
    ``expect_output``, ``output_mismatch`` at the first differing path; beside it, how the replay went (its
    divergences, the calls left unconsumed). A Stepfork replay error (policy, mismatch, divergence) is
-   never a failure: without an exception or a mismatch of the agent's own there is nothing to minimize.
+   never a failure: without an exception or a mismatch of the agent's own there is nothing to minimize;
+   nor is a failure after the seal refused a connection or a child process (``SEAL_CODES``, even one the
+   agent caught): it is the seal's doing (:func:`._signature.no_failure_reason` says which option helps).
 2. Units are the recorded calls (``stepfork.replay.extract_recorded_calls``), each with its outcome
    event and the error events under them, so a call is never split from its result; a call nested (by
    time) in another has it as parent, so a child is never kept without its parent (:mod:`.ddmin`).
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from stepfork.analysis.minimize._result import MinimizeResult
-from stepfork.analysis.minimize._signature import Signature, replay_signature
+from stepfork.analysis.minimize._signature import SEAL_CODES, Signature, no_failure_reason, replay_signature
 from stepfork.analysis.minimize._subset import candidate, extract_units
 from stepfork.analysis.minimize.ddmin import MemoOracle, closure, dd_prefix, one_minimal
 
@@ -179,53 +181,6 @@ def _target(source: Path, output: str | os.PathLike[str] | None, overwrite: bool
     return target
 
 
-_SEAL_CODES = ("network_sealed", "child_process_refused")
-"""The refusals of the replay's seal: an original replay that met one shows the seal's doing, not the
-agent's failure (docs/minimize.md)."""
-
-
-def _no_failure(signature: Signature, timeout: float) -> MinimizeError:
-    """The error for an original replay that shows no failure of the agent (the spec's sentence first)."""
-    if signature.kind == "none" and signature.divergence is None:
-        reason = "trace replay completed successfully; no failure to minimize"
-    elif signature.kind == "none":
-        reason = (
-            f"the replay diverged from the recording ({signature.divergence}); a replay divergence "
-            "is not a failure to minimize (stepfork replay shows where)"
-        )
-    elif signature.kind == "replay_error" and signature.detail in _SEAL_CODES and signature.message:
-        # the host or the command and the fix, as replay and fork say them (stepfork.replay.network)
-        reason = (
-            f"the replay raised a Stepfork replay error ({signature.detail}), not a failure of the agent: "
-            f"{signature.message}"
-        )
-    elif signature.divergence == "network_sealed":
-        # a refusal the agent caught (at its module's import, say): what fails then is the seal's doing
-        reason = (
-            "the replay's network seal refused a connection the recording does not hold (network_sealed), "
-            "so the failure seen is not the agent's own (stepfork replay names the host; --allow-host HOST "
-            "or --allow-network let it through)"
-        )
-    elif signature.divergence == "child_process_refused":
-        reason = (
-            "the replay's seal refused a child process the recording does not hold (child_process_refused), "
-            "so the failure seen is not the agent's own (stepfork replay names the command; --allow-command "
-            "NAME or --allow-network let it run)"
-        )
-    elif signature.kind == "replay_error":
-        reason = (
-            f"the replay raised a Stepfork replay error ({signature.detail}), not a failure of the agent "
-            "(stepfork replay shows where)"
-        )
-    elif signature.kind == "timeout":
-        reason = f"the replay timed out after {timeout}s"
-    elif signature.kind == "crash":
-        reason = f"the replay process failed: {signature.detail}"
-    else:
-        reason = f"the replay could not start ({signature.kind}: {signature.detail})"
-    return MinimizeError(f"Failed to detect original failure signature: {reason}", code="no_failure")
-
-
 def minimize_trace(
     path: str | os.PathLike[str],
     entrypoint: str,
@@ -364,8 +319,9 @@ def minimize_trace(
             progress("detect", replays)
         everything = frozenset(units.ids)
         original = repeat(everything, None)
-        if not original.is_failure or original.divergence in _SEAL_CODES:
-            raise _no_failure(original, timeout)
+        if not original.is_failure or original.divergence in SEAL_CODES:
+            reason = no_failure_reason(original, timeout)
+            raise MinimizeError(f"Failed to detect original failure signature: {reason}", code="no_failure")
         pool = ThreadPoolExecutor(max_workers=width)
 
         def oracle(subsets: Sequence[frozenset[int]]) -> list[bool]:
