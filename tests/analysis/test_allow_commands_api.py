@@ -51,9 +51,10 @@ def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     import git_agent  # type: ignore[import-not-found]
 
     (tmp_path / "corpus").mkdir()
-    with pytest.raises(ValueError, match="cannot plan"), record("git", output=tmp_path / "corpus" / "g.sftrace"):
+    bundle = tmp_path / "corpus" / "g.sftrace"
+    with pytest.raises(ValueError, match="cannot plan"), record("git", output=bundle):
         git_agent.run_agent()
-    return tmp_path / "corpus" / "g.sftrace"
+    return bundle
 
 
 def test_minimize_trace_takes_allow_commands(recorded: Path, tmp_path: Path) -> None:
@@ -93,7 +94,7 @@ def test_fork_takes_allow_commands(recorded: Path, tmp_path: Path) -> None:
 
     refused = forked("refused.sftrace")
     assert refused.status == "failed"
-    assert str(refused.error).startswith("ChildProcessRefusedError: child process refused during frozen replay")
+    assert str(refused.error).startswith("ChildProcessRefusedError: child process refused during frozen")
     with pytest.raises(ForkError, match="invalid allowed command") as malformed:
         forked("malformed.sftrace", allow_commands=[" "])
     assert malformed.value.code == "invalid_option"
