@@ -15,7 +15,8 @@ validated arguments (the ``RunContext`` left out, listed under ``"$excluded"``);
 serves every call without running a function or reaching the server; with the model live asking about
 another city the tool diverges at ``$.city``, not run; ``ModelRetry`` and ``ToolFailed`` replay as
 pydantic-ai's own exceptions; ``@agent.tool`` over ``@trace_tool`` is recorded once, and its bundle replays
-MATCHED once the decorator is removed. A bundle recorded before (data/pydantic_ai_tools_before: no tool call)
+MATCHED once the decorator is removed. pydantic-ai's own common tools (``x_search_tool`` here) are recorded
+too. A bundle recorded before (data/pydantic_ai_tools_before: no tool call)
 is refused where the tool is called, never run. The same agent under the real CLI (``stepfork record --``,
 ``stepfork replay``): tests/integrations/test_framework_tools.py.
 """
@@ -234,3 +235,37 @@ def test_a_bundle_recorded_before_pydantic_ai_tools_were_recorded_is_refused_not
     assert "holds no call of tool 'get_" in hint, divergence
     assert "record the run again" in hint
     assert RAN == []  # refused, never run
+
+
+def test_a_pydantic_ai_common_tool_is_recorded_and_served_like_the_users(
+    bundle: Path, server: LocalOpenAI
+) -> None:
+    # pydantic-ai's common tools reach outside the agent (a search engine, a web page, a subagent's model;
+    # DuckDuckGo's through a Rust HTTP client the seal does not see): a frozen replay must serve them too.
+    # Here the X search tool, its subagent on a FunctionModel that counts its requests
+    from pydantic_ai.common_tools.x_search import x_search_tool
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.native_tools import XSearchTool
+
+    def subagent(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        RAN.append("x_search subagent")
+        return ModelResponse(parts=[TextPart("Parisians post about the sun.")])
+
+    def run() -> str:
+        search = x_search_tool(model=FunctionModel(subagent), native_tool=XSearchTool())
+        agent = Agent(model(server), instructions="Answer with what people say.", tools=[search])
+        return agent.run_sync("What do people say in Paris?").output
+
+    live = recorded(bundle, run)
+    assert RAN == ["x_search subagent"]
+    [(name, arguments)] = tool_calls(bundle)
+    assert (name, sorted(arguments)) == ("x_search", ["$excluded", "query"])  # the tool takes the RunContext
+    assert "Parisians post about the sun." in live
+
+    RAN.clear()
+    with ReplaySession.from_trace(bundle) as session:
+        replayed = run()
+    session.verify_complete()
+    assert RAN == []  # the subagent never ran
+    assert replayed == live

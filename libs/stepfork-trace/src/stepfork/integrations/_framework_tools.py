@@ -32,8 +32,9 @@ tool_boundary`).
 Not recorded here: a function already under ``@trace_tool`` (recorded by it, once:
 :func:`stepfork.trace.instrument.is_instrumented`), and the framework's own tools, whose work other
 boundaries record (an Agents SDK agent-as-tool or MCP tool, smolagents' ``final_answer``, LangChain's
-retriever tool, CrewAI's delegation tools, the tools pydantic-ai defines itself, tools of the MCP adapters:
-their model calls, HTTP requests and MCP calls are recorded where they happen): :func:`user_tool`.
+retriever tool, CrewAI's delegation tools, the tools pydantic-ai defines itself but its common tools, tools of
+the MCP adapters: their model calls, HTTP requests and MCP calls are recorded where they happen):
+:func:`user_tool`.
 
 The patches are installed when a recording or a replay starts and the program has imported the framework
 (:func:`stepfork.trace._after_import.capture_framework_tools`); they change the framework's classes, so
@@ -73,6 +74,15 @@ _OWN_PACKAGES = (
 _MCP_ADAPTERS = ("langchain_mcp_adapters", "mcpadapt", "llama_index.tools.mcp", "crewai_tools.adapters")
 """Packages whose tools are MCP tools, recorded at the MCP boundary (``SERVER/TOOL``)."""
 
+_OUTSIDE_TOOLS = ("pydantic_ai.common_tools",)
+"""Framework packages whose tools are recorded all the same: pydantic-ai's common tools reach outside the
+agent (DuckDuckGo, Tavily, Exa, a web page, a subagent's model), DuckDuckGo's through a Rust HTTP client
+(``primp``) that neither a Stepfork boundary nor the replay's seal sees."""
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
 
 def _module_of(func: Any) -> str:
     with contextlib.suppress(ValueError):  # a __wrapped__ cycle: the outer function's module
@@ -85,11 +95,12 @@ def _module_of(func: Any) -> str:
 
 def user_tool(func: Any) -> bool:
     """True when ``func`` is a tool function to record here: callable, not already a tool boundary, and
-    defined outside the frameworks (``_OWN_PACKAGES``) and the MCP adapters (module docstring)."""
+    defined outside the frameworks (``_OWN_PACKAGES``) and the MCP adapters (module docstring), or among the
+    framework tools that reach outside (``_OUTSIDE_TOOLS``)."""
     if not callable(func) or is_instrumented(func):
         return False
     module = _module_of(func)
-    return not any(module == p or module.startswith(p + ".") for p in _OWN_PACKAGES + _MCP_ADAPTERS)
+    return _within(module, _OUTSIDE_TOOLS) or not _within(module, _OWN_PACKAGES + _MCP_ADAPTERS)
 
 
 def _patch(owner: Any, attribute: str, make: Callable[[Any], Any]) -> None:
