@@ -27,6 +27,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -45,6 +47,7 @@ def _run_id(bundle: Path) -> str:
     return str(json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))["run_id"])
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_readme_snippets_run_as_written_record_module_then_replay(tmp_path: Path) -> None:
     """README: the Record block saved as agent.py and run (twice: the second run replaces the bundle), then
     the Replay block, which imports ``run_agent`` from agent, and the documented ``stepfork replay ...

@@ -2,7 +2,8 @@
 
 The agent runs on pydantic-ai's own test model, ``FunctionModel`` (scripted: a ``get_weather`` tool call,
 then the answer); no network, no key. The model is wrapped once, ``instrument_model(model)``; the tool is
-``@agent.tool_plain`` over ``@trace_tool``.
+``@agent.tool_plain`` over ``@trace_tool`` (optional: pydantic-ai's tools are recorded without it,
+docs/integrations.md; a tool under it is recorded once).
 
     python pydantic_ai_agent.py record weather.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay weather.sftrace --entrypoint pydantic_ai_agent:run_agent

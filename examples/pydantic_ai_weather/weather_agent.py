@@ -3,9 +3,11 @@
 The agent is pydantic-ai's ``weather_agent`` example: ``@agent.tool`` functions whose first parameter is a
 ``RunContext`` carrying an ``httpx.AsyncClient`` in its deps, a structured ``output_type``, and a model that
 asks for several tools in one turn (pydantic-ai runs them concurrently). The only changes: ``@trace_tool``
-under each ``@agent.tool`` (the ``RunContext`` is left out of the recorded input without being named), the
-model wrapped with ``instrument_model``, and no network: the model is pydantic-ai's ``FunctionModel``
-(scripted turns) and the demo endpoints are served by an ``httpx.MockTransport``.
+under each ``@agent.tool`` (optional since pydantic-ai's tools are recorded without it, docs/integrations.md;
+kept so the bundles recorded with it stay those this example ships; the ``RunContext`` is left out of the
+recorded input either way), the model wrapped with ``instrument_model``, and no network: the model is
+pydantic-ai's ``FunctionModel`` (scripted turns) and the demo endpoints are served by an
+``httpx.MockTransport``.
 
     python weather_agent.py record weather.sftrace  # add --overwrite to replace an existing bundle
     stepfork replay weather.sftrace --entrypoint weather_agent:run_agent

@@ -131,6 +131,7 @@ def test_an_in_memory_trace_is_redacted_before_it_is_embedded() -> None:
     assert events[1]["input"] == {"api_key": "[REDACTED]", "amount": 3}
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_file_is_at_most_one_and_a_half_times_events_jsonl(tmp_path: Path) -> None:
     bundle = calls_trace(10_000).save(tmp_path / "big.sftrace")
     out = write_trace_view(bundle, tmp_path / "big.html")

@@ -51,6 +51,7 @@ def export(work: Path, output: str, *extra: str, run: Callable[..., Result] = ru
     )
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_with_raise_as_the_exported_test_passes_and_without_it_fails(work: Path) -> None:
     with_option = export(work, "test_with.py", "--raise-as", RAISE_AS)
     assert with_option.code == 0, with_option.text

@@ -226,5 +226,9 @@ def test_score_speaks_plainly(quickstart: Path) -> None:
     result = run_cli("score", "test_claim.py", cwd=quickstart)
     assert result.code == 0, result.text
     assert "claim-pinned" in result.out  # the term stays (docs/score.md)
-    assert "(a mutant is a wrong output made from the expectation" in result.out
+    # the legend says what each row is as docs/score.md and the spec define them (NEWCOMER3 finding 9)
+    assert "(a mutant is a wrong output: the recorded run (claim-drawn) or the expectation perturbed" in (
+        result.out
+    )
+    assert "  claim the recorded run" in result.out
     assert "In plain words: the test fails for each wrong output tried" in result.out

@@ -266,6 +266,7 @@ def notify(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_spec_example_shrinks_a_straight_line_agent_to_the_call_its_output_mismatch_needs(
     notify: Path,
 ) -> None:
@@ -357,6 +358,7 @@ def stateful(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_newcomer_case_default_and_clean_replay(stateful: Path) -> None:
     args = ("minimize", "st2.sftrace", "-e", "stateful:run")
     proc = stepfork(*args, "-o", "st2-min.sftrace", cwd=stateful)

@@ -10,6 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from .conftest import run_cli
 
 
@@ -47,6 +49,7 @@ def test_fork_refuses_a_live_llm_label_the_recording_does_not_have(quickstart: P
     assert json.loads(as_json.out)["error"] == "invalid_option"
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_replay_json_names_an_unreadable_bundle_as_the_other_commands_do(quickstart: Path) -> None:
     codes = {}
     for command in (

@@ -184,6 +184,7 @@ def test_allow_command_lets_the_program_run_and_the_report_says_so(
     assert f"Network       sealed (allowed commands: curl; {gap})" in text.out, text.out
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_an_exported_test_fails_on_a_refused_child_and_passes_with_allow_command(
     folder: Path, server: http.server.ThreadingHTTPServer
 ) -> None:

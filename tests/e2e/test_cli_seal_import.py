@@ -197,6 +197,7 @@ def test_a_module_whose_import_fails_on_the_refusal_is_diverged_not_unresolvable
     assert report["execution"]["status"] == "RAISED"
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_every_replay_through_a_module_imported_under_the_seal_carries_its_refusals(
     agent: Path, server: http.server.ThreadingHTTPServer
 ) -> None:

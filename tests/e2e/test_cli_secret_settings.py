@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import Result, cli_env, stepfork_executable
 
 AGENT = '''"""An agent whose tool gets the app's settings, read from the environment (pydantic-settings)."""
@@ -99,6 +101,7 @@ def files_text(*paths: Path) -> str:
     return "\n".join(texts)
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_setting_secrets_are_absent_from_every_file_and_every_output(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text(AGENT)
     outputs: list[Result] = []

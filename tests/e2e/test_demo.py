@@ -26,6 +26,7 @@ def _demo(out_dir: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_demo_runs_every_step_as_the_story_says(tmp_path: Path) -> None:
     before = _tree_state()
     out_dir = tmp_path / "demo"

@@ -80,6 +80,7 @@ def test_record_to_a_url_then_validate_replay_and_check_it(work: Path) -> None:
     assert verdicts == {first.run_id: "MATCHED", second.run_id: "DIVERGED"}
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_readers_refuse_an_incomplete_or_tampered_bundle(work: Path) -> None:
     store = work / "store"
     session = _record(work, f"file://{store}/{{run_id}}.sftrace")

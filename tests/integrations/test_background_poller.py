@@ -69,6 +69,7 @@ def recorded(tmp_path: Path, server: LocalOpenAI) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_every_replay_of_a_polling_program_matches_and_counts_the_extra_rounds_as_repeats(
     recorded: Path, server: LocalOpenAI
 ) -> None:

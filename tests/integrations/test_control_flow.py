@@ -100,12 +100,13 @@ def test_langgraph_interrupt_replays_as_graph_interrupt_and_the_graph_resumes(tm
 def test_rebuilt_signals_are_the_frameworks_own_classes_with_the_payload() -> None:
     from langgraph.errors import GraphInterrupt, ParentCommand
     from langgraph.types import Command, Interrupt
-    from pydantic_ai.exceptions import ApprovalRequired, CallDeferred
+    from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ToolFailed
 
     cases: list[Any] = [
         GraphInterrupt([Interrupt(value={"q": 1}, id="abc")]),
         ParentCommand(Command(graph=Command.PARENT, goto="other", update={"k": 1})),
         ModelRetry("again"),
+        ToolFailed("no such order"),
         ApprovalRequired(metadata={"why": "cost"}),
         CallDeferred(metadata={"job": 7}),
     ]

@@ -146,6 +146,39 @@ if __name__ == "__main__":
     print(main(*sys.argv[1:2]))
 '''
 
+PYDANTIC_AI = '''"""A pydantic-ai agent as pydantic-ai's docs write it: a model name, `@agent.tool` taking the
+RunContext, `@agent.tool_plain`."""
+import sys
+
+from pydantic_ai import Agent, RunContext
+
+agent = Agent("openai:gpt-4o-mini", deps_type=str, instructions="Be concise, reply with one sentence.")
+
+
+@agent.tool
+async def get_weather(ctx: RunContext[str], city: str) -> str:
+    """Get the weather for a city."""
+    with open("side_effects.log", "a") as f:
+        f.write(f"get_weather({city}) ran\\n")
+    return f"The weather in {city} is sunny, 21 degrees {ctx.deps}."
+
+
+@agent.tool_plain
+def get_air_quality(city: str) -> str:
+    """Get the air quality index of a city."""
+    with open("side_effects.log", "a") as f:
+        f.write(f"get_air_quality({city}) ran\\n")
+    return f"The air quality index in {city} is 42 (good)."
+
+
+def main(city="Paris"):
+    return agent.run_sync(f"What is the weather in {city}?", deps="Celsius").output
+
+
+if __name__ == "__main__":
+    print(main(*sys.argv[1:2]))
+'''
+
 
 @pytest.fixture
 def server() -> Iterator[LocalOpenAI]:
@@ -179,6 +212,38 @@ def test_langgraph_react_agent_tool_is_recorded_served_and_diverges_at_its_argum
     report = program.replay("cli.sftrace", "lg_agent.py", "Paris")
     assert passed(report), (report["matching"], report["stderr"][-3000:])
     assert sqlite_rows(program) == 0
+
+
+def test_pydantic_ai_tools_are_recorded_served_and_diverge_at_their_argument(
+    tmp_path: Path, server: LocalOpenAI
+) -> None:
+    program = agent_folder(tmp_path, server, {"pai_agent.py": PYDANTIC_AI})
+    program.record("run.sftrace", "pai_agent.py", "Paris")  # `stepfork record --`: no Stepfork line
+    assert sorted(side_effects(program)) == ["get_air_quality(Paris) ran", "get_weather(Paris) ran"]
+    assert sorted(tool_calls(program, "run.sftrace")) == [
+        ("get_air_quality", {"city": "Paris"}),
+        ("get_weather", {"city": "Paris", "$excluded": ["ctx"]}),  # the RunContext is not an input
+    ]
+
+    forget_side_effects(program)
+    sent = len(server.requests)
+    report = program.replay("run.sftrace", "pai_agent.py", "Paris")  # `stepfork replay`, frozen
+    assert passed(report), (report["matching"], report["stderr"][-3000:])
+    assert side_effects(program) == []  # neither tool's function ran
+    assert len(server.requests) == sent
+
+    program.in_process("record", "inproc.sftrace", "pai_agent:main", "Paris")
+    forget_side_effects(program)
+    assert_matched(frozen_in_process(program, "inproc.sftrace", "pai_agent:main", "Paris"))
+    assert side_effects(program) == []
+    # the live model now asks about Lyon: DIVERGED at a tool's `city`, no tool answering with Paris's result
+    report = hybrid(program, "inproc.sftrace", "pai_agent:main", "Lyon")
+    assert report["exit_code"] == 1, report["matching"]
+    diagnostic = report["matching"]["diagnostic"] or {}
+    assert diagnostic.get("expected_kind") == "tool", diagnostic
+    assert diagnostic.get("expected_label") in ("get_weather", "get_air_quality"), diagnostic
+    assert "$.city" in divergence_paths(report), report["matching"]
+    assert side_effects(program) == []
 
 
 def test_smolagents_tools_are_recorded_served_and_unchanged_code_diffs_equivalent(

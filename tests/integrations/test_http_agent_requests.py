@@ -118,6 +118,7 @@ def test_the_recorder_says_which_context_made_each_request(recorded: Path) -> No
     assert background == {"GET flags": True, "GET ORD-1": False, "POST refunds": False}
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_replay_diverges_when_the_agent_no_longer_posts_the_refund(recorded: Path, shop: ShopApi) -> None:
     sent = len(shop.requests)
     args = ("replay", "refund.sftrace", "--entrypoint", "agent_refund:run_agent")
@@ -151,6 +152,7 @@ def test_check_reports_the_missing_refund_as_diverged(recorded: Path, shop: Shop
     assert "recorded http call not made: POST" in verdict["detail"]
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_exported_test_fails_when_the_refund_is_not_posted(recorded: Path, shop: ShopApi) -> None:
     (recorded / "expected.json").write_text(json.dumps({"order_ok": True, "refunded": True}))
     exported = _stepfork(
@@ -232,6 +234,7 @@ print(json.dumps({"order_ok": order["status"] == "delivered", "refunded": True})
 '''
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_program_recorded_with_record_dash_dash_diverges_without_its_refund(
     tmp_path: Path, shop: ShopApi
 ) -> None:

@@ -232,6 +232,7 @@ def run_agent():
 """
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_cli_report_counts_background_requests_and_names_the_network(
     tmp_path: Path, server: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -160,6 +160,7 @@ def test_a_bundle_recorded_at_the_wrapper_before_the_capture_still_replays(name:
     assert "".join(str(c.content) for c in chunks) == FakeProvider().answer
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_exported_test_of_a_langgraph_agent_passes(tmp_path: Path) -> None:
     if not STEPFORK.exists():
         pytest.skip("the stepfork executable is not installed beside this interpreter")

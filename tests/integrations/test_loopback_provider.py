@@ -118,6 +118,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_through_the_cli_the_seal_refuses_and_allow_host_opens_exactly_that_server(
     tmp_path: Path, server: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -182,6 +183,7 @@ print(reply.choices[0].message.content)
 """
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_refusal_swallowed_in_a_thread_of_a_replayed_program_is_still_diverged(
     tmp_path: Path, server: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,6 +225,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 @pytest.mark.parametrize("form", ["--entrypoint", "-- python"])
 def test_a_thread_left_running_after_the_verdict_reaches_nothing(
     tmp_path: Path, server: LocalOpenAI, monkeypatch: pytest.MonkeyPatch, form: str

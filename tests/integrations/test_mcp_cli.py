@@ -55,6 +55,7 @@ def started(folder: Path) -> bool:
     return found
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_one_line_records_the_example_and_its_replay_and_exported_test_never_start_the_server(
     folder: Path,
 ) -> None:
@@ -82,6 +83,7 @@ def test_one_line_records_the_example_and_its_replay_and_exported_test_never_sta
     assert not started(folder)
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_zero_code_stdio_records_replays_and_exports_with_the_server_never_started(folder: Path) -> None:
     program = [sys.executable, "mcp_script.py", "Paris"]
     recorded = stepfork(["record", "-o", "run.sftrace", "--", *program], folder)
@@ -101,6 +103,7 @@ def test_zero_code_stdio_records_replays_and_exports_with_the_server_never_start
     assert not started(folder)
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_zero_code_an_is_error_result_replays_as_recorded(folder: Path) -> None:
     program = [sys.executable, "mcp_script.py", "Atlantis"]
     recorded = stepfork(["record", "-o", "run.sftrace", "--", *program], folder)
@@ -114,6 +117,7 @@ def test_zero_code_an_is_error_result_replays_as_recorded(folder: Path) -> None:
     assert not started(folder)
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_zero_code_streamable_http_replays_with_no_request_to_the_server(folder: Path) -> None:
     program = [sys.executable, "mcp_script.py", "Paris"]
     with http_server(folder) as server:
@@ -130,6 +134,7 @@ def test_zero_code_streamable_http_replays_with_no_request_to_the_server(folder:
         assert server.requests() == before
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_changed_advertised_tool_list_is_a_change_at_its_path(folder: Path) -> None:
     program = [sys.executable, "mcp_script.py", "Paris"]
     assert stepfork(["record", "-o", "before.sftrace", "--", *program], folder).returncode == 0

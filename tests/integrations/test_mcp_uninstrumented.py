@@ -83,6 +83,7 @@ def started(folder: Path) -> bool:
     return found
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_session_used_inside_record_is_recorded_and_replays_with_the_server_never_started(
     folder: Path,
 ) -> None:
@@ -100,6 +101,7 @@ def test_a_session_used_inside_record_is_recorded_and_replays_with_the_server_ne
     assert not started(folder)
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_session_the_recording_does_not_hold_is_refused_by_name_and_no_server_starts(folder: Path) -> None:
     recorded = run([sys.executable, "plain_agent.py", "run.sftrace"], folder, SKIP_MCP="1")
     assert recorded.returncode == 0, recorded.stderr
@@ -113,6 +115,7 @@ def test_a_session_the_recording_does_not_hold_is_refused_by_name_and_no_server_
     assert not started(folder)
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_live_replay_leaves_a_session_the_agent_did_not_instrument_as_it_was(folder: Path) -> None:
     """``live`` replays the agent against the real world: a session Stepfork would instrument on its own
     goes out untouched there, as before (one the user instrumented is matched, as ever)."""

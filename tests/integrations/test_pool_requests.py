@@ -219,6 +219,7 @@ def test_requests_made_by_pool_workers_are_recorded_as_the_agents(folder: Path) 
     assert json.loads((folder / "pool.sftrace" / "concurrency.json").read_text())["submit_carries_context"]
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_refund_dropped_from_the_pool_diverges_and_the_report_names_the_agents_requests(
     folder: Path, shop: ShopApi
 ) -> None:
@@ -243,6 +244,7 @@ def test_a_refund_dropped_from_the_pool_diverges_and_the_report_names_the_agents
     assert len(shop.requests) == sent  # sealed: the shop was never called again
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_exported_test_of_a_pool_agent_fails_without_its_refund(folder: Path, shop: ShopApi) -> None:
     (folder / "expected.json").write_text(json.dumps({"order": "ORD-1", "status": "refund requested"}))
     exported = _run(
@@ -300,6 +302,7 @@ def httpx_folder(tmp_path_factory: pytest.TempPathFactory, shop: ShopApi) -> Pat
     return work
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_an_httpx_agent_submitting_its_posts_is_strict_on_missing_and_repeated_requests(
     httpx_folder: Path, shop: ShopApi
 ) -> None:
@@ -321,6 +324,7 @@ def openai_server() -> Iterator[LocalOpenAI]:
         yield running
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_llm_calls_made_from_a_pool_are_in_the_agents_order_and_cannot_be_dropped(
     tmp_path: Path, openai_server: LocalOpenAI
 ) -> None:

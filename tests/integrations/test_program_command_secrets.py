@@ -66,6 +66,7 @@ def bundle_text(bundle: Path) -> str:
     return "".join(path.read_text(encoding="utf-8") for path in sorted(bundle.iterdir()))
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_record_writes_the_command_redacted_and_replay_with_the_real_values_runs_it(program: Program) -> None:
     recorded = program.stepfork("record", "-o", "run.sftrace", "--", *COMMAND)
     assert recorded.returncode == 0, recorded.stderr
@@ -84,6 +85,7 @@ def test_record_writes_the_command_redacted_and_replay_with_the_real_values_runs
     assert len(program.server.requests) == sent
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_export_refuses_each_argument_record_redacts(program: Program) -> None:
     assert program.stepfork("record", "-o", "run.sftrace", "--", *COMMAND).returncode == 0
     for index in (3, 4, 6):  # --token T, --password=P, --db-password D: one rule, the same arguments
@@ -96,6 +98,7 @@ def test_export_refuses_each_argument_record_redacts(program: Program) -> None:
         assert not (program.folder / "t.py").exists()
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_command_an_entrypoint_export_suggests_says_a_value_was_redacted(program: Program) -> None:
     assert program.stepfork("record", "-o", "run.sftrace", "--", *COMMAND).returncode == 0
     done = program.stepfork("export", "run.sftrace", "--pytest", "-o", "t.py", "--entrypoint", "agent:main")

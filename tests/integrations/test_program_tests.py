@@ -74,6 +74,7 @@ def recorded(workdir: Path) -> Path:
     return workdir / "run.sftrace"
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_record_export_expect_output_run_passes_the_fix_and_fails_the_bug(
     workdir: Path, server: LocalOpenAI
 ) -> None:
@@ -112,6 +113,7 @@ def test_record_export_expect_output_run_passes_the_fix_and_fails_the_bug(
     assert len(server.requests) == sent  # every replay was served from the bundle
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_program_test_compares_its_reviewed_output_exactly_but_for_the_paths_it_ignores(
     workdir: Path,
 ) -> None:
@@ -158,6 +160,7 @@ def test_an_entrypoint_export_of_a_program_bundle_is_refused_with_the_command_th
     assert not (workdir / "t.py").exists()
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_check_without_the_capture_it_was_recorded_with_could_not_execute(
     workdir: Path, server: LocalOpenAI
 ) -> None:
@@ -178,6 +181,7 @@ def test_a_check_without_the_capture_it_was_recorded_with_could_not_execute(
     assert len(server.requests) == sent  # the seal refused the request on 127.0.0.1
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_program_whose_replay_cannot_run_could_not_execute(workdir: Path) -> None:
     recorded(workdir)
     args = ("export", "run.sftrace", "--pytest", "-o", "test_p.py", "--", "python", "agent.py")

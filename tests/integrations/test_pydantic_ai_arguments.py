@@ -8,7 +8,10 @@ reported"):
   that request is where replay reports it (tests/integrations/test_framework_agents.py, through the CLI);
 - an argument the *agent code* computes for a call a tool makes (the weather example's tools calling the
   demo HTTP API with their httpx deps, here through a traced ``demo_api`` helper) is reported at that call
-  and the path of the argument. In-process, pydantic-ai's weather agent with RunContext and httpx deps.
+  and the path of the argument when the tool's body runs: a pydantic-ai tool is an instrumented boundary
+  (docs/integrations.md, "Agent frameworks"), so a frozen replay serves it and its body, the edit included,
+  never runs; a live replay that lets the tools run (``--allow-live-tool``) reports the edit at
+  ``demo_api``. In-process, pydantic-ai's weather agent with RunContext and httpx deps.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ def test_the_weather_agent_with_traced_api_calls_replays_unchanged(weather: Any,
             return await run(weather)
 
     recorded = asyncio.run(main())
-    calls = [e for e in Trace.load(path).events if e.type == "tool_call"]
+    calls = [e for e in Trace.load(path).events if e.type == "tool_call" and e.name == "demo_api"]
     assert sorted(c.input["params"].get("location", "") for c in calls if c.input["path"] == "/latlng") == [
         "London",
         "Wiltshire",
@@ -114,8 +117,15 @@ def test_an_argument_computed_by_agent_code_is_reported_at_its_call_and_path(
         async with record("weather-api", output=path):
             return await run(weather)
 
-    asyncio.run(main())
-    with pytest.raises(ReplayMismatchError) as caught, ReplaySession.from_trace(path):
+    recorded = asyncio.run(main())
+    # frozen: the tools are served, so the edited code in their bodies never runs (nor its requests)
+    with ReplaySession.from_trace(path) as session:
+        assert asyncio.run(run(weather, location=str.upper)) == recorded
+    session.verify_complete()
+
+    tools = ["get_lat_lng", "get_weather"]  # live, the tools' bodies allowed to run: the edit is reported
+    live = ReplaySession.from_trace(path, "live", allow_live_tools=tools)
+    with pytest.raises(ReplayMismatchError) as caught, live:
         asyncio.run(run(weather, location=str.upper))  # the edit: the code now sends "LONDON"
     error = caught.value
     assert error.code == "input_diverged"

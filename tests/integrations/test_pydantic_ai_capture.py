@@ -60,6 +60,7 @@ def weather_agent(output: type[pydantic.BaseModel], description: str = "Current 
     return agent
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_run_with_tools_and_output_type(bundle: Path) -> None:
     agent = weather_agent(Weather)
     live = record_run(bundle, agent, model)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from local_openai import serving
 
 from stepfork.trace import load_trace
@@ -37,6 +38,7 @@ def stepfork(args: list[str], cwd: Path, base: str) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_provider_named_on_record_is_recorded_and_named_the_same_on_replay(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text(SCRIPT)
     with serving() as server:

@@ -160,3 +160,25 @@ def test_export_of_a_script_writes_a_test_that_replays_it(tmp_path: Path, server
     )
     assert (refused.returncode, refused.stderr.count("\n")) == (2, 1)
     assert "--raise-as is not supported with `-- python SCRIPT`" in refused.stderr
+
+
+def test_the_documented_export_of_a_program_with_its_expectation_passes(tmp_path: Path, server: Any) -> None:
+    # docs/cli.md, "Exporting a program", followed as written (NEWCOMER3 finding 12: its expected.json was
+    # not shipped and did not hold what the program prints, so the documented PASSED was a FAILED)
+    srv, fake = server
+    port = srv.server_address[1]
+    documented = (EXAMPLE.parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    echoed = re.search(r"^\$ echo '(.+)' > expected\.json", documented, re.MULTILINE)
+    assert echoed is not None, "the expected.json step of docs/cli.md"
+    (tmp_path / "expected.json").write_text(echoed.group(1) + "\n", encoding="utf-8")
+    shutil.copy2(EXAMPLE / "weather_script.py", tmp_path)
+    program = [sys.executable, "weather_script.py", "Paris"]
+    assert run(["record", "-o", "weather.sftrace", "--", *program], tmp_path, port).returncode == 0
+    options = ["-o", "test_weather.py", "--expect-output", "expected.json"]
+    exported = run(["export", "weather.sftrace", *options, "--", *program], tmp_path, port)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert f"Expectation: {echoed.group(1)}" in exported.stdout
+    passed = run(["run", "test_weather.py"], tmp_path, port)
+    assert "Verdict: PASSED" in passed.stdout, passed.stdout + passed.stderr
+    assert passed.returncode == 0
+    assert len(fake.requests) == 2  # recorded once; the test's replay sent nothing

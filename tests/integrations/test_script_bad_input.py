@@ -61,6 +61,7 @@ def test_a_tampered_or_unreadable_bundle_is_one_line_as_with_entrypoint(recorded
     assert not_a_bundle.startswith("Unreadable trace agent.py:")
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_record_refuses_a_bad_output_or_a_missing_script_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text("print('ran')\n")
     (tmp_path / "notb.sftrace").mkdir()
@@ -84,6 +85,7 @@ def test_record_refuses_a_bad_output_or_a_missing_script_and_writes_nothing(tmp_
     assert (tmp_path / "keep.py").read_text() == "# user file\n"
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_replay_refuses_options_it_cannot_honour_by_name(recorded: Path) -> None:
     for extra, option in (
         (["--html", "r.html"], "--html"),

@@ -43,6 +43,7 @@ def agents(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_an_older_pydantic_ai_openai_recording_is_equivalent_to_one_made_now(agents: Path) -> None:
     import pydantic_ai
 
@@ -56,6 +57,7 @@ def test_an_older_pydantic_ai_openai_recording_is_equivalent_to_one_made_now(age
     assert not diff_traces(old, agents / "now.sftrace", strict=True).equivalent
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_an_older_pydantic_ai_function_model_recording_is_equivalent_and_new_fields_are_noise(
     agents: Path,
 ) -> None:

@@ -97,6 +97,7 @@ def leaked(text: str) -> list[str]:
     return [secret for secret in SECRETS if secret in text]
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_bot_and_webhook_credentials_in_url_paths_are_redacted_and_still_replay(
     tmp_path: Path, api: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -134,6 +134,7 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Done:
     return run([stepfork_exe(), *args], cwd, env)
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 @pytest.mark.parametrize("entrypoint", ["quickstart:run_agent", "quickstart:run_agent_fixed"])
 def test_replay_verdicts_survive_the_round_trip(entrypoint: str, tmp_path: Path) -> None:
     work = tmp_path / "q"
@@ -168,6 +169,7 @@ def _attributes(span: Any) -> dict[str, Any]:
     return {kv.key: any_value(kv.value) for kv in span.attributes}
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_replay_exports_with_its_verdict_per_call(
     tmp_path: Path, produce: Callable[..., Path], work: Path
 ) -> None:

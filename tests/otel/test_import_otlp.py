@@ -325,6 +325,7 @@ def test_bad_input_is_one_line_and_exit_2(content: bytes, message: str, tmp_path
     assert len(done.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_an_existing_bundle_needs_overwrite(sdk_spans: Callable[..., Path], tmp_path: Path) -> None:
     spans = sdk_spans(openinference_run, "spans.pb")
     assert run([stepfork_exe(), "import", str(spans), "-o", "run.sftrace"], tmp_path).code == 0

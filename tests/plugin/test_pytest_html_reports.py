@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from ..conftest import GOLDEN
 
 ENTRYPOINTS = Path(__file__).resolve().parents[1] / "e2e" / "entrypoints"
@@ -53,6 +55,7 @@ def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_failing_marked_test_gets_its_replay_report(tmp_path: Path) -> None:
     shutil.copytree(GOLDEN / "successful_run.sftrace", tmp_path / "run.sftrace")
     (tmp_path / "test_agent.py").write_text(MARKED)
@@ -66,6 +69,7 @@ def test_a_failing_marked_test_gets_its_replay_report(tmp_path: Path) -> None:
     assert meta["outcome"]["execution"]["status"] == "RAISED"
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_without_the_option_nothing_is_written(tmp_path: Path) -> None:
     shutil.copytree(GOLDEN / "successful_run.sftrace", tmp_path / "run.sftrace")
     (tmp_path / "test_agent.py").write_text(MARKED)
@@ -75,6 +79,7 @@ def test_without_the_option_nothing_is_written(tmp_path: Path) -> None:
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_failing_exported_test_gets_the_report_of_its_replay(tmp_path: Path) -> None:
     from stepfork.analysis.export import export_pytest_test
 

@@ -13,6 +13,8 @@ import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from stepfork.trace import validate_bundle
 
 AGENT = textwrap.dedent(
@@ -171,6 +173,7 @@ ORDERED_AGENT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_marker_passes_the_ordering_to_the_session(tmp_path: Path) -> None:
     (tmp_path / "test_agent.py").write_text(ORDERED_AGENT)
     recorded = run_pytest(tmp_path, "--stepfork-record", LOOKUP_VALUE="live", ITEMS="a,b")
@@ -218,6 +221,7 @@ RAISE_AS_AGENT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_marker_passes_raise_as_so_the_agents_except_path_runs(tmp_path: Path) -> None:
     (tmp_path / "test_agent.py").write_text(RAISE_AS_AGENT)
     recorded = run_pytest(tmp_path, "--stepfork-record")

@@ -93,6 +93,7 @@ def run_pytest(folder: Path, port: int) -> dict[str, str]:
     return outcomes
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_frozen_and_forbidden_markers_seal_the_network(
     tmp_path: Path, server: http.server.ThreadingHTTPServer
 ) -> None:

@@ -119,6 +119,7 @@ def hand_record(root: Path) -> Path:
     return bundle
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 @pytest.mark.parametrize("mode", [None, "none", "once"])
 def test_a_hand_recorded_bundle_survives_none_and_once_and_is_replayed(
     tmp_path: Path, mode: str | None
@@ -133,6 +134,7 @@ def test_a_hand_recorded_bundle_survives_none_and_once_and_is_replayed(
     assert Trace.load(bundle).agent_name == "recorded-by-hand"
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_rewrite_records_every_marked_test_again(tmp_path: Path) -> None:
     root = project(tmp_path)
     bundle = hand_record(root)
@@ -144,6 +146,7 @@ def test_rewrite_records_every_marked_test_again(tmp_path: Path) -> None:
     assert outputs == ["live:k0", "live:k1"]
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_once_records_a_missing_bundle_then_replays_it(tmp_path: Path) -> None:
     root = project(tmp_path)
     bundle = root / "bundles" / "agent.sftrace"
@@ -165,6 +168,7 @@ def test_none_is_the_default_and_a_missing_bundle_is_an_error_naming_the_fix(tmp
     assert not (root / "bundles" / "agent.sftrace").exists()
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_the_old_flag_is_a_deprecated_alias_of_rewrite(tmp_path: Path) -> None:
     root = project(tmp_path)
     bundle = hand_record(root)
@@ -188,6 +192,7 @@ def test_an_unknown_mode_is_refused_with_the_choices(tmp_path: Path) -> None:
     assert "'none', 'once', 'rewrite'" in done.stderr
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 @pytest.mark.parametrize("xdist", [False, True])
 def test_unused_bundles_under_the_test_tree_are_listed(tmp_path: Path, xdist: bool) -> None:
     root = project(tmp_path)

@@ -94,8 +94,13 @@ def test_a_daemon_thread_the_replay_started_is_refused_after_the_session_ended(
         thread = threading.Thread(target=send_when, args=(go, url(server), outcome), daemon=True)
         thread.start()
     assert session.divergence is None  # the verdict was taken: the daemon had sent nothing yet
-    with pytest.warns(NetworkSealWarning, match="after the replay ended, a thread it started was refused"):
+    late = "after the replay ended, a thread it started was refused"
+    with pytest.warns(NetworkSealWarning, match=late) as told:
         release(go, thread)
+    (warning,) = [w for w in told if issubclass(w.category, NetworkSealWarning)]
+    line = str(warning.message)
+    assert f"the connection to 127.0.0.1:{server.server_address[1]} was refused; nothing was sent" in line
+    assert "instrument" not in line  # the run's advice is not for a library's exit-time work (NEWCOMER3 10)
     assert outcome == {"sent": "ReplayPolicyError"}
     assert [error.code for error in session.late_refusals] == ["network_sealed"]
     assert server.hits == 0  # type: ignore[attr-defined]

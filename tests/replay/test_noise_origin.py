@@ -223,6 +223,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_replay_and_export_ignore_a_path_of_the_output_and_a_reviewed_expectation_is_exact(
     tmp_path: Path,
 ) -> None:

@@ -49,6 +49,7 @@ def _threaded_run(path: Path) -> None:
         assert [f.result() for f in futures] == [n * 2 for n in range(8)]
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_eight_tools_on_four_threads_never_invert_line_and_timestamp_order(tmp_path: Path) -> None:
     total = 0
     for run in range(200):

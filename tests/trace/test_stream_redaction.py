@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from stepfork.trace.plainjson import scan_plain
@@ -170,15 +170,30 @@ def test_any_split_of_a_text_holding_a_secret_is_redacted(
     ),
     cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=10),
 )
+@example(shape="anthropic", words=["-", "-", "sk", "sk", "-", "sk", "sk", "proj"], cuts=[4])
 def test_a_stream_without_a_secret_is_left_as_it_is(shape: str, words: list[str], cuts: list[int]) -> None:
     text = "".join(words)
-    output = SHAPES[shape](split(text, cuts))
+    pieces = split(text, cuts)
+    output = SHAPES[shape](pieces)
     rules = Redactor()
     if rules.redact_text(text) != text:
         return  # the drawn text is itself a credential shape (sk-proj-...): the first property's case
+    if any(rules.redact_text(piece) != piece for piece in pieces):
+        return  # a delta alone has a credential's shape: redacted as every string is (the test below)
     result = rules.redact(output)
     assert result.value is output
     assert result.findings == []
+
+
+def test_a_delta_with_a_credentials_shape_on_its_own_is_redacted_though_the_join_is_not() -> None:
+    # "--sksk-skskproj" holds no key (no word boundary before its "sk-"), but its second delta read alone
+    # does: every string is matched on its own too (docs/redaction.md, "Streams"), since a reader of the
+    # bundle's events sees each delta alone. Found by the property above (hypothesis, 2026-12-06).
+    output = SHAPES["anthropic"](["--sk", "sk-skskproj"])
+    result = Redactor().redact(output)
+    texts = [e["data"]["delta"]["text"] for e in result.value["sse"]["events"] if e["data"].get("delta")]
+    assert texts == ["--sk", REPLACEMENT]
+    assert [f.reason for f in result.findings] == ["credential_pattern"]
 
 
 def test_the_deltas_carrying_the_match_are_replaced_so_the_join_holds_one_marker() -> None:

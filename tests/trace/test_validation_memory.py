@@ -75,6 +75,7 @@ def _line_sizes(bundle: Path) -> list[int]:
         return [len(line) for line in handle]
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_strict_validation_with_integrity_of_large_payloads_holds_one_line_at_a_time(
     large_bundle: Path,
 ) -> None:
@@ -89,6 +90,7 @@ def test_strict_validation_with_integrity_of_large_payloads_holds_one_line_at_a_
     assert peak < bundle_bytes // 2
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_validation_peak_memory_does_not_grow_with_the_number_of_large_payloads(
     large_bundle: Path, tmp_path: Path
 ) -> None:
@@ -100,6 +102,7 @@ def test_validation_peak_memory_does_not_grow_with_the_number_of_large_payloads(
     assert large_peak < small_peak + EVENT_ALLOWANCE * extra_events + 2**20, (small_peak, large_peak)
 
 
+@pytest.mark.slow  # a long end-to-end story: `hatch run slow:test` (hatch test's time budget)
 def test_a_damaged_payload_in_a_large_bundle_is_still_found_when_streaming(
     large_bundle: Path, tmp_path: Path
 ) -> None:

@@ -1,5 +1,6 @@
 """Parsing of options shared by several commands: ``--raise-as TYPE=MODULE:CLASS`` (replay, export),
-``--allow-host HOST[:PORT]`` (replay, export, fork, minimize), ``--allow-command NAME`` (replay, export),
+``--allow-host HOST[:PORT]`` (replay, export, fork, minimize), ``--allow-command NAME`` (replay, export,
+fork, minimize, check),
 ``--ordering``, ``--ignore``.
 
 A bad value is refused here, before any bundle is read or any module imported, with one line on stderr and

@@ -15,6 +15,8 @@ from typing import Any, NoReturn
 
 import typer
 
+from stepfork.replay.network_notes import network_line  # the Network sentence of every report
+
 
 def os_exit_line(status: int) -> str:
     """The line of a replay whose agent called ``os._exit(status)``: no verdict, exit 2."""
@@ -66,18 +68,6 @@ def render_outcome(outcome: Any, path: Path, entrypoint: str, *, verbose: bool =
     commands = getattr(outcome, "allowed_commands", ())
     network = network_line(outcome.network, outcome.allowed_hosts, outcome.seal_gaps, commands)
     render(outcome, header_lines(path, entrypoint, outcome.mode, None, network), verbose=verbose)
-
-
-def network_line(policy: str, allowed: Any, gaps: Any = (), commands: Any = ()) -> str:
-    """``sealed``, ``sealed (allowed: 127.0.0.1:8000, db.internal)``, ``sealed (allowed commands: curl;
-    child processes not sealed: 1 started (curl))`` or ``open (not sealed: ...)``."""
-    if policy != "sealed":
-        return "open (not sealed: uninstrumented connections reach the network)"
-    notes = ([f"allowed: {', '.join(allowed)}"] if allowed else []) + (
-        [f"allowed commands: {', '.join(commands)}"] if commands else []
-    )
-    notes += list(gaps)
-    return f"sealed ({'; '.join(notes)})" if notes else "sealed"
 
 
 def header_lines(

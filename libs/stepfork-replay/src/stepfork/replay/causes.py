@@ -20,11 +20,10 @@ named (``raise_as``) or Python's builtin exceptions are instantiated.
 
 from __future__ import annotations
 
-import builtins
 from typing import Any
 
 from stepfork.replay.errors import RecordedDependencyError
-from stepfork.replay.raise_as import RaiseAs, combined_instance
+from stepfork.replay.raise_as import RaiseAs, builtin_exception, combined_instance
 
 
 def link_causes(raised: BaseException, error: RecordedDependencyError, raise_as: RaiseAs | None) -> None:
@@ -54,19 +53,9 @@ def _cause(entry: dict[str, Any], error: RecordedDependencyError, raise_as: Rais
             converted = link
         if converted is not link:
             return converted
-    builtin = _builtin_exception(error_type)
+    builtin = builtin_exception(error_type)
     if builtin is not None:
         made = combined_instance(builtin, link, "a recorded cause")
         if made is not None:
             return made
     return link
-
-
-def _builtin_exception(error_type: str) -> type[Exception] | None:
-    """Python's builtin exception class named ``error_type`` (``TimeoutError`` or ``builtins.TimeoutError``),
-    or None (another name, or a builtin that is not an Exception subclass: KeyboardInterrupt...)."""
-    name = error_type.removeprefix("builtins.")
-    if not name.isidentifier():
-        return None
-    found = getattr(builtins, name, None)
-    return found if isinstance(found, type) and issubclass(found, Exception) else None

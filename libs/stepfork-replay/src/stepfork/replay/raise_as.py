@@ -5,9 +5,12 @@ it) or ``ToolTimeout`` (the reference's bundles store short names). Replay never
 names: a trace is data (spec replay.txt: "Trace bundles are treated as data"), and only the entrypoint the
 user names is imported. So by default a recorded failure is raised as
 :class:`~stepfork.replay.errors.RecordedDependencyError`, which an agent's ``except RateLimited:`` never
-catches. With ``raise_as={"app.errors.RateLimited": RateLimited}`` the user hands replay, in their own
-code, the classes their ``except`` clauses expect; the bundle's text only selects among them, as a
-Temporal failure converter selects by the failure's type string.
+catches; a failure of one of Python's builtin types (``ValueError``, ``TimeoutError``...: the interpreter's
+own classes, nothing imported) as that builtin combined with RecordedDependencyError
+(:func:`builtin_exception`, :func:`combined_instance`). With
+``raise_as={"app.errors.RateLimited": RateLimited}`` the user hands replay, in their own code, the
+classes their ``except`` clauses expect; the bundle's text only selects among them, as a Temporal failure
+converter selects by the failure's type string.
 
 Which entry applies to a recorded type ``T`` (docs/decisions.md; the rule of the replay report's
 REPRODUCED FAILURE, which compares the qualified name or its last component):
@@ -47,6 +50,7 @@ RaiseAsWarning per distinct reason, not one per raise.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import warnings
@@ -396,3 +400,13 @@ def _unconverted(error: RecordedDependencyError, entry: _Entry, reason: str) -> 
     error.add_note(f"stepfork replay: {message}")
     entry.warn(reason, message)
     return error
+
+
+def builtin_exception(error_type: str) -> type[Exception] | None:
+    """Python's builtin exception class named ``error_type`` (``TimeoutError`` or ``builtins.TimeoutError``),
+    or None (another name, or a builtin that is not an Exception subclass: KeyboardInterrupt...)."""
+    name = error_type.removeprefix("builtins.")
+    if not name.isidentifier():
+        return None
+    found = getattr(builtins, name, None)
+    return found if isinstance(found, type) and issubclass(found, Exception) else None

@@ -20,7 +20,7 @@ from stepfork.replay.causes import link_causes
 from stepfork.replay.errors import RecordedDependencyError, ReplayMismatchError
 from stepfork.replay.matching import LiveInput, build_diagnostic
 from stepfork.replay.plan import RecordedCall
-from stepfork.replay.raise_as import RaiseAs
+from stepfork.replay.raise_as import RaiseAs, builtin_exception, combined_instance
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.control_flow import rebuild as rebuild_control_flow
 from stepfork.trace.errors import TraceSerializationError
@@ -43,7 +43,10 @@ def recorded_failure(
         The framework's own exception when the failure is recorded control flow (a LangGraph interrupt, a
         pydantic-ai ModelRetry...; stepfork.trace.control_flow, issue 12); else a RecordedDependencyError
         (``message`` redacted again, ``chain`` and ``details`` redacted; a missing type reads
-        ``UnknownError``), or what ``raise_as`` makes of it; either way with the recorded chain as
+        ``UnknownError``), or what ``raise_as`` makes of it; a failure of a Python builtin type
+        (``ValueError``, ``TimeoutError``, ``KeyError``...) that ``raise_as`` does not cover is an instance
+        of that builtin combined with RecordedDependencyError (``str()`` the recorded message, ``repr()``
+        ``ValueError('...')``: docs/replay.md, NEWCOMER3 finding 3); either way with the recorded chain as
         ``__cause__`` links (:mod:`stepfork.replay.causes`). Never raises itself.
     """
     signal = rebuild_control_flow(expected.error_details)
@@ -59,6 +62,10 @@ def recorded_failure(
         diagnostic=build_diagnostic(expected, call, live),
     )
     raised = raise_as.convert(error) if raise_as is not None else error
+    if raised is error:
+        builtin = builtin_exception(error.error_type)
+        if builtin is not None:  # `except ValueError`, str(e) and repr(e) behave as they did live
+            raised = combined_instance(builtin, error, "a recorded builtin failure") or error
     link_causes(raised, error, raise_as)  # the recorded chain as __cause__ links (C8)
     return raised
 

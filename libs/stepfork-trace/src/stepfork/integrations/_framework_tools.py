@@ -16,8 +16,12 @@ types from it: a ``ToolMessage``, a ``ToolOutput``, the Agents SDK's tool output
 - LlamaIndex: ``FunctionTool.call``/``acall`` reach its ``fn``/``async_fn``.
 - CrewAI: ``BaseTool.run``/``arun``, ``Tool.run``/``arun`` and ``CrewStructuredTool.invoke``/``ainvoke``
   (how an agent calls a tool) reach the tool's ``func`` (or a ``BaseTool`` subclass's ``_run``/``_arun``).
+- pydantic-ai: ``FunctionToolset.call_tool`` (every ``@agent.tool``, ``@agent.tool_plain``, ``Tool(...)`` and
+  ``FunctionToolset`` tool, before a sync one goes to a worker thread); input: the arguments as pydantic-ai
+  validated them (defaults applied), a ``RunContext`` parameter listed under ``"$excluded"``.
 
-Except for the Agents SDK, the input is the function's arguments as ``@trace_tool`` binds them.
+Except for the Agents SDK, the input is the function's arguments as ``@trace_tool`` binds them (for
+pydantic-ai, the same dict, built from the validated arguments).
 The call's name is the tool's name as the model sees it (``get_weather``), as ``@trace_tool`` names it: a
 framework tool lives in the agent's process, not behind a server (MCP's ``SERVER/TOOL``). "As ``@trace_tool``
 binds them": the arguments bound to the function's signature with defaults applied, context arguments (a
@@ -28,13 +32,15 @@ tool_boundary`).
 Not recorded here: a function already under ``@trace_tool`` (recorded by it, once:
 :func:`stepfork.trace.instrument.is_instrumented`), and the framework's own tools, whose work other
 boundaries record (an Agents SDK agent-as-tool or MCP tool, smolagents' ``final_answer``, LangChain's
-retriever tool, CrewAI's delegation tools, tools of the MCP adapters: their model calls, HTTP requests and
-MCP calls are recorded where they happen): :func:`user_tool`.
+retriever tool, CrewAI's delegation tools, the tools pydantic-ai defines itself but its common tools, tools of
+the MCP adapters: their model calls, HTTP requests and MCP calls are recorded where they happen):
+:func:`user_tool`.
 
 The patches are installed when a recording or a replay starts and the program has imported the framework
 (:func:`stepfork.trace._after_import.capture_framework_tools`); they change the framework's classes, so
 tools made before the session are covered, and a function is wrapped the first time its tool runs under a
-session. Outside a session a wrapped tool costs one ContextVar read. Nothing here imports a framework.
+session (pydantic-ai's calls are taken at the toolset, no function is wrapped). Outside a session a wrapped
+tool costs one ContextVar read. Nothing here imports a framework.
 """
 
 from __future__ import annotations
@@ -61,11 +67,21 @@ _OWN_PACKAGES = (
     "smolagents",
     "llama_index.core",
     "crewai",
+    "pydantic_ai",
 )
 """Packages whose functions are the frameworks' own tools (module docstring): never recorded here."""
 
 _MCP_ADAPTERS = ("langchain_mcp_adapters", "mcpadapt", "llama_index.tools.mcp", "crewai_tools.adapters")
 """Packages whose tools are MCP tools, recorded at the MCP boundary (``SERVER/TOOL``)."""
+
+_OUTSIDE_TOOLS = ("pydantic_ai.common_tools",)
+"""Framework packages whose tools are recorded all the same: pydantic-ai's common tools reach outside the
+agent (DuckDuckGo, Tavily, Exa, a web page, a subagent's model), DuckDuckGo's through a Rust HTTP client
+(``primp``) that neither a Stepfork boundary nor the replay's seal sees."""
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def _module_of(func: Any) -> str:
@@ -79,11 +95,12 @@ def _module_of(func: Any) -> str:
 
 def user_tool(func: Any) -> bool:
     """True when ``func`` is a tool function to record here: callable, not already a tool boundary, and
-    defined outside the frameworks (``_OWN_PACKAGES``) and the MCP adapters (module docstring)."""
+    defined outside the frameworks (``_OWN_PACKAGES``) and the MCP adapters (module docstring), or among the
+    framework tools that reach outside (``_OUTSIDE_TOOLS``)."""
     if not callable(func) or is_instrumented(func):
         return False
     module = _module_of(func)
-    return not any(module == p or module.startswith(p + ".") for p in _OWN_PACKAGES + _MCP_ADAPTERS)
+    return _within(module, _OUTSIDE_TOOLS) or not _within(module, _OWN_PACKAGES + _MCP_ADAPTERS)
 
 
 def _patch(owner: Any, attribute: str, make: Callable[[Any], Any]) -> None:
@@ -300,6 +317,52 @@ def install_crewai(module: ModuleType) -> None:
             _patch(structured, attribute, lambda original: _before(original, _prepare_crewai_structured))
 
 
+# -- pydantic-ai ---------------------------------------------------------------------------------------
+
+
+def _context_parameter(func: Any) -> list[str]:
+    """``[name]`` of a ``RunContext`` tool's first parameter (``ctx``), listed under ``"$excluded"`` as
+    ``@trace_tool`` lists it; ``[]`` when the signature cannot be read."""
+    try:
+        return list(inspect.signature(func).parameters)[:1]
+    except (TypeError, ValueError):
+        return []
+
+
+def _toolset_call(original: Any) -> Any:
+    @functools.wraps(original)
+    async def call_tool(self: Any, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
+        handler, orphan = boundary.resolve_handler() if boundary._process_handlers else (None, False)
+        schema = getattr(getattr(tool, "call_func", None), "__self__", None) if handler is not None else None
+        func = getattr(schema, "function", None)
+        if handler is None or not user_tool(func):
+            return await original(self, name, tool_args, ctx, tool)
+        from stepfork.trace.context_args import EXCLUDED_KEY
+        from stepfork.trace.jsonable import to_jsonable
+
+        arguments = dict(tool_args)
+        if getattr(schema, "takes_ctx", False):  # the RunContext is not an input: named, as @trace_tool does
+            arguments[EXCLUDED_KEY] = _context_parameter(func)
+        call = BoundaryCall(
+            "tool",
+            str(name),
+            to_jsonable(arguments),
+            return_type=_return_type(func),
+            function=f"{_module_of(func)}:{getattr(func, '__qualname__', name)}",
+        )
+        return await handler.ahandle(call, lambda: original(self, name, tool_args, ctx, tool), orphan=orphan)
+
+    return call_tool
+
+
+def install_pydantic_ai(module: ModuleType) -> None:
+    """``pydantic_ai.toolsets.function``: ``FunctionToolset.call_tool``, which every function tool passes
+    (``@agent.tool``, ``@agent.tool_plain``, ``Tool(...)``, a ``FunctionToolset``; sync ones before they
+    go to a worker thread), records the call with the validated arguments (its timeout, which pydantic-ai
+    turns into ``ModelRetry``, included)."""
+    _patch(module.FunctionToolset, "call_tool", _toolset_call)
+
+
 INSTALLERS: dict[str, Callable[[ModuleType], None]] = {
     "agents.tool": install_agents,
     "langchain_core.tools.base": install_langchain,
@@ -307,6 +370,7 @@ INSTALLERS: dict[str, Callable[[ModuleType], None]] = {
     "llama_index.core.tools.function_tool": install_llama_index,
     "crewai.tools.base_tool": install_crewai,
     "crewai.tools.structured_tool": install_crewai,
+    "pydantic_ai.toolsets.function": install_pydantic_ai,
 }
 """The module of each framework whose import installs its patch, and the installer."""
 

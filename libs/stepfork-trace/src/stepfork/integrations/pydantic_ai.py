@@ -5,8 +5,10 @@ LLM boundary: provider the wrapped model's ``system`` (``openai``, ``anthropic``
 ``model_name``, and the input ``{"endpoint": "request", "request": {"messages", "settings", "tools"}}``
 with the messages in pydantic-ai's own JSON form minus the fields that change on every run (``timestamp``,
 ``run_id``, ``conversation_id``). Replay returns real ``ModelResponse`` objects, rebuilt with
-``ModelMessagesTypeAdapter``; token usage comes from ``response.usage``. The agent's tools can be
-Stepfork tools: stack ``@agent.tool_plain`` over ``@trace_tool``.
+``ModelMessagesTypeAdapter``; token usage comes from ``response.usage``. The agent's function tools are
+tool calls with no line, whenever a recording or a replay runs (``FunctionToolset.call_tool``:
+:mod:`stepfork.integrations._framework_tools`); ``@agent.tool_plain`` over ``@trace_tool`` records each
+call once.
 
 Not instrumented yet: streamed requests (``agent.run_stream``); under an active Stepfork session they raise
 NotImplementedError rather than run unseen.

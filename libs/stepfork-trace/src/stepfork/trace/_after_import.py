@@ -118,11 +118,11 @@ def _instrument_mcp_sessions(module: ModuleType) -> None:
 
 def capture_framework_tools() -> None:
     """Make the tools of the agent frameworks the program imports (the OpenAI Agents SDK, LangChain and
-    LangGraph, smolagents, LlamaIndex, CrewAI) instrumented boundaries, as ``@trace_tool`` makes a
-    function one, from the moment the program imports the framework (now, when it has; never importing it
-    otherwise): what a recording and a replay do for the tools the user did not decorate (docs/decisions.md,
-    "Framework tools"; :mod:`stepfork.integrations._framework_tools`). Idempotent, and cheap after its first
-    call."""
+    LangGraph, smolagents, LlamaIndex, CrewAI, pydantic-ai) instrumented boundaries, as ``@trace_tool``
+    makes a function one, from the moment the program imports the framework (now, when it has; never
+    importing it otherwise): what a recording and a replay do for the tools the user did not decorate
+    (docs/decisions.md, "Framework tools"; :mod:`stepfork.integrations._framework_tools`). Idempotent, and
+    cheap after its first call."""
     global _capturing_tools
     if _capturing_tools:
         return
@@ -139,6 +139,7 @@ _FRAMEWORK_MODULES = (
     "llama_index.core.tools.function_tool",
     "crewai.tools.base_tool",
     "crewai.tools.structured_tool",
+    "pydantic_ai.toolsets.function",
 )
 """The framework modules whose classes :mod:`stepfork.integrations._framework_tools` patches (its
 ``INSTALLERS``)."""

@@ -2,13 +2,14 @@
 
 Some exceptions a tool raises are not failures but the framework's own signals: LangGraph's
 ``GraphInterrupt`` (``interrupt()``: pause for a human) and ``ParentCommand`` (``Command(graph=PARENT)``),
-pydantic-ai's ``ModelRetry`` (ask the model again), ``ApprovalRequired`` and ``CallDeferred``. Two more are
-an MCP server's answers the SDK reports its own way (issue 29): a JSON-RPC error (the SDK's ``MCPError``,
-with its code, which the SDK's callers branch on) and a tool result marked ``isError``, which the SDK
-returns rather than raises (``stepfork.integrations._mcp_calls.ToolErrorResult`` carries it). The recorder
-writes the tool's failure as usual plus ``details["control_flow"] = {"kind", "payload"}`` on its error event;
-replay raises the framework's own exception with the same payload instead of a RecordedDependencyError, so
-the graph pauses, resumes and retries as recorded.
+pydantic-ai's ``ModelRetry`` (ask the model again), ``ToolFailed`` (tell the model the call failed),
+``ApprovalRequired`` and ``CallDeferred``. Two more are an MCP server's answers the SDK reports its own way
+(issue 29): a JSON-RPC error (the SDK's ``MCPError``, with its code, which the SDK's callers branch on)
+and a tool result marked ``isError``, which the SDK returns rather than raises
+(``stepfork.integrations._mcp_calls.ToolErrorResult`` carries it). The recorder writes the tool's failure as
+usual plus ``details["control_flow"] = {"kind", "payload"}`` on its error event; replay raises the
+framework's own exception with the same payload instead of a RecordedDependencyError, so the graph pauses,
+resumes and retries as recorded.
 
 Which classes: this table, in Stepfork's code. A bundle only names a *kind* from it; nothing named by a
 bundle is imported, and a framework module is used only when the running program already imported it
@@ -33,6 +34,7 @@ _KINDS = {
     "langgraph.errors.GraphInterrupt": "langgraph.interrupt",
     "langgraph.errors.ParentCommand": "langgraph.parent_command",
     "pydantic_ai.exceptions.ModelRetry": "pydantic_ai.model_retry",
+    "pydantic_ai.exceptions.ToolFailed": "pydantic_ai.tool_failed",
     "pydantic_ai.exceptions.ApprovalRequired": "pydantic_ai.approval_required",
     "pydantic_ai.exceptions.CallDeferred": "pydantic_ai.call_deferred",
     "mcp.shared.exceptions.MCPError": "mcp.error",
@@ -60,9 +62,9 @@ def describe(exc: BaseException) -> dict[str, Any] | None:
     """``{"kind", "payload"}`` when ``exc`` is a known framework control-flow exception, else None.
 
     Payloads: interrupt ``{"interrupts": [{"value", "id"}]}``; parent command ``{"command": {graph,
-    update, resume, goto}}``; model retry ``{"message"}``; approval/deferred ``{"metadata"}`` (and
-    ``kind`` for deferred); MCP error ``{"code", "message", "data"}``; MCP tool error ``{"result"}``. Values
-    go through ``to_jsonable``; a payload without a JSON form gives None
+    update, resume, goto}}``; model retry and tool failed ``{"message"}``; approval/deferred
+    ``{"metadata"}`` (and ``kind`` for deferred); MCP error ``{"code", "message", "data"}``; MCP tool error
+    ``{"result"}``. Values go through ``to_jsonable``; a payload without a JSON form gives None
     (the exception is then recorded as an ordinary failure).
     """
     kind = None
@@ -83,7 +85,7 @@ def describe(exc: BaseException) -> dict[str, Any] | None:
             }
         elif kind == "langgraph.parent_command":
             payload = {"command": _command_payload(exc.args[0] if exc.args else None)}
-        elif kind == "pydantic_ai.model_retry":
+        elif kind in ("pydantic_ai.model_retry", "pydantic_ai.tool_failed"):
             payload = {"message": str(getattr(exc, "message", exc))}
         elif kind == "mcp.error":
             error = exc.error  # type: ignore[attr-defined]
@@ -182,6 +184,9 @@ def _pydantic_ai(kind: str, payload: dict[str, Any]) -> BaseException | None:
 
     if kind == "pydantic_ai.model_retry":
         return exceptions.ModelRetry(str(payload.get("message", "")))  # type: ignore[no-any-return]
+    if kind == "pydantic_ai.tool_failed":  # pydantic-ai releases that have it (it raised it while recording)
+        failed = getattr(exceptions, "ToolFailed", None)
+        return None if failed is None else failed(str(payload.get("message", "")))
     metadata = from_jsonable(payload.get("metadata"))
     if kind == "pydantic_ai.approval_required":
         return exceptions.ApprovalRequired(metadata=metadata)  # type: ignore[no-any-return]
@@ -208,6 +213,7 @@ _REBUILD: dict[str, Callable[[dict[str, Any]], BaseException | None]] = {
     "langgraph.interrupt": _interrupt,
     "langgraph.parent_command": _parent_command,
     "pydantic_ai.model_retry": lambda p: _pydantic_ai("pydantic_ai.model_retry", p),
+    "pydantic_ai.tool_failed": lambda p: _pydantic_ai("pydantic_ai.tool_failed", p),
     "pydantic_ai.approval_required": lambda p: _pydantic_ai("pydantic_ai.approval_required", p),
     "pydantic_ai.call_deferred": lambda p: _pydantic_ai("pydantic_ai.call_deferred", p),
     "mcp.error": lambda p: _mcp("mcp.error", p),

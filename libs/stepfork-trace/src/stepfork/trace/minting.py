@@ -7,13 +7,17 @@ looks fails both ways: a short random id can look like a word (``uuid4().hex[:8]
 
 While a recording or a replay is active (:func:`start`), every value drawn from ``os.urandom`` (which
 ``uuid.uuid4`` reads, however it was imported) and ``secrets.token_bytes`` (which ``token_hex`` and
-``token_urlsafe`` read) is noted by a :class:`MintLog`, in the text forms code makes of it: hex,
-base64url, base64 and, for 16 bytes, the uuid4 built from them (with and without hyphens). A *minted span*
-of a string is a run of at least :data:`MIN_SPAN` characters that occurs in one of those forms
-(``uuid4().hex[:8]`` is one, ``f"ref-{token_hex(4)}"`` holds one). Not covered: clocks (an id made from a
-clock reading is recognised by the window of its run: :mod:`stepfork.replay.noise.clock`), and randomness
-drawn outside Python (an extension module's own generator, such as ``uuid_utils``); docs/diff.md says how
-those compare.
+``token_urlsafe`` read) is noted by a :class:`MintLog`, in the text forms code makes of it: hex, base64url,
+base64 and, for 16 bytes, the uuid4 built from them (with and without hyphens). So is every character drawn
+from the system's randomness one at a time: ``secrets.choice(alphabet)`` (however it was imported) and a
+``SystemRandom``'s ``choice``, ``choices`` and ``sample`` (``secrets.SystemRandom``, ``random.SystemRandom``),
+in the order drawn, per thread: ``"".join(secrets.choice(ALPHABET) for _ in range(12))``, the Python
+documentation's recipe for a random id, is a run of that stream. Only one-character picks count: a pick among
+words (``secrets.choice(["approve", "reject"])``) is behaviour, compared exactly. A *minted span* of a string
+is a run of at least :data:`MIN_SPAN` characters that occurs in one of those forms (``uuid4().hex[:8]`` is
+one, ``f"ref-{token_hex(4)}"`` holds one). Not covered: clocks (an id made from a clock reading is recognised
+by the window of its run: :mod:`stepfork.replay.noise.clock`), and randomness drawn outside Python (an
+extension module's own generator, such as ``uuid_utils``); docs/diff.md says how those compare.
 
 The ``random`` module's global generator is a seeded generator, not the system's randomness: what it draws
 follows from its state. A log keeps that state as the session starts (:attr:`MintLog.random_state`); a
@@ -34,10 +38,12 @@ random a value happens to look.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import random
 import re
 import secrets
+import sys
 import threading
 import uuid
 from collections.abc import Iterable
@@ -49,6 +55,8 @@ MIN_SPAN = 8
 """The shortest minted span: ``uuid4().hex[:8]``, ``token_hex(4)``."""
 MAX_VALUES = 100_000
 """How many minted values one log keeps (a long-lived service's recording); later ones are not noted."""
+MAX_CHOSEN = 1_000_000
+"""How many characters drawn one at a time (``secrets.choice``) one log keeps; later ones are not noted."""
 RECORD_MINTED = True
 """Internal switch, for benchmarks only: False records sessions without ``minted.json``."""
 EXTENSION_NAME = "minted"
@@ -79,6 +87,10 @@ class MintLog(Spans):
         self._indexed = 0
         self._forms: list[str] = []
         self._grams: dict[str, list[int]] = {}
+        # characters drawn one at a time, per thread in drawing order, and (form number, length indexed)
+        self._chosen: dict[int, list[str]] = {}
+        self._chosen_count = 0
+        self._chosen_forms: dict[int, tuple[int, int]] = {}
         self._lock = threading.Lock()
         self.random_state: RandomState = random.getstate()
         """The state of ``random``'s global generator when the log started."""
@@ -87,12 +99,21 @@ class MintLog(Spans):
         drew from ``random``)."""
 
     def __bool__(self) -> bool:
-        return bool(self._raw)
+        return bool(self._raw) or bool(self._chosen_count)
 
     def note(self, data: bytes | bytearray) -> None:
         """Note ``data``, just drawn from the system's randomness."""
         if len(self._raw) < MAX_VALUES:
             self._raw.append(bytes(data))
+
+    def note_chosen(self, picked: Iterable[Any]) -> None:
+        """Note what a ``SystemRandom`` pick (``secrets.choice``, ``choices``, ``sample``) just drew from the
+        system's randomness: its one-character strings continue this thread's stream (module docstring);
+        anything else is not a minted value and breaks nothing."""
+        chars = [item for item in picked if type(item) is str and len(item) == 1]
+        if chars and self._chosen_count < MAX_CHOSEN:
+            self._chosen_count += len(chars)
+            self._chosen.setdefault(threading.get_ident(), []).extend(chars)
 
     def _index(self) -> None:
         with self._lock:
@@ -100,16 +121,37 @@ class MintLog(Spans):
             self._indexed += len(pending)
             for data in pending:
                 for form in _forms(data):
-                    number = len(self._forms)
+                    self._add_grams(len(self._forms), form, 0)
                     self._forms.append(form)
-                    for start in range(len(form) - MIN_SPAN + 1):
-                        self._grams.setdefault(form[start : start + MIN_SPAN], []).append(number)
+            for thread, chars in list(self._chosen.items()):
+                number, done = self._chosen_forms.get(thread, (len(self._forms), 0))
+                if len(chars) == done:
+                    continue
+                form = "".join(chars)  # the stream grows: one form per thread, its new grams added
+                if number == len(self._forms):
+                    self._forms.append(form)
+                else:
+                    self._forms[number] = form
+                self._add_grams(number, form, max(0, done - MIN_SPAN + 1))
+                self._chosen_forms[thread] = (number, len(form))
+
+    def _add_grams(self, number: int, form: str, start: int) -> None:
+        """Index the :data:`MIN_SPAN`-character grams of ``form`` (form ``number``) from ``start`` on."""
+        for at in range(start, len(form) - MIN_SPAN + 1):
+            self._grams.setdefault(form[at : at + MIN_SPAN], []).append(number)
+
+    def _stale(self) -> bool:
+        """True when values were noted since the last :meth:`_index`."""
+        if self._indexed < len(self._raw):
+            return True
+        indexed = self._chosen_forms
+        return any(len(chars) != indexed.get(t, (0, 0))[1] for t, chars in list(self._chosen.items()))
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """``(start, end)`` of each minted span of ``text`` (module docstring), left to right."""
-        if not self._raw or len(text) < MIN_SPAN:
+        if not self or len(text) < MIN_SPAN:
             return []
-        if self._indexed < len(self._raw):
+        if self._stale():
             self._index()
         out: list[tuple[int, int]] = []
         for run in _RUN.finditer(text):
@@ -254,9 +296,58 @@ def _token_bytes(nbytes: int | None = None) -> bytes:
     return data
 
 
+def _note_chosen(picked: Iterable[Any]) -> None:
+    for log in tuple(_ACTIVE):
+        log.note_chosen(picked)
+
+
+_CHOICE_CODE = random.Random.choice.__code__
+
+
+def _randbelow(self: random.SystemRandom, n: int) -> int:
+    """``SystemRandom._randbelow``: the index every ``choice`` draws. ``secrets.choice`` is a method bound
+    when ``secrets`` was imported (``from secrets import choice`` keeps it), so the one place that sees each
+    of its picks is this lookup on the class; the pick is ``seq[index]`` of the calling ``choice``."""
+    index: int = _ORIGINAL["randbelow"](self, n)
+    if _ACTIVE:
+        caller = sys._getframe(1)
+        if caller.f_code is _CHOICE_CODE:
+            seq: Any = caller.f_locals.get("seq")
+            with contextlib.suppress(Exception):  # a sequence that indexes differently: not an id
+                _note_chosen((seq[index],))
+    return index
+
+
+def _choices(self: random.SystemRandom, *args: Any, **kwargs: Any) -> list[Any]:
+    picked: list[Any] = _ORIGINAL["choices"](self, *args, **kwargs)
+    if _ACTIVE:
+        _note_chosen(picked)
+    return picked
+
+
+def _sample(self: random.SystemRandom, *args: Any, **kwargs: Any) -> list[Any]:
+    picked: list[Any] = _ORIGINAL["sample"](self, *args, **kwargs)
+    if _ACTIVE:
+        _note_chosen(picked)
+    return picked
+
+
+def _install_picks() -> None:
+    """Wrap ``SystemRandom``'s ``_randbelow`` (behind ``choice``), ``choices`` and ``sample`` on the class,
+    where every instance (``secrets``'s own included) looks them up at each call."""
+    system = random.SystemRandom
+    _ORIGINAL["randbelow"] = system._randbelow  # type: ignore[attr-defined]
+    _ORIGINAL["choices"] = system.choices
+    _ORIGINAL["sample"] = system.sample
+    wrappers: dict[str, Any] = {"_randbelow": _randbelow, "choices": _choices, "sample": _sample}
+    for name, wrapper in wrappers.items():
+        wrapper.__wrapped__ = _ORIGINAL[name.lstrip("_")]
+        setattr(system, name, wrapper)
+
+
 def _install() -> None:
-    """Wrap ``os.urandom`` and ``secrets.token_bytes`` once (the wrappers pass everything through and
-    note only while a log is active)."""
+    """Wrap ``os.urandom``, ``secrets.token_bytes`` and ``SystemRandom``'s picks once (the wrappers pass
+    everything through and note only while a log is active)."""
     if _ORIGINAL:
         return
     _ORIGINAL["urandom"] = os.urandom
@@ -267,6 +358,7 @@ def _install() -> None:
     _token_bytes.__doc__ = secrets.token_bytes.__doc__
     os.urandom = _urandom
     secrets.token_bytes = _token_bytes
+    _install_picks()
 
 
 def start() -> MintLog:

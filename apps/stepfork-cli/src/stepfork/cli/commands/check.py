@@ -1,9 +1,12 @@
 """``stepfork check CORPUS --entrypoint M:F [--jobs N] [--junit FILE] [--receipts DIR] [--overwrite]
-[--isolation worker|bundle] [--batch-size N] [--json]`` (issue 17).
+[--isolation worker|bundle] [--batch-size N] [--allow-command NAME]... [--json]`` (issue 17).
 
 Replays every bundle of a corpus frozen against a candidate build (``stepfork.analysis.check_corpus``) and
-prints the summary table (or ``--json``). Exit 0 every bundle replays as recorded, 1 a bundle diverged (or
-could not be checked while others were), 2 nothing could be checked: bad options, a corpus naming no
+prints the summary table (or ``--json``). Every replay is sealed: a child process the seal cannot reach is
+refused (that bundle DIVERGED, ``child_process_refused``) unless ``--allow-command NAME`` lets it start,
+which the summary's ``Network`` line and each receipt then name. Exit 0 every bundle replays as recorded,
+1 a bundle diverged (or could not be checked while others were), 2 nothing could be checked: bad options
+(a malformed ``--allow-command`` included), a corpus naming no
 bundle, an entrypoint or ``--raise-as`` class that cannot be imported (one line, before the corpus is
 replayed), every bundle unreadable/unrunnable, or a refused ``--junit`` / ``--receipts`` target (checked
 before any replay: inside a bundle, a directory where a file goes, or an existing file that is not an
@@ -22,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stepfork.cli.options import ISOLATION_VALUES, RAISE_AS_HELP, ordering_option
+from stepfork.cli.options import ALLOW_COMMAND_HELP, ISOLATION_VALUES, RAISE_AS_HELP, ordering_option
 
 # The --json error code of an entrypoint that cannot be resolved: the reason its verdicts would carry.
 UNRESOLVED = "entrypoint_unresolvable"
@@ -94,12 +97,15 @@ def check(
             "to 8); smaller for slow agents.",
         ),
     ] = None,
+    allow_command: Annotated[
+        list[str] | None, typer.Option("--allow-command", metavar="NAME", help=ALLOW_COMMAND_HELP)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Replay every bundle of a corpus against a candidate build and summarize the verdicts."""
     from stepfork.analysis.check import python_file_problem
     from stepfork.analysis.export import entrypoint_form_problem
-    from stepfork.cli.options import parse_choice, parse_ordering, parse_raise_as
+    from stepfork.cli.options import parse_allow_commands, parse_choice, parse_ordering, parse_raise_as
     from stepfork.cli.output import exit_with_result, fail, sanitize_text
 
     wrong = python_file_problem(corpus)  # a test or script where the bundles go: say so first
@@ -118,6 +124,7 @@ def check(
     if batch_size is not None and batch_size < 1:
         fail(f"--batch-size must be at least 1, got {batch_size}.", 2)
     ordering = parse_ordering(ordering)  # up front, as replay: not one could_not_execute per bundle
+    allow_command = parse_allow_commands(allow_command)
     isolation = parse_choice("--isolation", isolation, ISOLATION_VALUES)
     if dask and jobs is not None:
         fail(
@@ -154,6 +161,7 @@ def check(
             timeout=timeout,
             ordering=ordering,
             raise_as=classes,
+            allow_commands=allow_command,
             on_start=progress.start if progress else None,
             on_result=progress.advance if progress else None,
         )

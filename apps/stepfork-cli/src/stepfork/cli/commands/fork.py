@@ -2,11 +2,12 @@
 
 Calls before step N are served from the recording, calls from N on run live (tools only with
 --allow-live-tool); the whole run is recorded into OUT. The network is sealed while the run is frozen (as
-in a frozen replay) and opens at the fork point; --allow-network/--allow-host as replay's. Exit codes: 0
-the forked run completed, 1 the entrypoint raised (the failed run is still recorded in OUT) or ended the
-process with ``os._exit`` (OUT holds the run up to it, unfinished: one line, and with ``--json`` the error
-object ``agent_exited``), 2 invalid
-input (unreadable trace, unknown step, bad --override, unresolvable entrypoint, OUT exists without
+in a frozen replay) and opens at the fork point; --allow-network, --allow-host and --allow-command as
+replay's. Exit codes: 0 the forked run completed, 1 the entrypoint raised (the failed run is still recorded
+in OUT; a child process the seal refused before the fork point is such a failure, its error naming
+--allow-command) or ended the process with ``os._exit`` (OUT holds the run up to it, unfinished: one line,
+and with ``--json`` the error object ``agent_exited``), 2 invalid input (unreadable trace, unknown step,
+bad --override, a malformed --allow-host or --allow-command, unresolvable entrypoint, OUT exists without
 --overwrite); with ``--json`` such an error is also every command's error object on stdout, ``{"error":
 <ForkError code>, "message", "exit_code": 2}`` (:func:`stepfork.cli.output.with_json_errors`).
 """
@@ -18,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, ordering_option
+from stepfork.cli.options import ALLOW_COMMAND_HELP, ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, ordering_option
 
 
 def fork(
@@ -44,11 +45,15 @@ def fork(
     allow_host: Annotated[
         list[str] | None, typer.Option("--allow-host", metavar="HOST[:PORT]", help=ALLOW_HOST_HELP)
     ] = None,
+    allow_command: Annotated[
+        list[str] | None, typer.Option("--allow-command", metavar="NAME", help=ALLOW_COMMAND_HELP)
+    ] = None,
 ) -> None:
     """Fork a recorded run at a step: frozen before it, live from it, recorded into a new bundle."""
-    from stepfork.cli.options import parse_allow_hosts, parse_ordering
+    from stepfork.cli.options import parse_allow_commands, parse_allow_hosts, parse_ordering
 
     allow_host = parse_allow_hosts(allow_host)
+    allow_command = parse_allow_commands(allow_command)
     ordering = parse_ordering(ordering)
     from stepfork.analysis.forking import ForkError
     from stepfork.analysis.forking import fork as run_fork
@@ -89,6 +94,7 @@ def fork(
                 ordering=ordering,
                 network="open" if allow_network else None,
                 allow_hosts=allow_host or None,
+                allow_commands=allow_command or None,
             )
     except ForkError as exc:
         fail(str(exc), 2, error=exc.code)

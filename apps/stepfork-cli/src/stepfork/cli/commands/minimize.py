@@ -1,7 +1,11 @@
 """``stepfork minimize PATH --entrypoint M:F [...]`` (spec/cli-reference.txt "minimize").
 
-Exit codes: 0 a valid minimal trace was saved; 1 no failure detected or minimization error; 2 invalid input
-(a refused mode, an --output that is the input bundle), unreadable trace or unresolvable entrypoint. The
+Exit codes: 0 a valid minimal trace was saved; 1 no failure detected (an original replay the seal refused,
+``network_sealed`` or ``child_process_refused``, included: one line naming --allow-host / --allow-command)
+or minimization error; 2 invalid input (a refused mode, an --output that is the input bundle, a malformed
+--allow-host or --allow-command), unreadable trace or unresolvable entrypoint. ``--allow-network``,
+``--allow-host`` and ``--allow-command`` hold for every attempt; the header's ``Network:`` line says what
+they opened. The
 progress display (rich) lives here, never in the library. ``--json`` prints only the result (or every
 command's error object, ``{"error", "message", "exit_code"}``: :func:`stepfork.cli.output.with_json_errors`)
 on stdout; ``--clean-replay`` is ``minimize_trace(clean_replay=True)``.
@@ -15,7 +19,7 @@ from typing import Annotated
 import typer
 
 from stepfork.cli.htmlout import HTML_HELP
-from stepfork.cli.options import ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, ordering_option
+from stepfork.cli.options import ALLOW_COMMAND_HELP, ALLOW_HOST_HELP, ALLOW_NETWORK_HELP, ordering_option
 
 
 def minimize(
@@ -59,15 +63,19 @@ def minimize(
     allow_host: Annotated[
         list[str] | None, typer.Option("--allow-host", metavar="HOST[:PORT]", help=ALLOW_HOST_HELP)
     ] = None,
+    allow_command: Annotated[
+        list[str] | None, typer.Option("--allow-command", metavar="NAME", help=ALLOW_COMMAND_HELP)
+    ] = None,
 ) -> None:
     """Minimize a failing trace to the smallest reproducible subset."""
     import json
     import sys
 
-    from stepfork.cli.options import parse_allow_hosts, parse_ordering
+    from stepfork.cli.options import parse_allow_commands, parse_allow_hosts, parse_ordering
     from stepfork.cli.output import agent_output_to_stderr, fail, sanitize_text, shown
 
     allow_host = parse_allow_hosts(allow_host)
+    allow_command = parse_allow_commands(allow_command)
     ordering = parse_ordering(ordering)
 
     from stepfork.analysis.minimize import MinimizeError, check_options, minimize_trace
@@ -113,7 +121,14 @@ def minimize(
     except Exception as exc:
         fail(f"Unreadable trace: {sanitize_text(str(exc), keep=typed)}", 2, error="unreadable_trace")
     say(f"Entrypoint:      {entrypoint}")
-    say(f"Mode:            {mode}\n")
+    say(f"Mode:            {mode}")
+    if allow_network or allow_host or allow_command:  # what every attempt's seal lets through
+        from stepfork.replay.network import network_for
+        from stepfork.replay.network_notes import network_line
+
+        policy = network_for(mode, "open" if allow_network else None)
+        say(f"Network:         {sanitize_text(network_line(policy, allow_host, (), allow_command))}")
+    say("")
 
     status = None
     if sys.stderr.isatty():
@@ -149,6 +164,7 @@ def minimize(
                 ordering=ordering,
                 network="open" if allow_network else None,
                 allow_hosts=allow_host or None,
+                allow_commands=allow_command or None,
             )
     except MinimizeError as exc:
         if status is not None:

@@ -36,7 +36,6 @@ from stepfork.cli.replay_report import (
     emit_report_json,
     fail_for_error,
     header_lines,
-    network_line,
     os_exit_line,
     render,
 )
@@ -254,6 +253,7 @@ def _network_text(mode: str, allow_network: bool, allow_hosts: list[str], allow_
     unless ``--allow-network``), the hosts it lets through (already normalized) and the programs it lets
     start."""
     from stepfork.replay.network import network_for
+    from stepfork.replay.network_notes import network_line
 
     return network_line(network_for(mode, "open" if allow_network else None), allow_hosts, (), allow_commands)
 

@@ -175,6 +175,7 @@ def task_config(
     warm_bundle: str | None = None,
     isolation: str = "worker",
     workers: int | None = None,
+    allow_commands: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The JSON configuration every task of one :func:`check_corpus` run gets (``_runner.check_batch``);
     a process keeps one zygote per distinct configuration (a local run adds a ``run`` key of its own: its
@@ -192,6 +193,7 @@ def task_config(
         "warm_bundle": warm_bundle,
         "isolation": isolation,
         "workers": workers,
+        "allow_commands": list(allow_commands),
     }
 
 
@@ -244,6 +246,7 @@ def check_corpus(
     batch_size: int | None = None,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[BundleVerdict], None] | None = None,
+    allow_commands: Iterable[str] | None = None,
 ) -> CheckResult:
     """Replay every bundle of ``corpus`` frozen through ``entrypoint`` and report each verdict.
 
@@ -270,23 +273,26 @@ def check_corpus(
             arrives, in this thread (in completion order; a progress bar). With the default executor a
             verdict arrives when its replay ends, not when its batch does; with another executor, when the
             task holding it ends.
+        allow_commands: the programs every replay may start unsealed (``--allow-command``; names or paths,
+            as ``ReplaySession`` takes them); any other child process the seal cannot reach is refused
+            (``child_process_refused``: that bundle DIVERGED). The result and each receipt name them.
 
     Returns:
         A :class:`CheckResult`, verdicts in corpus order.
 
     Raises:
         CorpusError: the corpus names no bundle. ValueError: ``jobs`` or ``batch_size`` < 1, ``timeout`` <= 0,
-        or an unknown ``isolation``. EntrypointError (``stepfork.replay``, a ValueError; ``code``
-        ``import_failed``, ``missing_attribute``, ``not_callable`` or ``bad_form``, ``spec`` the
-        entrypoint): no process that replays could resolve the entrypoint, so no bundle was replayed;
-        RaiseAsClassError (an EntrypointError; ``key`` the recorded type, ``spec`` its ``MODULE:CLASS``,
-        ``detail`` the resolver's message), likewise for a ``raise_as`` class. Each
-        such process learns it once (its zygote's import, or the first replay in a fresh process) and
-        answers its other bundles at once, so this comes after one import, not a replay per bundle. The
-        entrypoint is never imported in this process (a Dask cluster's workers may import what this
-        process cannot); where only some processes cannot resolve it (a Dask worker without the agent's
-        code), their bundles are ``COULD NOT EXECUTE`` with reason ``entrypoint_unresolvable`` and the
-        others are checked (docs/decisions.md).
+        an unknown ``isolation`` or a malformed ``allow_commands`` entry. EntrypointError
+        (``stepfork.replay``, a ValueError; ``code`` ``import_failed``, ``missing_attribute``,
+        ``not_callable`` or ``bad_form``, ``spec`` the entrypoint): no process that replays could resolve the
+        entrypoint, so no bundle was replayed; RaiseAsClassError (an EntrypointError; ``key`` the recorded
+        type, ``spec`` its ``MODULE:CLASS``, ``detail`` the resolver's message), likewise for a ``raise_as``
+        class. Each such process learns it once (its zygote's import, or the first replay in a fresh process)
+        and answers its other bundles at once, so this comes after one import, not a replay per bundle. The
+        entrypoint is never imported in this process (a Dask cluster's workers may import what this process
+        cannot); where only some processes cannot resolve it (a Dask worker without the agent's code), their
+        bundles are ``COULD NOT EXECUTE`` with reason ``entrypoint_unresolvable`` and the others are checked
+        (docs/decisions.md).
     """
     from stepfork.analysis.check._runner import check_batch, close_runner
     from stepfork.analysis.check._worker import UNRESOLVABLE
@@ -299,6 +305,11 @@ def check_corpus(
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}, got {isolation!r}")
     if not (timeout > 0 and math.isfinite(timeout)):  # NaN compares false both ways
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
+    commands: tuple[str, ...] = ()
+    if allow_commands:  # normalized here (a malformed one refused before any replay), as replay's
+        from stepfork.replay.network import parse_allowed_command
+
+        commands = tuple(dict.fromkeys(parse_allowed_command(c) for c in allow_commands))
     bundles = resolve_corpus(corpus)
     workers = jobs or os.cpu_count() or 1
     config = task_config(
@@ -310,6 +321,7 @@ def check_corpus(
         warm_bundle=bundles[0] if warm else None,
         isolation=isolation,
         workers=workers if executor is None else None,  # this process's zygote runs `jobs` workers
+        allow_commands=commands,
     )
     batches = _batches(len(bundles), workers, batch_size)
     if on_start is not None:
@@ -379,4 +391,5 @@ def check_corpus(
         executor=label,
         verdicts=tuple(results[i] for i in range(len(bundles))),
         wall_ms=wall_ms,
+        allow_commands=commands,
     )

@@ -128,6 +128,8 @@ class CheckResult:
             (``local (N jobs)``, ``dask (ADDRESS)``, or the executor's class name).
         verdicts: one per bundle, in the corpus's (sorted) order.
         wall_ms: wall time of the whole check in milliseconds.
+        allow_commands: the programs every replay could start unsealed (``--allow-command``), in the order
+            given; empty: none (every replay of a check is frozen and sealed).
     """
 
     corpus: str
@@ -136,6 +138,15 @@ class CheckResult:
     verdicts: tuple[BundleVerdict, ...]
     wall_ms: float = 0.0
     created_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    allow_commands: tuple[str, ...] = ()
+
+    @property
+    def network(self) -> str:
+        """The ``Network`` sentence of the report (``stepfork.replay.network_notes.network_line``): every
+        replay is sealed, with the programs ``allow_commands`` let start."""
+        from stepfork.replay.network_notes import network_line
+
+        return network_line("sealed", (), (), self.allow_commands)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -168,11 +179,13 @@ class CheckResult:
         return 1
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: corpus, entrypoint, executor, exit_code, counts, wall_ms, and every verdict."""
+        """JSON form: corpus, entrypoint, executor, network (``{policy, allowed_commands}``), exit_code,
+        counts, wall_ms, and every verdict."""
         return {
             "corpus": self.corpus,
             "entrypoint": self.entrypoint,
             "executor": self.executor,
+            "network": {"policy": "sealed", "allowed_commands": list(self.allow_commands)},
             "exit_code": self.exit_code,
             "total": len(self.verdicts),
             "counts": self.counts,
@@ -187,6 +200,7 @@ class CheckResult:
             f"{'Corpus':<14}{self.corpus}",
             f"{'Entrypoint':<14}{self.entrypoint}",
             f"{'Executor':<14}{self.executor}",
+            *([f"{'Network':<14}{self.network}"] if self.allow_commands else []),  # what was opened
             f"{'Bundles':<14}{len(self.verdicts)} in {self.wall_ms / 1000:.1f} s",
             "",
             "Verdicts",
@@ -260,7 +274,8 @@ class CheckResult:
         """One receipt per bundle, by file name (``<bundle stem>-<8 hex of the bundle's name>.json``):
         ``{"receipt_version": 1, "kind": "check", "verdict" (passed | failed | could_not_execute),
         "reason", "replay_verdict", "bundle", "entrypoint", "duration_ms", "stepfork_version",
-        "created_at", "detail"}``."""
+        "created_at", "detail"}``, and ``"allow_commands"`` (a list) when the check was given any, so a re-run
+        can ask the same."""
         from stepfork.trace._version import __version__
 
         out: dict[str, dict[str, Any]] = {}
@@ -278,6 +293,8 @@ class CheckResult:
                 "created_at": self.created_at,
                 "detail": v.detail,
             }
+            if self.allow_commands:
+                out[receipt_file_name(v.bundle)]["allow_commands"] = list(self.allow_commands)
         return out
 
     def write_receipts(self, directory: str | os.PathLike[str]) -> list[Path]:

@@ -72,7 +72,10 @@ def resolve_targets(config: dict[str, Any]) -> tuple[Any, Any]:
     # a check process only replays frozen and sealed: sealed for good before the agent's module is imported,
     # whose refusals are then every bundle's divergence (stepfork.replay.network_import)
     seal_process()
-    function = resolve_entrypoint(config["entrypoint"], import_root=root, network="sealed")
+    commands = config.get("allow_commands") or ()
+    function = resolve_entrypoint(
+        config["entrypoint"], import_root=root, network="sealed", allow_commands=commands
+    )
     raise_as = resolve_raise_as(config.get("raise_as") or None, import_root=root)
     for key, target in (raise_as or {}).items():
         why = _unusable(key, target)
@@ -121,7 +124,8 @@ def verdict_of(config: dict[str, Any], bundle: str, targets: tuple[Any, Any] | N
     Args:
         config: ``entrypoint`` (MODULE:FUNCTION), ``import_root`` (directory or None), ``ordering``
             (``strict``/``relaxed``/... as ``ReplaySession``), ``raise_as`` (``{TYPE: "MODULE:CLASS"}`` or
-            None).
+            None), ``allow_commands`` (the programs the sealed replay lets start, as ``ReplaySession``;
+            absent or empty: none).
         bundle: a bundle path (or a URL the trace reader accepts).
         targets: :func:`resolve_targets`'s ``(function, raise_as)`` for this ``config``, resolved once by
             the caller (a batch worker: about 0.16M instructions per bundle, a fifth of ``check``'s own
@@ -156,6 +160,7 @@ def verdict_of(config: dict[str, Any], bundle: str, targets: tuple[Any, Any] | N
             import_root=config.get("import_root"),
             ordering=config.get("ordering") or "strict",
             raise_as=raise_as,
+            allow_commands=config.get("allow_commands") or None,
         )
     except EntrypointError as exc:  # it cannot be called with this bundle's run input (missing_argument)
         return could_not_execute("entrypoint_unresolvable", redact_text(str(exc)))

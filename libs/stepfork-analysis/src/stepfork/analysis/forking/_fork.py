@@ -18,11 +18,10 @@ import hashlib
 import json
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from stepfork.analysis._shared.render import html_table, show_value
+from stepfork.analysis.forking._result import ForkResult
 
 __all__ = ["FORK_FILE", "ForkError", "ForkResult", "fork", "read_fork_info"]
 
@@ -39,69 +38,6 @@ class ForkError(Exception):
     def __init__(self, message: str, *, code: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-@dataclass(frozen=True)
-class ForkResult:
-    """A forked run: where it was written and how it went.
-
-    Attributes:
-        parent, output: bundle paths; fork_step: N; frozen_calls: calls served from the recording;
-        live_calls: calls run live; overrides: the overridden steps; status: ``completed`` or ``failed``;
-        error: ``type: message`` when the entrypoint raised (redacted); result: the redacted output.
-    """
-
-    parent: str
-    output: str
-    fork_step: int
-    frozen_calls: int
-    live_calls: int
-    overrides: tuple[int, ...]
-    status: str
-    error: str | None = None
-    result: Any = field(default=None)
-
-    @property
-    def exit_code(self) -> int:
-        """0 when the forked run completed, 1 when the entrypoint raised (the run is still recorded)."""
-        return 0 if self.status == "completed" else 1
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form of every field."""
-        return {
-            "parent": self.parent,
-            "output": self.output,
-            "fork_step": self.fork_step,
-            "frozen_calls": self.frozen_calls,
-            "live_calls": self.live_calls,
-            "overrides": list(self.overrides),
-            "status": self.status,
-            "error": self.error,
-            "result": self.result,
-        }
-
-    def rows(self) -> list[tuple[str, str]]:
-        """The summary rows shown by ``str()`` and ``_repr_html_()``."""
-        rows = [
-            ("Parent", self.parent),
-            ("Fork step", str(self.fork_step)),
-            ("Frozen calls", str(self.frozen_calls)),
-            ("Live calls", str(self.live_calls)),
-            ("Overrides", ", ".join(map(str, self.overrides)) or "none"),
-            ("Status", self.status.upper()),
-        ]
-        rows.append(("Error", self.error) if self.error else ("Result", show_value(self.result)))
-        rows.append(("Output", self.output))
-        return rows
-
-    def __str__(self) -> str:
-        lines = ["Stepfork Fork", ""] + [f"{k + ':':<14}{v}" for k, v in self.rows()]
-        return "\n".join([*lines, "", f"Compare: stepfork diff {self.parent} {self.output}"])
-
-    def _repr_html_(self) -> str:
-        return html_table(
-            f"Fork of {self.parent} at step {self.fork_step}", ["", ""], [list(r) for r in self.rows()]
-        )
 
 
 class _ForkHandler:
@@ -259,6 +195,7 @@ def fork(
     ordering: str = "auto",
     network: str | None = None,
     allow_hosts: Iterable[str] | None = None,
+    allow_commands: Iterable[str] | None = None,
 ) -> ForkResult:
     """Fork the run recorded at ``path`` at ``step`` and record the new run into ``output``.
 
@@ -277,6 +214,9 @@ def fork(
             ReplayPolicyError ``network_sealed``); the seal lifts at the fork point, where the run goes
             live. ``"open"`` (``--allow-network``) never seals it.
         allow_hosts: hosts reachable while sealed (``--allow-host``).
+        allow_commands: programs the frozen part may start unsealed (``--allow-command``; names or paths,
+            as :class:`~stepfork.replay.ReplaySession` takes them): any other child process the seal cannot
+            reach before the fork point raises ``ChildProcessRefusedError`` (``child_process_refused``).
 
     Returns:
         a :class:`ForkResult`; the bundle at ``output`` holds ``fork.json`` (see the module doc).
@@ -325,13 +265,21 @@ def fork(
     # sealed while frozen, as a frozen replay; the handler lifts the seal at the fork point, where the
     # agent's calls really go out (a fork at the first call is live, and open, from the start)
     try:
-        session = ReplaySession(trace, "frozen", ordering=ordering, network=network, allow_hosts=allow_hosts)
+        session = ReplaySession(
+            trace,
+            "frozen",
+            ordering=ordering,
+            network=network,
+            allow_hosts=allow_hosts,
+            allow_commands=allow_commands,
+        )
     except ValueError as exc:
         raise ForkError(str(exc), code="invalid_option") from None
     _check_live_llms(live_llms, trace)
     frozen = [c for c in session.calls if c.step < step]
     if not frozen:
         session.network = "open"
+    policy = session.network  # the frozen part's (a fork at the first call has none: open)
     by_step: dict[int, int] = {}
     for call in frozen:
         by_step[call.step] = call.index
@@ -348,7 +296,11 @@ def fork(
     try:
         function = (
             resolve_entrypoint(
-                entrypoint, import_root=import_root, network=session.network, allow_hosts=allow_hosts
+                entrypoint,
+                import_root=import_root,
+                network=session.network,
+                allow_hosts=allow_hosts,
+                allow_commands=session.allow_commands,
             )
             if isinstance(entrypoint, str)
             else entrypoint
@@ -389,6 +341,7 @@ def fork(
             "allow_live_tools": sorted(allow_live_tools),
             "network": session.network,
             "allow_hosts": sorted(allow_hosts or ()),
+            "allow_commands": list(session.allow_commands),
         },
     )
     safe_result = None if error else redact_json(to_jsonable(result)).value
@@ -402,4 +355,7 @@ def fork(
         "failed" if error else "completed",
         error,
         safe_result,
+        policy,
+        session.allow_hosts,
+        session.allow_commands,
     )

@@ -70,8 +70,8 @@ class AttemptRunner:
     zygote and every attempt still running).
 
     Args:
-        entrypoint, mode, import_root, expected, has_expected, ordering, network, allow_hosts: as
-            ``replay_signature`` takes them.
+        entrypoint, mode, import_root, expected, has_expected, ordering, network, allow_hosts,
+            allow_commands: as ``replay_signature`` takes them.
         timeout: seconds per attempt; an attempt running longer is killed and gives ``Signature("timeout")``.
     """
 
@@ -87,11 +87,13 @@ class AttemptRunner:
         ordering: str = "auto",
         network: str | None = None,
         allow_hosts: list[str] | None = None,
+        allow_commands: list[str] | None = None,
     ) -> None:
         self.config: dict[str, Any] = {
             "ordering": ordering,
             "network": network,
             "allow_hosts": list(allow_hosts or []),
+            "allow_commands": list(allow_commands or []),
             "entrypoint": entrypoint,
             "mode": mode,
             "import_root": import_root,

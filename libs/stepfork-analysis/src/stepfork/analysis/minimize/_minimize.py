@@ -4,7 +4,9 @@
    :mod:`._signature`): the qualified type of an exception the entrypoint raised, or, with
    ``expect_output``, ``output_mismatch`` at the first differing path; beside it, how the replay went (its
    divergences, the calls left unconsumed). A Stepfork replay error (policy, mismatch, divergence) is
-   never a failure: without an exception or a mismatch of the agent's own there is nothing to minimize.
+   never a failure: without an exception or a mismatch of the agent's own there is nothing to minimize;
+   nor is a failure after the seal refused a connection or a child process (``SEAL_CODES``, even one the
+   agent caught): it is the seal's doing (:func:`._signature.no_failure_reason` says which option helps).
 2. Units are the recorded calls (``stepfork.replay.extract_recorded_calls``), each with its outcome
    event and the error events under them, so a call is never split from its result; a call nested (by
    time) in another has it as parent, so a child is never kept without its parent (:mod:`.ddmin`).
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from stepfork.analysis.minimize._result import MinimizeResult
-from stepfork.analysis.minimize._signature import Signature, replay_signature
+from stepfork.analysis.minimize._signature import SEAL_CODES, Signature, no_failure_reason, replay_signature
 from stepfork.analysis.minimize._subset import candidate, extract_units
 from stepfork.analysis.minimize.ddmin import MemoOracle, closure, dd_prefix, one_minimal
 
@@ -179,42 +181,6 @@ def _target(source: Path, output: str | os.PathLike[str] | None, overwrite: bool
     return target
 
 
-def _no_failure(signature: Signature, timeout: float) -> MinimizeError:
-    """The error for an original replay that shows no failure of the agent (the spec's sentence first)."""
-    if signature.kind == "none" and signature.divergence is None:
-        reason = "trace replay completed successfully; no failure to minimize"
-    elif signature.kind == "none":
-        reason = (
-            f"the replay diverged from the recording ({signature.divergence}); a replay divergence "
-            "is not a failure to minimize (stepfork replay shows where)"
-        )
-    elif signature.kind == "replay_error" and signature.detail == "network_sealed" and signature.message:
-        # the host and the fix, as replay and fork say them (stepfork.replay.network)
-        reason = (
-            "the replay raised a Stepfork replay error (network_sealed), not a failure of the agent: "
-            f"{signature.message}"
-        )
-    elif signature.divergence == "network_sealed":
-        # a refusal the agent caught (at its module's import, say): what fails then is the seal's doing
-        reason = (
-            "the replay's network seal refused a connection the recording does not hold (network_sealed), "
-            "so the failure seen is not the agent's own (stepfork replay names the host; --allow-host HOST "
-            "or --allow-network let it through)"
-        )
-    elif signature.kind == "replay_error":
-        reason = (
-            f"the replay raised a Stepfork replay error ({signature.detail}), not a failure of the agent "
-            "(stepfork replay shows where)"
-        )
-    elif signature.kind == "timeout":
-        reason = f"the replay timed out after {timeout}s"
-    elif signature.kind == "crash":
-        reason = f"the replay process failed: {signature.detail}"
-    else:
-        reason = f"the replay could not start ({signature.kind}: {signature.detail})"
-    return MinimizeError(f"Failed to detect original failure signature: {reason}", code="no_failure")
-
-
 def minimize_trace(
     path: str | os.PathLike[str],
     entrypoint: str,
@@ -232,6 +198,7 @@ def minimize_trace(
     ordering: str = "auto",
     network: str | None = None,
     allow_hosts: Iterable[str] | None = None,
+    allow_commands: Iterable[str] | None = None,
 ) -> MinimizeResult:
     """Minimize the failing bundle ``path`` replayed through ``entrypoint`` (``MODULE:FUNCTION``).
 
@@ -250,6 +217,10 @@ def minimize_trace(
         network, allow_hosts: the network policy of every attempt, as :class:`ReplaySession` takes them
             (None: sealed in ``frozen`` mode, so an uninstrumented outbound connection fails with
             ``network_sealed``; ``"open"`` is ``--allow-network``).
+        allow_commands: the programs every attempt may start unsealed (``--allow-command``; names or paths,
+            as :class:`ReplaySession` takes them); without them a sealed attempt refuses a child process
+            the seal cannot reach (``child_process_refused``), and an original replay that met such a
+            refusal is not a failure of the agent: MinimizeError ``no_failure`` says so.
 
     Returns:
         a :class:`MinimizeResult` (the minimized bundle is saved at ``result.output``); its
@@ -257,12 +228,13 @@ def minimize_trace(
 
     Raises:
         MinimizeError: see :attr:`MinimizeError.code`; ``exit_code`` is the spec's. Options, mode and
-            output are checked before any replay.
+            output are checked before any replay (a malformed ``allow_commands`` entry is
+            ``invalid_option``).
     """
     from stepfork.analysis._shared.expectation import read_expect_output
     from stepfork.analysis.minimize._attempts import AttemptRunner
     from stepfork.replay import EntrypointError, resolve_entrypoint
-    from stepfork.replay.network import network_for
+    from stepfork.replay.network import network_for, parse_allowed_command
     from stepfork.trace import TraceError, TraceIntegrityError, load_verified_trace
 
     source = Path(path)
@@ -277,6 +249,10 @@ def minimize_trace(
         network=network,
     )
     try:
+        commands = list(dict.fromkeys(parse_allowed_command(c) for c in allow_commands or ()))
+    except ValueError as exc:
+        raise MinimizeError(str(exc), code="invalid_option") from None
+    try:
         trace = load_verified_trace(source)
     except TraceIntegrityError as exc:  # the one integrity line of every command, as is
         raise MinimizeError(str(exc), code="integrity_mismatch") from None
@@ -286,7 +262,14 @@ def minimize_trace(
     try:
         # sealed as every attempt's replay: its module's import reaches nothing either
         policy = network_for(mode, network)
-        resolve_entrypoint(entrypoint, import_root=root, network=policy, allow_hosts=allow_hosts, mode=mode)
+        resolve_entrypoint(
+            entrypoint,
+            import_root=root,
+            network=policy,
+            allow_hosts=allow_hosts,
+            mode=mode,
+            allow_commands=commands,
+        )
     except EntrypointError as exc:
         raise MinimizeError(f"cannot resolve entrypoint {entrypoint}: {exc}", code="bad_entrypoint") from None
     expected: Any = None
@@ -311,6 +294,7 @@ def minimize_trace(
         ordering=ordering,
         network=network,
         allow_hosts=sorted(set(allow_hosts or ())),
+        allow_commands=commands,
     )
     with tempfile.TemporaryDirectory(prefix="stepfork-minimize-") as tmp, attempts_runner:
         counter = iter(range(10**9))
@@ -335,8 +319,9 @@ def minimize_trace(
             progress("detect", replays)
         everything = frozenset(units.ids)
         original = repeat(everything, None)
-        if not original.is_failure or original.divergence == "network_sealed":
-            raise _no_failure(original, timeout)
+        if not original.is_failure or original.divergence in SEAL_CODES:
+            reason = no_failure_reason(original, timeout)
+            raise MinimizeError(f"Failed to detect original failure signature: {reason}", code="no_failure")
         pool = ThreadPoolExecutor(max_workers=width)
 
         def oracle(subsets: Sequence[frozenset[int]]) -> list[bool]:
@@ -395,4 +380,7 @@ def minimize_trace(
         ),
         clean_replay=clean_replay,
         replay=final,
+        network=policy,
+        allow_hosts=tuple(sorted(set(allow_hosts or ()))),
+        allow_commands=tuple(commands),
     )

@@ -28,6 +28,8 @@ class MinimizeResult:
         clean_replay: True when the search required a clean replay (``minimize_trace(clean_replay=True)``).
         replay: the signature of the final verification replay of the saved bundle (how it replays);
             None in a result built by hand, read as "replays as the original".
+        network: every attempt's network policy (``sealed`` or ``open``); allow_hosts, allow_commands: what
+            the seal let through (``--allow-host``, ``--allow-command``), so a re-run can ask the same.
     """
 
     original: str
@@ -45,6 +47,9 @@ class MinimizeResult:
     clean_replay: bool = False
     replay: Signature | None = None
     removed: tuple[str, ...] = ()
+    network: str = "sealed"
+    allow_hosts: tuple[str, ...] = ()
+    allow_commands: tuple[str, ...] = ()
 
     @property
     def reduction(self) -> float:
@@ -90,9 +95,10 @@ class MinimizeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: paths, counts, reduction, signature ``{kind, detail, divergence}``, minimal, kept
-        steps, and ``clean_replay``: ``{required, clean, matching, removed_calls_made, unconsumed}``
+        steps, ``clean_replay``: ``{required, clean, matching, removed_calls_made, unconsumed}``
         (``matching`` is what ``stepfork replay`` of the saved bundle reports: COMPLETE, DIVERGED or
-        INCOMPLETE)."""
+        INCOMPLETE), and ``network``: ``{policy, allowed_hosts, allowed_commands}`` of every attempt (the
+        keys of ``stepfork replay --json``'s ``network``)."""
         return {
             "original": self.original,
             "output": self.output,
@@ -118,6 +124,11 @@ class MinimizeResult:
                 "matching": (self.replay or self.signature).matching,
                 "removed_calls_made": self.removed_calls_made,
                 "unconsumed": (self.replay or self.signature).pending,
+            },
+            "network": {
+                "policy": self.network,
+                "allowed_hosts": list(self.allow_hosts),
+                "allowed_commands": list(self.allow_commands),
             },
         }
 

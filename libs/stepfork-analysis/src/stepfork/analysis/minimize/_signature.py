@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FAILURE_KINDS", "Signature", "replay_signature"]
+__all__ = ["FAILURE_KINDS", "SEAL_CODES", "Signature", "no_failure_reason", "replay_signature"]
 
 FAILURE_KINDS = frozenset({"exception", "output_mismatch"})
 """Signature kinds that are a failure of the agent, and so can be minimized."""
@@ -183,6 +183,7 @@ def replay_signature(
     ordering: str = "auto",
     network: str | None = None,
     allow_hosts: list[str] | None = None,
+    allow_commands: list[str] | None = None,
 ) -> Signature:
     """Replay ``bundle`` through ``entrypoint`` (``MODULE:FUNCTION``) in this process; return its signature.
 
@@ -191,8 +192,8 @@ def replay_signature(
     ``has_expected``). Kind, in order: ``replay_error`` when the entrypoint raised a ReplayError other
     than RecordedDependencyError; ``exception``; ``output_mismatch``; ``none``. How the replay went (its
     first divergence, docs/replay.md, the number of divergences, the calls left unconsumed) is recorded
-    beside the kind whatever it is. ``network``/``allow_hosts``: the session's network policy
-    (``ReplaySession``; None: the mode's default).
+    beside the kind whatever it is. ``network``/``allow_hosts``/``allow_commands``: the session's network
+    policy (``ReplaySession``; None: the mode's default).
 
     Raises:
         TraceError, OSError: the bundle cannot be read; EntrypointError: the entrypoint cannot be resolved;
@@ -212,9 +213,21 @@ def replay_signature(
 
     trace = Trace.load(bundle)
     ids_by_step = {event.step: event.id for event in trace.events}
-    session = ReplaySession(trace, mode, ordering=ordering, network=network, allow_hosts=allow_hosts)
+    session = ReplaySession(
+        trace,
+        mode,
+        ordering=ordering,
+        network=network,
+        allow_hosts=allow_hosts,
+        allow_commands=allow_commands,
+    )
     function = resolve_entrypoint(  # the import sealed as the session will be
-        entrypoint, import_root=import_root, network=session.network, allow_hosts=allow_hosts, mode=mode
+        entrypoint,
+        import_root=import_root,
+        network=session.network,
+        allow_hosts=allow_hosts,
+        mode=mode,
+        allow_commands=session.allow_commands,
     )
     result, raised = run_in_session(session, function, recorded_run_input(trace))
     try:
@@ -245,3 +258,53 @@ def replay_signature(
         if found is not None:
             return Signature("output_mismatch", _diff_path(found.path), **state)
     return Signature("none", **state)
+
+
+SEAL_CODES = ("network_sealed", "child_process_refused")
+"""The refusals of the replay's seal: an original replay that met one shows the seal's doing, not the
+agent's failure (docs/minimize.md)."""
+
+
+def no_failure_reason(signature: Signature, timeout: float) -> str:
+    """Why the original replay ``signature`` (``timeout``: seconds per attempt) shows no failure of the
+    agent to minimize, one line, the spec's sentence first ("trace replay completed successfully; no
+    failure to minimize"); a refusal of the seal names its host or command and the option that lets it
+    through."""
+    if signature.kind == "none" and signature.divergence is None:
+        reason = "trace replay completed successfully; no failure to minimize"
+    elif signature.kind == "none":
+        reason = (
+            f"the replay diverged from the recording ({signature.divergence}); a replay divergence "
+            "is not a failure to minimize (stepfork replay shows where)"
+        )
+    elif signature.kind == "replay_error" and signature.detail in SEAL_CODES and signature.message:
+        # the host or the command and the fix, as replay and fork say them (stepfork.replay.network)
+        reason = (
+            f"the replay raised a Stepfork replay error ({signature.detail}), not a failure of the agent: "
+            f"{signature.message}"
+        )
+    elif signature.divergence == "network_sealed":
+        # a refusal the agent caught (at its module's import, say): what fails then is the seal's doing
+        reason = (
+            "the replay's network seal refused a connection the recording does not hold (network_sealed), "
+            "so the failure seen is not the agent's own (stepfork replay names the host; --allow-host HOST "
+            "or --allow-network let it through)"
+        )
+    elif signature.divergence == "child_process_refused":
+        reason = (
+            "the replay's seal refused a child process the recording does not hold (child_process_refused), "
+            "so the failure seen is not the agent's own (stepfork replay names the command; --allow-command "
+            "NAME or --allow-network let it run)"
+        )
+    elif signature.kind == "replay_error":
+        reason = (
+            f"the replay raised a Stepfork replay error ({signature.detail}), not a failure of the agent "
+            "(stepfork replay shows where)"
+        )
+    elif signature.kind == "timeout":
+        reason = f"the replay timed out after {timeout}s"
+    elif signature.kind == "crash":
+        reason = f"the replay process failed: {signature.detail}"
+    else:
+        reason = f"the replay could not start ({signature.kind}: {signature.detail})"
+    return reason

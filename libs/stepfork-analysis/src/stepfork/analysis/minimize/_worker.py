@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 def signature_of(job: dict[str, Any], bundle: str) -> Signature:
     """Replay ``bundle`` with the options of ``job`` (``entrypoint``, ``mode``, ``import_root``,
-    ``expected``, ``has_expected``, ``ordering``, ``network``, ``allow_hosts``) in this process and return
+    ``expected``, ``has_expected``, ``ordering``, ``network``, ``allow_hosts``, ``allow_commands``) in this
+    process and return
     its signature.
 
     An exception raised while setting up (unreadable candidate, unresolvable entrypoint) becomes
@@ -39,6 +40,7 @@ def signature_of(job: dict[str, Any], bundle: str) -> Signature:
             ordering=job.get("ordering", "auto"),
             network=job.get("network"),
             allow_hosts=job.get("allow_hosts") or None,
+            allow_commands=job.get("allow_commands") or None,
         )
     except Exception as exc:
         return Signature("setup_error", type(exc).__name__)

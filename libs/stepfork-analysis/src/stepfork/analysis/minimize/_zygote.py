@@ -32,6 +32,7 @@ def _prepare(config: dict[str, Any]) -> dict[str, Any] | None:
             network=network_for(mode, config.get("network")),  # the import sealed as each attempt's replay
             allow_hosts=config.get("allow_hosts") or (),
             mode=mode,
+            allow_commands=config.get("allow_commands") or (),
         )
     return None
 

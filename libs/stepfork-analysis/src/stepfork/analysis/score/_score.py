@@ -107,7 +107,7 @@ class ScoreResult:
         lines = [
             f"battery: {len(claims)} claim-drawn + {len(self.battery) - len(claims)} code-drawn mutant(s), "
             f"derived from {Path(self.test).name} and {Path(self.bundle).name}",
-            "  (a mutant is a wrong output made from the expectation (claim-drawn) or from the recorded run",
+            "  (a mutant is a wrong output: the recorded run (claim-drawn) or the expectation perturbed",
             "  (code-drawn); the test should reject, or kill, every one of them)",
             "",
         ]
