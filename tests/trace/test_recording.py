@@ -247,7 +247,7 @@ def test_every_line_is_already_redacted_and_hashed_as_bundle_saving_would(tmp_pa
         run_sync_agent(session)
     for line in (out / "events.jsonl").read_bytes().splitlines(keepends=True):
         event = EVENT_ADAPTER.validate_python(loads_json(line))
-        again, new_entries = prepare_event(event)  # redact_event + hashes, the save path of bundle.py
+        again, new_entries = prepare_event(event)  # redact_event + hashes, the save path of bundle_bytes.py
         assert again == line
         assert new_entries == []
 
