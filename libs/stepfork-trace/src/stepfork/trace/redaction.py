@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from stepfork.trace._redaction_names import SENSITIVE_KEYS, WHOLE_VALUE, key_rule, normalize_key
+from stepfork.trace._redaction_pairs import paired_secrets
 from stepfork.trace._redaction_rules import PATTERNS
 from stepfork.trace._redaction_streams import STREAM_KEYS, redact_streams, stream_count, streams_may_match
 from stepfork.trace._redaction_text import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
@@ -244,6 +245,7 @@ class Redactor:
             return value
         if t is list:
             out: list[Any] | None = None
+            before = len(found)
             for i, item in enumerate(value):
                 ti = type(item)
                 if ti is not dict and ti is not list and (ti is not str or not scan):
@@ -255,6 +257,11 @@ class Redactor:
                     if out is None:
                         out = list(value)
                     out[i] = new_item
+            if len(found) > before:  # an access key id is always redacted: its secret may stand next to it
+                for i in paired_secrets(enumerate(value)):
+                    out = list(value) if out is None else out
+                    out[i] = REPLACEMENT
+                    found.append(RedactionFinding(_join(base, [*parts, i]), "credential_pattern"))
             return value if out is None else out
         if t is dict:
             if _TAG in value:
@@ -264,6 +271,7 @@ class Redactor:
                 found += [RedactionFinding(_join(base, [*parts, *path]), why) for path, why in changed]
             copy: dict[str, Any] | None = None
             renamed: list[tuple[str, str, Reason]] = []
+            before = len(found)
             names, verdicts, _ = self._keys
             for key, item in value.items():
                 if scan and type(key) is str:  # a secret used as a key is a secret too (issue 7)
@@ -289,6 +297,11 @@ class Redactor:
                     if copy is None:
                         copy = dict(value)
                     copy[key] = new_item
+            if len(found) > before:  # as for a list: an AWS secret next to its access key id
+                for key in paired_secrets(value.items()):
+                    copy = dict(value) if copy is None else copy
+                    copy[key] = REPLACEMENT
+                    found.append(RedactionFinding(_join(base, [*parts, key]), "credential_pattern"))
             if renamed:
                 return self._rename_keys(value if copy is None else copy, renamed, _join(base, parts), found)
             return value if copy is None else copy
