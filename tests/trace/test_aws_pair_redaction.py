@@ -1,5 +1,6 @@
-"""An AWS secret access key next to its access key id in one list, tuple, object or command line is
-redacted; a lone 40-character string is not (docs/redaction.md rule 2, NEWCOMER3 finding 5)."""
+"""An AWS secret access key in a value that holds its access key id (one list, tuple, object, a tool's
+result echoing it elsewhere) or on a command line with it is redacted; a lone 40-character string is not
+(docs/redaction.md rule 2, NEWCOMER3 finding 5)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,12 @@ SHA1 = "da39a3ee5e6b4b0d3255bfef95601890afd80709"  # 40 hex characters, one case
         (["role", AK, "x", f" {SK}\n"], ["role", R, "x", R], "/3"),
         ({"id": AK, "value": SK, "n": 1}, {"id": R, "value": R, "n": 1}, "/value"),
         ([f"key id {AK}", SK], [f"key id {R}", R], "/1"),
+        ([[AK], SK], [[R], R], "/1"),  # in another list of the same value
+        # a tool's result holding the pair and echoing the secret under a neutral key (NEWCOMER3's agent)
+        ({"acct": {"misc": ["x", AK, SK]}, "echo": SK}, {"acct": {"misc": ["x", R, R]}, "echo": R}, "/echo"),
     ],
 )
-def test_a_secret_next_to_its_key_id_in_one_list_or_object_is_redacted(value, expected, secret_at):
+def test_a_secret_in_a_value_holding_its_key_id_is_redacted(value, expected, secret_at):
     result = Redactor().redact({"pair": value})
     assert result.value == {"pair": expected}
     assert RedactionFinding(f"/pair{secret_at}", "credential_pattern") in result.findings
@@ -52,7 +56,7 @@ def test_a_tuple_of_arguments_is_a_list_once_recorded_and_its_secret_goes():
         ([SK], SK),  # alone: 40 characters of base64 are not a secret (paths, base64 ids)
         ({"a": SK, "b": "text"}, SK),
         ([SHA1, AK], SHA1),  # a SHA-1 digest has one case of letters
-        ([[AK], SK], SK),  # the id in another list: not the same list
+        ({"tag": {"$stepfork": "bytes", "value": SK}, "id": AK}, SK),  # base64 of bytes is not text
         ([AK, SK + "A"], SK + "A"),  # 41 characters: not a secret's shape
     ],
 )
@@ -83,7 +87,7 @@ def make_client(service: str, *args: str) -> str:
     return service
 
 
-def test_a_recorded_bundle_holds_no_secret_next_to_its_key_id(tmp_path: Path) -> None:
+def test_a_recorded_bundle_holds_no_secret_of_a_value_holding_its_key_id(tmp_path: Path) -> None:
     path = tmp_path / "aws.sftrace"
     with stepfork.record("aws-agent", output=path) as session:
         make_client("s3", AK, SK)

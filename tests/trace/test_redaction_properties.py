@@ -154,10 +154,14 @@ def planted(data: st.DataObject, registered: list[str]) -> tuple[Any, list[str]]
             secret = "zq" + data.draw(token(B62, 14, 20))
             must_vanish.append(secret)
             value = {data.draw(sensitive_keys): data.draw(st.sampled_from([secret, [secret], {"v": secret}]))}
-        elif kind == "aws_pair":  # an AWS secret beside its key id in one list or object (NEWCOMER3 5)
+        elif kind == "aws_pair":  # an AWS secret in a value holding its key id (NEWCOMER3 finding 5)
             key_id, secret = data.draw(aws_key_id), data.draw(aws_secret)
             must_vanish += [key_id, secret]
-            value = data.draw(aws_pair(key_id, secret))
+            if data.draw(st.booleans()):  # together in one list or object
+                value = data.draw(aws_pair(key_id, secret))
+            else:  # apart: the id somewhere, the secret somewhere else (as text: not inside tagged bytes)
+                doc = insert(data, doc, key_id)
+                value = data.draw(st.sampled_from([[secret], [f" {secret}"], {"v": secret}]))
         else:  # a secret name (NEWCOMER2 finding 8): its string goes, in any spelling
             secret = "zq" + data.draw(token(B62, 14, 20))
             must_vanish.append(secret)
@@ -173,22 +177,15 @@ def planted(data: st.DataObject, registered: list[str]) -> tuple[Any, list[str]]
 
 def insert(data: st.DataObject, doc: Any, value: Any) -> Any:
     """Put ``value`` at a random place inside ``doc`` (a new container on the way down), never below a
-    secret name's string (that would move the planted string out from under its name) nor in place of an
-    AWS key id (that would move it away from its secret)."""
+    secret name's string (that would move the planted string out from under its name)."""
     keys = sorted(k for k in doc if key_rule(k) != STRING_VALUE) if isinstance(doc, dict) else []
-    if any(map(_key_id, doc.values() if isinstance(doc, dict) else doc if isinstance(doc, list) else [doc])):
-        keys = []  # an AWS pair: its items stay together
     if keys and "$stepfork" not in doc and data.draw(st.booleans()):
         key = data.draw(st.sampled_from(keys))
         return {**doc, key: insert(data, doc[key], value)}
-    if isinstance(doc, list) and doc and not any(map(_key_id, doc)) and data.draw(st.booleans()):
+    if isinstance(doc, list) and doc and data.draw(st.booleans()):
         i = data.draw(st.integers(min_value=0, max_value=len(doc) - 1))
         return [*doc[:i], insert(data, doc[i], value), *doc[i + 1 :]]
     return {"k" + data.draw(safe_text).replace(" ", ""): value, "rest": doc}
-
-
-def _key_id(item: Any) -> bool:
-    return isinstance(item, str) and ("AKIA" in item or "ASIA" in item)
 
 
 def visible_text(value: Any) -> str:
