@@ -174,6 +174,25 @@ def test_a_missing_bundle_with_verify_integrity_is_missing_not_legacy(
     assert "legacy" not in result.out + result.err
 
 
+@pytest.mark.parametrize("name", ["empty.sftrace", "notabundle", "no-manifest.sftrace"])
+def test_a_directory_without_manifest_with_verify_integrity_is_unreadable_not_legacy(
+    tmp_path: Path, golden_copy, name: str
+) -> None:
+    # NEWCOMER3 finding 6: an empty directory was "UNVERIFIED (legacy bundle)", exit 3, which a CI gate
+    # accepting 3 as "legacy, unverified" passed with nothing in it (spec: exit 3 only for a legacy bundle)
+    if name == "no-manifest.sftrace":  # a legacy bundle that lost its manifest.json
+        directory = golden_copy("legacy_v01")
+        (directory / "manifest.json").unlink()
+    else:
+        directory = tmp_path / name
+        directory.mkdir()
+    result = run_cli("validate", directory, "--verify-integrity")
+    assert result.code == 2, result.text
+    assert "missing_file: missing required file manifest.json" in result.out
+    assert "legacy" not in result.out + result.err
+    assert run_cli("validate", directory).code == 2
+
+
 def test_legacy_with_verify_integrity_is_exit_3_even_when_other_issues_exist(golden_copy) -> None:
     bundle = golden_copy("legacy_v01")
     manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))

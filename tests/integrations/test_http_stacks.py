@@ -1,14 +1,15 @@
-"""The HTTP capture beyond httpx (issue 30): requests and urllib3 (urllib3's ``HTTPConnectionPool.urlopen``)
-and aiohttp (a client middleware), recorded against an OpenAI-compatible server on 127.0.0.1
-(helpers/local_openai.py: fresh ids and request ids per response, JSON and chunked SSE) and replayed frozen
-with the server stopped. Every stack records the same shapes, so a recording made through one replays
-through another."""
+"""The HTTP capture beyond httpx (issue 30): requests and urllib3 (urllib3's ``HTTPConnectionPool.urlopen``),
+aiohttp (a client middleware) and the standard library's urllib.request (``do_open``; NEWCOMER3 finding
+13), recorded against an OpenAI-compatible server on 127.0.0.1 (helpers/local_openai.py: fresh ids and
+request ids per response, JSON and chunked SSE) and replayed frozen with the server stopped. Every stack
+records the same shapes, so a recording made through one replays through another."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import threading
+import urllib.request
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,12 +24,24 @@ from local_openai import LocalOpenAI, serving
 
 from stepfork.integrations.aiohttp import instrument_aiohttp
 from stepfork.integrations.httpx import instrument_httpx
+from stepfork.integrations.urllib import instrument_urllib
 from stepfork.integrations.urllib3 import instrument_urllib3
 from stepfork.replay import ReplayMismatchError, ReplaySession
 from stepfork.trace import load_trace, record
 
 instrument_urllib3()
 instrument_aiohttp()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _urllib_captured() -> Iterator[None]:
+    """urllib.request captured for this module only: other tests of the worker use urlopen as the client
+    Stepfork does not capture (the network seal's tests)."""
+    original = urllib.request.AbstractHTTPHandler.do_open
+    instrument_urllib()
+    yield
+    urllib.request.AbstractHTTPHandler.do_open = original  # type: ignore[method-assign]
+
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Weather in Paris?"}]}
 
@@ -72,6 +85,21 @@ def with_urllib3(base: str, city: str = "Lyon") -> tuple[str, str, str]:
     return answer["choices"][0]["message"]["content"], sse_text(lines), health
 
 
+def with_urllib(base: str, city: str = "Lyon") -> tuple[str, str, str]:
+    def post(body: dict[str, Any]) -> Any:
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer sk-1"}
+        return urllib.request.urlopen(urllib.request.Request(f"{base}/chat/completions", data, headers))
+
+    with post(CHAT) as answer:
+        content = json.load(answer)["choices"][0]["message"]["content"]
+    with post(stream_body(city)) as streamed:
+        lines = [line.decode().strip() for line in streamed]
+    with urllib.request.urlopen(f"{base}/health") as health:
+        status = json.load(health)["status"]
+    return content, sse_text(lines), status
+
+
 def with_aiohttp(base: str, city: str = "Lyon") -> tuple[str, str, str]:
     async def run() -> tuple[str, str, str]:
         async with aiohttp.ClientSession() as session:
@@ -100,6 +128,7 @@ STACKS: dict[str, Callable[..., tuple[str, str, str]]] = {
     "urllib3": with_urllib3,
     "aiohttp": with_aiohttp,
     "httpx": with_httpx,
+    "urllib": with_urllib,
 }
 
 
@@ -122,7 +151,7 @@ def replayed(bundle: Path, agent: Callable[..., Any], base: str, **kwargs: Any) 
     return result
 
 
-@pytest.mark.parametrize("stack", ["requests", "urllib3", "aiohttp"])
+@pytest.mark.parametrize("stack", ["requests", "urllib3", "aiohttp", "urllib"])
 def test_a_stack_records_json_sse_and_http_calls_and_replays_them_with_the_server_stopped(
     stack: str, server: LocalOpenAI, bundle: Path
 ) -> None:
@@ -150,8 +179,8 @@ def test_a_stack_records_json_sse_and_http_calls_and_replays_them_with_the_serve
     ("recorded_by", "replayed_by"),
     [
         (a, b)
-        for a in ("requests", "aiohttp", "httpx")
-        for b in ("requests", "aiohttp", "httpx", "urllib3")
+        for a in ("requests", "aiohttp", "httpx", "urllib")
+        for b in ("requests", "aiohttp", "httpx", "urllib3", "urllib")
         if a != b
     ],
 )
@@ -164,7 +193,7 @@ def test_a_recording_replays_through_another_stack(
     assert len(server.requests) == sent
 
 
-@pytest.mark.parametrize("stack", ["requests", "aiohttp"])
+@pytest.mark.parametrize("stack", ["requests", "aiohttp", "urllib"])
 def test_a_changed_prompt_diverges_at_its_path(stack: str, server: LocalOpenAI, bundle: Path) -> None:
     recorded(bundle, STACKS[stack], server)
     sent = len(server.requests)

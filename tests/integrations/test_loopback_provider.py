@@ -158,16 +158,20 @@ def test_through_the_cli_the_seal_refuses_and_allow_host_opens_exactly_that_serv
 
 
 SWALLOWING = """
+import http.client
 import os
 import threading
-import urllib.request
+import urllib.parse
 
 import openai
 
 
-def ping():  # telemetry from a library's thread, through urllib (not captured), its failure swallowed
+def ping():  # telemetry from a library's thread, through http.client (not captured), its failure swallowed
     try:
-        urllib.request.urlopen(os.environ["AGENT_BASE_URL"].removesuffix("/v1") + "/health", timeout=5)
+        parts = urllib.parse.urlsplit(os.environ["AGENT_BASE_URL"])
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+        connection.request("GET", "/health")
+        connection.getresponse().read()
     except Exception:
         pass
 

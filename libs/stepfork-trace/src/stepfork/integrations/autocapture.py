@@ -2,7 +2,8 @@
 
 :func:`enable` makes each ``Client``/``AsyncClient`` of ``httpx`` and ``httpx2`` created from then on
 instrumented at construction (:func:`stepfork.integrations._http_capture.install`), every urllib3 request
-captured (and so ``requests`` and botocore/boto3: :mod:`stepfork.integrations._urllib3_capture`), each
+captured (and so ``requests`` and botocore/boto3: :mod:`stepfork.integrations._urllib3_capture`), every
+``urllib.request`` request (:mod:`stepfork.integrations._urllib_capture`), each
 ``aiohttp.ClientSession`` created from then on given the capture middleware
 (:mod:`stepfork.integrations._aiohttp_capture`), and each ``mcp.ClientSession``
 (:func:`stepfork.integrations.mcp.enable`): the modules already imported are patched now, the others right
@@ -29,7 +30,7 @@ from typing import Any
 
 from stepfork.integrations._http_capture import install
 
-TARGETS = ("httpx", "httpx2", "mcp", "urllib3", "aiohttp")
+TARGETS = ("httpx", "httpx2", "mcp", "urllib3", "aiohttp", "urllib.request")
 _MARK = "__stepfork_autocapture__"
 
 
@@ -49,7 +50,7 @@ def _patch_class(cls: Any) -> None:
 
 def patch_module(module: ModuleType) -> None:
     """Instrument the clients of an imported ``httpx``/``httpx2`` module from now on (the sessions of
-    ``mcp`` and ``aiohttp``, every request of ``urllib3``)."""
+    ``mcp`` and ``aiohttp``, every request of ``urllib3`` and ``urllib.request``)."""
     if module.__name__ == "mcp":
         from stepfork.integrations.mcp import enable as enable_mcp
 
@@ -59,6 +60,11 @@ def patch_module(module: ModuleType) -> None:
         from stepfork.integrations._urllib3_capture import install as install_urllib3
 
         install_urllib3()
+        return
+    if module.__name__ == "urllib.request":
+        from stepfork.integrations._urllib_capture import install as install_urllib
+
+        install_urllib()
         return
     if module.__name__ == "aiohttp":
         from stepfork.integrations._aiohttp_capture import install as install_aiohttp
@@ -127,7 +133,7 @@ def recorded_program(bundle: str | os.PathLike[str]) -> list[str] | None:
 
 def enable(providers: Mapping[str, str] | None = None) -> None:
     """Instrument every httpx/httpx2 client, aiohttp and MCP session created from now on in this process,
-    and every urllib3 request (idempotent).
+    and every urllib3 and ``urllib.request`` request (idempotent).
 
     Args:
         providers: ``{"HOST" or "HOST:PORT": NAME}``: the provider of requests to those hosts (a gateway, a

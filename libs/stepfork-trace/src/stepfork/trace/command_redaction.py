@@ -78,9 +78,12 @@ def redact_command(command: Sequence[str]) -> list[str]:
     Returns:
         A new list of the same length: a secret value becomes ``"[REDACTED]"`` (``--password=VALUE``
         becomes ``--password=[REDACTED]``), a credential inside an argument is replaced as in any string,
-        every other argument is kept as given. An argument that starts like an option (``-v``, ``--json``)
-        is never taken for the value of the option before it. Redacting twice gives the same list.
+        an AWS secret access key among the arguments when one of them holds its access key id
+        (:mod:`stepfork.trace._redaction_pairs`), every other argument is kept as given. An argument
+        that starts like an option (``-v``, ``--json``) is never taken for the value of the option
+        before it. Redacting twice gives the same list.
     """
+    from stepfork.trace._redaction_pairs import paired_secrets
     from stepfork.trace.redaction import redact_text
 
     out: list[str] = []
@@ -96,4 +99,6 @@ def redact_command(command: Sequence[str]) -> list[str]:
             if before is not None and is_secret_option(before["name"]):
                 shown = REPLACEMENT
         out.append(shown)
+    for index in paired_secrets(enumerate(command)):  # an AWS secret next to its key id (docs/redaction.md)
+        out[index] = REPLACEMENT
     return out

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from stepfork.trace._redaction_names import SENSITIVE_KEYS, WHOLE_VALUE, key_rule, normalize_key
+from stepfork.trace._redaction_pairs import holds_key_id, redact_paired
 from stepfork.trace._redaction_rules import PATTERNS
 from stepfork.trace._redaction_streams import STREAM_KEYS, redact_streams, stream_count, streams_may_match
 from stepfork.trace._redaction_text import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
@@ -192,8 +193,22 @@ class Redactor:
             per changed value, in walk order.
         """
         findings: list[RedactionFinding] = []
-        out = self._walk(value, base_path, [], findings, self._text.strings_may_match(value))
+        out = self._walk_value(value, base_path, findings)
         return RedactionResult(out, findings)
+
+    def _walk_value(self, value: Any, base: str, findings: list[RedactionFinding]) -> Any:
+        """:meth:`_walk` of one whole value (``redact``'s, an event field's), then the AWS pair rule: when
+        something was redacted and a string of ``value`` holds an access key id, every string of an AWS
+        secret key's shape in it goes too (:mod:`stepfork.trace._redaction_pairs`)."""
+        before = len(findings)
+        out = self._walk(value, base, [], findings, self._text.strings_may_match(value))
+        if len(findings) > before and holds_key_id(value):  # an access key id is always redacted
+
+            def found(parts: list[str | int]) -> None:
+                findings.append(RedactionFinding(_join(base, parts), "credential_pattern"))
+
+            out = redact_paired(out, REPLACEMENT, found)
+        return out
 
     def may_change(self, keys: Iterable[Any], encoded: bytes, value: Any = None) -> bool:
         """False when :meth:`redact` is sure to return a plain-JSON value unchanged, from its facts.
@@ -391,7 +406,7 @@ def _redact_fields(
         if name in protected:
             _check_protected(redactor, name, value, owner)
             continue
-        new = redactor._walk(value, _pointer("", name), [], findings, redactor._text.strings_may_match(value))
+        new = redactor._walk_value(value, _pointer("", name), findings)
         if new is not value:
             changed[name] = new
     if not changed:

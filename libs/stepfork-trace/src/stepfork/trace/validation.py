@@ -130,7 +130,9 @@ def validate_bundle(
     A missing directory or required file gives only ``missing_file`` issues; any other read error gives
     one issue with the loader's code (the one ``load_trace`` raises). ``verify_integrity`` checks
     integrity.json (computed before reading, so ``legacy`` is known even for an unreadable bundle) and the
-    per-event payload hashes; when the integrity status is not ``verified`` its issues are appended.
+    per-event payload hashes; when the integrity status is not ``verified`` its issues are appended. A
+    path missing a required file (manifest.json, events.jsonl, redactions.json; an empty directory) is not
+    a legacy bundle: its ``integrity`` is None rather than ``unverified_legacy`` (NEWCOMER3 finding 6).
     Memory: one events.jsonl line and its event at a time, plus a few hundred bytes per event.
     """
     url = url_of(path)
@@ -144,6 +146,10 @@ def validate_bundle(
         integrity_issues = [ValidationIssue(i.code, i.message, location=i.file) for i in integrity.issues]
     missing = _missing_files(bundle)
     if missing:
+        # no manifest.json (an empty directory, a mistyped path): not a bundle at all, so not a legacy one
+        # either (spec cli-reference "validate": exit 3 is for a legacy bundle, missing_file is exit 2)
+        if status == IntegrityStatus.UNVERIFIED_LEGACY:
+            status = None
         checks = [ValidationCheck(CHECK_MANIFEST, False)]
         return ValidationResult(issues=missing, integrity=status, checks=checks)
     try:

@@ -1,7 +1,8 @@
 """``stepfork validate PATH [--partial] [--verify-integrity]`` (spec/cli-reference.txt "validate").
 
 Exit codes (interop/REFERENCE-NOTES.md section 4 table): 3 for --verify-integrity on a legacy bundle
-(checked first), 2 for an unreadable bundle or unusable integrity metadata, 1 for other issues, 0 valid.
+(checked first; a directory without manifest.json is no bundle, so not a legacy one), 2 for an
+unreadable bundle or unusable integrity metadata, 1 for other issues, 0 valid.
 
 Every verdict is the command's result and goes to stdout, a failing one included (issue 32: ``stepfork
 validate x | tee log`` and scripts reading stdout saw nothing of a failure); only click's usage errors go
@@ -33,13 +34,10 @@ def validate(
     from stepfork.cli.output import fail, sanitize_text
     from stepfork.trace.validation import validate_bundle
 
+    # a path missing manifest.json or another required file (a mistyped path, an empty directory) is not
+    # legacy (validate_bundle): its missing_file issues below, exit 2
     result = validate_bundle(path, strict=not partial, verify_integrity=verify_integrity)
-    from stepfork.trace._urls import url_of
-
-    # no integrity.json because there is no bundle at all (a mistyped path): the missing_file issue below,
-    # exit 2, not "legacy bundle"
-    a_bundle = url_of(path) is not None or Path(path).is_dir()
-    if verify_integrity and result.legacy and a_bundle:
+    if verify_integrity and result.legacy:
         if result.incomplete:  # a recording still going or killed: integrity.json is written last
             fail(
                 "Bundle has no integrity.json metadata. (UNVERIFIED (unfinished recording: status "

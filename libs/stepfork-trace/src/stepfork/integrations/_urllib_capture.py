@@ -1,0 +1,247 @@
+"""The capture of the standard library's ``urllib.request`` requests (NEWCOMER3 finding 13).
+
+:func:`install` wraps ``urllib.request.AbstractHTTPHandler.do_open``, the method through which
+``HTTPHandler`` and ``HTTPSHandler`` send every ``http``/``https`` request of ``urllib.request.urlopen`` and
+of any opener built with ``build_opener`` (a proxy's too). With no active Stepfork session a request costs
+one ContextVar read. Under a session each request is described by
+:class:`~stepfork.integrations._http_calls.Naming` exactly as the httpx and urllib3 captures describe
+theirs (an ``llm`` or an ``http`` call, the same input and output), so a bundle recorded through
+``urllib.request`` replays through httpx, requests or aiohttp and back:
+
+- Recording: the request goes out, the body is read whole and recorded (an SSE or AWS event-stream body
+  as its events, ``finished``, as the other captures record a stream), and the caller gets an
+  ``http.client.HTTPResponse`` of the same status, headers (``Content-Length`` of the decoded body) and
+  body, read from memory. A stream is therefore handed over once it has ended: ``urllib.request`` is
+  used for requests read whole, and a caller reading an SSE body line by line still reads it all.
+- Replay: the recorded output becomes that response; no connection is opened, so nothing reaches a
+  socket (the network seal never sees it). A 4xx/5xx response is returned by ``do_open`` as live, so
+  ``urllib.request`` raises its own ``HTTPError`` from it. A recorded transport error
+  (``urllib.error.URLError``) is raised again as ``URLError`` with its recorded reason.
+- A request sent while another capture sends its own (:func:`~stepfork.integrations._http_calls.nested`)
+  passes through.
+
+Why ``do_open``: it is the one place both handlers send a request through, it sees the request whole
+(``Request.get_method()``, ``full_url``, headers, ``data``) after the opener's processors added their
+headers, and the object it returns is what ``urlopen`` hands the caller, so replay serves from there
+without a connection existing. Programs calling ``http.client`` directly are not captured (docs/
+integrations.md).
+"""
+
+from __future__ import annotations
+
+import http
+import http.client
+import io
+from collections.abc import Iterable
+from typing import Any
+
+from stepfork.integrations import _http_exchange as wire
+from stepfork.integrations._http_calls import Naming, nested, sending
+from stepfork.integrations._http_replies import Reply, fresh_headers, recorded_output, reply_of
+from stepfork.integrations._http_streams import Exchange, snapshot
+from stepfork.trace import boundary
+
+__all__ = ["install"]
+
+_MARK = "__stepfork_urllib__"
+_naming = Naming(library="urllib")
+
+
+def install() -> None:
+    """Capture every ``urllib.request`` request of this process from now on (idempotent)."""
+    import importlib
+
+    # by name: called right after its import, before ``urllib.request`` is an attribute of ``urllib``
+    handler_class = importlib.import_module("urllib.request").AbstractHTTPHandler
+    if getattr(handler_class.do_open, _MARK, False):
+        return
+    original = handler_class.do_open
+
+    def do_open(self: Any, http_class: Any, req: Any, **http_conn_args: Any) -> Any:
+        handler, orphan = boundary.resolve_handler()
+        if handler is None or nested():
+            return original(self, http_class, req, **http_conn_args)
+        return _captured(lambda: original(self, http_class, req, **http_conn_args), req, handler, orphan)
+
+    setattr(do_open, _MARK, True)
+    do_open.__wrapped__ = original  # type: ignore[attr-defined]
+    do_open.__doc__ = original.__doc__
+    handler_class.do_open = do_open
+    from stepfork.integrations import _http_capture
+
+    _http_capture.installed = True
+
+
+def _captured(send_live: Any, req: Any, handler: Any, orphan: bool) -> Any:
+    """One request ``req`` (a ``urllib.request.Request``) under the session ``handler``."""
+    from urllib.parse import urlsplit
+
+    method = str(req.get_method()).upper()
+    url = str(req.full_url)
+    parts = urlsplit(url)
+    target = parts.path or "/"
+    if parts.query:
+        target = f"{target}?{parts.query}"
+    where = (parts.scheme, parts.hostname or "", parts.port, target)
+    content = _body_bytes(req.data)
+    if req.data is not None and not isinstance(req.data, bytes):
+        req.data = content  # a file or an iterable is read once: the bytes are sent instead
+    items = [(str(k), str(v)) for k, v in req.header_items()]
+    naming = _naming
+    call, legacy = naming.describe(method, where, items, content, handler, orphan)
+
+    def header(name: str) -> str | None:
+        return next((value for key, value in items if key.lower() == name), None)
+
+    def send() -> Any:
+        with sending():
+            return send_live()
+
+    if handler.is_replay:
+        call = naming.routed(handler, call, lambda: naming.request_llm_form(method, where, items, content))
+        live: list[Any] = []
+
+        def execute() -> None:
+            live.append(send())
+
+        try:
+            out = handler.handle(call, execute, orphan=orphan)
+        except Exception as exc:
+            naming.hint_sdk_change(exc, handler, header)
+            error_type = getattr(exc, "error_type", None)
+            if isinstance(error_type, str):
+                again = _urllib_error(error_type, str(getattr(exc, "message", "")))
+                if again is not None:
+                    raise again from exc
+            raise
+        if live:
+            return live[0]
+        reply = reply_of(out, call, legacy, _urllib_error)
+        return _response(reply, method, url)
+    naming.note_sdk(handler, header)
+    if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
+        fresh: list[Any] = []
+
+        def read_whole() -> Any:
+            response = send()
+            received, data = _read_live(response)
+            fresh.append(_handed(response.status, received, data, method, url))
+            return recorded_output(response.status, received, data)
+
+        handler.handle(call, read_whole, orphan=orphan)
+        return fresh[0]
+    pending: list[Exchange] = []
+    opened = handler.open_call(call, lambda: snapshot(pending), orphan=orphan)
+    try:
+        response = send()
+        received, data = _read_live(response)
+    except BaseException as exc:
+        handler.fail_call(opened, exc)
+        raise
+    form = wire.stream_form(response.headers.get("content-type"))
+    if form is not None:  # recorded as the other captures record a stream: its events, finished
+        exchange = Exchange(handler, opened, response.status, wire.response_headers(received), form=form)
+        pending.append(exchange)
+        exchange.feed(data)
+        exchange.finish(wire.FINISHED)
+    else:
+        handler.close_call(opened, recorded_output(response.status, received, data))
+    return _handed(response.status, received, data, method, url)
+
+
+def _read_live(response: Any) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and the whole body of a live ``http.client.HTTPResponse``, the body decoded when the
+    server compressed it (``gzip``, ``deflate``: urllib leaves that to the caller, the other captures
+    record decoded bodies), the response closed."""
+    with response:
+        data = response.read()
+    received = [(str(k), str(v)) for k, v in response.headers.items()]
+    encoding = (response.headers.get("content-encoding") or "").strip().lower()
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        import zlib
+
+        try:
+            wbits = zlib.MAX_WBITS | 32 if encoding != "deflate" else zlib.MAX_WBITS
+            data = zlib.decompress(data, wbits)
+        except zlib.error:  # raw deflate, as some servers send it
+            try:
+                data = zlib.decompress(data, -zlib.MAX_WBITS)
+            except zlib.error:
+                return received, data  # not what it says: kept as sent, its header with it
+    return received, data
+
+
+def _handed(status: int, received: list[tuple[str, str]], data: bytes, method: str, url: str) -> Any:
+    """The response handed to the program for a live body read whole (``data``, decoded: no
+    ``Content-Encoding``)."""
+    return _response(Reply(status, fresh_headers(received, len(data)), data), method, url)
+
+
+class _Memory:
+    """What ``http.client.HTTPResponse`` reads a response from: bytes in memory, as a socket's file."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def makefile(self, *args: Any, **kwargs: Any) -> io.BytesIO:
+        return io.BytesIO(self._data)
+
+
+def _response(reply: Reply, method: str, url: str) -> http.client.HTTPResponse:
+    """The ``http.client.HTTPResponse`` ``do_open`` returns for ``reply`` (its ``url`` and ``msg`` set as
+    ``do_open`` sets them); a stream's recorded end error, if any, is raised once the body is read."""
+    try:
+        reason = http.HTTPStatus(reply.status).phrase
+    except ValueError:
+        reason = ""
+    headers = [(k, v) for k, v in reply.headers if k.lower() not in ("content-length", "transfer-encoding")]
+    headers.append(("content-length", str(len(reply.body))))
+    head = f"HTTP/1.1 {reply.status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
+    response = http.client.HTTPResponse(_Memory(head.encode("latin-1") + reply.body), method=method)  # type: ignore[arg-type]
+    response.begin()
+    response.url = url
+    response.msg = response.reason  # type: ignore[assignment]  # as do_open does
+    if reply.after is not None:
+        after = reply.after
+        read = response.read
+
+        def read_then_raise(amt: int | None = None) -> bytes:
+            data = read(amt)
+            if not data or amt is None:
+                raise after
+            return data
+
+        response.read = read_then_raise  # type: ignore[method-assign]
+    return response
+
+
+def _body_bytes(data: Any) -> bytes:
+    """The bytes of a ``Request.data``: bytes, str (UTF-8), a file (read from where it is) or an iterable
+    of chunks; None is no body."""
+    if data is None:
+        return b""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    read = getattr(data, "read", None)
+    if callable(read):
+        chunk = read()
+        return chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
+    chunks: Iterable[Any] = data
+    return b"".join(c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in chunks)
+
+
+def _urllib_error(error_type: str, message: str) -> BaseException | None:
+    """``urllib.error.URLError`` for a recorded transport error of that type, its reason the recorded
+    message without the ``<urlopen error ...>`` wrapping (None for another type)."""
+    if error_type.rpartition(".")[2] != "URLError":
+        return None
+    import urllib.error
+
+    reason = message
+    if reason.startswith("<urlopen error ") and reason.endswith(">"):
+        reason = reason[len("<urlopen error ") : -1]
+    return urllib.error.URLError(reason)
