@@ -4,7 +4,7 @@
 :func:`fork` records the whole run into a new bundle with its lineage in ``fork.json``
 (:func:`read_fork_info`). The package is ``forking`` because ``stepfork.analysis.fork`` is the function:
 a subpackage of that name would replace it as an attribute of ``stepfork.analysis`` once imported.
-Private module: ``_fork``.
+Private modules: ``_fork`` (the function), ``_handler`` (the boundary handler of the forked run).
 """
 
 from stepfork.analysis.forking._fork import FORK_FILE, ForkError, ForkResult, fork, read_fork_info
