@@ -57,42 +57,20 @@ def run_program(target: list[str]) -> None:
         ProgramExit: the program called ``sys.exit`` with a non-zero status. Anything else it raises
             propagates unchanged.
     """
-    parent = os.getpid()
+    from stepfork.replay.forked_child import child_ends_here
+
     try:
-        if target[0] == "-m":
-            sys.argv = [target[1], *target[2:]]
-            runpy.run_module(target[1], run_name="__main__", alter_sys=True)
-        else:
-            sys.argv = list(target)
-            sys.path.insert(0, os.path.dirname(os.path.abspath(target[0])))
-            runpy.run_path(target[0], run_name="__main__")
+        with child_ends_here():  # a forked child ends inside, with its own status
+            if target[0] == "-m":
+                sys.argv = [target[1], *target[2:]]
+                runpy.run_module(target[1], run_name="__main__", alter_sys=True)
+            else:
+                sys.argv = list(target)
+                sys.path.insert(0, os.path.dirname(os.path.abspath(target[0])))
+                runpy.run_path(target[0], run_name="__main__")
     except SystemExit as exc:
-        if os.getpid() != parent:
-            _end_child(exc.code)
         if exc.code not in (None, 0):
             raise program_exit(exc.code) from None
-    except BaseException:
-        if os.getpid() != parent:
-            traceback.print_exc()
-            _end_child(1)
-        raise
-    if os.getpid() != parent:
-        _end_child(None)
-
-
-def _end_child(code: Any) -> None:
-    """End a forked child of the program with the status ``sys.exit(code)`` gives, stdio flushed."""
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:
-        print(code, file=sys.stderr)
-        status = 1
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(status)
 
 
 def _status(exc: ProgramExit) -> int:

@@ -384,16 +384,22 @@ def call_with_arguments(function: Callable[..., Any], args: tuple[Any, ...], kwa
     A connection refused while ``function``'s module was imported under the seal
     (:func:`resolve_entrypoint` with ``network="sealed"``) is first recorded as the divergence of the
     sealed replay sessions active in this process
-    (:func:`stepfork.replay.network_import.carry_import_refusals`)."""
+    (:func:`stepfork.replay.network_import.carry_import_refusals`).
+
+    A process ``function`` forks that returns or raises out of it ends there, never returning into the
+    caller (:func:`stepfork.replay.forked_child.child_ends_here`: no second replay report)."""
+    from stepfork.replay.forked_child import child_ends_here
+
     imports = sys.modules.get("stepfork.replay.network_import")
     if imports is not None:
         imports.carry_import_refusals(function)
-    if inspect.iscoroutinefunction(function):
-        return asyncio.run(function(*args, **kwargs))
-    result = function(*args, **kwargs)
-    if inspect.isawaitable(result):
-        return asyncio.run(_await(result))
-    return result
+    with child_ends_here():
+        if inspect.iscoroutinefunction(function):
+            return asyncio.run(function(*args, **kwargs))
+        result = function(*args, **kwargs)
+        if inspect.isawaitable(result):
+            return asyncio.run(_await(result))
+        return result
 
 
 def run_in_session(

@@ -50,6 +50,7 @@ class CaptureMiddleware:
         session, orphan = boundary.resolve_handler()
         if session is None or nested():
             return await handler(request)
+        session = boundary.handler_for_call(session)  # a fork: its replay or its recording, for this call
         return await _captured(self.naming, request, handler, session, orphan)
 
 
@@ -105,8 +106,12 @@ async def _captured(naming: Naming, request: Any, handler: Any, session: Any, or
             fresh.append(_response(request, Reply(response.status, fresh_headers(received, len(data)), data)))
             return recorded_output(response.status, received, data)
 
-        await session.ahandle(call, read_whole, orphan=orphan)
-        return fresh[0]
+        out = await session.ahandle(call, read_whole, orphan=orphan)
+        if fresh:
+            return fresh[0]
+        # a handler may serve the call without running its body (BoundaryHandler): rebuild what it served
+        reply = reply_of(out, call, legacy, lambda kind, message: _aiohttp_error(kind, message))
+        return _response(request, reply)
     pending: list[Exchange] = []
     opened = session.open_call(call, lambda: snapshot(pending), orphan=orphan)
     try:

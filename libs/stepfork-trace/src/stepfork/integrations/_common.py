@@ -101,6 +101,7 @@ def call_sync(endpoint: Endpoint, kwargs: dict[str, Any], send: Callable[..., An
     handler, orphan = boundary.resolve_handler()
     if handler is None:
         return send(**kwargs)
+    handler = boundary.handler_for_call(handler)  # a fork: its replay or its recording, this call
     stream = kwargs.get("stream") is True
     call = endpoint.boundary_call(kwargs, stream=stream)
     note_sdk(handler, endpoint)
@@ -126,6 +127,7 @@ async def call_async(endpoint: Endpoint, kwargs: dict[str, Any], send: Callable[
     handler, orphan = boundary.resolve_handler()
     if handler is None:
         return await send(**kwargs)
+    handler = boundary.handler_for_call(handler)  # a fork: its replay or its recording, this call
     stream = kwargs.get("stream") is True
     call = endpoint.boundary_call(kwargs, stream=stream)
     note_sdk(handler, endpoint)

@@ -20,6 +20,10 @@ the JSON body, input and output as :mod:`stepfork.integrations._http_exchange` d
   again as the same ``httpx``/``httpx2`` class, so the SDK converts it as it did. A body, or an SSE stream
   recorded to its end, is served already in memory; a stream the recorded consumer left early is a lazy
   stream that stops where it stopped (:mod:`stepfork.integrations._http_streams`).
+- A fork (``stepfork fork``) is a replay up to its fork point and a recording from there on: each request
+  goes to the part that takes it (:func:`stepfork.trace.boundary.handler_for_call`), served or recorded as
+  above. A handler that is neither and serves a call without running its body gets the response rebuilt
+  from what it served.
 - Bundles of 0.2.0 (SDK-level ``{"endpoint", "request"}`` inputs) still replay: when the session's
   recording has such inputs, the request is described that way and the recorded SDK JSON is served as
   the equivalent HTTP response (:func:`_http_exchange.legacy_output`).
@@ -70,6 +74,7 @@ class CaptureTransport:
         handler, orphan = boundary.resolve_handler()
         if handler is None or nested():
             return self.inner.handle_request(request)
+        handler = boundary.handler_for_call(handler)  # a fork: its replay or its recording, for this call
         request.read()
         capture = self.capture
         call, legacy = capture.boundary_call(request, handler, orphan)
@@ -104,8 +109,9 @@ class CaptureTransport:
                 fresh.append(built)
                 return out
 
-            handler.handle(call, read_whole, orphan=orphan)
-            return fresh[0]
+            out = handler.handle(call, read_whole, orphan=orphan)
+            # a handler may serve the call without running its body (BoundaryHandler): rebuild what it served
+            return fresh[0] if fresh else capture.replayed(out, call, legacy, request, is_async=False)
         recorder: CallRecorder = handler  # type: ignore[assignment] # it has open_call (checked above)
         pending: list[Exchange] = []
         opened = recorder.open_call(call, lambda: snapshot(pending), orphan=orphan)
@@ -150,6 +156,7 @@ class AsyncCaptureTransport:
         handler, orphan = boundary.resolve_handler()
         if handler is None or nested():
             return await self.inner.handle_async_request(request)
+        handler = boundary.handler_for_call(handler)  # a fork: its replay or its recording, for this call
         await request.aread()
         capture = self.capture
         call, legacy = capture.boundary_call(request, handler, orphan)
@@ -184,8 +191,9 @@ class AsyncCaptureTransport:
                 fresh.append(built)
                 return out
 
-            await handler.ahandle(call, read_whole, orphan=orphan)
-            return fresh[0]
+            out = await handler.ahandle(call, read_whole, orphan=orphan)
+            # a handler may serve the call without running its body (BoundaryHandler): rebuild what it served
+            return fresh[0] if fresh else capture.replayed(out, call, legacy, request, is_async=True)
         recorder: CallRecorder = handler  # type: ignore[assignment] # it has open_call (checked above)
         pending: list[Exchange] = []
         opened = recorder.open_call(call, lambda: snapshot(pending), orphan=orphan)

@@ -63,6 +63,7 @@ def install(*, provider: str | None = None, hosts: Mapping[str, str] | None = No
         handler, orphan = boundary.resolve_handler()
         if handler is None or nested():
             return original(self, *args, **kwargs)
+        handler = boundary.handler_for_call(handler)  # a fork: its replay or its recording, for this call
         return _captured(original, signature, self, args, kwargs, handler, orphan)
 
     setattr(urlopen, _MARK, True)
@@ -140,8 +141,12 @@ def _captured(
             fresh.append(_read_response(pool, response, data, method, url, asked, retries))
             return recorded_output(response.status, _header_items(response), data)
 
-        handler.handle(call, read_whole, orphan=orphan)
-        return fresh[0]
+        out = handler.handle(call, read_whole, orphan=orphan)
+        if fresh:
+            return fresh[0]
+        # a handler may serve the call without running its body (BoundaryHandler): rebuild what it served
+        reply = reply_of(out, call, legacy, lambda kind, message: _urllib3_error(kind, message, pool, url))
+        return response_of(pool, reply, method, url, asked, retries)
     pending: list[Exchange] = []
     opened = handler.open_call(call, lambda: snapshot(pending), orphan=orphan)
     try:

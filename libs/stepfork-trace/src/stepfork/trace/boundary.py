@@ -197,6 +197,21 @@ def resolve_handler() -> tuple[BoundaryHandler | None, bool]:
     return handlers[0], True
 
 
+def handler_for_call(handler: BoundaryHandler) -> BoundaryHandler:
+    """The handler that takes the one call about to start: ``handler.handler_for_call()`` when ``handler``
+    has that method, else ``handler`` itself.
+
+    A handler whose part changes during the run (``stepfork fork``: a replay up to its fork point, a
+    recording from there on; ``stepfork.analysis.forking``) hands each call to the part it belongs to. An
+    integration that takes another path for a replay than for a recording (the HTTP captures: a response
+    rebuilt from the recording, or the live response recorded as it streams) asks here once per call, so
+    the path it takes and the part that serves the call agree. A handler without the method (a recording,
+    a replay) is one part for the whole run.
+    """
+    pick = getattr(handler, "handler_for_call", None)
+    return handler if pick is None else pick()
+
+
 def is_active(handler: BoundaryHandler) -> bool:
     """True while ``handler`` is registered as an active session of this process (between
     :func:`activate` and :func:`deactivate`; a forked child has none)."""

@@ -17,16 +17,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from stepfork.analysis.forking._handler import ForkHandler
 from stepfork.analysis.forking._result import ForkResult
 
 __all__ = ["FORK_FILE", "ForkError", "ForkResult", "fork", "read_fork_info"]
 
 FORK_FILE = "fork.json"
-T = TypeVar("T")
 
 
 class ForkError(Exception):
@@ -38,104 +38,6 @@ class ForkError(Exception):
     def __init__(self, message: str, *, code: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-class _ForkHandler:
-    """Boundary handler: frozen (through the replay session) until ``frozen_count`` calls are consumed,
-    live afterwards; every call is recorded by ``recorder``."""
-
-    is_replay = False
-
-    def __init__(
-        self,
-        session: Any,
-        recorder: Any,
-        frozen_count: int,
-        overrides: Mapping[int, Any],
-        live_llms: frozenset[str],
-        allow_tools: frozenset[str],
-    ) -> None:
-        self.session, self.recorder, self.frozen_count = session, recorder, frozen_count
-        self.overrides, self.live_llms, self.allow_tools = overrides, live_llms, allow_tools
-        self.live_calls = 0
-        # work submitted to a thread pool runs in the fork as the parent bundle was recorded
-        # (stepfork.trace.executors): a bundle recorded before that rule keeps it out, as its replay does
-        self.submit_carries_context = bool(getattr(session, "submit_carries_context", False))
-
-    def _frozen_now(self) -> bool:
-        return bool(self.session.consumed < self.frozen_count)
-
-    def _override(self, call: Any) -> tuple[bool, Any]:
-        last = self.session.last_consumed_index
-        index = -1 if last is None else last
-        if index in self.overrides:
-            from stepfork.trace import from_jsonable
-
-            return True, from_jsonable(self.overrides[index], call.return_type)
-        return False, None
-
-    def _check_live(self, call: Any) -> None:
-        from stepfork.replay import ReplayPolicyError
-
-        if call.kind == "tool" and call.name not in self.allow_tools:
-            raise ReplayPolicyError(
-                f"fork: live tool {call.name!r} after the fork point requires explicit authorization "
-                "(--allow-live-tool); its body did not run",
-                code="live_tool_not_authorized",
-            )
-        label = f"{call.provider}/{call.model}" if call.provider else str(call.model)
-        if call.kind == "llm" and self.live_llms and label not in self.live_llms:
-            raise ReplayPolicyError(
-                f"fork: live LLM {label!r} is not among --live-llm; its call did not run",
-                code="live_llm_not_listed",
-            )
-        self.live_calls += 1
-
-    def _served(self, call: Any, body: Callable[[], T], orphan: bool) -> Callable[[], T]:
-        from stepfork.replay import RecordedDependencyError
-
-        def serve() -> Any:
-            try:
-                value = self.session.handle(call, body, orphan=orphan)
-            except RecordedDependencyError:
-                hit, new = self._override(call)
-                if hit:
-                    return new
-                raise
-            hit, new = self._override(call)
-            return new if hit else value
-
-        return serve
-
-    def _opened_if_live(self) -> None:
-        """At the fork point (the last frozen call served) the run goes live: the network seal lifts."""
-        if not self._frozen_now():
-            self.session.open_network()
-
-    def handle(self, call: Any, body: Callable[[], T], *, orphan: bool = False) -> T:
-        """Serve frozen (with overrides) before the fork point, run live after it; record both."""
-        if self._frozen_now():
-            try:
-                return self.recorder.handle(call, self._served(call, body, orphan), orphan=orphan)  # type: ignore[no-any-return]
-            finally:
-                self._opened_if_live()
-        self._check_live(call)
-        return self.recorder.handle(call, body, orphan=orphan)  # type: ignore[no-any-return]
-
-    async def ahandle(self, call: Any, body: Callable[[], Awaitable[T]], *, orphan: bool = False) -> T:
-        """Async :meth:`handle`."""
-        if self._frozen_now():
-            serve = self._served(call, lambda: None, orphan)  # frozen: the body never runs
-
-            async def frozen() -> Any:
-                return serve()
-
-            try:
-                return await self.recorder.ahandle(call, frozen, orphan=orphan)  # type: ignore[no-any-return]
-            finally:
-                self._opened_if_live()
-        self._check_live(call)
-        return await self.recorder.ahandle(call, body, orphan=orphan)  # type: ignore[no-any-return]
 
 
 def _write_fork_file(bundle: Path, info: dict[str, Any]) -> None:
@@ -312,7 +214,7 @@ def fork(
     recorder = record(
         trace.agent_name, output=target, overwrite=overwrite, run_input=getattr(run_start, "input", None)
     )
-    handler = _ForkHandler(
+    handler = ForkHandler(
         session, recorder, len(frozen), resolved, frozenset(live_llms), frozenset(allow_live_tools)
     )
     error: str | None = None
