@@ -31,6 +31,7 @@ from local_openai import LocalOpenAI, kept, serving
 from stepfork.analysis import diff_traces, fork
 from stepfork.integrations.aiohttp import instrument_aiohttp
 from stepfork.integrations.openai import instrument_openai
+from stepfork.integrations.urllib import instrument_urllib
 from stepfork.integrations.urllib3 import instrument_urllib3
 from stepfork.trace import load_trace, record, trace_tool, validate_bundle, verify_bundle_integrity
 
@@ -315,6 +316,27 @@ def requests_agent(server: LocalOpenAI) -> Callable[[], Any]:
     return run
 
 
+def urllib_agent(server: LocalOpenAI) -> Callable[[], Any]:
+    import urllib.request
+
+    instrument_urllib()
+
+    def run() -> dict[str, Any]:
+        def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            body = json.dumps({"model": "gpt-4o-mini", "messages": messages, "tools": TOOLS}).encode()
+            request = urllib.request.Request(
+                f"{server.base_url}/chat/completions",
+                data=body,
+                headers={"Authorization": "Bearer sk-local", "Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request) as answer:
+                return dict(json.loads(answer.read())["choices"][0]["message"])
+
+        return _loop(ask)
+
+    return run
+
+
 def aiohttp_agent(server: LocalOpenAI) -> Callable[[], Any]:
     import aiohttp
 
@@ -339,6 +361,7 @@ AGENTS = {
     "openai async": sdk_async_agent,
     "openai async streamed": functools.partial(sdk_async_agent, streamed=True),
     "requests": requests_agent,
+    "urllib": urllib_agent,
     "aiohttp": aiohttp_agent,
 }
 

@@ -61,6 +61,7 @@ def install() -> None:
         handler, orphan = boundary.resolve_handler()
         if handler is None or nested():
             return original(self, http_class, req, **http_conn_args)
+        handler = boundary.handler_for_call(handler)  # a fork: its replay or its recording, for this call
         return _captured(lambda: original(self, http_class, req, **http_conn_args), req, handler, orphan)
 
     setattr(do_open, _MARK, True)
@@ -128,8 +129,11 @@ def _captured(send_live: Any, req: Any, handler: Any, orphan: bool) -> Any:
             fresh.append(_handed(response.status, received, data, method, url))
             return recorded_output(response.status, received, data)
 
-        handler.handle(call, read_whole, orphan=orphan)
-        return fresh[0]
+        out = handler.handle(call, read_whole, orphan=orphan)
+        if fresh:
+            return fresh[0]
+        # a handler may serve the call without running its body (BoundaryHandler): rebuild what it served
+        return _response(reply_of(out, call, legacy, _urllib_error), method, url)
     pending: list[Exchange] = []
     opened = handler.open_call(call, lambda: snapshot(pending), orphan=orphan)
     try:
