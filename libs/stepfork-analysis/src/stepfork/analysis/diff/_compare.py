@@ -217,8 +217,9 @@ class DiffResult(BaseModel):
                 mark = " (first)" if first else ""
                 first = False
                 lines.append(f"  {change.path}{mark}")
-                lines.append(f"    baseline:  {show_value(change.expected)}")
-                lines.append(f"    candidate: {show_value(change.actual)}")
+                at = change.at or (None, None)
+                lines.append(f"    baseline:  {show_value(change.expected, around=at[0])}")
+                lines.append(f"    candidate: {show_value(change.actual, around=at[1])}")
             if len(s.changes) > PATH_LIMIT:
                 lines.append(f"  ... and {len(s.changes) - PATH_LIMIT} more changed paths in this step")
             if self.show_ignored:
@@ -334,7 +335,7 @@ def _field_change(found: Difference) -> FieldChange:
     expected = ABSENT if found.expected is NOISE_ABSENT else found.expected
     actual = ABSENT if found.actual is NOISE_ABSENT else found.actual
     kind: ChangeKind = "added" if expected is ABSENT else "removed" if actual is ABSENT else "changed"
-    return FieldChange(path=path, kind=kind, expected=expected, actual=actual, noise=found.noise)
+    return FieldChange(path=path, kind=kind, expected=expected, actual=actual, noise=found.noise, at=found.at)
 
 
 def _compare(index: int, base: BehaviorStep, cand: BehaviorStep, scope: Comparison | None = None) -> StepDiff:
