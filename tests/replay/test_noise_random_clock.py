@@ -219,6 +219,16 @@ def shipping_agent(own: bool = False) -> dict[str, str]:
     return {"shipped": datetime.datetime.now(datetime.UTC).isoformat() if own else status["shipped_at"]}
 
 
+@trace_tool
+def ask(prompt: str) -> str:
+    return "sunny"
+
+
+def prompting_agent(ahead: datetime.timedelta = datetime.timedelta(0)) -> dict[str, str]:
+    now = datetime.datetime.now(datetime.UTC) + ahead
+    return {"answer": ask(f"Current time: {now.isoformat()}. What is the weather?")}
+
+
 def test_an_iso_clock_reading_inside_the_run_replays_matched_and_a_time_outside_it_diverges(
     tmp_path: Path,
 ) -> None:
@@ -234,6 +244,14 @@ def test_an_iso_clock_reading_inside_the_run_replays_matched_and_a_time_outside_
     assert (later.behavior.status, later.behavior.path) == ("DIVERGED", "finished_at")
     changed = diff_traces(bundle, ahead).changes
     assert [c.path for c in changed] == ["output.finished_at", "output.logged", "output.stamped"]
+    # written into a call's input (a prompt): the run's own clock there is renamed too, a time ahead not
+    prompted = recorded(tmp_path, prompting_agent, "prompted")
+    asked = replay_entrypoint(prompted, prompting_agent)
+    assert asked.behavior.status == "MATCHED", asked.behavior.message
+    assert [(d.path, d.reason) for d in asked.ignored] == [("$.prompt", "renamed id")]
+    ahead_prompt = recorded(tmp_path, lambda: prompting_agent(datetime.timedelta(hours=1)), "ahead_prompt")
+    late = replay_entrypoint(ahead_prompt, lambda: prompting_agent(datetime.timedelta(hours=1)))
+    assert (late.exit_code, late.behavior.status) == (1, "NOT COMPARED")  # the input diverged
     # a reading a tool handed out must be returned as it was: the agent's own clock instead is a change
     shipped = recorded(tmp_path, shipping_agent, "shipped")
     assert replay_entrypoint(shipped, shipping_agent).behavior.status == "MATCHED"
