@@ -30,6 +30,9 @@ Allow = Callable[[str, str], bool]
 MIN_CARRIED = 8
 """The shortest whole value a pairing carries into longer strings (module docstring)."""
 
+Carried = dict[str, dict[int, set[str]]]
+"""One side's carried values, by their first token, then by their length."""
+
 
 class SpanFinder(Protocol):
     """Where a side's minted values are in a string (``stepfork.trace.minting.Spans``)."""
@@ -110,14 +113,15 @@ class Renaming:
         self._right = right
         self._vouch_left = vouch_left
         self._vouch_right = vouch_right
-        # carried values (module docstring) of each side, by their first token
-        self._carried_left: dict[str, list[str]] = {}
-        self._carried_right: dict[str, list[str]] = {}
+        # carried values (module docstring) of each side, by their first token, then by their length
+        self._carried_left: Carried = {}
+        self._carried_right: Carried = {}
 
-    def _split(self, left: str, right: str) -> tuple[Split, Split]:
+    def _split(self, left: str, right: str, *, carried: bool = True) -> tuple[Split, Split]:
         """Both strings split at their minted spans; a side that says nothing of what it minted (a
         ``vouch`` side: a recording without minted.json) is cut where the other side's spans are, when the
-        two strings are as long (whether that pair may be renamed is ``allow``'s to say)."""
+        two strings are as long (whether that pair may be renamed is ``allow``'s to say); with ``carried``,
+        each side's carried values (module docstring) are one token too."""
         left_spans = self._left.spans(left) if self._left is not None else []
         right_spans = self._right.spans(right) if self._right is not None else []
         if len(left) == len(right):
@@ -125,7 +129,7 @@ class Renaming:
                 left_spans = right_spans
             elif self._vouch_right and not right_spans:
                 right_spans = left_spans
-        if self._carried_left:
+        if carried and self._carried_left:
             left_spans = _merged(left_spans, _carried_spans(left, self._carried_left))
             right_spans = _merged(right_spans, _carried_spans(right, self._carried_right))
         return split_ids(left, left_spans), split_ids(right, right_spans)
@@ -227,7 +231,8 @@ class Renaming:
             if _carriable(left) and _carriable(right) and not (is_opaque_id(left) and is_opaque_id(right)):
                 _carry(self._carried_left, left)  # two ids by shape need no carrying: their tokens pair
                 _carry(self._carried_right, right)
-        (_, left_tokens, left_minted), (_, right_tokens, right_minted) = self._split(left, right)
+        # the ids inside bind one by one too (an echo of one of them alone), carried values left whole aside
+        (_, left_tokens, left_minted), (_, right_tokens, right_minted) = self._split(left, right, carried=False)
         if len(left_tokens) != len(right_tokens):
             return
         for number, (a, b) in enumerate(zip(left_tokens, right_tokens, strict=True)):
@@ -243,16 +248,13 @@ def _carriable(value: str) -> bool:
     return len(value) >= MIN_CARRIED and value[0].isalnum() and value[-1].isalnum()
 
 
-def _carry(store: dict[str, list[str]], value: str) -> None:
+def _carry(store: Carried, value: str) -> None:
     found = TOKEN.match(value)
     if found is not None:
-        values = store.setdefault(found.group(), [])
-        if value not in values:
-            values.append(value)
-            values.sort(key=len, reverse=True)  # the longest carried value at a place wins
+        store.setdefault(found.group(), {}).setdefault(len(value), set()).add(value)
 
 
-def _carried_spans(text: str, carried: dict[str, list[str]]) -> list[tuple[int, int]]:
+def _carried_spans(text: str, carried: Carried) -> list[tuple[int, int]]:
     """The ``(start, end)`` of each carried value of one side in ``text``: starting at a token's start,
     ending at a token's end, left to right, not overlapping."""
     if not carried or len(text) < MIN_CARRIED:
@@ -267,9 +269,12 @@ def _carried_spans(text: str, carried: dict[str, list[str]]) -> list[tuple[int, 
         start = match.start()
         if start < reached:
             continue
-        for value in carried.get(match.group(), ()):
-            end = start + len(value)
-            if end in ends and text.startswith(value, start):
+        by_length = carried.get(match.group())
+        if by_length is None:
+            continue
+        for size in sorted(by_length, reverse=True):  # the longest carried value at a place wins
+            end = start + size
+            if end in ends and text[start:end] in by_length[size]:
                 found.append((start, end))
                 reached = end
                 break
