@@ -232,7 +232,9 @@ class Renaming:
                 _carry(self._carried_left, left)  # two ids by shape need no carrying: their tokens pair
                 _carry(self._carried_right, right)
         # the ids inside bind one by one too (an echo of one of them alone), carried values left whole aside
-        (_, left_tokens, left_minted), (_, right_tokens, right_minted) = self._split(left, right, carried=False)
+        (_, left_tokens, left_minted), (_, right_tokens, right_minted) = self._split(
+            left, right, carried=False
+        )
         if len(left_tokens) != len(right_tokens):
             return
         for number, (a, b) in enumerate(zip(left_tokens, right_tokens, strict=True)):
