@@ -3,7 +3,7 @@ docs/cli.md, "--ordering and --ignore").
 
 - a malformed path (``order_status:$.[``, ``$.[``, ``$.items[x]``) could only match itself: a typo that
   would ignore nothing, as ``diff --ignore`` already refuses;
-- a ``TOOL:PATH`` whose TOOL names no recorded call (``run:$.generated_at``) would ignore nothing too: the
+- a ``TOOL:PATH`` whose TOOL names no recorded call (``run:$.remind_at``) would ignore nothing too: the
   line names the calls the recording holds and, for ``run``, how a path of the run's output is given.
 
 Through the real CLI (``replay`` and ``export``, both forms of ``replay``) and the Python API
@@ -33,8 +33,9 @@ def order_status(order_id: str) -> dict:
 
 def run_agent():
     found = order_status("ORD-1001")
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return {"status": found["status"], "generated_at": now.isoformat()}
+    # a time outside the run (a reminder tomorrow): behaviour, unlike a clock reading inside the run
+    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+    return {"status": found["status"], "remind_at": later.isoformat()}
 
 
 if __name__ == "__main__":
@@ -94,12 +95,12 @@ def test_a_tool_the_recording_does_not_hold_is_refused_with_the_calls_it_holds(
 
 
 def test_run_is_no_call_and_the_line_says_how_a_path_of_the_output_is_given(recorded: Path) -> None:
-    done = stepfork(recorded, *REPLAY, "--ignore", "run:$.generated_at")
+    done = stepfork(recorded, *REPLAY, "--ignore", "run:$.remind_at")
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "--ignore '$.generated_at'" in done.stderr, done.stderr
-    given = stepfork(recorded, *REPLAY, "--ignore", "$.generated_at", "--ignore", "order_status:$.order_id")
+    assert "--ignore '$.remind_at'" in done.stderr, done.stderr
+    given = stepfork(recorded, *REPLAY, "--ignore", "$.remind_at", "--ignore", "order_status:$.order_id")
     assert given.returncode == 0, given.stdout + given.stderr
-    assert "generated_at (--ignore)" in given.stdout
+    assert "remind_at (--ignore)" in given.stdout
 
 
 @trace_tool
@@ -122,5 +123,5 @@ def test_the_python_api_refuses_them_with_a_value_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"invalid ignore path '\$\.items\[x\]'"):
         replay_entrypoint(bundle, agent, ignore_output=["$.items[x]"])
     with pytest.raises(ValueError, match="starting with"):
-        run_regression_case(agent, bundle, ignore_output=["generated_at"])
+        run_regression_case(agent, bundle, ignore_output=["remind_at"])
     assert replay_entrypoint(bundle, agent, ignore={"lookup": ["$.items[*].id"]}).exit_code == 0

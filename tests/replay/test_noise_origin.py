@@ -211,8 +211,9 @@ def lookup(q: str) -> dict:
 
 def run_agent():
     found = lookup("a")
-    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    return {"answer": found["q"], "generated_at": stamp, "ref": uuid.uuid4().hex[:8]}
+    # a time outside the run (a reminder tomorrow): behaviour, unlike a clock reading inside the run
+    stamp = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)).isoformat()
+    return {"answer": found["q"], "remind_at": stamp, "ref": uuid.uuid4().hex[:8]}
 
 
 if __name__ == "__main__":
@@ -232,19 +233,19 @@ def test_replay_and_export_ignore_a_path_of_the_output_and_a_reviewed_expectatio
     assert done.returncode == 0, done.stderr
     plain = stepfork(tmp_path, "replay", "run.sftrace", "--entrypoint", "stamped:run_agent")
     assert plain.returncode == 1, plain.stdout
-    assert "output differs at 'generated_at'" in plain.stdout
+    assert "output differs at 'remind_at'" in plain.stdout
     ignored = stepfork(
-        tmp_path, "replay", "run.sftrace", "--entrypoint", "stamped:run_agent", "--ignore", "$.generated_at"
+        tmp_path, "replay", "run.sftrace", "--entrypoint", "stamped:run_agent", "--ignore", "$.remind_at"
     )
     assert ignored.returncode == 0, ignored.stdout + ignored.stderr
-    assert "generated_at (--ignore)" in ignored.stdout
+    assert "remind_at (--ignore)" in ignored.stdout
     assert "ref (renamed id)" in ignored.stdout
 
     reviewed = json.loads(json.dumps(load_trace(tmp_path / "run.sftrace").events[-1].output))
     (tmp_path / "expected.json").write_text(json.dumps(reviewed))
     for name, extra, verdict in [
-        ("test_exact.py", ["--ignore", "$.generated_at"], "FAILED"),  # the minted ref is compared too
-        ("test_marked.py", ["--ignore", "$.generated_at", "--ignore", "$.ref"], "PASSED"),
+        ("test_exact.py", ["--ignore", "$.remind_at"], "FAILED"),  # the minted ref is compared too
+        ("test_marked.py", ["--ignore", "$.remind_at", "--ignore", "$.ref"], "PASSED"),
     ]:
         exported = stepfork(
             tmp_path,
@@ -259,7 +260,7 @@ def test_replay_and_export_ignore_a_path_of_the_output_and_a_reviewed_expectatio
             *extra,
         )
         assert exported.returncode == 0, exported.stderr
-        assert "IGNORE_OUTPUT = ['$.generated_at'" in (tmp_path / name).read_text()
+        assert "IGNORE_OUTPUT = ['$.remind_at'" in (tmp_path / name).read_text()
         ran = stepfork(tmp_path, "run", name)
         assert f"Verdict: {verdict}" in ran.stdout, ran.stdout + ran.stderr
 

@@ -9,13 +9,15 @@ the recording handed out, or by a renaming that maps two ids to one. Values each
 
 from __future__ import annotations
 
+import datetime
 import string
+from datetime import UTC
 from typing import Any
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from stepfork.replay.noise import Origins, compare_output, is_opaque_id
+from stepfork.replay.noise import Comparison, NoiseRules, Origins, compare_output, is_opaque_id
 from stepfork.replay.noise.ids import fresh_by_shape, split
 from stepfork.trace.minting import RecordedMinted
 
@@ -180,3 +182,36 @@ def rename_minted(value: Any, mapping: dict[str, str]) -> Any:
         for old, new in mapping.items():
             value = value.replace(old, new)
     return value
+
+
+YEAR_2001, YEAR_2090 = datetime.datetime(2001, 1, 1), datetime.datetime(2090, 1, 1)
+CLOCKS = (  # clock values a tool hands out, outside any run here (no clock-reading rule applies)
+    st.datetimes(min_value=YEAR_2001, max_value=YEAR_2090, timezones=st.just(UTC)).map(
+        datetime.datetime.isoformat
+    ),
+    st.datetimes(min_value=YEAR_2001, max_value=YEAR_2090).map(
+        lambda d: d.strftime("%a, %d %b %Y %H:%M:%S GMT")
+    ),
+    st.integers(min_value=10**12, max_value=10**13 - 1),  # epoch milliseconds
+)
+
+
+@given(st.sampled_from(CLOCKS), st.data())
+def test_a_tool_clock_value_is_renamed_wherever_the_agent_passes_it_on_and_no_other_value_is(
+    kind: st.SearchStrategy[Any], data: st.DataObject
+) -> None:
+    # NEWCOMER3 F1: two aligned tool outputs' clock values pair; the agent's later strings and output
+    # holding them compare equal up to that pairing, and a value standing for the other tool's never does
+    first, second, first_b, second_b = data.draw(st.lists(kind, min_size=4, max_size=4, unique_by=str))
+    scope = Comparison(NoiseRules.shipped())
+    outputs = {"observed_at": first, "seen_at": second}, {"observed_at": first_b, "seen_at": second_b}
+    assert all(d.noise == "timing" for d in scope.compare(*outputs, "tool_output"))
+    before = data.draw(st.sampled_from(['{"observed_at": "', "at ", "", "(", "t="]))
+    after = data.draw(st.sampled_from(['"}', "", ".", " and later", ")"]))
+    carried = f"{before}{first}{after}"
+    renamed = scope.compare({"m": carried}, {"m": f"{before}{first_b}{after}"}, "llm_input")
+    assert [d.noise for d in renamed] == ["renamed id"]
+    assert [d.noise for d in scope.compare(first, first_b, "run_output")] == ["renamed id"]
+    wrong = scope.compare({"m": carried}, {"m": f"{before}{second_b}{after}"}, "llm_input")
+    assert [d.noise for d in wrong] == [None]  # the other tool's value
+    assert [d.noise for d in scope.compare(first, second_b, "run_output")] == [None]

@@ -12,6 +12,7 @@ the output comparison", docs/decisions.md).
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 import string
@@ -196,3 +197,119 @@ def test_only_epoch_lengths_inside_the_window_are_clock_spans(number: int) -> No
         assert len(digits) in (10, 13, 16, 19)
         scaled = number * 10 ** (19 - len(digits))
         assert start - SLACK <= scaled <= start + 60 * 10**9 + SLACK
+
+
+def iso_clock_agent(ahead: datetime.timedelta = datetime.timedelta(0)) -> dict[str, str]:
+    ticket = create_ticket("refund")
+    return {
+        "ticket": ticket["status"],
+        "finished_at": (datetime.datetime.now() + ahead).isoformat(),  # naive local time
+        "stamped": (datetime.datetime.now(datetime.UTC) + ahead).isoformat(),
+        "logged": f"done at {(datetime.datetime.now(datetime.UTC) + ahead):%Y-%m-%d %H:%M:%S.%fZ}",
+    }
+
+
+@trace_tool
+def fetch_status(order_id: str) -> dict[str, str]:
+    return {"order_id": order_id, "shipped_at": datetime.datetime.now(datetime.UTC).isoformat()}
+
+
+def shipping_agent(own: bool = False) -> dict[str, str]:
+    status = fetch_status("ORD-1")
+    return {"shipped": datetime.datetime.now(datetime.UTC).isoformat() if own else status["shipped_at"]}
+
+
+@trace_tool
+def ask(prompt: str) -> str:
+    return "sunny"
+
+
+def prompting_agent(ahead: datetime.timedelta = datetime.timedelta(0)) -> dict[str, str]:
+    now = datetime.datetime.now(datetime.UTC) + ahead
+    return {"answer": ask(f"Current time: {now.isoformat()}. What is the weather?")}
+
+
+def test_an_iso_clock_reading_inside_the_run_replays_matched_and_a_time_outside_it_diverges(
+    tmp_path: Path,
+) -> None:
+    # NEWCOMER3 F7: datetime.now().isoformat() is the run's clock as much as time.time_ns() is
+    bundle = recorded(tmp_path, iso_clock_agent)
+    outcome = replay_entrypoint(bundle, iso_clock_agent)
+    assert outcome.behavior.status == "MATCHED", outcome.behavior.message
+    assert {d.path for d in outcome.behavior.ignored} == {"$.finished_at", "$.stamped", "$.logged"}
+    assert diff_traces(bundle, recorded(tmp_path, iso_clock_agent, "again")).equivalent
+    # a time the agent computed (a reminder in an hour) is behaviour: outside the run, compared exactly
+    ahead = recorded(tmp_path, lambda: iso_clock_agent(datetime.timedelta(hours=1)), "ahead")
+    later = replay_entrypoint(ahead, lambda: iso_clock_agent(datetime.timedelta(hours=1)))
+    assert (later.behavior.status, later.behavior.path) == ("DIVERGED", "finished_at")
+    changed = diff_traces(bundle, ahead).changes
+    assert [c.path for c in changed] == ["output.finished_at", "output.logged", "output.stamped"]
+    # written into a call's input (a prompt): the run's own clock there is renamed too, a time ahead not
+    prompted = recorded(tmp_path, prompting_agent, "prompted")
+    asked = replay_entrypoint(prompted, prompting_agent)
+    assert asked.behavior.status == "MATCHED", asked.behavior.message
+    assert [(d.path, d.reason) for d in asked.ignored] == [("$.prompt", "renamed id")]
+    ahead_prompt = recorded(tmp_path, lambda: prompting_agent(datetime.timedelta(hours=1)), "ahead_prompt")
+    late = replay_entrypoint(ahead_prompt, lambda: prompting_agent(datetime.timedelta(hours=1)))
+    assert (late.exit_code, late.behavior.status) == (1, "NOT COMPARED")  # the input diverged
+    # a reading a tool handed out must be returned as it was: the agent's own clock instead is a change
+    shipped = recorded(tmp_path, shipping_agent, "shipped")
+    assert replay_entrypoint(shipped, shipping_agent).behavior.status == "MATCHED"
+    own = replay_entrypoint(shipped, lambda: shipping_agent(own=True))
+    assert (own.behavior.status, own.behavior.path) == ("DIVERGED", "shipped")
+
+
+FORMS = ["aware", "offset", "naive-utc", "naive-local", "space"]
+
+
+def _iso(instant_ns: int, form: str) -> str:
+    moment = datetime.datetime.fromtimestamp(instant_ns / 10**9, datetime.UTC)
+    if form == "aware":
+        return moment.isoformat()
+    if form == "offset":
+        return moment.astimezone(datetime.timezone(datetime.timedelta(hours=-5, minutes=-30))).isoformat()
+    if form == "naive-utc":
+        return moment.replace(tzinfo=None).isoformat()
+    if form == "naive-local":
+        return moment.astimezone().replace(tzinfo=None).isoformat()
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+@given(
+    st.integers(min_value=-(10**13), max_value=10**13), st.sampled_from(FORMS), st.sampled_from(["", "at "])
+)
+def test_an_iso_datetime_is_a_clock_span_exactly_when_its_instant_is_inside_the_window(
+    offset_ns: int, form: str, before: str
+) -> None:
+    start = 1_796_522_963_000_000_000
+    end = start + 60 * 10**9
+    window = ClockWindow(start, end)
+    instant = start + offset_ns
+    text = _iso(instant, form)
+    found = window.spans(f"{before}{text}!")
+    # the form's own precision: a whole second when it has no fraction
+    shown = instant - instant % 10**9 if form == "space" or "." not in text else instant - instant % 1000
+    inside = start - SLACK <= shown <= end + SLACK
+    if form == "naive-local":
+        utc_reading = (
+            shown
+            - int(
+                datetime.datetime.fromtimestamp(instant / 10**9).astimezone().utcoffset().total_seconds()  # type: ignore[union-attr]
+            )
+            * 10**9
+        )
+        inside = inside or start - SLACK <= utc_reading <= end + SLACK
+    if form == "naive-utc":
+        local = datetime.datetime.fromtimestamp(shown / 10**9, datetime.UTC).replace(tzinfo=None).astimezone()
+        inside = inside or start - SLACK <= int(local.timestamp()) * 10**9 <= end + SLACK
+    assert found == ([(len(before), len(before) + len(text))] if inside else []), (text, offset_ns)
+
+
+def test_a_datetime_without_seconds_or_a_date_alone_is_no_clock_span() -> None:
+    start = 1_796_522_963_000_000_000
+    window = ClockWindow(start, start + 60 * 10**9)
+    reading = _iso(start + 10**9, "aware")
+    assert window.spans(reading) == [(0, len(reading))]
+    assert window.spans(reading[:16]) == []  # 2026-12-05T12:49: a meeting's minute, not a reading
+    assert window.spans(reading[:10] + " and more") == []  # a date alone is data (a booking)
+    assert window.spans("2026-13-45T10:00:00") == []  # digits in a datetime's places, no date

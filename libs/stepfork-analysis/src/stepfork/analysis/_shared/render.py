@@ -67,11 +67,24 @@ def redacted(value: Any) -> Any:
     return getattr(result, "value", result)
 
 
-def show_value(value: Any, *, limit: int = 200) -> str:
+BEFORE = 40
+"""How many characters of a long string ``show_value`` shows before the place it is asked to show."""
+
+
+def show_value(value: Any, *, limit: int = 200, around: int | None = None) -> str:
     """Return one line of compact JSON for ``value`` (``(absent)`` for :data:`ABSENT`), cut at ``limit``
-    characters."""
+    characters. ``around``: for a string, the character offset that must be seen (where it differs from
+    another): a long string is shown from :data:`BEFORE` characters before it, ``...`` marking each cut
+    (NEWCOMER3 F1: the first differing characters of two strings may be a renamed id, and the real
+    difference past the cut)."""
     if value is ABSENT:
         return "(absent)"
+    if isinstance(value, str) and around is not None:
+        shown = redacted(value)
+        if isinstance(shown, str) and shown == value and around > BEFORE:
+            text = json.dumps(value[around - BEFORE :], ensure_ascii=False)
+            text = '"...' + text[1:]
+            return text if len(text) <= limit else text[: limit - 3] + "..."
     try:
         text = json.dumps(redacted(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     except (TypeError, ValueError):

@@ -176,6 +176,9 @@ class FieldChange(BaseModel):
     actual: Any = None
     # not in model_dump: the reference's JSON shape stays as it is (to_dict carries it)
     noise: str | None = Field(default=None, exclude=True)
+    at: tuple[int, int] | None = Field(default=None, exclude=True)
+    """For two strings: the character offsets, in each, of their first real difference (ids the diff's
+    renaming pairs are not one), which the report shows; else None."""
 
     @field_serializer("expected", "actual")
     def _dump_side(self, value: Any) -> Any:

@@ -97,7 +97,7 @@ def _field_change(found: Difference) -> FieldChange:
     expected = ABSENT if found.expected is NOISE_ABSENT else found.expected
     actual = ABSENT if found.actual is NOISE_ABSENT else found.actual
     kind: ChangeKind = "added" if expected is ABSENT else "removed" if actual is ABSENT else "changed"
-    return FieldChange(path=path, kind=kind, expected=expected, actual=actual, noise=found.noise)
+    return FieldChange(path=path, kind=kind, expected=expected, actual=actual, noise=found.noise, at=found.at)
 
 
 def _compare(index: int, base: BehaviorStep, cand: BehaviorStep, scope: Comparison | None = None) -> StepDiff:

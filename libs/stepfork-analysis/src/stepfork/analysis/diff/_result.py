@@ -185,8 +185,9 @@ class DiffResult(BaseModel):
                 mark = " (first)" if first else ""
                 first = False
                 lines.append(f"  {change.path}{mark}")
-                lines.append(f"    baseline:  {show_value(change.expected)}")
-                lines.append(f"    candidate: {show_value(change.actual)}")
+                at = change.at or (None, None)
+                lines.append(f"    baseline:  {show_value(change.expected, around=at[0])}")
+                lines.append(f"    candidate: {show_value(change.actual, around=at[1])}")
             if len(s.changes) > PATH_LIMIT:
                 lines.append(f"  ... and {len(s.changes) - PATH_LIMIT} more changed paths in this step")
             if self.show_ignored:

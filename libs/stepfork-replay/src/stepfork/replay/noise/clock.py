@@ -1,4 +1,4 @@
-"""Ids made from a clock reading, recognised by the window of the run that read it (NEWCOMER2 finding 7).
+"""Clock readings, recognised by the window of the run that read them (NEWCOMER2 finding 7; NEWCOMER3 F7).
 
 An agent that makes an id from the clock (``f"req-{time.time_ns()}"``, ``str(int(time.time() * 1000))``)
 makes another one on every run, as it does with ``uuid4()``: a uuid of version 1, 6 or 7 and a ULID, made
@@ -6,10 +6,14 @@ from a clock too, are already fresh by their structure (:func:`stepfork.replay.n
 run's clock readings fall inside the run: a string's run of 10, 13, 16 or 19 digits (an epoch time in
 seconds, milliseconds, microseconds or nanoseconds; ``time.time()``'s fraction included) whose time lies in
 the run's window (its first to its last event, :data:`SLACK` either side; a replay's, from its start to now)
-is a *clock span*, a value the run made anew, as a minted span is (:mod:`stepfork.trace.minting`). It is
-renamed only where it is one on both sides and was not handed out (a tool's ``created`` time the agent
-copies must match exactly); a number of another length, a date, a time outside the run (a deadline, a
-meeting) and a clock reading taken before the run began are compared as any value.
+is a *clock span*, a value the run made anew, as a minted span is (:mod:`stepfork.trace.minting`). So is
+an ISO 8601 datetime with seconds (``datetime.now().isoformat()``, ``2026-12-06T13:22:52.328563+00:00``,
+``2026-12-06 13:22:52``) whose instant lies in the window: one with an offset (``Z``, ``+01:00``) is that
+instant; a naive one is read as UTC and as this process's local time (``datetime.now()``,
+``datetime.utcnow()``), a clock span when either lies in the window. A clock span is renamed only where
+it is one on both sides and was not handed out (a tool's ``created`` time the agent copies must match
+exactly); a number of another length, a date, a datetime without seconds, a time outside the run (a
+deadline, a meeting) and a clock reading taken before the run began are compared as any value.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime
+from contextlib import suppress
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 SLACK = 2_000_000_000
@@ -26,6 +31,11 @@ clock reads bracket the agent's; 2 s)."""
 _DIGITS = re.compile(r"[0-9]{10}")
 _EPOCH = re.compile(r"(?<![0-9])(?:[0-9]{19}|[0-9]{16}|[0-9]{13}|[0-9]{10})(?:\.[0-9]{1,9})?(?![0-9])")
 _SCALE = {10: 10**9, 13: 10**6, 16: 10**3, 19: 1}
+_ISO = re.compile(
+    r"(?<![0-9])([0-9]{4})-([0-9]{2})-([0-9]{2})[T ]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.,]([0-9]{1,9}))?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})?(?![0-9])",
+    re.IGNORECASE,
+)
 
 
 class ClockWindow:
@@ -64,16 +74,51 @@ class ClockWindow:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """``(start, end)`` of each clock span of ``text`` (module docstring), left to right."""
-        if len(text) < 10 or _DIGITS.search(text) is None:
+        if len(text) < 10:
             return []
-        low, high = self._window()
         found = []
-        for match in _EPOCH.finditer(text):
-            whole = match.group()
-            digits = whole.split(".", 1)[0]
-            if low <= int(digits) * _SCALE[len(digits)] <= high:
-                found.append((match.start(), match.end()))
+        if _DIGITS.search(text) is not None:
+            low, high = self._window()
+            for match in _EPOCH.finditer(text):
+                whole = match.group()
+                digits = whole.split(".", 1)[0]
+                if low <= int(digits) * _SCALE[len(digits)] <= high:
+                    found.append((match.start(), match.end()))
+        if len(text) >= 19 and ":" in text:
+            iso = [(m.start(), m.end()) for m in _ISO.finditer(text) if self._in_window(_instants(m))]
+            if iso:
+                kept = [s for s in iso if not any(s[0] < end and start < s[1] for start, end in found)]
+                found = sorted([*found, *kept])
         return found
+
+    def _in_window(self, instants: list[int]) -> bool:
+        if not instants:
+            return False
+        low, high = self._window()
+        return any(low <= instant <= high for instant in instants)
+
+
+def _instants(match: re.Match[str]) -> list[int]:
+    """The instants (nanoseconds since the epoch) an ISO datetime match may mean: its own with an offset;
+    as UTC and as local time without one; none when it is no real date (``2026-13-45``)."""
+    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    nanos = int((fraction or "0").ljust(9, "0"))
+    try:
+        wall = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+    except ValueError:
+        return []
+    if offset is not None:
+        if offset.upper() == "Z":
+            shift = 0
+        else:
+            digits = offset[1:].replace(":", "")
+            shift = (int(digits[:2]) * 60 + int(digits[2:])) * 60 * (1 if offset[0] == "+" else -1)
+        aware = [wall.replace(tzinfo=UTC) - timedelta(seconds=shift)]
+    else:
+        aware = [wall.replace(tzinfo=UTC)]
+        with suppress(OverflowError, OSError, ValueError):
+            aware.append(wall.astimezone(UTC))  # a naive datetime's astimezone reads it as local time
+    return [int(a.timestamp()) * 10**9 + nanos for a in aware]
 
 
 def _ns(value: Any) -> int | None:

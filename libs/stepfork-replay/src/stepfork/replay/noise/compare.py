@@ -33,7 +33,7 @@ from stepfork.replay.noise.renaming import Renaming
 from stepfork.replay.noise.rules import NoiseRules, Rule
 from stepfork.replay.noise.siblings import SIBLING_ORDER, SiblingGroup
 from stepfork.replay.noise.streams import CHUNKING, describe, reassemble
-from stepfork.replay.noise.timing import TAG, timing_shaped
+from stepfork.replay.noise.timing import TAG, is_epoch, timing_shaped
 
 WHERES = ("llm_input", "llm_output", "tool_input", "tool_output", "run_output", "other")
 """Where a compared value sits: the LLM and tool inputs and outputs are the recording's, ``run_output``
@@ -65,12 +65,15 @@ Path = tuple[str | int, ...]
 class Difference:
     """One leaf difference: ``path`` (keys and indexes from the compared root), ``expected`` and ``actual``
     (:data:`ABSENT` when absent), ``noise`` (None: a real difference; else the rule name, ``renamed id``,
-    ``timing`` or ``new field``)."""
+    ``timing`` or ``new field``) and ``at``."""
 
     path: Path
     expected: Any
     actual: Any
     noise: str | None = None
+    at: tuple[int, int] | None = None
+    """For a real difference of two strings: the character offsets, in each, of their first difference up
+    to the renaming (not the first differing character: that may be a renamed id); else None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,11 +317,15 @@ class Comparison:
             if a == b:
                 if self._equal_string(a, b, frame):
                     return
-                out.append(Difference(path, a, b))
+                out.append(Difference(path, a, b, at=self.renaming.mismatch(a, b, self._allow(frame))))
                 return
         elif a is not ABSENT and b is not ABSENT and same_leaf(a, b):
             return
-        out.append(Difference(path, a, b, self._noise(a, b, path, frame)))
+        noise = self._noise(a, b, path, frame)
+        at = None
+        if noise is None and isinstance(a, str) and isinstance(b, str):
+            at = self.renaming.mismatch(a, b, self._allow(frame))
+        out.append(Difference(path, a, b, noise, at))
 
     def _allow(self, frame: _Frame) -> Callable[[str, str], bool]:
         if frame.dep:
@@ -347,11 +354,13 @@ class Comparison:
                 rule = rules.message_rule(frame.mtype, rule_path(rel))
         strings = isinstance(a, str) and isinstance(b, str)
         if rule is not None and (frame.dep or not strings):
-            if strings:  # a place the dependency generated: its ids pair into the renaming
-                self.renaming.pair(a, b)
+            if frame.dep:  # a place the dependency generated: its values pair into the renaming
+                self._carry(a, b)
             return rule.name
         if strings and self.renaming.strings_equal(a, b, self._allow(frame)):
             return RENAMED
+        if _is_number(a) and _is_number(b) and self.renaming.forward.get(_text(a)) == _text(b):
+            return RENAMED  # a clock number two aligned dependency outputs held, passed on
         if strings and self.siblings and self._reordered(a, b, frame):
             return SIBLING_ORDER
         if rule is not None:
@@ -366,6 +375,8 @@ class Comparison:
             if (a is ABSENT or timing_shaped(a, duration_key=duration)) and (
                 b is ABSENT or timing_shaped(b, duration_key=duration)
             ):
+                if frame.dep:  # the dependency's clock: where the agent passes it on, it is renamed
+                    self._carry(a, b)
                 return TIMING
         if a is ABSENT or b is ABSENT:
             new_where = rules.new_fields_where
@@ -381,6 +392,15 @@ class Comparison:
             if frame.kind == "body" and frame.area == "llm_output" and rules.is_accounting(rule_path(rel)):
                 return NEW_FIELD  # a provider's accounting block gained a field (usage.*_details)
         return None
+
+    def _carry(self, a: Any, b: Any) -> None:
+        """Pair two values aligned dependency outputs hold at a noise place into the renaming: strings
+        (their ids, and the whole value wherever it is passed on), and clock numbers (an epoch time, as
+        the text an agent formats it into); other numbers are too short to tell apart from data."""
+        if isinstance(a, str) and isinstance(b, str):
+            self.renaming.pair(a, b)
+        elif _is_number(a) and _is_number(b) and is_epoch(a) and is_epoch(b):
+            self.renaming.pair(_text(a), _text(b))
 
     def _reordered(self, a: str, b: str, frame: _Frame) -> bool:
         allow = self._allow(frame)
@@ -399,6 +419,15 @@ class Comparison:
     def renamed(self) -> list[tuple[str, str]]:
         """The ids renamed so far in this scope (left id, right id), in the order they were bound."""
         return self.renaming.renamed()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _text(number: float) -> str:
+    """A number as Python's ``str`` (and ``json.dumps``) writes it: how an agent passes it on."""
+    return repr(number)
 
 
 def _ids_differ(a: str, b: str) -> bool:

@@ -8,6 +8,13 @@ minted spans; fresh ones, and in the diff also ids a dependency generated, paire
 outputs hold them). A
 pair binds both ways, so a renaming never maps two ids to one: ``["a", "a"]`` never equals ``["a", "b"]``,
 and an id equal on both sides binds to itself.
+
+A whole value two aligned dependency outputs hold at a noise place (a provider id at a rule's path, a
+tool's ``observed_at`` clock time; :meth:`Renaming.pair`) is *carried*: wherever the agent passes it on,
+inside a longer string too (a JSON-encoded tool result in the next request, an answer quoting it), it is
+one token that compares equal to its partner only (NEWCOMER3 F1). A carried value must start and end at
+token boundaries and be :data:`MIN_CARRIED` characters or more: a short value (``412``) would rename every
+equal number after it.
 """
 
 from __future__ import annotations
@@ -19,6 +26,12 @@ from stepfork.replay.noise.ids import TOKEN, is_opaque_id
 
 Allow = Callable[[str, str], bool]
 """Whether two different unbound opaque ids may be renamed into each other."""
+
+MIN_CARRIED = 8
+"""The shortest whole value a pairing carries into longer strings (module docstring)."""
+
+Carried = dict[str, dict[int, set[str]]]
+"""One side's carried values, by their first token, then by their length."""
 
 
 class SpanFinder(Protocol):
@@ -100,11 +113,15 @@ class Renaming:
         self._right = right
         self._vouch_left = vouch_left
         self._vouch_right = vouch_right
+        # carried values (module docstring) of each side, by their first token, then by their length
+        self._carried_left: Carried = {}
+        self._carried_right: Carried = {}
 
-    def _split(self, left: str, right: str) -> tuple[Split, Split]:
+    def _split(self, left: str, right: str, *, carried: bool = True) -> tuple[Split, Split]:
         """Both strings split at their minted spans; a side that says nothing of what it minted (a
         ``vouch`` side: a recording without minted.json) is cut where the other side's spans are, when the
-        two strings are as long (whether that pair may be renamed is ``allow``'s to say)."""
+        two strings are as long (whether that pair may be renamed is ``allow``'s to say); with ``carried``,
+        each side's carried values (module docstring) are one token too."""
         left_spans = self._left.spans(left) if self._left is not None else []
         right_spans = self._right.spans(right) if self._right is not None else []
         if len(left) == len(right):
@@ -112,6 +129,9 @@ class Renaming:
                 left_spans = right_spans
             elif self._vouch_right and not right_spans:
                 right_spans = left_spans
+        if carried and self._carried_left:
+            left_spans = _merged(left_spans, _carried_spans(left, self._carried_left))
+            right_spans = _merged(right_spans, _carried_spans(right, self._carried_right))
         return split_ids(left, left_spans), split_ids(right, right_spans)
 
     def renamed(self) -> list[tuple[str, str]]:
@@ -172,6 +192,35 @@ class Renaming:
             self.backward.update(extra_back)
         return True
 
+    def mismatch(self, left: str, right: str, allow: Allow) -> tuple[int, int]:
+        """The character offsets, in ``left`` and in ``right``, of their first difference up to this
+        renaming (a separator or a token that differs, an id neither bound to its partner nor one
+        ``allow`` would pair); where one ends when the other goes on; ``(0, 0)`` for equal strings. Binds
+        nothing: for showing where two strings differ, not for deciding whether they do."""
+        (left_seps, left_tokens, left_minted), (right_seps, right_tokens, right_minted) = self._split(
+            left, right
+        )
+        at_left = at_right = 0
+        for number in range(min(len(left_tokens), len(right_tokens)) + 1):
+            sep_a, sep_b = left_seps[number], right_seps[number]
+            if sep_a != sep_b:
+                common = _common(sep_a, sep_b)
+                return at_left + common, at_right + common
+            at_left, at_right = at_left + len(sep_a), at_right + len(sep_b)
+            if number >= min(len(left_tokens), len(right_tokens)):
+                break
+            a, b = left_tokens[number], right_tokens[number]
+            if a != b:
+                paired = self.forward.get(a)
+                ids = (number in left_minted or is_opaque_id(a)) and (
+                    number in right_minted or is_opaque_id(b)
+                )
+                if not (paired == b or (paired is None and b not in self.backward and ids and allow(a, b))):
+                    common = 0 if ids else _common(a, b)
+                    return at_left + common, at_right + common
+            at_left, at_right = at_left + len(a), at_right + len(b)
+        return (at_left, at_right) if left != right else (0, 0)
+
     def pair(self, left: str, right: str) -> None:
         """Bind the ids of two strings at a place both sides' dependency generated (an ignored provider id
         of two aligned outputs), where consistent; a conflicting pair is left unbound, silently. The two
@@ -179,7 +228,13 @@ class Renaming:
         if left != right and self._state(left, right, {}, {}) is None:
             self.forward[left] = right
             self.backward[right] = left
-        (_, left_tokens, left_minted), (_, right_tokens, right_minted) = self._split(left, right)
+            if _carriable(left) and _carriable(right) and not (is_opaque_id(left) and is_opaque_id(right)):
+                _carry(self._carried_left, left)  # two ids by shape need no carrying: their tokens pair
+                _carry(self._carried_right, right)
+        # the ids inside bind one by one too (an echo of one of them alone), carried values left whole aside
+        (_, left_tokens, left_minted), (_, right_tokens, right_minted) = self._split(
+            left, right, carried=False
+        )
         if len(left_tokens) != len(right_tokens):
             return
         for number, (a, b) in enumerate(zip(left_tokens, right_tokens, strict=True)):
@@ -188,3 +243,54 @@ class Renaming:
             if a_id and b_id and self._state(a, b, {}, {}) is None:
                 self.forward[a] = b
                 self.backward[b] = a
+
+
+def _carriable(value: str) -> bool:
+    """True for a value long enough to carry that starts and ends at a token boundary (module docstring)."""
+    return len(value) >= MIN_CARRIED and value[0].isalnum() and value[-1].isalnum()
+
+
+def _carry(store: Carried, value: str) -> None:
+    found = TOKEN.match(value)
+    if found is not None:
+        store.setdefault(found.group(), {}).setdefault(len(value), set()).add(value)
+
+
+def _carried_spans(text: str, carried: Carried) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of each carried value of one side in ``text``: starting at a token's start,
+    ending at a token's end, left to right, not overlapping."""
+    if not carried or len(text) < MIN_CARRIED:
+        return []
+    matches = list(TOKEN.finditer(text))
+    if not any(m.group() in carried for m in matches):
+        return []
+    ends = {m.end() for m in matches}
+    found: list[tuple[int, int]] = []
+    reached = 0
+    for match in matches:
+        start = match.start()
+        if start < reached:
+            continue
+        by_length = carried.get(match.group())
+        if by_length is None:
+            continue
+        for size in sorted(by_length, reverse=True):  # the longest carried value at a place wins
+            end = start + size
+            if end in ends and text[start:end] in by_length[size]:
+                found.append((start, end))
+                reached = end
+                break
+    return found
+
+
+def _merged(spans: list[tuple[int, int]], more: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` with those of ``more`` that overlap none of them, left to right."""
+    if not more:
+        return spans
+    kept = [m for m in more if not any(m[0] < end and start < m[1] for start, end in spans)]
+    return sorted([*spans, *kept])
+
+
+def _common(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` share at their start."""
+    return next((n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
