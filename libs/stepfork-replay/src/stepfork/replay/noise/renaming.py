@@ -132,6 +132,10 @@ class Renaming:
         if carried and self._carried_left:
             left_spans = _merged(left_spans, _carried_spans(left, self._carried_left))
             right_spans = _merged(right_spans, _carried_spans(right, self._carried_right))
+        if left == right and left_spans != right_spans:
+            # one string: cut alike, so equal ids bind to themselves (a provider id minted on one side
+            # only, by a fake transport in the recording's process, split only that side: DIVERGED)
+            left_spans = right_spans = _merged(left_spans, right_spans)
         return split_ids(left, left_spans), split_ids(right, right_spans)
 
     def renamed(self) -> list[tuple[str, str]]:
