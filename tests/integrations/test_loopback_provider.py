@@ -6,10 +6,10 @@ A real OpenAI SDK against a real OpenAI-compatible server on 127.0.0.1 (helpers/
 
 from __future__ import annotations
 
+import http.client
 import json
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,19 +71,21 @@ def test_a_frozen_replay_sends_the_local_server_nothing(tmp_path: Path, server: 
     assert server.count() == 1  # the recording's request only
 
 
-@pytest.mark.parametrize("how", ["an uninstrumented SDK client", "urllib"])
+@pytest.mark.parametrize("how", ["an uninstrumented SDK client", "http.client"])
 def test_a_request_stepfork_does_not_serve_raises_network_sealed_and_reaches_nothing(
     tmp_path: Path, server: LocalOpenAI, how: str
 ) -> None:
     bundle = recorded(tmp_path, server)
 
     def ask() -> Any:
-        if how == "urllib":  # an agent talking to Ollama's API with the standard library
+        if how == "http.client":  # the standard library's connection, which no capture sees (urllib is)
             body = json.dumps({"model": "gpt-4o-mini", "messages": QUESTION}).encode()
-            request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body)
-            request.add_header("content-type", "application/json")
-            with urllib.request.urlopen(request, timeout=5) as response:
-                return response.read()
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+            try:
+                connection.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+                return connection.getresponse().read()
+            finally:
+                connection.close()
         client = sdk_client(server, instrumented=False)  # the capture never sees its requests
         return client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION)
 
