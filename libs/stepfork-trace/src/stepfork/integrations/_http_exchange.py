@@ -377,3 +377,22 @@ def recorded_response(output: Any, call: BoundaryCall, legacy: dict[str, Any] | 
             code="sdk_rebuild_failed",
         )
     return output
+
+
+def body_bytes(body: Any) -> bytes:
+    """The bytes of a request body as the ``urllib3`` and ``urllib.request`` clients accept it: bytes, str
+    (UTF-8), a bytearray or memoryview, a file (read from where it is) or an iterable of chunks; None is
+    no body. Raises what reading the file raises."""
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if isinstance(body, (bytearray, memoryview)):
+        return bytes(body)
+    read = getattr(body, "read", None)
+    if callable(read):
+        data = read()
+        return data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    return b"".join(c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in body)

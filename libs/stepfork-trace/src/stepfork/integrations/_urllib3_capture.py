@@ -83,7 +83,7 @@ def _captured(
     method = str(arguments["method"]).upper()
     url = str(arguments["url"])
     body = arguments.get("body")
-    content = _body_bytes(body)
+    content = wire.body_bytes(body)
     if body is not None and not isinstance(body, bytes):
         arguments["body"] = content  # a file or an iterator is read once: the bytes are sent instead
     headers = arguments.get("headers") or pool.headers
@@ -181,24 +181,6 @@ def _where(pool: Any, url: str) -> tuple[str, str, int | None, str]:
             target = f"{target}?{parsed.query}"
         return str(parsed.scheme), str(parsed.host), parsed.port, target
     return str(pool.scheme), str(pool.host), pool.port, url or "/"
-
-
-def _body_bytes(body: Any) -> bytes:
-    """The bytes of a request body as urllib3 accepts it: bytes, str (UTF-8), a file (read from where it
-    is) or an iterable of chunks."""
-    if body is None:
-        return b""
-    if isinstance(body, bytes):
-        return body
-    if isinstance(body, str):
-        return body.encode("utf-8")
-    if isinstance(body, (bytearray, memoryview)):
-        return bytes(body)
-    read = getattr(body, "read", None)
-    if callable(read):
-        data = read()
-        return data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    return b"".join(c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in body)
 
 
 def _text(value: Any) -> str:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import http
 import http.client
 import io
-from collections.abc import Iterable
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
@@ -84,7 +83,7 @@ def _captured(send_live: Any, req: Any, handler: Any, orphan: bool) -> Any:
     if parts.query:
         target = f"{target}?{parts.query}"
     where = (parts.scheme, parts.hostname or "", parts.port, target)
-    content = _body_bytes(req.data)
+    content = wire.body_bytes(req.data)
     if req.data is not None and not isinstance(req.data, bytes):
         req.data = content  # a file or an iterable is read once: the bytes are sent instead
     items = [(str(k), str(v)) for k, v in req.header_items()]
@@ -217,25 +216,6 @@ def _response(reply: Reply, method: str, url: str) -> http.client.HTTPResponse:
 
         response.read = read_then_raise  # type: ignore[method-assign]
     return response
-
-
-def _body_bytes(data: Any) -> bytes:
-    """The bytes of a ``Request.data``: bytes, str (UTF-8), a file (read from where it is) or an iterable
-    of chunks; None is no body."""
-    if data is None:
-        return b""
-    if isinstance(data, bytes):
-        return data
-    if isinstance(data, str):
-        return data.encode("utf-8")
-    if isinstance(data, (bytearray, memoryview)):
-        return bytes(data)
-    read = getattr(data, "read", None)
-    if callable(read):
-        chunk = read()
-        return chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
-    chunks: Iterable[Any] = data
-    return b"".join(c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in chunks)
 
 
 def _urllib_error(error_type: str, message: str) -> BaseException | None:
