@@ -8,7 +8,8 @@ the expected (baseline) and actual (candidate) value. Null and an absent key are
 
 Issue 12: calls the recording proves concurrent (an ``asyncio.gather`` or a thread pool's siblings, the
 groups of replay's ``auto`` ordering) are put in one canonical order on both sides (identity, then input)
-before alignment, so siblings align by identity, not by the order they happened to finish in.
+before alignment, so siblings align by identity, not by the order they happened to finish in; a group
+proven on one side only makes the other side's matching siblings a group too (``_siblings``).
 
 Issue 28: noise is decided by :mod:`stepfork.replay.noise`, the rule replay's output comparison uses too.
 One :class:`~stepfork.replay.noise.Comparison` serves the whole diff, step by step in order: the values a
@@ -38,6 +39,7 @@ from stepfork.analysis.diff._behavior import (
     extract_behavior,
 )
 from stepfork.analysis.diff._result import DiffResult, StepDiff, TraceSummary
+from stepfork.analysis.diff._siblings import calls_of, sibling_orders
 from stepfork.analysis.diff._volatile import check_path_patterns, user_ignore
 from stepfork.replay.noise import ABSENT as NOISE_ABSENT
 from stepfork.replay.noise import Comparison, Difference, NoiseRules, Origins
@@ -171,97 +173,6 @@ def align_steps(
     return out
 
 
-def _sibling_order(
-    trace: Any, steps: list[BehaviorStep]
-) -> tuple[list[BehaviorStep], list[list[BehaviorStep]]]:
-    """``steps`` with each run of concurrent sibling calls (replay's ``auto`` groups) sorted by identity
-    and input, so two recordings whose siblings finished in another order line up; and those runs of two
-    or more siblings, in that order (for :func:`stepfork.replay.noise.siblings.aligned_groups`)."""
-    from stepfork.replay.ordering import auto_groups
-    from stepfork.replay.plan import extract_all_calls
-    from stepfork.trace.canonical import canonical_json
-    from stepfork.trace.concurrency import facts_of
-
-    calls = extract_all_calls(list(trace.events))
-    group_of: dict[int, int] = {}
-    for number, (start, stop) in enumerate(auto_groups(calls, facts_of(trace))):
-        if stop - start > 1:
-            for call in calls[start:stop]:
-                group_of[call.step] = number
-    if not group_of:
-        return steps, []
-
-    def key(step: BehaviorStep) -> tuple[Any, ...]:
-        return (step.step_type, step.label, canonical_json(step.payload.get("input")))
-
-    out: list[BehaviorStep] = []
-    runs: list[list[BehaviorStep]] = []
-    run: list[BehaviorStep] = []
-    current: int | None = None
-    for step in steps:
-        group = group_of.get(step.step) if step.step_type in ("tool", "llm") else None
-        if group is None or group != current:
-            runs.append(_causal(sorted(run, key=key)))
-            out.extend(runs[-1])
-            run = []
-        current = group
-        if group is None:
-            out.append(step)
-        else:
-            run.append(step)
-    runs.append(_causal(sorted(run, key=key)))
-    out.extend(runs[-1])
-    return out, [r for r in runs if len(r) > 1]
-
-
-def _calls(groups: list[list[BehaviorStep]]) -> list[list[tuple[Any, str, Any, Any]]]:
-    return [
-        [(s.identity, s.label, s.payload.get("input"), s.payload.get("output")) for s in g] for g in groups
-    ]
-
-
-def _causal(run: list[BehaviorStep]) -> list[BehaviorStep]:
-    """``run`` (sorted siblings) with each step after every step whose output holds an id its input
-    echoes, the sorted order kept otherwise (a cycle keeps it too).
-
-    A call whose request echoes an id another call's answer made (the ``call_id`` of a tool call sent back
-    with its result) ran after it, whatever the concurrency facts say, and the diff's one renaming of ids
-    is built in step order: put first, the echo would meet the id before the answer that paired it, and
-    two recordings of the same code would differ (issue 30: an OpenAI Agents SDK run, whose model calls
-    run in child tasks of the run's task, is a group of ``auto`` siblings)."""
-    if len(run) < 2:
-        return run
-    outputs = [_ids(step.payload.get("output")) for step in run]
-    inputs = [_ids(step.payload.get("input")) for step in run]
-    remaining = list(range(len(run)))
-    order: list[int] = []
-    while remaining:
-        ready = next(
-            (i for i in remaining if not any(j != i and inputs[i] & outputs[j] for j in remaining)),
-            remaining[0],
-        )
-        order.append(ready)
-        remaining.remove(ready)
-    return [run[i] for i in order]
-
-
-def _ids(value: Any) -> frozenset[str]:
-    """The opaque-id tokens of the strings of a JSON value (stepfork.replay.noise.ids)."""
-    from stepfork.replay.noise.ids import id_tokens
-
-    found: set[str] = set()
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            found.update(id_tokens(item))
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return frozenset(found)
-
-
 def _requests_apart(steps: list[BehaviorStep]) -> list[BehaviorStep]:
     """``steps`` with the ``http`` steps (requests outside the agent's order, issue 29) after the agent's
     own, sorted by label and input, before the run step: their timing is a library's, so two runs whose
@@ -322,8 +233,9 @@ def diff_traces(
     rules = NoiseRules.with_files(noise_rules)  # a bad rules file is refused before the bundles are read
     base_trace, base_path = _load(baseline)
     cand_trace, cand_path = _load(candidate)
-    base_steps, base_groups = _sibling_order(base_trace, extract_behavior(base_trace))
-    cand_steps, cand_groups = _sibling_order(cand_trace, extract_behavior(cand_trace))
+    (base_steps, base_groups), (cand_steps, cand_groups) = sibling_orders(
+        (base_trace, extract_behavior(base_trace)), (cand_trace, extract_behavior(cand_trace))
+    )
     scope = (
         Comparison(None)
         if strict
@@ -332,7 +244,7 @@ def diff_traces(
             Origins(base_trace),
             Origins(cand_trace),
             ignore=user_ignore(ignore),
-            siblings=aligned_groups(_calls(base_groups), _calls(cand_groups)),
+            siblings=aligned_groups(calls_of(base_groups), calls_of(cand_groups)),
         )
     )
     steps = align_steps(_requests_apart(base_steps), _requests_apart(cand_steps), scope)
