@@ -63,4 +63,4 @@ def test_a_changed_sibling_or_an_unproven_reorder_is_still_a_change(tmp_path: Pa
     assert not diff_traces(together, twice).equivalent
     apart = recorded(tmp_path, "apart", one_task_after_the_other("get_weather", "get_air_quality"))
     swapped = recorded(tmp_path, "swapped", one_task_after_the_other("get_air_quality", "get_weather"))
-    assert not diff_traces(apart, swapped).equivalent, "nothing proves them concurrent: the order is the code's"
+    assert not diff_traces(apart, swapped).equivalent  # nothing proves them concurrent: the code's order

@@ -35,14 +35,24 @@ MISSING: Final = _Missing()
 
 PREVIEW_CHARS = 200
 
+WINDOW_BEFORE = 40
+"""Characters shown before the first differing character of a long string (:func:`preview`'s ``around``)."""
 
-def preview(value: Any, *, limit: int = PREVIEW_CHARS) -> str:
+
+def preview(value: Any, *, limit: int = PREVIEW_CHARS, around: int | None = None) -> str:
     """Return a one-line preview of a (redacted) JSON value: its canonical JSON, cut to ``limit`` chars.
 
     ``MISSING`` gives ``<missing>``; a value that has no canonical JSON gives its ``repr`` (cut too).
+    ``around``: for a string, the character offset that must be seen (where it first differs from the other
+    side, past ids a comparison renamed): a string longer than that is shown from :data:`WINDOW_BEFORE`
+    characters before it, ``"...`` marking the cut (NEWCOMER3 F1: the real difference of two long
+    strings may lie past the first ``limit`` characters).
     """
     if value is MISSING:
         return "<missing>"
+    if isinstance(value, str) and around is not None and around > WINDOW_BEFORE:
+        text = '"...' + canonical_json(value[around - WINDOW_BEFORE :]).decode("utf-8")[1:]
+        return text if len(text) <= limit else text[: limit - 3] + "..."
     try:
         text = canonical_json(value).decode("utf-8")
     except Exception:
@@ -77,6 +87,9 @@ class JsonDifference:
     expected: Any
     actual: Any
     noise: str | None = None
+    at: tuple[int, int] | None = None
+    """For two strings: the character offset, in each, of their first real difference (None: not strings,
+    or the start); :func:`preview`'s ``around``."""
 
     def to_dict(self) -> dict[str, Any]:
         """``{"path", "expected", "actual"}``: values as previews (strings), ``<missing>`` when absent;

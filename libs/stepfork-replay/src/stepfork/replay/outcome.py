@@ -373,13 +373,14 @@ def _behavior(
         return BehaviorReport("MATCHED", message, ignored=found.ignored, ignored_count=found.ignored_count)
     difference = found.first
     path = display_path(difference.path)
+    at = difference.at or (None, None)
+    expected, got = preview(difference.expected, around=at[0]), preview(difference.actual, around=at[1])
     return BehaviorReport(
         "DIVERGED",
-        f"output differs at '{path}': expected {preview(difference.expected)}, "
-        f"got {preview(difference.actual)}",
+        f"output differs at '{path}': expected {expected}, got {got}",
         path=path,
-        expected=preview(difference.expected),
-        actual=preview(difference.actual),
+        expected=expected,
+        actual=got,
         differences=found.differences,
         difference_count=found.count,
         ignored=found.ignored,

@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from stepfork.replay.diagnostics import WINDOW_BEFORE, preview
+
 # Characters a terminal acts on instead of showing: C0 controls but tab, DEL, C1 controls, line and
 # paragraph separators, bidi embeddings, overrides and isolates. Trace text is data, so these are shown
 # escaped (issue 7: a tool name holding ESC or CR could restyle or overwrite what the user reads).
@@ -67,24 +69,18 @@ def redacted(value: Any) -> Any:
     return getattr(result, "value", result)
 
 
-BEFORE = 40
-"""How many characters of a long string ``show_value`` shows before the place it is asked to show."""
-
-
 def show_value(value: Any, *, limit: int = 200, around: int | None = None) -> str:
     """Return one line of compact JSON for ``value`` (``(absent)`` for :data:`ABSENT`), cut at ``limit``
     characters. ``around``: for a string, the character offset that must be seen (where it differs from
-    another): a long string is shown from :data:`BEFORE` characters before it, ``...`` marking each cut
-    (NEWCOMER3 F1: the first differing characters of two strings may be a renamed id, and the real
-    difference past the cut)."""
+    another): a long string is shown as replay's previews show it
+    (:func:`stepfork.replay.diagnostics.preview`: from ``WINDOW_BEFORE`` characters before it, ``...``
+    marking each cut; NEWCOMER3 F1)."""
     if value is ABSENT:
         return "(absent)"
     if isinstance(value, str) and around is not None:
         shown = redacted(value)
-        if isinstance(shown, str) and shown == value and around > BEFORE:
-            text = json.dumps(value[around - BEFORE :], ensure_ascii=False)
-            text = '"...' + text[1:]
-            return text if len(text) <= limit else text[: limit - 3] + "..."
+        if isinstance(shown, str) and shown == value and around > WINDOW_BEFORE:
+            return preview(value, limit=limit, around=around)
     try:
         text = json.dumps(redacted(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     except (TypeError, ValueError):

@@ -32,7 +32,7 @@ def as_json_difference(found: Difference) -> JsonDifference:
     """One :class:`Difference` as a :class:`JsonDifference` (its ``noise`` kept)."""
     expected = MISSING if found.expected is ABSENT else found.expected
     actual = MISSING if found.actual is ABSENT else found.actual
-    return JsonDifference(json_path(found.path), expected, actual, found.noise)
+    return JsonDifference(json_path(found.path), expected, actual, found.noise, found.at)
 
 
 @dataclass(frozen=True, slots=True)
