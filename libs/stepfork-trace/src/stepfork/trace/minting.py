@@ -45,6 +45,7 @@ import re
 import secrets
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -62,7 +63,11 @@ RECORD_MINTED = True
 EXTENSION_NAME = "minted"
 FORMAT = "stepfork-minted/1"
 """``minted.json``: ``{"format": "stepfork-minted/1", "values": [minted spans the payloads hold]}``, and
-``"random": {"version": 3, "state": [625 ints], "gauss_next": null}`` when the run drew from ``random``."""
+``"random": {"version": 3, "state": [625 ints], "gauss_next": null}`` when the run drew from ``random``, and
+``"utc_offset": seconds``, the recording process's local time zone at the session's start (how its naive
+``datetime.now()`` readings are read back: :mod:`stepfork.replay.noise.clock`)."""
+MAX_UTC_OFFSET = 26 * 3600
+"""The widest local UTC offset a ``minted.json`` may state, in seconds (time zones span -12:00 to +14:00)."""
 _RUN = re.compile(r"[A-Za-z0-9_+/=-]{8,256}")  # where a span can be: runs of hex, base64 and uuid chars
 
 RandomState = tuple[int, tuple[int, ...], float | None]
@@ -97,6 +102,8 @@ class MintLog(Spans):
         self.drew_random = False
         """Set by :func:`stop`: True when the generator's state changed while the log was active (the run
         drew from ``random``)."""
+        self.utc_offset: int = time.localtime().tm_gmtoff
+        """The local UTC offset in seconds when the log started (``minted.json``: ``utc_offset``)."""
 
     def __bool__(self) -> bool:
         return bool(self._raw) or bool(self._chosen_count)
@@ -183,11 +190,15 @@ class RecordedMinted(Spans):
     """The minted spans a bundle's payloads hold (its ``minted.json``), and the state of ``random``'s global
     generator when the run began (``random_state``; None when the run drew nothing from it)."""
 
-    def __init__(self, values: Iterable[str], random_state: RandomState | None = None) -> None:
+    def __init__(
+        self, values: Iterable[str], random_state: RandomState | None = None, utc_offset: int | None = None
+    ) -> None:
         self.values = frozenset(v for v in values if isinstance(v, str) and len(v) >= MIN_SPAN)
         ordered = sorted(self.values, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         self.random_state = random_state
+        self.utc_offset = utc_offset
+        """The recording process's local UTC offset in seconds (east positive), or None when not stated."""
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """``(start, end)`` of each recorded minted span in ``text``, left to right (longest first)."""
@@ -198,27 +209,34 @@ class RecordedMinted(Spans):
     def shown_in(self, text: str) -> RecordedMinted:
         """The values that ``text`` (a bundle's redacted payloads) still holds: a redacted copy keeps no
         value its payloads no longer show (``stepfork redact``)."""
-        return RecordedMinted((v for v in self.values if v in text), self.random_state)
+        return RecordedMinted((v for v in self.values if v in text), self.random_state, self.utc_offset)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``minted.json`` document (``"random"`` only when the run drew from ``random``)."""
+        """The ``minted.json`` document (``"random"`` only when the run drew from ``random``; ``"utc_offset"``
+        when known)."""
         document: dict[str, Any] = {"format": FORMAT, "values": sorted(self.values)}
         if self.random_state is not None:
             version, internal, gauss = self.random_state
             document["random"] = {"version": version, "state": list(internal), "gauss_next": gauss}
+        if self.utc_offset is not None:
+            document["utc_offset"] = self.utc_offset
         return document
 
     @classmethod
     def parse(cls, data: Any) -> RecordedMinted | None:
         """The values of a ``minted.json`` document, or None when it is not one (a malformed ``"random"``
-        is left out: the replay then starts from its own generator's state, as before it existed)."""
+        is left out: the replay then starts from its own generator's state, as before it existed; so is a
+        ``"utc_offset"`` that is not an integer within :data:`MAX_UTC_OFFSET`)."""
         if (
             not isinstance(data, dict)
             or data.get("format") != FORMAT
             or not isinstance(data.get("values"), list)
         ):
             return None
-        return cls(data["values"], _random_state(data.get("random")))
+        offset = data.get("utc_offset")
+        if type(offset) is not int or abs(offset) > MAX_UTC_OFFSET:
+            offset = None  # absent (older bundles) or malformed: naive readings are read as before
+        return cls(data["values"], _random_state(data.get("random")), offset)
 
 
 def _random_state(data: Any) -> RandomState | None:

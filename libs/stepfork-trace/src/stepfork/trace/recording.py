@@ -342,7 +342,8 @@ class RecordingSession(ExplicitRecording):
             from stepfork.trace.minting import RecordedMinted
 
             drawn = self._minting.random_state if self._minting.drew_random else None  # `random`'s start
-            extras[f"{MINTED}.json"] = _files.pretty_json(RecordedMinted(log.minted, drawn).to_json())
+            minted = RecordedMinted(log.minted, drawn, self._minting.utc_offset)
+            extras[f"{MINTED}.json"] = _files.pretty_json(minted.to_json())
         log.writer.finalize(manifest, list(log.unique_entries()), extras)
 
     def _manifest(

@@ -9,11 +9,12 @@ the run's window (its first to its last event, :data:`SLACK` either side; a repl
 is a *clock span*, a value the run made anew, as a minted span is (:mod:`stepfork.trace.minting`). So is
 an ISO 8601 datetime with seconds (``datetime.now().isoformat()``, ``2026-12-06T13:22:52.328563+00:00``,
 ``2026-12-06 13:22:52``) whose instant lies in the window: one with an offset (``Z``, ``+01:00``) is that
-instant; a naive one is read as UTC and as this process's local time (``datetime.now()``,
-``datetime.utcnow()``), a clock span when either lies in the window. A clock span is renamed only where
-it is one on both sides and was not handed out (a tool's ``created`` time the agent copies must match
-exactly); a number of another length, a date, a datetime without seconds, a time outside the run (a
-deadline, a meeting) and a clock reading taken before the run began are compared as any value.
+instant; a naive one is read as UTC, as this process's local time (``datetime.now()``,
+``datetime.utcnow()``) and, for a recording whose ``minted.json`` states it, as the recording process's
+local time (a laptop's recording compared in CI), a clock span when any lies in the window. A clock span is
+renamed only where it is one on both sides and was not handed out (a tool's ``created`` time the agent
+copies must match exactly); a number of another length, a date, a datetime without seconds, a time outside
+the run (a deadline, a meeting) and a clock reading taken before the run began are compared as any value.
 """
 
 from __future__ import annotations
@@ -49,21 +50,31 @@ class ClockWindow:
         end: its last instant; None: now, at each question (a replay still running).
     """
 
-    def __init__(self, start: int | Callable[[], tuple[int, int]], end: int | None = None) -> None:
+    def __init__(
+        self,
+        start: int | Callable[[], tuple[int, int]],
+        end: int | None = None,
+        *,
+        utc_offset: int | None = None,
+    ) -> None:
         self._bounds = start if callable(start) else None
         self._start: int = 0 if callable(start) else start
         self._end = end
+        self._offset = utc_offset
 
     @classmethod
     def of_trace(cls, trace: Any) -> ClockWindow:
-        """The window of a recorded run: from its first to its last event's timestamp."""
+        """The window of a recorded run: from its first to its last event's timestamp; its naive readings
+        are read in the recording process's time zone too when ``minted.json`` states it
+        (``utc_offset``)."""
+        from stepfork.trace.minting import minted_of
 
         def bounds() -> tuple[int, int]:
             stamps = [_ns(getattr(event, "timestamp", None)) for event in trace.events]
             found = [s for s in stamps if s is not None]
             return (min(found), max(found)) if found else (0, 0)  # no time: no reading falls in it
 
-        return cls(bounds)
+        return cls(bounds, utc_offset=getattr(minted_of(trace), "utc_offset", None))
 
     def _window(self) -> tuple[int, int]:
         if self._bounds is not None:
@@ -85,7 +96,8 @@ class ClockWindow:
                 if low <= int(digits) * _SCALE[len(digits)] <= high:
                     found.append((match.start(), match.end()))
         if len(text) >= 19 and ":" in text:
-            iso = [(m.start(), m.end()) for m in _ISO.finditer(text) if self._in_window(_instants(m))]
+            matches = _ISO.finditer(text)
+            iso = [(m.start(), m.end()) for m in matches if self._in_window(_instants(m, self._offset))]
             if iso:
                 kept = [s for s in iso if not any(s[0] < end and start < s[1] for start, end in found)]
                 found = sorted([*found, *kept])
@@ -98,9 +110,10 @@ class ClockWindow:
         return any(low <= instant <= high for instant in instants)
 
 
-def _instants(match: re.Match[str]) -> list[int]:
+def _instants(match: re.Match[str], recorded_offset: int | None = None) -> list[int]:
     """The instants (nanoseconds since the epoch) an ISO datetime match may mean: its own with an offset;
-    as UTC and as local time without one; none when it is no real date (``2026-13-45``)."""
+    without one, as UTC, as local time and as the recording's local time (``recorded_offset``, seconds
+    east of UTC); none when it is no real date (``2026-13-45``)."""
     year, month, day, hour, minute, second, fraction, offset = match.groups()
     nanos = int((fraction or "0").ljust(9, "0"))
     try:
@@ -118,6 +131,8 @@ def _instants(match: re.Match[str]) -> list[int]:
         aware = [wall.replace(tzinfo=UTC)]
         with suppress(OverflowError, OSError, ValueError):
             aware.append(wall.astimezone(UTC))  # a naive datetime's astimezone reads it as local time
+        if recorded_offset is not None:
+            aware.append(wall.replace(tzinfo=UTC) - timedelta(seconds=recorded_offset))
     return [int(a.timestamp()) * 10**9 + nanos for a in aware]
 
 
