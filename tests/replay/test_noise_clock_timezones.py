@@ -90,7 +90,7 @@ def test_the_offset_is_read_only_when_well_formed_and_a_window_without_it_reads_
     start = 1_796_522_963_000_000_000
     local = datetime.datetime.fromtimestamp(start / 10**9).astimezone().utcoffset()
     east = 19800 if local != datetime.timedelta(seconds=19800) else 35100  # neither UTC nor local time
-    naive = (datetime.datetime.fromtimestamp(start / 10**9, datetime.UTC) + datetime.timedelta(seconds=east))
+    naive = datetime.datetime.fromtimestamp(start / 10**9, datetime.UTC) + datetime.timedelta(seconds=east)
     text = naive.replace(tzinfo=None).isoformat()
     assert ClockWindow(start, start + 10**9, utc_offset=east).spans(text) == [(0, len(text))]
     assert ClockWindow(start, start + 10**9).spans(text) == []  # a bundle that does not state it
