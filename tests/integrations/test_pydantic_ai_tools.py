@@ -269,3 +269,35 @@ def test_a_pydantic_ai_common_tool_is_recorded_and_served_like_the_users(
     session.verify_complete()
     assert RAN == []  # the subagent never ran
     assert replayed == live
+
+
+async def streamed(agent: Agent[str, str]) -> str:
+    """The answer through ``run_stream`` (pydantic-ai's "Streaming" docs): text deltas joined."""
+    async with agent.run_stream("What is the weather in Paris?", deps="C") as result:
+        return "".join([delta async for delta in result.stream_text(delta=True)])
+
+
+async def iterated(agent: Agent[str, str]) -> str:
+    """The answer through ``agent.iter`` (pydantic-ai's "Iterating over an agent's graph"): node by node."""
+    async with agent.iter("What is the weather in Paris?", deps="C") as run:
+        nodes = [type(node).__name__ async for node in run]
+    assert "CallToolsNode" in nodes
+    assert run.result is not None
+    return run.result.output
+
+
+@pytest.mark.parametrize("how", [streamed, iterated], ids=["run_stream", "iter"])
+def test_tools_under_run_stream_and_iter_are_recorded_and_served_without_running(
+    bundle: Path, server: LocalOpenAI, how: Callable[[Agent[str, str]], Any]
+) -> None:
+    live = recorded(bundle, lambda: asyncio.run(how(weather_agent(server))))
+    assert len(tool_calls(bundle)) == 4
+    assert len(RAN) == 4
+    RAN.clear()
+    sent = len(server.requests)
+    with ReplaySession.from_trace(bundle) as session:
+        replayed = asyncio.run(how(weather_agent(server)))
+    session.verify_complete()
+    assert RAN == []  # no tool function ran
+    assert len(server.requests) == sent
+    assert replayed == live
