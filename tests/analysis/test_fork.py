@@ -171,13 +171,13 @@ def priced_agent() -> dict:
         model="m-1",
         provider="local",
         input={"q": "plan"},
-        call=lambda: LLMOutput("plan", prompt_tokens=12, completion_tokens=3, total_tokens=15, cost_usd=0.002),
+        call=lambda: LLMOutput("plan", prompt_tokens=12, completion_tokens=3, total_tokens=15, cost_usd=2e-3),
     )
     second = llm_request(
         model="m-1",
         provider="local",
         input={"q": first},
-        call=lambda: LLMOutput("done", prompt_tokens=20, completion_tokens=4, total_tokens=24, cost_usd=0.003),
+        call=lambda: LLMOutput("done", prompt_tokens=20, completion_tokens=4, total_tokens=24, cost_usd=3e-3),
     )
     return {"first": first, "second": second}
 

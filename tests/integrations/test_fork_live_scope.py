@@ -108,7 +108,8 @@ def run_agent():
         messages.append(message)
         results = run_tools(message.tool_calls)
         for call in message.tool_calls:
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(results[call.id])})
+            content = json.dumps(results[call.id])
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
 
 
 if __name__ == "__main__":
@@ -138,11 +139,8 @@ def _program(tmp_path: Path, model: LocalOpenAI, shop: shop_api.ShopApi, *, thre
         [sys.executable, "weather.py", "run.sftrace"], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (model.count("/chat/completions"), shop.count("GET", "/flags"), shop.count("GET", "/orders/42")) == (
-        2,
-        1,
-        1,
-    )
+    sent = (model.count("/chat/completions"), shop.count("GET", "/flags"), shop.count("GET", "/orders/42"))
+    assert sent == (2, 1, 1)
     return env
 
 
@@ -157,7 +155,7 @@ def _steps(bundle: Path, kind: str) -> list[int]:
 
 
 def _usage(folder: Path, env: dict[str, str], bundle: str) -> list[tuple[Any, ...]]:
-    """``(label, prompt, completion, total tokens)`` of each ``llm_response`` as ``inspect --json`` shows it."""
+    """``(label, prompt, completion, total tokens)`` of each ``llm_response``, as ``inspect --json`` shows."""
     shown = _stepfork(folder, env, "inspect", bundle, "--json")
     assert shown.returncode == 0, shown.stdout + shown.stderr
     return [
@@ -173,9 +171,8 @@ def test_a_request_after_the_fork_point_goes_live_and_frozen_calls_keep_their_to
     model, shop = servers
     env = _program(tmp_path, model, shop, threaded=False)
     step = _steps(tmp_path / "run.sftrace", "llm_request")[1]
-    done = _stepfork(
-        tmp_path, env, "fork", "run.sftrace", "--step", str(step), "-e", "weather:run_agent", "-o", "f.sftrace"
-    )
+    args = ["fork", "run.sftrace", "--step", str(step), "-e", "weather:run_agent", "-o", "f.sftrace"]
+    done = _stepfork(tmp_path, env, *args)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Status:       COMPLETED" in done.stdout
     assert "Frozen calls: 2\n" in done.stdout  # the first model call and the tool (the /flags GET aside)

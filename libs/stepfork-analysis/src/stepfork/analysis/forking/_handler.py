@@ -198,7 +198,7 @@ class _FrozenPart:
         recorded token usage of an LLM call (:meth:`ForkHandler.served`); returns the served value."""
         fork = self._fork
         try:
-            return _value(fork.recorder.handle(call, fork.served(call, body, orphan), orphan=orphan))
+            return _value(fork.recorder.handle(call, fork.served(call, body, orphan), orphan=orphan))  # type: ignore[no-any-return]
         finally:
             fork.opened_if_live()
 
@@ -211,7 +211,7 @@ class _FrozenPart:
             return serve()
 
         try:
-            return _value(await fork.recorder.ahandle(call, frozen, orphan=orphan))
+            return _value(await fork.recorder.ahandle(call, frozen, orphan=orphan))  # type: ignore[no-any-return]
         finally:
             fork.opened_if_live()
 
