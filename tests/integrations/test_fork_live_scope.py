@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 import shop_api
 from local_openai import LocalOpenAI, serving
+from openai_turns import weather_program
 
 from stepfork.trace import load_trace, validate_bundle
 
@@ -54,28 +55,10 @@ client = instrument_openai(OpenAI())
 instrument_urllib3()
 SHOP = os.environ["SHOP_URL"]
 THREADED = os.environ.get("TOOLS_IN_THREADS") == "1"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = {tools}
 
 
-@trace_tool
-def get_weather(city: str) -> dict:
-    with open("tool-ran.log", "a") as log:
-        log.write(city + "\\n")
-    return {"city": city, "temperature_c": 21, "conditions": "sunny"}
-
+{weather_tool}
 
 def run_tools(calls):
     """Each tool call, in a thread of its own when TOOLS_IN_THREADS=1 (started without copy_context)."""
@@ -126,7 +109,7 @@ def servers() -> Iterator[tuple[LocalOpenAI, shop_api.ShopApi]]:
 
 def _program(tmp_path: Path, model: LocalOpenAI, shop: shop_api.ShopApi, *, threaded: bool) -> dict[str, str]:
     """Write the agent into ``tmp_path``, record it there as ``run.sftrace``; its environment."""
-    (tmp_path / "weather.py").write_text(AGENT, encoding="utf-8")
+    (tmp_path / "weather.py").write_text(weather_program(AGENT), encoding="utf-8")
     env = {
         **os.environ,
         "OPENAI_BASE_URL": model.base_url,
