@@ -9,7 +9,7 @@ import pytest
 
 from stepfork.analysis import ForkError, diff_traces, fork
 from stepfork.analysis.forking import read_fork_info
-from stepfork.trace import Trace, llm_request, record, trace_tool, verify_bundle_integrity
+from stepfork.trace import LLMOutput, Trace, llm_request, record, trace_tool, verify_bundle_integrity
 from stepfork.trace.integrity import write_integrity
 
 from ..conftest import as_legacy_bundle
@@ -163,3 +163,48 @@ def test_a_thread_pools_calls_before_the_step_are_frozen_like_the_agents(tmp_pat
     assert (result.status, result.error) == ("completed", None)
     assert RAN == ["book"]  # both rates were served from the recording
     assert (result.frozen_calls, result.live_calls) == (2, 1)
+
+
+def priced_agent() -> dict:
+    """Two LLM calls reporting their usage (``LLMOutput``), as an agent's own client wrapper does."""
+    first = llm_request(
+        model="m-1",
+        provider="local",
+        input={"q": "plan"},
+        call=lambda: LLMOutput("plan", prompt_tokens=12, completion_tokens=3, total_tokens=15, cost_usd=2e-3),
+    )
+    second = llm_request(
+        model="m-1",
+        provider="local",
+        input={"q": first},
+        call=lambda: LLMOutput("done", prompt_tokens=20, completion_tokens=4, total_tokens=24, cost_usd=3e-3),
+    )
+    return {"first": first, "second": second}
+
+
+def _usage(bundle: Path) -> list[tuple[object, ...]]:
+    return [
+        (e.model, e.prompt_tokens, e.completion_tokens, e.total_tokens, e.cost_usd)
+        for e in Trace.load(bundle).events
+        if e.type == "llm_response"
+    ]
+
+
+def test_frozen_llm_calls_keep_their_recorded_usage_in_the_forked_bundle(tmp_path: Path) -> None:
+    recorded = tmp_path / "priced.sftrace"
+    with record("priced", output=recorded) as session:
+        session.set_output(priced_agent())
+    second = [e.step for e in Trace.load(recorded).events if e.type == "llm_request"][1]
+    result = fork(recorded, step=second, entrypoint=priced_agent, output=tmp_path / "f.sftrace")
+    assert (result.status, result.frozen_calls, result.live_calls) == ("completed", 1, 1)
+    assert result.result == {"first": "plan", "second": "done"}  # the caller gets the value, not LLMOutput
+    assert _usage(result.output) == _usage(recorded) == [("m-1", 12, 3, 15, 0.002), ("m-1", 20, 4, 24, 0.003)]
+    requests = [e for e in Trace.load(result.output).events if e.type == "llm_request"]
+    assert [(e.provider, e.model) for e in requests] == [("local", "m-1")] * 2
+    assert Trace.load(result.output).manifest.totals.cost_usd == pytest.approx(0.005)
+    # an overridden output is not what the model answered: it has no recorded usage
+    changed = fork(
+        recorded, step=second, entrypoint=priced_agent, output=tmp_path / "o.sftrace", overrides={1: "other"}
+    )
+    assert changed.result == {"first": "other", "second": "done"}
+    assert _usage(changed.output)[0] == ("m-1", None, None, None, None)

@@ -27,6 +27,7 @@ from typing import Any
 import openai
 import pytest
 from local_openai import LocalOpenAI, kept, serving
+from openai_turns import WEATHER_TOOLS, weather_program
 
 from stepfork.analysis import diff_traces, fork
 from stepfork.integrations.aiohttp import instrument_aiohttp
@@ -36,20 +37,7 @@ from stepfork.integrations.urllib3 import instrument_urllib3
 from stepfork.trace import load_trace, record, trace_tool, validate_bundle, verify_bundle_integrity
 
 STEPFORK = Path(sys.executable).parent / "stepfork"
-TOOLS = [  # the guide's tool schema, in the program below and in the in-process agents
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = WEATHER_TOOLS  # the guide's tool schema, in the program below and in the in-process agents
 
 AGENT = '''
 """The function-calling loop of OpenAI's guide: the model asks for a tool, its result goes back."""
@@ -66,12 +54,7 @@ client = instrument_openai(OpenAI())
 TOOLS = {tools}
 
 
-@trace_tool
-def get_weather(city: str) -> dict:
-    with open("tool-ran.log", "a") as log:
-        log.write(city + "\\n")
-    return {"city": city, "temperature_c": 21, "conditions": "sunny"}
-
+{weather_tool}
 
 def run_agent():
     messages = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -124,7 +107,7 @@ def program(tmp_path: Path, server: LocalOpenAI) -> tuple[Path, dict[str, str]]:
     """The agent's folder, holding ``run.sftrace`` (the agent recorded as a program), and its environment."""
     folder = tmp_path / "agent"
     folder.mkdir()
-    (folder / "weather.py").write_text(AGENT.replace("{tools}", repr(TOOLS)), encoding="utf-8")
+    (folder / "weather.py").write_text(weather_program(AGENT), encoding="utf-8")
     env = {
         **os.environ,
         "OPENAI_BASE_URL": server.base_url,

@@ -14,6 +14,9 @@ no handler while sessions are active in the process is an *orphan*:
   records the call under the run and warns once with :class:`OrphanCallWarning`; a replay session
   serves it through the usual checks, also warning once;
 - more than one: :class:`~stepfork.trace.errors.BoundaryContextError`, because guessing would be wrong.
+  Sessions a handler *stands for* are not counted: a handler whose ``stands_for`` names other active
+  sessions (``stepfork fork``: its replay session and its recording) dispatches their calls itself, so
+  with it they are one session to an orphan, which goes to it as to a lone replay or recording.
 
 A replay in the process. While a replay is being prepared (its entrypoint's module imported:
 :func:`preparing_replay`) or runs (a session with ``is_replay`` registered), :func:`replay_in_process` is
@@ -173,8 +176,9 @@ def resolve_handler() -> tuple[BoundaryHandler | None, bool]:
 
     Returns:
         ``(handler, orphan)``: the context's handler and False; or, when the context has none but exactly
-        one session is active in the process, that session and True; or ``(None, False)`` when no session
-        is active at all (the body runs untouched).
+        one session is active in the process (not counting the sessions another active handler stands
+        for: module docstring), that session and True; or ``(None, False)`` when no session is active at
+        all (the body runs untouched).
 
     Raises:
         BoundaryContextError: the context has no handler and several sessions are active in the process.
@@ -188,6 +192,9 @@ def resolve_handler() -> tuple[BoundaryHandler | None, bool]:
         handlers = list(_process_handlers)
     if not handlers:
         return None, False
+    if len(handlers) > 1:  # the orphan path only: a fork's parts are taken by the fork
+        covered = {id(part) for registered in handlers for part in getattr(registered, "stands_for", ())}
+        handlers = [registered for registered in handlers if id(registered) not in covered]
     if len(handlers) > 1:
         raise BoundaryContextError(
             "an instrumented call arrived from a thread without the session's context while "

@@ -24,6 +24,9 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+_USAGE = ("prompt_tokens", "completion_tokens", "total_tokens", "cost_usd")
+"""The usage fields of an ``llm_response`` event (REFERENCE-NOTES.md 1.4), the ``LLMOutput`` fields."""
+
 
 class ForkHandler:
     """Boundary handler of a fork: frozen (through the replay ``session``) until ``frozen_count`` calls
@@ -39,6 +42,9 @@ class ForkHandler:
 
     Attributes:
         live_calls: how many calls ran live so far.
+        stands_for: ``(session, recorder)``: while the three are active, a call from a thread without
+            the fork's context goes to this handler, as to a lone replay or recording
+            (:func:`stepfork.trace.boundary.resolve_handler`), never ``BoundaryContextError``.
     """
 
     is_replay = False
@@ -55,6 +61,7 @@ class ForkHandler:
         self.session, self.recorder, self.frozen_count = session, recorder, frozen_count
         self.overrides, self.live_llms, self.allow_tools = overrides, live_llms, allow_tools
         self.live_calls = 0
+        self.stands_for = (session, recorder)
         # work submitted to a thread pool runs in the fork as the parent bundle was recorded
         # (stepfork.trace.executors): a bundle recorded before that rule keeps it out, as its replay does
         self.submit_carries_context = bool(getattr(session, "submit_carries_context", False))
@@ -91,13 +98,19 @@ class ForkHandler:
     def check_live(self, call: Any) -> None:
         """Count ``call`` as live, or refuse it before it runs.
 
+        An ``http`` call (a request the HTTP capture saw that is not an LLM API call, written as a tool
+        named ``http METHOD URL``; :mod:`stepfork.trace.http_calls`) is no tool of the agent's: it runs
+        live as the same request from an uninstrumented client does once the seal has lifted at the fork
+        point, and as live replay sends it (docs/fork.md; docs/decisions.md).
+
         Raises:
             ReplayPolicyError: ``live_tool_not_authorized`` for a tool not in ``allow_tools``;
                 ``live_llm_not_listed`` for an LLM outside a non-empty ``live_llms``.
         """
         from stepfork.replay import ReplayPolicyError
+        from stepfork.trace.http_calls import is_http_call
 
-        if call.kind == "tool" and call.name not in self.allow_tools:
+        if call.kind == "tool" and call.name not in self.allow_tools and not is_http_call(call.name):
             raise ReplayPolicyError(
                 f"fork: live tool {call.name!r} after the fork point requires explicit authorization "
                 "(--allow-live-tool); its body did not run",
@@ -112,7 +125,12 @@ class ForkHandler:
         self.live_calls += 1
 
     def served(self, call: Any, body: Callable[[], Any], orphan: bool) -> Callable[[], Any]:
-        """The body the recorder runs for a frozen call: the session's served output, or its override."""
+        """The body the recorder runs for a frozen call: the session's served output, or its override.
+
+        A served LLM call comes back as an :class:`~stepfork.trace.LLMOutput` carrying the recorded
+        ``llm_response``'s token counts and cost, so the fork's recorder writes them as the recording did
+        (:meth:`_FrozenPart.handle` hands the caller its value); an overridden output has no recorded usage.
+        """
         from stepfork.replay import RecordedDependencyError
 
         def serve() -> Any:
@@ -124,9 +142,25 @@ class ForkHandler:
                     return new
                 raise
             hit, new = self.override(call)
-            return new if hit else value
+            return new if hit else self.with_usage(call, value)
 
         return serve
+
+    def with_usage(self, call: Any, value: Any) -> Any:
+        """``value`` (what the session served for ``call``) as an ``LLMOutput`` with the usage of the
+        recorded ``llm_response`` it was served from, when ``call`` is an LLM call and that event has any;
+        else ``value`` itself."""
+        last = self.session.last_consumed_index
+        if call.kind != "llm" or last is None:
+            return value
+        recorded = self.session.calls[last]
+        if recorded.end_position is None:
+            return value
+        from stepfork.trace import LLMOutput
+
+        response = self.session.trace.events[recorded.end_position]
+        usage = {name: getattr(response, name, None) for name in _USAGE}
+        return value if all(v is None for v in usage.values()) else LLMOutput(value, **usage)
 
     def opened_if_live(self) -> None:
         """At the fork point (the last frozen call served) the run goes live: the network seal lifts."""
@@ -160,10 +194,11 @@ class _FrozenPart:
         return self._fork.session.route_request(call, as_llm)
 
     def handle(self, call: Any, body: Callable[[], T], *, orphan: bool = False) -> T:
-        """Serve ``call`` from the recording (or its override) and record what was served."""
+        """Serve ``call`` from the recording (or its override) and record what was served, with the
+        recorded token usage of an LLM call (:meth:`ForkHandler.served`); returns the served value."""
         fork = self._fork
         try:
-            return fork.recorder.handle(call, fork.served(call, body, orphan), orphan=orphan)  # type: ignore[no-any-return]
+            return _value(fork.recorder.handle(call, fork.served(call, body, orphan), orphan=orphan))  # type: ignore[no-any-return]
         finally:
             fork.opened_if_live()
 
@@ -176,9 +211,17 @@ class _FrozenPart:
             return serve()
 
         try:
-            return await fork.recorder.ahandle(call, frozen, orphan=orphan)  # type: ignore[no-any-return]
+            return _value(await fork.recorder.ahandle(call, frozen, orphan=orphan))  # type: ignore[no-any-return]
         finally:
             fork.opened_if_live()
+
+
+def _value(served: Any) -> Any:
+    """What the caller of a frozen call gets: the value of the ``LLMOutput`` :meth:`ForkHandler.served`
+    wrapped for the recorder (a session never serves an ``LLMOutput`` itself), else ``served``."""
+    from stepfork.trace import LLMOutput
+
+    return served.value if isinstance(served, LLMOutput) else served
 
 
 class _LivePart:
