@@ -72,26 +72,16 @@ async def _captured(naming: Naming, request: Any, handler: Any, session: Any, or
             return await handler(request)
 
     if session.is_replay:
-        call = naming.routed(session, call, lambda: naming.request_llm_form(method, where, items, content))
-        live: list[Any] = []
-
-        async def execute() -> None:
-            live.append(await send())
-
-        try:
-            out = await session.ahandle(call, execute, orphan=orphan)
-        except Exception as exc:
-            naming.hint_sdk_change(exc, session, header)
-            error_type = getattr(exc, "error_type", None)
-            if isinstance(error_type, str):
-                again = _aiohttp_error(error_type, str(getattr(exc, "message", "")))
-                if again is not None:
-                    raise again from exc
-            raise
-        if live:
-            return live[0]
-        reply = reply_of(out, call, legacy, lambda kind, message: _aiohttp_error(kind, message))
-        return _response(request, reply)
+        return await naming.areplay(
+            session,
+            call,
+            lambda: naming.request_llm_form(method, where, items, content),
+            orphan=orphan,
+            header=header,
+            send=send,
+            serve=lambda out: _response(request, reply_of(out, call, legacy, _aiohttp_error)),
+            rebuild=_aiohttp_error,
+        )
     naming.note_sdk(session, header)
     if not hasattr(session, "open_call"):  # another handler: one call, the body read whole
         fresh: list[Any] = []
@@ -110,8 +100,7 @@ async def _captured(naming: Naming, request: Any, handler: Any, session: Any, or
         if fresh:
             return fresh[0]
         # a handler may serve the call without running its body (BoundaryHandler): rebuild what it served
-        reply = reply_of(out, call, legacy, lambda kind, message: _aiohttp_error(kind, message))
-        return _response(request, reply)
+        return _response(request, reply_of(out, call, legacy, _aiohttp_error))
     pending: list[Exchange] = []
     opened = session.open_call(call, lambda: snapshot(pending), orphan=orphan)
     try:

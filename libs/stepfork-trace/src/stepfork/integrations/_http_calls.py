@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +34,10 @@ SDK_VERSIONS = "sdk-versions"
 
 Header = Callable[[str], "str | None"]
 """A request's header by lower-case name (None when absent)."""
+
+Rebuild = Callable[[str, str], "BaseException | None"]
+"""``rebuild(error_type, message)``: a recorded transport failure as the HTTP library's own exception
+(``urllib3.exceptions.ReadTimeoutError``...), or None when it names no class of that library."""
 
 _sending: ContextVar[bool] = ContextVar("stepfork_http_sending", default=False)
 executors.carry(_sending)  # a library sending from a pool under a capture is still nested in it
@@ -141,6 +145,92 @@ class Naming:
             return call
         route = getattr(handler, "route_request", None)
         return call if route is None else route(call, form)
+
+    def replay(
+        self,
+        handler: Any,
+        call: BoundaryCall,
+        form: Callable[[], BoundaryCall],
+        *,
+        orphan: bool,
+        header: Header,
+        send: Callable[[], Any],
+        serve: Callable[[Any], Any],
+        rebuild: Rebuild,
+        through: Callable[[BaseException], None] | None = None,
+    ) -> Any:
+        """Replay one request described as ``call`` under the replay session ``handler``: the response the
+        capture hands the program.
+
+        The call is routed (:meth:`routed`, ``form()`` its ``llm`` form) and handed to the session, which
+        serves the recorded output, turned into the library's response by ``serve(output)``, or runs
+        ``send()`` (the live request: a hybrid replay executing the call), whose response is returned as
+        it is.
+
+        Raises:
+            The library's exception ``rebuild`` makes of a recorded transport failure; else the session's
+            error (``ReplayMismatchError``...), a hint added when the SDK's version changed
+            (:meth:`hint_sdk_change`), through ``through(exc)`` first when given (which may raise it as
+            another class).
+        """
+        call = self.routed(handler, call, form)
+        live: list[Any] = []
+
+        def execute() -> None:
+            live.append(send())
+
+        try:
+            out = handler.handle(call, execute, orphan=orphan)
+        except Exception as exc:
+            self._replay_failed(exc, handler, header, rebuild, through)
+            raise
+        return live[0] if live else serve(out)
+
+    async def areplay(
+        self,
+        handler: Any,
+        call: BoundaryCall,
+        form: Callable[[], BoundaryCall],
+        *,
+        orphan: bool,
+        header: Header,
+        send: Callable[[], Awaitable[Any]],
+        serve: Callable[[Any], Any],
+        rebuild: Rebuild,
+        through: Callable[[BaseException], None] | None = None,
+    ) -> Any:
+        """The asynchronous :meth:`replay` (``handler.ahandle``, an awaitable ``send()``)."""
+        call = self.routed(handler, call, form)
+        live: list[Any] = []
+
+        async def execute() -> None:
+            live.append(await send())
+
+        try:
+            out = await handler.ahandle(call, execute, orphan=orphan)
+        except Exception as exc:
+            self._replay_failed(exc, handler, header, rebuild, through)
+            raise
+        return live[0] if live else serve(out)
+
+    def _replay_failed(
+        self,
+        exc: BaseException,
+        handler: Any,
+        header: Header,
+        rebuild: Rebuild,
+        through: Callable[[BaseException], None] | None,
+    ) -> None:
+        """What :meth:`replay` does with the session's error ``exc`` before it propagates: hint at an SDK
+        change, raise a recorded transport failure as the library's class, then ``through(exc)``."""
+        self.hint_sdk_change(exc, handler, header)
+        error_type = getattr(exc, "error_type", None)
+        if isinstance(error_type, str):
+            again = rebuild(error_type, str(getattr(exc, "message", "")))
+            if again is not None:
+                raise again from exc
+        if through is not None:
+            through(exc)
 
     def llm_call(
         self, data: dict[str, Any], bare: str, host: str, port: int | None, legacy: dict[str, Any] | None

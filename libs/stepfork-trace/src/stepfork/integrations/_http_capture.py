@@ -43,23 +43,12 @@ from typing import TYPE_CHECKING, Any
 from stepfork.integrations import _http_exchange as wire
 from stepfork.integrations._http_boundary import Capture
 from stepfork.integrations._http_calls import nested, sending
-from stepfork.integrations._http_streams import Exchange, snapshot
+from stepfork.integrations._http_streams import Exchange, snapshot, transport_error
 from stepfork.trace import boundary
-from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
 
 if TYPE_CHECKING:
     from stepfork.trace.callrecording import CallRecorder
-
-
-def _routed(handler: Any, call: BoundaryCall, capture: Capture, request: Any) -> BoundaryCall:
-    """The call to replay ``request`` as: an ``http`` call the recording does not hold as one is served in
-    the agent's order when the recording holds it there, as an LLM call (a recording made before issue 29
-    held every request so: ``ReplaySession.route_request``)."""
-    if call.kind == "llm":
-        return call
-    route = getattr(handler, "route_request", None)
-    return call if route is None else route(call, lambda: capture.llm_form(request))
 
 
 class CaptureTransport:
@@ -79,21 +68,22 @@ class CaptureTransport:
         capture = self.capture
         call, legacy = capture.boundary_call(request, handler, orphan)
         if handler.is_replay:
-            call = _routed(handler, call, capture, request)
-            live: list[Any] = []
 
-            def execute() -> None:
+            def send() -> Any:
                 with sending():
-                    live.append(self.inner.handle_request(request))
+                    return self.inner.handle_request(request)
 
-            try:
-                out = handler.handle(call, execute, orphan=orphan)
-            except Exception as exc:
-                capture.hint_sdk_change(exc, handler, request.headers.get)
-                capture.raise_recorded(exc, request)
-                capture.raise_through(exc)
-                raise
-            return live[0] if live else capture.replayed(out, call, legacy, request, is_async=False)
+            return capture.replay(
+                handler,
+                call,
+                lambda: capture.llm_form(request),
+                orphan=orphan,
+                header=request.headers.get,
+                send=send,
+                serve=lambda out: capture.replayed(out, call, legacy, request, is_async=False),
+                rebuild=lambda kind, message: transport_error(capture.lib, kind, message, request),
+                through=capture.raise_through,
+            )
         capture.note_sdk(handler, request.headers.get)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []
@@ -161,21 +151,22 @@ class AsyncCaptureTransport:
         capture = self.capture
         call, legacy = capture.boundary_call(request, handler, orphan)
         if handler.is_replay:
-            call = _routed(handler, call, capture, request)
-            live: list[Any] = []
 
-            async def execute() -> Any:  # its result is unused: the live response is kept in ``live``
+            async def send() -> Any:
                 with sending():
-                    live.append(await self.inner.handle_async_request(request))
+                    return await self.inner.handle_async_request(request)
 
-            try:
-                out = await handler.ahandle(call, execute, orphan=orphan)
-            except Exception as exc:
-                capture.hint_sdk_change(exc, handler, request.headers.get)
-                capture.raise_recorded(exc, request)
-                capture.raise_through(exc)
-                raise
-            return live[0] if live else capture.replayed(out, call, legacy, request, is_async=True)
+            return await capture.areplay(
+                handler,
+                call,
+                lambda: capture.llm_form(request),
+                orphan=orphan,
+                header=request.headers.get,
+                send=send,
+                serve=lambda out: capture.replayed(out, call, legacy, request, is_async=True),
+                rebuild=lambda kind, message: transport_error(capture.lib, kind, message, request),
+                through=capture.raise_through,
+            )
         capture.note_sdk(handler, request.headers.get)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []

@@ -98,26 +98,16 @@ def _captured(send_live: Any, req: Any, handler: Any, orphan: bool) -> Any:
             return send_live()
 
     if handler.is_replay:
-        call = naming.routed(handler, call, lambda: naming.request_llm_form(method, where, items, content))
-        live: list[Any] = []
-
-        def execute() -> None:
-            live.append(send())
-
-        try:
-            out = handler.handle(call, execute, orphan=orphan)
-        except Exception as exc:
-            naming.hint_sdk_change(exc, handler, header)
-            error_type = getattr(exc, "error_type", None)
-            if isinstance(error_type, str):
-                again = _urllib_error(error_type, str(getattr(exc, "message", "")))
-                if again is not None:
-                    raise again from exc
-            raise
-        if live:
-            return live[0]
-        reply = reply_of(out, call, legacy, _urllib_error)
-        return _response(reply, method, url)
+        return naming.replay(
+            handler,
+            call,
+            lambda: naming.request_llm_form(method, where, items, content),
+            orphan=orphan,
+            header=header,
+            send=send,
+            serve=lambda out: _response(reply_of(out, call, legacy, _urllib_error), method, url),
+            rebuild=_urllib_error,
+        )
     naming.note_sdk(handler, header)
     if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
         fresh: list[Any] = []
