@@ -31,10 +31,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
-from stepfork.integrations._http_calls import Naming, nested, sending
+from stepfork.integrations._http_calls import Naming, Replaying, nested, sending
 from stepfork.integrations._http_replies import Reply, fresh_headers, recorded_output, reply_of
 from stepfork.integrations._http_streams import Exchange, snapshot
 from stepfork.trace import boundary
+from stepfork.trace.boundary import BoundaryCall
 
 _MARK = "__stepfork_aiohttp__"
 
@@ -72,16 +73,14 @@ async def _captured(naming: Naming, request: Any, handler: Any, session: Any, or
             return await handler(request)
 
     if session.is_replay:
-        return await naming.areplay(
-            session,
-            call,
-            lambda: naming.request_llm_form(method, where, items, content),
-            orphan=orphan,
-            header=header,
-            send=send,
-            serve=lambda out: _response(request, reply_of(out, call, legacy, _aiohttp_error)),
-            rebuild=_aiohttp_error,
-        )
+        def serve(out: Any, routed: BoundaryCall) -> Any:
+            return _response(request, reply_of(out, routed, legacy, _aiohttp_error))
+
+        def as_llm() -> BoundaryCall:
+            return naming.request_llm_form(method, where, items, content)
+
+        replaying = Replaying(naming, session, call, as_llm, orphan, header, serve, _aiohttp_error)
+        return await replaying.arun(send)
     naming.note_sdk(session, header)
     if not hasattr(session, "open_call"):  # another handler: one call, the body read whole
         fresh: list[Any] = []

@@ -146,92 +146,6 @@ class Naming:
         route = getattr(handler, "route_request", None)
         return call if route is None else route(call, form)
 
-    def replay(
-        self,
-        handler: Any,
-        call: BoundaryCall,
-        form: Callable[[], BoundaryCall],
-        *,
-        orphan: bool,
-        header: Header,
-        send: Callable[[], Any],
-        serve: Callable[[Any], Any],
-        rebuild: Rebuild,
-        through: Callable[[BaseException], None] | None = None,
-    ) -> Any:
-        """Replay one request described as ``call`` under the replay session ``handler``: the response the
-        capture hands the program.
-
-        The call is routed (:meth:`routed`, ``form()`` its ``llm`` form) and handed to the session, which
-        serves the recorded output, turned into the library's response by ``serve(output)``, or runs
-        ``send()`` (the live request: a hybrid replay executing the call), whose response is returned as
-        it is.
-
-        Raises:
-            The library's exception ``rebuild`` makes of a recorded transport failure; else the session's
-            error (``ReplayMismatchError``...), a hint added when the SDK's version changed
-            (:meth:`hint_sdk_change`), through ``through(exc)`` first when given (which may raise it as
-            another class).
-        """
-        call = self.routed(handler, call, form)
-        live: list[Any] = []
-
-        def execute() -> None:
-            live.append(send())
-
-        try:
-            out = handler.handle(call, execute, orphan=orphan)
-        except Exception as exc:
-            self._replay_failed(exc, handler, header, rebuild, through)
-            raise
-        return live[0] if live else serve(out)
-
-    async def areplay(
-        self,
-        handler: Any,
-        call: BoundaryCall,
-        form: Callable[[], BoundaryCall],
-        *,
-        orphan: bool,
-        header: Header,
-        send: Callable[[], Awaitable[Any]],
-        serve: Callable[[Any], Any],
-        rebuild: Rebuild,
-        through: Callable[[BaseException], None] | None = None,
-    ) -> Any:
-        """The asynchronous :meth:`replay` (``handler.ahandle``, an awaitable ``send()``)."""
-        call = self.routed(handler, call, form)
-        live: list[Any] = []
-
-        async def execute() -> None:
-            live.append(await send())
-
-        try:
-            out = await handler.ahandle(call, execute, orphan=orphan)
-        except Exception as exc:
-            self._replay_failed(exc, handler, header, rebuild, through)
-            raise
-        return live[0] if live else serve(out)
-
-    def _replay_failed(
-        self,
-        exc: BaseException,
-        handler: Any,
-        header: Header,
-        rebuild: Rebuild,
-        through: Callable[[BaseException], None] | None,
-    ) -> None:
-        """What :meth:`replay` does with the session's error ``exc`` before it propagates: hint at an SDK
-        change, raise a recorded transport failure as the library's class, then ``through(exc)``."""
-        self.hint_sdk_change(exc, handler, header)
-        error_type = getattr(exc, "error_type", None)
-        if isinstance(error_type, str):
-            again = rebuild(error_type, str(getattr(exc, "message", "")))
-            if again is not None:
-                raise again from exc
-        if through is not None:
-            through(exc)
-
     def llm_call(
         self, data: dict[str, Any], bare: str, host: str, port: int | None, legacy: dict[str, Any] | None
     ) -> BoundaryCall:
@@ -302,6 +216,83 @@ class Naming:
         if diagnostic.hint:
             hint = f"{diagnostic.hint}; {hint}"
         exc.diagnostic = dataclasses.replace(diagnostic, hint=hint)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Replaying:
+    """One request a capture replays: what it needs to hand the program the recorded response.
+
+    Attributes:
+        naming: the capture's :class:`Naming` (routing, SDK-change hints).
+        handler: the replay session.
+        call: the request's boundary call (:meth:`Naming.describe`).
+        form: the request's ``llm`` form (:meth:`Naming.routed`).
+        orphan: True for a request from a thread without the session in its context.
+        header: the request's headers.
+        serve: ``serve(output, call)``: the library's response for the recorded output of the (routed) call.
+        rebuild: a recorded transport failure as the library's exception.
+        through: called with the session's error before it propagates (may raise it as another class).
+    """
+
+    naming: Naming
+    handler: Any
+    call: BoundaryCall
+    form: Callable[[], BoundaryCall]
+    orphan: bool
+    header: Header
+    serve: Callable[[Any, BoundaryCall], Any]
+    rebuild: Rebuild
+    through: Callable[[BaseException], None] | None = None
+
+    def run(self, send: Callable[[], Any]) -> Any:
+        """The response the capture hands the program: the call is routed (:meth:`Naming.routed`) and
+        handed to the session, which serves the recorded output (built by ``serve``) or runs ``send()``
+        (the live request of a hybrid replay executing the call), whose response is returned as it is.
+
+        Raises:
+            The library's exception ``rebuild`` makes of a recorded transport failure; else the session's
+            error (``ReplayMismatchError``...), a hint added when the SDK's version changed
+            (:meth:`Naming.hint_sdk_change`), passed to ``through`` first when given.
+        """
+        call = self.naming.routed(self.handler, self.call, self.form)
+        live: list[Any] = []
+
+        def execute() -> None:
+            live.append(send())
+
+        try:
+            out = self.handler.handle(call, execute, orphan=self.orphan)
+        except Exception as exc:
+            self._failed(exc)
+            raise
+        return live[0] if live else self.serve(out, call)
+
+    async def arun(self, send: Callable[[], Awaitable[Any]]) -> Any:
+        """The asynchronous :meth:`run` (``handler.ahandle``, an awaitable ``send()``)."""
+        call = self.naming.routed(self.handler, self.call, self.form)
+        live: list[Any] = []
+
+        async def execute() -> None:
+            live.append(await send())
+
+        try:
+            out = await self.handler.ahandle(call, execute, orphan=self.orphan)
+        except Exception as exc:
+            self._failed(exc)
+            raise
+        return live[0] if live else self.serve(out, call)
+
+    def _failed(self, exc: BaseException) -> None:
+        """What happens to the session's error ``exc`` before it propagates: a hint at an SDK change, a
+        recorded transport failure raised as the library's class, then ``through(exc)``."""
+        self.naming.hint_sdk_change(exc, self.handler, self.header)
+        error_type = getattr(exc, "error_type", None)
+        if isinstance(error_type, str):
+            again = self.rebuild(error_type, str(getattr(exc, "message", "")))
+            if again is not None:
+                raise again from exc
+        if self.through is not None:
+            self.through(exc)
 
 
 _legacy_sessions: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()

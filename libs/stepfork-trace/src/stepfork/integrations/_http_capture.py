@@ -42,13 +42,47 @@ from typing import TYPE_CHECKING, Any
 
 from stepfork.integrations import _http_exchange as wire
 from stepfork.integrations._http_boundary import Capture
-from stepfork.integrations._http_calls import nested, sending
+from stepfork.integrations._http_calls import Replaying, nested, sending
 from stepfork.integrations._http_streams import Exchange, snapshot, transport_error
 from stepfork.trace import boundary
+from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
 
 if TYPE_CHECKING:
     from stepfork.trace.callrecording import CallRecorder
+
+
+def _replaying(
+    capture: Capture,
+    handler: Any,
+    call: BoundaryCall,
+    legacy: Any,
+    request: Any,
+    orphan: bool,
+    *,
+    is_async: bool,
+) -> Replaying:
+    """How ``request`` (described as ``call``) is replayed under ``handler``: the response rebuilt from the
+    recording (:meth:`Capture.replayed`), a recorded transport error raised as the library's class, a
+    Stepfork error raised through the SDK's error handling (:meth:`Capture.raise_through`)."""
+
+    def serve(out: Any, routed: BoundaryCall) -> Any:
+        return capture.replayed(out, routed, legacy, request, is_async=is_async)
+
+    def rebuild(kind: str, message: str) -> BaseException | None:
+        return transport_error(capture.lib, kind, message, request)
+
+    return Replaying(
+        capture,
+        handler,
+        call,
+        lambda: capture.llm_form(request),
+        orphan,
+        request.headers.get,
+        serve,
+        rebuild,
+        capture.raise_through,
+    )
 
 
 class CaptureTransport:
@@ -73,17 +107,7 @@ class CaptureTransport:
                 with sending():
                     return self.inner.handle_request(request)
 
-            return capture.replay(
-                handler,
-                call,
-                lambda: capture.llm_form(request),
-                orphan=orphan,
-                header=request.headers.get,
-                send=send,
-                serve=lambda out: capture.replayed(out, call, legacy, request, is_async=False),
-                rebuild=lambda kind, message: transport_error(capture.lib, kind, message, request),
-                through=capture.raise_through,
-            )
+            return _replaying(capture, handler, call, legacy, request, orphan, is_async=False).run(send)
         capture.note_sdk(handler, request.headers.get)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []
@@ -156,17 +180,7 @@ class AsyncCaptureTransport:
                 with sending():
                     return await self.inner.handle_async_request(request)
 
-            return await capture.areplay(
-                handler,
-                call,
-                lambda: capture.llm_form(request),
-                orphan=orphan,
-                header=request.headers.get,
-                send=send,
-                serve=lambda out: capture.replayed(out, call, legacy, request, is_async=True),
-                rebuild=lambda kind, message: transport_error(capture.lib, kind, message, request),
-                through=capture.raise_through,
-            )
+            return await _replaying(capture, handler, call, legacy, request, orphan, is_async=True).arun(send)
         capture.note_sdk(handler, request.headers.get)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []

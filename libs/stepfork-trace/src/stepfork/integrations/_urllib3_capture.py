@@ -32,11 +32,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
-from stepfork.integrations._http_calls import Naming, nested, sending
+from stepfork.integrations._http_calls import Naming, Replaying, nested, sending
 from stepfork.integrations._http_replies import Reply, fresh_headers, recorded_output, reply_of
 from stepfork.integrations._http_streams import Exchange, snapshot
 from stepfork.integrations._urllib3_responses import Tap, response_of, streamed_response
 from stepfork.trace import boundary
+from stepfork.trace.boundary import BoundaryCall
 
 _MARK = "__stepfork_urllib3__"
 _naming = Naming(library="urllib3")
@@ -111,18 +112,14 @@ def _captured(
         return _urllib3_error(kind, message, pool, url)
 
     if handler.is_replay:
-        return naming.replay(
-            handler,
-            call,
-            lambda: naming.request_llm_form(method, where, items, content),
-            orphan=orphan,
-            header=header,
-            send=lambda: send(preload=asked["preload"]),
-            serve=lambda out: response_of(
-                pool, reply_of(out, call, legacy, rebuild), method, url, asked, retries
-            ),
-            rebuild=rebuild,
-        )
+        def serve(out: Any, routed: BoundaryCall) -> Any:
+            return response_of(pool, reply_of(out, routed, legacy, rebuild), method, url, asked, retries)
+
+        def as_llm() -> BoundaryCall:
+            return naming.request_llm_form(method, where, items, content)
+
+        replaying = Replaying(naming, handler, call, as_llm, orphan, header, serve, rebuild)
+        return replaying.run(lambda: send(preload=asked["preload"]))
     naming.note_sdk(handler, header)
     if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
         fresh: list[Any] = []

@@ -36,10 +36,11 @@ from collections.abc import Callable
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
-from stepfork.integrations._http_calls import Naming, Rebuild, nested, sending
+from stepfork.integrations._http_calls import Naming, Rebuild, Replaying, nested, sending
 from stepfork.integrations._http_replies import Reply, fresh_headers, recorded_output, reply_of
 from stepfork.integrations._http_streams import Exchange, snapshot
 from stepfork.trace import boundary
+from stepfork.trace.boundary import BoundaryCall
 
 __all__ = ["install"]
 
@@ -141,16 +142,13 @@ def exchange(
             return send_live()
 
     if handler.is_replay:
-        return naming.replay(  # type: ignore[no-any-return]
-            handler,
-            call,
-            lambda: naming.request_llm_form(method, where, items, content),
-            orphan=orphan,
-            header=header,
-            send=send,
-            serve=lambda out: respond(reply_of(out, call, legacy, rebuild)),
-            rebuild=rebuild,
-        )
+        def serve(out: Any, routed: BoundaryCall) -> http.client.HTTPResponse:
+            return respond(reply_of(out, routed, legacy, rebuild))
+
+        def as_llm() -> BoundaryCall:
+            return naming.request_llm_form(method, where, items, content)
+
+        return Replaying(naming, handler, call, as_llm, orphan, header, serve, rebuild).run(send)  # type: ignore[no-any-return]
     naming.note_sdk(handler, header)
     if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
         fresh: list[http.client.HTTPResponse] = []
