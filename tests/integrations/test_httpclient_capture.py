@@ -49,6 +49,18 @@ if how == "http.client":
     response = connection.getresponse()
     reply, request_id = json.load(response), response.getheader("x-request-id")
     connection.close()
+    if os.environ.get("STREAMED"):  # Server-Sent Events, read line by line
+        streamed = json.dumps({**json.loads(BODY), "stream": True})
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+        connection.request("POST", parts.path + "/chat/completions", streamed, HEADERS)
+        pieces = []
+        for line in connection.getresponse():
+            line = line.decode().strip()
+            if line.startswith("data: ") and line != "data: [DONE]":
+                chunk = json.loads(line[len("data: "):])
+                pieces += [c["delta"].get("content") or "" for c in chunk["choices"]]
+        connection.close()
+        print("streamed:", "".join(pieces))
     port = os.environ.get("REFUSED_PORT")
     if port:
         try:
@@ -248,3 +260,19 @@ def test_a_request_built_by_hand_is_named_in_a_warning(
     assert "health: 200" in done.stdout
     assert "UncapturedRequestWarning: GET /health to 127.0.0.1:" in done.stderr
     assert "not in the bundle" in done.stderr
+
+
+def test_a_streamed_answer_is_recorded_as_its_events_and_read_back(
+    tmp_path: Path, folder: Path, server: LocalOpenAI
+) -> None:
+    printed = _record(folder, server, "http.client", str(tmp_path / "run.sftrace"), STREAMED="1")
+    streamed = next(line for line in printed.splitlines() if line.startswith("streamed: "))
+    assert len(streamed) > len("streamed: ")
+    kind, _, output = _calls(tmp_path / "run.sftrace")[-1]
+    assert kind == "llm_request"
+    assert output["sse"]["end"] == "finished"  # a stream is recorded as its events, as httpx records it
+    sent = len(server.requests)
+    done = _replay(folder, _env(server, STREAMED="1"), str(tmp_path / "run.sftrace"), "http.client")
+    assert json.loads(done.stdout)["matching"]["status"] == "COMPLETE", done.stdout
+    assert streamed in done.stderr
+    assert len(server.requests) == sent

@@ -93,7 +93,7 @@ def install() -> None:
             send_live,
             verb,
             _where(self, str(url)),
-            [(str(k), str(v)) for k, v in headers.items()],
+            [(_text(k), _text(v)) for k, v in headers.items()],
             content,
             boundary.handler_for_call(handler),  # a fork: its replay or its recording, for this call
             orphan,
@@ -128,6 +128,11 @@ def install() -> None:
         wrapper.__wrapped__ = original
         wrapper.__doc__ = original.__doc__
         setattr(cls, name, wrapper)
+
+
+def _text(value: Any) -> str:
+    """A header name or value as text (bytes as HTTP/1.1 sends them: Latin-1, as ``http.client`` does)."""
+    return value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def _where(connection: Any, url: str) -> tuple[str, str, int | None, str]:
