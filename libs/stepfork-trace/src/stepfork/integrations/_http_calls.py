@@ -10,7 +10,9 @@ thread without the session in its context). It also notes the SDK's version in t
 The httpx capture (:class:`stepfork.integrations._http_boundary.Capture`, a subclass) reads its requests'
 fields in its own faster way; the urllib3 and aiohttp captures hand :meth:`Naming.describe` the values
 their libraries hold. So a request is the same boundary call whichever library sent it, and a bundle
-recorded through one library replays through another.
+recorded through one library replays through another. :class:`Replaying` is how every capture replays a
+request: the call routed, served from the recording (or sent live), a recorded transport error raised
+again as the library's own class.
 """
 
 from __future__ import annotations
