@@ -6,8 +6,8 @@ A real OpenAI SDK against a real OpenAI-compatible server on 127.0.0.1 (helpers/
 
 from __future__ import annotations
 
-import http.client
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -71,21 +71,19 @@ def test_a_frozen_replay_sends_the_local_server_nothing(tmp_path: Path, server: 
     assert server.count() == 1  # the recording's request only
 
 
-@pytest.mark.parametrize("how", ["an uninstrumented SDK client", "http.client"])
+@pytest.mark.parametrize("how", ["an uninstrumented SDK client", "a raw socket"])
 def test_a_request_stepfork_does_not_serve_raises_network_sealed_and_reaches_nothing(
     tmp_path: Path, server: LocalOpenAI, how: str
 ) -> None:
     bundle = recorded(tmp_path, server)
 
     def ask() -> Any:
-        if how == "http.client":  # the standard library's connection, which no capture sees (urllib is)
+        if how == "a raw socket":  # HTTP written on a socket, which no capture sees (http.client's is)
             body = json.dumps({"model": "gpt-4o-mini", "messages": QUESTION}).encode()
-            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
-            try:
-                connection.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
-                return connection.getresponse().read()
-            finally:
-                connection.close()
+            head = f"POST /v1/chat/completions HTTP/1.0\r\ncontent-length: {len(body)}\r\n\r\n"
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+                sock.sendall(head.encode() + body)
+                return sock.recv(4096)
         client = sdk_client(server, instrumented=False)  # the capture never sees its requests
         return client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION)
 
@@ -160,20 +158,20 @@ def test_through_the_cli_the_seal_refuses_and_allow_host_opens_exactly_that_serv
 
 
 SWALLOWING = """
-import http.client
 import os
+import socket
 import threading
 import urllib.parse
 
 import openai
 
 
-def ping():  # telemetry from a library's thread, through http.client (not captured), its failure swallowed
+def ping():  # telemetry from a library's thread, HTTP on a bare socket (not captured), its failure swallowed
     try:
         parts = urllib.parse.urlsplit(os.environ["AGENT_BASE_URL"])
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
-        connection.request("GET", "/health")
-        connection.getresponse().read()
+        with socket.create_connection((parts.hostname, parts.port), timeout=5) as sock:
+            sock.sendall(b"GET /health HTTP/1.0\\r\\n\\r\\n")
+            sock.recv(4096)
     except Exception:
         pass
 

@@ -11,8 +11,8 @@ the replay waits for sends a moment after the entrypoint returned, as the agent'
 from __future__ import annotations
 
 import concurrent.futures
-import http.client
 import http.server
+import socket
 import threading
 import time
 import urllib.parse
@@ -50,13 +50,13 @@ def send_when(event: threading.Event, target: str, outcome: dict[str, str], wait
     if wait:
         event.wait(30)
     try:
-        # http.client: a client Stepfork does not capture (urllib.request is captured where
+        # HTTP written on a socket: no capture sees it (urllib.request and http.client are captured where
         # autocapture.enable() ran in the worker), so only the seal stands in its way
         parts = urllib.parse.urlsplit(target)
-        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
-        connection.request("GET", parts.path)
-        connection.getresponse().read()
-        connection.close()
+        with socket.create_connection((parts.hostname or "", parts.port or 80), timeout=5) as sock:
+            sock.sendall(f"GET {parts.path} HTTP/1.0\r\nHost: {parts.netloc}\r\n\r\n".encode())
+            while sock.recv(4096):  # the server answers and closes (HTTP/1.0)
+                pass
         outcome["sent"] = "yes"
     except Exception as exc:
         outcome["sent"] = type(exc).__name__

@@ -31,10 +31,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
-from stepfork.integrations._http_calls import Naming, nested, sending
+from stepfork.integrations._http_calls import Naming, Replaying, nested, sending
 from stepfork.integrations._http_replies import Reply, fresh_headers, recorded_output, reply_of
 from stepfork.integrations._http_streams import Exchange, snapshot
 from stepfork.trace import boundary
+from stepfork.trace.boundary import BoundaryCall
 
 _MARK = "__stepfork_aiohttp__"
 
@@ -72,26 +73,14 @@ async def _captured(naming: Naming, request: Any, handler: Any, session: Any, or
             return await handler(request)
 
     if session.is_replay:
-        call = naming.routed(session, call, lambda: naming.request_llm_form(method, where, items, content))
-        live: list[Any] = []
+        def serve(out: Any, routed: BoundaryCall) -> Any:
+            return _response(request, reply_of(out, routed, legacy, _aiohttp_error))
 
-        async def execute() -> None:
-            live.append(await send())
+        def as_llm() -> BoundaryCall:
+            return naming.request_llm_form(method, where, items, content)
 
-        try:
-            out = await session.ahandle(call, execute, orphan=orphan)
-        except Exception as exc:
-            naming.hint_sdk_change(exc, session, header)
-            error_type = getattr(exc, "error_type", None)
-            if isinstance(error_type, str):
-                again = _aiohttp_error(error_type, str(getattr(exc, "message", "")))
-                if again is not None:
-                    raise again from exc
-            raise
-        if live:
-            return live[0]
-        reply = reply_of(out, call, legacy, lambda kind, message: _aiohttp_error(kind, message))
-        return _response(request, reply)
+        replaying = Replaying(naming, session, call, as_llm, orphan, header, serve, _aiohttp_error)
+        return await replaying.arun(send)
     naming.note_sdk(session, header)
     if not hasattr(session, "open_call"):  # another handler: one call, the body read whole
         fresh: list[Any] = []
@@ -110,8 +99,7 @@ async def _captured(naming: Naming, request: Any, handler: Any, session: Any, or
         if fresh:
             return fresh[0]
         # a handler may serve the call without running its body (BoundaryHandler): rebuild what it served
-        reply = reply_of(out, call, legacy, lambda kind, message: _aiohttp_error(kind, message))
-        return _response(request, reply)
+        return _response(request, reply_of(out, call, legacy, _aiohttp_error))
     pending: list[Exchange] = []
     opened = session.open_call(call, lambda: snapshot(pending), orphan=orphan)
     try:

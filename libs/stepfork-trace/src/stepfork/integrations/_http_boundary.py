@@ -29,7 +29,6 @@ from stepfork.integrations._http_streams import (
     stream_classes,
     stream_of,
     through_class,
-    transport_error,
 )
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
@@ -180,14 +179,6 @@ class Capture(Naming):
         if output["status"] >= 400:
             served = without_retry_wait(served)
         return _whole_response(self.lib, output["status"], served, body, request)
-
-    def raise_recorded(self, exc: BaseException, request: Any) -> None:
-        """Raise a recorded transport failure as the library's own exception class, when it is one."""
-        error_type = getattr(exc, "error_type", None)
-        if isinstance(error_type, str):
-            again = transport_error(self.lib, error_type, str(getattr(exc, "message", "")), request)
-            if again is not None:
-                raise again from exc
 
     def raise_through(self, exc: BaseException) -> None:
         """Re-raise a Stepfork replay error so the SDK lets it through (see ``sdk_error``)."""

@@ -10,7 +10,9 @@ thread without the session in its context). It also notes the SDK's version in t
 The httpx capture (:class:`stepfork.integrations._http_boundary.Capture`, a subclass) reads its requests'
 fields in its own faster way; the urllib3 and aiohttp captures hand :meth:`Naming.describe` the values
 their libraries hold. So a request is the same boundary call whichever library sent it, and a bundle
-recorded through one library replays through another.
+recorded through one library replays through another. :class:`Replaying` is how every capture replays a
+request: the call routed, served from the recording (or sent live), a recorded transport error raised
+again as the library's own class.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +36,10 @@ SDK_VERSIONS = "sdk-versions"
 
 Header = Callable[[str], "str | None"]
 """A request's header by lower-case name (None when absent)."""
+
+Rebuild = Callable[[str, str], "BaseException | None"]
+"""``rebuild(error_type, message)``: a recorded transport failure as the HTTP library's own exception
+(``urllib3.exceptions.ReadTimeoutError``...), or None when it names no class of that library."""
 
 _sending: ContextVar[bool] = ContextVar("stepfork_http_sending", default=False)
 executors.carry(_sending)  # a library sending from a pool under a capture is still nested in it
@@ -212,6 +218,83 @@ class Naming:
         if diagnostic.hint:
             hint = f"{diagnostic.hint}; {hint}"
         exc.diagnostic = dataclasses.replace(diagnostic, hint=hint)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Replaying:
+    """One request a capture replays: what it needs to hand the program the recorded response.
+
+    Attributes:
+        naming: the capture's :class:`Naming` (routing, SDK-change hints).
+        handler: the replay session.
+        call: the request's boundary call (:meth:`Naming.describe`).
+        form: the request's ``llm`` form (:meth:`Naming.routed`).
+        orphan: True for a request from a thread without the session in its context.
+        header: the request's headers.
+        serve: ``serve(output, call)``: the library's response for the recorded output of the (routed) call.
+        rebuild: a recorded transport failure as the library's exception.
+        through: called with the session's error before it propagates (may raise it as another class).
+    """
+
+    naming: Naming
+    handler: Any
+    call: BoundaryCall
+    form: Callable[[], BoundaryCall]
+    orphan: bool
+    header: Header
+    serve: Callable[[Any, BoundaryCall], Any]
+    rebuild: Rebuild
+    through: Callable[[BaseException], None] | None = None
+
+    def run(self, send: Callable[[], Any]) -> Any:
+        """The response the capture hands the program: the call is routed (:meth:`Naming.routed`) and
+        handed to the session, which serves the recorded output (built by ``serve``) or runs ``send()``
+        (the live request of a hybrid replay executing the call), whose response is returned as it is.
+
+        Raises:
+            The library's exception ``rebuild`` makes of a recorded transport failure; else the session's
+            error (``ReplayMismatchError``...), a hint added when the SDK's version changed
+            (:meth:`Naming.hint_sdk_change`), passed to ``through`` first when given.
+        """
+        call = self.naming.routed(self.handler, self.call, self.form)
+        live: list[Any] = []
+
+        def execute() -> None:
+            live.append(send())
+
+        try:
+            out = self.handler.handle(call, execute, orphan=self.orphan)
+        except Exception as exc:
+            self._failed(exc)
+            raise
+        return live[0] if live else self.serve(out, call)
+
+    async def arun(self, send: Callable[[], Awaitable[Any]]) -> Any:
+        """The asynchronous :meth:`run` (``handler.ahandle``, an awaitable ``send()``)."""
+        call = self.naming.routed(self.handler, self.call, self.form)
+        live: list[Any] = []
+
+        async def execute() -> None:
+            live.append(await send())
+
+        try:
+            out = await self.handler.ahandle(call, execute, orphan=self.orphan)
+        except Exception as exc:
+            self._failed(exc)
+            raise
+        return live[0] if live else self.serve(out, call)
+
+    def _failed(self, exc: BaseException) -> None:
+        """What happens to the session's error ``exc`` before it propagates: a hint at an SDK change, a
+        recorded transport failure raised as the library's class, then ``through(exc)``."""
+        self.naming.hint_sdk_change(exc, self.handler, self.header)
+        error_type = getattr(exc, "error_type", None)
+        if isinstance(error_type, str):
+            again = self.rebuild(error_type, str(getattr(exc, "message", "")))
+            if again is not None:
+                raise again from exc
+        if self.through is not None:
+            self.through(exc)
 
 
 _legacy_sessions: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()

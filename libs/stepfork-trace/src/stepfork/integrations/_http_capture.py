@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from stepfork.integrations import _http_exchange as wire
 from stepfork.integrations._http_boundary import Capture
-from stepfork.integrations._http_calls import nested, sending
-from stepfork.integrations._http_streams import Exchange, snapshot
+from stepfork.integrations._http_calls import Replaying, nested, sending
+from stepfork.integrations._http_streams import Exchange, snapshot, transport_error
 from stepfork.trace import boundary
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.instrument import LLMOutput
@@ -52,14 +52,37 @@ if TYPE_CHECKING:
     from stepfork.trace.callrecording import CallRecorder
 
 
-def _routed(handler: Any, call: BoundaryCall, capture: Capture, request: Any) -> BoundaryCall:
-    """The call to replay ``request`` as: an ``http`` call the recording does not hold as one is served in
-    the agent's order when the recording holds it there, as an LLM call (a recording made before issue 29
-    held every request so: ``ReplaySession.route_request``)."""
-    if call.kind == "llm":
-        return call
-    route = getattr(handler, "route_request", None)
-    return call if route is None else route(call, lambda: capture.llm_form(request))
+def _replaying(
+    capture: Capture,
+    handler: Any,
+    call: BoundaryCall,
+    legacy: Any,
+    request: Any,
+    orphan: bool,
+    *,
+    is_async: bool,
+) -> Replaying:
+    """How ``request`` (described as ``call``) is replayed under ``handler``: the response rebuilt from the
+    recording (:meth:`Capture.replayed`), a recorded transport error raised as the library's class, a
+    Stepfork error raised through the SDK's error handling (:meth:`Capture.raise_through`)."""
+
+    def serve(out: Any, routed: BoundaryCall) -> Any:
+        return capture.replayed(out, routed, legacy, request, is_async=is_async)
+
+    def rebuild(kind: str, message: str) -> BaseException | None:
+        return transport_error(capture.lib, kind, message, request)
+
+    return Replaying(
+        capture,
+        handler,
+        call,
+        lambda: capture.llm_form(request),
+        orphan,
+        request.headers.get,
+        serve,
+        rebuild,
+        capture.raise_through,
+    )
 
 
 class CaptureTransport:
@@ -79,21 +102,12 @@ class CaptureTransport:
         capture = self.capture
         call, legacy = capture.boundary_call(request, handler, orphan)
         if handler.is_replay:
-            call = _routed(handler, call, capture, request)
-            live: list[Any] = []
 
-            def execute() -> None:
+            def send() -> Any:
                 with sending():
-                    live.append(self.inner.handle_request(request))
+                    return self.inner.handle_request(request)
 
-            try:
-                out = handler.handle(call, execute, orphan=orphan)
-            except Exception as exc:
-                capture.hint_sdk_change(exc, handler, request.headers.get)
-                capture.raise_recorded(exc, request)
-                capture.raise_through(exc)
-                raise
-            return live[0] if live else capture.replayed(out, call, legacy, request, is_async=False)
+            return _replaying(capture, handler, call, legacy, request, orphan, is_async=False).run(send)
         capture.note_sdk(handler, request.headers.get)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []
@@ -161,21 +175,12 @@ class AsyncCaptureTransport:
         capture = self.capture
         call, legacy = capture.boundary_call(request, handler, orphan)
         if handler.is_replay:
-            call = _routed(handler, call, capture, request)
-            live: list[Any] = []
 
-            async def execute() -> Any:  # its result is unused: the live response is kept in ``live``
+            async def send() -> Any:
                 with sending():
-                    live.append(await self.inner.handle_async_request(request))
+                    return await self.inner.handle_async_request(request)
 
-            try:
-                out = await handler.ahandle(call, execute, orphan=orphan)
-            except Exception as exc:
-                capture.hint_sdk_change(exc, handler, request.headers.get)
-                capture.raise_recorded(exc, request)
-                capture.raise_through(exc)
-                raise
-            return live[0] if live else capture.replayed(out, call, legacy, request, is_async=True)
+            return await _replaying(capture, handler, call, legacy, request, orphan, is_async=True).arun(send)
         capture.note_sdk(handler, request.headers.get)
         if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
             fresh: list[Any] = []

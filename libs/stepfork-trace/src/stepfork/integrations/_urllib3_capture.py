@@ -32,11 +32,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
-from stepfork.integrations._http_calls import Naming, nested, sending
+from stepfork.integrations._http_calls import Naming, Replaying, nested, sending
 from stepfork.integrations._http_replies import Reply, fresh_headers, recorded_output, reply_of
 from stepfork.integrations._http_streams import Exchange, snapshot
 from stepfork.integrations._urllib3_responses import Tap, response_of, streamed_response
 from stepfork.trace import boundary
+from stepfork.trace.boundary import BoundaryCall
 
 _MARK = "__stepfork_urllib3__"
 _naming = Naming(library="urllib3")
@@ -107,27 +108,18 @@ def _captured(
         with sending():
             return original(pool, **{**forwarded, "preload_content": preload}, **extra)
 
+    def rebuild(kind: str, message: str) -> BaseException | None:
+        return _urllib3_error(kind, message, pool, url)
+
     if handler.is_replay:
-        call = naming.routed(handler, call, lambda: naming.request_llm_form(method, where, items, content))
-        live: list[Any] = []
+        def serve(out: Any, routed: BoundaryCall) -> Any:
+            return response_of(pool, reply_of(out, routed, legacy, rebuild), method, url, asked, retries)
 
-        def execute() -> None:
-            live.append(send(preload=asked["preload"]))
+        def as_llm() -> BoundaryCall:
+            return naming.request_llm_form(method, where, items, content)
 
-        try:
-            out = handler.handle(call, execute, orphan=orphan)
-        except Exception as exc:
-            naming.hint_sdk_change(exc, handler, header)
-            error_type = getattr(exc, "error_type", None)
-            if isinstance(error_type, str):
-                again = _urllib3_error(error_type, str(getattr(exc, "message", "")), pool, url)
-                if again is not None:
-                    raise again from exc
-            raise
-        if live:
-            return live[0]
-        reply = reply_of(out, call, legacy, lambda kind, message: _urllib3_error(kind, message, pool, url))
-        return response_of(pool, reply, method, url, asked, retries)
+        replaying = Replaying(naming, handler, call, as_llm, orphan, header, serve, rebuild)
+        return replaying.run(lambda: send(preload=asked["preload"]))
     naming.note_sdk(handler, header)
     if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
         fresh: list[Any] = []
@@ -145,7 +137,7 @@ def _captured(
         if fresh:
             return fresh[0]
         # a handler may serve the call without running its body (BoundaryHandler): rebuild what it served
-        reply = reply_of(out, call, legacy, lambda kind, message: _urllib3_error(kind, message, pool, url))
+        reply = reply_of(out, call, legacy, rebuild)
         return response_of(pool, reply, method, url, asked, retries)
     pending: list[Exchange] = []
     opened = handler.open_call(call, lambda: snapshot(pending), orphan=orphan)

@@ -23,8 +23,8 @@ theirs (an ``llm`` or an ``http`` call, the same input and output), so a bundle 
 Why ``do_open``: it is the one place both handlers send a request through, it sees the request whole
 (``Request.get_method()``, ``full_url``, headers, ``data``) after the opener's processors added their
 headers, and the object it returns is what ``urlopen`` hands the caller, so replay serves from there
-without a connection existing. Programs calling ``http.client`` directly are not captured (docs/
-integrations.md).
+without a connection existing. Programs calling ``http.client`` directly are captured by
+:mod:`stepfork.integrations._httpclient_capture`, which records and serves through :func:`exchange` too.
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ from __future__ import annotations
 import http
 import http.client
 import io
+from collections.abc import Callable
 from typing import Any
 
 from stepfork.integrations import _http_exchange as wire
-from stepfork.integrations._http_calls import Naming, nested, sending
+from stepfork.integrations._http_calls import Naming, Rebuild, Replaying, nested, sending
 from stepfork.integrations._http_replies import Reply, fresh_headers, recorded_output, reply_of
 from stepfork.integrations._http_streams import Exchange, snapshot
 from stepfork.trace import boundary
+from stepfork.trace.boundary import BoundaryCall
 
 __all__ = ["install"]
 
@@ -74,20 +76,62 @@ def install() -> None:
 
 def _captured(send_live: Any, req: Any, handler: Any, orphan: bool) -> Any:
     """One request ``req`` (a ``urllib.request.Request``) under the session ``handler``."""
-    from urllib.parse import urlsplit
-
     method = str(req.get_method()).upper()
     url = str(req.full_url)
-    parts = urlsplit(url)
-    target = parts.path or "/"
-    if parts.query:
-        target = f"{target}?{parts.query}"
-    where = (parts.scheme, parts.hostname or "", parts.port, target)
     content = wire.body_bytes(req.data)
     if req.data is not None and not isinstance(req.data, bytes):
         req.data = content  # a file or an iterable is read once: the bytes are sent instead
     items = [(str(k), str(v)) for k, v in req.header_items()]
-    naming = _naming
+
+    def respond(reply: Reply) -> http.client.HTTPResponse:
+        return _response(reply, method, url)
+
+    return exchange(_naming, send_live, method, where_of(url), items, content, handler, orphan, respond)
+
+
+def where_of(url: str) -> tuple[str, str, int | None, str]:
+    """``(scheme, host, port or None, path and query)`` of an absolute ``url``."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    target = parts.path or "/"
+    if parts.query:
+        target = f"{target}?{parts.query}"
+    return parts.scheme, parts.hostname or "", parts.port, target
+
+
+def exchange(
+    naming: Naming,
+    send_live: Callable[[], Any],
+    method: str,
+    where: tuple[str, str, int | None, str],
+    items: list[tuple[str, str]],
+    content: bytes,
+    handler: Any,
+    orphan: bool,
+    respond: Callable[[Reply], http.client.HTTPResponse],
+    rebuild: Rebuild | None = None,
+) -> http.client.HTTPResponse:
+    """One request sent through ``http.client`` (``urllib.request``'s ``do_open``, or a program's own
+    ``HTTPConnection``) under the session ``handler``: recorded, or served on replay, as the response
+    ``respond(reply)`` builds, its body read whole (module docstring).
+
+    Args:
+        naming: how the capture names the request.
+        send_live: sends the request and returns the live ``http.client.HTTPResponse``.
+        method: the HTTP method (upper case).
+        where: ``(scheme, host, port or None, path and query)``.
+        items: the request's headers.
+        content: the body's bytes.
+        handler: the active session; ``orphan``: True from a thread without the session in its context.
+        respond: the response handed to the program for a reply.
+        rebuild: a recorded transport failure as the library's exception (default: ``URLError``).
+
+    Raises:
+        What sending raises at record (recorded as the call's failure first); on replay the recorded
+        transport failure as ``rebuild`` makes it, or the session's error (``ReplayMismatchError``).
+    """
+    rebuild = rebuild or _urllib_error
     call, legacy = naming.describe(method, where, items, content, handler, orphan)
 
     def header(name: str) -> str | None:
@@ -98,41 +142,28 @@ def _captured(send_live: Any, req: Any, handler: Any, orphan: bool) -> Any:
             return send_live()
 
     if handler.is_replay:
-        call = naming.routed(handler, call, lambda: naming.request_llm_form(method, where, items, content))
-        live: list[Any] = []
+        def serve(out: Any, routed: BoundaryCall) -> http.client.HTTPResponse:
+            return respond(reply_of(out, routed, legacy, rebuild))
 
-        def execute() -> None:
-            live.append(send())
+        def as_llm() -> BoundaryCall:
+            return naming.request_llm_form(method, where, items, content)
 
-        try:
-            out = handler.handle(call, execute, orphan=orphan)
-        except Exception as exc:
-            naming.hint_sdk_change(exc, handler, header)
-            error_type = getattr(exc, "error_type", None)
-            if isinstance(error_type, str):
-                again = _urllib_error(error_type, str(getattr(exc, "message", "")))
-                if again is not None:
-                    raise again from exc
-            raise
-        if live:
-            return live[0]
-        reply = reply_of(out, call, legacy, _urllib_error)
-        return _response(reply, method, url)
+        return Replaying(naming, handler, call, as_llm, orphan, header, serve, rebuild).run(send)  # type: ignore[no-any-return]
     naming.note_sdk(handler, header)
     if not hasattr(handler, "open_call"):  # another handler: one call, the body read whole
-        fresh: list[Any] = []
+        fresh: list[http.client.HTTPResponse] = []
 
         def read_whole() -> Any:
             response = send()
             received, data = _read_live(response)
-            fresh.append(_handed(response.status, received, data, method, url))
+            fresh.append(respond(Reply(response.status, fresh_headers(received, len(data)), data)))
             return recorded_output(response.status, received, data)
 
         out = handler.handle(call, read_whole, orphan=orphan)
         if fresh:
             return fresh[0]
         # a handler may serve the call without running its body (BoundaryHandler): rebuild what it served
-        return _response(reply_of(out, call, legacy, _urllib_error), method, url)
+        return respond(reply_of(out, call, legacy, rebuild))
     pending: list[Exchange] = []
     opened = handler.open_call(call, lambda: snapshot(pending), orphan=orphan)
     try:
@@ -143,13 +174,13 @@ def _captured(send_live: Any, req: Any, handler: Any, orphan: bool) -> Any:
         raise
     form = wire.stream_form(response.headers.get("content-type"))
     if form is not None:  # recorded as the other captures record a stream: its events, finished
-        exchange = Exchange(handler, opened, response.status, wire.response_headers(received), form=form)
-        pending.append(exchange)
-        exchange.feed(data)
-        exchange.finish(wire.FINISHED)
+        stream = Exchange(handler, opened, response.status, wire.response_headers(received), form=form)
+        pending.append(stream)
+        stream.feed(data)
+        stream.finish(wire.FINISHED)
     else:
         handler.close_call(opened, recorded_output(response.status, received, data))
-    return _handed(response.status, received, data, method, url)
+    return respond(Reply(response.status, fresh_headers(received, len(data)), data))
 
 
 def _read_live(response: Any) -> tuple[list[tuple[str, str]], bytes]:
@@ -174,12 +205,6 @@ def _read_live(response: Any) -> tuple[list[tuple[str, str]], bytes]:
     return received, data
 
 
-def _handed(status: int, received: list[tuple[str, str]], data: bytes, method: str, url: str) -> Any:
-    """The response handed to the program for a live body read whole (``data``, decoded: no
-    ``Content-Encoding``)."""
-    return _response(Reply(status, fresh_headers(received, len(data)), data), method, url)
-
-
 class _Memory:
     """What ``http.client.HTTPResponse`` reads a response from: bytes in memory, as a socket's file."""
 
@@ -192,7 +217,17 @@ class _Memory:
 
 def _response(reply: Reply, method: str, url: str) -> http.client.HTTPResponse:
     """The ``http.client.HTTPResponse`` ``do_open`` returns for ``reply`` (its ``url`` and ``msg`` set as
-    ``do_open`` sets them); a stream's recorded end error, if any, is raised once the body is read."""
+    ``do_open`` sets them)."""
+    response = memory_response(reply, method)
+    response.url = url
+    response.msg = response.reason  # type: ignore[assignment]  # as do_open does
+    return response
+
+
+def memory_response(reply: Reply, method: str) -> http.client.HTTPResponse:
+    """The ``http.client.HTTPResponse`` of ``reply`` to a ``method`` request, read from memory, as
+    ``HTTPConnection.getresponse`` returns it; a stream's recorded end error, if any, is raised once the
+    body is read."""
     try:
         reason = http.HTTPStatus(reply.status).phrase
     except ValueError:
@@ -202,8 +237,6 @@ def _response(reply: Reply, method: str, url: str) -> http.client.HTTPResponse:
     head = f"HTTP/1.1 {reply.status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
     response = http.client.HTTPResponse(_Memory(head.encode("latin-1") + reply.body), method=method)  # type: ignore[arg-type]
     response.begin()
-    response.url = url
-    response.msg = response.reason  # type: ignore[assignment]  # as do_open does
     if reply.after is not None:
         after = reply.after
         read = response.read

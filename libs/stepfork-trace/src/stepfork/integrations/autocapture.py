@@ -3,7 +3,8 @@
 :func:`enable` makes each ``Client``/``AsyncClient`` of ``httpx`` and ``httpx2`` created from then on
 instrumented at construction (:func:`stepfork.integrations._http_capture.install`), every urllib3 request
 captured (and so ``requests`` and botocore/boto3: :mod:`stepfork.integrations._urllib3_capture`), every
-``urllib.request`` request (:mod:`stepfork.integrations._urllib_capture`), each
+``urllib.request`` request (:mod:`stepfork.integrations._urllib_capture`), every request a program sends
+with ``http.client`` itself (:mod:`stepfork.integrations._httpclient_capture`), each
 ``aiohttp.ClientSession`` created from then on given the capture middleware
 (:mod:`stepfork.integrations._aiohttp_capture`), and each ``mcp.ClientSession``
 (:func:`stepfork.integrations.mcp.enable`): the modules already imported are patched now, the others right
@@ -30,7 +31,7 @@ from typing import Any
 
 from stepfork.integrations._http_capture import install
 
-TARGETS = ("httpx", "httpx2", "mcp", "urllib3", "aiohttp", "urllib.request")
+TARGETS = ("httpx", "httpx2", "mcp", "urllib3", "aiohttp", "urllib.request", "http.client")
 _MARK = "__stepfork_autocapture__"
 
 
@@ -50,7 +51,7 @@ def _patch_class(cls: Any) -> None:
 
 def patch_module(module: ModuleType) -> None:
     """Instrument the clients of an imported ``httpx``/``httpx2`` module from now on (the sessions of
-    ``mcp`` and ``aiohttp``, every request of ``urllib3`` and ``urllib.request``)."""
+    ``mcp`` and ``aiohttp``, every request of ``urllib3``, ``urllib.request`` and ``http.client``)."""
     if module.__name__ == "mcp":
         from stepfork.integrations.mcp import enable as enable_mcp
 
@@ -65,6 +66,11 @@ def patch_module(module: ModuleType) -> None:
         from stepfork.integrations._urllib_capture import install as install_urllib
 
         install_urllib()
+        return
+    if module.__name__ == "http.client":
+        from stepfork.integrations._httpclient_capture import install as install_http_client
+
+        install_http_client()
         return
     if module.__name__ == "aiohttp":
         from stepfork.integrations._aiohttp_capture import install as install_aiohttp
@@ -133,7 +139,7 @@ def recorded_program(bundle: str | os.PathLike[str]) -> list[str] | None:
 
 def enable(providers: Mapping[str, str] | None = None) -> None:
     """Instrument every httpx/httpx2 client, aiohttp and MCP session created from now on in this process,
-    and every urllib3 and ``urllib.request`` request (idempotent).
+    and every urllib3, ``urllib.request`` and ``http.client`` request (idempotent).
 
     Args:
         providers: ``{"HOST" or "HOST:PORT": NAME}``: the provider of requests to those hosts (a gateway, a

@@ -17,5 +17,5 @@ __all__ = ["instrument_urllib"]
 def instrument_urllib() -> None:
     """Capture every ``urllib.request`` request of this process from now on (idempotent). Without an
     active Stepfork session a request costs one ContextVar read. Programs that call ``http.client``
-    directly are not captured (docs/integrations.md, "Limits")."""
+    directly are captured by :func:`stepfork.integrations.http_client.instrument_http_client`."""
     install()
