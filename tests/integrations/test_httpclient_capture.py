@@ -87,7 +87,7 @@ print("answer:", reply["choices"][0]["message"]["content"])
 print("request id:", request_id)
 '''
 
-BY_HAND = '''
+BY_HAND = """
 import os, urllib.parse
 import http.client
 
@@ -96,7 +96,7 @@ connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
 connection.putrequest("GET", "/health")
 connection.endheaders()
 print("health:", connection.getresponse().status)
-'''
+"""
 
 
 def _env(server: LocalOpenAI, **extra: str) -> dict[str, str]:

@@ -45,13 +45,13 @@ WEATHER_TOOLS: list[dict[str, Any]] = [
     }
 ]
 """The ``get_weather`` tool schema of OpenAI's function-calling guide, which agents in tests offer."""
-WEATHER_TOOL_SOURCE = '''
+WEATHER_TOOL_SOURCE = """
 @trace_tool
 def get_weather(city: str) -> dict:
     with open("tool-ran.log", "a") as log:
         log.write(city + "\\n")
     return {"city": city, "temperature_c": 21, "conditions": "sunny"}
-'''
+"""
 """The guide's ``get_weather`` as a program's source (``trace_tool`` imported), noting each run in
 ``tool-ran.log`` so a test can tell a served tool from one that ran."""
 
@@ -60,6 +60,8 @@ def weather_program(template: str) -> str:
     """``template`` (a program's source) with ``{tools}`` replaced by :data:`WEATHER_TOOLS` and
     ``{weather_tool}`` by :data:`WEATHER_TOOL_SOURCE`."""
     return template.replace("{tools}", repr(WEATHER_TOOLS)).replace("{weather_tool}", WEATHER_TOOL_SOURCE)
+
+
 _TOOL_LINE = re.compile(r"^\s*def (\w+)\(", re.MULTILINE)
 _CALLED_IN_TEXT = re.compile(r"'name': '(\w+)'")
 

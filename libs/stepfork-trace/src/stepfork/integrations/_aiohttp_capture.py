@@ -73,6 +73,7 @@ async def _captured(naming: Naming, request: Any, handler: Any, session: Any, or
             return await handler(request)
 
     if session.is_replay:
+
         def serve(out: Any, routed: BoundaryCall) -> Any:
             return _response(request, reply_of(out, routed, legacy, _aiohttp_error))
 

@@ -112,6 +112,7 @@ def _captured(
         return _urllib3_error(kind, message, pool, url)
 
     if handler.is_replay:
+
         def serve(out: Any, routed: BoundaryCall) -> Any:
             return response_of(pool, reply_of(out, routed, legacy, rebuild), method, url, asked, retries)
 

@@ -142,6 +142,7 @@ def exchange(
             return send_live()
 
     if handler.is_replay:
+
         def serve(out: Any, routed: BoundaryCall) -> http.client.HTTPResponse:
             return respond(reply_of(out, routed, legacy, rebuild))
 
