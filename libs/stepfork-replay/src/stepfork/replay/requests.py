@@ -342,5 +342,5 @@ def capture_missing(session: Any) -> str | None:
         "installed (the replay reached the network seal instead): export a bundle of `stepfork record -- "
         "python ...` in the same form (stepfork export BUNDLE --pytest -o TEST.py -- python SCRIPT ARGS), "
         "or instrument the agent's client (instrument_openai, instrument_httpx, instrument_urllib3, "
-        "instrument_aiohttp)"
+        "instrument_aiohttp, instrument_urllib, instrument_http_client)"
     )

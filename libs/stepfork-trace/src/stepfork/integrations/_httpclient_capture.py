@@ -128,6 +128,9 @@ def install() -> None:
         wrapper.__wrapped__ = original
         wrapper.__doc__ = original.__doc__
         setattr(cls, name, wrapper)
+    from stepfork.integrations import _http_capture
+
+    _http_capture.installed = True
 
 
 def _text(value: Any) -> str:
