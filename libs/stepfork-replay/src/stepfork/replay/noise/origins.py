@@ -8,6 +8,12 @@ dependency output (``tool_result`` and ``llm_response`` outputs, SSE events incl
 (a tool run in-process that minted a booking id handed it out). A handed-out id must match exactly: an
 agent returning the wrong booking id is still caught.
 
+Order matters (NEWCOMER4 F1, F5, F6, F7): a value the agent *sent* in a call's input (a ``tool_call`` or
+``llm_request``) before any dependency output held it is the agent's own, not handed out, whatever later
+outputs echo it: the model quoting the ticket id the agent's own code made, a tool echoing the agent's
+idempotency key, the Responses API echoing ``metadata`` and ``user``, a provider's ``created`` second equal
+to the agent's ``str(int(time.time()))`` in that very request.
+
 A value is *fresh* when it was not handed out and it was made anew by the run itself: minted from the
 system's randomness (``stepfork.trace.minting``: the recording's ``minted.json``, or the live log of the
 replay running now), made from the run's clock (an epoch time inside the run's window:
@@ -27,6 +33,8 @@ from stepfork.replay.noise.ids import TOKEN, embedded_uuids, fresh_by_shape, is_
 
 GIVING_EVENTS = frozenset({"tool_result", "llm_response", "error", "run_start"})
 """Event types whose payload the recording gives the agent."""
+TAKING_EVENTS = frozenset({"tool_call", "llm_request"})
+"""Event types whose ``input`` the agent sends to a dependency."""
 
 MIN_ID = 8
 
@@ -62,18 +70,20 @@ def collect_ids(values: Iterable[Any]) -> set[str]:
     return found
 
 
-def _payloads(trace: Any) -> Iterable[Any]:
+def _payloads(trace: Any) -> Iterable[tuple[bool, Any]]:
+    """``(given, payload)`` of each event of ``trace`` in recorded order: what the recording gave the agent
+    (``given``: :data:`GIVING_EVENTS`) and what the agent sent (:data:`TAKING_EVENTS`' inputs)."""
     for event in trace.events:
         kind = str(getattr(event.type, "value", event.type))
-        if kind not in GIVING_EVENTS:
-            continue
-        if kind == "error":
-            yield getattr(event, "message", None)
-            yield getattr(event, "error_type", None)
+        if kind in TAKING_EVENTS:
+            yield False, getattr(event, "input", None)
+        elif kind == "error":
+            yield True, getattr(event, "message", None)
+            yield True, getattr(event, "error_type", None)
         elif kind == "run_start":
-            yield getattr(event, "input", None)
-        else:
-            yield getattr(event, "output", None)
+            yield True, getattr(event, "input", None)
+        elif kind in GIVING_EVENTS:
+            yield True, getattr(event, "output", None)
 
 
 class Origins:
@@ -102,7 +112,8 @@ class Origins:
         self._trace = trace
         self._values = list(values)
         self._ids: set[str] | None = None
-        self._text: str | None = None
+        self._texts: list[tuple[bool, str]] | None = None
+        self._given_first: dict[str, bool] = {}
         if minted is None and trace is not None:
             from stepfork.trace.minting import minted_of
 
@@ -117,17 +128,27 @@ class Origins:
         """True for a recording that says nothing of what it minted (no ``minted.json``)."""
         return self.minted is None and self._trace is not None
 
-    def _sources(self) -> list[Any]:
-        sources: list[Any] = list(self._values)
+    def _sources(self) -> list[tuple[bool, Any]]:
+        """``(given, payload)`` in order: the extra ``values`` (given), then the trace's (:func:`_payloads`)."""
+        sources: list[tuple[bool, Any]] = [(True, value) for value in self._values]
         if self._trace is not None:
             sources.extend(_payloads(self._trace))
         return sources
 
     @property
     def ids(self) -> set[str]:
-        """Every handed-out id token by shape (and the UUIDs inside them, lower case)."""
+        """Every handed-out id token by shape (and the UUIDs inside them, lower case): found in what the
+        recording gave before any input the agent sent held it (module docstring)."""
         if self._ids is None:
-            self._ids = collect_ids(self._sources())
+            given: set[str] = set()
+            sent: set[str] = set()
+            for is_given, payload in self._sources():
+                found = collect_ids([payload])
+                if is_given:
+                    given.update(found - sent)
+                else:
+                    sent.update(found - given)
+            self._ids = given
         return self._ids
 
     def handed_out(self, token: str) -> bool:
@@ -139,9 +160,21 @@ class Origins:
         spans = self.made.spans(token) if self.made is not None else []
         if not spans:
             return False
-        if self._text is None:  # minted values of any shape, clock readings: anywhere in what was given
-            self._text = "\x00".join(_strings(self._sources(), numbers=True))
-        return token in self._text or any(token[start:end] in self._text for start, end in spans)
+        # minted values of any shape, clock readings: anywhere in what was given, before the agent sent it
+        return self._first_given(token) or any(self._first_given(token[start:end]) for start, end in spans)
+
+    def _first_given(self, text: str) -> bool:
+        """True when the first payload (in recorded order) whose strings hold ``text`` was given."""
+        known = self._given_first.get(text)
+        if known is None:
+            if self._texts is None:
+                self._texts = [
+                    (is_given, "\x00".join(_strings([payload], numbers=True)))
+                    for is_given, payload in self._sources()
+                ]
+            known = next((is_given for is_given, held in self._texts if text in held), False)
+            self._given_first[text] = known
+        return known
 
     def is_minted(self, token: str) -> bool:
         """True when ``token`` holds a value this side made anew: minted, or read from its clock."""
