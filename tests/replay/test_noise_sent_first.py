@@ -35,7 +35,8 @@ def model(messages: list[dict[str, Any]], **request: Any) -> dict[str, Any]:
 
 
 def ask(messages: list[dict[str, Any]], **request: Any) -> dict[str, Any]:
-    return llm_request(model="m", input={"messages": messages, **request}, call=lambda: model(messages, **request))
+    payload = {"messages": messages, **request}
+    return llm_request(model="m", input=payload, call=lambda: model(messages, **request))
 
 
 def quoting_agent() -> str:
@@ -47,7 +48,8 @@ def quoting_agent() -> str:
 
 def echoing_provider_agent() -> str:
     request = {"metadata": {"request_id": str(uuid.uuid4()), "ts": str(int(time.time()))}}
-    return str(ask([{"role": "user", "content": "Say hi"}], user=f"session-{uuid.uuid4()}", **request)["content"])
+    answer = ask([{"role": "user", "content": "Say hi"}], user=f"session-{uuid.uuid4()}", **request)
+    return str(answer["content"])
 
 
 @trace_tool
@@ -67,7 +69,9 @@ def recorded(tmp_path: Path, agent: Any, name: str) -> Path:
 
 
 @pytest.mark.parametrize("agent", [quoting_agent, echoing_provider_agent, idempotent_agent])
-def test_a_value_the_agent_sent_first_is_fresh_when_a_later_output_echoes_it(tmp_path: Path, agent: Any) -> None:
+def test_a_value_the_agent_sent_first_is_fresh_when_a_later_output_echoes_it(
+    tmp_path: Path, agent: Any
+) -> None:
     first, second = recorded(tmp_path, agent, "first"), recorded(tmp_path, agent, "second")
     result = diff_traces(first, second)
     assert result.equivalent, str(result)

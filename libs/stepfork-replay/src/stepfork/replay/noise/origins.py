@@ -129,7 +129,7 @@ class Origins:
         return self.minted is None and self._trace is not None
 
     def _sources(self) -> list[tuple[bool, Any]]:
-        """``(given, payload)`` in order: the extra ``values`` (given), then the trace's (:func:`_payloads`)."""
+        """``(given, payload)`` in order: the extra ``values`` (given), then the trace's events'."""
         sources: list[tuple[bool, Any]] = [(True, value) for value in self._values]
         if self._trace is not None:
             sources.extend(_payloads(self._trace))
