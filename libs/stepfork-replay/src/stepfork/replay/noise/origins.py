@@ -135,6 +135,17 @@ class Origins:
             sources.extend(_payloads(self._trace))
         return sources
 
+    def _new_strings(self, *, numbers: bool) -> list[tuple[bool, list[str]]]:
+        """``(given, strings)`` of each source in order, each string kept at its first occurrence only: a
+        conversation resent in every request is scanned once, and only a first occurrence decides."""
+        seen: set[str] = set()
+        out: list[tuple[bool, list[str]]] = []
+        for is_given, payload in self._sources():
+            strings = [text for text in _strings([payload], numbers=numbers) if text not in seen]
+            seen.update(strings)
+            out.append((is_given, strings))
+        return out
+
     @property
     def ids(self) -> set[str]:
         """Every handed-out id token by shape (and the UUIDs inside them, lower case): found in what the
@@ -142,8 +153,8 @@ class Origins:
         if self._ids is None:
             given: set[str] = set()
             sent: set[str] = set()
-            for is_given, payload in self._sources():
-                found = collect_ids([payload])
+            for is_given, strings in self._new_strings(numbers=False):
+                found = collect_ids(strings)
                 if is_given:
                     given.update(found - sent)
                 else:
@@ -168,10 +179,8 @@ class Origins:
         known = self._given_first.get(text)
         if known is None:
             if self._texts is None:
-                self._texts = [
-                    (is_given, "\x00".join(_strings([payload], numbers=True)))
-                    for is_given, payload in self._sources()
-                ]
+                sources = self._new_strings(numbers=True)
+                self._texts = [(given, "\x00".join(strings)) for given, strings in sources]
             known = next((is_given for is_given, held in self._texts if text in held), False)
             self._given_first[text] = known
         return known
