@@ -225,6 +225,10 @@ def test_an_upper_cased_id_a_tool_handed_out_must_match_exactly(tmp_path: Path) 
     assert replay_entrypoint(bundle, booking_id_agent).behavior.status == "MATCHED"
     wrong = replay_entrypoint(bundle, lambda: booking_id_agent(own=True))
     assert (wrong.behavior.status, wrong.behavior.path) == ("DIVERGED", "booking")
+    # two recordings: the tool minted each (its output pairs them), the agent passed each on
+    assert diff_traces(bundle, recorded(tmp_path, booking_id_agent, "again")).equivalent
+    swapped = recorded(tmp_path, lambda: booking_id_agent(own=True), "own")
+    assert [c.path for c in diff_traces(bundle, swapped).changes] == ["output.booking"]
 
 
 @settings(max_examples=80, deadline=None)
