@@ -17,7 +17,9 @@ AGENT = """
 import itertools
 from stepfork.trace import record, trace_tool
 
-_clock = itertools.count(int(__import__("time").time() * 1000))
+# a time a day ahead (a deadline the agent computes): outside the run, so no reading of its clock, whose
+# own readings are fresh (docs/diff.md "Clock readings"); it differs on every run and needs --ignore
+_clock = itertools.count(int(__import__("time").time() * 1000) + 86_400_000)
 
 
 @trace_tool

@@ -259,7 +259,7 @@ def test_an_iso_clock_reading_inside_the_run_replays_matched_and_a_time_outside_
     assert (own.behavior.status, own.behavior.path) == ("DIVERGED", "shipped")
 
 
-FORMS = ["aware", "offset", "naive-utc", "naive-local", "space"]
+FORMS = ["aware", "offset", "naive-utc", "naive-local", "space", "basic", "basic-offset"]
 
 
 def _iso(instant_ns: int, form: str) -> str:
@@ -272,6 +272,10 @@ def _iso(instant_ns: int, form: str) -> str:
         return moment.replace(tzinfo=None).isoformat()
     if form == "naive-local":
         return moment.astimezone().replace(tzinfo=None).isoformat()
+    if form == "basic":  # ISO 8601 basic format (NEWCOMER4 F2)
+        return moment.strftime("%Y%m%dT%H%M%SZ")
+    if form == "basic-offset":
+        return moment.astimezone(datetime.timezone(datetime.timedelta(hours=1))).strftime("%Y%m%dT%H%M%S%z")
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 

@@ -13,11 +13,16 @@ from the system's randomness one at a time: ``secrets.choice(alphabet)`` (howeve
 ``SystemRandom``'s ``choice``, ``choices`` and ``sample`` (``secrets.SystemRandom``, ``random.SystemRandom``),
 in the order drawn, per thread: ``"".join(secrets.choice(ALPHABET) for _ in range(12))``, the Python
 documentation's recipe for a random id, is a run of that stream. Only one-character picks count: a pick among
-words (``secrets.choice(["approve", "reject"])``) is behaviour, compared exactly. A *minted span* of a string
-is a run of at least :data:`MIN_SPAN` characters that occurs in one of those forms (``uuid4().hex[:8]`` is
-one, ``f"ref-{token_hex(4)}"`` holds one). Not covered: clocks (an id made from a clock reading is recognised
-by the window of its run: :mod:`stepfork.replay.noise.clock`), and randomness drawn outside Python (an
-extension module's own generator, such as ``uuid_utils``); docs/diff.md says how those compare.
+words (``secrets.choice(["approve", "reject"])``) is behaviour, compared exactly. An integer drawn from the
+system's randomness (``secrets.randbelow``, however it was imported, and a ``SystemRandom``'s ``randrange``
+and ``randint``) is noted in its decimal form and zero-padded to its bound's width
+(``f"{secrets.randbelow(10**8):08d}"``). A *minted span* of a string is a run of at least :data:`MIN_SPAN`
+characters that occurs in one of those forms (``uuid4().hex[:8]`` is one, ``f"ref-{token_hex(4)}"`` holds
+one), or in a hex form upper-cased (``uuid4().hex[:8].upper()``: a run of the string with no lower-case
+letter is looked up case-folded too, so the log indexes no second form). Not covered: clocks (an id made
+from a clock reading is recognised by the window of its run: :mod:`stepfork.replay.noise.clock`), and
+randomness drawn outside Python (an extension module's own generator, such as ``uuid_utils``);
+docs/diff.md says how those compare.
 
 The ``random`` module's global generator is a seeded generator, not the system's randomness: what it draws
 follows from its state. A log keeps that state as the session starts (:attr:`MintLog.random_state`); a
@@ -69,6 +74,7 @@ FORMAT = "stepfork-minted/1"
 MAX_UTC_OFFSET = 26 * 3600
 """The widest local UTC offset a ``minted.json`` may state, in seconds (time zones span -12:00 to +14:00)."""
 _RUN = re.compile(r"[A-Za-z0-9_+/=-]{8,256}")  # where a span can be: runs of hex, base64 and uuid chars
+_HEX_FORM = re.compile(r"[0-9a-f-]+")  # what an upper-cased form may be: hex (a uuid with its hyphens)
 
 RandomState = tuple[int, tuple[int, ...], float | None]
 """``random.getstate()`` of the Mersenne Twister: version 3, 624 words and the position, ``gauss_next``."""
@@ -88,7 +94,7 @@ class MintLog(Spans):
     thread; their forms are indexed on the first :meth:`spans` after them)."""
 
     def __init__(self) -> None:
-        self._raw: list[bytes] = []
+        self._raw: list[bytes | tuple[str, ...]] = []  # bytes drawn, or the text forms of a number
         self._indexed = 0
         self._forms: list[str] = []
         self._grams: dict[str, list[int]] = {}
@@ -113,6 +119,18 @@ class MintLog(Spans):
         if len(self._raw) < MAX_VALUES:
             self._raw.append(bytes(data))
 
+    def note_number(self, value: int, bound: int) -> None:
+        """Note ``value``, an integer just drawn from the system's randomness below ``bound`` (exclusive):
+        its decimal form and, when shorter, that form zero-padded to the width of ``bound - 1``
+        (``f"{n:08d}"``); forms under :data:`MIN_SPAN` characters are no id and are not noted."""
+        if value < 0 or len(self._raw) >= MAX_VALUES:
+            return
+        text = str(value)
+        forms = {text, text.zfill(len(str(bound - 1)))}
+        kept = tuple(form for form in forms if len(form) >= MIN_SPAN)
+        if kept:
+            self._raw.append(kept)
+
     def note_chosen(self, picked: Iterable[Any]) -> None:
         """Note what a ``SystemRandom`` pick (``secrets.choice``, ``choices``, ``sample``) just drew from the
         system's randomness: its one-character strings continue this thread's stream (module docstring);
@@ -127,7 +145,7 @@ class MintLog(Spans):
             pending = self._raw[self._indexed :]
             self._indexed += len(pending)
             for data in pending:
-                for form in _forms(data):
+                for form in _forms(data) if isinstance(data, bytes) else data:
                     self._add_grams(len(self._forms), form, 0)
                     self._forms.append(form)
             for thread, chars in list(self._chosen.items()):
@@ -162,8 +180,18 @@ class MintLog(Spans):
             self._index()
         out: list[tuple[int, int]] = []
         for run in _RUN.finditer(text):
-            out.extend(self._in_run(text, run.start(), run.end()))
+            found = self._in_run(text, run.start(), run.end())
+            if not found and run.group().isupper():
+                found = self._folded(run)
+            out.extend(found)
         return out
+
+    def _folded(self, run: re.Match[str]) -> list[tuple[int, int]]:
+        """The upper-cased hex forms in ``run`` (a run with no lower-case letter): its lower-cased text's
+        minted spans that are hex (and uuid hyphens), at their place in the text."""
+        lowered, offset = run.group().lower(), run.start()
+        found = self._in_run(lowered, 0, len(lowered))
+        return [(offset + a, offset + b) for a, b in found if _HEX_FORM.fullmatch(lowered, a, b)]
 
     def _in_run(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
@@ -320,6 +348,7 @@ def _note_chosen(picked: Iterable[Any]) -> None:
 
 
 _CHOICE_CODE = random.Random.choice.__code__
+_RANDBELOW_CODE = secrets.randbelow.__code__
 
 
 def _randbelow(self: random.SystemRandom, n: int) -> int:
@@ -333,7 +362,26 @@ def _randbelow(self: random.SystemRandom, n: int) -> int:
             seq: Any = caller.f_locals.get("seq")
             with contextlib.suppress(Exception):  # a sequence that indexes differently: not an id
                 _note_chosen((seq[index],))
+        elif caller.f_code is _RANDBELOW_CODE:  # secrets.randbelow(n), however it was imported
+            _note_number(index, n)
     return index
+
+
+def _randrange(self: random.SystemRandom, *args: Any, **kwargs: Any) -> int:
+    """``SystemRandom.randrange`` (``randint`` calls it on the instance): the number drawn, noted with the
+    range's largest value setting its padded width (``randint(0, 10**8 - 1)``: 8 digits)."""
+    value: int = _ORIGINAL["randrange"](self, *args, **kwargs)
+    if _ACTIVE:
+        bounds = [*args, *kwargs.values()][:2]  # start, stop (randrange(stop): that one alone)
+        with contextlib.suppress(TypeError, ValueError):  # arguments randrange took but int() refuses
+            top = int(bounds[0]) if len(bounds) == 1 else max(int(bounds[0]), int(bounds[1]) - 1) + 1
+            _note_number(value, top)
+    return value
+
+
+def _note_number(value: int, bound: int) -> None:
+    for log in tuple(_ACTIVE):
+        log.note_number(value, bound)
 
 
 def _choices(self: random.SystemRandom, *args: Any, **kwargs: Any) -> list[Any]:
@@ -351,13 +399,20 @@ def _sample(self: random.SystemRandom, *args: Any, **kwargs: Any) -> list[Any]:
 
 
 def _install_picks() -> None:
-    """Wrap ``SystemRandom``'s ``_randbelow`` (behind ``choice``), ``choices`` and ``sample`` on the class,
-    where every instance (``secrets``'s own included) looks them up at each call."""
+    """Wrap ``SystemRandom``'s ``_randbelow`` (behind ``choice`` and ``secrets.randbelow``), ``randrange``
+    (behind ``randint``), ``choices`` and ``sample`` on the class, where every instance (``secrets``'s own
+    included) looks them up at each call. ``random``'s own global generator is a ``Random``, untouched."""
     system = random.SystemRandom
     _ORIGINAL["randbelow"] = system._randbelow  # type: ignore[attr-defined]
+    _ORIGINAL["randrange"] = system.randrange
     _ORIGINAL["choices"] = system.choices
     _ORIGINAL["sample"] = system.sample
-    wrappers: dict[str, Any] = {"_randbelow": _randbelow, "choices": _choices, "sample": _sample}
+    wrappers: dict[str, Any] = {
+        "_randbelow": _randbelow,
+        "randrange": _randrange,
+        "choices": _choices,
+        "sample": _sample,
+    }
     for name, wrapper in wrappers.items():
         wrapper.__wrapped__ = _ORIGINAL[name.lstrip("_")]
         setattr(system, name, wrapper)

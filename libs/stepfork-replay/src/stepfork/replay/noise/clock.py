@@ -8,7 +8,8 @@ seconds, milliseconds, microseconds or nanoseconds; ``time.time()``'s fraction i
 the run's window (its first to its last event, :data:`SLACK` either side; a replay's, from its start to now)
 is a *clock span*, a value the run made anew, as a minted span is (:mod:`stepfork.trace.minting`). So is
 an ISO 8601 datetime with seconds (``datetime.now().isoformat()``, ``2026-12-06T13:22:52.328563+00:00``,
-``2026-12-06 13:22:52``) whose instant lies in the window: one with an offset (``Z``, ``+01:00``) is that
+``2026-12-06 13:22:52``; in the basic format too, ``20261206T132252Z``, ``20261206T132252+0100``) whose
+instant lies in the window: one with an offset (``Z``, ``+01:00``) is that
 instant; a naive one is read as UTC, as this process's local time (``datetime.now()``,
 ``datetime.utcnow()``) and, for a recording whose ``minted.json`` states it, as the recording process's
 local time (a laptop's recording compared in CI), a clock span when any lies in the window. A clock span is
@@ -37,6 +38,13 @@ _ISO = re.compile(
     r"(Z|[+-][0-9]{2}:?[0-9]{2})?(?![0-9])",
     re.IGNORECASE,
 )
+_ISO_BASIC = re.compile(
+    r"(?<![0-9])([0-9]{4})([0-9]{2})([0-9]{2})T([0-9]{2})([0-9]{2})([0-9]{2})(?:[.,]([0-9]{1,9}))?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})?(?![0-9])",
+    re.IGNORECASE,
+)
+"""ISO 8601 basic format with seconds: ``20261206T160041Z``, ``20261206T160041+0100``
+(``strftime("%Y%m%dT%H%M%SZ")``); the same groups as :data:`_ISO`."""
 
 
 class ClockWindow:
@@ -95,8 +103,12 @@ class ClockWindow:
                 digits = whole.split(".", 1)[0]
                 if low <= int(digits) * _SCALE[len(digits)] <= high:
                     found.append((match.start(), match.end()))
+        matches: list[re.Match[str]] = []
         if len(text) >= 19 and ":" in text:
-            matches = _ISO.finditer(text)
+            matches.extend(_ISO.finditer(text))
+        if len(text) >= 15 and ("T" in text or "t" in text):
+            matches.extend(_ISO_BASIC.finditer(text))
+        if matches:
             iso = [(m.start(), m.end()) for m in matches if self._in_window(_instants(m, self._offset))]
             if iso:
                 kept = [s for s in iso if not any(s[0] < end and start < s[1] for start, end in found)]

@@ -10,7 +10,9 @@ difference, each with ``noise`` None (a real difference) or why it is noise:
    ids into the renaming; anywhere else a rule never excuses a differing id (a handed-out id must match
    exactly, a fresh one up to the renaming);
 2. two strings equal up to the renaming: ``renamed id`` (fresh ids; in a dependency output, any two ids:
-   the dependency generated them);
+   the dependency generated them); so are two tagged datetimes by their ISO text and two numbers of an
+   epoch's length by their text (a ``datetime`` object, a ``time.time()`` the run returned: a reading of
+   each run's clock, NEWCOMER4 F4);
 3. a timing field with a clock or duration shape on each side: ``timing``;
 4. a key one side lacks whose value on the other is empty (null, false, [], {}) inside a framework
    message, an LLM output or a framework request, or (null, [], {}: never false) inside a provider request
@@ -361,6 +363,9 @@ class Comparison:
             return RENAMED
         if _is_number(a) and _is_number(b) and self.renaming.forward.get(_text(a)) == _text(b):
             return RENAMED  # a clock number two aligned dependency outputs held, passed on
+        made = _made_text(a, b)
+        if made is not None and self.renaming.strings_equal(*made, self._allow(frame)):
+            return RENAMED  # a reading of each run's clock: a tagged datetime's ISO text, an epoch number
         if strings and self.siblings and self._reordered(a, b, frame):
             return SIBLING_ORDER
         if rule is not None:
@@ -419,6 +424,31 @@ class Comparison:
     def renamed(self) -> list[tuple[str, str]]:
         """The ids renamed so far in this scope (left id, right id), in the order they were bound."""
         return self.renaming.renamed()
+
+
+_EPOCH_DIGITS = frozenset({10, 13, 16, 19})  # seconds, ms, us, ns: the clock's epoch lengths
+
+
+def _made_text(a: Any, b: Any) -> tuple[str, str] | None:
+    """The texts to compare up to the renaming of two values that are not strings but may hold a reading
+    of the run's clock (docs/decisions.md): two tagged datetimes (``{"$stepfork": "datetime", "value":
+    ISO}``, a ``datetime`` object the run returned), their ISO strings; two numbers of one type whose
+    integer part has an epoch's length (``time.time()``, ``int(time.time() * 1000)``), as Python writes
+    them. Whether the text is a clock reading inside the run (or minted), and not handed out, is the
+    renaming's to say; None for any other pair."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.get(TAG) == b.get(TAG) == "datetime" and a.keys() == b.keys() == {TAG, "value"}:
+            left, right = a["value"], b["value"]
+            if isinstance(left, str) and isinstance(right, str):
+                return left, right
+        return None
+    if _is_number(a) and type(a) is type(b) and _epoch_length(a) and _epoch_length(b):
+        return _text(a), _text(b)
+    return None
+
+
+def _epoch_length(number: float) -> bool:
+    return number >= 0 and len(str(int(number))) in _EPOCH_DIGITS and "e" not in _text(number)
 
 
 def _is_number(value: Any) -> bool:
