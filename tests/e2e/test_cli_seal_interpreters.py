@@ -36,7 +36,8 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX interpret
 
 
 def interpreters() -> dict[tuple[int, int], str]:
-    """One CPython per ``major.minor`` found here: pyenv's versions, ``/usr/bin``, ``/usr/local/bin``, ``PATH``."""
+    """One CPython per ``major.minor`` found here: pyenv's versions, ``/usr/bin``, ``/usr/local/bin``,
+    ``PATH``; by path."""
     root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
     candidates = sorted(glob.glob(os.path.join(root, "versions", "*", "bin", "python*")))
     candidates += sorted(glob.glob("/usr/bin/python*") + glob.glob("/usr/local/bin/python*"))
@@ -66,7 +67,8 @@ def lookup(q: str) -> dict:
 
 def _run(env):
     try:  # the agent swallows whatever happens, as agents do (a vendor CLI pinned to an older Python)
-        subprocess.run([os.environ["CHILD_PY"], "fetch.py"], check=False, capture_output=True, timeout=60, env=env)
+        command = [os.environ["CHILD_PY"], "fetch.py"]
+        subprocess.run(command, check=False, capture_output=True, timeout=60, env=env)
     except Exception:
         pass
     return lookup("a")
@@ -123,7 +125,8 @@ def bundles(folder: Path, server: http.server.ThreadingHTTPServer) -> dict[str, 
     for function in ("run_child", "run_child_with_a_broken_seal"):
         before = server.hits  # type: ignore[attr-defined]
         command = [sys.executable, "child.py", function, f"{function}.sftrace"]
-        subprocess.run(command, cwd=folder, env={**cli_env(), "CHILD_PY": sys.executable}, check=True, timeout=120)
+        env = {**cli_env(), "CHILD_PY": sys.executable}
+        subprocess.run(command, cwd=folder, env=env, check=True, timeout=120)
         assert server.hits == before + 1  # type: ignore[attr-defined]
         made[function] = f"{function}.sftrace"
     return made
@@ -167,14 +170,19 @@ def test_a_python_child_is_sealed_or_refused_never_run_unsealed(
 
 
 def test_a_python_whose_seal_fails_to_load_is_refused_before_it_runs(
-    folder: Path, bundles: dict[str, str], server: http.server.ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+    folder: Path,
+    bundles: dict[str, str],
+    server: http.server.ThreadingHTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     before = server.hits  # type: ignore[attr-defined]
     function = "run_child_with_a_broken_seal"
     report = replayed(folder, bundles[function], function, sys.executable, monkeypatch)
     found = matching(report)
-    assert (report["exit_code_seen"], found["status"], found["code"]) == (1, "DIVERGED", "child_process_refused")
-    assert "the seal cannot be installed in this Python (ImportError: a seal that fails to load)" in found["message"]
+    assert report["exit_code_seen"] == 1, found
+    assert (found["status"], found["code"]) == ("DIVERGED", "child_process_refused"), found
+    reason = "the seal cannot be installed in this Python (ImportError: a seal that fails to load)"
+    assert reason in found["message"], found["message"]
     assert server.hits == before  # type: ignore[attr-defined]
 
 
@@ -183,7 +191,12 @@ def test_the_refused_child_says_why_on_stderr_in_one_line_and_exits_126(folder: 
     seal = json.dumps({"mode": "frozen", "report": str(folder / "report.log")})
     env = {**os.environ, "STEPFORK_SEAL": seal, "PYTHONPATH": os.pathsep.join([SITE, str(folder / "broken")])}
     done = subprocess.run(
-        [sys.executable, "-c", "print('ran')"], env=env, capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", "print('ran')"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert (done.returncode, done.stdout) == (126, ""), done
     assert done.stderr.splitlines() == [
@@ -195,14 +208,18 @@ def test_the_refused_child_says_why_on_stderr_in_one_line_and_exits_126(folder: 
 
 
 def test_allow_command_naming_the_interpreter_lets_it_run_unsealed_and_counted(
-    folder: Path, bundles: dict[str, str], server: http.server.ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+    folder: Path,
+    bundles: dict[str, str],
+    server: http.server.ThreadingHTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The refusal's own advice (``--allow-command NAME``) works: the child runs, unsealed, and the report
     counts it."""
     name = os.path.basename(sys.executable)
     function = "run_child_with_a_broken_seal"
     before = server.hits  # type: ignore[attr-defined]
-    report = replayed(folder, bundles[function], function, sys.executable, monkeypatch, "--allow-command", name)
+    allowing = ("--allow-command", name)
+    report = replayed(folder, bundles[function], function, sys.executable, monkeypatch, *allowing)
     assert report["exit_code_seen"] == 0, report["matching"]
     network = report["network"]
     assert isinstance(network, dict)

@@ -81,10 +81,11 @@ def replayed(folder: Path, command: list[str], monkeypatch: pytest.MonkeyPatch) 
 
 
 CURL = ["curl", "-s", "-o", "/dev/null", "http://127.0.0.1:{port}/health"]
+NOT_PYTHON = "a program that is not Python cannot be sealed"
 REFUSED = [
-    (["ip", "vrf", "exec", "default", *CURL], "curl", "a program that is not Python cannot be sealed"),
-    (["ip", "netns", "exec", "stepfork-test", *CURL], "curl", "a program that is not Python cannot be sealed"),
-    (["ip", "-all", "netns", "exec", *CURL], "curl", "a program that is not Python cannot be sealed"),
+    (["ip", "vrf", "exec", "default", *CURL], "curl", NOT_PYTHON),
+    (["ip", "netns", "exec", "stepfork-test", *CURL], "curl", NOT_PYTHON),
+    (["ip", "-all", "netns", "exec", *CURL], "curl", NOT_PYTHON),
     (["sh", "-c", "ip vrf exec default " + " ".join(CURL)], "curl", "a program that is not Python"),
     (["gcc", "-wrapper", ",".join(CURL), "--version"], "gcc", "only its forms that read this machine"),
     (["arch", "-x86_64", *CURL], "arch", "only its forms that read this machine"),

@@ -280,7 +280,8 @@ def local_form(program: str, arguments: list[str]) -> tuple[bool, list[str] | No
             return False, None
         if program == "arp":
             return set(letters) <= set("anev") and "n" in letters, None
-        return set(letters) <= set("ianrsetuwl46") and ("n" in letters or set(letters) <= set("ia")), None
+        numeric = "n" in letters or ("i" in letters and set(letters) <= set("ia"))  # -i: no addresses
+        return set(letters) <= set("ianrsetuwl46") and numeric, None
     if program == "ip":
         return _ip_form(arguments)
     return False, None
