@@ -30,7 +30,8 @@ import pytest
 
 from stepfork.replay.network_children import SITE
 
-from .conftest import cli_env, counting_server, run_cli
+from .conftest import cli_env, counting_server, replay_report
+from .conftest import report_matching as matching
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX interpreters")
 
@@ -136,16 +137,7 @@ def replayed(
     folder: Path, bundle: str, function: str, child: str, monkeypatch: pytest.MonkeyPatch, *options: str
 ) -> dict[str, object]:
     monkeypatch.setenv("CHILD_PY", child)
-    result = run_cli("replay", bundle, "-e", f"child:{function}", "--json", *options, cwd=folder)
-    report: dict[str, object] = json.loads(result.out)
-    report["exit_code_seen"] = result.code
-    return report
-
-
-def matching(report: dict[str, object]) -> dict[str, str]:
-    found = report["matching"]
-    assert isinstance(found, dict)
-    return found
+    return replay_report(folder, bundle, f"child:{function}", *options)
 
 
 @pytest.mark.parametrize("version", sorted(FOUND), ids=[f"python{a}.{b}" for a, b in sorted(FOUND)])

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import cli_env, counting_server, run_cli
+from .conftest import cli_env, counting_server, replay_report, report_matching
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX programs")
 
@@ -72,12 +72,12 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return work
 
 
-def replayed(folder: Path, command: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict[str, str]]:
+def replayed(
+    folder: Path, command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[object, dict[str, str]]:
     monkeypatch.setenv("SF_COMMAND", json.dumps(command))
-    result = run_cli("replay", "local.sftrace", "-e", "local:run_command", "--json", cwd=folder)
-    matching = json.loads(result.out)["matching"]
-    assert isinstance(matching, dict)
-    return result.code, matching
+    report = replay_report(folder, "local.sftrace", "local:run_command")
+    return report["exit_code_seen"], report_matching(report)
 
 
 CURL = ["curl", "-s", "-o", "/dev/null", "http://127.0.0.1:{port}/health"]
