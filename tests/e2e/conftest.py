@@ -71,6 +71,22 @@ def run_cli(*args: str | os.PathLike[str], cwd: Path | None = None, stdin: str |
     return Result(done.returncode, done.stdout, done.stderr)
 
 
+def replay_report(folder: Path, bundle: str, entrypoint: str, *options: str) -> dict[str, object]:
+    """``stepfork replay BUNDLE -e ENTRYPOINT --json OPTIONS`` run in ``folder`` (:func:`run_cli`): the JSON
+    report, with the command's exit code added under ``exit_code_seen``."""
+    result = run_cli("replay", bundle, "-e", entrypoint, "--json", *options, cwd=folder)
+    report: dict[str, object] = json.loads(result.out)
+    report["exit_code_seen"] = result.code
+    return report
+
+
+def report_matching(report: dict[str, object]) -> dict[str, str]:
+    """The ``matching`` object of a replay's JSON report (:func:`replay_report`)."""
+    found = report["matching"]
+    assert isinstance(found, dict)
+    return found
+
+
 def run_in_process(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,

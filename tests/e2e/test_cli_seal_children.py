@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import cli_env, counting_server, run_cli
+from .conftest import cli_env, counting_server, replay_report, run_cli
+from .conftest import report_matching as matching
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX programs (curl, sh)")
 
@@ -116,16 +117,7 @@ def record(folder: Path, function: str, server: http.server.ThreadingHTTPServer)
 
 
 def replayed(folder: Path, bundle: str, function: str, *options: str) -> dict[str, object]:
-    result = run_cli("replay", bundle, "-e", f"children:{function}", "--json", *options, cwd=folder)
-    report: dict[str, object] = json.loads(result.out)
-    report["exit_code_seen"] = result.code
-    return report
-
-
-def matching(report: dict[str, object]) -> dict[str, str]:
-    found = report["matching"]
-    assert isinstance(found, dict)
-    return found
+    return replay_report(folder, bundle, f"children:{function}", *options)
 
 
 @pytest.mark.parametrize(

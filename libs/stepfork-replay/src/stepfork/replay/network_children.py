@@ -6,8 +6,10 @@ shell tool running ``curl``. (A child made by ``os.fork`` keeps the hooks: :mod:
 
 - **Python children are sealed.** While a sealed session is active, the process's environment carries the
   seal (:func:`carry`): ``PYTHONPATH`` starts with the folder ``_seal_site`` of this package, whose
-  ``sitecustomize.py`` every Python child runs at start-up (standard library only: it loads
-  :mod:`stepfork.replay._seal_rules` by its path, and works on an interpreter without Stepfork), and
+  ``sitecustomize.py`` every Python child runs at start-up (standard library only, valid on Python 2.7
+  and 3.x: it loads the seal, :mod:`stepfork.replay._seal_child` and :mod:`stepfork.replay._seal_rules`, by
+  their paths on Python 3.8+, works on an interpreter without Stepfork, and refuses the child, exit 126,
+  reported as ``child_process_refused``, when the seal cannot be installed: it fails closed), and
   ``STEPFORK_SEAL`` says what is allowed (the sessions' ``allow_hosts`` and the addresses of the allowed
   names, their ``allow_commands``) and where to report. The child then refuses, with an audit hook, every
   connection, datagram and DNS query the seal would refuse (``PermissionError``, as a firewall would) and
@@ -23,7 +25,8 @@ shell tool running ``curl``. (A child made by ``os.fork`` keeps the hooks: :mod:
   shell running one simple command (``sh -c "curl -s URL"``) is judged as that command. The replay's
   ``allow_commands`` (``--allow-command NAME``) let a program start unsealed: the report says so
   (``Network  sealed (child processes not sealed: 1 started (curl))``) instead of a bare "sealed".
-  Programs that only read the machine (:data:`LOCAL_PROGRAMS`: ``uname``, ``ldconfig``...) start freely.
+  Programs that only read the machine (:data:`LOCAL_PROGRAMS`: ``uname``, ``ldconfig -p``...) start
+  freely in their read-only forms (``ip netns exec NAME CMD`` is judged as ``CMD``).
 """
 
 from __future__ import annotations

@@ -1,174 +1,82 @@
-"""Stepfork's network seal in a Python child process of a sealed replay (stepfork.replay.network_children).
+"""Stepfork's network seal, entry of a Python child process of a sealed replay (docs/replay.md, "The
+seal's rules"; stepfork.replay.network_children).
 
-A replay that seals the network puts this folder first on ``PYTHONPATH`` and the seal in ``STEPFORK_SEAL``
-(JSON: ``mode``, ``allowed`` ``[host, port or null]`` pairs, ``commands`` (``allow_commands``), ``report``:
-a file, ``{ppid}`` in it for the pid of the process that started this one), so every Python interpreter it
-starts runs this at start-up, before the child's own code. It installs an audit hook (PEP 578) that refuses
-what the replay's seal refuses: a connection, a datagram or a DNS query to an address, name or Unix socket
-not allowed (loopback included), raising ``PermissionError`` as a firewall would, and a child process of
-its own the seal cannot reach (a program that is not Python, a Python started with ``-I``), raising
-``PermissionError`` as the system refusing to run it would; it appends each refusal to the report file,
-which the replay reads as its divergence. Standard library only, and fast: the rules come from
-``stepfork/replay/_seal_rules.py``, loaded by its path without importing Stepfork. Then the next
-``sitecustomize`` on ``sys.path`` (the child's own) runs, as it would have without this one.
+A replay that seals the network puts this folder first on ``PYTHONPATH`` and the seal in ``STEPFORK_SEAL``,
+so every Python interpreter it starts runs this file at start-up, before the child's own code: whatever
+that interpreter is (Python 2.7, 3.7, a future one), so this file stays valid Python 2.7 and 3.x and does
+little: it reads the seal, resolves the report file, loads the real seal (``stepfork/replay/
+_seal_child.py``, by its path: Python 3.8 and later, which have audit hooks) and installs it. It FAILS
+CLOSED: when the seal cannot be installed (an interpreter without audit hooks, a seal that does not load or
+raises), the child is refused before it runs anything: one line on stderr, the refusal appended to the
+report file (the replay reads it as its ``child_process_refused`` divergence), exit status 126 (the
+shell's "cannot execute"). Only an ``allow_commands`` entry naming this interpreter lets it run on,
+unsealed, as the replay already counted it. Then the next ``sitecustomize`` on ``sys.path`` (the child's
+own) runs, as it would have without this one.
 """
-
-from __future__ import annotations
 
 import os
 import sys
 
+REFUSED_STATUS = 126
+"""The exit status of a child refused here: the shell's "found but cannot execute"."""
+_TEXT = (str, type(b"".decode("ascii")))  # Python 2.7: unicode, which its json gives (not str)
 
-def _seal() -> None:
-    import importlib.util
+
+class _Unsealable(Exception):
+    """This interpreter cannot hold the seal (its message is the reason, as the report shows it)."""
+
+
+def _seal():  # type: () -> None
+    """Install the seal ``STEPFORK_SEAL`` describes, or refuse this process (module docstring)."""
+    value = os.environ.get("STEPFORK_SEAL")
+    if not value:
+        return  # no seal travels with this environment: nothing to install
+    settings = {}  # type: dict[str, object]
+    try:
+        import json
+
+        loaded = json.loads(value)
+        if not isinstance(loaded, dict):
+            raise _Unsealable("STEPFORK_SEAL is not a JSON object")
+        settings = loaded
+        replaying = _resolve(settings)
+        if sys.version_info < (3, 8) or not hasattr(sys, "addaudithook"):
+            version = "%d.%d" % sys.version_info[:2]
+            raise _Unsealable("Python %s has no audit hooks (PEP 578: Python 3.8+)" % version)
+        import importlib.util
+
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        path = os.path.join(here, "_seal_child.py")
+        spec = importlib.util.spec_from_file_location("_stepfork_seal_child", path)
+        if spec is None or spec.loader is None:
+            raise _Unsealable("the seal is missing from " + here)
+        seal = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(seal)
+        seal.install(settings, replaying)
+    except BaseException as error:  # whatever failed, nothing runs unsealed
+        if _allowed(settings):
+            return
+        why = str(error) if isinstance(error, _Unsealable) else "%s: %s" % (type(error).__name__, error)
+        _refuse(settings, why)
+
+
+def _resolve(settings):  # type: (dict[str, object]) -> int
+    """Resolve ``settings``' report file for this process (``{ppid}``: the process it reports to, which
+    this process's own children report to as well, so ``STEPFORK_SEAL`` is rewritten) and return the pid
+    of the process the replay runs in."""
     import json
 
-    try:
-        settings = json.loads(os.environ.get("STEPFORK_SEAL") or "null")
-    except ValueError:
-        return
-    if not isinstance(settings, dict):
-        return
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_seal_rules.py")
-    spec = importlib.util.spec_from_file_location("_stepfork_seal_rules", path)
-    if spec is None or spec.loader is None:
-        return
-    rules = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rules)
-    mode = str(settings.get("mode") or "frozen")
     report = settings.get("report")
-    replaying = os.getppid()  # the process the replay runs in (whose own Unix sockets are open to this one)
-    if isinstance(report, str) and "{ppid}" in report:
-        # the replaying process reads it; this one's own children report there too
+    replaying = settings.get("replaying")
+    if isinstance(report, _TEXT) and "{ppid}" in report:
         replaying = _reporter(report)
-        report = report.replace("{ppid}", str(replaying))
-        settings = {**settings, "report": report, "replaying": replaying}
+        settings["report"] = report.replace("{ppid}", str(replaying))
+        settings["replaying"] = replaying
         os.environ["STEPFORK_SEAL"] = json.dumps(settings)
-    elif isinstance(settings.get("replaying"), int):
-        replaying = settings["replaying"]
-    commands = frozenset(str(command) for command in settings.get("commands") or ())
-    pairs = settings.get("allowed") or ()
-    allowed = {(str(host), port if isinstance(port, int) else None) for host, port in pairs}
-    resolved: set[tuple[str, int | None]] = set()
-    names = [(host, port) for host, port in allowed if not rules.is_address(host)]
-    state = {"resolving": False, "resolved": not names}
-
-    def permitted(host: str, port: int | None) -> bool:
-        if bool(rules.allows((allowed, resolved), host, port)):
-            return True
-        if state["resolved"]:
-            return False
-        state["resolved"] = state["resolving"] = True  # the allowed names' addresses, once (lazily)
-        try:
-            import socket
-
-            for name, only in names:
-                try:
-                    infos = socket.getaddrinfo(name, None)
-                except OSError:
-                    continue
-                resolved.update((rules.normal_host(str(info[4][0])), only) for info in infos)
-        finally:
-            state["resolving"] = False
-        return bool(rules.allows((allowed, resolved), host, port))
-
-    def tell(line: dict[str, str]) -> None:
-        if isinstance(report, str):
-            try:
-                with open(report, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps({key: value[:200] for key, value in line.items()}) + "\n")
-            except OSError:
-                pass
-
-    def refuse(where: str, what: str = "the connection to") -> None:
-        tell({"refused": "network", "where": where, "what": what})
-        raise PermissionError(
-            13,
-            f"network sealed during {mode} replay: a child process started during the replay: {what} {where} "
-            "was refused before anything was sent (Stepfork)",
-        )
-
-    def judge_child(event: str, args: tuple[object, ...]) -> None:
-        if event == "subprocess.Popen":  # (executable, args, cwd, env)
-            executable, argv, env = args[0], args[1], args[3] if len(args) > 3 else None
-            if isinstance(env, dict) and not rules.carries_seal(env):  # this process is sealed for life
-                keys_bytes = any(isinstance(key, bytes) for key in env)
-                path = os.fsdecode(env.get(b"PYTHONPATH" if keys_bytes else "PYTHONPATH") or "")
-                entries = rules.SITE if not path else rules.SITE + os.pathsep + path
-                value = os.environ.get("STEPFORK_SEAL", "")
-                if keys_bytes:
-                    env[b"STEPFORK_SEAL"], env[b"PYTHONPATH"] = os.fsencode(value), os.fsencode(entries)
-                else:
-                    env["STEPFORK_SEAL"], env["PYTHONPATH"] = value, entries
-        elif event == "os.system":
-            executable, argv, env = "sh", ["sh", "-c", os.fsdecode(args[0]) if args else ""], None  # type: ignore[arg-type]
-        else:
-            rest = args[1:] if event == "os.spawn" else args
-            executable, argv = rest[0] if rest else None, rest[1] if len(rest) > 1 else ()
-            env = rest[2] if len(rest) > 2 else None
-        program, _, verdict = rules.child_refusal(executable, argv, env, commands)
-        if verdict == rules.ALLOWED:
-            tell({"allowed": program})
-        elif verdict not in (rules.SEALED, rules.LOCAL):
-            tell({"refused": "command", "program": program, "reason": verdict})
-            raise PermissionError(
-                13,
-                f"child process refused during {mode} replay: a child process started during the replay: "
-                f"the command {program!r} was refused before it started: {verdict} (Stepfork)",
-            )
-
-    def own_unix(name: str) -> bool:
-        return bool(rules.is_own_unix(name, (replaying,)))
-
-    def name_checked(host: object, port: object) -> None:
-        if state["resolving"] or not isinstance(host, (str, bytes)):
-            return
-        name = rules.normal_host(host.decode("ascii", "replace") if isinstance(host, bytes) else host)
-        if rules.is_address(name) or rules.is_local(name):
-            return
-        number = rules.port_of(port)
-        if not permitted(name, number):
-            refuse(rules.format_host(name, number))
-
-    children = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn")
-
-    def hook(event: str, args: tuple[object, ...]) -> None:
-        if event in ("socket.connect", "socket.sendto", "socket.sendmsg"):
-            sock, address = args[0], args[1] if len(args) > 1 else None
-            family = getattr(sock, "family", None)
-            if address is None:
-                return
-            if family == 1:  # AF_UNIX
-                name = rules.unix_name(address)
-                if name is not None and not permitted(name, None) and not own_unix(name):
-                    refuse(name, "the connection to the Unix socket")
-                return
-            if family not in (2, 10, 23, 30):  # AF_INET, AF_INET6
-                return
-            found = rules.host_of(address)
-            if found is not None and not permitted(*found):
-                refuse(rules.format_host(*found))
-        elif event in children:
-            judge_child(event, args)
-        elif event in ("socket.getaddrinfo", "socket.gethostbyname"):
-            name_checked(args[0] if args else None, args[1] if len(args) > 1 else None)
-        elif event in ("socket.gethostbyaddr", "socket.getnameinfo") and args:
-            target = args[0]
-            found = rules.host_of(target) if isinstance(target, tuple) else None
-            host = found[0] if found else target
-            if isinstance(host, (str, bytes)):
-                text = rules.normal_host(host.decode("ascii", "replace") if isinstance(host, bytes) else host)
-                if rules.is_local(text) or rules.is_own_name(text):
-                    return
-                if not rules.is_address(text):
-                    name_checked(text, None)
-                elif not permitted(text, None):
-                    refuse(text, "the reverse lookup (a DNS query) of")
-
-    sys.addaudithook(hook)
+    return replaying if isinstance(replaying, int) and not isinstance(replaying, bool) else os.getppid()
 
 
-def _reporter(template: str) -> int:
+def _reporter(template):  # type: (str) -> int
     """The pid of the process this one reports to: the nearest ancestor with a report file of its own (the
     replaying process makes one when it starts a child: a shell it let run may stand between), else the
     parent."""
@@ -179,16 +87,54 @@ def _reporter(template: str) -> int:
         if os.path.exists(template.replace("{ppid}", str(pid))):
             return pid
         try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
+            with open("/proc/%d/stat" % pid, "rb") as handle:
                 data = handle.read()
             pid = int(data[data.rindex(b")") + 2 :].split()[1])  # "pid (name) state ppid ..."
-        except (OSError, ValueError, IndexError):
+        except (OSError, IOError, ValueError, IndexError):  # IOError: Python 2.7's
             break
     return os.getppid()
 
 
-def _chain() -> None:
+def _allowed(settings):  # type: (dict[str, object]) -> bool
+    """True when the seal's ``allow_commands`` name this interpreter (its file's name, or its path): the
+    replay let it start unsealed and counted it on its report."""
+    commands = settings.get("commands")
+    executable = sys.executable or ""
+    names = (os.path.basename(executable), os.path.normpath(executable))
+    if not isinstance(commands, list):
+        return False
+    entries = [str(entry) for entry in commands]
+    return any((os.path.normpath(entry) if os.sep in entry else entry) in names for entry in entries)
+
+
+def _refuse(settings, why):  # type: (dict[str, object], str) -> None
+    """Refuse this process before it runs anything: report it (a ``{"refused": "command"}`` line, as the
+    real seal writes), say it on stderr in one line, exit :data:`REFUSED_STATUS`."""
+    program = os.path.basename(sys.executable or "") or "python"
+    reason = "the seal cannot be installed in this Python (%s)" % why
+    report = settings.get("report")
+    if isinstance(report, _TEXT) and "{ppid}" not in report:
+        try:
+            import json
+
+            line = json.dumps({"refused": "command", "program": program[:200], "reason": reason[:200]})
+            with open(report, "a") as handle:
+                handle.write(line + "\n")
+        except Exception:  # noqa: S110  refused all the same: stderr and the exit status say it
+            pass
+    mode = settings.get("mode") or "frozen"
+    sys.stderr.write(
+        "child process refused during %s replay: %s was refused before it ran: %s (Stepfork)\n"
+        % (mode, sys.executable or program, reason)
+    )
+    sys.stderr.flush()
+    os._exit(REFUSED_STATUS)
+
+
+def _chain():  # type: () -> None
     """Run the next ``sitecustomize`` on ``sys.path``, the one this child would have run."""
+    if sys.version_info < (3, 4):
+        return  # importlib.util: only an allowed Python 2.7 gets here, and it runs without
     import importlib.machinery
     import importlib.util
 
