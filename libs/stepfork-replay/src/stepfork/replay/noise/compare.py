@@ -363,19 +363,19 @@ class Comparison:
             return RENAMED
         if _is_number(a) and _is_number(b) and self.renaming.forward.get(_text(a)) == _text(b):
             return RENAMED  # a clock number two aligned dependency outputs held, passed on
-        made = _made_text(a, b)
-        if made is not None and self.renaming.strings_equal(*made, self._allow(frame)):
-            return RENAMED  # a reading of each run's clock: a tagged datetime's ISO text, an epoch number
         if strings and self.siblings and self._reordered(a, b, frame):
             return SIBLING_ORDER
         if rule is not None:
             # outside a dependency output a rule never excuses an id: a handed-out one must match exactly
             return None if _ids_differ(a, b) else rule.name
         key = path[-1] if path and isinstance(path[-1], str) else None
-        if key is None:
-            return None
         in_timing = frame.area in rules.timing_where or frame.kind == "message"
-        if in_timing and rules.is_timing_key(key) and not any(p in rules.timing_not_under for p in path[:-1]):
+        if (
+            key is not None
+            and in_timing
+            and rules.is_timing_key(key)
+            and not any(p in rules.timing_not_under for p in path[:-1])
+        ):
             duration = rules.is_duration_key(key)
             if (a is ABSENT or timing_shaped(a, duration_key=duration)) and (
                 b is ABSENT or timing_shaped(b, duration_key=duration)
@@ -383,6 +383,12 @@ class Comparison:
                 if frame.dep:  # the dependency's clock: where the agent passes it on, it is renamed
                     self._carry(a, b)
                 return TIMING
+        # a reading of each run's clock outside a timing field: a tagged datetime's ISO text, an epoch number
+        made = _made_text(a, b)
+        if made is not None and self.renaming.strings_equal(*made, self._allow(frame)):
+            return RENAMED
+        if key is None:
+            return None
         if a is ABSENT or b is ABSENT:
             new_where = rules.new_fields_where
             value = b if a is ABSENT else a
