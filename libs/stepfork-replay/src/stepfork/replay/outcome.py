@@ -314,10 +314,12 @@ def _behavior(
     matching: MatchingReport,
     live: Origins | None = None,
     ignore_output: Iterable[str] = (),
+    scope: Any = None,
 ) -> BehaviorReport:
     """The comparison with the recorded run; ``actual`` and ``result_error`` as :func:`_json_result` of
     the return value (both None when the entrypoint raised); ``live``: where the replay's values came from
-    (``ReplaySession.live_origins``); ``ignore_output``: JSON paths of the output not compared."""
+    (``ReplaySession.live_origins``); ``ignore_output``: JSON paths of the output not compared; ``scope``:
+    the replay's comparison to continue (``ReplaySession.output_scope``)."""
     failure = trace.failure
     run_ends = [event for event in trace.events if event.type == EventType.RUN_END]
     run_end = run_ends[-1] if run_ends else None
@@ -365,7 +367,9 @@ def _behavior(
     # value is then hidden on both sides and never printed in a difference (NEWCOMER2 finding 19)
     recorded_output = redact_json(recorded_output).value
     # up to noise: fresh ids renamed one-to-one, framework-message timing and new fields (issue 28)
-    found = output_differences(recorded_output, actual, Origins(trace), live=live, ignore=ignore_output)
+    found = output_differences(
+        recorded_output, actual, Origins(trace), live=live, ignore=ignore_output, scope=scope
+    )
     if found.first is None:
         message = "the output matches the recorded output"
         if found.ignored_count:
@@ -501,7 +505,14 @@ def replay_entrypoint(
     # the actual result is shown whenever the entrypoint completed, compared or not
     actual, result_error = _json_result(result) if raised is None else (None, None)
     behavior = _behavior(
-        loaded, raised, actual, result_error, matching, session.live_origins(), tuple(ignore_output or ())
+        loaded,
+        raised,
+        actual,
+        result_error,
+        matching,
+        session.live_origins(),
+        tuple(ignore_output or ()),
+        session.output_scope(),
     )
     if matching.status == "REJECTED":
         exit_code = 2

@@ -283,6 +283,7 @@ def run_regression_case(
             live=session.live_origins(),
             exact=expectation_source == "file",
             ignore=ignore_output,
+            scope=session.output_scope(),
         )
     return actual
 
@@ -295,6 +296,7 @@ def assert_expected_output(
     live: Origins | None = None,
     exact: bool = False,
     ignore: Iterable[str] | None = None,
+    scope: Any = None,
 ) -> None:
     """The output assertion of an exported test (entrypoint and program forms alike).
 
@@ -303,12 +305,16 @@ def assert_expected_output(
     else up to noise, as replay's report compares (:mod:`stepfork.replay.noise`): fresh values (minted by
     the recording and by this replay, ``live``) compare up to a one-to-one renaming, an id the recording
     ``trace`` handed out must match exactly. Paths in ``ignore`` (``$.generated_at``) are not compared.
+    ``scope``: the replay's comparison to continue (``ReplaySession.output_scope``: the renaming its input
+    matching made), None for a new one.
 
     Raises:
         AssertionError: ``behavior mismatch at '<path>': expected <v>, got <v>`` (the reference's first
             line), then every differing path, the first one marked first.
     """
-    found = output_differences(expectation, actual, Origins(trace), live=live, exact=exact, ignore=ignore)
+    found = output_differences(
+        expectation, actual, Origins(trace), live=live, exact=exact, ignore=ignore, scope=scope
+    )
     differences, count = found.differences, found.count
     if not differences:
         return

@@ -334,11 +334,21 @@ class ReplaySession(SealNotes):
         self, expected: RecordedCall, value: Any, ignored: set[str]
     ) -> list[tuple[str, Any, Any, str]] | None:
         """:class:`stepfork.replay.noise.inputs.RenamedInputs` of this session (made on first need)."""
+        return self._input_renaming()(expected.kind, expected.input, value, ignored)  # type: ignore[no-any-return]
+
+    def _input_renaming(self) -> Any:
         if self._inputs is None:
             from stepfork.replay.noise.inputs import RenamedInputs
 
             self._inputs = RenamedInputs(Origins(self.trace), self.live_origins())
-        return self._inputs(expected.kind, expected.input, value, ignored)  # type: ignore[no-any-return]
+        return self._inputs
+
+    def output_scope(self) -> Any:
+        """The :class:`stepfork.replay.noise.Comparison` the replay's output is compared in: the one its
+        input matching renamed fresh values in, so a fresh value the agent sent as ``x`` (live ``x'``) must
+        come back as ``x'`` in the output, and two values never swap (docs/replay.md "Fresh values";
+        NEWCOMER5 F2)."""
+        return self._input_renaming().scope
 
     # -- context management ----------------------------------------------------------------------------
 

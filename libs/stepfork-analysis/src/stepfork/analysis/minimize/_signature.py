@@ -254,7 +254,8 @@ def replay_signature(
         except (TypeError, ValueError):
             return Signature("output_mismatch", "$", **state)
         # up to noise, as replay's report compares (stepfork.replay.noise): the same failure either way
-        found = output_differences(expected, actual, Origins(trace), live=session.live_origins()).first
+        live, scope = session.live_origins(), session.output_scope()
+        found = output_differences(expected, actual, Origins(trace), live=live, scope=scope).first
         if found is not None:
             return Signature("output_mismatch", _diff_path(found.path), **state)
     return Signature("none", **state)

@@ -50,6 +50,7 @@ def compare_output(
     *,
     live: Origins | None = None,
     exact: bool = False,
+    scope: Comparison | None = None,
 ) -> list[Difference]:
     """Compare a run's output with the expected one (the recorded output, or a reviewed expectation) as
     replay, exported tests, ``check`` and ``minimize`` do: up to a renaming of fresh values and the
@@ -62,6 +63,9 @@ def compare_output(
             ``MintLog``: ``Origins(trace, minted=session.minted)``); None: ``origins``.
         exact: compare exactly (no rule, no renaming): a reviewed expectation the user wrote
             (``export --expect-output``).
+        scope: the comparison to continue (a replay's, whose input matching already renamed fresh values:
+            ``ReplaySession.output_scope``), so one renaming spans the inputs and the output, as ``diff``'s
+            spans a whole run (NEWCOMER5 F2); None: a new one from ``origins`` and ``live``.
 
     Returns:
         Every difference in canonical order (object keys sorted, lists by position); those with ``noise``
@@ -69,5 +73,6 @@ def compare_output(
     """
     if exact:
         return Comparison(None).compare(expected, actual, "run_output")
-    scope = Comparison(NoiseRules.shipped(), origins, live if live is not None else origins)
+    if scope is None:
+        scope = Comparison(NoiseRules.shipped(), origins, live if live is not None else origins)
     return scope.compare(expected, actual, "run_output")

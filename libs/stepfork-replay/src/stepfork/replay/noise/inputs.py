@@ -27,7 +27,8 @@ class RenamedInputs:
     """
 
     def __init__(self, recorded: Origins, live: Origins) -> None:
-        self._scope = Comparison(NoiseRules.shipped(), recorded, live)
+        self.scope = Comparison(NoiseRules.shipped(), recorded, live)
+        """The comparison (and its one renaming) of the replay's inputs; its output continues it."""
 
     def __call__(
         self, kind: str, expected: Any, actual: Any, ignored: set[str]
@@ -38,7 +39,7 @@ class RenamedInputs:
         where = "llm_input" if kind == "llm" else "tool_input"
         found = [
             (path, d)
-            for d in self._scope.compare(expected, actual, where)
+            for d in self.scope.compare(expected, actual, where)
             if (path := json_path(d.path)) not in ignored
         ]
         if not found or any(d.noise != RENAMED for _, d in found):

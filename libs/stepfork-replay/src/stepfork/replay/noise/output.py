@@ -13,7 +13,7 @@ from typing import Any
 
 from stepfork.replay.diagnostics import DIFFERENCE_LIMIT, MISSING, JsonDifference
 from stepfork.replay.ignoring import compile_path_pattern
-from stepfork.replay.noise import ABSENT, Difference, Origins, compare_output
+from stepfork.replay.noise import ABSENT, Comparison, Difference, Origins, compare_output
 from stepfork.trace.canonical import json_path_child
 
 IGNORED = "--ignore"
@@ -60,6 +60,7 @@ def output_differences(
     exact: bool = False,
     ignore: Iterable[str] | None = (),
     limit: int = DIFFERENCE_LIMIT,
+    scope: Comparison | None = None,
 ) -> OutputDifferences:
     """Compare an output with the expected one up to noise (:func:`stepfork.replay.noise.compare_output`:
     fresh values renamed, framework-message timing fields and new fields).
@@ -70,8 +71,10 @@ def output_differences(
         exact: a reviewed expectation: compared exactly, but for ``ignore``.
         ignore: JSON paths of the output not compared (``$.generated_at``, ``$.items[*].id``; ``--ignore``
             of ``replay`` and ``export``): a difference there is reported as ignored (``--ignore``).
+        scope: the replay's comparison to continue (``ReplaySession.output_scope``: the renaming its input
+            matching made); None: a new one.
     """
-    found = compare_output(expected, actual, origins, live=live, exact=exact)
+    found = compare_output(expected, actual, origins, live=live, exact=exact, scope=scope)
     patterns = [compile_path_pattern(path) for path in ignore or ()]
     if patterns:
         found = [
