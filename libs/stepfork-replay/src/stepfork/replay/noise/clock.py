@@ -115,6 +115,11 @@ class ClockWindow:
                 found = sorted([*found, *kept])
         return found
 
+    def holds(self, instant: int) -> bool:
+        """True when ``instant`` (nanoseconds since the epoch) lies in the window (its slack included)."""
+        low, high = self._window()
+        return low <= instant <= high
+
     def _in_window(self, instants: list[int]) -> bool:
         if not instants:
             return False

@@ -89,6 +89,39 @@ def fresh_by_shape(token: str) -> bool:
     return ULID.fullmatch(token) is not None
 
 
+_UUID_EPOCH_NS = 12_219_292_800 * 10**9  # from 1582-10-15 (UUID versions 1 and 6) to 1970-01-01, in ns
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def shape_times(token: str) -> list[int | None]:
+    """For each value of ``token`` that is fresh by its shape (:func:`fresh_by_shape`), the instant it
+    says it was made (nanoseconds since the epoch: a UUID of version 1, 6 or 7, a ULID), or None (a
+    random UUID, version 4, says nothing). RFC 9562 sections 5.1, 5.6, 5.7; the ULID spec."""
+    found: list[int | None] = []
+    for match in UUID.finditer(token):
+        text = match.group().lower()
+        version = text[14]
+        if version not in FRESH_VERSIONS or text[19] not in "89ab":
+            continue
+        digits = text.replace("-", "")
+        if version == "7":
+            found.append(int(digits[:12], 16) * 10**6)
+        elif version == "1":
+            ticks = int(digits[13:16] + digits[8:12] + digits[:8], 16)  # time_hi, time_mid, time_low
+            found.append(ticks * 100 - _UUID_EPOCH_NS)
+        elif version == "6":
+            ticks = int(digits[:12] + digits[13:16], 16)
+            found.append(ticks * 100 - _UUID_EPOCH_NS)
+        else:
+            found.append(None)
+    if not found and ULID.fullmatch(token) is not None:
+        millis = 0
+        for char in token[:10].upper():
+            millis = millis * 32 + _CROCKFORD.index(char)
+        found.append(millis * 10**6)
+    return found
+
+
 def tokens(text: str) -> Iterator[str]:
     """Every token of ``text``, in order."""
     for found in TOKEN.finditer(text):

@@ -20,7 +20,10 @@ replay running now), made from the run's clock (an epoch time inside the run's w
 :mod:`stepfork.replay.noise.clock`), or a UUID of a random or time-based version or a ULID, by its own
 structure (:func:`stepfork.replay.noise.ids.fresh_by_shape`). Two runs compare up to a one-to-one
 renaming of fresh values. A value that merely looks random (a digest of an e-mail address) is not fresh:
-it must match.
+it must match. Where a side says what it minted (``minted.json``, a replay's log), structure alone is
+not enough (NEWCOMER5 F1: a project id written in the code is a uuid4 the run never made): a random UUID
+must be one it minted, and a time-based UUID or ULID (made by native code no hook sees: LangChain's
+``lc_run--<uuid7>``) must carry a time inside the run's window.
 """
 
 from __future__ import annotations
@@ -29,7 +32,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from stepfork.replay.noise.clock import ClockWindow
-from stepfork.replay.noise.ids import TOKEN, embedded_uuids, fresh_by_shape, is_opaque_id, may_hold_id
+from stepfork.replay.noise.ids import (
+    TOKEN,
+    embedded_uuids,
+    fresh_by_shape,
+    is_opaque_id,
+    may_hold_id,
+    shape_times,
+)
 
 GIVING_EVENTS = frozenset({"tool_result", "llm_response", "error", "run_start"})
 """Event types whose payload the recording gives the agent."""
@@ -121,6 +131,7 @@ class Origins:
         self.minted = minted
         if clock is None and trace is not None:
             clock = ClockWindow.of_trace(trace)
+        self._clock = clock
         self.made: Any = _Made(minted, clock) if clock is not None else minted
 
     @property
@@ -191,7 +202,18 @@ class Origins:
 
     def fresh(self, token: str) -> bool:
         """True when ``token`` was made anew by this side's run and not handed out (module docstring)."""
-        return (fresh_by_shape(token) or self.is_minted(token)) and not self.handed_out(token)
+        if self.is_minted(token):
+            return not self.handed_out(token)
+        return fresh_by_shape(token) and self._made_here(token) and not self.handed_out(token)
+
+    def _made_here(self, token: str) -> bool:
+        """For a value fresh by its shape only: True when nothing says what this side minted (a bundle
+        recorded before ``minted.json``: structure is all there is), else when every UUID or ULID in it is
+        time-based and made inside this side's window (a random one would be in the mint log)."""
+        if self.minted is None or self._clock is None:
+            return True
+        times = shape_times(token)
+        return bool(times) and all(t is not None and self._clock.holds(t) for t in times)
 
 
 class _Made:
