@@ -105,3 +105,32 @@ def test_an_id_a_dependency_gave_first_must_still_match_where_the_agent_sends_it
     assert "booking_id" in wrong.matching.message
     other = recorded(tmp_path, lambda: booking_agent(wrong=True), "wrong")
     assert not diff_traces(bundle, other).equivalent
+
+
+@trace_tool
+def open_ticket_api(city: str) -> dict[str, str]:
+    return {"city": city, "ticket": uuid.uuid4().hex, "ref": uuid.uuid4().hex[:12]}
+
+
+@trace_tool
+def close_ticket(ticket_id: str, ref: str) -> str:
+    return "closed"
+
+
+def respelling_agent(own: bool = False) -> str:
+    opened = open_ticket_api("Paris")
+    ticket = str(uuid.UUID(opened["ticket"]))  # the next API wants the dashed form
+    ref = opened["ref"].upper()
+    if own:  # the bug: the agent's own fresh values instead of the ones the tool handed out
+        ticket, ref = str(uuid.uuid4()), uuid.uuid4().hex[:12].upper()
+    return close_ticket(ticket, ref)
+
+
+def test_a_handed_out_id_passed_on_in_another_spelling_is_still_handed_out(tmp_path: Path) -> None:
+    bundle = recorded(tmp_path, respelling_agent, "respelled")
+    assert diff_traces(bundle, recorded(tmp_path, respelling_agent, "again")).equivalent
+    assert replay_entrypoint(bundle, respelling_agent).behavior.status == "MATCHED"
+    own = replay_entrypoint(bundle, lambda: respelling_agent(own=True))
+    assert own.matching.status == "DIVERGED", own.matching.message
+    changed = diff_traces(bundle, recorded(tmp_path, lambda: respelling_agent(own=True), "own"))
+    assert {"input.ticket_id", "input.ref"} <= {c.path for c in changed.changes}

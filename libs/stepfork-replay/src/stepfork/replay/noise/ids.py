@@ -89,6 +89,17 @@ def fresh_by_shape(token: str) -> bool:
     return ULID.fullmatch(token) is not None
 
 
+_HEX_FOLDED = re.compile(r"[0-9a-f]{12,}")
+
+
+def hex_fold(text: str) -> str | None:
+    """``text`` lower-cased without ``-`` when that leaves 12 or more hex digits (a uuid, dashed or not;
+    a hex id upper-cased), else None: the one spelling two ways of writing one hex id share (NEWCOMER5
+    F4: an id a tool handed out and the agent passed on re-spelled is still that id)."""
+    folded = text.lower().replace("-", "")
+    return folded if _HEX_FOLDED.fullmatch(folded) else None
+
+
 _UUID_EPOCH_NS = 12_219_292_800 * 10**9  # from 1582-10-15 (UUID versions 1 and 6) to 1970-01-01, in ns
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 

@@ -12,7 +12,8 @@ Order matters (NEWCOMER4 F1, F5, F6, F7): a value the agent *sent* in a call's i
 ``llm_request``) before any dependency output held it is the agent's own, not handed out, whatever later
 outputs echo it: the model quoting the ticket id the agent's own code made, a tool echoing the agent's
 idempotency key, the Responses API echoing ``metadata`` and ``user``, a provider's ``created`` second equal
-to the agent's ``str(int(time.time()))`` in that very request.
+to the agent's ``str(int(time.time()))`` in that very request. A handed-out value the agent passes on in
+another spelling (upper case, a uuid with or without its dashes) is still handed out (NEWCOMER5 F4).
 
 A value is *fresh* when it was not handed out and it was made anew by the run itself: minted from the
 system's randomness (``stepfork.trace.minting``: the recording's ``minted.json``, or the live log of the
@@ -36,6 +37,7 @@ from stepfork.replay.noise.ids import (
     TOKEN,
     embedded_uuids,
     fresh_by_shape,
+    hex_fold,
     is_opaque_id,
     may_hold_id,
     shape_times,
@@ -122,7 +124,8 @@ class Origins:
         self._trace = trace
         self._values = list(values)
         self._ids: set[str] | None = None
-        self._texts: list[tuple[bool, str]] | None = None
+        self._texts: list[tuple[bool, str, str]] | None = None
+        self._folded: set[str] | None = None
         self._given_first: dict[str, bool] = {}
         if minted is None and trace is not None:
             from stepfork.trace.minting import minted_of
@@ -179,6 +182,11 @@ class Origins:
         ids = self.ids
         if token in ids or any(u in ids for u in embedded_uuids(token)):
             return True
+        if self._folded is None:
+            self._folded = {f for f in map(hex_fold, ids) if f is not None}
+        folded = hex_fold(token)
+        if folded is not None and folded in self._folded:  # passed on in another spelling (NEWCOMER5 F4)
+            return True
         spans = self.made.spans(token) if self.made is not None else []
         if not spans:
             return False
@@ -191,8 +199,12 @@ class Origins:
         if known is None:
             if self._texts is None:
                 sources = self._new_strings(numbers=True)
-                self._texts = [(given, "\x00".join(strings)) for given, strings in sources]
-            known = next((is_given for is_given, held in self._texts if text in held), False)
+                joined = [(given, "\x00".join(strings)) for given, strings in sources]
+                self._texts = [(given, held, held.lower().replace("-", "")) for given, held in joined]
+            folded = hex_fold(text) or text  # a hex id in any spelling; anything else as written
+            known = next(
+                (is_given for is_given, held, lower in self._texts if text in held or folded in lower), False
+            )
             self._given_first[text] = known
         return known
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from stepfork.replay.noise.ids import TOKEN, is_opaque_id
+from stepfork.replay.noise.ids import TOKEN, hex_fold, is_opaque_id
 
 Allow = Callable[[str, str], bool]
 """Whether two different unbound opaque ids may be renamed into each other."""
@@ -113,6 +113,7 @@ class Renaming:
         self._right = right
         self._vouch_left = vouch_left
         self._vouch_right = vouch_right
+        self._hex_forward: dict[str, str] = {}  # the pairs' hex spellings (ids.hex_fold), left -> right
         # carried values (module docstring) of each side, by their first token, then by their length
         self._carried_left: Carried = {}
         self._carried_right: Carried = {}
@@ -148,6 +149,10 @@ class Renaming:
             return mapped == right
         if right in self.backward or right in extra_back:
             return False
+        folded = hex_fold(left)
+        spelled = self._hex_forward.get(folded) if folded is not None else None
+        if spelled is not None:  # a paired hex id passed on in another spelling (NEWCOMER5 F4)
+            return spelled == hex_fold(right)
         return None
 
     def strings_equal(self, left: str, right: str, allow: Allow, *, bind: bool = True) -> bool:
@@ -194,7 +199,15 @@ class Renaming:
         if bind:
             self.forward.update(extra)
             self.backward.update(extra_back)
+            for a, b in extra.items():
+                self._spell(a, b)
         return True
+
+    def _spell(self, left: str, right: str) -> None:
+        """Keep the hex spelling of a bound pair (:func:`~stepfork.replay.noise.ids.hex_fold`)."""
+        folded_left, folded_right = hex_fold(left), hex_fold(right)
+        if folded_left is not None and folded_right is not None:
+            self._hex_forward.setdefault(folded_left, folded_right)
 
     def mismatch(self, left: str, right: str, allow: Allow) -> tuple[int, int]:
         """The character offsets, in ``left`` and in ``right``, of their first difference up to this
@@ -232,6 +245,7 @@ class Renaming:
         if left != right and self._state(left, right, {}, {}) is None:
             self.forward[left] = right
             self.backward[right] = left
+            self._spell(left, right)
             if _carriable(left) and _carriable(right) and not (is_opaque_id(left) and is_opaque_id(right)):
                 _carry(self._carried_left, left)  # two ids by shape need no carrying: their tokens pair
                 _carry(self._carried_right, right)
@@ -247,6 +261,7 @@ class Renaming:
             if a_id and b_id and self._state(a, b, {}, {}) is None:
                 self.forward[a] = b
                 self.backward[b] = a
+                self._spell(a, b)
 
 
 def _carriable(value: str) -> bool:
