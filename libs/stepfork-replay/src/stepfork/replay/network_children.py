@@ -49,6 +49,7 @@ from stepfork.replay._seal_rules import (
     SITE,
     carries_seal,
     child_refusal,
+    keep_loader_baseline,
 )
 
 __all__ = ["ENV", "LOCAL_PROGRAMS", "SITE", "NetworkSealWarning"]
@@ -93,7 +94,8 @@ def carry(mode: str, allowed: Iterable[tuple[str, int | None]], commands: Iterab
     whenever the seals change; :func:`release` gives the environment back."""
     global _saved
     value = seal_value(mode, allowed, commands)
-    if _saved is None:
+    if _saved is None:  # the seal starts: the loader's variables children may inherit, not change
+        keep_loader_baseline()
         _saved = {"PYTHONPATH": os.environ.get("PYTHONPATH"), ENV: os.environ.get(ENV)}
     before = _saved["PYTHONPATH"]
     if os.environ.get(ENV) != value:  # the same seals as the last session's: nothing to write
