@@ -443,6 +443,8 @@ def program_file(path: str, env: Any) -> tuple[str | None, list[str]]:
     try:
         if os.path.realpath(found) == os.path.realpath(sys.executable):
             return BINARY, []
+        if not os.path.isfile(found):  # a FIFO or a device would block the read; exec refuses them anyway
+            return None, []
         with open(found, "rb") as handle:
             head = handle.read(4096)
     except OSError:
