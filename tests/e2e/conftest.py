@@ -218,3 +218,44 @@ def counting_server() -> Iterator[http.server.ThreadingHTTPServer]:
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+COMMAND_AGENT = """
+import json
+import os
+import subprocess
+
+from stepfork import record, trace_tool
+
+
+@trace_tool
+def lookup(q: str) -> dict:
+    return {"q": q}
+
+
+def run_command():
+    env = dict(os.environ, **json.loads(os.environ.get("SF_ENV", "{}")))
+    try:  # the agent swallows whatever happens, as agents do
+        command = json.loads(os.environ["SF_COMMAND"])
+        subprocess.run(command, env=env, check=False, capture_output=True, timeout=60)
+    except Exception:
+        pass
+    return lookup("a")
+
+
+if __name__ == "__main__":
+    import sys
+
+    with record("command", output=sys.argv[1], overwrite=True) as session:
+        session.set_output(run_command())
+"""
+"""An agent (``run_command``) that starts the child ``SF_COMMAND`` names (a JSON list of words), with the
+variables ``SF_ENV`` adds (JSON) in its ``env=``, then calls a ``@trace_tool``: what the seal's child
+process tests replay. ``python agent.py BUNDLE`` records it."""
+
+
+@pytest.fixture(scope="module")
+def seal_server() -> Iterator[http.server.ThreadingHTTPServer]:
+    """:func:`counting_server` for a module's tests."""
+    with counting_server() as srv:
+        yield srv

@@ -17,56 +17,20 @@ import json
 import socket
 import subprocess
 import sys
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import cli_env, counting_server, replay_report, report_matching
+from .conftest import COMMAND_AGENT, cli_env, replay_report, report_matching
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX programs")
-
-AGENT = """
-import json
-import os
-import subprocess
-
-from stepfork import record, trace_tool
-
-
-@trace_tool
-def lookup(q: str) -> dict:
-    return {"q": q}
-
-
-def run_command():
-    try:  # the agent swallows whatever happens, as agents do
-        subprocess.run(json.loads(os.environ["SF_COMMAND"]), check=False, capture_output=True, timeout=60)
-    except Exception:
-        pass
-    return lookup("a")
-
-
-if __name__ == "__main__":
-    import sys
-
-    with record("local", output=sys.argv[1], overwrite=True) as session:
-        session.set_output(run_command())
-"""
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[http.server.ThreadingHTTPServer]:
-    with counting_server() as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The agent, recorded once running ``true`` (what the child does is not in the recording)."""
     work = tmp_path_factory.mktemp("local_programs")
-    (work / "local.py").write_text(textwrap.dedent(AGENT))
+    (work / "local.py").write_text(COMMAND_AGENT)
     env = {**cli_env(), "SF_COMMAND": '["true"]'}
     subprocess.run([sys.executable, "local.py", "local.sftrace"], cwd=work, env=env, check=True, timeout=120)
     return work
@@ -101,19 +65,19 @@ REFUSED = [
 )
 def test_a_local_program_that_could_run_another_or_change_the_machine_is_refused(
     folder: Path,
-    server: http.server.ThreadingHTTPServer,
+    seal_server: http.server.ThreadingHTTPServer,
     monkeypatch: pytest.MonkeyPatch,
     command: list[str],
     program: str,
     reason: str,
 ) -> None:
-    port = server.server_address[1]
-    before = server.hits  # type: ignore[attr-defined]
+    port = seal_server.server_address[1]
+    before = seal_server.hits  # type: ignore[attr-defined]
     code, found = replayed(folder, [word.format(port=port) for word in command], monkeypatch)
     assert (code, found["status"], found["code"]) == (1, "DIVERGED", "child_process_refused"), found
     assert f"the command `{program}" in found["message"], found["message"]
     assert reason in found["message"], found["message"]
-    assert server.hits == before  # type: ignore[attr-defined]
+    assert seal_server.hits == before  # type: ignore[attr-defined]
 
 
 READ_ONLY = [

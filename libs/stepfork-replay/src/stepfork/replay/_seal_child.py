@@ -47,6 +47,7 @@ def install(settings: dict[str, Any], replaying: int) -> None:
         raise ImportError(f"the seal's rules cannot be loaded from {path}")
     rules = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rules)
+    rules.keep_loader_baseline()  # as this child started: its parent's seal judged them already
     mode = str(settings.get("mode") or "frozen")
     report = settings.get("report")
     commands = frozenset(str(command) for command in settings.get("commands") or ())

@@ -405,36 +405,112 @@ def _which(name: str, env: Any) -> str | None:
     return None
 
 
-def is_python(path: str, env: Any = None) -> bool:
-    """True when ``path`` (a program as started, on the child's ``PATH`` in ``env``) is a Python
-    interpreter: by its name (``python3.11``), as this interpreter's own file, or by the ``#!`` line of a
-    script that runs one (a console script: ``pip``, ``stepfork``)."""
-    import re
+_BINARY_MAGIC = (
+    b"\x7fELF",  # Linux, BSD
+    b"\xfe\xed\xfa\xce",
+    b"\xce\xfa\xed\xfe",
+    b"\xfe\xed\xfa\xcf",
+    b"\xcf\xfa\xed\xfe",  # Mach-O
+    b"\xca\xfe\xba\xbe",  # a macOS universal binary
+    b"MZ",  # Windows
+)
+"""How a compiled program's file starts: such a file named like Python (:data:`_PYTHON`) is Python."""
+_SHIM = r"^[ \t]*exec[ \t]+[\"']?(\S*/)?(pyenv|asdf)[\"']?[ \t]+exec[ \t]"
+"""The line of a version manager's shim that hands over to the interpreter it picks (pyenv: ``exec
+"/root/.pyenv/libexec/pyenv" exec "$program" "$@"``; asdf: ``exec asdf exec "python3" "$@"``)."""
+_MAX_INTERPRETERS = 4
+"""How many ``#!`` interpreters deep a script is followed (Linux stops at 4 too); deeper is refused."""
 
-    if re.fullmatch(_PYTHON, os.path.basename(path).lower()):
-        return True
+BINARY = "binary"
+SCRIPT = "script"
+SHIM = "shim"
+
+
+def program_file(path: str, env: Any) -> tuple[str | None, list[str]]:
+    """What the program ``path`` (as started, looked up on the ``PATH`` of ``env``) is, read from its file.
+
+    Returns:
+        ``(kind, interpreter)``: :data:`BINARY` (a compiled program: this interpreter's own file, an ELF,
+        Mach-O or PE file), :data:`SHIM` (a pyenv/asdf shim named like Python, in a ``shims`` folder:
+        judged as the Python it hands over to), :data:`SCRIPT` with the words of its ``#!`` line as Linux
+        reads them (the interpreter, then the rest of the line as one word when there is one), or None
+        (not found, unreadable, or another kind of file): the interpreter's words are empty but for a
+        script.
+    """
     found = _which(path, env)
     if found is None:
-        return False
+        return None, []
     try:
         if os.path.realpath(found) == os.path.realpath(sys.executable):
-            return True
+            return BINARY, []
+        if not os.path.isfile(found):  # a FIFO or a device would block the read; exec refuses them anyway
+            return None, []
         with open(found, "rb") as handle:
-            first = handle.readline(256)
+            head = handle.read(4096)
     except OSError:
+        return None, []
+    if head.startswith(_BINARY_MAGIC):
+        return BINARY, []
+    if not head.startswith(b"#!"):
+        return None, []
+    if _is_shim(found, head):
+        return SHIM, []
+    first = head[2:256].split(b"\n", 1)[0].decode("utf-8", "replace").strip(" \t\r")
+    interpreter, _, rest = first.replace("\t", " ").partition(" ")
+    rest = rest.strip(" ")
+    return SCRIPT, [interpreter, rest] if rest else [interpreter] if interpreter else []
+
+
+def _is_shim(found: str, head: bytes) -> bool:
+    """True for a version manager's shim named like Python (pyenv's, asdf's: a short shell script in a
+    ``shims`` folder that hands over to the interpreter the manager picks, which then seals itself)."""
+    import re
+
+    if not re.fullmatch(_PYTHON, os.path.basename(found).lower()) or len(head) >= 4096:
         return False
-    return first.startswith(b"#!") and b"python" in first.lower()
+    if os.path.basename(os.path.dirname(os.path.abspath(found))) != "shims":
+        return False
+    return re.search(_SHIM.encode(), head, re.MULTILINE) is not None
+
+
+def is_python(path: str, env: Any = None) -> bool:
+    """True when ``path`` (a program as started, on the child's ``PATH`` in ``env``) is a Python
+    interpreter by its file: this interpreter's own file, a compiled program named like Python
+    (``python3.11``), or a version manager's shim named so (:func:`program_file`). A script is not, whatever
+    its name: :func:`child_refusal` judges it by its ``#!`` line."""
+    import re
+
+    kind, _ = program_file(path, os.environ if env is None else env)
+    if kind == SHIM:
+        return True
+    if kind != BINARY:
+        return False
+    found = _which(path, os.environ if env is None else env) or path
+    names = {os.path.basename(path), os.path.basename(os.path.realpath(found))}
+    same = os.path.realpath(found) == os.path.realpath(sys.executable)
+    return same or any(re.fullmatch(_PYTHON, name.lower()) for name in names)
+
+
+_PYTHON_VALUED = "WX"
+"""Python's short options whose value is the rest of the word or the next word (CPython's getopt)."""
+_PYTHON_LONG_VALUED = frozenset({"--check-hash-based-pycs"})
+"""Python's long options whose value is the next word."""
 
 
 def unsealable_option(arguments: list[str]) -> str | None:
     """The first option of a Python command line (``arguments``: after the interpreter) that keeps the seal
     out: ``-I`` (isolated: no environment, no site), ``-E`` (no ``PYTHON*`` variables) or ``-S`` (no
-    ``site``, so no ``sitecustomize``); None when there is none."""
+    ``site``, so no ``sitecustomize``); None when there is none. Read as CPython reads its options
+    (Python/getopt.c): flags combine (``-sI``), ``-W``/``-X`` take the rest of the word or the next word,
+    ``--check-hash-based-pycs`` the next word, and the options end at ``-c``, ``-m``, ``-``, ``--`` or the
+    script. (``-s`` leaves ``PYTHONPATH`` and ``site`` alone: the seal still runs.)"""
     remaining = iter(arguments)
     for word in remaining:
-        if word == "--" or word == "-" or not word.startswith("-"):
+        if word in ("-", "--") or not word.startswith("-"):
             return None
         if word.startswith("--"):
+            if word in _PYTHON_LONG_VALUED:
+                next(remaining, None)
             continue
         flags = word[1:]
         for index, flag in enumerate(flags):
@@ -442,10 +518,60 @@ def unsealable_option(arguments: list[str]) -> str | None:
                 return f"-{flag}"
             if flag in "cm":
                 return None  # what follows is the code or the module
-            if flag in "WX":  # an option with a value: the rest of the word, or the next one
+            if flag in _PYTHON_VALUED:
                 if index == len(flags) - 1:
                     next(remaining, None)
                 break
+    return None
+
+
+_ENV_SKIPPED = frozenset({"-v", "--debug"})
+"""``env``'s options that change nothing about the program it runs."""
+
+
+def env_form(arguments: list[str], env: Any) -> tuple[list[str], Any] | None:
+    """The command ``env ARGUMENTS`` runs and the environment it runs it with (``env`` given: a mapping),
+    as GNU and BSD ``env`` read them: ``-i``/``-``/``--ignore-environment`` (empty), ``-u NAME``/
+    ``--unset=NAME``, ``NAME=VALUE``, ``-S STRING``/``--split-string=STRING`` (split into words, as a
+    ``#!/usr/bin/env -S python3 -E`` line needs), ``-C DIR``/``--chdir=DIR``; None for anything else (no
+    command, an option not read here, a split string with ``$`` or ``\\``): the seal refuses ``env`` then."""
+    import shlex
+
+    remaining = list(arguments)
+    changed = dict(env) if env is not None else dict(os.environ)
+    while remaining:
+        word = remaining.pop(0)
+        if word in ("-i", "-", "--ignore-environment"):
+            changed = {}
+        elif word in _ENV_SKIPPED:
+            continue
+        elif word in ("-u", "-C") or word.startswith(("-u", "--unset=", "-C", "--chdir=")):
+            value = word.split("=", 1)[1] if "=" in word else word[2:] if len(word) > 2 else None
+            if value is None:
+                if not remaining:
+                    return None
+                value = remaining.pop(0)
+            if word.startswith(("-u", "--unset=")):
+                for key in (value, value.encode()):
+                    changed.pop(key, None)
+        elif word.startswith(("-S", "--split-string=")):
+            text = word.split("=", 1)[1] if word.startswith("--") else word[2:]
+            if not text and remaining:
+                text = remaining.pop(0)
+            if "$" in text or "\\" in text:
+                return None
+            try:
+                remaining = shlex.split(text) + remaining
+            except ValueError:
+                return None
+        elif word.startswith("-"):
+            return None
+        elif "=" in word:
+            name, _, value = word.partition("=")
+            bytes_keys = any(isinstance(key, bytes) for key in changed)
+            changed[name.encode() if bytes_keys else name] = value.encode() if bytes_keys else value
+        else:
+            return [word, *remaining], changed
     return None
 
 
@@ -481,7 +607,52 @@ def allows_command(commands: Any, program: str, path: str) -> bool:
     return False
 
 
-def child_refusal(executable: Any, argv: Any, env: Any, commands: Any) -> tuple[str, list[str], str]:
+LOADER_VARIABLES = (
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "LD_LIBRARY_PATH",  # glibc's, musl's (ld.so)
+    "DYLD_INSERT_LIBRARIES",
+    "DYLD_LIBRARY_PATH",
+    "DYLD_FRAMEWORK_PATH",  # macOS's (dyld)
+)
+"""Environment variables that make the system's loader run other code in any program it starts (a library
+preloaded, audited, or found first): native code, which no audit hook sees, so a child started with one of
+them changed is refused (docs/decisions.md, "the loader's variables")."""
+_loader_baseline: dict[str, str] | None = None
+"""Those variables as the process had them when its seal started (:func:`keep_loader_baseline`)."""
+
+
+def _loader_values(env: Any) -> dict[str, str]:
+    found = {}
+    for name in LOADER_VARIABLES:
+        value = _variable(env, name)
+        if value:
+            found[name] = os.fsdecode(value)
+    return found
+
+
+def keep_loader_baseline() -> None:
+    """Keep this process's :data:`LOADER_VARIABLES` as they are now: a child whose environment sets one to
+    another value is refused (:func:`loader_change`). Called when the seal starts (a user whose whole shell
+    sets ``LD_PRELOAD`` to an allocator has every child inherit it unchanged)."""
+    global _loader_baseline
+    _loader_baseline = _loader_values(os.environ)
+
+
+def loader_change(env: Any) -> str | None:
+    """The first of :data:`LOADER_VARIABLES` the environment ``env`` (a mapping) sets otherwise than this
+    process had it when its seal started (unset and empty are the same), or None."""
+    baseline = _loader_baseline if _loader_baseline is not None else _loader_values(os.environ)
+    values = _loader_values(env)
+    for name in LOADER_VARIABLES:
+        if values.get(name) != baseline.get(name):
+            return name
+    return None
+
+
+def child_refusal(
+    executable: Any, argv: Any, env: Any, commands: Any, depth: int = 0
+) -> tuple[str, list[str], str]:
     """Judge a child process about to start while sealed (docs/replay.md, "The seal's rules").
 
     Args:
@@ -489,6 +660,8 @@ def child_refusal(executable: Any, argv: Any, env: Any, commands: Any) -> tuple[
         argv: the command line (a sequence of words, or a shell's command string).
         env: the child's environment (a mapping), or None for this process's.
         commands: the ``allow_commands`` in force (names or paths).
+        depth: how many ``#!`` interpreters and ``env`` wrappers led here (a script is judged as its
+            interpreter running it).
 
     Returns:
         ``(program, command words, verdict)``: the program's name as the report shows it (for a shell
@@ -500,6 +673,12 @@ def child_refusal(executable: Any, argv: Any, env: Any, commands: Any) -> tuple[
     path = os.fsdecode(executable) if isinstance(executable, (str, bytes, os.PathLike)) else ""
     path = path or (line[0] if line else "")
     program = os.path.basename(path) or "?"
+    environment = os.environ if env is None else env
+    loader = loader_change(environment)
+    if loader is not None:
+        if allows_command(commands, program, path):
+            return program, line, ALLOWED
+        return program, line, f"its environment sets {loader}, which loads other code into it (native code)"
     if program in SHELLS and len(line) >= 3 and line[1] == "-c":
         inner = _simple_command(line[2])
         if inner is not None and not allows_command(commands, program, path):
@@ -513,10 +692,20 @@ def child_refusal(executable: Any, argv: Any, env: Any, commands: Any) -> tuple[
     if allows_command(commands, program, path):
         return program, line, ALLOWED
     if inner is not None:  # `ip netns exec NAME CMD`: judged as CMD
-        return child_refusal(None, inner, env, commands)
+        return child_refusal(None, inner, env, commands, depth)
     if program in LOCAL_PROGRAMS:
         return program, line, NOT_READ_ONLY
-    environment = os.environ if env is None else env
+    if program == "env" and depth < _MAX_INTERPRETERS:  # `env [NAME=VALUE...] CMD`: judged as CMD
+        wrapped = env_form(line[1:], environment)
+        if wrapped is not None:
+            return child_refusal(None, wrapped[0], wrapped[1], commands, depth + 1)
+    kind, interpreter = program_file(path, environment)
+    if kind == SCRIPT and interpreter:  # judged as `INTERPRETER [ARGUMENT] SCRIPT ARGS...`, as run
+        if depth >= _MAX_INTERPRETERS:
+            return program, line, "its #! interpreters nest too deep to be judged"
+        script = _which(path, environment) or path
+        verdict = child_refusal(None, [*interpreter, script, *line[1:]], env, commands, depth + 1)[2]
+        return program, line, verdict
     if is_python(path, environment):
         option = unsealable_option(line[1:])
         if option is not None:

@@ -22,8 +22,11 @@ shell tool running ``curl``. (A child made by ``os.fork`` keeps the hooks: :mod:
   ``child_process_refused``, the session's divergence): a program that is not Python (``curl``, a shell:
   ``os.system`` runs one) could reach anything, and a Python started with ``-I``, ``-E`` or ``-S``, or
   through ``os.exec*``/``os.posix_spawn`` with an environment that drops the seal, cannot be sealed. A
-  shell running one simple command (``sh -c "curl -s URL"``) is judged as that command. The replay's
-  ``allow_commands`` (``--allow-command NAME``) let a program start unsealed: the report says so
+  shell running one simple command (``sh -c "curl -s URL"``) is judged as that command, ``env ... CMD`` as
+  ``CMD``, and a script as its ``#!`` interpreter running it; what is Python is read from the program's
+  file, not its name. A child whose environment changes the loader's variables (``LD_PRELOAD``...) from
+  what this process had when the seal started is refused whatever it is (:func:`carry` keeps them).
+  The replay's ``allow_commands`` (``--allow-command NAME``) let a program start unsealed: the report says so
   (``Network  sealed (child processes not sealed: 1 started (curl))``) instead of a bare "sealed".
   Programs that only read the machine (:data:`LOCAL_PROGRAMS`: ``uname``, ``ldconfig -p``...) start
   freely in their read-only forms (``ip netns exec NAME CMD`` is judged as ``CMD``).
@@ -49,6 +52,7 @@ from stepfork.replay._seal_rules import (
     SITE,
     carries_seal,
     child_refusal,
+    keep_loader_baseline,
 )
 
 __all__ = ["ENV", "LOCAL_PROGRAMS", "SITE", "NetworkSealWarning"]
@@ -93,7 +97,8 @@ def carry(mode: str, allowed: Iterable[tuple[str, int | None]], commands: Iterab
     whenever the seals change; :func:`release` gives the environment back."""
     global _saved
     value = seal_value(mode, allowed, commands)
-    if _saved is None:
+    if _saved is None:  # the seal starts: the loader's variables children may inherit, not change
+        keep_loader_baseline()
         _saved = {"PYTHONPATH": os.environ.get("PYTHONPATH"), ENV: os.environ.get(ENV)}
     before = _saved["PYTHONPATH"]
     if os.environ.get(ENV) != value:  # the same seals as the last session's: nothing to write
