@@ -24,6 +24,7 @@ import re
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -157,3 +158,82 @@ def _ns(value: Any) -> int | None:
     if isinstance(value, datetime):
         return int(value.timestamp()) * 10**9 + value.microsecond * 1000
     return None
+
+
+_RUN = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class ClockForm:
+    """The form of one clock reading's text (:func:`clock_form`).
+
+    Attributes:
+        shape: the text with each run of digits replaced by its length (``2026-12-06T16:52:49`` ->
+            ``4-2-2T2:2:2``); an ISO datetime's fraction left out (``isoformat()`` drops a zero one, and
+            ``timespec`` varies it), an epoch's fraction kept as ``.F`` (``repr(time.time())`` always
+            writes one, in 1 to 7 digits); an offset written by its form only (``Z``, ``+2:2``, ``+4``).
+        offset: an aware ISO datetime's offset in seconds east of UTC; None for a naive one or an epoch.
+    """
+
+    shape: str
+    offset: int | None
+
+
+def clock_form(text: str) -> ClockForm | None:
+    """The form of ``text`` when the whole of it is a clock reading's shape (an epoch time of 10, 13, 16 or
+    19 digits with an optional ``.`` fraction; an ISO 8601 datetime with seconds, extended or basic), else
+    None. Whether it lies in a run's window is :meth:`ClockWindow.spans`' to say."""
+    if _EPOCH.fullmatch(text) is not None:
+        whole, dot, _ = text.partition(".")
+        return ClockForm(f"{len(whole)}{'.F' if dot else ''}", None)
+    match = _ISO.fullmatch(text) or _ISO_BASIC.fullmatch(text)
+    if match is None:
+        return None
+    end = match.start(7) - 1 if match.group(7) is not None else match.end(6)
+    shape = _RUN.sub(lambda run: str(len(run.group())), text[:end])
+    offset = match.group(8)
+    if offset is None:
+        return ClockForm(shape, None)
+    if offset.upper() == "Z":
+        return ClockForm(shape + offset, 0)
+    digits = offset[1:].replace(":", "")
+    seconds = (int(digits[:2]) * 60 + int(digits[2:])) * 60 * (1 if offset[0] == "+" else -1)
+    return ClockForm(shape + "+" + _RUN.sub(lambda run: str(len(run.group())), offset[1:]), seconds)
+
+
+def same_clock_forms(
+    left: list[ClockForm | None],
+    right: list[ClockForm | None],
+    left_local: int | None = None,
+    right_local: int | None = None,
+) -> bool:
+    """True when two tokens' clock spans (their forms, left to right) may be renamed into each other: as
+    many on each side, each pair of one shape and, for aware times, of one offset. Two offsets that differ
+    are the same form only where each is its own run's local offset (``left_local``, ``right_local``:
+    seconds east of UTC; None: unknown): ``datetime.now().astimezone()`` on a laptop in one zone and in CI
+    in another is the same code. A naive reading is its own form (docs/decisions.md)."""
+    if len(left) != len(right):
+        return False
+    for a, b in zip(left, right, strict=True):
+        if a == b:
+            continue
+        if a is None or b is None or a.shape != b.shape:
+            return False
+        if left_local is None or (a.offset, b.offset) != (left_local, right_local):
+            return False
+    return True
+
+
+def clock_forms(text: str, made: Any, minted: Any) -> list[ClockForm | None]:
+    """The forms of ``text``'s clock spans on one side: the spans its ``made`` finder (minted and clock
+    spans; None: none) finds that its ``minted`` finder (None: none) does not. A minted value is no
+    clock reading: its pairing is left as it was."""
+    spans: list[tuple[int, int]] = made.spans(text) if made is not None else []
+    if not spans:
+        return []
+    taken: list[tuple[int, int]] = minted.spans(text) if minted is not None else []
+    return [
+        clock_form(text[start:end])
+        for start, end in spans
+        if not any(start < high and low < end for low, high in taken)
+    ]

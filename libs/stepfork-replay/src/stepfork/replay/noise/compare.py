@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from stepfork.replay.noise.clock import clock_forms, same_clock_forms
 from stepfork.replay.noise.ids import is_opaque_id, may_hold_id, split
 from stepfork.replay.noise.origins import Origins, fresh_pair
 from stepfork.replay.noise.renaming import Renaming
@@ -331,8 +332,22 @@ class Comparison:
 
     def _allow(self, frame: _Frame) -> Callable[[str, str], bool]:
         if frame.dep:
-            return lambda a, b: True
-        return lambda a, b: fresh_pair(self.left, self.right, a, b)
+            return self._same_form
+        return lambda a, b: fresh_pair(self.left, self.right, a, b) and self._same_form(a, b)
+
+    def _same_form(self, a: str, b: str) -> bool:
+        """True unless ``a`` or ``b`` holds a clock reading the other does not hold in the same form (unit,
+        format, offset: :func:`stepfork.replay.noise.clock.same_clock_forms`; NEWCOMER5 F3)."""
+        left = clock_forms(a, self.left.made, self.left.minted)
+        right = clock_forms(b, self.right.made, self.right.minted)
+        if not left and not right:
+            return True
+        return same_clock_forms(
+            left,
+            right,
+            getattr(self.left.minted, "utc_offset", None),
+            getattr(self.right.minted, "utc_offset", None),
+        )
 
     def _equal_string(self, a: str, b: str, frame: _Frame) -> bool:
         # an equal string still binds its ids to themselves (and fails where one is renamed to another)
@@ -439,8 +454,8 @@ def _made_text(a: Any, b: Any) -> tuple[str, str] | None:
     """The texts to compare up to the renaming of two values that are not strings but may hold a reading
     of the run's clock (docs/decisions.md): two tagged datetimes (``{"$stepfork": "datetime", "value":
     ISO}``, a ``datetime`` object the run returned), their ISO strings; two numbers of one type whose
-    integer part has an epoch's length (``time.time()``, ``int(time.time() * 1000)``), as Python writes
-    them. Whether the text is a clock reading inside the run (or minted), and not handed out, is the
+    integer part has the same epoch length (``time.time()``, ``int(time.time() * 1000)``), as Python
+    writes them. Whether the text is a clock reading inside the run (or minted), and not handed out, is the
     renaming's to say; None for any other pair."""
     if isinstance(a, dict) and isinstance(b, dict):
         if a.get(TAG) == b.get(TAG) == "datetime" and a.keys() == b.keys() == {TAG, "value"}:
@@ -449,6 +464,8 @@ def _made_text(a: Any, b: Any) -> tuple[str, str] | None:
                 return left, right
         return None
     if _is_number(a) and type(a) is type(b) and _epoch_length(a) and _epoch_length(b):
+        if len(str(int(a))) != len(str(int(b))):
+            return None  # seconds and milliseconds are two units, not one reading (NEWCOMER5 F3)
         return _text(a), _text(b)
     return None
 
