@@ -345,8 +345,8 @@ class Comparison:
         return same_clock_forms(
             left,
             right,
-            getattr(self.left.minted, "utc_offset", None),
-            getattr(self.right.minted, "utc_offset", None),
+            self.left.utc_offset,
+            self.right.utc_offset,
         )
 
     def _equal_string(self, a: str, b: str, frame: _Frame) -> bool:

@@ -138,6 +138,13 @@ class Origins:
         self.made: Any = _Made(minted, clock) if clock is not None else minted
 
     @property
+    def utc_offset(self) -> int | None:
+        """This side's local UTC offset in seconds (``minted.json``'s ``utc_offset``, or the live mint log's),
+        or None when nothing states it."""
+        offset = getattr(self.minted, "utc_offset", None)
+        return offset if isinstance(offset, int) else None
+
+    @property
     def legacy(self) -> bool:
         """True for a recording that says nothing of what it minted (no ``minted.json``)."""
         return self.minted is None and self._trace is not None
