@@ -134,3 +134,30 @@ def test_a_handed_out_id_passed_on_in_another_spelling_is_still_handed_out(tmp_p
     assert own.matching.status == "DIVERGED", own.matching.message
     changed = diff_traces(bundle, recorded(tmp_path, lambda: respelling_agent(own=True), "own"))
     assert {"input.ticket_id", "input.ref"} <= {c.path for c in changed.changes}
+
+
+@trace_tool
+def last_login(user: str) -> dict[str, str]:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"user": user, "at": stamp}
+
+
+@trace_tool
+def audit(since: str) -> str:
+    return "ok"
+
+
+def audit_agent(own: bool = False) -> str:
+    import datetime
+
+    given = datetime.datetime.fromisoformat(last_login("ann")["at"].replace("Z", "+00:00"))
+    if own:  # the bug: its own clock instead of the time the tool gave
+        given = datetime.datetime.now(datetime.UTC).replace(microsecond=0) + datetime.timedelta(seconds=1)
+    return audit(since=given.isoformat())  # the tool's "...Z", re-written "+00:00"
+
+
+def test_a_handed_out_time_passed_on_in_another_format_is_still_handed_out(tmp_path: Path) -> None:
+    bundle = recorded(tmp_path, audit_agent, "audit")
+    assert replay_entrypoint(bundle, audit_agent).behavior.status == "MATCHED"
+    own = replay_entrypoint(bundle, lambda: audit_agent(own=True))
+    assert own.matching.status == "DIVERGED", own.matching.message

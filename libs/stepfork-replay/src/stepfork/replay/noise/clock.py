@@ -128,6 +128,23 @@ class ClockWindow:
         return any(low <= instant <= high for instant in instants)
 
 
+def instants_in(text: str) -> set[int]:
+    """The instants (nanoseconds since the epoch) the clock readings of ``text`` say, in any window: an
+    epoch time of 10, 13, 16 or 19 digits (its integer part), an ISO 8601 datetime with seconds (its own
+    instant with an offset; as UTC without one). Two spellings of one reading say the same instant: a
+    tool's ``...Z`` passed on as ``+00:00``, its seconds passed on as milliseconds (NEWCOMER5 F4)."""
+    found: set[int] = set()
+    if len(text) < 10:
+        return found
+    for match in _EPOCH.finditer(text):
+        digits = match.group().split(".", 1)[0]
+        found.add(int(digits) * _SCALE[len(digits)])
+    for pattern in (_ISO, _ISO_BASIC):
+        for iso in pattern.finditer(text):
+            found.update(_instants(iso)[:1])  # with an offset, its instant; without, as UTC
+    return found
+
+
 def _instants(match: re.Match[str], recorded_offset: int | None = None) -> list[int]:
     """The instants (nanoseconds since the epoch) an ISO datetime match may mean: its own with an offset;
     without one, as UTC, as local time and as the recording's local time (``recorded_offset``, seconds

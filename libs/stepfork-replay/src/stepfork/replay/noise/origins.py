@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from stepfork.replay.noise.clock import ClockWindow
+from stepfork.replay.noise.clock import ClockWindow, instants_in
 from stepfork.replay.noise.ids import (
     TOKEN,
     embedded_uuids,
@@ -126,6 +126,7 @@ class Origins:
         self._ids: set[str] | None = None
         self._texts: list[tuple[bool, str, str]] | None = None
         self._folded: set[str] | None = None
+        self._instants: list[set[int]] | None = None
         self._given_first: dict[str, bool] = {}
         if minted is None and trace is not None:
             from stepfork.trace.minting import minted_of
@@ -198,22 +199,43 @@ class Origins:
         if not spans:
             return False
         # minted values of any shape, clock readings: anywhere in what was given, before the agent sent it
-        return self._first_given(token) or any(self._first_given(token[start:end]) for start, end in spans)
+        if self._first_given(token) or any(self._first_given(token[start:end]) for start, end in spans):
+            return True
+        return self._reading_given(token)
+
+    def _reading_given(self, token: str) -> bool:
+        """True when a clock reading of ``token`` says an instant that a given payload's reading said
+        first, in any spelling (a tool's ``...Z`` passed on as ``+00:00``: NEWCOMER5 F4)."""
+        wanted = instants_in(token)
+        if not wanted:
+            return False
+        texts = self._payload_texts()
+        if self._instants is None:
+            self._instants = [instants_in(held) for _, held, _ in texts]
+        for (is_given, _, _), said in zip(texts, self._instants, strict=True):
+            if wanted & said:
+                return is_given
+        return False
 
     def _first_given(self, text: str) -> bool:
         """True when the first payload (in recorded order) whose strings hold ``text`` was given."""
         known = self._given_first.get(text)
         if known is None:
-            if self._texts is None:
-                sources = self._new_strings(numbers=True)
-                joined = [(given, "\x00".join(strings)) for given, strings in sources]
-                self._texts = [(given, held, held.lower().replace("-", "")) for given, held in joined]
             folded = hex_fold(text) or text  # a hex id in any spelling; anything else as written
             known = next(
-                (is_given for is_given, held, lower in self._texts if text in held or folded in lower), False
+                (given for given, held, lower in self._payload_texts() if text in held or folded in lower),
+                False,
             )
             self._given_first[text] = known
         return known
+
+    def _payload_texts(self) -> list[tuple[bool, str, str]]:
+        """``(given, text, text lower-cased without "-")`` of each source in order (its new strings)."""
+        if self._texts is None:
+            sources = self._new_strings(numbers=True)
+            joined = [(given, "\x00".join(strings)) for given, strings in sources]
+            self._texts = [(given, held, held.lower().replace("-", "")) for given, held in joined]
+        return self._texts
 
     def is_minted(self, token: str) -> bool:
         """True when ``token`` holds a value this side made anew: minted, or read from its clock."""
