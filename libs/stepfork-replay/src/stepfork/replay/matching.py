@@ -138,11 +138,15 @@ class CallCursor:
         self.position += 1
 
     def select(
-        self, call: BoundaryCall, live: LiveInput, compares: Callable[[RecordedCall], bool]
+        self,
+        call: BoundaryCall,
+        live: LiveInput,
+        compares: Callable[[RecordedCall], bool],
+        renames: Callable[[RecordedCall], bool] | None = None,
     ) -> RecordedCall | None:
         """The recorded call to check ``call`` against: the next one in recorded order (None past the end).
 
-        ``live`` and ``compares`` are unused here; the concurrent ordering
+        ``live``, ``compares`` and ``renames`` are unused here; the concurrent ordering
         (:class:`stepfork.replay.ordering.ConcurrentCursor`) chooses among several candidates with them.
         """
         return self.peek()

@@ -195,14 +195,20 @@ class ConcurrentCursor(CallCursor):
         return self.calls[self._first] if self._sync() else None
 
     def select(
-        self, call: BoundaryCall, live: LiveInput, compares: Callable[[RecordedCall], bool]
+        self,
+        call: BoundaryCall,
+        live: LiveInput,
+        compares: Callable[[RecordedCall], bool],
+        renames: Callable[[RecordedCall], bool] | None = None,
     ) -> RecordedCall | None:
         """The recorded call to check ``call`` against (None when every call was consumed).
 
         The earliest unconsumed member of the current group with ``call``'s identity and input (raw
-        canonical bytes first, then redacted); failing that, the earliest with its kind and name (its
-        input is not compared when ``compares`` says False: a hybrid live LLM), else the earliest
-        unconsumed member, so the checks that follow raise the right mismatch.
+        canonical bytes first, then redacted); failing that, the earliest with its identity whose input
+        the live one equals up to the renaming of fresh values (``renames``, a trial that binds nothing:
+        two pool threads sending fresh idempotency keys in either order); failing that, the earliest with
+        its kind and name (its input is not compared when ``compares`` says False: a hybrid live LLM),
+        else the earliest unconsumed member, so the checks that follow raise the right mismatch.
         """
         if not self._sync():
             return None
@@ -218,6 +224,9 @@ class ConcurrentCursor(CallCursor):
         found = self._head(self._by_input.get((*key, live.raw_bytes)))
         if found is None and live.bytes != live.raw_bytes:  # a secret in the live input: compare redacted
             found = self._head(self._by_input.get((*key, live.bytes)))
+        if found is None and renames is not None:
+            members = [self.calls[i] for i in self._by_identity.get(key, ()) if not self._consumed[i]]
+            found = next((member for member in members if renames(member)), None)
         return found if found is not None else nearest
 
     def consume(self, expected: RecordedCall) -> None:

@@ -36,6 +36,7 @@ when the agent catches it; :meth:`verify_complete` and every assertion fail afte
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 import time
@@ -336,6 +337,13 @@ class ReplaySession(SealNotes):
         """:class:`stepfork.replay.noise.inputs.RenamedInputs` of this session (made on first need)."""
         return self._input_renaming()(expected.kind, expected.input, value, ignored)  # type: ignore[no-any-return]
 
+    def _renames_to(self, live: LiveInput, expected: RecordedCall) -> bool:
+        """True when ``live``'s input equals ``expected``'s up to the renaming of fresh values, as a trial
+        that binds nothing (a concurrent group's member chosen by it: ``ConcurrentCursor.select``)."""
+        if expected.input is None:
+            return False
+        return self._input_renaming().accepts(expected.kind, expected.input, live.value)  # type: ignore[no-any-return]
+
     def _input_renaming(self) -> Any:
         if self._inputs is None:
             from stepfork.replay.noise.inputs import RenamedInputs
@@ -559,7 +567,8 @@ class ReplaySession(SealNotes):
         with self._lock:
             cursor = self._cursor
             try:
-                expected = check_identity(cursor.select(call, live, self._compares), call, live)
+                renames = functools.partial(self._renames_to, live)
+                expected = check_identity(cursor.select(call, live, self._compares, renames), call, live)
             except ReplayMismatchError as error:
                 raise self._unrecorded_tool(error, call) from None
             # not self._compares(expected), inlined: this runs once per replayed call

@@ -35,7 +35,31 @@ class RenamedInputs:
     ) -> list[tuple[str, Any, Any, str]] | None:
         """``[(JSONPath, recorded, live, "renamed id")]`` for each difference of ``actual`` (the redacted
         live input of a ``kind`` call: ``tool`` or ``llm``) from ``expected``, when each is a renamed
-        fresh value (paths in ``ignored`` aside); None when another difference is left."""
+        fresh value (paths in ``ignored`` aside); None when another difference is left. The pairs it
+        bound are kept only when it accepts: a rejected input (another customer, the key of a sibling's
+        call) binds nothing."""
+        kept = self.scope.renaming
+        trial = self.scope.renaming = kept.trial()
+        try:
+            accepted = self._compared(kind, expected, actual, ignored)
+        finally:
+            self.scope.renaming = kept
+        if accepted is not None:
+            self.scope.renaming = trial
+        return accepted
+
+    def accepts(self, kind: str, expected: Any, actual: Any) -> bool:
+        """True when :meth:`__call__` would accept ``actual`` for ``expected``; binds nothing."""
+        kept = self.scope.renaming
+        self.scope.renaming = kept.trial()
+        try:
+            return self._compared(kind, expected, actual, set()) is not None
+        finally:
+            self.scope.renaming = kept
+
+    def _compared(
+        self, kind: str, expected: Any, actual: Any, ignored: set[str]
+    ) -> list[tuple[str, Any, Any, str]] | None:
         where = "llm_input" if kind == "llm" else "tool_input"
         found = [
             (path, d)

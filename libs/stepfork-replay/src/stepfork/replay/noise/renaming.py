@@ -19,6 +19,7 @@ equal number after it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Protocol
 
@@ -138,6 +139,15 @@ class Renaming:
             # only, by a fake transport in the recording's process, split only that side: DIVERGED)
             left_spans = right_spans = _merged(left_spans, right_spans)
         return split_ids(left, left_spans), split_ids(right, right_spans)
+
+    def trial(self) -> Renaming:
+        """A copy to try a comparison on: the same sides, its own pairs (what it binds stays there)."""
+        other = copy.copy(self)
+        other.forward, other.backward = dict(self.forward), dict(self.backward)
+        other._hex_forward = dict(self._hex_forward)
+        other._carried_left = copy.deepcopy(self._carried_left)
+        other._carried_right = copy.deepcopy(self._carried_right)
+        return other
 
     def renamed(self) -> list[tuple[str, str]]:
         """The pairs whose two ids differ (the renaming proper), in the order they were bound."""
