@@ -96,30 +96,18 @@ def _replaced(value: Any, replacement: str, found: _Found, parts: list[str | int
             found(list(parts))
             return replacement
         return value
-    if t is list:
-        out: list[Any] | None = None
-        for i, item in enumerate(value):
-            if type(item) not in (str, list, dict):
-                continue
-            parts.append(i)
-            new = _replaced(item, replacement, found, parts)
-            parts.pop()
-            if new is not item:
-                out = list(value) if out is None else out
-                out[i] = new
-        return value if out is None else out
-    if t is dict:
-        if value.get(_TAG) in _ENCODED:
-            return value
-        copy: dict[Any, Any] | None = None
-        for key, item in value.items():
-            if type(item) not in (str, list, dict):
-                continue
-            parts.append(key)
-            new = _replaced(item, replacement, found, parts)
-            parts.pop()
-            if new is not item:
-                copy = dict(value) if copy is None else copy
-                copy[key] = new
-        return value if copy is None else copy
-    return value
+    if t is not list and t is not dict:
+        return value
+    if t is dict and value.get(_TAG) in _ENCODED:
+        return value
+    out: Any = None  # the copy, made at the first change (a list or a dict, as ``value``)
+    for key, item in enumerate(value) if t is list else value.items():
+        if type(item) not in (str, list, dict):
+            continue
+        parts.append(key)
+        new = _replaced(item, replacement, found, parts)
+        parts.pop()
+        if new is not item:
+            out = (list(value) if t is list else dict(value)) if out is None else out
+            out[key] = new
+    return value if out is None else out

@@ -374,8 +374,7 @@ def _randrange(self: random.SystemRandom, *args: Any, **kwargs: Any) -> int:
     if _ACTIVE:
         bounds = [*args, *kwargs.values()][:2]  # start, stop (randrange(stop): that one alone)
         with contextlib.suppress(TypeError, ValueError):  # arguments randrange took but int() refuses
-            top = int(bounds[0]) if len(bounds) == 1 else max(int(bounds[0]), int(bounds[1]) - 1) + 1
-            _note_number(value, top)
+            _note_number(value, int(bounds[-1]))  # the exclusive stop sets the padded width
     return value
 
 

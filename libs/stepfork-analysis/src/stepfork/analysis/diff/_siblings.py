@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 from stepfork.analysis.diff._behavior import BehaviorStep
+from stepfork.replay.noise.origins import collect_ids
 
 Side = tuple[list[BehaviorStep], list[list[BehaviorStep]]]
 """A side of the diff in sibling order: its steps, and its runs of two or more sorted siblings."""
@@ -151,8 +152,8 @@ def _causal(run: list[BehaviorStep]) -> list[BehaviorStep]:
     run in child tasks of the run's task, is a group of ``auto`` siblings)."""
     if len(run) < 2:
         return run
-    outputs = [_ids(step.payload.get("output")) for step in run]
-    inputs = [_ids(step.payload.get("input")) for step in run]
+    outputs = [collect_ids([step.payload.get("output")]) for step in run]
+    inputs = [collect_ids([step.payload.get("input")]) for step in run]
     remaining = list(range(len(run)))
     order: list[int] = []
     while remaining:
@@ -163,20 +164,3 @@ def _causal(run: list[BehaviorStep]) -> list[BehaviorStep]:
         order.append(ready)
         remaining.remove(ready)
     return [run[i] for i in order]
-
-
-def _ids(value: Any) -> frozenset[str]:
-    """The opaque-id tokens of the strings of a JSON value (stepfork.replay.noise.ids)."""
-    from stepfork.replay.noise.ids import id_tokens
-
-    found: set[str] = set()
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            found.update(id_tokens(item))
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return frozenset(found)

@@ -24,9 +24,6 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_USAGE = ("prompt_tokens", "completion_tokens", "total_tokens", "cost_usd")
-"""The usage fields of an ``llm_response`` event (REFERENCE-NOTES.md 1.4), the ``LLMOutput`` fields."""
-
 
 class ForkHandler:
     """Boundary handler of a fork: frozen (through the replay ``session``) until ``frozen_count`` calls
@@ -154,12 +151,13 @@ class ForkHandler:
         if call.kind != "llm" or last is None:
             return value
         recorded = self.session.calls[last]
-        if recorded.end_position is None:
+        if recorded.kind != "llm" or recorded.end_position is None:  # another thread's call came between
             return value
+        from stepfork.analysis.inspection.rows import USAGE_FIELDS
         from stepfork.trace import LLMOutput
 
         response = self.session.trace.events[recorded.end_position]
-        usage = {name: getattr(response, name, None) for name in _USAGE}
+        usage = {name: getattr(response, name, None) for name in USAGE_FIELDS}
         return value if all(v is None for v in usage.values()) else LLMOutput(value, **usage)
 
     def opened_if_live(self) -> None:

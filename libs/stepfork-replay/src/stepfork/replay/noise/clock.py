@@ -94,27 +94,12 @@ class ClockWindow:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """``(start, end)`` of each clock span of ``text`` (module docstring), left to right."""
-        if len(text) < 10:
-            return []
-        found = []
-        if _DIGITS.search(text) is not None:
-            low, high = self._window()
-            for match in _EPOCH.finditer(text):
-                whole = match.group()
-                digits = whole.split(".", 1)[0]
-                if low <= int(digits) * _SCALE[len(digits)] <= high:
-                    found.append((match.start(), match.end()))
-        matches: list[re.Match[str]] = []
-        if len(text) >= 19 and ":" in text:
-            matches.extend(_ISO.finditer(text))
-        if len(text) >= 15 and ("T" in text or "t" in text):
-            matches.extend(_ISO_BASIC.finditer(text))
-        if matches:
-            iso = [(m.start(), m.end()) for m in matches if self._in_window(_instants(m, self._offset))]
-            if iso:
-                kept = [s for s in iso if not any(s[0] < end and start < s[1] for start, end in found)]
-                found = sorted([*found, *kept])
-        return found
+        found: list[tuple[int, int]] = []
+        for start, end, instants, is_epoch in _readings(text, self._offset):
+            # an ISO reading overlapping an epoch one (its digits) is that one
+            if self._in_window(instants) and (is_epoch or not any(start < e and s < end for s, e in found)):
+                found.append((start, end))
+        return sorted(found)
 
     def holds(self, instant: int) -> bool:
         """True when ``instant`` (nanoseconds since the epoch) lies in the window (its slack included)."""
@@ -133,15 +118,26 @@ def instants_in(text: str) -> set[int]:
     epoch time of 10, 13, 16 or 19 digits (its integer part), an ISO 8601 datetime with seconds (its own
     instant with an offset; as UTC without one). Two spellings of one reading say the same instant: a
     tool's ``...Z`` passed on as ``+00:00``, its seconds passed on as milliseconds (NEWCOMER5 F4)."""
-    found: set[int] = set()
+    return {instants[0] for _, _, instants, _ in _readings(text) if instants}
+
+
+def _readings(text: str, offset: int | None = None) -> list[tuple[int, int, list[int], bool]]:
+    """``(start, end, instants, is_epoch)`` of each possible clock reading of ``text``, epoch times first:
+    an epoch time's one instant (its integer part); an ISO datetime's (:func:`_instants`, naive ones read
+    in ``offset`` too). The cheap tests first: most strings hold neither."""
+    found: list[tuple[int, int, list[int], bool]] = []
     if len(text) < 10:
         return found
-    for match in _EPOCH.finditer(text):
-        digits = match.group().split(".", 1)[0]
-        found.add(int(digits) * _SCALE[len(digits)])
-    for pattern in (_ISO, _ISO_BASIC):
-        for iso in pattern.finditer(text):
-            found.update(_instants(iso)[:1])  # with an offset, its instant; without, as UTC
+    if _DIGITS.search(text) is not None:
+        for match in _EPOCH.finditer(text):
+            digits = match.group().split(".", 1)[0]
+            found.append((match.start(), match.end(), [int(digits) * _SCALE[len(digits)]], True))
+    matches: list[re.Match[str]] = []
+    if len(text) >= 19 and ":" in text:
+        matches.extend(_ISO.finditer(text))
+    if len(text) >= 15 and ("T" in text or "t" in text):
+        matches.extend(_ISO_BASIC.finditer(text))
+    found.extend((m.start(), m.end(), _instants(m, offset), False) for m in matches)
     return found
 
 

@@ -124,6 +124,7 @@ class Origins:
         self._trace = trace
         self._values = list(values)
         self._ids: set[str] | None = None
+        self._strings: list[tuple[bool, list[str]]] | None = None
         self._texts: list[tuple[bool, str, str]] | None = None
         self._folded: set[str] | None = None
         self._instants: list[set[int]] | None = None
@@ -157,16 +158,18 @@ class Origins:
             sources.extend(_payloads(self._trace))
         return sources
 
-    def _new_strings(self, *, numbers: bool) -> list[tuple[bool, list[str]]]:
-        """``(given, strings)`` of each source in order, each string kept at its first occurrence only: a
-        conversation resent in every request is scanned once, and only a first occurrence decides."""
-        seen: set[str] = set()
-        out: list[tuple[bool, list[str]]] = []
-        for is_given, payload in self._sources():
-            strings = [text for text in _strings([payload], numbers=numbers) if text not in seen]
-            seen.update(strings)
-            out.append((is_given, strings))
-        return out
+    def _new_strings(self) -> list[tuple[bool, list[str]]]:
+        """``(given, strings)`` of each source in order (its strings and keys, and its numbers that could be
+        clock readings, as text), each string kept at its first occurrence only: a conversation resent in
+        every request is scanned once, and only a first occurrence decides. Computed once."""
+        if self._strings is None:
+            seen: set[str] = set()
+            self._strings = []
+            for is_given, payload in self._sources():
+                strings = [text for text in _strings([payload], numbers=True) if text not in seen]
+                seen.update(strings)
+                self._strings.append((is_given, strings))
+        return self._strings
 
     @property
     def ids(self) -> set[str]:
@@ -175,7 +178,7 @@ class Origins:
         if self._ids is None:
             given: set[str] = set()
             sent: set[str] = set()
-            for is_given, strings in self._new_strings(numbers=False):
+            for is_given, strings in self._new_strings():  # a number's text holds no id
                 found = collect_ids(strings)
                 if is_given:
                     given.update(found - sent)
@@ -232,7 +235,7 @@ class Origins:
     def _payload_texts(self) -> list[tuple[bool, str, str]]:
         """``(given, text, text lower-cased without "-")`` of each source in order (its new strings)."""
         if self._texts is None:
-            sources = self._new_strings(numbers=True)
+            sources = self._new_strings()
             joined = [(given, "\x00".join(strings)) for given, strings in sources]
             self._texts = [(given, held, held.lower().replace("-", "")) for given, held in joined]
         return self._texts
