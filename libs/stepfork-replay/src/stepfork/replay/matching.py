@@ -161,9 +161,18 @@ class CallCursor:
         """Number of recorded calls not consumed yet."""
         return len(self.calls) - self.position
 
+    def remaining_calls(self) -> list[RecordedCall]:
+        """The unconsumed calls, in recorded order."""
+        return self.calls[self.position :]
+
     def remaining_labels(self) -> tuple[str, ...]:
         """Labels of the unconsumed calls, in recorded order."""
-        return tuple(call.label for call in self.calls[self.position :])
+        return tuple(call.label for call in self.remaining_calls())
+
+    def required_remaining(self) -> list[RecordedCall]:
+        """The unconsumed calls a complete replay must still make: all but those the recorded run ended
+        before (``RecordedCall.unfinished``: a background call in flight at exit need not start again)."""
+        return [call for call in self.remaining_calls() if not call.unfinished]
 
     def recorded_input_bytes(self, call: RecordedCall) -> bytes:
         """Canonical bytes of the recorded input (computed once per call, kept until it is consumed)."""

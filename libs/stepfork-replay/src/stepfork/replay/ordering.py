@@ -247,12 +247,10 @@ class ConcurrentCursor(CallCursor):
         """Number of recorded calls not consumed yet."""
         return len(self.calls) - self._count
 
-    def remaining_labels(self) -> tuple[str, ...]:
-        """Labels of the unconsumed calls, in recorded order."""
+    def remaining_calls(self) -> list[RecordedCall]:
+        """The unconsumed calls, in recorded order."""
         consumed = self._consumed
-        return tuple(
-            self.calls[index].label for index in range(self._first, len(self.calls)) if not consumed[index]
-        )
+        return [self.calls[index] for index in range(self._first, len(self.calls)) if not consumed[index]]
 
 
 def make_cursor(calls: list[RecordedCall], ordering: str, facts: ConcurrencyFacts | None) -> CallCursor:

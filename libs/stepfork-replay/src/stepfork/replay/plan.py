@@ -88,6 +88,18 @@ class RecordedCall:
     end_position: int | None = None
     parent_id: str | None = None
 
+    @property
+    def unfinished(self) -> bool:
+        """True when the call was still running when the recorded run ended: its outcome is the recorder's
+        :class:`~stepfork.trace.errors.UnfinishedCallError` (docs/recording.md, "Calls still running when
+        the run ends"). A replay serves it by holding the caller until the run ends; one never reached is
+        not missing."""
+        return self.error_type == UNFINISHED_TYPE and self.status == "error"
+
+
+UNFINISHED_TYPE = "stepfork.trace.errors.UnfinishedCallError"
+"""The recorded ``error_type`` of a call the run ended before (the recorder's qualified type name)."""
+
 
 def _value(enum_or_str: Any) -> str:
     return str(getattr(enum_or_str, "value", enum_or_str))

@@ -17,7 +17,10 @@ replay's context: a feature-flag poller, a heartbeat on a timer) that repeats a 
 every recorded copy of it was served gets the last recorded answer again, noted ``repeated``. Such a
 thread polls on its own clock, and a replay answers faster than the server did, so it polls more often
 within the same run; that is no change of the agent. The agent's own requests (in its context) stay
-strict: one more than recorded is a divergence.
+strict: one more than recorded is a divergence. The round a background thread had in flight when the
+recorded run ended (``RecordedCall.unfinished``) is timing too: it gets the last answer of the same request
+when one was recorded, and is held until the replay's run ends (as recorded: no answer before the end)
+only when none was.
 
 Telemetry exports (:func:`stepfork.trace.http_calls.is_telemetry`) are never matched: in a sealed replay
 each one is answered :data:`TELEMETRY_ANSWER` and noted as ``acknowledged`` (:meth:`RequestPool.acknowledge`),
@@ -127,8 +130,9 @@ class RequestPool(CallCursor):
         for call in calls:
             key = self.recorded_input_bytes(call)
             self._by_key.setdefault(key, deque()).append(call)
-            self._last[key] = call
-            if call.call_event_id in expected:
+            if not call.unfinished:  # a repeat gets an answer the server gave
+                self._last[key] = call
+            if call.call_event_id in expected and not call.unfinished:  # in flight at the end: optional
                 self._expected.setdefault(key, (0, []))[1].append(call)
         for key, (_, mine) in self._expected.items():
             self._expected[key] = (len(self._by_key[key]), mine)
@@ -157,9 +161,11 @@ class RequestPool(CallCursor):
         """
         expected = self.take(live)
         action = "substituted"
-        if expected is None and background and not sends:  # a poller's extra round (module docstring)
-            expected = self._last.get(live.bytes)
-            action = "repeated"
+        if background and not sends and (expected is None or expected.unfinished):
+            # a poller's extra round, or the round the recorded run ended during: the last answer again
+            last = self._last.get(live.bytes)
+            if last is not None:
+                expected, action = last, "repeated"
         if expected is None:
             if not sends:
                 raise not_recorded(call, live, self, background=background)

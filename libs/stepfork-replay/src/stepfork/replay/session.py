@@ -116,6 +116,14 @@ def load_source(source: Trace | str | os.PathLike[str]) -> Trace:
     return load_verified_trace(source)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Held:
+    """What ``_decide`` returns for a call the recorded run ended before: its failure, raised once the
+    session's run has ended (``ReplaySession._ended``)."""
+
+    failure: BaseException
+
+
 class ReplaySession(SealNotes):
     """Replay of one recorded run (spec replay.txt).
 
@@ -255,6 +263,7 @@ class ReplaySession(SealNotes):
         self._inputs: Any = None  # RenamedInputs (stepfork.replay.noise.inputs), made on need
         self._random_before: minting.RandomState | None = None  # `random`'s state before _enter
         self._started: int | None = None  # time.time_ns() at _enter
+        self._ended = threading.Event()  # set when the run ends: releases the calls held (_Held)
 
     @classmethod
     def from_trace(
@@ -394,13 +403,14 @@ class ReplaySession(SealNotes):
 
     def _expects_more(self) -> bool:
         with self._lock:
-            return self._cursor.pending > 0 or bool(self._requests.unmade())
+            return bool(self._cursor.required_remaining()) or bool(self._requests.unmade())
 
     def _exit(self, exc_type: type[BaseException] | None = None) -> None:
         if self._submitted and self._expects_more():
             # work the agent submitted and did not wait for may still make them: give it the time to,
             # while the session serves, rather than call them missing
             self._submitted.wait(SUBMITTED_WORK_WAIT)
+        self._ended.set()  # the calls the recorded run ended before get their outcome now (_Held)
         # the run's threads end under the session, as a program's before it exits (network_threads)
         end_of_run(self, self._seal, exc_type)
         self._active = False
@@ -510,9 +520,9 @@ class ReplaySession(SealNotes):
                 code="diverged_earlier",
                 diagnostic=self._divergence.diagnostic,
             ) from self._divergence
-        remaining = self._cursor.remaining_labels()
+        remaining = self._cursor.required_remaining()
         if remaining:
-            raise incomplete_error(remaining, self._cursor.peek())
+            raise incomplete_error(tuple(call.label for call in remaining), remaining[0])
         with self._lock:
             unmade = self._requests.unmade()
         if unmade:
@@ -616,10 +626,20 @@ class ReplaySession(SealNotes):
         if execute:
             return True, None
         if expected.status == "error":  # EventStatus.ERROR.value
-            raise recorded_failure(expected, call, live, self._raise_as)
+            return False, self._failure(expected, call, live)
         # what check_outcome proved is of expected.output, so only when that is the output served
         # (an output that no longer fits the annotation raises: a mismatch, which diverges in _decide)
         return False, rebuild_output(served, call, live, plain and served is expected)
+
+    def _failure(self, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> _Held:
+        """The recorded failure of ``expected``, raised by ``_decide`` at once, or, for a call the recorded
+        run ended before (``expected.unfinished``), returned held: the caller waits until the run ends
+        and then gets it, as while recorded it got nothing before the end (docs/recording.md, "Calls
+        still running when the run ends")."""
+        failure = recorded_failure(expected, call, live, self._raise_as)
+        if not expected.unfinished:
+            raise failure
+        return _Held(failure)
 
     def _unrecorded_tool(self, error: ReplayMismatchError, call: BoundaryCall) -> ReplayMismatchError:
         """``error`` (a call the recording does not have where it came), with the hint for a tool no
@@ -648,7 +668,7 @@ class ReplaySession(SealNotes):
         if expected is None:
             return True, None  # live or hybrid: the run goes live, so does a request it did not make
         if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
-            raise recorded_failure(expected, call, live, self._raise_as)
+            return False, self._failure(expected, call, live)
         return False, rebuild_output(expected, call, live, plain)
 
     def note_telemetry_refused(self, where: str) -> None:
@@ -678,6 +698,9 @@ class ReplaySession(SealNotes):
         execute, value = self._decide(call, orphan)
         if execute:
             return body()
+        if type(value) is _Held:
+            self._ended.wait()
+            raise value.failure
         return value  # type: ignore[no-any-return]
 
     async def ahandle(
@@ -687,12 +710,20 @@ class ReplaySession(SealNotes):
         execute, value = self._decide(call, orphan)
         if execute:
             return await body()
+        if type(value) is _Held:
+            import asyncio
+
+            await asyncio.get_running_loop().run_in_executor(None, self._ended.wait)
+            raise value.failure
         return value  # type: ignore[no-any-return]
 
     # -- the reference's explicit API ------------------------------------------------------------------
 
     def _decision(self, call: BoundaryCall) -> ReplayDecision:
         execute, value = self._decide(call, False)
+        if type(value) is _Held:
+            self._ended.wait()
+            raise value.failure
         with self._lock:
             return ReplayDecision(execute, value, self._served.matched()[-1])
 

@@ -78,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "TraceIntegrityError": "stepfork.trace.errors",
     "RedactionError": "stepfork.trace.errors",
     "BoundaryContextError": "stepfork.trace.errors",
+    "UnfinishedCallError": "stepfork.trace.errors",
     # models
     **{
         name: "stepfork.trace.models"
@@ -160,6 +161,7 @@ __all__ = [
     "TraceIntegrityError",
     "TraceStorageError",
     "TraceTotals",
+    "UnfinishedCallError",
     "ValidationIssue",
     "ValidationResult",
     "active_handler",
@@ -222,6 +224,7 @@ if TYPE_CHECKING:  # pragma: no cover
         TraceIntegrityError,
         TraceSerializationError,
         TraceStorageError,
+        UnfinishedCallError,
     )
     from stepfork.trace.instrument import LLMOutput, allm_request, llm_request, trace_tool
     from stepfork.trace.integrity import IntegrityIssue, IntegrityResult, verify_bundle_integrity

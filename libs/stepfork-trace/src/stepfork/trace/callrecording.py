@@ -111,8 +111,14 @@ class CallRecorder:
 
     Records each instrumented call as its call event, the body run in its scope, then its result or its
     failure (REFERENCE-NOTES.md 1.4-1.5, C8); also the scope API and the hand-made ``llm_call``. The
-    session sets ``run_id``, ``_log`` (None when inert), ``_root_id``, ``_finished`` and
-    ``_open_call_list`` (an empty list).
+    session sets ``run_id``, ``_log`` (None when inert), ``_root_id``, ``_finished``,
+    ``_open_call_list`` (an empty list), ``_inflight`` (an empty dict) and ``_calls_lock`` (an RLock).
+
+    A call's event and its registration as in flight happen under ``_calls_lock``, and so do its outcome
+    and the end of the session (:meth:`_close_inflight`), so every call event written gets exactly one
+    outcome: its own, or, when the run ended first (a daemon thread's request still running at exit),
+    an :class:`~stepfork.trace.errors.UnfinishedCallError` failure (docs/recording.md, "Calls still
+    running when the run ends").
     """
 
     is_replay = False
@@ -123,6 +129,8 @@ class CallRecorder:
     _finished: bool
     _orphan_warned: bool
     _open_call_list: list[OpenCall]
+    _inflight: dict[str, tuple[BoundaryCall, int]]  # call event id -> (call, perf_counter_ns at start)
+    _calls_lock: threading.RLock
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -182,10 +190,42 @@ class CallRecorder:
 
     # -- the boundary handler --------------------------------------------------------------------------
 
-    def _begin(self, call: BoundaryCall, orphan: bool) -> tuple[str, Token[_Scope | None]]:
-        call_id = self._emit_call(call, orphan)
+    def _begin(self, call: BoundaryCall, orphan: bool) -> tuple[str, Token[_Scope | None], int]:
+        """Write the call event and note the call in flight; return ``(call id, scope token, started ns)``.
+        Raises _Finished once the session finished (the call then runs untouched)."""
+        with self._calls_lock:
+            call_id = self._emit_call(call, orphan)
+            started = time.perf_counter_ns()
+            self._inflight[call_id] = (call, started)
         token = _scope.set((self, call_id, _scope.get()))
-        return call_id, token
+        return call_id, token, started
+
+    def _settle(self, call: BoundaryCall, call_id: str, result: Any, started: int) -> None:
+        """Record the result of a call noted in flight by :meth:`_begin`, unless the run ended first."""
+        with self._calls_lock:
+            if self._inflight.pop(call_id, None) is not None:
+                self._succeed(call, call_id, result, started)
+
+    def _settle_failure(self, call: BoundaryCall, call_id: str, exc: BaseException, started: int) -> None:
+        """:meth:`_settle` of a failure (:meth:`_record_failure`)."""
+        with self._calls_lock:
+            if self._inflight.pop(call_id, None) is not None:
+                self._record_failure(call, call_id, exc, started)
+
+    def _close_inflight(self) -> None:
+        """End the session's calls: mark it finished (a call arriving now runs untouched), record each
+        still-open stream as its consumer left it, and each call still running (a daemon thread's request
+        at exit) as failed with :class:`~stepfork.trace.errors.UnfinishedCallError`, so no call event is
+        left without an outcome (strict validation's ``unpaired_call``)."""
+        from stepfork.trace.errors import UnfinishedCallError
+
+        with self._calls_lock:
+            self._close_open_calls()
+            self._finished = True
+            running = list(self._inflight.items())
+            self._inflight.clear()
+            for call_id, (call, started) in running:
+                self._record_failure(call, call_id, UnfinishedCallError(), started)
 
     def _emit_call(self, call: BoundaryCall, orphan: bool) -> str:
         log = self._require_log()
@@ -275,18 +315,17 @@ class CallRecorder:
         the session finished, runs ``body()`` untouched (nothing recorded).
         """
         try:
-            call_id, token = self._begin(call, orphan)
+            call_id, token, started = self._begin(call, orphan)
         except _Finished:
             return body()
-        started = time.perf_counter_ns()
         try:
             result = body()
         except BaseException as exc:
-            self._record_failure(call, call_id, exc, started)
+            self._settle_failure(call, call_id, exc, started)
             raise
         finally:
             _scope.reset(token)
-        self._succeed(call, call_id, result, started)
+        self._settle(call, call_id, result, started)
         return result
 
     async def ahandle(
@@ -294,18 +333,17 @@ class CallRecorder:
     ) -> T:
         """Async :meth:`handle`: awaits ``body()`` in the call's scope (untouched once the session ended)."""
         try:
-            call_id, token = self._begin(call, orphan)
+            call_id, token, started = self._begin(call, orphan)
         except _Finished:
             return await body()
-        started = time.perf_counter_ns()
         try:
             result = await body()
         except BaseException as exc:
-            self._record_failure(call, call_id, exc, started)
+            self._settle_failure(call, call_id, exc, started)
             raise
         finally:
             _scope.reset(token)
-        self._succeed(call, call_id, result, started)
+        self._settle(call, call_id, result, started)
         return result
 
     # -- calls whose result outlives handle(): streamed responses (docs/integrations.md) ---------------
@@ -324,11 +362,12 @@ class CallRecorder:
             An :class:`OpenCall` to pass to :meth:`close_call` or :meth:`fail_call` (each idempotent),
             or None when the session is inert or has finished (the call is then not recorded).
         """
-        if self._finished or self._require_log() is None:
-            return None
-        opened = OpenCall(call, self._emit_call(call, orphan), time.perf_counter_ns(), snapshot)
-        with _ORPHAN_LOCK:
-            self._open_call_list.append(opened)
+        with self._calls_lock:
+            if self._finished or self._require_log() is None:
+                return None
+            opened = OpenCall(call, self._emit_call(call, orphan), time.perf_counter_ns(), snapshot)
+            with _ORPHAN_LOCK:
+                self._open_call_list.append(opened)
         return opened
 
     def _take_open(self, opened: OpenCall) -> bool:
@@ -343,13 +382,19 @@ class CallRecorder:
 
     def close_call(self, opened: OpenCall | None, result: Any) -> None:
         """Record the result of an open call (``llm_response``); a no-op when None or already closed."""
-        if opened is not None and self._log is not None and self._take_open(opened):
-            self._succeed(opened.call, opened.call_id, result, opened.started)
+        if opened is None or self._log is None:
+            return
+        with self._calls_lock:  # not while the session ends (_close_inflight)
+            if self._take_open(opened):
+                self._succeed(opened.call, opened.call_id, result, opened.started)
 
     def fail_call(self, opened: OpenCall | None, exc: BaseException) -> None:
         """Record the failure of an open call (an error event under it); a no-op when None or closed."""
-        if opened is not None and self._log is not None and self._take_open(opened):
-            self._record_failure(opened.call, opened.call_id, exc, opened.started)
+        if opened is None or self._log is None:
+            return
+        with self._calls_lock:
+            if self._take_open(opened):
+                self._record_failure(opened.call, opened.call_id, exc, opened.started)
 
     def _close_open_calls(self) -> None:
         """At the end of the session: record every still-open call with its snapshot."""
@@ -397,13 +442,12 @@ class CallRecorder:
             model=model,
             replay_policy=replay_policy,
         )
-        call_id, token = self._begin(call, orphan=False)
+        call_id, token, started = self._begin(call, orphan=False)
         handle = LLMCallHandle(call_id, model)
-        started = time.perf_counter_ns()
         try:
             yield handle
         except BaseException as exc:
-            self._record_failure(call, call_id, exc, started)
+            self._settle_failure(call, call_id, exc, started)
             raise
         finally:
             _scope.reset(token)
@@ -414,7 +458,7 @@ class CallRecorder:
             total_tokens=handle.total_tokens,
             cost_usd=handle.cost_usd,
         )
-        self._succeed(
+        self._settle(
             BoundaryCall(
                 kind="llm", name=handle.model, input=None, model=handle.model, replay_policy=replay_policy
             ),

@@ -118,3 +118,23 @@ class BoundaryContextError(TraceError, RuntimeError):
     """
 
     code = "boundary_context"
+
+
+UNFINISHED_MESSAGE = "the run ended before this call returned"
+
+
+class UnfinishedCallError(TraceError, RuntimeError):
+    """The outcome recorded for an instrumented call still running when the run ended.
+
+    Never raised by recording: the session writes it, at its end, as the failure of each call whose result
+    had not come (a daemon thread's request in flight when the program exited), so every call event of a
+    finished bundle has an outcome (strict validation's ``unpaired_call``, notes 4). A replay that reaches
+    such a call holds it until the replay's run ends and then raises it as the recorded failure, which is
+    what the caller saw while recorded: nothing before the run ended (docs/recording.md, "Calls still
+    running when the run ends"). ``code`` is ``unfinished_call``; the message is :data:`UNFINISHED_MESSAGE`.
+    """
+
+    code = "unfinished_call"
+
+    def __init__(self, message: str = UNFINISHED_MESSAGE) -> None:
+        super().__init__(message)

@@ -27,6 +27,7 @@ import asyncio
 import os
 import re
 import sys
+import threading
 from contextlib import suppress
 from contextvars import Token
 from datetime import UTC, datetime
@@ -190,6 +191,8 @@ class RecordingSession(ExplicitRecording):
         self._scope_token: Token[_Scope | None] | None = None
         self._orphan_warned = False
         self._open_call_list = []
+        self._inflight = {}
+        self._calls_lock = threading.RLock()
         self._metadata: dict[str, Any] = {}
         self._trace: Trace | None = None
 
@@ -306,8 +309,7 @@ class RecordingSession(ExplicitRecording):
 
         log = self._log
         assert log is not None
-        self._close_open_calls()  # streams still open: recorded as their consumer left them
-        self._finished = True
+        self._close_inflight()  # open streams as their consumer left them, running calls as unfinished
         failure: dict[str, Any] | None = None
         if exc is not None:
             _, step, event = self._emit_error(exc, parent_id=self._root_id)
