@@ -8,7 +8,9 @@ answers is the scripted model of openai_turns.py, so an agent framework's loop (
 answer tool, smolagents' code) runs to its end. ``POST /traces/ingest`` takes the OpenAI Agents SDK's trace
 export (``204``), as OpenAI's endpoint does. It also serves
 plain resources an agent's libraries fetch: ``GET /model_prices.json`` (a model-cost map, answered ``503``
-with ``retry-after: 0`` the first ``unavailable`` times, as a CDN under load) and ``GET /health``. Every
+with ``retry-after: 0`` the first ``unavailable`` times, as a CDN under load), ``GET /health``, and
+``GET /long-poll?touch=PATH``, which creates the file PATH (the program may then exit, sure the request
+is in flight) and answers only when the server stops (a long poll still waiting at exit). Every
 request is counted (``requests``), so a test can prove a replay sent nothing.
 
 Run it on its own with ``python local_openai.py [UNAVAILABLE]`` (a free port); tests use :func:`serving`.
@@ -21,6 +23,7 @@ import json
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,6 +48,7 @@ class LocalOpenAI:
         self.omit: set[str] = set()  # keys left out of each Chat Completions message (an older API's shape)
         self.lock = threading.Lock()
         self.server: http.server.ThreadingHTTPServer | None = None
+        self.stopping = threading.Event()  # set when the server stops: /long-poll answers then
 
     @property
     def base_url(self) -> str:
@@ -112,6 +116,12 @@ def _handler(state: LocalOpenAI) -> type[http.server.BaseHTTPRequestHandler]:
                     self._send(503, {"error": "unavailable"}, {"retry-after": "0"})
                 else:
                     self._send(200, {"local-model": {"input_cost_per_token": 0.0, "max_tokens": 8192}})
+            elif path.endswith("/long-poll"):
+                touch = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("touch")
+                if touch:
+                    open(touch[0], "w").close()
+                state.stopping.wait(120)
+                self._send(200, {"events": []})
             elif path.endswith("/health"):
                 self._send(200, {"status": "ok", "checked_at": time.time()})
             elif path.endswith("/models"):
@@ -185,6 +195,7 @@ def serving(unavailable: int = 0) -> Iterator[LocalOpenAI]:
     try:
         yield state
     finally:
+        state.stopping.set()
         server.shutdown()
         server.server_close()
 

@@ -37,12 +37,14 @@ class BehaviorStep:
         payload: redacted JSON fields: tool/llm ``{input, output, status}``, state ``{before, after}``,
             error ``{message}``, run ``{run_status, output}``.
         step: the ``step`` of the event the behaviour step starts at (as ``inspect`` shows it).
+        event_id: the id of that event (``""`` for a step built by hand); not part of the behaviour.
     """
 
     step_type: StepType
     label: str
     payload: dict[str, Any]
     step: int = 0
+    event_id: str = ""
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -90,7 +92,8 @@ def extract_behavior(trace: Any) -> list[BehaviorStep]:
             if result is not None:
                 consumed_ids.add(result.id)
             kind_of: StepType = "http" if is_http_call(event.name) else "tool"
-            steps.append(_call_step(kind_of, event.name, event.input, output, status, event.step))
+            step = _call_step(kind_of, event.name, event.input, output, status, event.step, event.id)
+            steps.append(step)
         elif kind == "llm_request":
             result = _find_result(events, index, "llm_response", used)
             if result is None:
@@ -124,7 +127,9 @@ def extract_behavior(trace: Any) -> list[BehaviorStep]:
     return steps
 
 
-def _call_step(kind: StepType, label: str, inp: Any, output: Any, status: str, step: int) -> BehaviorStep:
+def _call_step(
+    kind: StepType, label: str, inp: Any, output: Any, status: str, step: int, event_id: str = ""
+) -> BehaviorStep:
     payload = {
         "input": redacted(inp),
         "output": output if output is ABSENT else redacted(output),
@@ -132,7 +137,7 @@ def _call_step(kind: StepType, label: str, inp: Any, output: Any, status: str, s
     }
     if payload["output"] is ABSENT:
         del payload["output"]
-    return BehaviorStep(kind, label, payload, step)
+    return BehaviorStep(kind, label, payload, step, event_id)
 
 
 def _find_result(events: list[Any], index: int, kind: str, used: set[str], *, by_name: bool = True) -> Any:

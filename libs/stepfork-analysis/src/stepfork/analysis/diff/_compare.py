@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from stepfork.analysis._shared.render import ABSENT
+from stepfork.analysis.diff._background import background_ids, drop_background_rounds
 from stepfork.analysis.diff._behavior import (
     BehaviorStep,
     ChangeKind,
@@ -247,6 +248,11 @@ def diff_traces(
             siblings=aligned_groups(calls_of(base_groups), calls_of(cand_groups)),
         )
     )
+    rounds = 0
+    if not strict:  # a background thread's extra rounds, and the one the run ended during (_background)
+        base_steps, cand_steps, rounds = drop_background_rounds(
+            base_steps, cand_steps, background_ids(base_trace), background_ids(cand_trace)
+        )
     steps = align_steps(_requests_apart(base_steps), _requests_apart(cand_steps), scope)
     counts = {k: sum(1 for s in steps if s.kind == k) for k in ("added", "removed", "changed", "unchanged")}
     return DiffResult(
@@ -256,6 +262,7 @@ def diff_traces(
         steps=tuple(steps),
         ignored=sum(len(s.ignored) for s in steps),
         renamed=len(scope.renamed()),
+        background_rounds=rounds,
         show_ignored=show_ignored,
         **counts,
     )

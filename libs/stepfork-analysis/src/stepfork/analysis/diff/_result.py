@@ -114,6 +114,10 @@ class DiffResult(BaseModel):
     show_ignored: bool = False
     renamed: int = 0
     """How many ids the diff's one renaming maps to another (each baseline id to its candidate id)."""
+    background_rounds: int = 0
+    """How many rounds of background requests were not compared, both runs together: a background
+    thread's extra rounds of a request both runs made, and rounds a run ended during
+    (:mod:`stepfork.analysis.diff._background`; docs/diff.md, "Background requests")."""
 
     @property
     def exit_code(self) -> int:
@@ -146,6 +150,7 @@ class DiffResult(BaseModel):
                 "unchanged": self.unchanged,
                 "ignored": self.ignored,
                 "renamed": self.renamed,
+                "background_rounds": self.background_rounds,
             },
             "steps": [s.to_dict() for s in self.steps],
         }
@@ -203,6 +208,12 @@ class DiffResult(BaseModel):
             lines.append(
                 f"Ignored: {self.ignored} difference(s) as noise (provider-generated values, timing, "
                 f"new SDK fields{renamed}){hint}"
+            )
+        if self.background_rounds:
+            lines.append(
+                f"Not compared: {self.background_rounds} round(s) of background requests on their own "
+                "clock (extra rounds of a request both runs made, rounds a run ended during); --strict "
+                "compares them"
             )
         lines.append("")
         lines.append("Result: BEHAVIOR EQUIVALENT" if self.equivalent else "Result: BEHAVIOR CHANGED")

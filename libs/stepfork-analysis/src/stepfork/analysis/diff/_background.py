@@ -1,0 +1,94 @@
+"""A background thread's requests run on its own clock: rounds that are timing, not behaviour.
+
+A thread without the agent's context (``background`` in ``concurrency.json``: a feature-flag poller, a
+heartbeat, a library's refresh) repeats its request on a timer, so two runs of unchanged code make it a
+different number of times, and the run may end while one round waits for its answer. Replay already
+serves such extra rounds with the last recorded answer (:mod:`stepfork.replay.requests`); diff takes the
+same view (docs/diff.md, "Background requests"):
+
+- a background round the run ended during (its outcome is the HTTP capture's ``incomplete`` response, or
+  the recorder's ``UnfinishedCallError``) is not compared;
+- of a background request both runs made (same label and redacted canonical input), the rounds beyond the
+  smaller count are not compared.
+
+Both are counted (``DiffResult.background_rounds``) and named in the report. A background request only
+one run made is still added or removed, and the agent's own requests (``background`` false, or a bundle
+without the facts) are compared one for one. ``--strict`` compares every round.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from stepfork.analysis.diff._behavior import BehaviorStep
+
+UNFINISHED_TYPE = "stepfork.trace.errors.UnfinishedCallError"
+
+
+def background_ids(trace: Any) -> frozenset[str]:
+    """The call event ids of ``trace``'s calls whose ``background`` fact is true (``concurrency.json``);
+    empty when the bundle holds no facts."""
+    from stepfork.trace.concurrency import facts_of
+
+    facts = facts_of(trace)
+    if facts is None:
+        return frozenset()
+    return frozenset(call_id for call_id, fact in facts.calls.items() if fact.background)
+
+
+def _unfinished(step: BehaviorStep) -> bool:
+    output = step.payload.get("output")
+    if not isinstance(output, dict):
+        return False
+    if step.payload.get("status") == "error":
+        return output.get("error_type") == UNFINISHED_TYPE
+    return output.get("status") is None and "incomplete" in output
+
+
+def _key(step: BehaviorStep) -> tuple[str, bytes]:
+    from stepfork.trace.canonical import canonical_json
+
+    return step.label, canonical_json(step.payload.get("input"))
+
+
+def drop_background_rounds(
+    baseline: list[BehaviorStep],
+    candidate: list[BehaviorStep],
+    base_background: frozenset[str],
+    cand_background: frozenset[str],
+) -> tuple[list[BehaviorStep], list[BehaviorStep], int]:
+    """``(baseline, candidate, dropped)``: both step lists without the background rounds that are timing
+    (module docstring), and how many rounds were dropped on both sides together. Lists are returned as
+    given (the same objects) when neither side holds a background request."""
+
+    def rounds(steps: list[BehaviorStep], ids: frozenset[str]) -> list[int]:
+        return [i for i, s in enumerate(steps) if s.step_type == "http" and s.event_id in ids]
+
+    base_rounds, cand_rounds = rounds(baseline, base_background), rounds(candidate, cand_background)
+    if not base_rounds and not cand_rounds:
+        return baseline, candidate, 0
+    drop: tuple[set[int], set[int]] = (set(), set())
+    kept: list[Counter[tuple[str, bytes]]] = [Counter(), Counter()]
+    for side, (steps, indexes) in enumerate(((baseline, base_rounds), (candidate, cand_rounds))):
+        for i in indexes:
+            if _unfinished(steps[i]):
+                drop[side].add(i)
+            else:
+                kept[side][_key(steps[i])] += 1
+    for side, (steps, indexes) in enumerate(((baseline, base_rounds), (candidate, cand_rounds))):
+        other = kept[1 - side]
+        seen: Counter[tuple[str, bytes]] = Counter()
+        for i in indexes:
+            if i in drop[side]:
+                continue
+            key = _key(steps[i])
+            seen[key] += 1
+            if key in other and seen[key] > other[key]:  # an extra round of a request both runs made
+                drop[side].add(i)
+    dropped = len(drop[0]) + len(drop[1])
+    return (
+        [s for i, s in enumerate(baseline) if i not in drop[0]],
+        [s for i, s in enumerate(candidate) if i not in drop[1]],
+        dropped,
+    )
