@@ -81,7 +81,7 @@ def test_result_renders_for_notebooks_and_json(record_notify) -> None:
     assert "<table>" in result._repr_html_()
     data = result.to_dict()
     counts = {"total": 4, "changed": 0, "added": 1, "removed": 0, "unchanged": 3, "ignored": 0, "renamed": 0}
-    counts["background_rounds"] = 0
+    counts["not_compared"] = 0
     assert data["counts"] == counts
     assert data["steps"][1]["kind"] == "added"
     assert data["steps"][1]["candidate"]["input"] == {"name": "checked"}

@@ -1,4 +1,4 @@
-"""Two recordings of the same polling program diff EQUIVALENT (docs/diff.md, "Background requests").
+"""Two recordings of the same polling program diff EQUIVALENT (docs/diff.md, "Calls on their own clock").
 
 A thread without the agent's context polls on its own clock, so the number of rounds differs from run to
 run, and the run may end while a round waits: `stepfork diff` said BEHAVIOR CHANGED (a `GET /health`
@@ -83,7 +83,7 @@ def test_a_pollers_other_number_of_rounds_is_no_change(folder: Path, server: Loc
     done = stepfork(folder, server, "diff", "two.sftrace", "five.sftrace")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Result: BEHAVIOR EQUIVALENT" in done.stdout
-    assert "Not compared: 4 round(s) of background requests" in done.stdout  # 3 extra + the one cut short
+    assert "Not compared: 4 call(s) on their own clock" in done.stdout  # 3 extra + the one cut short
     lines = (folder / "five.sftrace" / "events.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in lines]
     (poll,) = [e for e in events if e["type"] == "tool_call" and "/long-poll" in e["name"]]
@@ -91,7 +91,7 @@ def test_a_pollers_other_number_of_rounds_is_no_change(folder: Path, server: Loc
     assert "incomplete" in ended["output"]  # the round the run ended during
     report = json.loads(stepfork(folder, server, "diff", "five.sftrace", "two.sftrace", "--json").stdout)
     assert report["equivalent"] is True
-    assert report["counts"]["background_rounds"] == 4
+    assert report["counts"]["not_compared"] == 4
 
 
 def test_every_round_counts_under_strict(folder: Path, server: LocalOpenAI) -> None:

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from stepfork.analysis._shared.render import ABSENT
-from stepfork.analysis.diff._background import background_ids, drop_background_rounds
 from stepfork.analysis.diff._behavior import (
     BehaviorStep,
     ChangeKind,
@@ -41,6 +40,7 @@ from stepfork.analysis.diff._behavior import (
 )
 from stepfork.analysis.diff._result import DiffResult, StepDiff, TraceSummary
 from stepfork.analysis.diff._siblings import calls_of, sibling_orders
+from stepfork.analysis.diff._timing_calls import background_ids, drop_timing_calls
 from stepfork.analysis.diff._volatile import check_path_patterns, user_ignore
 from stepfork.replay.noise import ABSENT as NOISE_ABSENT
 from stepfork.replay.noise import Comparison, Difference, NoiseRules, Origins
@@ -249,8 +249,8 @@ def diff_traces(
         )
     )
     rounds = 0
-    if not strict:  # a background thread's extra rounds, and the one the run ended during (_background)
-        base_steps, cand_steps, rounds = drop_background_rounds(
+    if not strict:  # a background thread's extra rounds, calls a run ended during (_timing_calls)
+        base_steps, cand_steps, rounds = drop_timing_calls(
             base_steps, cand_steps, background_ids(base_trace), background_ids(cand_trace)
         )
     steps = align_steps(_requests_apart(base_steps), _requests_apart(cand_steps), scope)
@@ -262,7 +262,7 @@ def diff_traces(
         steps=tuple(steps),
         ignored=sum(len(s.ignored) for s in steps),
         renamed=len(scope.renamed()),
-        background_rounds=rounds,
+        not_compared=rounds,
         show_ignored=show_ignored,
         **counts,
     )

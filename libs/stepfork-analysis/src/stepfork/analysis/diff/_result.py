@@ -114,10 +114,11 @@ class DiffResult(BaseModel):
     show_ignored: bool = False
     renamed: int = 0
     """How many ids the diff's one renaming maps to another (each baseline id to its candidate id)."""
-    background_rounds: int = 0
-    """How many rounds of background requests were not compared, both runs together: a background
-    thread's extra rounds of a request both runs made, and rounds a run ended during
-    (:mod:`stepfork.analysis.diff._background`; docs/diff.md, "Background requests")."""
+    not_compared: int = 0
+    """How many calls were not compared, both runs together, because when they came or whether they
+    returned is timing: a background thread's extra rounds of a request both runs made, rounds and calls a
+    run ended during (:mod:`stepfork.analysis.diff._timing_calls`; docs/diff.md, "Calls on their own
+    clock")."""
 
     @property
     def exit_code(self) -> int:
@@ -150,7 +151,7 @@ class DiffResult(BaseModel):
                 "unchanged": self.unchanged,
                 "ignored": self.ignored,
                 "renamed": self.renamed,
-                "background_rounds": self.background_rounds,
+                "not_compared": self.not_compared,
             },
             "steps": [s.to_dict() for s in self.steps],
         }
@@ -209,11 +210,10 @@ class DiffResult(BaseModel):
                 f"Ignored: {self.ignored} difference(s) as noise (provider-generated values, timing, "
                 f"new SDK fields{renamed}){hint}"
             )
-        if self.background_rounds:
+        if self.not_compared:
             lines.append(
-                f"Not compared: {self.background_rounds} round(s) of background requests on their own "
-                "clock (extra rounds of a request both runs made, rounds a run ended during); --strict "
-                "compares them"
+                f"Not compared: {self.not_compared} call(s) on their own clock (a background thread's "
+                "extra rounds, calls a run ended during); --strict compares them"
             )
         lines.append("")
         lines.append("Result: BEHAVIOR EQUIVALENT" if self.equivalent else "Result: BEHAVIOR CHANGED")

@@ -1,17 +1,19 @@
-"""A background thread's requests run on its own clock: rounds that are timing, not behaviour.
+"""Calls on their own clock: a background thread's rounds, and calls a run ended during, are timing.
 
 A thread without the agent's context (``background`` in ``concurrency.json``: a feature-flag poller, a
 heartbeat, a library's refresh) repeats its request on a timer, so two runs of unchanged code make it a
 different number of times, and the run may end while one round waits for its answer. Replay already
 serves such extra rounds with the last recorded answer (:mod:`stepfork.replay.requests`); diff takes the
-same view (docs/diff.md, "Background requests"):
+same view (docs/diff.md, "Calls on their own clock"):
 
 - a background round the run ended during (its outcome is the HTTP capture's ``incomplete`` response, or
   the recorder's ``UnfinishedCallError``) is not compared;
 - of a background request both runs made (same label and redacted canonical input), the rounds beyond the
-  smaller count are not compared.
+  smaller count are not compared;
+- a call of the agent's own that a run ended during (a task it did not wait for) is not compared, nor
+  the other run's call with the same label and input: whether its answer came before the end is timing.
 
-Both are counted (``DiffResult.background_rounds``) and named in the report. A background request only
+All are counted (``DiffResult.not_compared``) and named in the report. A background request only
 one run made is still added or removed, and the agent's own requests (``background`` false, or a bundle
 without the facts) are compared one for one. ``--strict`` compares every round.
 """
@@ -24,6 +26,7 @@ from typing import Any
 from stepfork.analysis.diff._behavior import BehaviorStep
 
 UNFINISHED_TYPE = "stepfork.trace.errors.UnfinishedCallError"
+INCOMPLETE = "the session ended before the response"
 
 
 def background_ids(trace: Any) -> frozenset[str]:
@@ -43,7 +46,9 @@ def _unfinished(step: BehaviorStep) -> bool:
         return False
     if step.payload.get("status") == "error":
         return output.get("error_type") == UNFINISHED_TYPE
-    return output.get("status") is None and "incomplete" in output
+    # the HTTP captures' form (stepfork.integrations._http_streams.snapshot), for a request or an LLM call
+    captured = step.step_type in ("http", "llm")
+    return captured and output.get("incomplete") == INCOMPLETE and not output.get("status")
 
 
 def _key(step: BehaviorStep) -> tuple[str, bytes]:
@@ -52,7 +57,33 @@ def _key(step: BehaviorStep) -> tuple[str, bytes]:
     return step.label, canonical_json(step.payload.get("input"))
 
 
-def drop_background_rounds(
+def _drop_ended_calls(
+    baseline: list[BehaviorStep],
+    candidate: list[BehaviorStep],
+    background: tuple[set[int], set[int]],
+    drop: tuple[set[int], set[int]],
+) -> None:
+    """Add to ``drop`` each call of the agent's own (not a background round) that a run ended during, and
+    the first call of the other run with the same label and input, its counterpart, whose outcome came
+    only because that run lasted longer: whether a call the agent did not wait for returned before the
+    end is timing. Without a counterpart (the other run ended before making it) it is dropped alone."""
+    sides = (baseline, candidate)
+    for side in (0, 1):
+        steps, other = sides[side], sides[1 - side]
+        for i, step in enumerate(steps):
+            if i in background[side] or i in drop[side] or not _unfinished(step):
+                continue
+            drop[side].add(i)
+            key = _key(step)
+            for j, candidate_step in enumerate(other):
+                if j in background[1 - side] or j in drop[1 - side]:
+                    continue
+                if candidate_step.step_type == step.step_type and _key(candidate_step) == key:
+                    drop[1 - side].add(j)
+                    break
+
+
+def drop_timing_calls(
     baseline: list[BehaviorStep],
     candidate: list[BehaviorStep],
     base_background: frozenset[str],
@@ -66,9 +97,10 @@ def drop_background_rounds(
         return [i for i, s in enumerate(steps) if s.step_type == "http" and s.event_id in ids]
 
     base_rounds, cand_rounds = rounds(baseline, base_background), rounds(candidate, cand_background)
-    if not base_rounds and not cand_rounds:
-        return baseline, candidate, 0
     drop: tuple[set[int], set[int]] = (set(), set())
+    _drop_ended_calls(baseline, candidate, (set(base_rounds), set(cand_rounds)), drop)
+    if not base_rounds and not cand_rounds and not drop[0] and not drop[1]:
+        return baseline, candidate, 0
     kept: list[Counter[tuple[str, bytes]]] = [Counter(), Counter()]
     for side, (steps, indexes) in enumerate(((baseline, base_rounds), (candidate, cand_rounds))):
         for i in indexes:
