@@ -14,7 +14,8 @@ as a firewall would, and a child process of its own the seal cannot reach (a pro
 Python started with ``-I``), raising ``PermissionError`` as the system refusing to run it would; it appends
 each refusal to the report file, which the replay reads as its divergence. Standard library only, fast,
 and runnable on Python 3.8 (no runtime use of 3.9+ syntax such as ``dict[str, str]`` outside annotations):
-the rules come from ``stepfork/replay/_seal_rules.py``, loaded by its path without importing Stepfork.
+the rules come from ``stepfork/replay/_seal_rules.py`` and its parts, loaded by their paths without
+importing Stepfork (:func:`load_rules`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,31 @@ import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing in every sealed child's start-up
 if TYPE_CHECKING:
     from typing import Any
+
+
+PACKAGE = "_stepfork_seal"
+"""The name this folder is loaded under in a child (:func:`load_rules`): not ``stepfork.replay``."""
+
+
+def load_rules() -> Any:
+    """The seal's rules, ``_seal_rules.py`` and the parts it imports, loaded by their paths without importing
+    Stepfork (:mod:`stepfork.replay._seal_rules` says how): a bare package :data:`PACKAGE` whose
+    ``__path__`` is this file's folder, then its module ``_seal_rules``.
+
+    Returns:
+        The module ``_stepfork_seal._seal_rules``.
+
+    Raises:
+        ImportError: a part is missing or fails to load (the entry refuses the child then).
+    """
+    import importlib
+    import types
+
+    if PACKAGE not in sys.modules:
+        package = types.ModuleType(PACKAGE, "Stepfork's seal's rules, loaded by their paths")
+        package.__path__ = [os.path.dirname(os.path.abspath(__file__))]
+        sys.modules[PACKAGE] = package
+    return importlib.import_module(PACKAGE + "._seal_rules")
 
 
 def install(settings: dict[str, Any], replaying: int) -> None:
@@ -38,15 +64,9 @@ def install(settings: dict[str, Any], replaying: int) -> None:
     Raises:
         Whatever loading the rules or installing the hook raises (the entry refuses the child then).
     """
-    import importlib.util
     import json
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_seal_rules.py")
-    spec = importlib.util.spec_from_file_location("_stepfork_seal_rules", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"the seal's rules cannot be loaded from {path}")
-    rules = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rules)
+    rules = load_rules()
     rules.keep_loader_baseline()  # as this child started: its parent's seal judged them already
     mode = str(settings.get("mode") or "frozen")
     report = settings.get("report")

@@ -10,8 +10,8 @@ interop/REFERENCE-NOTES.md section 6, "Constructor rules").
 | ``manual`` | each call needs ``approve(call) -> True``; approved calls are matched and served frozen |
 | ``derived`` | reserved, not supported: rejected with ValueError, never a silent frozen run |
 
-The policy checks of a replayed call live here too (checks 2, 6 and 8 of :mod:`stepfork.replay.session`):
-:func:`check_mode`, :func:`check_call_policy`, :func:`check_live_tool`.
+The policy checks of a replayed call live here too (checks 2, 6 and 8 of
+:mod:`stepfork.replay.session_calls`): :func:`check_mode`, :func:`check_call_policy`, :func:`check_live_tool`.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ def validate_options(
 
 
 def check_mode(mode: str, approve: Approver | None, call: BoundaryCall, live: LiveInput) -> None:
-    """Check 2 of a replayed call (stepfork.replay.session), before any matching: the mode's own refusal.
+    """Check 2 of a replayed call (stepfork.replay.session_calls), before any matching: the mode's own
+    refusal.
 
     Raises:
         ReplayPolicyError: ``forbidden_mode`` in mode ``forbidden``; ``not_approved`` in mode ``manual``

@@ -9,9 +9,9 @@ or let it through. The error is also recorded as the session's divergence, so th
 exit codes follow the spec even when the agent swallows it.
 
 A Unix socket (``AF_UNIX``) is sealed too, except where the process talks to itself
-(:func:`stepfork.replay._seal_rules.is_own_unix`): a socket it holds bound itself (a listener it bound),
-one under its ``multiprocessing`` folder (its manager's and forkserver's listeners), the system log; a
-local database's socket or ``/var/run/docker.sock`` is another program, refused like a TCP peer.
+(:func:`stepfork.replay._seal_unix_sockets.is_own_unix`): a socket it holds bound itself (a listener it
+bound), one under its ``multiprocessing`` folder (its manager's and forkserver's listeners), the system log;
+a local database's socket or ``/var/run/docker.sock`` is another program, refused like a TCP peer.
 
 What stays open: ``socket.socketpair`` (asyncio's self-pipe, ``multiprocessing``; emulated over loopback
 where the platform has no native pair), pipes, the address families other than ``AF_INET``, ``AF_INET6``
@@ -88,7 +88,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from stepfork.replay import network_fork, network_seals, network_threads
-from stepfork.replay._seal_rules import Allowance, format_host
+from stepfork.replay._seal_hosts import Allowance, format_host
 from stepfork.replay.network_asyncio import asyncio_hooks
 from stepfork.replay.network_dns import (
     _checked_name as _checked_name,

@@ -36,8 +36,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from stepfork.replay import _seal_rules
-from stepfork.replay._seal_rules import host_of, is_address, is_local, is_own_name, normal_host
+from stepfork.replay import _seal_hosts
+from stepfork.replay._seal_hosts import host_of, is_address, is_local, is_own_name, normal_host
 
 _SOCKET_EVENTS = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg"})
 _NAME_EVENTS = frozenset({"socket.getaddrinfo", "socket.gethostbyname"})
@@ -57,7 +57,7 @@ _NETWORK_SYMBOLS = frozenset(
 """libc's functions that reach the network by themselves (or the resolver): looking one up through
 ctypes is refused while sealed."""
 
-vetted = _seal_rules.vetted  # set by the seal's own hooks (stepfork.replay._seal_rules.vetted)
+vetted = _seal_hosts.vetted  # set by the seal's own hooks (stepfork.replay._seal_hosts.vetted)
 
 _installed = False
 

@@ -7,9 +7,10 @@ shell tool running ``curl``. (A child made by ``os.fork`` keeps the hooks: :mod:
 - **Python children are sealed.** While a sealed session is active, the process's environment carries the
   seal (:func:`carry`): ``PYTHONPATH`` starts with the folder ``_seal_site`` of this package, whose
   ``sitecustomize.py`` every Python child runs at start-up (standard library only, valid on Python 2.7
-  and 3.x: it loads the seal, :mod:`stepfork.replay._seal_child` and :mod:`stepfork.replay._seal_rules`, by
-  their paths on Python 3.8+, works on an interpreter without Stepfork, and refuses the child, exit 126,
-  reported as ``child_process_refused``, when the seal cannot be installed: it fails closed), and
+  and 3.x: it loads the seal, :mod:`stepfork.replay._seal_child` and :mod:`stepfork.replay._seal_rules` with
+  its parts, by their paths on Python 3.8+, works on an interpreter without Stepfork, and refuses the
+  child, exit 126, reported as ``child_process_refused``, when the seal cannot be installed: it fails
+  closed), and
   ``STEPFORK_SEAL`` says what is allowed (the sessions' ``allow_hosts`` and the addresses of the allowed
   names, their ``allow_commands``) and where to report. The child then refuses, with an audit hook, every
   connection, datagram and DNS query the seal would refuse (``PermissionError``, as a firewall would) and
@@ -43,17 +44,9 @@ import tempfile
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
-from stepfork.replay._seal_rules import (
-    ALLOWED,
-    ENV,
-    LOCAL,
-    LOCAL_PROGRAMS,
-    SEALED,
-    SITE,
-    carries_seal,
-    child_refusal,
-    keep_loader_baseline,
-)
+from stepfork.replay._seal_commands import ALLOWED, LOCAL, SEALED, child_refusal
+from stepfork.replay._seal_environment import ENV, SITE, carries_seal, keep_loader_baseline
+from stepfork.replay._seal_local_programs import LOCAL_PROGRAMS
 
 __all__ = ["ENV", "LOCAL_PROGRAMS", "SITE", "NetworkSealWarning"]
 

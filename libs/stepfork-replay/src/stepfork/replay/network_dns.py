@@ -11,9 +11,9 @@ import socket
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from stepfork.replay import _seal_rules, network_seals
-from stepfork.replay._seal_rules import is_address, is_local, normal_host
-from stepfork.replay._seal_rules import port_of as _port
+from stepfork.replay import _seal_hosts, network_seals
+from stepfork.replay._seal_hosts import is_address, is_local, normal_host
+from stepfork.replay._seal_hosts import port_of as _port
 from stepfork.replay.network_refusals import _refuse
 from stepfork.replay.network_seals import _allowed, _original, _seals
 
@@ -50,7 +50,7 @@ def _allow_resolved(name: str | None, port: Any, addresses: Iterable[Any]) -> No
 def _vetted() -> Iterator[None]:
     """While the block calls a C function this module already checked, the audit hook
     (:mod:`stepfork.replay.network_audit`) does not check it again (its event lacks the flags)."""
-    vetted = _seal_rules.vetted
+    vetted = _seal_hosts.vetted
     before = getattr(vetted, "name", False)
     vetted.name = True
     try:

@@ -7,7 +7,7 @@ import path callers use.
 
 from __future__ import annotations
 
-from stepfork.replay._seal_rules import Allowance, normal_host
+from stepfork.replay._seal_hosts import Allowance, normal_host
 
 SEALED_MODES = frozenset({"frozen", "forbidden", "manual"})
 """Modes whose default is ``network="sealed"``; ``live`` and ``hybrid`` default to ``"open"``."""

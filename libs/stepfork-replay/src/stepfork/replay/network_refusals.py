@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 from stepfork.replay import network_fork
-from stepfork.replay._seal_rules import format_host
+from stepfork.replay._seal_hosts import format_host
 from stepfork.replay.errors import ReplayPolicyError
 from stepfork.replay.network_errors import child_refused_error, sealed_error
 from stepfork.replay.network_seals import Seal, _seals, _seals_here
@@ -83,7 +83,7 @@ def _refuse(host: str, port: Any, what: str = "the connection to") -> None:
 def _refuse_child(program: str, line: list[str], reason: str) -> None:
     """Raise (and record, as :func:`_refuse` does) ``child_process_refused`` for the child process
     ``program`` (its command ``line``) about to start, refused for ``reason``
-    (:func:`stepfork.replay._seal_rules.child_refusal`)."""
+    (:func:`stepfork.replay._seal_commands.child_refusal`)."""
     # both None: the process's own seal, between sessions: refused all the same, recorded nowhere
     seal, inherited = _current_seal()
     if seal is None and inherited is not None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from stepfork.replay import network_fork, network_threads
-from stepfork.replay._seal_rules import Allowance, allows, is_address, normal_host
+from stepfork.replay._seal_hosts import Allowance, allows, is_address, normal_host
 from stepfork.replay.network_policy import parse_allowed_command, parse_allowed_host
 
 

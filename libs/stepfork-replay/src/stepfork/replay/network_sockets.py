@@ -12,7 +12,8 @@ import socket
 from typing import Any
 
 from stepfork.replay import network_seals
-from stepfork.replay._seal_rules import host_of, is_own_unix, unix_name
+from stepfork.replay._seal_hosts import host_of
+from stepfork.replay._seal_unix_sockets import is_own_unix, unix_name
 from stepfork.replay.errors import ReplayPolicyError
 from stepfork.replay.network_refusals import _refuse
 from stepfork.replay.network_seals import (
@@ -41,7 +42,8 @@ def _check_connect(sock: socket.socket, address: Any) -> None:
 
 def _check_unix(name: str | None) -> None:
     """Refuse a connection (or a datagram) to the Unix socket ``name`` unless it is unnamed, the process's
-    own (:func:`stepfork.replay._seal_rules.is_own_unix`) or allowed (``allow_hosts`` holds its path)."""
+    own (:func:`stepfork.replay._seal_unix_sockets.is_own_unix`) or allowed (``allow_hosts`` holds its
+    path)."""
     if name is None or _allowed(name, None) or is_own_unix(name):
         return
     _refuse(name, None, what="the connection to the Unix socket")

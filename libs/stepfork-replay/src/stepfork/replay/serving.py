@@ -1,4 +1,4 @@
-"""What a consumed, substituted call gives back (check 9 of :mod:`stepfork.replay.session`).
+"""What a consumed, substituted call gives back (check 9 of :mod:`stepfork.replay.session_calls`).
 
 - a recorded success: its output rebuilt into the tool's return annotation (type-faithful replay, C4);
 - a recorded failure: a :class:`~stepfork.replay.errors.RecordedDependencyError` carrying the recorded type,

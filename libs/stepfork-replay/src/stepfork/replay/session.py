@@ -1,100 +1,60 @@
 """ReplaySession: run a trusted entrypoint again with its dependency calls served from a bundle.
 
-Spec replay.txt ("Python API", "Modes", "Matching guarantees", "Errors") and hybrid-replay.txt; the
-order of the checks is interop/REFERENCE-NOTES.md section 6 ("Matching"). The session is a
-:class:`~stepfork.trace.boundary.BoundaryHandler`: ``with``/``async with`` makes it the active handler in
+Spec replay.txt ("Python API", "Modes", "Matching guarantees", "Errors") and hybrid-replay.txt. The session is
+a :class:`~stepfork.trace.boundary.BoundaryHandler`: ``with``/``async with`` makes it the active handler in
 the context variable, so instrumented tools and ``llm_request`` calls in nested and async code reach it.
 
-Each call, before its body could run:
+This module holds the session's construction (its options checked, the recorded calls read) and its life
+(entering and leaving: the network seal, minting, thread pools); its other parts are mixins, one module
+each, which :class:`ReplaySession` inherits:
 
-1. orphan (a thread started without the context, while this is the only session in the process): served
-   like any call, through the same checks, with an :class:`OrphanCallWarning` once per session, as the
-   recorder does, so a run recorded from a thread pool replays (docs/decisions.md);
-2. mode ``forbidden`` -> ReplayPolicyError; ``manual`` -> ``approve(call)`` must say True;
-3. session not active -> ReplayError ``not_active``;
-4. identity (kind, tool name, LLM model and provider) against the cursor's choice: the next recorded
-   call (ordering ``strict``), or the member of the current concurrent group that matches (``concurrent``);
-5. stored input fingerprint valid; redacted canonical input equal (skipped for a hybrid live LLM);
-6. recorded or call-site policy ``forbidden``/``manual`` (outside manual mode) -> ReplayPolicyError;
-7. the recorded call has an outcome and a valid output fingerprint (skipped for a hybrid live LLM);
-8. live mode: a tool outside ``allow_live_tools`` -> ReplayPolicyError (nothing consumed);
-9. consume; then run the body (live LLM, allowed tool, hybrid live LLM), raise
-   :class:`RecordedDependencyError` (recorded failure; with ``raise_as``, the user's own class for its
-   type), or return the recorded output rebuilt into the tool's return annotation (type-faithful replay,
-   C4). That last part is :mod:`stepfork.replay.serving`; checks 2, 6 and 8 are in
-   :mod:`stepfork.replay.modes`, 4, 5 and 7 in :mod:`stepfork.replay.matching`.
-
-``http`` calls (issue 29: requests outside the agent's order, :mod:`stepfork.trace.http_calls`) skip
-the cursor: checks 2 and 3, then the request is served from :class:`~stepfork.replay.requests.RequestPool`
-by its method, URL and body, in any order; one the recording does not hold is refused
-(``request_not_recorded``), except in live and hybrid modes, where it is sent.
-
-The first ReplayError other than RecordedDependencyError is kept as :attr:`ReplaySession.divergence`, even
-when the agent catches it; :meth:`verify_complete` and every assertion fail afterwards.
+- :mod:`stepfork.replay.session_calls`: how each call is served, checks 1-9 in their order
+  (interop/REFERENCE-NOTES.md section 6, "Matching"), ``http`` calls from the request pool, ``handle`` and
+  ``ahandle`` (``CallReplayer``, the boundary-handler half);
+- :mod:`stepfork.replay.session_results`: the properties and ``verify_complete`` (``SessionResults``);
+- :mod:`stepfork.replay.session_renaming`: the fresh values, ``live_origins`` and ``output_scope``
+  (``FreshValueRenaming``);
+- :mod:`stepfork.replay.session_explicit`: ``before_tool``/``before_llm`` (``ExplicitReplay``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import os
 import threading
 import time
-import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextvars import Token
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
-from stepfork.replay.errors import RecordedDependencyError, ReplayError, ReplayMismatchError
+from stepfork.replay.errors import ReplayError
 from stepfork.replay.ignoring import IgnoredDifference, check_ignore_labels, normalize_ignore
-from stepfork.replay.imported import (
-    IMPORT_EXTENSION,
-    ImportedCalls,
-    content_not_captured,
-    project_input,
-    served_output,
-)
-from stepfork.replay.matching import (
-    LiveInput,
-    check_identity,
-    check_input,
-    check_outcome,
-    incomplete_error,
-)
-from stepfork.replay.modes import Approver, check_call_policy, check_live_tool, check_mode, validate_options
+from stepfork.replay.imported import IMPORT_EXTENSION, ImportedCalls
+from stepfork.replay.modes import Approver, validate_options
 from stepfork.replay.network import Seal, format_host, network_for, parse_allowed_command, parse_allowed_host
 from stepfork.replay.network import seal as seal_network
 from stepfork.replay.network import unseal as unseal_network
 from stepfork.replay.network_notes import SealNotes, end_of_run
-from stepfork.replay.noise.origins import Origins
 from stepfork.replay.ordering import DEFAULT_ORDERING, make_cursor, normalize_ordering
 from stepfork.replay.plan import RecordedCall, extract_all_calls, extract_recorded_calls
 from stepfork.replay.raise_as import RaiseAs, RaiseAsTarget, recorded_error_types
-from stepfork.replay.requests import (
-    RequestPool,
-    ServedRequest,
-    agent_requests,
-    in_order,
-    not_made,
-    split_requests,
-)
-from stepfork.replay.results import ExecutedCall, MatchedCall, ReplayDecision, ReplaySummary, ServedCalls
-from stepfork.replay.serving import rebuild_output, recorded_failure
+from stepfork.replay.requests import RequestPool, agent_requests, split_requests
+from stepfork.replay.results import ServedCalls
+from stepfork.replay.session_calls import unrecorded_tool_hint
+from stepfork.replay.session_explicit import ExplicitReplay
 from stepfork.trace import boundary, executors, minting
 from stepfork.trace._files import cyclic_gc_paused  # shared with Trace.load (bulk object creation)
 from stepfork.trace._urls import url_of
-from stepfork.trace.boundary import BoundaryCall, BoundaryHandler
+from stepfork.trace.boundary import BoundaryHandler
 from stepfork.trace.bundle import Trace, load_verified_trace, read_extension
 from stepfork.trace.concurrency import facts_of
 from stepfork.trace.errors import TraceError
 from stepfork.trace.executors import SubmittedWork
 from stepfork.trace.http_calls import is_http_call
 from stepfork.trace.minting import MintLog
-from stepfork.trace.recording import OrphanCallWarning
 
-T = TypeVar("T")
+__all__ = ["SUBMITTED_WORK_WAIT", "ReplaySession", "active_replay", "load_source", "unrecorded_tool_hint"]
 
 SUBMITTED_WORK_WAIT = 5.0
 """Seconds a replay ending with recorded calls still expected waits for the thread-pool work the agent
@@ -116,15 +76,7 @@ def load_source(source: Trace | str | os.PathLike[str]) -> Trace:
     return load_verified_trace(source)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Held:
-    """What ``_decide`` returns for a call the recorded run ended before: its failure, raised once the
-    session's run has ended (``ReplaySession._ended``)."""
-
-    failure: BaseException
-
-
-class ReplaySession(SealNotes):
+class ReplaySession(ExplicitReplay, SealNotes):
     """Replay of one recorded run (spec replay.txt).
 
     Args:
@@ -328,45 +280,6 @@ class ReplaySession(SealNotes):
         except (TraceError, ValueError):
             return None
 
-    def live_origins(self) -> Origins:
-        """Where the replay's values came from: the recording's handed-out ids, the values this process
-        minted while the session was active and the replay's own clock window, from its start to now
-        (:class:`stepfork.replay.noise.Origins`)."""
-        from stepfork.replay.noise.clock import ClockWindow
-
-        return Origins(
-            self.trace,
-            minted=self.minted if self.minted is not None else MintLog(),
-            clock=ClockWindow(self._started if self._started is not None else time.time_ns()),
-        )
-
-    def _renamed_inputs(
-        self, expected: RecordedCall, value: Any, ignored: set[str]
-    ) -> list[tuple[str, Any, Any, str]] | None:
-        """:class:`stepfork.replay.noise.inputs.RenamedInputs` of this session (made on first need)."""
-        return self._input_renaming()(expected.kind, expected.input, value, ignored)  # type: ignore[no-any-return]
-
-    def _renames_to(self, live: LiveInput, expected: RecordedCall) -> bool:
-        """True when ``live``'s input equals ``expected``'s up to the renaming of fresh values, as a trial
-        that binds nothing (a concurrent group's member chosen by it: ``ConcurrentCursor.select``)."""
-        if expected.input is None:
-            return False
-        return self._input_renaming().accepts(expected.kind, expected.input, live.value)  # type: ignore[no-any-return]
-
-    def _input_renaming(self) -> Any:
-        if self._inputs is None:
-            from stepfork.replay.noise.inputs import RenamedInputs
-
-            self._inputs = RenamedInputs(Origins(self.trace), self.live_origins())
-        return self._inputs
-
-    def output_scope(self) -> Any:
-        """The :class:`stepfork.replay.noise.Comparison` the replay's output is compared in: the one its
-        input matching renamed fresh values in, so a fresh value the agent sent as ``x`` (live ``x'``) must
-        come back as ``x'`` in the output, and two values never swap (docs/replay.md "Fresh values";
-        NEWCOMER5 F2)."""
-        return self._input_renaming().scope
-
     # -- context management ----------------------------------------------------------------------------
 
     def _enter(self) -> None:
@@ -442,309 +355,6 @@ class ReplaySession(SealNotes):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._exit(exc_type)
-
-    # -- results ---------------------------------------------------------------------------------------
-
-    @property
-    def matched(self) -> list[MatchedCall]:
-        """The consumed calls, in order (a copy)."""
-        with self._lock:
-            return list(self._served.matched())
-
-    @property
-    def consumed(self) -> int:
-        """Number of recorded calls consumed so far: ``len(matched)`` without building the records."""
-        return len(self._served)
-
-    @property
-    def last_consumed_index(self) -> int | None:
-        """The recorded index of the last consumed call (``matched[-1].index``), or None before the first."""
-        with self._lock:
-            return self._served.last_index()
-
-    @property
-    def executed_calls(self) -> tuple[ExecutedCall, ...]:
-        """The calls reached and consumed, in order, with redacted inputs (failed calls included)."""
-        with self._lock:
-            return tuple(self._served.executed())
-
-    @property
-    def pending(self) -> int:
-        """Number of visible recorded calls not consumed yet."""
-        return self._cursor.pending
-
-    @property
-    def divergence(self) -> ReplayError | None:
-        """The first ReplayError raised other than RecordedDependencyError, even if the agent caught it."""
-        return self._divergence
-
-    @property
-    def divergence_count(self) -> int:
-        """How many ReplayErrors other than RecordedDependencyError were raised so far, caught or not (0: a
-        clean replay). The strict cursor does not advance on one, so each call the recording lacks is one."""
-        return self._divergence_count
-
-    @property
-    def served_requests(self) -> tuple[ServedRequest, ...]:
-        """The ``http`` calls (requests outside the agent's order) answered so far, in the order they came."""
-        with self._lock:
-            return tuple(self._requests.served)
-
-    @property
-    def recorded_requests(self) -> int:
-        """How many ``http`` calls the recording holds (served or not)."""
-        return len(self._requests.calls)
-
-    @property
-    def summary(self) -> ReplaySummary:
-        """:class:`ReplaySummary` of the session as it stands."""
-        with self._lock:
-            matched = tuple(self._served.matched())
-        return ReplaySummary(self.mode, matched, self._cursor.remaining_labels())
-
-    def verify_complete(self) -> None:
-        """Check that the replay consumed every visible recorded call and never diverged.
-
-        Raises:
-            ReplayMismatchError: ``diverged_earlier`` when a divergence was raised (even if caught); the
-                original is its ``__cause__`` and its diagnostic is carried.
-            ReplayExhaustedError: ``incomplete`` when recorded calls were left unmatched; ``remaining``
-                lists their labels (the message shows up to 5). A subclass of ReplayMismatchError.
-            ReplayMismatchError: ``request_not_made`` when an ``http`` call the agent's own context made in
-                the recording never came (``recorded http call not made: POST https://...``);
-                requests of background threads never count.
-        """
-        if self._divergence is not None:
-            raise ReplayMismatchError(
-                f"replay diverged earlier: {self._divergence.summary}",
-                code="diverged_earlier",
-                diagnostic=self._divergence.diagnostic,
-            ) from self._divergence
-        remaining = self._cursor.required_remaining()
-        if remaining:
-            raise incomplete_error(tuple(call.label for call in remaining), remaining[0])
-        with self._lock:
-            unmade = self._requests.unmade()
-        if unmade:
-            raise not_made(unmade)
-
-    # -- the boundary handler --------------------------------------------------------------------------
-
-    def _diverge(self, error: ReplayError) -> ReplayError:
-        with self._lock:
-            self._divergence_count += 1
-            if self._divergence is None:
-                self._divergence = error
-        return error
-
-    def _compares(self, expected: RecordedCall) -> bool:
-        """False for a hybrid live LLM, whose input may change (hybrid-replay.txt); True otherwise."""
-        return not (self.hybrid and expected.kind == "llm" and expected.label in self.live_llms)
-
-    def _decide(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
-        """Run checks 1-9 of the module docstring; return ``(execute, value)``."""
-        try:
-            return self._decide_checked(call, orphan)
-        except RecordedDependencyError:
-            raise
-        except ReplayError as error:
-            if error.code == "not_active" and self._entered:
-                # the session has ended: a call still arriving (a background thread's, racing the end of
-                # the run) is refused, but it is no part of the run the verdict judges
-                raise
-            self._diverge(error)
-            raise
-
-    def _decide_checked(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
-        if call.kind == "tool" and is_http_call(call.name):
-            return self._serve_request(call, orphan)
-        if orphan and not self._orphan_warned:
-            # The strict (or concurrent) cursor still checks the call's identity and input, so a call
-            # that does not belong to this run diverges before its body runs.
-            self._orphan_warned = True
-            warnings.warn(
-                f"{call.kind} call {call.label!r} arrived from a thread without the replay's context; "
-                "it is served by the only active replay session. Start threads with "
-                "contextvars.copy_context().run(...) so calls reach their session explicitly",
-                OrphanCallWarning,
-                stacklevel=boundary.caller_stacklevel(),
-            )
-        live = LiveInput(call.input)
-        mode = self.mode
-        check_mode(mode, self.approve, call, live)
-        if not self._active:
-            raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
-        with self._lock:
-            cursor = self._cursor
-            try:
-                renames = functools.partial(self._renames_to, live)
-                expected = check_identity(cursor.select(call, live, self._compares, renames), call, live)
-            except ReplayMismatchError as error:
-                raise self._unrecorded_tool(error, call) from None
-            # not self._compares(expected), inlined: this runs once per replayed call
-            live_llm = self.hybrid and expected.kind == "llm" and expected.label in self.live_llms
-            served_live, match, served = live, "full", expected
-            if self.imported is not None and (info := self.imported.get(expected.call_event_id)) is not None:
-                if not info.content_captured and not live_llm:
-                    raise content_not_captured(
-                        expected.kind, expected.label, expected.index, self.imported.convention
-                    )
-                if info.partial:
-                    live, match = LiveInput(project_input(call.input, info)), "partial"
-                    if expected.kind == "llm" and expected.output is not None:
-                        # a trace that did not record `stream`: a streaming live request reads a stream
-                        output = served_output(info, expected.output, call.input)
-                        if output is not expected.output:
-                            served = dataclasses.replace(expected, output=output)
-            ignored_paths = self._ignore.get(expected.label, ())
-            ignored = check_input(
-                cursor,
-                expected,
-                call,
-                live,
-                compare=not live_llm,
-                ignore=ignored_paths,
-                renamed=self._renamed_inputs,
-            )
-            for path, before, after, reason in ignored:
-                self.ignored_differences.append(
-                    IgnoredDifference(
-                        expected.index, expected.step, expected.label, path, before, after, reason
-                    )
-                )
-            check_call_policy(mode, expected, call, live)
-            plain = False if live_llm else check_outcome(cursor, expected, call, live)
-            execute = live_llm or (mode == "live" and expected.kind == "llm")
-            if mode == "live" and expected.kind == "tool":
-                check_live_tool(self.allow_live_tools, expected, call, live)
-                execute = True
-            cursor.consume(expected)
-            action = "executed" if execute else "substituted"
-            # compared in full and equal (nothing ignored): the redacted live input is the recorded one
-            same_input = not live_llm and not ignored
-            self._served.add(expected, served_live, action, match, same_input=same_input)
-        if execute:
-            return True, None
-        if expected.status == "error":  # EventStatus.ERROR.value
-            return False, self._failure(expected, call, live)
-        # what check_outcome proved is of expected.output, so only when that is the output served
-        # (an output that no longer fits the annotation raises: a mismatch, which diverges in _decide)
-        return False, rebuild_output(served, call, live, plain and served is expected)
-
-    def _failure(self, expected: RecordedCall, call: BoundaryCall, live: LiveInput) -> _Held:
-        """The recorded failure of ``expected``, raised by ``_decide`` at once, or, for a call the recorded
-        run ended before (``expected.unfinished``), returned held: the caller waits until the run ends
-        and then gets it, as while recorded it got nothing before the end (docs/recording.md, "Calls
-        still running when the run ends")."""
-        failure = recorded_failure(expected, call, live, self._raise_as)
-        if not expected.unfinished:
-            raise failure
-        return _Held(failure)
-
-    def _unrecorded_tool(self, error: ReplayMismatchError, call: BoundaryCall) -> ReplayMismatchError:
-        """``error`` (a call the recording does not have where it came), with the hint for a tool no
-        recorded call names: most often a framework tool of a bundle recorded before framework tools were
-        instrumented boundaries (docs/decisions.md, "Framework tools"), refused instead of run."""
-        if call.kind != "tool" or error.diagnostic is None or any(c.name == call.name for c in self.calls):
-            return error
-        error.diagnostic = dataclasses.replace(error.diagnostic, hint=unrecorded_tool_hint(call.name))
-        return error
-
-    def _serve_request(self, call: BoundaryCall, orphan: bool) -> tuple[bool, Any]:
-        """Checks 2 and 3, then serve an ``http`` call from the pool (module docstring); a telemetry export
-        is acknowledged without being matched or sent, unless the run goes live (live and hybrid modes)."""
-        sends = self.mode in ("live", "hybrid")
-        if not sends and self._active:
-            with self._lock:
-                acknowledged = self._requests.acknowledge(call, orphan)
-            if acknowledged is not None:
-                return False, acknowledged
-        live = LiveInput(call.input)
-        check_mode(self.mode, self.approve, call, live)
-        if not self._active:
-            raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
-        with self._lock:
-            expected, plain = self._requests.serve(call, live, orphan, sends=sends)
-        if expected is None:
-            return True, None  # live or hybrid: the run goes live, so does a request it did not make
-        if expected.status == "error":  # a transport error: the HTTP capture raises the library's class
-            return False, self._failure(expected, call, live)
-        return False, rebuild_output(expected, call, live, plain)
-
-    def note_telemetry_refused(self, where: str) -> None:
-        """Note that the seal refused a connection to a telemetry collector (``host:port``): counted with
-        the requests (``served_requests``, action ``refused``), never a divergence (issue 30)."""
-        with self._lock:
-            self._requests.refused(where)
-
-    def route_request(self, call: BoundaryCall, as_llm: Callable[[], BoundaryCall]) -> BoundaryCall:
-        """The call the HTTP capture replays a request as: ``call`` (an ``http`` call), or ``as_llm()`` when
-        the recording does not hold the request as an ``http`` call but holds it as the LLM call next in the
-        agent's order, exactly (a recording made before issue 29 held every captured request so:
-        :func:`stepfork.replay.requests.in_order`)."""
-        with self._lock:
-            return in_order(call, as_llm, self._requests, self._cursor, self._compares)
-
-    def handle(self, call: BoundaryCall, body: Callable[[], T], *, orphan: bool = False) -> T:
-        """Serve or run a synchronous call (BoundaryHandler protocol); see the module docstring.
-
-        Returns the recorded output (rebuilt into ``call.return_type``) or the body's result.
-
-        Raises:
-            ReplayMismatchError, ReplayExhaustedError, ReplayPolicyError, ReplayError: before the body runs.
-            RecordedDependencyError: the call failed during recording (with ``raise_as``, possibly the
-                user's own exception class instead; see the class docstring).
-        """
-        execute, value = self._decide(call, orphan)
-        if execute:
-            return body()
-        if type(value) is _Held:
-            self._ended.wait()
-            raise value.failure
-        return value  # type: ignore[no-any-return]
-
-    async def ahandle(
-        self, call: BoundaryCall, body: Callable[[], Awaitable[T]], *, orphan: bool = False
-    ) -> T:
-        """Asynchronous :meth:`handle`: awaits ``body()`` when the call executes."""
-        execute, value = self._decide(call, orphan)
-        if execute:
-            return await body()
-        if type(value) is _Held:
-            import asyncio
-
-            await asyncio.get_running_loop().run_in_executor(None, self._ended.wait)
-            raise value.failure
-        return value  # type: ignore[no-any-return]
-
-    # -- the reference's explicit API ------------------------------------------------------------------
-
-    def _decision(self, call: BoundaryCall) -> ReplayDecision:
-        execute, value = self._decide(call, False)
-        if type(value) is _Held:
-            self._ended.wait()
-            raise value.failure
-        with self._lock:
-            return ReplayDecision(execute, value, self._served.matched()[-1])
-
-    def before_tool(self, *, name: str, input: Any) -> ReplayDecision:
-        """Match a tool call given by name and JSON input; return what to do (REFERENCE-API.md)."""
-        return self._decision(BoundaryCall(kind="tool", name=name, input=input))
-
-    def before_llm(self, *, provider: str | None, model: str, input: Any) -> ReplayDecision:
-        """Match an LLM call given by provider, model and JSON input; return what to do."""
-        return self._decision(
-            BoundaryCall(kind="llm", name=model, input=input, provider=provider, model=model)
-        )
-
-
-def unrecorded_tool_hint(name: str) -> str:
-    """The hint of a tool call no recorded call names (:meth:`ReplaySession._unrecorded_tool`)."""
-    return (
-        f"the recording holds no call of tool {name!r}, so it is refused, not run. A bundle recorded before "
-        "Stepfork recorded framework tools (0.2.0 and earlier) holds no call of an OpenAI Agents SDK, "
-        "LangChain, smolagents, LlamaIndex or CrewAI tool without @trace_tool: record the run again"
-    )
 
 
 def active_replay() -> ReplaySession | None:
