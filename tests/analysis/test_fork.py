@@ -208,3 +208,37 @@ def test_frozen_llm_calls_keep_their_recorded_usage_in_the_forked_bundle(tmp_pat
     )
     assert changed.result == {"first": "other", "second": "done"}
     assert _usage(changed.output)[0] == ("m-1", None, None, None, None)
+
+
+def fanned_agent() -> list[str]:
+    """Two LLM calls at once from a thread pool, each reporting its own usage."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def ask(n: int) -> str:
+        return llm_request(  # type: ignore[no-any-return]
+            model="m-1",
+            provider="local",
+            input={"q": n},
+            call=lambda: LLMOutput(f"a{n}", prompt_tokens=10 * n, completion_tokens=n, total_tokens=11 * n),
+        )
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(ask, [1, 2]))
+
+
+def _usage_by_answer(events: object) -> dict[object, tuple[object, object]]:
+    return {e.output: (e.prompt_tokens, e.total_tokens) for e in events if e.type == "llm_response"}  # type: ignore[attr-defined]
+
+
+def test_concurrent_frozen_llm_calls_each_keep_their_own_usage(tmp_path: Path) -> None:
+    recorded = tmp_path / "fanned.sftrace"
+    with record("fanned", output=recorded) as session:
+        session.set_output(fanned_agent())
+    events = Trace.load(recorded).events
+    by_answer = _usage_by_answer(events)
+    last = max(e.step for e in events)
+    for attempt in range(5):
+        result = fork(recorded, step=last, entrypoint=fanned_agent, output=tmp_path / f"f{attempt}.sftrace")
+        assert result.result == ["a1", "a2"]
+        forked = Trace.load(result.output).events
+        assert _usage_by_answer(forked) == by_answer

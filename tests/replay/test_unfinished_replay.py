@@ -93,3 +93,39 @@ def test_a_replay_that_ends_before_reaching_the_unfinished_call_is_complete(bund
     assert output == "Paris: 21"
     session.verify_complete()  # the call in flight at the recorded end need not start again
     assert session.divergence is None
+
+
+def test_each_thread_reads_the_recorded_call_it_was_served(tmp_path: Path) -> None:
+    """``served_here``: what a caller reads its served call's recorded outcome from (fork's token counts)
+    when another thread's call was served in between."""
+    out = tmp_path / "two.sftrace"
+    with record("agent", output=out):
+        lookup("Oslo")
+        lookup("Lima")
+    first_served, second_served = threading.Event(), threading.Event()
+    seen: dict[str, Any] = {}
+
+    def first() -> None:
+        lookup("Oslo")
+        first_served.set()
+        second_served.wait()  # the other thread's call is served between this call and the read below
+        seen["first"] = session.served_here
+
+    def second() -> None:
+        first_served.wait()
+        lookup("Lima")
+        seen["second"] = session.served_here
+        second_served.set()
+
+    with ReplaySession.from_trace(out) as session:
+        threads = [
+            threading.Thread(target=contextvars.copy_context().run, args=(function,))  # a copy each
+            for function in (first, second)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert session.served_here is None  # this thread was served nothing
+    assert seen["first"].input == {"city": "Oslo"}
+    assert seen["second"].input == {"city": "Lima"}

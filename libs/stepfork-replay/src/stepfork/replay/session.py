@@ -215,6 +215,7 @@ class ReplaySession(ExplicitReplay, SealNotes):
         self._inputs: Any = None  # RenamedInputs (stepfork.replay.noise.inputs), made on need
         self._random_before: minting.RandomState | None = None  # `random`'s state before _enter
         self._started: int | None = None  # time.time_ns() at _enter
+        self._here = threading.local()  # .call: the recorded call this thread was served last
         self._ended = threading.Event()  # set when the run ends: releases the calls held (_Held)
 
     @classmethod

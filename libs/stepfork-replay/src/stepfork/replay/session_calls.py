@@ -91,6 +91,7 @@ class CallReplayer(SessionResults, FreshValueRenaming):
     _entered: bool
     _raise_as: RaiseAs | None
     _ended: threading.Event
+    _here: threading.local
 
     def _diverge(self, error: ReplayError) -> ReplayError:
         with self._lock:
@@ -181,6 +182,7 @@ class CallReplayer(SessionResults, FreshValueRenaming):
                 check_live_tool(self.allow_live_tools, expected, call, live)
                 execute = True
             cursor.consume(expected)
+            self._here.call = expected
             action = "executed" if execute else "substituted"
             # compared in full and equal (nothing ignored): the redacted live input is the recorded one
             same_input = not live_llm and not ignored

@@ -9,6 +9,7 @@ import threading
 
 from stepfork.replay.errors import ReplayError, ReplayMismatchError
 from stepfork.replay.matching import CallCursor, incomplete_error
+from stepfork.replay.plan import RecordedCall
 from stepfork.replay.requests import RequestPool, ServedRequest, not_made
 from stepfork.replay.results import ExecutedCall, MatchedCall, ReplaySummary, ServedCalls
 
@@ -16,8 +17,8 @@ from stepfork.replay.results import ExecutedCall, MatchedCall, ReplaySummary, Se
 class SessionResults:
     """The results of :class:`~stepfork.replay.session.ReplaySession` (its properties and
     :meth:`verify_complete`). The session sets ``mode``, ``_lock`` (an RLock, held while reading what the
-    calls change), ``_served``, ``_cursor``, ``_requests``, ``_divergence`` (None) and
-    ``_divergence_count`` (0)."""
+    calls change), ``_served``, ``_cursor``, ``_requests``, ``_divergence`` (None),
+    ``_divergence_count`` (0) and ``_here`` (a ``threading.local``)."""
 
     mode: str
     _lock: threading.RLock
@@ -26,6 +27,7 @@ class SessionResults:
     _requests: RequestPool
     _divergence: ReplayError | None
     _divergence_count: int
+    _here: threading.local
 
     @property
     def matched(self) -> list[MatchedCall]:
@@ -43,6 +45,13 @@ class SessionResults:
         """The recorded index of the last consumed call (``matched[-1].index``), or None before the first."""
         with self._lock:
             return self._served.last_index()
+
+    @property
+    def served_here(self) -> RecordedCall | None:
+        """The recorded call the calling thread was last served (or ran live) in the agent's order, or None
+        before its first: what a caller that just got a value from :meth:`handle` reads its recorded
+        outcome from (``fork``'s token counts) when other threads' calls may have come in between."""
+        return getattr(self._here, "call", None)
 
     @property
     def executed_calls(self) -> tuple[ExecutedCall, ...]:

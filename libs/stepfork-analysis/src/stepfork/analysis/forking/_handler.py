@@ -146,12 +146,12 @@ class ForkHandler:
     def with_usage(self, call: Any, value: Any) -> Any:
         """``value`` (what the session served for ``call``) as an ``LLMOutput`` with the usage of the
         recorded ``llm_response`` it was served from, when ``call`` is an LLM call and that event has any;
-        else ``value`` itself."""
-        last = self.session.last_consumed_index
-        if call.kind != "llm" or last is None:
+        else ``value`` itself. The recorded call is the one this thread was served (``served_here``):
+        concurrent LLM calls each keep their own counts."""
+        recorded = self.session.served_here
+        if call.kind != "llm" or recorded is None:
             return value
-        recorded = self.session.calls[last]
-        if recorded.kind != "llm" or recorded.end_position is None:  # another thread's call came between
+        if recorded.kind != "llm" or recorded.end_position is None:
             return value
         from stepfork.analysis.inspection.rows import USAGE_FIELDS
         from stepfork.trace import LLMOutput
