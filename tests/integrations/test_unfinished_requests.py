@@ -120,3 +120,43 @@ def test_a_request_in_flight_at_exit_leaves_a_valid_bundle_that_replays_matched(
     report = json.loads(replayed.stdout)
     assert report["matching"]["status"] == "COMPLETE", report["matching"]
     assert len(server.paths) == sent  # nothing reached the server
+
+
+LATE = """
+import json, os, threading, urllib.request
+
+BASE = os.environ["FLAGS_URL"]
+ready = threading.Event()
+
+
+def report():  # a non-daemon thread that sends its report after the script's last line
+    ready.wait()
+    urllib.request.urlopen(BASE + "/report", timeout=30).read()
+
+
+threading.Thread(target=report).start()
+with urllib.request.urlopen(BASE + "/hello", timeout=30) as response:
+    print(json.dumps(json.load(response)))
+ready.set()  # the script ends here; the interpreter joins the thread before the program exits
+"""
+
+
+def test_a_request_a_thread_sends_after_the_scripts_last_line_is_part_of_the_run(
+    tmp_path: Path, server: Flags
+) -> None:
+    """NEWCOMER6 F4: the recording ended with the script, before the interpreter joined the thread, so the
+    bundle lacked the thread's request, while a replay waits for the thread: every replay of unchanged code
+    was DIVERGED (the request refused as not recorded) and its exported test FAILED."""
+    server.hanging.set()  # /hello answers at once
+    (tmp_path / "late.py").write_text(LATE)
+    done = stepfork(tmp_path, server, "record", "-o", "late.sftrace", "--", "python", "late.py")
+    assert done.returncode == 0, done.stderr
+    lines = (tmp_path / "late.sftrace" / "events.jsonl").read_text().splitlines()
+    names = [json.loads(line).get("name") for line in lines]
+    assert any(name and name.endswith("/report") for name in names), names
+    sent = len(server.paths)
+    for _ in range(2):
+        replayed = stepfork(tmp_path, server, "replay", "late.sftrace", "--json", "--", "python", "late.py")
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+        assert json.loads(replayed.stdout)["matching"]["status"] == "COMPLETE"
+    assert len(server.paths) == sent  # nothing reached the server

@@ -18,6 +18,7 @@ import contextlib
 import os
 import runpy
 import sys
+import threading
 import traceback
 from typing import Any
 
@@ -125,7 +126,15 @@ def _record(
 
             # os._exit ends the process at once: the bundle is finished first (docs/cli.md, "record")
             with os_exit_reported(lambda status: _finish_at_os_exit(session, output, status), None):
-                run_program(target)
+                started = set(threading.enumerate())
+                try:
+                    run_program(target)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException:  # a failed program's threads still run before it exits
+                    _join_run_threads(started)
+                    raise
+                _join_run_threads(started)
     except ProgramExit as exc:
         return _status(exc)
     except KeyboardInterrupt:  # Ctrl-C: recorded as the run's failure; the shell's 128 + SIGINT
@@ -135,6 +144,17 @@ def _record(
         traceback.print_exc()
         return 1
     return 0
+
+
+def _join_run_threads(before: set[threading.Thread]) -> None:
+    """Wait for the threads the program started (not in ``before``) that are still running and are not
+    daemons, as the interpreter joins them before the program exits, so the run ends where a replay's ends:
+    a sealed replay waits for the same threads (``stepfork.replay.network_threads.wait_for``, bounded by its
+    ``WAIT_SECONDS``), and a request such a thread sends after the script's last line is part of the run
+    in both (NEWCOMER6 F4: recorded without it, every replay was DIVERGED). Not after Ctrl-C."""
+    from stepfork.replay.network_threads import wait_for
+
+    wait_for(thread for thread in threading.enumerate() if thread not in before)
 
 
 def _finish_at_os_exit(session: Any, output: str, status: int) -> str:
