@@ -174,19 +174,32 @@ def align_steps(
     return out
 
 
-def _requests_apart(steps: list[BehaviorStep]) -> list[BehaviorStep]:
-    """``steps`` with the ``http`` steps (requests outside the agent's order, issue 29) after the agent's
-    own, sorted by label and input, before the run step: their timing is a library's, so two runs whose
-    background fetch came at another moment line up, and a request made in one run only is added or
-    removed. Telemetry exports are left out (issue 30): their bodies are a run's span ids, times and
-    batching, and a replay never sends or compares them (:func:`stepfork.trace.http_calls.is_telemetry`)."""
+def _requests_apart(steps: list[BehaviorStep], background: frozenset[str] | None) -> list[BehaviorStep]:
+    """``steps`` with the background ``http`` steps (requests of threads without the agent's context,
+    issue 29; ``background``: their call event ids, None for a bundle without the facts, whose every
+    request counts as background) after the agent's other steps, sorted by label and input, before the
+    run step: their timing is a library's, so two runs whose background fetch came at another moment line
+    up, and a request made in one run only is added or removed. The agent's own requests stay where they
+    came, so a reorder of its side effects (shipping before charging) is a change (NEWCOMER6 F1); its
+    concurrent ones are sorted with their proven siblings (``_siblings``). Telemetry exports are left
+    out (issue 30): their bodies are a run's span ids, times and batching, and a replay never sends or
+    compares them (:func:`stepfork.trace.http_calls.is_telemetry`)."""
     from stepfork.trace.canonical import canonical_json
 
-    if not any(step.step_type == "http" for step in steps[:-1]):
+    def apart(step: BehaviorStep) -> bool:
+        return step.step_type == "http" and (background is None or step.event_id in background)
+
+    calls = steps[:-1]
+    if not any(step.step_type == "http" for step in calls):
         return steps
-    requests = [step for step in steps[:-1] if step.step_type == "http" and not _is_telemetry(step)]
+
+    def telemetry(step: BehaviorStep) -> bool:
+        return step.step_type == "http" and _is_telemetry(step)
+
+    kept = [step for step in calls if not apart(step) and not telemetry(step)]
+    requests = [step for step in calls if apart(step) and not telemetry(step)]
     requests.sort(key=lambda step: (step.label, canonical_json(step.payload.get("input"))))
-    return [*(step for step in steps[:-1] if step.step_type != "http"), *requests, steps[-1]]
+    return [*kept, *requests, steps[-1]]
 
 
 def _is_telemetry(step: BehaviorStep) -> bool:
@@ -249,11 +262,14 @@ def diff_traces(
         )
     )
     rounds = 0
+    base_background, cand_background = background_ids(base_trace), background_ids(cand_trace)
     if not strict:  # a background thread's extra rounds, calls a run ended during (_timing_calls)
         base_steps, cand_steps, rounds = drop_timing_calls(
-            base_steps, cand_steps, background_ids(base_trace), background_ids(cand_trace)
+            base_steps, cand_steps, base_background, cand_background
         )
-    steps = align_steps(_requests_apart(base_steps), _requests_apart(cand_steps), scope)
+    steps = align_steps(
+        _requests_apart(base_steps, base_background), _requests_apart(cand_steps, cand_background), scope
+    )
     counts = {k: sum(1 for s in steps if s.kind == k) for k in ("added", "removed", "changed", "unchanged")}
     return DiffResult(
         equivalent=counts["unchanged"] == len(steps),

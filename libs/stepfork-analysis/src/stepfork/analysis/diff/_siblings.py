@@ -73,7 +73,7 @@ def _proven(trace: Any) -> tuple[dict[int, int], dict[int, object]]:
 
 
 def _is_call(step: BehaviorStep) -> bool:
-    return step.step_type in ("tool", "llm")
+    return step.step_type in ("tool", "llm", "http")  # http: the agent's own requests keep their place
 
 
 def _members(steps: list[BehaviorStep], group_of: dict[int, int]) -> list[Counter[tuple[str, str]]]:

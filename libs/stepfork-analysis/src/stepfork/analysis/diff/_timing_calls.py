@@ -29,14 +29,14 @@ UNFINISHED_TYPE = "stepfork.trace.errors.UnfinishedCallError"
 INCOMPLETE = "the session ended before the response"
 
 
-def background_ids(trace: Any) -> frozenset[str]:
+def background_ids(trace: Any) -> frozenset[str] | None:
     """The call event ids of ``trace``'s calls whose ``background`` fact is true (``concurrency.json``);
-    empty when the bundle holds no facts."""
+    None when the bundle holds no facts (recorded before them)."""
     from stepfork.trace.concurrency import facts_of
 
     facts = facts_of(trace)
     if facts is None:
-        return frozenset()
+        return None
     return frozenset(call_id for call_id, fact in facts.calls.items() if fact.background)
 
 
@@ -86,8 +86,8 @@ def _drop_ended_calls(
 def drop_timing_calls(
     baseline: list[BehaviorStep],
     candidate: list[BehaviorStep],
-    base_background: frozenset[str],
-    cand_background: frozenset[str],
+    base_background: frozenset[str] | None,
+    cand_background: frozenset[str] | None,
 ) -> tuple[list[BehaviorStep], list[BehaviorStep], int]:
     """``(baseline, candidate, dropped)``: both step lists without the background rounds that are timing
     (module docstring), and how many rounds were dropped on both sides together. Lists are returned as
@@ -96,7 +96,8 @@ def drop_timing_calls(
     def rounds(steps: list[BehaviorStep], ids: frozenset[str]) -> list[int]:
         return [i for i, s in enumerate(steps) if s.step_type == "http" and s.event_id in ids]
 
-    base_rounds, cand_rounds = rounds(baseline, base_background), rounds(candidate, cand_background)
+    base_rounds = rounds(baseline, base_background or frozenset())
+    cand_rounds = rounds(candidate, cand_background or frozenset())
     drop: tuple[set[int], set[int]] = (set(), set())
     _drop_ended_calls(baseline, candidate, (set(base_rounds), set(cand_rounds)), drop)
     if not base_rounds and not cand_rounds and not drop[0] and not drop[1]:
