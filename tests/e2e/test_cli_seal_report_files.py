@@ -16,12 +16,11 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import cli_env, counting_server, stepfork_executable
+from .conftest import cli_env, stepfork_executable
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
 
@@ -75,15 +74,9 @@ if __name__ == "__main__":
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[http.server.ThreadingHTTPServer]:
-    with counting_server() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory, server: http.server.ThreadingHTTPServer) -> Path:
+def folder(tmp_path_factory: pytest.TempPathFactory, seal_server: http.server.ThreadingHTTPServer) -> Path:
     work = tmp_path_factory.mktemp("forker")
-    (work / "forker.py").write_text(textwrap.dedent(AGENT.format(port=server.server_address[1])))
+    (work / "forker.py").write_text(textwrap.dedent(AGENT.format(port=seal_server.server_address[1])))
     return work
 
 
@@ -132,15 +125,15 @@ def test_a_forked_worker_that_starts_a_child_and_ends_with_os_exit_leaves_no_rep
 
 
 def test_a_refusal_in_the_forked_workers_python_child_is_still_the_divergence(
-    folder: Path, tmp_path: Path, server: http.server.ThreadingHTTPServer
+    folder: Path, tmp_path: Path, seal_server: http.server.ThreadingHTTPServer
 ) -> None:
-    before = server.hits  # type: ignore[attr-defined]
+    before = seal_server.hits  # type: ignore[attr-defined]
     report, _ = replayed(folder, tmp_path, "python_child_fetching")
     matching = report["matching"]
     assert isinstance(matching, dict)
     assert (report["exit_code_seen"], matching["code"]) == (1, "network_sealed"), matching
     assert "a child process started during the replay" in str(matching["message"])
-    assert server.hits == before + 1  # type: ignore[attr-defined]  # the recording's, live; none replayed
+    assert seal_server.hits == before + 1  # type: ignore[attr-defined]  # the recording's, live; none replayed
 
 
 def test_a_program_allow_command_let_the_forked_worker_start_is_counted_on_the_report(
