@@ -22,6 +22,8 @@ import pytest
 
 from stepfork.analysis import diff_traces
 from stepfork.replay import replay_entrypoint
+from stepfork.replay.noise import Comparison, NoiseRules, Origins
+from stepfork.replay.noise.clock import ClockWindow
 from stepfork.trace import record, trace_tool
 
 
@@ -86,3 +88,26 @@ def test_a_drawn_number_held_twice_binds_to_itself_too(tmp_path: Path) -> None:
         session.set_output(code_agent())
     assert replay_entrypoint(bundle, code_agent).behavior.status == "MATCHED"
     assert replay_entrypoint(bundle, lambda: code_agent(split=True)).behavior.status == "DIVERGED"
+
+
+def test_an_equal_provider_time_at_a_noise_place_stays_noise_after_its_reading_was_renamed() -> None:
+    """Two responses' ``created`` seconds, ``t`` then ``t + 1`` in one recording and ``t + 1`` twice in the
+    other (two responses within one second): the first pair renames ``t`` into ``t + 1``, and the equal
+    ``t + 1`` after it, which cannot bind to itself any more, is still the provider's timing field."""
+    now = int(time.time())
+    window = ClockWindow((now - 5) * 10**9, (now + 5) * 10**9)
+    scope = Comparison(NoiseRules.shipped(), Origins(clock=window), Origins(clock=window))
+
+    def response(created: int, fresh: str) -> dict[str, Any]:
+        return {"id": f"chatcmpl-{fresh}", "object": "chat.completion", "created": created, "model": "gpt-4o"}
+
+    first = scope.compare(response(now, "AbC1"), response(now + 1, "XyZ1"), "llm_output")
+    assert [d.path for d in first] == [("created",), ("id",)]
+    assert all(d.noise is not None for d in first)  # the provider rule's places
+    second = scope.compare(response(now + 1, "AbC2"), response(now + 1, "XyZ2"), "llm_output")
+    assert all(d.noise is not None for d in second), second
+    # outside a noise place the same equal number is a difference: it was renamed to another
+    assert [d.noise for d in scope.compare({"at": now, "n": 1}, {"at": now, "n": 2}, "run_output")] == [
+        None,
+        None,
+    ]

@@ -329,7 +329,8 @@ class Comparison:
             made = _made_text(a, b)  # an equal clock reading or drawn number binds to itself, as a string
             if made is None or self.renaming.strings_equal(*made, self._allow(frame)):
                 return
-            out.append(Difference(path, a, b))
+            if self._noise(a, b, path, frame) is None:  # renamed to another before; a noise place is noise
+                out.append(Difference(path, a, b))
             return
         noise = self._noise(a, b, path, frame)
         at = None
