@@ -144,3 +144,38 @@ def test_a_program_allow_command_let_the_forked_worker_start_is_counted_on_the_r
     network = report["network"]
     assert isinstance(network, dict)
     assert network["not_sealed"] == ["child processes not sealed: 1 started (sh)"]
+
+
+REPLAYER = """
+import os
+import subprocess
+import sys
+
+from stepfork.replay import ReplaySession
+from forker import lookup
+
+with ReplaySession.from_trace(sys.argv[1]) as session:
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    lookup("a")
+print(session.divergence)
+sys.stdout.flush()
+os._exit(0)  # a worker that replays, as a stepfork check worker or a multiprocessing one ends
+"""
+
+
+def test_a_process_whose_sealed_session_started_a_child_and_that_ends_with_os_exit_leaves_no_file(
+    folder: Path, tmp_path: Path
+) -> None:
+    """The session reads its report file when it ends and removes it, empty or not: no exit handler is
+    needed (before, the file stayed for the handler, which ``os._exit`` skips)."""
+    _, temp = replayed(folder, tmp_path, "python_child")
+    (tmp_path / "replayer.py").write_text(REPLAYER)
+    env = cli_env()
+    path = [str(folder), env.get("PYTHONPATH", "")]
+    env.update(TMPDIR=str(temp), PYTHONPATH=os.pathsep.join(filter(None, path)))
+    command = [sys.executable, str(tmp_path / "replayer.py"), str(tmp_path / "python_child.sftrace")]
+    done = subprocess.run(
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "None"), done.stderr
+    assert _left(temp) == []

@@ -43,8 +43,9 @@ runs:
   would read, and where its children's refusals were lost), and tells it of a program ``allow_commands``
   let it start (``{"allowed": program}``), as a sealed Python child does;
 - the session reads its process's file when it ends (:func:`refusals`) by moving it aside, reading it
-  whole and removing it: each session's end leaves no file (a ``check`` worker's included), and the next
-  child started under a seal makes a new one;
+  whole and removing it, empty or not: each session's end leaves no file (a ``check`` worker's included,
+  or any process that ends with ``os._exit`` after its session), and the next child started under a seal
+  makes a new one;
 - a line a child still running writes after that makes the file again; the exit handler removes it when
   the process exits normally. What still leaks is a file made for a child that outlives the process's last
   session (or a process killed while its session runs) in a process ending with ``os._exit``. Files are
@@ -295,18 +296,16 @@ def parse_report_lines(data: bytes) -> list[Any]:
 
 def refusals() -> list[Any]:
     """Each refusal sealed children reported since the last call (:func:`parse_report_lines`); the report
-    file is moved aside, read whole and removed (module docstring), so none is left after the session that
-    reads it. Where it cannot be moved (a child holds it open on Windows) it is read in place from where the
-    last read stopped, a line still being written left for next time."""
+    file, when there is one (empty or not), is moved aside, read whole and removed (module docstring), so
+    none is left after the session that reads it. Where it cannot be moved (a child holds it open on
+    Windows) it is read in place from where the last read stopped, a line still being written left for
+    next time."""
     path = _own_report()
     if path is None:
         return []
     pid = os.getpid()
     with _reading:
-        try:
-            if os.stat(path).st_size <= _read[pid]:  # nothing new: no open, no read (once per replay)
-                return []
-        except OSError:
+        if not os.path.lexists(path):  # no child reported (or none started): nothing to read or remove
             return []
         aside = f"{path}.reading"
         try:
@@ -331,6 +330,8 @@ def refusals() -> list[Any]:
 def _read_in_place(path: str, pid: int) -> list[Any]:
     """The complete lines of ``path`` after what this process read of it (:data:`_read`)."""
     try:
+        if os.stat(path).st_size <= _read[pid]:  # nothing new: no open, no read
+            return []
         with open(path, "rb") as handle:
             handle.seek(_read[pid])
             data = handle.read()
