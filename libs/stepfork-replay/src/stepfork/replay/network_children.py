@@ -31,6 +31,27 @@ shell tool running ``curl``. (A child made by ``os.fork`` keeps the hooks: :mod:
   (``Network  sealed (child processes not sealed: 1 started (curl))``) instead of a bare "sealed".
   Programs that only read the machine (:data:`LOCAL_PROGRAMS`: ``uname``, ``ldconfig -p``...) start
   freely in their read-only forms (``ip netns exec NAME CMD`` is judged as ``CMD``).
+
+**The report files** (``stepfork-seal-<random>-<pid>.log`` in the temporary folder) live only while a
+session may still read them, and the process that reads one removes it; no process relies on its exit
+handlers, which a forked worker ending with ``os._exit`` (``multiprocessing``, ``stepfork check``) never
+runs:
+
+- a file is made by the process its children report to, just before a child that reports starts
+  (:func:`check_start`), and only there: a child *forked during* a session reports to the replaying process
+  (its environment, and the seal it gives a child an ``env=`` of its own, name that process's file:
+  :func:`_after_fork_in_child`), so it makes that file when missing, never one of its own (which nobody
+  would read, and where its children's refusals were lost), and tells it of a program ``allow_commands``
+  let it start (``{"allowed": program}``), as a sealed Python child does;
+- the session reads its process's file when it ends (:func:`refusals`) by moving it aside, reading it
+  whole and removing it, empty or not: each session's end leaves no file (a ``check`` worker's included,
+  or any process that ends with ``os._exit`` after its session), and the next child started under a seal
+  makes a new one;
+- a line a child still running writes after that makes the file again; the exit handler removes it when
+  the process exits normally. What still leaks is a file made for a child that outlives the process's last
+  session (or a process killed while its session runs) in a process ending with ``os._exit``. Files are
+  not swept by their pid: a pid that looks gone may be a live process of another pid namespace sharing the
+  temporary folder, whose refusals would then be lost (a live call read as MATCHED).
 """
 
 from __future__ import annotations
@@ -41,6 +62,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
@@ -63,8 +85,13 @@ _saved: dict[str, str | None] | None = None
 _report: str | None = None
 """The report files' path, ``{ppid}`` in it standing for the pid of the process a child reports to
 (the one that started it: each ``stepfork check`` worker, forked from one zygote, reads its own)."""
+_reporting_to: str | None = None
+"""In a child forked during a session: the replaying process's report file, where this process's own
+children report (:func:`_after_fork_in_child`); None where they report to this process."""
 _read: dict[int, int] = {}
-"""How far this process read its report file, by pid (a forked worker starts at 0)."""
+"""How far this process read its report file in place, by pid (a forked worker starts at 0): where it
+could not be moved aside (:func:`refusals`)."""
+_reading = threading.Lock()
 _values: dict[tuple[str, frozenset[tuple[str, int | None]], tuple[str, ...]], str] = {}
 """The JSON of each seal seen (:func:`seal_value`)."""
 
@@ -79,7 +106,8 @@ def seal_value(mode: str, allowed: Iterable[tuple[str, int | None]], commands: I
     value = _values.get(key)
     if value is None:
         pairs = sorted(key[1], key=lambda pair: (pair[0], pair[1] or 0))
-        settings = {"mode": mode, "allowed": pairs, "commands": list(key[2]), "report": _report}
+        report = _reporting_to or _report
+        settings = {"mode": mode, "allowed": pairs, "commands": list(key[2]), "report": report}
         value = _values[key] = json.dumps(settings)
     return value
 
@@ -167,14 +195,20 @@ def _after_fork_in_child() -> None:
     zygote, so reads what its own children report, with no change to its environment (the worker compares
     it with the zygote's after each replay). Forked by a replay (the agent's ``os.fork`` while a session
     is active), its Python children report to the replaying process instead, which reads them."""
+    global _reporting_to
     if _report is None or os.environ.get(ENV) is None:
         return
     network = _seal_module()
     if network is None or not any(seal.session is not None for seal in network._seals):
+        _reporting_to = None
+        _values.clear()
         return
+    # a child forked by a forked child still reports to the replaying process, the one that reads
+    _reporting_to = _reporting_to or _report.replace("{ppid}", str(os.getppid()))
+    _values.clear()  # the seal values made so far name the parent's template: its children say this one
     with contextlib.suppress(ValueError, KeyError):
         settings = json.loads(os.environ[ENV])
-        os.environ[ENV] = json.dumps({**settings, "report": _report.replace("{ppid}", str(os.getppid()))})
+        os.environ[ENV] = json.dumps({**settings, "report": _reporting_to})
 
 
 def _seal_module() -> Any:
@@ -200,7 +234,7 @@ def _report_template() -> str:
 
 def _own_report(create: bool = False) -> str | None:
     """This process's report file (its children write there), or None before any seal; ``create`` makes
-    it when it does not exist yet (private to this user; never through a link)."""
+    it when it does not exist yet (:func:`_make`)."""
     if _report is None:
         return None
     pid = os.getpid()
@@ -209,10 +243,27 @@ def _own_report(create: bool = False) -> str | None:
         _read[pid] = 0
         atexit.register(_remove_report, path, pid)
     if create:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-        with contextlib.suppress(OSError):
-            os.close(os.open(path, flags, 0o600))
+        _make(path)
     return path
+
+
+def _make(path: str) -> None:
+    """Make the report file ``path`` when it does not exist yet: empty, private to this user, never
+    through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, flags, 0o600))
+
+
+def _tell(path: str, line: dict[str, str]) -> None:
+    """Append ``line`` (one JSON object) to the report file ``path``, as a sealed child does."""
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(OSError):
+        handle = os.open(path, flags)
+        try:
+            os.write(handle, (json.dumps({k: v[:200] for k, v in line.items()}) + "\n").encode())
+        finally:
+            os.close(handle)
 
 
 def _remove_report(path: str, pid: int) -> None:
@@ -237,13 +288,42 @@ def parse_report_lines(data: bytes) -> list[Any]:
 
 
 def refusals() -> list[Any]:
-    """Each refusal sealed children reported since the last call (:func:`parse_report_lines`)."""
+    """Each refusal sealed children reported since the last call (:func:`parse_report_lines`); the report
+    file, when there is one (empty or not), is moved aside, read whole and removed (module docstring), so
+    none is left after the session that reads it. Where it cannot be moved (a child holds it open on
+    Windows) it is read in place from where the last read stopped, a line still being written left for
+    next time."""
     path = _own_report()
     if path is None:
         return []
     pid = os.getpid()
+    with _reading:
+        if not os.path.lexists(path):  # no child reported (or none started): nothing to read or remove
+            return []
+        aside = f"{path}.reading"
+        try:
+            os.replace(path, aside)
+        except FileNotFoundError:
+            return []
+        except OSError:
+            return _read_in_place(path, pid)
+        try:
+            with open(aside, "rb") as handle:
+                handle.seek(_read[pid])  # what an in-place read already took
+                data = handle.read()
+        except OSError:
+            data = b""
+        finally:
+            _read[pid] = 0
+            with contextlib.suppress(OSError):
+                os.unlink(aside)
+    return parse_report_lines(data)  # a line cut short is reported as it is: a refusal is never dropped
+
+
+def _read_in_place(path: str, pid: int) -> list[Any]:
+    """The complete lines of ``path`` after what this process read of it (:data:`_read`)."""
     try:
-        if os.stat(path).st_size <= _read[pid]:  # nothing new: no open, no read (once per replay)
+        if os.stat(path).st_size <= _read[pid]:  # nothing new: no open, no read
             return []
         with open(path, "rb") as handle:
             handle.seek(_read[pid])
@@ -264,8 +344,6 @@ def check_start(event: str, args: tuple[Any, ...]) -> None:
     (``ChildProcessRefusedError``, recorded as the divergence), note it when ``allow_commands`` let it run
     unsealed, let a sealed Python child and a local program start (module docstring)."""
     global _last_popen
-    import threading
-
     if event == "subprocess.Popen":  # (executable, args, cwd, env)
         executable, argv, env = args[0], args[1], args[3] if len(args) > 3 else None
         _last_popen = (threading.get_ident(), id(argv))
@@ -288,11 +366,17 @@ def check_start(event: str, args: tuple[Any, ...]) -> None:
     if verdict == LOCAL:
         return
     if verdict in (SEALED, ALLOWED):
-        _own_report(create=True)  # where a sealed descendant reports, found by walking up its parents
+        elsewhere = _reporting_to  # forked during a session: the replaying process's file
+        if elsewhere is None:
+            _own_report(create=True)  # where a sealed descendant reports, found by walking up its parents
+        else:
+            _make(elsewhere)
         if verdict == ALLOWED:
             seal = network._current_seal()[0]
             note = getattr(getattr(seal, "session", None), "note_unsealed_child", None)
             if note is not None:
                 note(program)
+            if elsewhere is not None:  # the session that counts it is the replaying process's
+                _tell(elsewhere, {"allowed": program})
         return
     network._refuse_child(program, line, verdict)

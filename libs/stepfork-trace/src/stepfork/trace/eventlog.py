@@ -46,7 +46,7 @@ from stepfork.trace._eventline import (
 )
 from stepfork.trace.bundle_writer import BundleWriter
 from stepfork.trace.canonical import canonical_json, compact_json
-from stepfork.trace.minting import MIN_SPAN, Spans
+from stepfork.trace.minting import MIN_NUMBER, Spans
 from stepfork.trace.models import HASHED_FIELDS, RedactionEntry
 from stepfork.trace.plainjson import take_plain_facts
 from stepfork.trace.redaction import RedactionFinding, Redactor, default_redactor
@@ -58,6 +58,7 @@ _NULL_DIGEST = sha256(b"null").hexdigest()  # a null payload's fingerprint (note
 _OK = quoted("ok")
 MAX_CHAIN = 16  # exception causes kept in an error event's details (C8); bounded against cycles
 SCANNED = 4096  # distinct strings whose minted spans a recording remembers (eventlog._note_minted)
+SHORTEST_NUMBER = 10 ** (MIN_NUMBER - 1)  # the smallest integer value scanned as a drawn number's text
 
 
 def new_id(prefix: str) -> str:
@@ -478,9 +479,9 @@ class EventLog:
 
     def _note_minted(self, stack: list[Any]) -> None:
         """Note the minted values an event's field values (``stack``, consumed) hold, as written (the
-        redacted values; strings, not keys: a renaming never applies to keys). Each distinct string is
-        scanned once (a conversation repeats its messages in every request), so a run pays one scan per
-        string it sends."""
+        redacted values; strings, and integers by their decimal text, not keys: a renaming never applies
+        to keys). Each distinct string is scanned once (a conversation repeats its messages in every
+        request), so a run pays one scan per string it sends."""
         minting = self.minting
         assert minting is not None
         seen = self._scanned
@@ -489,8 +490,10 @@ class EventLog:
         while stack:
             value = pop()
             kind = type(value)
+            if kind is int and value >= SHORTEST_NUMBER:  # a drawn number sent as a number: its text
+                kind, value = str, str(value)
             if kind is str:
-                if len(value) < MIN_SPAN:
+                if len(value) < MIN_NUMBER:
                     continue
                 found = seen.get(value)
                 if found is None:

@@ -16,11 +16,18 @@ documentation's recipe for a random id, is a run of that stream. Only one-charac
 words (``secrets.choice(["approve", "reject"])``) is behaviour, compared exactly. An integer drawn from the
 system's randomness (``secrets.randbelow``, however it was imported, and a ``SystemRandom``'s ``randrange``
 and ``randint``) is noted in its decimal form and zero-padded to its bound's width
-(``f"{secrets.randbelow(10**8):08d}"``). A *minted span* of a string is a run of at least :data:`MIN_SPAN`
+(``f"{secrets.randbelow(10**8):08d}"``), and, drawn below a bound of a 9 and zeros, shifted into that
+bound's number of digits (``secrets.randbelow(900000) + 100000``, the usual 6-digit code), when that form
+has at least :data:`MIN_NUMBER` digits. A *minted span* of a string is a run of at least :data:`MIN_SPAN`
 characters that occurs in one of those forms (``uuid4().hex[:8]`` is one, ``f"ref-{token_hex(4)}"`` holds
 one), or in a hex form upper-cased (``uuid4().hex[:8].upper()``: a run of the string with no lower-case
-letter is looked up case-folded too, so the log indexes no second form). Not covered: clocks (an id made
-from a clock reading is recognised by the window of its run: :mod:`stepfork.replay.noise.clock`), and
+letter is looked up case-folded too, so the log indexes no second form), or a whole run of digits (no
+digit on either side) that is a drawn integer's form of :data:`MIN_NUMBER` to ``MIN_SPAN - 1`` digits
+(``SystemRandom().randint(100000, 999999)`` in ``f"Your code is {code}"``; never a part of a longer
+number, and never a number the run did not draw: a 6-digit constant in the code is compared exactly).
+An integer value a payload holds (``{"code": 482913}``) is looked up by its decimal text. Not covered:
+clocks (an id made from a clock reading is recognised by the window of its run:
+:mod:`stepfork.replay.noise.clock`), and
 randomness drawn outside Python (an extension module's own generator, such as ``uuid_utils``);
 docs/diff.md says how those compare.
 
@@ -59,6 +66,10 @@ from stepfork.trace._attached import Attached, read_parsed
 
 MIN_SPAN = 8
 """The shortest minted span: ``uuid4().hex[:8]``, ``token_hex(4)``."""
+MIN_NUMBER = 6
+"""The fewest digits of a drawn integer's form that is noted (a 6-digit code); one shorter than
+:data:`MIN_SPAN` is a minted span only as a whole run of digits (module docstring). Fewer digits (a die
+roll, ``randint(1, 6)``) are data, compared exactly."""
 MAX_VALUES = 100_000
 """How many minted values one log keeps (a long-lived service's recording); later ones are not noted."""
 MAX_CHOSEN = 1_000_000
@@ -75,6 +86,26 @@ MAX_UTC_OFFSET = 26 * 3600
 """The widest local UTC offset a ``minted.json`` may state, in seconds (time zones span -12:00 to +14:00)."""
 _RUN = re.compile(r"[A-Za-z0-9_+/=-]{8,256}")  # where a span can be: runs of hex, base64 and uuid chars
 _HEX_FORM = re.compile(r"[0-9a-f-]+")  # what an upper-cased form may be: hex (a uuid with its hyphens)
+_NUMBER = re.compile(rf"(?<![0-9])[0-9]{{{MIN_NUMBER},{MIN_SPAN - 1}}}(?![0-9])")  # a short drawn number
+
+
+def _short_number(value: str) -> bool:
+    """True for a drawn integer's form shorter than :data:`MIN_SPAN` that is noted (:data:`MIN_NUMBER`+)."""
+    return MIN_NUMBER <= len(value) < MIN_SPAN and value.isascii() and value.isdigit()
+
+
+def _number_spans(text: str, numbers: frozenset[str] | set[str], found: list[tuple[int, int]]) -> None:
+    """Add to ``found`` (sorted, not overlapping) each whole run of digits of ``text`` in ``numbers`` that
+    overlaps none of its spans."""
+    extra = [
+        (m.start(), m.end())
+        for m in _NUMBER.finditer(text)
+        if m.group() in numbers and not any(m.start() < end and start < m.end() for start, end in found)
+    ]
+    if extra:
+        found.extend(extra)
+        found.sort()
+
 
 RandomState = tuple[int, tuple[int, ...], float | None]
 """``random.getstate()`` of the Mersenne Twister: version 3, 624 words and the position, ``gauss_next``."""
@@ -98,6 +129,7 @@ class MintLog(Spans):
         self._indexed = 0
         self._forms: list[str] = []
         self._grams: dict[str, list[int]] = {}
+        self._numbers: set[str] = set()  # drawn integers' forms shorter than MIN_SPAN (whole digit runs)
         # characters drawn one at a time, per thread in drawing order, and (form number, length indexed)
         self._chosen: dict[int, list[str]] = {}
         self._chosen_count = 0
@@ -122,12 +154,17 @@ class MintLog(Spans):
     def note_number(self, value: int, bound: int) -> None:
         """Note ``value``, an integer just drawn from the system's randomness below ``bound`` (exclusive):
         its decimal form and, when shorter, that form zero-padded to the width of ``bound - 1``
-        (``f"{n:08d}"``); forms under :data:`MIN_SPAN` characters are no id and are not noted."""
+        (``f"{n:08d}"``), and for a ``bound`` of a 9 and zeros ``value`` shifted into its number of digits
+        (``randbelow(900000) + 100000``); forms under :data:`MIN_NUMBER` digits are no id and are not
+        noted."""
         if value < 0 or len(self._raw) >= MAX_VALUES:
             return
         text = str(value)
         forms = {text, text.zfill(len(str(bound - 1)))}
-        kept = tuple(form for form in forms if len(form) >= MIN_SPAN)
+        top = str(bound)
+        if len(top) > 1 and top[0] == "9" and top.count("0") == len(top) - 1:
+            forms.add(str(value + 10 ** (len(top) - 1)))
+        kept = tuple(form for form in forms if len(form) >= MIN_NUMBER)
         if kept:
             self._raw.append(kept)
 
@@ -146,6 +183,9 @@ class MintLog(Spans):
             self._indexed += len(pending)
             for data in pending:
                 for form in _forms(data) if isinstance(data, bytes) else data:
+                    if len(form) < MIN_SPAN:
+                        self._numbers.add(form)
+                        continue
                     self._add_grams(len(self._forms), form, 0)
                     self._forms.append(form)
             for thread, chars in list(self._chosen.items()):
@@ -174,7 +214,7 @@ class MintLog(Spans):
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """``(start, end)`` of each minted span of ``text`` (module docstring), left to right."""
-        if not self or len(text) < MIN_SPAN:
+        if not self or len(text) < MIN_NUMBER:
             return []
         if self._stale():
             self._index()
@@ -184,6 +224,8 @@ class MintLog(Spans):
             if not found and run.group().isupper():
                 found = self._folded(run)
             out.extend(found)
+        if self._numbers:
+            _number_spans(text, self._numbers, out)
         return out
 
     def _folded(self, run: re.Match[str]) -> list[tuple[int, int]]:
@@ -221,18 +263,25 @@ class RecordedMinted(Spans):
     def __init__(
         self, values: Iterable[str], random_state: RandomState | None = None, utc_offset: int | None = None
     ) -> None:
-        self.values = frozenset(v for v in values if isinstance(v, str) and len(v) >= MIN_SPAN)
-        ordered = sorted(self.values, key=len, reverse=True)
+        self.values = frozenset(
+            v for v in values if isinstance(v, str) and (len(v) >= MIN_SPAN or _short_number(v))
+        )
+        ordered = sorted((v for v in self.values if len(v) >= MIN_SPAN), key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._numbers = frozenset(v for v in self.values if len(v) < MIN_SPAN)
         self.random_state = random_state
         self.utc_offset = utc_offset
         """The recording process's local UTC offset in seconds (east positive), or None when not stated."""
 
     def spans(self, text: str) -> list[tuple[int, int]]:
-        """``(start, end)`` of each recorded minted span in ``text``, left to right (longest first)."""
-        if self._pattern is None or len(text) < MIN_SPAN:
+        """``(start, end)`` of each recorded minted span in ``text``, left to right (longest first; a short
+        drawn number as a whole run of digits only)."""
+        if len(text) < MIN_NUMBER:
             return []
-        return [(m.start(), m.end()) for m in self._pattern.finditer(text)]
+        found = [] if self._pattern is None else [(m.start(), m.end()) for m in self._pattern.finditer(text)]
+        if self._numbers:
+            _number_spans(text, self._numbers, found)
+        return found
 
     def shown_in(self, text: str) -> RecordedMinted:
         """The values that ``text`` (a bundle's redacted payloads) still holds: a redacted copy keeps no

@@ -10,9 +10,10 @@ difference, each with ``noise`` None (a real difference) or why it is noise:
    ids into the renaming; anywhere else a rule never excuses a differing id (a handed-out id must match
    exactly, a fresh one up to the renaming);
 2. two strings equal up to the renaming: ``renamed id`` (fresh ids; in a dependency output, any two ids:
-   the dependency generated them); so are two tagged datetimes by their ISO text and two numbers of an
+   the dependency generated them); so are two tagged datetimes by their ISO text, two numbers of an
    epoch's length by their text (a ``datetime`` object, a ``time.time()`` the run returned: a reading of
-   each run's clock, NEWCOMER4 F4);
+   each run's clock, NEWCOMER4 F4) and two integers of 6 digits or more by their text (a code the run
+   drew). Such a value equal on both sides binds to itself, as an equal string does;
 3. a timing field with a clock or duration shape on each side: ``timing``;
 4. a key one side lacks whose value on the other is empty (null, false, [], {}) inside a framework
    message, an LLM output or a framework request, or (null, [], {}: never false) inside a provider request
@@ -25,6 +26,7 @@ into ``headers``, the ``json`` body and each SSE event's ``data``, and a framewo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -37,6 +39,7 @@ from stepfork.replay.noise.rules import NoiseRules, Rule
 from stepfork.replay.noise.siblings import SIBLING_ORDER, SiblingGroup
 from stepfork.replay.noise.streams import CHUNKING, describe, reassemble
 from stepfork.replay.noise.timing import TAG, is_epoch, timing_shaped
+from stepfork.trace.minting import MIN_NUMBER
 
 WHERES = ("llm_input", "llm_output", "tool_input", "tool_output", "run_output", "other")
 """Where a compared value sits: the LLM and tool inputs and outputs are the recording's, ``run_output``
@@ -323,6 +326,11 @@ class Comparison:
                 out.append(Difference(path, a, b, at=self.renaming.mismatch(a, b, self._allow(frame))))
                 return
         elif a is not ABSENT and b is not ABSENT and same_leaf(a, b):
+            made = _made_text(a, b)  # an equal clock reading or drawn number binds to itself, as a string
+            if made is None or self.renaming.strings_equal(*made, self._allow(frame)):
+                return
+            if self._noise(a, b, path, frame) is None:  # renamed to another before; a noise place is noise
+                out.append(Difference(path, a, b))
             return
         noise = self._noise(a, b, path, frame)
         at = None
@@ -351,7 +359,7 @@ class Comparison:
 
     def _equal_string(self, a: str, b: str, frame: _Frame) -> bool:
         # an equal string still binds its ids to themselves (and fails where one is renamed to another)
-        if len(a) < 8 or not may_hold_id(a):
+        if len(a) < MIN_NUMBER or not (may_hold_id(a) or _DIGIT_RUN.search(a)):
             return True
         return self.renaming.strings_equal(a, b, self._allow(frame))
 
@@ -448,25 +456,33 @@ class Comparison:
 
 
 _EPOCH_DIGITS = frozenset({10, 13, 16, 19})  # seconds, ms, us, ns: the clock's epoch lengths
+_SHORTEST_NUMBER = 10 ** (MIN_NUMBER - 1)  # the smallest integer that may be a drawn number
+_DIGIT_RUN = re.compile(rf"[0-9]{{{MIN_NUMBER}}}")  # a string that may hold a drawn number
 
 
 def _made_text(a: Any, b: Any) -> tuple[str, str] | None:
     """The texts to compare up to the renaming of two values that are not strings but may hold a reading
-    of the run's clock (docs/decisions.md): two tagged datetimes (``{"$stepfork": "datetime", "value":
-    ISO}``, a ``datetime`` object the run returned), their ISO strings; two numbers of one type whose
-    integer part has the same epoch length (``time.time()``, ``int(time.time() * 1000)``), as Python
-    writes them. Whether the text is a clock reading inside the run (or minted), and not handed out, is the
-    renaming's to say; None for any other pair."""
+    of the run's clock or a number it drew (docs/decisions.md): two tagged datetimes (``{"$stepfork":
+    "datetime", "value": ISO}``, a ``datetime`` object the run returned), their ISO strings; two numbers of
+    one type whose integer part has the same epoch length (``time.time()``, ``int(time.time() * 1000)``),
+    as Python writes them; two other integers of :data:`~stepfork.trace.minting.MIN_NUMBER` digits or more
+    (``SystemRandom().randint(100000, 999999)`` sent as a number), their decimal text. Whether the text is a
+    clock reading inside the run or minted, and not handed out, is the renaming's to say (a constant in the
+    code is neither: compared exactly); None for any other pair."""
     if isinstance(a, dict) and isinstance(b, dict):
         if a.get(TAG) == b.get(TAG) == "datetime" and a.keys() == b.keys() == {TAG, "value"}:
             left, right = a["value"], b["value"]
             if isinstance(left, str) and isinstance(right, str):
                 return left, right
         return None
-    if _is_number(a) and type(a) is type(b) and _epoch_length(a) and _epoch_length(b):
+    if not _is_number(a) or type(a) is not type(b):
+        return None
+    if _epoch_length(a) and _epoch_length(b):
         if len(str(int(a))) != len(str(int(b))):
             return None  # seconds and milliseconds are two units, not one reading (NEWCOMER5 F3)
         return _text(a), _text(b)
+    if type(a) is int and a >= _SHORTEST_NUMBER and b >= _SHORTEST_NUMBER:
+        return str(a), str(b)
     return None
 
 

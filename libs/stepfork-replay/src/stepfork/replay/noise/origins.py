@@ -42,6 +42,7 @@ from stepfork.replay.noise.ids import (
     may_hold_id,
     shape_times,
 )
+from stepfork.trace.minting import MIN_NUMBER
 
 GIVING_EVENTS = frozenset({"tool_result", "llm_response", "error", "run_start"})
 """Event types whose payload the recording gives the agent."""
@@ -49,12 +50,15 @@ TAKING_EVENTS = frozenset({"tool_call", "llm_request"})
 """Event types whose ``input`` the agent sends to a dependency."""
 
 MIN_ID = 8
+SHORTEST_NUMBER = 10 ** (MIN_NUMBER - 1)
+"""The smallest integer whose text may be a drawn number (``stepfork.trace.minting``)."""
 
 
 def _strings(values: Iterable[Any], *, numbers: bool = False) -> Iterable[str]:
     """The strings (and keys) of ``values``; with ``numbers``, also the numbers that could be clock
-    readings (1e9 or more), as text: a ``created`` time a tool returned as a number is handed out when the
-    agent formats it into a string."""
+    readings (1e9 or more) or drawn numbers (integers of :data:`~stepfork.trace.minting.MIN_NUMBER` digits
+    or more), as text: a ``created`` time a tool returned as a number is handed out when the agent formats
+    it into a string, and so is a code a tool drew."""
     stack = list(values)
     while stack:
         value = stack.pop()
@@ -65,8 +69,16 @@ def _strings(values: Iterable[Any], *, numbers: bool = False) -> Iterable[str]:
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
-        elif numbers and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= 1e9:
+        elif numbers and _number_text(value):
             yield repr(value)
+
+
+def _number_text(value: Any) -> bool:
+    """True for a number whose text may be a clock reading (1e9 or more) or a drawn number (an integer of
+    :data:`~stepfork.trace.minting.MIN_NUMBER` digits or more)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    return abs(value) >= 1e9 or (type(value) is int and value >= SHORTEST_NUMBER)
 
 
 def collect_ids(values: Iterable[Any]) -> set[str]:
