@@ -11,16 +11,13 @@ OpenAI-compatible server on 127.0.0.1 (helpers/local_openai.py: fresh ids, times
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runs import run_stepfork
 from local_openai import LocalOpenAI, serving
-
-STEPFORK = Path(sys.executable).parent / "stepfork"
 
 # The number of rounds stands for the poller's timing: the same code, another run.
 SCRIPT = """
@@ -73,10 +70,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory, server: LocalOpenAI) -> Pat
 
 
 def stepfork(folder: Path, server: LocalOpenAI, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "OPENAI_BASE_URL": server.base_url, "NO_COLOR": "1", **env}
-    return subprocess.run(
-        [str(STEPFORK), *args], cwd=folder, env=environment, capture_output=True, text=True, timeout=300
-    )
+    return run_stepfork(folder, *args, OPENAI_BASE_URL=server.base_url, **env)
 
 
 def test_a_pollers_other_number_of_rounds_is_no_change(folder: Path, server: LocalOpenAI) -> None:

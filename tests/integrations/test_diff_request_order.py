@@ -10,16 +10,13 @@ recordings of the same fan-out stay EQUIVALENT. The real CLI, `requests` against
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runs import run_stepfork
 from shop_api import ShopApi, serving
-
-STEPFORK = Path(sys.executable).parent / "stepfork"
 
 AGENT = """
 import os
@@ -63,10 +60,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory, shop: ShopApi) -> Path:
 
 
 def stepfork(folder: Path, shop: ShopApi, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "SHOP_URL": shop.url, "NO_COLOR": "1", **env}
-    return subprocess.run(
-        [str(STEPFORK), *args], cwd=folder, env=environment, capture_output=True, text=True, timeout=300
-    )
+    return run_stepfork(folder, *args, SHOP_URL=shop.url, **env)
 
 
 def test_shipping_before_charging_is_a_change(folder: Path, shop: ShopApi) -> None:

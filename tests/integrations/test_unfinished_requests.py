@@ -11,17 +11,14 @@ on 127.0.0.1 that answers ``/hang`` only when the test ends.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
-STEPFORK = Path(sys.executable).parent / "stepfork"
+from cli_runs import run_stepfork
 
 PROGRAM = """
 import json, os, threading, urllib.request
@@ -91,10 +88,7 @@ def server() -> Iterator[Flags]:
 
 
 def stepfork(folder: Path, server: Flags, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FLAGS_URL": server.url, "NO_COLOR": "1"}
-    return subprocess.run(
-        [str(STEPFORK), *args], cwd=folder, env=env, capture_output=True, text=True, timeout=300
-    )
+    return run_stepfork(folder, *args, FLAGS_URL=server.url)
 
 
 def test_a_request_in_flight_at_exit_leaves_a_valid_bundle_that_replays_matched(
