@@ -58,14 +58,26 @@ def calls_of(groups: list[list[BehaviorStep]]) -> list[list[tuple[Any, str, Any,
 
 def _proven(trace: Any) -> tuple[dict[int, int], dict[int, object]]:
     """The groups replay's ``auto`` ordering proves in ``trace`` (call step -> group number, for groups of
-    two or more) and each call's parent (call step -> parent id)."""
+    two or more) and each call's parent (call step -> parent id). Requests of background threads are left
+    out, as replay's cursor leaves every request out: they are sorted apart (``_compare._requests_apart``),
+    and one overlapping two of the agent's calls in turn must not chain those into a group; so is every
+    request of a bundle without ``concurrency.json``, where each counts as background."""
     from stepfork.replay.ordering import auto_groups
     from stepfork.replay.plan import extract_all_calls
     from stepfork.trace.concurrency import facts_of
+    from stepfork.trace.http_calls import is_http_call
 
-    calls = extract_all_calls(list(trace.events))
+    facts = facts_of(trace)
+
+    def background(call: Any) -> bool:
+        if call.kind != "tool" or not is_http_call(call.name):
+            return False
+        fact = facts.calls.get(call.call_event_id) if facts is not None else None
+        return fact is None or bool(fact.background)
+
+    calls = [call for call in extract_all_calls(list(trace.events)) if not background(call)]
     group_of: dict[int, int] = {}
-    for number, (start, stop) in enumerate(auto_groups(calls, facts_of(trace))):
+    for number, (start, stop) in enumerate(auto_groups(calls, facts)):
         if stop - start > 1:
             for call in calls[start:stop]:
                 group_of[call.step] = number
