@@ -38,22 +38,28 @@ def server() -> Iterator[LocalOpenAI]:
         yield running
 
 
-def export(http: httpx.Client, url: str) -> int:
+def export(http: httpx.Client, url: str, workflow: str = "Agent workflow") -> int:
     """One trace export as an exporter sends it: fresh trace and span ids and clock times; its status."""
     trace = f"trace_{uuid.uuid4().hex}"
     data = [
-        {"object": "trace", "id": trace, "workflow_name": "Agent workflow"},
+        {"object": "trace", "id": trace, "workflow_name": workflow},
         {"object": "trace.span", "id": f"span_{uuid.uuid4().hex[:24]}", "trace_id": trace},
     ]
     return http.post(url, json={"data": data}).status_code
 
 
 def agent(
-    server: LocalOpenAI, path: str, *, exports: int = 1, background: bool = True, tell: bool = True
+    server: LocalOpenAI,
+    path: str,
+    *,
+    exports: int = 1,
+    background: bool = True,
+    tell: bool = True,
+    workflow: str = "Agent workflow",
 ) -> Any:
     """A program that asks the model and whose tracing exports ``exports`` times to ``path`` (from a
-    thread of its own, as the exporters do, unless ``background`` is False); its output holds the exports'
-    statuses when ``tell``."""
+    thread of its own, as the exporters do, unless ``background`` is False) under the name ``workflow``;
+    its output holds the exports' statuses when ``tell``."""
     http = instrument_httpx(kept(httpx.Client()))
     root = server.base_url.removesuffix("/v1")
 
@@ -61,7 +67,7 @@ def agent(
         statuses: list[int] = []
 
         def flush() -> None:
-            statuses.extend(export(http, f"{root}{path}") for _ in range(exports))
+            statuses.extend(export(http, f"{root}{path}", workflow) for _ in range(exports))
 
         if background:
             thread = threading.Thread(target=flush)
@@ -119,8 +125,12 @@ def test_exports_the_recording_never_saw_are_answered_from_any_thread(
 
 def test_a_request_that_is_not_telemetry_is_still_refused(tmp_path: Path, server: LocalOpenAI) -> None:
     bundle = recorded(tmp_path, server, "/v1/uploads", background=False)
-    with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayMismatchError) as caught:
+    with ReplaySession.from_trace(bundle) as session:  # only its fresh ids differ: it is the same request
         agent(server, "/v1/uploads", background=False)()
+        session.verify_complete()
+    assert [r.action for r in session.served_requests] == ["substituted"]
+    with ReplaySession.from_trace(bundle) as session, pytest.raises(ReplayMismatchError) as caught:
+        agent(server, "/v1/uploads", background=False, workflow="Refund workflow")()  # another body
     assert caught.value.code == "request_not_recorded"
     assert session.divergence is not None
 

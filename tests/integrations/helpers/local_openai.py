@@ -10,7 +10,9 @@ export (``204``), as OpenAI's endpoint does. It also serves
 plain resources an agent's libraries fetch: ``GET /model_prices.json`` (a model-cost map, answered ``503``
 with ``retry-after: 0`` the first ``unavailable`` times, as a CDN under load), ``GET /health``, and
 ``GET /long-poll?touch=PATH``, which creates the file PATH (the program may then exit, sure the request
-is in flight) and answers only when the server stops (a long poll still waiting at exit). Every
+is in flight) and answers only when the server stops (a long poll still waiting at exit), and a REST
+service's: ``GET /flags`` (feature flags, with the server's ``updated_at`` clock) and ``POST /audit`` and
+``POST /heartbeat`` (a fresh event ``id`` and the JSON body echoed as ``received``). Every
 request is counted (``requests``), so a test can prove a replay sent nothing.
 
 Run it on its own with ``python local_openai.py [UNAVAILABLE]`` (a free port); tests use :func:`serving`.
@@ -124,6 +126,8 @@ def _handler(state: LocalOpenAI) -> type[http.server.BaseHTTPRequestHandler]:
                 self._send(200, {"events": []})
             elif path.endswith("/health"):
                 self._send(200, {"status": "ok", "checked_at": time.time()})
+            elif path.endswith("/flags"):  # a feature-flag service, polled (``?since=`` a clock second)
+                self._send(200, {"flags": {"new_checkout": True}, "updated_at": time.time()})
             elif path.endswith("/models"):
                 self._send(200, {"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model"}]})
             else:
@@ -159,6 +163,8 @@ def _handler(state: LocalOpenAI) -> type[http.server.BaseHTTPRequestHandler]:
                 self._send(200, None, sse=openai_turns.sse(openai_turns.response_events(body), named=True))
             elif path.endswith("/responses"):
                 self._send(200, openai_turns.response(body))
+            elif path.endswith(("/audit", "/heartbeat")):  # a REST service: a new event id, the body echoed
+                self._send(200, {"id": f"evt_{uuid.uuid4().hex}", "received": body})
             elif path.endswith("/traces/ingest"):
                 self.send_response(204)
                 self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")

@@ -2,21 +2,26 @@
 
 A recording's ``http`` calls (:mod:`stepfork.trace.http_calls`: requests from threads that are not the
 agent's, requests that are not LLM API calls) are not in the cursor's plan: their timing is a library's,
-not the agent's. :class:`RequestPool` holds them by their redacted canonical input (method, URL, body);
-a live request takes the first unserved recorded one with the same input, whenever it comes, and
-repeated identical requests are served in recorded order. A request the pool does not hold (or holds no
-more: it came more often than recorded) is refused by the session with :func:`not_recorded`, which is
-the replay's divergence. A recorded request from a background thread that never comes is not a missing
-call: a background fetch may not run before a faster replay ends. A request the agent's own context made
-(the recorder's ``background`` fact is false, ``concurrency.json``) is the agent's behaviour: a
-POST that issued a refund. The order it comes in is still free, but when the replay ends every such request
-must have come (:meth:`RequestPool.unmade`, :func:`not_made`), or the replay diverged.
+not the agent's. :class:`RequestPool` holds them by their redacted canonical input (method, URL, body); a live
+request takes the first unserved recorded one with the same input, whenever it comes, and repeated identical
+requests are served in recorded order. Failing that, it takes the first unserved recorded one with the same
+label (method, URL without its query) whose input equals it up to the session's one renaming of fresh values
+(:class:`FreshInputs`; an idempotency key ``str(uuid4())``, a clock reading in the body or query: NEWCOMER6
+F2), tried as a trial that binds nothing, the one taken binding its pairs. A request the pool does not hold
+(or holds no more: it came more often than recorded) is refused by the session with :func:`not_recorded`,
+which is the replay's divergence. A recorded request from a background thread that never comes is not a
+missing call: a background fetch may not run before a faster replay ends. A request the agent's own context
+made (the recorder's ``background`` fact is false, ``concurrency.json``) is the agent's behaviour: a POST that
+issued a refund. The order it comes in is still free, but when the replay ends every such request must have
+come (:meth:`RequestPool.unmade`, :func:`not_made`), or the replay diverged.
 
-One exception to "not more often than recorded": a *background* request (from a thread without the
-replay's context: a feature-flag poller, a heartbeat on a timer) that repeats a recorded request after
-every recorded copy of it was served gets the last recorded answer again, noted ``repeated``. Such a
-thread polls on its own clock, and a replay answers faster than the server did, so it polls more often
-within the same run; that is no change of the agent. The agent's own requests (in its context) stay
+One exception to "not more often than recorded": a *background* request (from a thread without the replay's
+context: a feature-flag poller, a heartbeat on a timer) that repeats a recorded request after every recorded
+copy of it was served gets the last recorded answer again, noted ``repeated``; failing an exact copy, the last
+recorded request of its label whose input it equals up to a renaming of fresh values of its own (a heartbeat's
+``time.time()``: each round reads the clock anew, so it binds nothing; NEWCOMER6 F3). Such a thread polls on
+its own clock, and a replay answers faster than the server did, so it polls more often within the same run;
+that is no change of the agent. The agent's own requests (in its context) stay
 strict: one more than recorded is a divergence. The round a background thread had in flight when the
 recorded run ended (``RecordedCall.unfinished``) is timing too: it gets the last answer of the same request
 when one was recorded, and is held until the replay's run ends (as recorded: no answer before the end)
@@ -39,7 +44,14 @@ from typing import Any
 
 from stepfork.replay.diagnostics import unmade_call_diagnostic
 from stepfork.replay.errors import ReplayMismatchError
-from stepfork.replay.matching import CallCursor, LiveInput, build_diagnostic, check_input, check_outcome
+from stepfork.replay.matching import (
+    CallCursor,
+    LiveInput,
+    Renamed,
+    build_diagnostic,
+    check_input,
+    check_outcome,
+)
 from stepfork.replay.plan import RecordedCall
 from stepfork.trace.boundary import BoundaryCall
 from stepfork.trace.concurrency import ConcurrencyFacts
@@ -107,6 +119,24 @@ def split_requests(calls: Iterable[RecordedCall]) -> tuple[list[RecordedCall], l
     return others, requests
 
 
+@dataclass(frozen=True, slots=True)
+class FreshInputs:
+    """A session's renaming of fresh values, as the pool asks it (``stepfork.replay.session_renaming``).
+
+    Attributes:
+        renames_to: ``(live, recorded call) -> bool``: the live input equals the recorded one up to the
+            renaming, as a trial that binds nothing.
+        renamed: ``(recorded call, live value, ignored paths) -> [(JSONPath, recorded, live, reason)] |
+            None``: the same question, binding the pairs when it accepts (``check_input``'s ``renamed``).
+        repeats: as ``renamed``, in a renaming of its own that binds nothing: a repeated round's fresh values
+            (a heartbeat's ``time.time()``) are new ones, never the last recorded round's partners.
+    """
+
+    renames_to: Callable[[LiveInput, RecordedCall], bool]
+    renamed: Renamed
+    repeats: Renamed
+
+
 class RequestPool(CallCursor):
     """The recorded ``http`` calls of a session, served by their request (module docstring). Not
     thread-safe on its own: the session serializes access. ``calls`` are the http calls (index 0..k-1);
@@ -149,32 +179,76 @@ class RequestPool(CallCursor):
         return self._legacy
 
     def serve(
-        self, call: BoundaryCall, live: LiveInput, background: bool, *, sends: bool
-    ) -> tuple[RecordedCall | None, bool]:
-        """Take the recorded call for ``call`` (input ``live``) and check its stored fingerprints; return it
-        and what ``check_outcome`` says of its output (True: checked, no tagged form), or ``(None, False)``
-        when the recording does not hold it and ``sends`` (live and hybrid modes: the request is sent).
+        self,
+        call: BoundaryCall,
+        live: LiveInput,
+        background: bool,
+        *,
+        sends: bool,
+        fresh: FreshInputs | None = None,
+    ) -> tuple[RecordedCall | None, bool, list[tuple[str, Any, Any, str]]]:
+        """Take the recorded call for ``call`` (input ``live``) and check its stored fingerprints; return it,
+        what ``check_outcome`` says of its output (True: checked, no tagged form) and the input differences
+        accepted as renamed fresh values (``[(JSONPath, recorded, live, "renamed id")]``, usually empty), or
+        ``(None, False, [])`` when the recording does not hold it and ``sends`` (live and hybrid modes: the
+        request is sent).
+
+        ``fresh``: the session's renaming of fresh values (:class:`FreshInputs`): a request the pool holds no
+        exact copy of takes the first unserved recorded one of its method and URL (query aside) whose input
+        equals it up to that renaming, and a background one past its recorded rounds the last one's answer
+        (module docstring); None: exact inputs only.
 
         Raises:
             ReplayMismatchError: ``request_not_recorded`` (:func:`not_recorded`), or the fingerprint and
                 outcome codes of :func:`~stepfork.replay.matching.check_input` and ``check_outcome``.
         """
         expected = self.take(live)
-        action = "substituted"
+        if expected is None and fresh is not None:
+            expected = self._take_renamed(call.name, live, fresh)
+        action, checked_with = "substituted", fresh.renamed if fresh is not None else None
         if background and not sends and (expected is None or expected.unfinished):
             # a poller's extra round, or the round the recorded run ended during: the last answer again
             last = self._last.get(live.bytes)
+            if last is None and fresh is not None:
+                last = self._last_renamed(call.name, live, fresh.repeats)
             if last is not None:
                 expected, action = last, "repeated"
+                checked_with = fresh.repeats if fresh is not None else None
         if expected is None:
             if not sends:
                 raise not_recorded(call, live, self, background=background)
             self.served.append(ServedRequest(call.name, None, background, "executed"))
-            return None, False
-        check_input(self, expected, call, live, compare=True)  # the stored input fingerprint
+            return None, False, []
+        # the stored input fingerprint; a renamed input commits its pairs here (a rejected one bound nothing)
+        accepted = check_input(self, expected, call, live, compare=True, renamed=checked_with)
         plain = check_outcome(self, expected, call, live)  # an outcome, its stored fingerprint
         self.served.append(ServedRequest(expected.name, expected.step, background, action))
-        return expected, plain
+        return expected, plain, accepted if action == "substituted" else []
+
+    def _take_renamed(self, label: str, live: LiveInput, fresh: FreshInputs) -> RecordedCall | None:
+        """The first unserved recorded call labelled ``label`` whose input equals ``live``'s up to the
+        session's renaming of fresh values, taken; None when there is none. Each candidate is a trial that
+        binds nothing (``fresh.renames_to``): :meth:`serve` binds the pairs of the one taken."""
+        for candidate in self.calls:
+            if candidate.label != label:
+                continue
+            waiting = self._by_key.get(self.recorded_input_bytes(candidate))
+            if not waiting or not any(c is candidate for c in waiting):
+                continue
+            if fresh.renames_to(live, candidate):
+                waiting.remove(candidate)
+                return candidate
+        return None
+
+    def _last_renamed(self, label: str, live: LiveInput, repeats: Renamed) -> RecordedCall | None:
+        """The last recorded call labelled ``label`` the server answered (not ``unfinished``) whose input
+        equals ``live``'s up to a renaming of fresh values of its own (``repeats`` binds nothing); None
+        when there is none."""
+        for candidate in reversed(self.calls):
+            answered = candidate.label == label and not candidate.unfinished and candidate.input is not None
+            if answered and repeats(candidate, live.value, set()) is not None:
+                return candidate
+        return None
 
     def acknowledge(self, call: BoundaryCall, background: bool) -> dict[str, Any] | None:
         """:data:`TELEMETRY_ANSWER` (a fresh copy) when ``call`` is a telemetry export, noted as

@@ -228,7 +228,14 @@ class CallReplayer(SessionResults, FreshValueRenaming):
         if not self._active:
             raise ReplayError("the ReplaySession is not active (use it with `with`)", code="not_active")
         with self._lock:
-            expected, plain = self._requests.serve(call, live, orphan, sends=sends)
+            expected, plain, renamed = self._requests.serve(
+                call, live, orphan, sends=sends, fresh=self._fresh_inputs()
+            )
+            self.ignored_differences.extend(
+                IgnoredDifference(served.index, served.step, served.label, path, before, after, reason)
+                for served in ([expected] if expected is not None else [])
+                for path, before, after, reason in renamed
+            )
         if expected is None:
             return True, None  # live or hybrid: the run goes live, so does a request it did not make
         if expected.status == "error":  # a transport error: the HTTP capture raises the library's class

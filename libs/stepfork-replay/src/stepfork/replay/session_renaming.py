@@ -12,6 +12,7 @@ from typing import Any
 from stepfork.replay.matching import LiveInput
 from stepfork.replay.noise.origins import Origins
 from stepfork.replay.plan import RecordedCall
+from stepfork.replay.requests import FreshInputs
 from stepfork.trace.bundle import Trace
 from stepfork.trace.minting import MintLog
 
@@ -51,11 +52,24 @@ class FreshValueRenaming:
             return False
         return self._input_renaming().accepts(expected.kind, expected.input, live.value)  # type: ignore[no-any-return]
 
+    def _repeated_inputs(
+        self, expected: RecordedCall, value: Any, ignored: set[str]
+    ) -> list[tuple[str, Any, Any, str]] | None:
+        """:meth:`stepfork.replay.noise.inputs.RenamedInputs.repeats` of this session: the renamed
+        differences of ``value`` from ``expected``'s input in a renaming of their own, binding nothing."""
+        return self._input_renaming().repeats(expected.kind, expected.input, value, ignored)  # type: ignore[no-any-return]
+
+    def _fresh_inputs(self) -> FreshInputs:
+        """This session's renaming of fresh values as the request pool asks it
+        (:class:`stepfork.replay.requests.FreshInputs`)."""
+        return FreshInputs(self._renames_to, self._renamed_inputs, self._repeated_inputs)
+
     def _input_renaming(self) -> Any:
         if self._inputs is None:
             from stepfork.replay.noise.inputs import RenamedInputs
 
-            self._inputs = RenamedInputs(Origins(self.trace), self.live_origins())
+            # the recording's side: a clock reading it served is served again as it was (Origins docstring)
+            self._inputs = RenamedInputs(Origins(self.trace, readings_given=False), self.live_origins())
         return self._inputs
 
     def output_scope(self) -> Any:

@@ -115,23 +115,40 @@ class ClockWindow:
 
 def instants_in(text: str) -> set[int]:
     """The instants (nanoseconds since the epoch) the clock readings of ``text`` say, in any window: an
-    epoch time of 10, 13, 16 or 19 digits (its integer part), an ISO 8601 datetime with seconds (its own
+    epoch time of 10, 13, 16 or 19 digits (its fraction included: ``time.time()``'s reading is not the
+    second it falls in), an ISO 8601 datetime with seconds (its own
     instant with an offset; as UTC without one). Two spellings of one reading say the same instant: a
     tool's ``...Z`` passed on as ``+00:00``, its seconds passed on as milliseconds (NEWCOMER5 F4)."""
     return {instants[0] for _, _, instants, _ in _readings(text) if instants}
 
 
+def to_the_second(text: str) -> bool:
+    """True when the whole of ``text`` is one clock reading's shape to the whole second: an epoch time of
+    10 digits without a fraction (``str(int(time.time()))``), or an ISO 8601 datetime with seconds and no
+    fraction (``isoformat(timespec="seconds")``). Such a reading and a response's ``created`` second may be
+    equal by chance; a finer one may not (NEWCOMER6 F2)."""
+    if len(text) == 10:
+        return text.isdigit()
+    match = _ISO.fullmatch(text) or _ISO_BASIC.fullmatch(text)
+    return match is not None and match.group(7) is None
+
+
 def _readings(text: str, offset: int | None = None) -> list[tuple[int, int, list[int], bool]]:
     """``(start, end, instants, is_epoch)`` of each possible clock reading of ``text``, epoch times first:
-    an epoch time's one instant (its integer part); an ISO datetime's (:func:`_instants`, naive ones read
-    in ``offset`` too). The cheap tests first: most strings hold neither."""
+    an epoch time's one instant (its fraction included, to the nanosecond); an ISO datetime's
+    (:func:`_instants`, naive ones read in ``offset`` too). The cheap tests first: most strings hold
+    neither."""
     found: list[tuple[int, int, list[int], bool]] = []
     if len(text) < 10:
         return found
     if _DIGITS.search(text) is not None:
         for match in _EPOCH.finditer(text):
-            digits = match.group().split(".", 1)[0]
-            found.append((match.start(), match.end(), [int(digits) * _SCALE[len(digits)]], True))
+            digits, _, fraction = match.group().partition(".")
+            scale = _SCALE[len(digits)]
+            # the fraction is part of the reading: time.time()'s 1796590123.34 is not the provider's
+            # `created` second 1796590123 (NEWCOMER6 F2), while 1796590123.0 and 1796590123000 are
+            instant = int(digits) * scale + (int(fraction) * scale // 10 ** len(fraction) if fraction else 0)
+            found.append((match.start(), match.end(), [instant], True))
     matches: list[re.Match[str]] = []
     if len(text) >= 19 and ":" in text:
         matches.extend(_ISO.finditer(text))

@@ -23,7 +23,9 @@ class RenamedInputs:
     """The renaming of fresh values across one replay's inputs.
 
     Args:
-        recorded: the recording's :class:`Origins`; live: the replay's (``ReplaySession.live_origins``).
+        recorded: the recording's :class:`Origins` (``readings_given=False``: a clock reading it served is
+            served again as it was, so a live reading in its place is the agent's own clock, NEWCOMER6 F2);
+            live: the replay's (``ReplaySession.live_origins``).
     """
 
     def __init__(self, recorded: Origins, live: Origins) -> None:
@@ -54,6 +56,19 @@ class RenamedInputs:
         self.scope.renaming = kept.trial()
         try:
             return self._compared(kind, expected, actual, set()) is not None
+        finally:
+            self.scope.renaming = kept
+
+    def repeats(
+        self, kind: str, expected: Any, actual: Any, ignored: set[str]
+    ) -> list[tuple[str, Any, Any, str]] | None:
+        """As :meth:`__call__`, in a renaming of its own with nothing bound, binding nothing: a poller's
+        extra round answered as its last recorded one (``stepfork.replay.requests``) reads the clock anew,
+        and that reading's partner is already the recorded round's own."""
+        kept = self.scope.renaming
+        self.scope.renaming = kept.blank()
+        try:
+            return self._compared(kind, expected, actual, ignored)
         finally:
             self.scope.renaming = kept
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from stepfork.replay.noise.clock import ClockWindow, instants_in
+from stepfork.replay.noise.clock import ClockWindow, instants_in, to_the_second
 from stepfork.replay.noise.ids import (
     TOKEN,
     embedded_uuids,
@@ -97,17 +97,23 @@ def collect_ids(values: Iterable[Any]) -> set[str]:
 def _payloads(trace: Any) -> Iterable[tuple[bool, Any]]:
     """``(given, payload)`` of each event of ``trace`` in recorded order: what the recording gave the agent
     (``given``: :data:`GIVING_EVENTS`) and what the agent sent (:data:`TAKING_EVENTS`' inputs)."""
+    for _, given, payload in _typed_payloads(trace):
+        yield given, payload
+
+
+def _typed_payloads(trace: Any) -> Iterable[tuple[str, bool, Any]]:
+    """``(event type, given, payload)`` of each payload :func:`_payloads` yields, in the same order."""
     for event in trace.events:
         kind = str(getattr(event.type, "value", event.type))
         if kind in TAKING_EVENTS:
-            yield False, getattr(event, "input", None)
+            yield kind, False, getattr(event, "input", None)
         elif kind == "error":
-            yield True, getattr(event, "message", None)
-            yield True, getattr(event, "error_type", None)
+            yield kind, True, getattr(event, "message", None)
+            yield kind, True, getattr(event, "error_type", None)
         elif kind == "run_start":
-            yield True, getattr(event, "input", None)
+            yield kind, True, getattr(event, "input", None)
         elif kind in GIVING_EVENTS:
-            yield True, getattr(event, "output", None)
+            yield kind, True, getattr(event, "output", None)
 
 
 class Origins:
@@ -121,6 +127,15 @@ class Origins:
             ``MintLog`` of a replay); None: the recording's ``minted.json`` when ``trace`` has one.
         clock: this side's run window (:class:`~stepfork.replay.noise.clock.ClockWindow`: a replay's, from
             its start to now); None: the window of ``trace``'s events (none without a trace).
+        readings_given: False for the recording's side of a replay's input matching
+            (:class:`stepfork.replay.noise.inputs.RenamedInputs`): a token that is wholly one reading of the
+            run's clock to the whole second (:func:`~stepfork.replay.noise.clock.to_the_second`) is not
+            handed out by a model's response (``llm_response``): the agent's own clock read to the second
+            equals a response's ``created`` second by chance whenever the two fall in one second
+            (NEWCOMER6 F2: ``?since=<int(time.time())>`` right after a model call). Known limit: an agent
+            that passed a response's ``created`` on (the replay serves it verbatim, so it still sends it
+            unchanged) and now sends its own clock's second instead is not caught. A finer reading, and a
+            reading a tool, a failure or the run's input gave, stay handed out as before.
 
     Attributes:
         minted: the side's minted values, or None when nothing says what it minted (a bundle recorded
@@ -131,7 +146,13 @@ class Origins:
     """
 
     def __init__(
-        self, trace: Any = None, values: Iterable[Any] = (), *, minted: Any = None, clock: Any = None
+        self,
+        trace: Any = None,
+        values: Iterable[Any] = (),
+        *,
+        minted: Any = None,
+        clock: Any = None,
+        readings_given: bool = True,
     ) -> None:
         self._trace = trace
         self._values = list(values)
@@ -149,6 +170,8 @@ class Origins:
         if clock is None and trace is not None:
             clock = ClockWindow.of_trace(trace)
         self._clock = clock
+        self._readings_given = readings_given
+        self._outside_models: dict[str, bool] = {}
         self.made: Any = _Made(minted, clock) if clock is not None else minted
 
     @property
@@ -202,6 +225,8 @@ class Origins:
     def handed_out(self, token: str) -> bool:
         """True when ``token`` (an opaque id, or a token holding minted values), a UUID inside it, or a
         minted value inside it, was handed out."""
+        if not self._readings_given and self._clock is not None and self._one_reading(token):
+            return self._given_outside_models(token)
         ids = self.ids
         if token in ids or any(u in ids for u in embedded_uuids(token)):
             return True
@@ -217,6 +242,30 @@ class Origins:
         if self._first_given(token) or any(self._first_given(token[start:end]) for start, end in spans):
             return True
         return self._reading_given(token)
+
+    def _one_reading(self, token: str) -> bool:
+        """True when ``token`` is wholly one reading of this side's clock to the whole second, and holds no
+        minted value."""
+        if not to_the_second(token) or self._clock.spans(token) != [(0, len(token))]:
+            return False
+        return self.minted is None or not self.minted.spans(token)
+
+    def _given_outside_models(self, token: str) -> bool:
+        """For a reading to the whole second (``readings_given`` False): True when the first payload holding
+        it (as written, or the same instant in another spelling) was given, a model's response aside."""
+        known = self._outside_models.get(token)
+        if known is None:
+            known = False
+            wanted = instants_in(token)
+            for kind, given, payload in _typed_payloads(self._trace) if self._trace is not None else ():
+                if given and kind == "llm_response":
+                    continue
+                texts = list(_strings([payload], numbers=True))
+                if any(token in text for text in texts) or any(wanted & instants_in(t) for t in texts):
+                    known = given
+                    break
+            self._outside_models[token] = known
+        return known
 
     def _reading_given(self, token: str) -> bool:
         """True when a clock reading of ``token`` says an instant that a given payload's reading said

@@ -149,6 +149,13 @@ class Renaming:
         other._carried_right = copy.deepcopy(self._carried_right)
         return other
 
+    def blank(self) -> Renaming:
+        """A copy with nothing bound: the same sides, no pairs and no carried values."""
+        other = copy.copy(self)
+        other.forward, other.backward, other._hex_forward = {}, {}, {}
+        other._carried_left, other._carried_right = {}, {}
+        return other
+
     def renamed(self) -> list[tuple[str, str]]:
         """The pairs whose two ids differ (the renaming proper), in the order they were bound."""
         return [(a, b) for a, b in self.forward.items() if a != b]
