@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stepfork.trace.errors import UNFINISHED_TYPE
 from stepfork.trace.models import EventStatus, EventType
 
 _CALL_TYPES = (EventType.TOOL_CALL, EventType.LLM_REQUEST)
@@ -95,10 +96,6 @@ class RecordedCall:
         the run ends"). A replay serves it by holding the caller until the run ends; one never reached is
         not missing."""
         return self.error_type == UNFINISHED_TYPE and self.status == "error"
-
-
-UNFINISHED_TYPE = "stepfork.trace.errors.UnfinishedCallError"
-"""The recorded ``error_type`` of a call the run ended before (the recorder's qualified type name)."""
 
 
 def _value(enum_or_str: Any) -> str:

@@ -103,7 +103,9 @@ def snapshot(pending: list[Exchange]) -> LLMOutput:
     holds its :class:`Exchange` once the response came), else that no response came."""
     if pending:
         return pending[0].output()
-    return LLMOutput({"status": None, "headers": {}, "incomplete": "the session ended before the response"})
+    from stepfork.trace.errors import INCOMPLETE_RESPONSE
+
+    return LLMOutput({"status": None, "headers": {}, "incomplete": INCOMPLETE_RESPONSE})
 
 
 def _joined(decoded: Any) -> bytes:

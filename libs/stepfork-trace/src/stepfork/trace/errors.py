@@ -121,6 +121,11 @@ class BoundaryContextError(TraceError, RuntimeError):
 
 
 UNFINISHED_MESSAGE = "the run ended before this call returned"
+UNFINISHED_TYPE = "stepfork.trace.errors.UnfinishedCallError"
+"""The ``error_type`` recorded for such a call (:class:`UnfinishedCallError`'s qualified name)."""
+INCOMPLETE_RESPONSE = "the session ended before the response"
+"""The ``incomplete`` value the HTTP captures record for a request whose response had not come when the
+session ended (``stepfork.integrations._http_streams.snapshot``)."""
 
 
 class UnfinishedCallError(TraceError, RuntimeError):

@@ -24,9 +24,8 @@ from collections import Counter
 from typing import Any
 
 from stepfork.analysis.diff._behavior import BehaviorStep
-
-UNFINISHED_TYPE = "stepfork.trace.errors.UnfinishedCallError"
-INCOMPLETE = "the session ended before the response"
+from stepfork.trace.errors import INCOMPLETE_RESPONSE as INCOMPLETE
+from stepfork.trace.errors import UNFINISHED_TYPE
 
 
 def background_ids(trace: Any) -> frozenset[str] | None:
